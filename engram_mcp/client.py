@@ -1,0 +1,191 @@
+"""Talk to the engram owner process (engramd) over a private Unix socket.
+
+Standard library only: hooks import this with any `python3`, before the plugin's
+virtualenv even exists, and have ~100 ms in all. The socket lives in the user store
+directory (0700) and is itself 0600, so no other local user can connect; nothing
+listens on TCP. If no daemon answers, `DaemonClient` starts one (detached, in its own
+session, so it never becomes a zombie of a short-lived hook) and waits for it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from .errors import DaemonUnavailable, error_from_envelope
+
+SOCKET_NAME = "engramd.sock"
+MAX_SOCKET_PATH = 100  # AF_UNIX paths are limited to ~104-108 bytes
+DEFAULT_TIMEOUT_S = 120.0
+START_TIMEOUT_S = 60.0
+CONNECT_RETRY_S = 0.05
+PACKAGE_PARENT = Path(__file__).resolve().parent.parent
+
+
+def user_dir_from_env(home: Path | None = None) -> Path:
+    env = os.environ.get("ENGRAM_HOME")
+    if env and home is None:
+        return Path(env).expanduser()
+    return (home or Path.home()) / ".claude" / "engram"
+
+
+def socket_path(user_dir: Path) -> Path:
+    """`<user_dir>/engramd.sock`, or a private /tmp directory when that path is too long."""
+    override = os.environ.get("ENGRAM_SOCKET")
+    if override:
+        return Path(override)
+    direct = Path(user_dir) / SOCKET_NAME
+    if len(str(direct)) <= MAX_SOCKET_PATH:
+        return direct
+    digest = hashlib.sha256(str(Path(user_dir).resolve()).encode()).hexdigest()[:16]
+    base = Path("/tmp") / f"engram-{os.getuid()}"
+    base.mkdir(mode=0o700, exist_ok=True)
+    st = base.stat()
+    if st.st_uid != os.getuid() or st.st_mode & 0o077:
+        raise DaemonUnavailable(f"{base} is not a private directory owned by you; refusing to use it for the engram socket")
+    return base / f"{digest}.sock"
+
+
+def find_python() -> str | None:
+    """A Python that has engram's dependencies, to run the daemon with."""
+    import importlib.util
+
+    candidates = [os.environ.get("ENGRAM_PYTHON")]
+    if importlib.util.find_spec("surrealdb") is not None:
+        candidates.append(sys.executable)
+    data = os.environ.get("CLAUDE_PLUGIN_DATA")
+    if data:
+        candidates.append(str(Path(data) / "venv" / "bin" / "python"))
+    candidates.append(str(PACKAGE_PARENT / ".venv" / "bin" / "python"))
+    for c in candidates:
+        if c and Path(c).exists():
+            return c
+    return None
+
+
+def spawn_daemon(user_dir: Path, python: str | None = None) -> subprocess.Popen | None:
+    """Start engramd detached; returns None when no suitable Python exists."""
+    python = python or find_python()
+    if python is None:
+        return None
+    user_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    logs = user_dir / "logs"
+    logs.mkdir(exist_ok=True, mode=0o700)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(PACKAGE_PARENT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env["ENGRAM_HOME"] = str(user_dir)
+    log_fd = os.open(logs / "engramd.out", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        return subprocess.Popen(
+            [python, "-m", "engram_mcp.daemon", "--user-dir", str(user_dir)],
+            stdin=subprocess.DEVNULL, stdout=log_fd, stderr=log_fd, env=env,
+            start_new_session=True, close_fds=True, cwd=str(user_dir),
+        )
+    finally:
+        os.close(log_fd)
+
+
+class DaemonClient:
+    """A connection to engramd; reconnects (and restarts the daemon) when needed."""
+
+    def __init__(self, user_dir: Path | None = None, *, autostart: bool = True, timeout: float = DEFAULT_TIMEOUT_S,
+                 start_timeout: float = START_TIMEOUT_S, client_name: str = "client") -> None:
+        self.user_dir = Path(user_dir) if user_dir else user_dir_from_env()
+        self.autostart = autostart
+        self.timeout = timeout
+        self.start_timeout = start_timeout
+        self.client_name = client_name
+        self._sock: socket.socket | None = None
+        self._file = None
+        self._ids = itertools.count(1)
+
+    @property
+    def path(self) -> Path:
+        return socket_path(self.user_dir)
+
+    def _try_connect(self) -> bool:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            s.connect(str(self.path))
+        except OSError:
+            s.close()
+            return False
+        s.settimeout(self.timeout)
+        self._sock, self._file = s, s.makefile("rwb")
+        return True
+
+    def connect(self, *, wait: float | None = None) -> None:
+        if self._sock is not None:
+            return
+        if self._try_connect():
+            return
+        if not self.autostart:
+            raise DaemonUnavailable(f"engram daemon is not running (no socket at {self.path})")
+        if spawn_daemon(self.user_dir) is None:
+            raise DaemonUnavailable("engram's Python environment is not installed yet; run `make setup` or see README")
+        deadline = time.monotonic() + (wait if wait is not None else self.start_timeout)
+        while time.monotonic() < deadline:
+            if self._try_connect():
+                return
+            time.sleep(CONNECT_RETRY_S)
+        raise DaemonUnavailable(f"engram daemon did not start within {self.start_timeout:.0f}s; see {self.user_dir / 'logs'}")
+
+    def close(self) -> None:
+        for obj in (self._file, self._sock):
+            try:
+                if obj is not None:
+                    obj.close()
+            except OSError:
+                pass
+        self._sock = self._file = None
+
+    def call(self, op: str, args: dict[str, Any] | None = None, *, project_root: str | os.PathLike[str] | None = None,
+             session_id: str | None = None, timeout: float | None = None,
+             on_progress: Any = None) -> Any:
+        """Send one request; return its result or raise the typed error it carried."""
+        request = {
+            "id": next(self._ids),
+            "op": op,
+            "args": args or {},
+            "ctx": {"project_root": str(project_root) if project_root else None, "session_id": session_id, "client": self.client_name},
+        }
+        if on_progress is not None:
+            request["progress"] = True
+        payload = (json.dumps(request, ensure_ascii=False) + "\n").encode()
+        for attempt in (1, 2):
+            self.connect()
+            try:
+                if timeout is not None:
+                    self._sock.settimeout(timeout)
+                self._file.write(payload)
+                self._file.flush()
+                line = self._file.readline()
+                while line and on_progress is not None and b'"progress"' in line[:40]:
+                    p = json.loads(line).get("progress") or {}
+                    on_progress(int(p.get("done", 0)), p.get("total"), str(p.get("label", "")))
+                    line = self._file.readline()
+                if not line:
+                    raise ConnectionError("daemon closed the connection")
+                break
+            except (OSError, ConnectionError) as exc:
+                self.close()
+                if attempt == 2 or isinstance(exc, socket.timeout):
+                    raise DaemonUnavailable(f"engram daemon did not answer: {exc}") from None
+        response = json.loads(line)
+        if response.get("ok"):
+            return response.get("result")
+        raise error_from_envelope(response.get("error") or {})
+
+    def __enter__(self) -> "DaemonClient":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,534 @@
+"""Layered, schema-validated configuration for engram.
+
+Settings live in markdown files with YAML frontmatter (``engram.local.md``) so
+they sit next to Claude Code's own ``.claude/*.local.md`` files and can carry
+human-readable notes in their body.  Precedence, lowest first:
+
+1. built-in :data:`DEFAULTS`
+2. user level ``~/.claude/engram.local.md``
+3. project level ``<project_root>/.claude/engram.local.md``
+4. environment variables ``ENGRAM_<KEY_IN_UPPER_CASE>``
+
+Every layer is validated on its own against :data:`CONFIG_SCHEMA`, so a problem
+is always reported against the file or variable that caused it.  All problems
+are collected first and raised together in one :class:`ConfigError`: fixing a
+config file one error per run is miserable.
+
+This module imports nothing else from ``engram_mcp`` so that every other
+module (hooks, daemon, CLI) can load configuration without import cycles.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import json
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import frontmatter
+import jsonschema
+import yaml
+from frontmatter.default_handlers import YAMLHandler
+
+CONFIG_FILE_NAME = "engram.local.md"
+ENV_PREFIX = "ENGRAM_"
+
+#: ``ENGRAM_*`` variables that carry runtime plumbing, not settings; they must
+#: not be mistaken for misspelt config keys.
+RUNTIME_ENV_VARS: frozenset[str] = frozenset(
+    {
+        "ENGRAM_HOME",
+        "ENGRAM_PROJECT_ROOT",
+        "ENGRAM_SESSION_ID",
+        "ENGRAM_SOCKET",
+        "ENGRAM_LOG_FILE",
+        "ENGRAM_DAEMON",
+        "ENGRAM_TEST_FAKE_EMBEDDER",
+        "ENGRAM_PYTHON",
+    }
+)
+
+#: Scope weights (session/project/user) per retrieval context, from
+#: hierarchical-memory-model.md §6b.
+SCOPE_WEIGHT_PROFILES: dict[str, dict[str, float]] = {
+    "default": {"session": 0.50, "project": 0.35, "user": 0.15},
+    "codebase": {"session": 0.20, "project": 0.60, "user": 0.20},
+    "preferences": {"session": 0.10, "project": 0.20, "user": 0.70},
+    "debugging": {"session": 0.40, "project": 0.40, "user": 0.20},
+    "new_project": {"session": 0.30, "project": 0.10, "user": 0.60},
+    "architecture": {"session": 0.15, "project": 0.65, "user": 0.20},
+}
+
+SCOPES: tuple[str, ...] = ("session", "project", "user")
+
+BOOL_WORDS: dict[str, bool] = {
+    "true": True, "1": True, "yes": True, "on": True,
+    "false": False, "0": False, "no": False, "off": False,
+}
+
+
+def _num(lo: float, hi: float | None = None, *, integer: bool = False, doc: str) -> dict[str, Any]:
+    """Schema for a bounded number; keeps the property table below readable."""
+    schema: dict[str, Any] = {"type": "integer" if integer else "number", "minimum": lo, "description": doc}
+    if hi is not None:
+        schema["maximum"] = hi
+    return schema
+
+
+def _flag(doc: str) -> dict[str, Any]:
+    return {"type": "boolean", "description": doc}
+
+
+_UNIT = {"type": "number", "minimum": 0, "maximum": 1}
+
+#: The single source of truth for which keys exist and what they accept.
+CONFIG_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "engram configuration",
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "embedding_model": {
+            "type": "string", "minLength": 1,
+            "description": "Embedding model: the built-in offline model or any fastembed model name.",
+        },
+        "embedding_model_path": {
+            "type": ["string", "null"], "minLength": 1,
+            "description": "Directory holding a custom ONNX embedding model.",
+        },
+        "embedding_cache_dir": {
+            "type": ["string", "null"], "minLength": 1,
+            "description": "fastembed cache directory; null means <user_dir>/models.",
+        },
+        "scope_weight_profile": {
+            "type": "string", "enum": list(SCOPE_WEIGHT_PROFILES),
+            "description": "Named scope weighting used when scope_weights is null.",
+        },
+        "scope_weights": {
+            "type": ["object", "null"],
+            "properties": {scope: dict(_UNIT) for scope in SCOPES},
+            "required": list(SCOPES),
+            "additionalProperties": False,
+            "description": "Explicit session/project/user weights; overrides scope_weight_profile.",
+        },
+        "fusion": {
+            "type": "string", "enum": ["score", "rrf"],
+            "description": "How keyword and vector results are merged.",
+        },
+        "keyword_weight": _num(0, 1, doc="Weight of BM25 in score fusion; vector gets 1 - this."),
+        "rrf_k": _num(1, integer=True, doc="k constant of reciprocal rank fusion."),
+        "candidate_pool": _num(10, 1000, integer=True, doc="Candidates per strategy per scope."),
+        "store_dedup_similarity": _num(0.5, 1, doc="Similarity above which a stored memory is a duplicate."),
+        "cross_scope_dedup_similarity": _num(0.5, 1, doc="Similarity above which recall drops cross-scope duplicates."),
+        "context_token_budget": _num(100, 8000, integer=True, doc="Token budget of injected context."),
+        "user_prompt_recall": _flag("Recall memories on every user prompt."),
+        "prompt_recall_min_relevance": _num(0, 1, doc="Minimum relevance for prompt recall."),
+        "prompt_recall_limit": _num(1, 10, integer=True, doc="Maximum memories injected per prompt."),
+        "capture_file_changes": _flag("Record file edits as session memories."),
+        "capture_failed_commands": _flag("Record failed shell commands as session memories."),
+        "stop_hook": _flag("Summarise and consolidate when Claude stops."),
+        "maintenance_interval_hours": _num(0.1, 720, doc="Hours between maintenance runs."),
+        "promote_session_min_importance": _num(0, 1, doc="Importance needed to promote session -> project."),
+        "promote_session_min_access": _num(0, integer=True, doc="Accesses needed to promote session -> project."),
+        "promote_user_min_importance": _num(0, 1, doc="Importance needed to promote project -> user."),
+        "promote_user_min_sessions": _num(1, integer=True, doc="Sessions needed to promote project -> user."),
+        "abandoned_session_hours": _num(0.01, 720, doc="Hours after which an unclosed session is abandoned."),
+        "daemon_idle_exit_seconds": _num(10, 86400, integer=True, doc="Idle seconds before the daemon exits."),
+        "log_level": {
+            "type": "string", "enum": ["debug", "info", "warning", "error"],
+            "description": "Logging verbosity.",
+        },
+    },
+}
+
+_PROPERTIES: dict[str, dict[str, Any]] = CONFIG_SCHEMA["properties"]
+_VALIDATOR = jsonschema.Draft202012Validator(CONFIG_SCHEMA)
+
+DEFAULTS: dict[str, object] = {
+    "embedding_model": "engram/all-MiniLM-L6-v2-int8",
+    "embedding_model_path": None,
+    "embedding_cache_dir": None,
+    "scope_weight_profile": "default",
+    "scope_weights": None,
+    "fusion": "score",
+    "keyword_weight": 0.5,
+    "rrf_k": 60,
+    "candidate_pool": 100,
+    "store_dedup_similarity": 0.85,
+    "cross_scope_dedup_similarity": 0.90,
+    "context_token_budget": 1200,
+    "user_prompt_recall": True,
+    "prompt_recall_min_relevance": 0.35,
+    "prompt_recall_limit": 3,
+    "capture_file_changes": True,
+    "capture_failed_commands": True,
+    "stop_hook": True,
+    "maintenance_interval_hours": 24.0,
+    "promote_session_min_importance": 0.5,
+    "promote_session_min_access": 2,
+    "promote_user_min_importance": 0.7,
+    "promote_user_min_sessions": 3,
+    "abandoned_session_hours": 12.0,
+    "daemon_idle_exit_seconds": 900,
+    "log_level": "info",
+}
+
+
+@dataclass(frozen=True)
+class ConfigProblem:
+    """One thing wrong with the configuration, attributed to where it came from."""
+
+    source: str  # display path of a file, or "env ENGRAM_X"
+    key: str | None  # None when the problem concerns the whole file
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.source}: {self.message}"
+
+
+class ConfigError(ValueError):
+    """All configuration problems at once, so they can be fixed in one pass."""
+
+    def __init__(self, problems: list[ConfigProblem]) -> None:
+        self.problems = list(problems)
+        count = len(self.problems)
+        header = f"invalid engram configuration ({count} problem{'s' if count != 1 else ''}):"
+        super().__init__("\n".join([header, *(f"  {p}" for p in self.problems)]))
+
+
+@dataclass(frozen=True)
+class Config:
+    """Effective, validated settings; see :data:`CONFIG_SCHEMA` for meanings."""
+
+    embedding_model: str
+    embedding_model_path: str | None
+    embedding_cache_dir: str | None
+    scope_weight_profile: str
+    scope_weights: dict[str, float] | None
+    fusion: str
+    keyword_weight: float
+    rrf_k: int
+    candidate_pool: int
+    store_dedup_similarity: float
+    cross_scope_dedup_similarity: float
+    context_token_budget: int
+    user_prompt_recall: bool
+    prompt_recall_min_relevance: float
+    prompt_recall_limit: int
+    capture_file_changes: bool
+    capture_failed_commands: bool
+    stop_hook: bool
+    maintenance_interval_hours: float
+    promote_session_min_importance: float
+    promote_session_min_access: int
+    promote_user_min_importance: float
+    promote_user_min_sessions: int
+    abandoned_session_hours: float
+    daemon_idle_exit_seconds: int
+    log_level: str
+    sources: dict[str, str] = field(default_factory=dict, compare=False)
+
+    def scope_weights_resolved(self) -> dict[str, float]:
+        """Explicit ``scope_weights`` win; otherwise the named profile applies."""
+        weights = self.scope_weights or SCOPE_WEIGHT_PROFILES[self.scope_weight_profile]
+        return dict(weights)
+
+    def as_dict(self) -> dict[str, Any]:
+        """Setting values only (no ``sources``), deep-copied so callers can't mutate us."""
+        return {key: copy.deepcopy(getattr(self, key)) for key in _PROPERTIES}
+
+
+def user_config_path(home: Path | None = None) -> Path:
+    """User-level config file: ``~/.claude/engram.local.md``."""
+    return (home if home is not None else Path.home()) / ".claude" / CONFIG_FILE_NAME
+
+
+def project_config_path(project_root: Path) -> Path:
+    """Project-level config file: ``<project_root>/.claude/engram.local.md``."""
+    return Path(project_root) / ".claude" / CONFIG_FILE_NAME
+
+
+def load_config(
+    project_root: Path | None = None,
+    *,
+    home: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Config:
+    """Merge all layers and return the effective :class:`Config`.
+
+    Raises :class:`ConfigError` listing every problem found in any layer.
+    """
+    values, sources, problems = _collect(project_root, home, environ)
+    if problems:
+        raise ConfigError(problems)
+    return Config(**values, sources=sources)
+
+
+def check_config_files(
+    project_root: Path | None,
+    *,
+    home: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> list[ConfigProblem]:
+    """Problems in every layer, for ``engram doctor``; never raises."""
+    try:
+        return _collect(project_root, home, environ)[2]
+    except Exception as exc:  # doctor must report, not crash
+        return [ConfigProblem("config", None, f"unexpected error while checking configuration: {exc!r}")]
+
+
+# --------------------------------------------------------------------------- internals
+
+
+def _collect(
+    project_root: Path | None, home: Path | None, environ: Mapping[str, str] | None
+) -> tuple[dict[str, Any], dict[str, str], list[ConfigProblem]]:
+    """Read every layer in precedence order; later layers overwrite earlier ones."""
+    home = home if home is not None else Path.home()
+    values: dict[str, Any] = copy.deepcopy(DEFAULTS)
+    sources = {key: "default" for key in values}
+    problems: list[ConfigProblem] = []
+
+    paths = [user_config_path(home)]
+    if project_root is not None:
+        paths.append(project_config_path(Path(project_root)))
+    for path in paths:
+        display = _display_path(path, home)
+        layer, file_problems = _read_file(path, display)
+        problems += file_problems
+        layer_problems = _validate(layer, display)
+        problems += layer_problems
+        rejected = {problem.key for problem in layer_problems}
+        for key, value in layer.items():
+            if key in _PROPERTIES and key not in rejected:  # keep the merged result well-typed
+                values[key], sources[key] = value, display
+
+    for key, (source, value) in _env_layer(os.environ if environ is None else environ, problems).items():
+        values[key], sources[key] = value, source
+
+    return {key: _normalise(key, value) for key, value in values.items()}, sources, problems
+
+
+def _display_path(path: Path, home: Path) -> str:
+    """Show paths under home as ``~/...``: shorter and what users actually type."""
+    try:
+        return "~/" + path.relative_to(home).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def _read_file(path: Path, display: str) -> tuple[dict[str, Any], list[ConfigProblem]]:
+    """Frontmatter of one config file as a dict; a missing file is an empty layer."""
+    if not path.is_file():
+        return {}, []
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        return {}, [ConfigProblem(display, None, f"cannot read file: {exc}")]
+
+    handler = YAMLHandler()  # explicit: a body starting with "{" must not be taken for JSON
+    try:
+        post = frontmatter.loads(text, handler=handler)
+    except yaml.YAMLError as exc:
+        return {}, [ConfigProblem(display, None, _yaml_error_message(text, exc))]
+
+    stripped = text.strip()
+    if not post.metadata and handler.detect(stripped):
+        # python-frontmatter silently drops unclosed or non-mapping frontmatter.
+        try:
+            raw = handler.load(handler.split(stripped)[0])
+        except ValueError:
+            return {}, [ConfigProblem(display, None, "YAML frontmatter opened with '---' is never closed by '---'")]
+        if raw is not None and not isinstance(raw, dict):
+            kind = type(raw).__name__
+            return {}, [ConfigProblem(display, None, f"YAML frontmatter must be a mapping of key: value, not a {kind}")]
+    return {str(key): value for key, value in post.metadata.items()}, []
+
+
+def _yaml_error_message(text: str, exc: yaml.YAMLError) -> str:
+    """Translate a YAML error into a message with a line number of the *file*.
+
+    PyYAML counts lines inside the frontmatter block, and python-frontmatter
+    strips the text first, so both offsets are added back here.
+    """
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    if mark is None:
+        return f"broken YAML frontmatter: {problem}"
+    stripped = text.strip()
+    leading_lines = text[: len(text) - len(text.lstrip())].count("\n")
+    opening = YAMLHandler.FM_BOUNDARY.search(stripped)
+    fm_start = stripped.count("\n", 0, opening.end()) if opening else 0
+    line = leading_lines + fm_start + mark.line + 1
+    return f"broken YAML frontmatter at line {line}, column {mark.column + 1}: {problem}"
+
+
+def _env_layer(environ: Mapping[str, str], problems: list[ConfigProblem]) -> dict[str, tuple[str, Any]]:
+    """Parse ``ENGRAM_*`` variables into typed values, appending problems found."""
+    layer: dict[str, tuple[str, Any]] = {}
+    for name in sorted(environ):
+        if not name.startswith(ENV_PREFIX) or name in RUNTIME_ENV_VARS:
+            continue
+        source = f"env {name}"
+        key = name[len(ENV_PREFIX):].lower()
+        if key not in _PROPERTIES:
+            match = difflib.get_close_matches(key, list(_PROPERTIES), n=1)
+            hint = f"; did you mean {ENV_PREFIX}{match[0].upper()}?" if match else ""
+            problems.append(ConfigProblem(source, key, f"unknown setting {name} (no config key '{key}'){hint}"))
+            continue
+        try:
+            value = _parse_env_value(key, environ[name])
+        except ValueError as exc:
+            allowed = _allowed(_PROPERTIES[key])
+            problems.append(ConfigProblem(source, key, f"key '{key}' = {environ[name]!r} {exc}; allowed: {allowed}"))
+            continue
+        key_problems = _validate({key: value}, source)
+        problems += key_problems
+        if not key_problems:
+            layer[key] = (source, value)
+    return layer
+
+
+def _parse_env_value(key: str, raw: str) -> Any:
+    """Convert an environment string to the schema type of ``key``.
+
+    For nullable keys an empty value or ``null`` means null; objects and arrays
+    are JSON.  Range checks are left to the schema.
+    """
+    types = _types(_PROPERTIES[key])
+    text = raw.strip()
+    if "null" in types and text.lower() in ("", "null", "none"):
+        return None
+    main = types[0]
+    if main == "boolean":
+        if text.lower() not in BOOL_WORDS:
+            raise ValueError("is not a boolean")
+        return BOOL_WORDS[text.lower()]
+    if main == "integer":
+        try:
+            return int(text)
+        except ValueError:
+            raise ValueError("is not an integer") from None
+    if main == "number":
+        try:
+            number = float(text)
+        except ValueError:
+            raise ValueError("is not a number") from None
+        if not math.isfinite(number):
+            raise ValueError("is not a finite number")
+        return number
+    if main in ("object", "array"):
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"is not valid JSON ({exc.msg})") from None
+    return text
+
+
+def _validate(layer: Mapping[str, Any], source: str) -> list[ConfigProblem]:
+    """Validate one layer with the schema and phrase each error for humans."""
+    problems: list[ConfigProblem] = []
+    errors = sorted(_VALIDATOR.iter_errors(dict(layer)), key=lambda e: [str(p) for p in e.absolute_path])
+    # A wrong type makes every other complaint about the same value noise (null also fails enum).
+    mistyped = {tuple(e.absolute_path) for e in errors if e.validator == "type"}
+    for error in errors:
+        if tuple(error.absolute_path) in mistyped and error.validator != "type":
+            continue
+        path = [str(p) for p in error.absolute_path]
+        if not path:  # root level: only additionalProperties can fail here
+            for key in sorted(k for k in layer if k not in _PROPERTIES):
+                problems.append(ConfigProblem(source, key, _unknown_key_message(key)))
+            continue
+        problems.append(ConfigProblem(source, path[0], _error_message(error, path)))
+    return problems
+
+
+def _unknown_key_message(key: str) -> str:
+    match = difflib.get_close_matches(key, list(_PROPERTIES), n=1)
+    hint = f"; did you mean '{match[0]}'?" if match else "; see config.local.md.example for the known keys"
+    return f"unknown key '{key}'{hint}"
+
+
+def _error_message(error: jsonschema.ValidationError, path: list[str]) -> str:
+    """Message naming the key, the bad value and what would have been accepted."""
+    name = ".".join(path)
+    shown = _show(error.instance)
+    allowed = _allowed(error.schema)
+    if error.validator == "enum":
+        return f"key '{name}' = {shown} is not allowed; allowed: {allowed}"
+    if error.validator in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
+        return f"key '{name}' = {shown} is out of range; allowed: {allowed}"
+    if error.validator == "type":
+        return f"key '{name}' = {shown} has the wrong type ({_json_type(error.instance)}); allowed: {allowed}"
+    if error.validator == "required":
+        missing = [s for s in error.validator_value if s not in error.instance]
+        return f"key '{name}' is missing {', '.join(map(repr, missing))}; required: {', '.join(error.validator_value)}"
+    if error.validator == "additionalProperties":
+        extra = [k for k in error.instance if k not in error.schema.get("properties", {})]
+        return f"key '{name}' has unknown entries {', '.join(map(repr, extra))}; allowed: {', '.join(error.schema['properties'])}"
+    return f"key '{name}' = {shown} is invalid ({error.message}); allowed: {allowed}"
+
+
+def _types(schema: Mapping[str, Any]) -> list[str]:
+    """Schema types with the non-null one first."""
+    types = schema.get("type", "string")
+    types = [types] if isinstance(types, str) else list(types)
+    return sorted(types, key=lambda t: t == "null")
+
+
+def _allowed(schema: Mapping[str, Any]) -> str:
+    """Human description of what a (sub)schema accepts."""
+    if "enum" in schema:
+        return ", ".join(map(str, schema["enum"]))
+    types = _types(schema)
+    main = types[0]
+    if main in ("integer", "number"):
+        noun = "an integer" if main == "integer" else "a number"
+        low, high = schema.get("minimum"), schema.get("maximum")
+        if low is not None and high is not None:
+            text = f"{noun} from {low} to {high}"
+        elif low is not None:
+            text = f"{noun} >= {low}"
+        else:
+            text = noun
+    elif main == "boolean":
+        text = "true or false (env: true/false/1/0/yes/no/on/off)"
+    elif main == "object":
+        entries = ", ".join(schema.get("properties", {}))
+        text = f"an object with number entries {entries}, each from 0 to 1"
+    elif main == "string":
+        text = "a non-empty string" if schema.get("minLength") else "a string"
+    else:
+        text = main
+    return text + (" or null" if "null" in types else "")
+
+
+def _json_type(value: Any) -> str:
+    """Name a Python value by its YAML/JSON type, as users wrote it."""
+    names = {bool: "boolean", int: "integer", float: "number", str: "string", dict: "object", list: "array"}
+    return "null" if value is None else names.get(type(value), type(value).__name__)
+
+
+def _show(value: Any) -> str:
+    """Render a value as in the example message: strings quoted, others as JSON."""
+    if isinstance(value, str):
+        return repr(value)
+    try:
+        return json.dumps(value, default=str)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def _normalise(key: str, value: Any) -> Any:
+    """Give number keys float values even when written as ``24``, so types are stable."""
+    main = _types(_PROPERTIES[key])[0]
+    if main == "number" and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if key == "scope_weights" and isinstance(value, dict):
+        return {scope: float(weight) for scope, weight in value.items()}
+    return value

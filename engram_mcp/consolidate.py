@@ -1,0 +1,157 @@
+"""reflect_and_consolidate: a reviewable plan the consolidator (Claude) acts on.
+
+The runtime does the mechanics Claude should not do by hand: clustering by embedding,
+finding duplicates, recurring themes across sessions, promotion candidates and noise.
+With `dry_run` it returns the plan and writes nothing. Without it, it applies the
+mechanical part: each episodic cluster becomes a semantic memory linked `derived_from`
+its sources (which move to `consolidated`), duplicates are merged into the stronger copy
+(`similar_to` recorded, the weaker archived), and noise is archived. Claude writes better
+summaries by storing its own memory with `derived_from` and archiving the sources.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .errors import InvalidInput
+from .ids import format_memory_id
+from .records import check_enum
+from .scope_index import STATUS_CODE
+from .storage import queries as q
+
+if TYPE_CHECKING:
+    from .service import MemoryService, RequestContext
+
+CLUSTER_SIMILARITY = 0.6
+DUPLICATE_SIMILARITY = 0.85
+MIN_CLUSTER = 2
+MAX_ITEMS = 25
+STRATEGIES = ("summarize", "extract_patterns", "full")
+
+
+def _live_slots(idx, types: tuple[str, ...] | None = None) -> np.ndarray:
+    from .scope_index import Filters
+
+    return np.flatnonzero(idx.mask(Filters(types=frozenset(types) if types else None, statuses=frozenset(("created", "active")))))
+
+
+def _clusters(idx, slots: np.ndarray, threshold: float) -> list[list[int]]:
+    """Greedy single-pass clustering on cosine (small N: sessions and recent episodes)."""
+    with_vec = [int(s) for s in slots if idx.vectors.has(int(s))]
+    if not with_vec:
+        return []
+    mat = np.vstack([idx.vectors.get(s) for s in with_vec])
+    sims = mat @ mat.T
+    unassigned = set(range(len(with_vec)))
+    out = []
+    for i in range(len(with_vec)):
+        if i not in unassigned:
+            continue
+        members = [j for j in sorted(unassigned) if sims[i, j] >= threshold]
+        for j in members:
+            unassigned.discard(j)
+        if len(members) >= MIN_CLUSTER:
+            out.append([with_vec[j] for j in members])
+    return out
+
+
+def plan(svc: "MemoryService", ctx: "RequestContext", *, strategy: str = "full", session_id: str | None = None, scope: str | None = None) -> dict[str, Any]:
+    check_enum(strategy, STRATEGIES, "strategy")
+    target_scope = scope or ("session" if (session_id or ctx.session_id) else "project")
+    with svc.lock:
+        h = svc.handle(ctx, target_scope, session_id=session_id)
+        idx = h.index
+        keys_rows = {}
+
+        def content(slot: int) -> str:
+            key = idx.key_of(slot)
+            if key not in keys_rows:
+                rows = h.q(q.GET_MEMORY, {"id": key}) or [{}]
+                keys_rows[key] = rows[0]
+            return keys_rows[key].get("content", "")
+
+        consolidated, patterns, duplicates = [], [], []
+        if strategy in ("summarize", "full"):
+            for cluster in _clusters(idx, _live_slots(idx, ("episodic",)), CLUSTER_SIMILARITY)[:MAX_ITEMS]:
+                texts = [" ".join(content(s).split())[:200] for s in cluster]
+                consolidated.append({
+                    "content": "Summary of related events: " + " | ".join(texts),
+                    "type": "semantic",
+                    "scope": "project" if target_scope == "session" else target_scope,
+                    "derived_from": [format_memory_id(idx.key_of(s)) for s in cluster],
+                })
+        if strategy in ("extract_patterns", "full"):
+            for cluster in _clusters(idx, _live_slots(idx), CLUSTER_SIMILARITY)[:MAX_ITEMS]:
+                sessions = {idx.session_of.get(s) for s in cluster} - {None}
+                if len(cluster) >= 3 or len(sessions) >= 2:
+                    patterns.append({
+                        "pattern": " ".join(content(cluster[0]).split())[:200],
+                        "frequency": len(cluster),
+                        "sessions": len(sessions),
+                        "memory_ids": [format_memory_id(idx.key_of(s)) for s in cluster],
+                        "suggested_scope": "user" if len(sessions) >= 3 else "project",
+                    })
+            live = _live_slots(idx)
+            for cluster in _clusters(idx, live, DUPLICATE_SIMILARITY)[:MAX_ITEMS]:
+                duplicates.append({"memory_ids": [format_memory_id(idx.key_of(s)) for s in cluster]})
+        noise = [format_memory_id(idx.key_of(int(s))) for s in np.flatnonzero(
+            (idx.cols.status_code[: idx.slots.size] == STATUS_CODE["active"]) & (idx.cols.importance[: idx.slots.size] < 0.15) & (idx.cols.access_count[: idx.slots.size] == 0)
+        )][:MAX_ITEMS]
+        candidates = [
+            {"memory_id": format_memory_id(str(r["memory"].id)), "reason": r.get("reason"), "priority": r.get("priority")}
+            for r in (svc.handle(ctx, "project").q(q.PENDING_QUEUE, {"limit": MAX_ITEMS}) or [])
+        ]
+        analysed = int(len(_live_slots(idx)))
+    return {
+        "scope": target_scope,
+        "consolidated_memories": consolidated,
+        "patterns_detected": patterns,
+        "duplicates": duplicates,
+        "archive_candidates": noise,
+        "queued": candidates,
+        "session_stats": {"memories_analyzed": analysed, "consolidated_into": len(consolidated), "patterns_found": len(patterns)},
+    }
+
+
+def consolidate(svc: "MemoryService", ctx: "RequestContext", *, strategy: str = "full", dry_run: bool = False, session_id: str | None = None, scope: str | None = None) -> dict[str, Any]:
+    """Plan, and unless dry_run, apply the mechanical part of the plan."""
+    if not isinstance(dry_run, bool):
+        raise InvalidInput("dry_run must be true or false", field="dry_run")
+    p = plan(svc, ctx, strategy=strategy, session_id=session_id, scope=scope)
+    p["dry_run"] = dry_run
+    if dry_run:
+        return p
+    applied = {"created": [], "merged": 0, "archived": 0}
+    with svc.lock:
+        for item in p["consolidated_memories"]:
+            res = svc.store(ctx, content=item["content"][:4000], type="semantic", scope=item["scope"], importance=0.6,
+                            tags=["consolidated"], source={"tool": "reflect_and_consolidate"}, derived_from=item["derived_from"])
+            item["id"] = res["memory_id"]
+            applied["created"].append(res["memory_id"])
+        for dup in p["duplicates"]:
+            ids = dup["memory_ids"]
+            for other in ids[1:]:
+                try:
+                    svc.link(ctx, ids[0], other, "similar_to")
+                    _archive(svc, ctx, other)
+                    applied["merged"] += 1
+                except Exception:
+                    continue
+        for mid in p["archive_candidates"]:
+            _archive(svc, ctx, mid)
+            applied["archived"] += 1
+    p["applied"] = applied
+    return p
+
+
+def _archive(svc, ctx, memory_id: str) -> None:
+    from surrealdb import RecordID
+
+    from .ids import parse_memory_id
+
+    for loc in svc.locate(ctx, memory_id):
+        loc.handle.q(q.SET_STATUS, {"ids": [RecordID("memory", loc.key)], "status": "archived"})
+        loc.handle.index.set_status(loc.key, "archived")
+        loc.handle.q(q.COMPLETE_QUEUE, {"memories": [RecordID("memory", parse_memory_id(memory_id))]})

@@ -1,0 +1,66 @@
+"""`engram doctor`: what works, what does not, and what to do about it.
+
+Each check returns ok/detail/fix so a user (or the SessionStart hook's one-line notice)
+sees the next step, not a stack trace. Checks that need the stores go through the
+daemon like everything else.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import stat
+import sys
+from pathlib import Path
+from typing import Any
+
+from .client import DaemonClient, socket_path, user_dir_from_env
+from .errors import EngramError
+from .paths import project_dir
+
+
+def _check(name: str, ok: bool, detail: str, fix: str | None = None) -> dict[str, Any]:
+    return {"check": name, "ok": ok, "detail": detail + (f" — fix: {fix}" if fix and not ok else "")}
+
+
+def _modes(path: Path) -> list[str]:
+    bad = []
+    if not path.exists():
+        return bad
+    for root, dirs, files in os.walk(path):
+        for d in dirs:
+            p = Path(root) / d
+            if stat.S_IMODE(p.stat().st_mode) & 0o077:
+                bad.append(str(p))
+        for f in files:
+            p = Path(root) / f
+            if not p.is_symlink() and not p.is_socket() and stat.S_IMODE(p.stat().st_mode) & 0o077:
+                bad.append(str(p))
+    return bad
+
+
+def run_doctor(project_root: Path, session_id: str | None = None) -> dict[str, Any]:
+    from .config import check_config_files
+
+    checks = []
+    checks.append(_check("python", sys.version_info >= (3, 11), sys.version.split()[0], "install Python 3.11 or newer"))
+    missing = [m for m in ("surrealdb", "fastembed", "mcp", "numpy", "Stemmer", "yaml", "jsonschema", "frontmatter") if importlib.util.find_spec(m) is None]
+    checks.append(_check("dependencies", not missing, "all importable" if not missing else f"missing: {', '.join(missing)}", "run `make setup` (or reinstall the plugin)"))
+    problems = check_config_files(project_root)
+    checks.append(_check("config", not problems, "valid" if not problems else "; ".join(str(p) for p in problems), "edit the file named above (see config.local.md.example)"))
+    udir = user_dir_from_env()
+    for label, path in (("user store permissions", udir), ("project store permissions", project_dir(project_root))):
+        bad = _modes(path)
+        checks.append(_check(label, not bad, f"{path} private (0700/0600)" if not bad else f"readable by others: {', '.join(bad[:3])}", f"chmod -R go-rwx {path}"))
+    try:
+        with DaemonClient(udir, client_name="doctor") as client:
+            status = client.call("status", project_root=project_root, session_id=session_id)
+        checks.append(_check("daemon", True, f"running, socket {socket_path(udir)}"))
+        emb = status["embedding"]
+        checks.append(_check("embedding model", not emb.get("error"), f"{emb['model']} ({emb['dimensions']}-d)" + (f": {emb['error']}" if emb.get("error") else ""), "run `engram reindex` once the model loads; see README"))
+        for scope, info in status["scopes"].items():
+            ok = info.get("status") == "connected"
+            checks.append(_check(f"{scope} store", ok, f"{info.get('total', 0)} memories at {info.get('path')}" if ok else info.get("message", "unavailable"), "see the message; writes are kept and retried"))
+    except EngramError as exc:
+        checks.append(_check("daemon", False, exc.message, "see ~/.claude/engram/logs/engramd.log"))
+    return {"ok": all(c["ok"] for c in checks), "checks": checks}

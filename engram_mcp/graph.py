@@ -1,0 +1,183 @@
+"""The knowledge graph: entities, memory -> entity mentions, entity -> entity relations.
+
+Entities are upserted from a memory's `related_entities` (name, type, relationship,
+optional target). `relationship` labels the memory's mention of the entity; `target`
+adds an entity -> entity edge (e.g. AuthService depends_on TokenValidator). Traversal is
+a breadth-first walk, one query per hop, over `relates_to` in either direction.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .ids import entity_key, format_memory_id
+from .records import check_enum, jsonable
+from .scope_index import record_key
+from .search_index import tokenize
+from .storage import queries as q
+
+if TYPE_CHECKING:
+    from .handles import ScopeHandle
+    from .service import MemoryService, RequestContext
+
+DIRECTIONS = ("outgoing", "incoming", "both")
+MAX_DEPTH = 3
+
+
+def _rid(table: str, key: str):
+    from surrealdb import RecordID
+
+    return RecordID(table, key)
+
+
+def link_entities(h: "ScopeHandle", memory_key: str, entities: list[dict[str, str]]) -> int:
+    """Upsert entities and link them to a memory; returns the number of new edges."""
+    edges = 0
+    mem = _rid("memory", memory_key)
+    for ent in entities:
+        ekey = entity_key(ent["name"], ent["type"])
+        h.q(q.UPSERT_ENTITY, {"key": ekey, "name": ent["name"], "entity_type": ent["type"].lower(), "mentions": 1, "description": None})
+        erid = _rid("entity", ekey)
+        if not h.q(q.FIND_MENTION, {"memory": mem, "entity": erid, "relationship": ent["relationship"]}):
+            h.q(q.RELATE_MENTION, {"memory": mem, "entity": erid, "relationship": ent["relationship"]})
+            edges += 1
+        target = ent.get("target")
+        if target:
+            tkey = _known(h, target)
+            if tkey is None:
+                tkey = entity_key(target, "concept")
+                h.q(q.UPSERT_ENTITY, {"key": tkey, "name": target, "entity_type": "concept", "mentions": 0, "description": None})
+            trid = _rid("entity", tkey)
+            existing = h.q(q.FIND_RELATION, {"a": erid, "b": trid, "relation_type": ent["relationship"]})
+            if existing:
+                h.q(q.ADD_RELATION_EVIDENCE, {"id": existing[0], "evidence": [format_memory_id(memory_key)]})
+            else:
+                h.q(q.RELATE_ENTITIES, {"a": erid, "b": trid, "relation_type": ent["relationship"], "weight": 0.5, "evidence": [format_memory_id(memory_key)]})
+                edges += 1
+    return edges
+
+
+def _known(h: "ScopeHandle", name: str) -> str | None:
+    """The key of an existing entity with this name (any type), if there is one."""
+    for row in h.q(q.ALL_ENTITIES) or []:
+        if row.get("name", "").casefold() == name.casefold():
+            return record_key(row)
+    return None
+
+
+def unlink_entities(h: "ScopeHandle", memory_key: str, names: list[str]) -> int:
+    wanted = {n.casefold() for n in names}
+    ids = [r["id"] for r in h.q(q.ALL_ENTITIES) or [] if r.get("name", "").casefold() in wanted]
+    if not ids:
+        return 0
+    removed = h.q(q.UNLINK_MENTIONS_BY_NAME, {"memory": _rid("memory", memory_key), "entities": ids}) or []
+    return len(removed)
+
+
+def traverse(h: "ScopeHandle", start_names: list[str] | None, *, relationship_type: str | None, direction: str, depth: int, limit: int) -> dict[str, Any]:
+    """Breadth-first walk from named entities (or an overview of the busiest ones)."""
+    entities = {record_key(r): r for r in h.q(q.ALL_ENTITIES) or []}
+    if start_names:
+        wanted = {n.casefold() for n in start_names}
+        frontier = [k for k, r in entities.items() if r.get("name", "").casefold() in wanted]
+    else:
+        frontier = [k for k, _ in sorted(entities.items(), key=lambda kv: -int(kv[1].get("mention_count", 0)))[:limit]]
+    seen = {k: 0 for k in frontier}
+    edges: list[dict[str, Any]] = []
+    reached = 0
+    for hop in range(1, depth + 1):
+        if not frontier or len(seen) >= limit:
+            break
+        rows = h.q(q.EDGES_TOUCHING, {"frontier": [_rid("entity", k) for k in frontier]}) or []
+        nxt = []
+        for e in rows:
+            a, b = record_key({"id": e["in"]}), record_key({"id": e["out"]})
+            if relationship_type and e.get("relation_type") != relationship_type:
+                continue
+            for here, there, dirn in ((a, b, "outgoing"), (b, a, "incoming")):
+                if here in frontier and direction in (dirn, "both"):
+                    edges.append({"from": a, "to": b, "type": e.get("relation_type"), "weight": e.get("weight")})
+                    if there not in seen and len(seen) < limit:
+                        seen[there] = hop
+                        nxt.append(there)
+        if nxt:
+            reached = hop
+        frontier = nxt
+    uniq = {(e["from"], e["to"], e["type"]): e for e in edges}
+    return {"entities": entities, "depth": seen, "edges": list(uniq.values()), "depth_reached": reached}
+
+
+def search(svc: "MemoryService", ctx: "RequestContext", *, entity: str | None = None, relationship_type: str | None = None,
+           direction: str = "both", depth: int = 1, include_memories: bool = True, limit: int = 20, scopes: tuple[str, ...] = ("project", "user", "session")) -> dict[str, Any]:
+    """search_knowledge_graph: entities, their relationships and (optionally) memories."""
+    from .errors import InvalidInput
+
+    check_enum(direction, DIRECTIONS, "direction")
+    if isinstance(depth, bool) or not isinstance(depth, int) or not 1 <= depth <= MAX_DEPTH:
+        raise InvalidInput(f"depth must be an integer from 1 to {MAX_DEPTH}", field="depth")
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 100:
+        raise InvalidInput("limit must be an integer from 1 to 100", field="limit")
+    out_entities, memories, edges_total, depth_reached, traversed = [], [], 0, 0, 0
+    with svc.lock:
+        for scope in scopes:
+            if scope == "session" and not ctx.session_id:
+                continue
+            try:
+                h = svc.handle(ctx, scope)
+            except Exception:
+                continue
+            walk = traverse(h, [entity] if entity else None, relationship_type=relationship_type, direction=direction, depth=depth, limit=limit)
+            ents, seen = walk["entities"], walk["depth"]
+            traversed += len(seen)
+            edges_total += len(walk["edges"])
+            depth_reached = max(depth_reached, walk["depth_reached"])
+            mention_rows = (h.q(q.MEMORIES_OF_ENTITIES, {"entities": [_rid("entity", k) for k in seen]}) or []) if seen else []
+            counts: dict[str, int] = {}
+            mem_keys: dict[str, list[str]] = {}
+            for m in mention_rows:
+                ek = record_key({"id": m["entity"]})
+                counts[ek] = counts.get(ek, 0) + 1
+                mem_keys.setdefault(record_key({"id": m["memory"]}), []).append(ek)
+            for k, d in seen.items():
+                r = ents.get(k, {})
+                rels = []
+                for e in walk["edges"]:
+                    if e["from"] == k:
+                        rels.append({"type": e["type"], "target": ents.get(e["to"], {}).get("name"), "direction": "outgoing"})
+                    elif e["to"] == k:
+                        rels.append({"type": e["type"], "target": ents.get(e["from"], {}).get("name"), "direction": "incoming"})
+                out_entities.append({"name": r.get("name"), "type": r.get("entity_type"), "scope": scope, "hops": d,
+                                     "relationships": rels, "memory_count": counts.get(k, 0)})
+            if include_memories and mem_keys:
+                from .records import public_memory
+
+                rows = h.q(q.GET_MEMORIES, {"ids": [_rid("memory", k) for k in mem_keys]}) or []
+                for row in rows:
+                    if row.get("status") == "forgotten":
+                        continue
+                    pm = public_memory(row, frozen=scope == "session")
+                    pm["linked_entities"] = sorted({ents.get(e, {}).get("name") for e in mem_keys.get(record_key(row), [])} - {None})
+                    memories.append(pm)
+    out_entities.sort(key=lambda e: (e["hops"], -e["memory_count"]))
+    return {
+        "entities": out_entities[:limit],
+        "memories": memories[: max(limit, 20)],
+        "graph_stats": {"entities_traversed": traversed, "relationships_found": edges_total, "depth_reached": depth_reached},
+    }
+
+
+def reachable_memories(svc: "MemoryService", ctx: "RequestContext", scopes: list[str], query: str) -> dict[str, set[str]]:
+    """For the graph recall strategy: memories linked (within one hop) to entities named in the query."""
+    words = set(tokenize(query))
+    lowered = query.casefold()
+    out: dict[str, set[str]] = {}
+    for scope in scopes:
+        h = svc.handle(ctx, scope)
+        ents = h.q(q.ALL_ENTITIES) or []
+        named = [r for r in ents if r.get("name") and (r["name"].casefold() in lowered or set(tokenize(r["name"])) & words and len(tokenize(r["name"])) == 1)]
+        if not named:
+            continue
+        walk = traverse(h, [r["name"] for r in named], relationship_type=None, direction="both", depth=1, limit=100)
+        rows = h.q(q.MEMORIES_OF_ENTITIES, {"entities": [_rid("entity", k) for k in walk["depth"]]}) or []
+        out[scope] = {record_key({"id": r["memory"]}) for r in rows}
+    return out

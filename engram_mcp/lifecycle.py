@@ -1,0 +1,189 @@
+"""Decay-driven lifecycle: the maintenance pass and its schedule.
+
+Strength is computed at read time (scoring.py); this pass turns it into states
+(memory-model.md §4, DECISIONS.md):
+  created -> active         after 1 hour (or at first recall, done by recall itself)
+  active -> consolidated    strength < 0.3 and access_count >= 2: queued for the consolidator
+  active -> archived        strength < 0.1 and access_count < 2
+  consolidated -> archived  strength < 0.1
+  archived -> forgotten     strength < 0.01: content and vector cleared (skeleton kept);
+                            never in the user scope, which is only ever archived
+  forgotten (by the user)   purged (content cleared) FORGOTTEN_PURGE_DAYS after forget_memory
+Status moves are bookkeeping, not edits, so they set `status_changed_at` and write no
+history; a purge clears the content in history too, because forgetting must forget.
+Session scopes are never decayed: their memories do not decay during the session.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .records import now_dt
+from .scope_index import STATUS_CODE
+from .scoring import (
+    ACTIVATE_AFTER_SECONDS,
+    ARCHIVE_BELOW_STRENGTH,
+    CONSOLIDATE_BELOW_STRENGTH,
+    CONSOLIDATE_MIN_ACCESS,
+    FORGET_BELOW_STRENGTH,
+    decay_factors,
+    to_epoch,
+)
+from .storage import queries as q
+from .storage.schema import MEMORY_TYPES
+
+if TYPE_CHECKING:
+    from .handles import ScopeHandle
+    from .service import MemoryService, RequestContext
+
+FORGOTTEN_PURGE_DAYS = 30
+MAINTENANCE_META_KEY = "maintenance"
+PROJECT_PATH_HINTS = ("/", "\\", ".py", ".ts", ".js", "src/")
+
+
+def _rids(keys):
+    from surrealdb import RecordID
+
+    return [RecordID("memory", k) for k in keys]
+
+
+def maintain_if_due(svc: "MemoryService", ctx: "RequestContext") -> dict[str, Any] | None:
+    cfg = svc.config(ctx.project_root)
+    project = svc.handle(ctx, "project")
+    last = project.q(q.GET_META, {"key": MAINTENANCE_META_KEY})
+    last_ts = to_epoch(last.get("at")) if isinstance(last, dict) else 0.0
+    if time.time() - last_ts < cfg.maintenance_interval_hours * 3600.0:
+        return None
+    return maintain(svc, ctx)
+
+
+def maintain(svc: "MemoryService", ctx: "RequestContext", *, now: float | None = None) -> dict[str, Any]:
+    """Run the lifecycle pass over the project and user scopes."""
+    now = time.time() if now is None else now
+    report: dict[str, Any] = {}
+    with svc.lock:
+        for scope in ("project", "user"):
+            try:
+                h = svc.handle(ctx, scope)
+            except Exception as exc:
+                report[scope] = {"error": str(exc)[:200]}
+                continue
+            report[scope] = _maintain_scope(h, now)
+        project = svc.handle(ctx, "project")
+        project.q(q.SET_META, {"key": MAINTENANCE_META_KEY, "value": {"at": now_dt(), "report": report}})
+    return report
+
+
+def _maintain_scope(h: "ScopeHandle", now: float) -> dict[str, int]:
+    idx = h.index
+    n = idx.slots.size
+    live = idx.slots.live_mask[:n]
+    slots = np.flatnonzero(live)
+    if slots.size == 0:
+        return {}
+    half, last, access, importance = idx.decay_inputs(slots)
+    strength = importance * decay_factors(half, now - last, access)
+    status = idx.cols.status_code[slots]
+    created = idx.cols.created_at[slots]
+    moves: dict[str, list[str]] = {"active": [], "consolidated": [], "archived": [], "forgotten": []}
+    for i, slot in enumerate(slots):
+        key = idx.key_of(int(slot))
+        st, s = int(status[i]), float(strength[i])
+        if st == STATUS_CODE["created"] and now - created[i] >= ACTIVATE_AFTER_SECONDS:
+            st_new = "active"
+            if s < ARCHIVE_BELOW_STRENGTH and access[i] < CONSOLIDATE_MIN_ACCESS:
+                st_new = "archived"
+            moves[st_new].append(key)
+        elif st == STATUS_CODE["active"]:
+            if s < CONSOLIDATE_BELOW_STRENGTH and access[i] >= CONSOLIDATE_MIN_ACCESS:
+                moves["consolidated"].append(key)
+            elif s < ARCHIVE_BELOW_STRENGTH and access[i] < CONSOLIDATE_MIN_ACCESS:
+                moves["archived"].append(key)
+        elif st == STATUS_CODE["consolidated"] and s < ARCHIVE_BELOW_STRENGTH:
+            moves["archived"].append(key)
+        elif st == STATUS_CODE["archived"] and s < FORGET_BELOW_STRENGTH and h.scope != "user":
+            moves["forgotten"].append(key)
+    for status_name in ("active", "consolidated", "archived"):
+        keys = moves[status_name]
+        if keys:
+            h.q(q.SET_STATUS, {"ids": _rids(keys), "status": status_name})
+            for k in keys:
+                idx.set_status(k, status_name)
+    for k in moves["consolidated"]:
+        _enqueue(h, k, "decay", 0.5)
+    purged = [k for k in moves["forgotten"]]
+    purged += _expired_user_forgets(h, now)
+    for k in purged:
+        purge(h, k)
+    return {"activated": len(moves["active"]), "consolidated": len(moves["consolidated"]),
+            "archived": len(moves["archived"]), "forgotten": len(moves["forgotten"]), "purged": len(purged)}
+
+
+def _expired_user_forgets(h: "ScopeHandle", now: float) -> list[str]:
+    idx = h.index
+    out = []
+    forgotten = np.flatnonzero(idx.cols.status_code[: idx.slots.size] == STATUS_CODE["forgotten"])
+    if forgotten.size == 0:
+        return out
+    keys = [idx.key_of(int(s)) for s in forgotten]
+    rows = h.q(q.GET_MEMORIES, {"ids": _rids([k for k in keys if k])}) or []
+    for r in rows:
+        at = to_epoch(r.get("forgotten_at")) if r.get("forgotten_at") else 0.0
+        if r.get("content") != "[forgotten]" and at and now - at >= FORGOTTEN_PURGE_DAYS * 86400:
+            out.append(str(r["id"].id))
+    return out
+
+
+def purge(h: "ScopeHandle", key: str) -> None:
+    """Clear a forgotten memory's heavy fields (and its history's content); keep the skeleton."""
+    from surrealdb import RecordID
+
+    rows = h.q(q.GET_MEMORY, {"id": key}) or []
+    if not rows:
+        return
+    rec = {k: v for k, v in rows[0].items() if k != "id"}
+    rec.update(status="forgotten", content="[forgotten]", summary=None, embedding=None, embedding_model=None, embedding_dim=None, status_changed_at=now_dt())
+    rec.setdefault("forgotten_at", now_dt())
+    rec = {k: v for k, v in rec.items() if v is not None}
+    h.tx([(q.REPLACE_MEMORY, {"id": key, "record": rec}), (q.CLEAR_HISTORY_CONTENT, {"memory": RecordID("memory", key)})])
+    h.index.upsert({**rec, "id": key})
+
+
+def _enqueue(h: "ScopeHandle", key: str, reason: str, priority: float) -> bool:
+    from surrealdb import RecordID
+
+    rid = RecordID("memory", key)
+    if h.q(q.QUEUED_FOR, {"memory": rid, "reason": reason}):
+        return False
+    h.q(q.ENQUEUE, {"entry": {"memory": rid, "reason": reason, "priority": float(priority), "status": "pending"}})
+    return True
+
+
+def queue_user_candidates(svc: "MemoryService", project: "ScopeHandle", cfg) -> int:
+    """Record project memories that look general enough for the user scope.
+
+    Criteria (DECISIONS.md): importance >= 0.7, recalled in >= N distinct sessions,
+    semantic or procedural, and no project paths in the content. The consolidator
+    (Claude) makes the final call; nothing is promoted here.
+    """
+    idx = project.index
+    n = idx.slots.size
+    mask = idx.slots.live_mask[:n] & np.isin(idx.cols.status_code[:n], [STATUS_CODE["created"], STATUS_CODE["active"]])
+    mask &= idx.cols.importance[:n] >= cfg.promote_user_min_importance
+    mask &= np.isin(idx.cols.type_code[:n], [MEMORY_TYPES.index(t) for t in ("semantic", "procedural")])
+    slots = np.flatnonzero(mask)
+    if slots.size == 0:
+        return 0
+    rows = project.q(q.GET_MEMORIES, {"ids": _rids([idx.key_of(int(s)) for s in slots])}) or []
+    queued = 0
+    for r in rows:
+        sessions = (r.get("metadata") or {}).get("recall_sessions") or []
+        if len(sessions) < cfg.promote_user_min_sessions:
+            continue
+        if any(hint in (r.get("content") or "") for hint in (str(project.project_root),)):
+            continue
+        queued += _enqueue(project, str(r["id"].id), "promotion", float(r.get("importance", 0.7)))
+    return queued

@@ -1,0 +1,239 @@
+"""The memory record: building it, validating inputs, and rendering it for callers.
+
+One place decides what a memory looks like on the way in (defaults, limits, redaction
+of secrets) and on the way out (`memory:<ULID>` ids, ISO timestamps, strength computed
+at read time), so the MCP server, the CLI and the hooks all agree.
+"""
+
+from __future__ import annotations
+
+import base64
+import time
+from datetime import datetime, timezone
+from typing import Any, Iterable
+
+import numpy as np
+
+from .errors import InvalidInput
+from .ids import format_memory_id
+from .redaction import Finding, redact_obj, sanitize
+from .scope_index import record_key
+from .scoring import decay_factor, to_epoch
+from .storage.schema import LINK_TYPES, MEMORY_TYPES, SCOPES, STATUSES
+
+MAX_CONTENT_CHARS = 20_000
+MAX_SUMMARY_CHARS = 500
+MAX_TAGS = 32
+MAX_TAG_CHARS = 64
+MAX_ENTITIES = 32
+MAX_NAME_CHARS = 200
+CATEGORIES_HINT = ("decision", "convention", "error_fix", "preference", "architecture", "pattern", "fact", "procedure", "observation")
+INTERNAL_METADATA = ("recall_sessions",)
+
+
+def check_enum(value: Any, allowed: Iterable[str], field: str) -> str:
+    allowed = tuple(allowed)
+    if value not in allowed:
+        raise InvalidInput(f"{field} must be one of {', '.join(allowed)}; got {str(value)[:60]!r}", field=field)
+    return value
+
+
+def check_unit(value: Any, field: str, default: float) -> float:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (0.0 <= float(value) <= 1.0):
+        raise InvalidInput(f"{field} must be a number from 0 to 1; got {str(value)[:40]!r}", field=field)
+    return float(value)
+
+
+def check_text(value: Any, field: str, *, limit: int, required: bool = True) -> str | None:
+    if value is None and not required:
+        return None
+    if not isinstance(value, str):
+        raise InvalidInput(f"{field} must be a string", field=field)
+    if "\x00" in value:
+        value = value.replace("\x00", "")
+    if required and not value.strip():
+        raise InvalidInput(f"{field} must not be empty", field=field)
+    if len(value) > limit:
+        raise InvalidInput(f"{field} is {len(value)} characters; the limit is {limit}. Store a summary instead.", field=field)
+    return value
+
+
+def check_tags(value: Any, field: str = "tags") -> list[str]:
+    if value is None:
+        return []
+    if not isinstance(value, (list, tuple)) or not all(isinstance(t, str) for t in value):
+        raise InvalidInput(f"{field} must be a list of strings", field=field)
+    tags = []
+    for t in value:
+        t = " ".join(t.split()).strip().lower()
+        if not t:
+            continue
+        if len(t) > MAX_TAG_CHARS:
+            raise InvalidInput(f"{field}: tag {t[:40]!r}... is longer than {MAX_TAG_CHARS} characters", field=field)
+        if t not in tags:
+            tags.append(t)
+    if len(tags) > MAX_TAGS:
+        raise InvalidInput(f"{field}: at most {MAX_TAGS} tags", field=field)
+    return tags
+
+
+def check_object(value: Any, field: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise InvalidInput(f"{field} must be an object", field=field)
+    return value
+
+
+def check_entities(value: Any, field: str = "related_entities") -> list[dict[str, str]]:
+    if value is None:
+        return []
+    if not isinstance(value, list) or len(value) > MAX_ENTITIES:
+        raise InvalidInput(f"{field} must be a list of at most {MAX_ENTITIES} objects", field=field)
+    out = []
+    for i, item in enumerate(value):
+        if not isinstance(item, dict):
+            raise InvalidInput(f"{field}[{i}] must be an object with name, type, relationship", field=field)
+        ent = {}
+        for key in ("name", "type", "relationship", "target"):
+            v = item.get(key)
+            if v is None and key in ("relationship", "target"):
+                continue
+            if not isinstance(v, str) or not v.strip() or len(v) > MAX_NAME_CHARS:
+                raise InvalidInput(f"{field}[{i}].{key} must be a non-empty string of at most {MAX_NAME_CHARS} characters", field=field)
+            ent[key] = " ".join(v.split())
+        ent.setdefault("relationship", "mentions")
+        out.append(ent)
+    return out
+
+
+def sanitize_text(text: str | None, findings: list[Finding]) -> str | None:
+    """Strip <private> spans and redact secrets; collect what was redacted."""
+    if text is None:
+        return None
+    result = sanitize(text)
+    findings.extend(result.findings)
+    return result.text
+
+
+def sanitize_obj(obj: Any, findings: list[Finding]) -> Any:
+    new, found = redact_obj(obj)
+    findings.extend(found)
+    return new
+
+
+def findings_summary(findings: list[Finding]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for f in findings:
+        out[f.kind] = out.get(f.kind, 0) + f.count
+    return out
+
+
+def vector_bytes(vec: np.ndarray | None) -> bytes | None:
+    return None if vec is None else np.asarray(vec, dtype="<f4").tobytes()
+
+
+def now_dt() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def iso(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=timezone.utc)
+        return value.isoformat().replace("+00:00", "Z")
+    return str(value)
+
+
+def parse_time(value: Any, field: str) -> datetime | None:
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+    if not isinstance(value, str):
+        raise InvalidInput(f"{field} must be an ISO 8601 date-time string", field=field)
+    try:
+        dt = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise InvalidInput(f"{field} {value[:40]!r} is not an ISO 8601 date-time (e.g. 2026-01-31T12:00:00Z)", field=field) from None
+    return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
+
+
+def public_memory(row: dict[str, Any], *, frozen: bool = False, now: float | None = None, include_embedding: bool = False) -> dict[str, Any]:
+    """A record as callers see it: `memory:<ULID>`, ISO times, strength at read time."""
+    now = time.time() if now is None else now
+    key = record_key(row)
+    importance = float(row.get("importance", 0.5))
+    since = now - to_epoch(row.get("last_accessed_at") or row.get("created_at"))
+    factor = decay_factor(row.get("memory_type", "semantic"), since, int(row.get("access_count", 0)), frozen=frozen)
+    meta = {k: v for k, v in (row.get("metadata") or {}).items() if k not in INTERNAL_METADATA}
+    out: dict[str, Any] = {
+        "id": format_memory_id(key),
+        "content": row.get("content", ""),
+        "summary": row.get("summary"),
+        "type": row.get("memory_type"),
+        "scope": row.get("scope"),
+        "category": row.get("category"),
+        "tags": list(row.get("tags") or []),
+        "importance": round(importance, 4),
+        "confidence": round(float(row.get("confidence", 0.7)), 4),
+        "strength": round(importance * factor, 4),
+        "access_count": int(row.get("access_count", 0)),
+        "status": row.get("status"),
+        "created_at": iso(row.get("created_at")),
+        "updated_at": iso(row.get("updated_at")),
+        "last_accessed_at": iso(row.get("last_accessed_at")),
+        "session_id": row.get("session_id"),
+        "source": row.get("source") or {},
+        "version": int(row.get("version", 1)),
+        "promotion_chain": [_chain_entry(e) for e in (row.get("promotion_chain") or [])],
+        "metadata": _jsonable(meta),
+        "embedding_model": row.get("embedding_model"),
+        "has_embedding": bool(row.get("embedding")),
+    }
+    if row.get("status") == "forgotten":
+        out["forgotten_at"] = iso(row.get("forgotten_at"))
+        out["forget_reason"] = row.get("forget_reason")
+    if include_embedding and row.get("embedding"):
+        out["embedding_b64"] = base64.b64encode(bytes(row["embedding"])).decode()
+    return {k: v for k, v in out.items() if v is not None or k in ("summary", "category")}
+
+
+def _chain_entry(entry: dict[str, Any]) -> dict[str, Any]:
+    return _jsonable(entry)
+
+
+def _jsonable(value: Any) -> Any:
+    """Make engine values (datetimes, record ids, bytes) JSON-friendly."""
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, datetime):
+        return iso(value)
+    if isinstance(value, (bytes, bytearray)):
+        return base64.b64encode(bytes(value)).decode()
+    if hasattr(value, "table_name") and (hasattr(value, "id") or hasattr(value, "record_id")):
+        return f"{value.table_name}:{getattr(value, 'id', None) or getattr(value, 'record_id', None)}"
+    return value
+
+
+jsonable = _jsonable
+__all__ = [
+    "MEMORY_TYPES",
+    "SCOPES",
+    "STATUSES",
+    "LINK_TYPES",
+    "check_enum",
+    "check_unit",
+    "check_text",
+    "check_tags",
+    "check_object",
+    "check_entities",
+    "public_memory",
+    "jsonable",
+]

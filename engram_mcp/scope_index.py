@@ -1,0 +1,282 @@
+"""The in-memory retrieval index of one scope database.
+
+SurrealDB is the system of record; this is a derived index, rebuilt from the records
+when a store is opened and updated on every write, because the engine's own BM25 and
+HNSW indexes are too slow and too large here (environment.md: 9 GB for 10k rows,
+common-word BM25 queries of 400 ms). It holds, per memory slot: the vector, the BM25
+postings and the columns the filters and the composite score need, so a recall
+touches the database only to fetch the few records it returns.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+import numpy as np
+
+from .scoring import HALF_LIFE_DAYS, to_epoch
+from .search_index import BM25Index, SlotAllocator, VectorIndex
+from .storage.schema import MEMORY_TYPES, STATUSES
+
+TYPE_CODE = {t: i for i, t in enumerate(MEMORY_TYPES)}
+STATUS_CODE = {s: i for i, s in enumerate(STATUSES)}
+RECALLABLE_STATUSES = ("created", "active", "consolidated")
+LIVE_STATUSES = ("created", "active")  # what store-time dedup may merge into
+HALF_LIFE_BY_CODE = np.array([HALF_LIFE_DAYS[t] for t in MEMORY_TYPES], dtype=np.float64)
+
+
+def record_key(row: dict[str, Any]) -> str:
+    """The bare ULID of a row coming from the engine (`id` is a RecordID)."""
+    rid = row.get("id")
+    key = getattr(rid, "id", None) or getattr(rid, "record_id", None)
+    if key is None:
+        text = str(rid)
+        key = text.split(":", 1)[1] if ":" in text else text
+    return str(key)
+
+
+def index_text(row: dict[str, Any]) -> str:
+    """What BM25 sees: content, summary, category and tags."""
+    parts = [row.get("content") or "", row.get("summary") or "", row.get("category") or ""]
+    parts.extend(row.get("tags") or [])
+    return " ".join(p for p in parts if p)
+
+
+def content_hash(text: str) -> str:
+    return hashlib.sha256(" ".join(text.split()).casefold().encode()).hexdigest()[:24]
+
+
+@dataclass
+class Filters:
+    """Recall filters, already validated by the service."""
+
+    types: frozenset[str] | None = None
+    tags: frozenset[str] | None = None
+    category: frozenset[str] | None = None
+    min_importance: float = 0.0
+    after: float | None = None  # epoch seconds, on created_at
+    before: float | None = None
+    statuses: frozenset[str] = field(default_factory=lambda: frozenset(RECALLABLE_STATUSES))
+
+
+class _Columns:
+    """Growable numpy columns kept in step with the slot allocator."""
+
+    def __init__(self, capacity: int = 1024) -> None:
+        self.type_code = np.zeros(capacity, dtype=np.int8)
+        self.status_code = np.full(capacity, -1, dtype=np.int8)
+        self.importance = np.zeros(capacity, dtype=np.float32)
+        self.access_count = np.zeros(capacity, dtype=np.int32)
+        self.created_at = np.zeros(capacity, dtype=np.float64)
+        self.last_accessed = np.zeros(capacity, dtype=np.float64)
+
+    def ensure(self, size: int) -> None:
+        cap = self.type_code.shape[0]
+        if size <= cap:
+            return
+        new_cap = max(size, cap * 2)
+        for name in ("type_code", "status_code", "importance", "access_count", "created_at", "last_accessed"):
+            old = getattr(self, name)
+            fill = -1 if name == "status_code" else 0
+            grown = np.full(new_cap, fill, dtype=old.dtype)
+            grown[:cap] = old
+            setattr(self, name, grown)
+
+
+class ScopeIndex:
+    """Vector + BM25 + filter columns for one scope database."""
+
+    def __init__(self, scope: str, dim: int, model_name: str) -> None:
+        self.scope = scope
+        self.dim = dim
+        self.model_name = model_name
+        self.slots = SlotAllocator()
+        self.vectors = VectorIndex(dim)
+        self.bm25 = BM25Index()
+        self.cols = _Columns()
+        self.tags: dict[int, frozenset[str]] = {}
+        self.category: dict[int, str] = {}
+        self.session_of: dict[int, str] = {}
+        self.hash_to_slot: dict[str, int] = {}
+        self.slot_hash: dict[int, str] = {}
+        self.superseded_by: dict[str, str] = {}  # old ulid -> newer ulid
+        self.missing_vectors = 0
+
+    # -- writes -------------------------------------------------------------------
+    def upsert(self, row: dict[str, Any], vector: np.ndarray | None = None) -> int:
+        """Index one record (from the engine or about to be written)."""
+        key = record_key(row) if "id" in row and not isinstance(row.get("id"), str) else str(row.get("id") or row["_key"])
+        slot = self.slots.slot_for(key)
+        self.cols.ensure(self.slots.size)
+        c = self.cols
+        c.type_code[slot] = TYPE_CODE.get(row.get("memory_type", "semantic"), 1)
+        c.status_code[slot] = STATUS_CODE.get(row.get("status", "created"), 0)
+        c.importance[slot] = float(row.get("importance", 0.5))
+        c.access_count[slot] = int(row.get("access_count", 0))
+        c.created_at[slot] = to_epoch(row.get("created_at"))
+        c.last_accessed[slot] = to_epoch(row.get("last_accessed_at") or row.get("created_at"))
+        self.tags[slot] = frozenset(row.get("tags") or ())
+        if row.get("category"):
+            self.category[slot] = row["category"]
+        else:
+            self.category.pop(slot, None)
+        if row.get("session_id"):
+            self.session_of[slot] = row["session_id"]
+        old_hash = self.slot_hash.pop(slot, None)
+        if old_hash is not None and self.hash_to_slot.get(old_hash) == slot:
+            del self.hash_to_slot[old_hash]
+        text = row.get("content") or ""
+        if row.get("status") != "forgotten" and text:
+            h = content_hash(text)
+            self.hash_to_slot[h] = slot
+            self.slot_hash[slot] = h
+        self.bm25.set(slot, index_text(row))
+        vec = vector if vector is not None else self._vector_of(row)
+        if vec is not None:
+            self.vectors.set(slot, vec)
+        else:
+            self.vectors.clear(slot)
+        return slot
+
+    def _vector_of(self, row: dict[str, Any]) -> np.ndarray | None:
+        blob = row.get("embedding")
+        if not blob or row.get("embedding_model") not in (None, self.model_name):
+            return None
+        vec = np.frombuffer(bytes(blob), dtype="<f4")
+        return vec if vec.shape[0] == self.dim else None
+
+    def bulk_load(self, rows: Iterable[dict[str, Any]]) -> int:
+        """Index many rows at once (store open); returns how many lack a usable vector."""
+        rows = list(rows)
+        vec_slots, vecs, text_slots, texts = [], [], [], []
+        missing = 0
+        for row in rows:
+            vec = self._vector_of(row)
+            slot = self._upsert_columns(row)
+            text_slots.append(slot)
+            texts.append(index_text(row))
+            if vec is not None:
+                vec_slots.append(slot)
+                vecs.append(vec)
+            elif row.get("status") != "forgotten":
+                missing += 1
+        if texts:
+            self.bm25.set_many(np.array(text_slots, dtype=np.int64), texts)
+        if vecs:
+            self.vectors.set_many(np.array(vec_slots, dtype=np.int64), np.vstack(vecs).astype(np.float32))
+        self.missing_vectors = missing
+        return missing
+
+    def _upsert_columns(self, row: dict[str, Any]) -> int:
+        key = record_key(row)
+        slot = self.slots.slot_for(key)
+        self.cols.ensure(self.slots.size)
+        c = self.cols
+        c.type_code[slot] = TYPE_CODE.get(row.get("memory_type", "semantic"), 1)
+        c.status_code[slot] = STATUS_CODE.get(row.get("status", "created"), 0)
+        c.importance[slot] = float(row.get("importance", 0.5))
+        c.access_count[slot] = int(row.get("access_count", 0))
+        c.created_at[slot] = to_epoch(row.get("created_at"))
+        c.last_accessed[slot] = to_epoch(row.get("last_accessed_at") or row.get("created_at"))
+        self.tags[slot] = frozenset(row.get("tags") or ())
+        if row.get("category"):
+            self.category[slot] = row["category"]
+        if row.get("session_id"):
+            self.session_of[slot] = row["session_id"]
+        if row.get("status") != "forgotten" and row.get("content"):
+            h = content_hash(row["content"])
+            self.hash_to_slot[h] = slot
+            self.slot_hash[slot] = h
+        return slot
+
+    def remove(self, key: str) -> None:
+        slot = self.slots.get(key)
+        if slot is None:
+            return
+        self.vectors.clear(slot)
+        self.bm25.clear(slot)
+        self.cols.status_code[slot] = -1
+        h = self.slot_hash.pop(slot, None)
+        if h is not None and self.hash_to_slot.get(h) == slot:
+            del self.hash_to_slot[h]
+        self.tags.pop(slot, None)
+        self.category.pop(slot, None)
+        self.session_of.pop(slot, None)
+        self.slots.release(key)
+
+    def touch(self, keys: Iterable[str], now: float) -> None:
+        """Mirror a recall's strengthening (access_count + 1, last access now)."""
+        for key in keys:
+            slot = self.slots.get(key)
+            if slot is None:
+                continue
+            self.cols.access_count[slot] += 1
+            self.cols.last_accessed[slot] = now
+            if self.cols.status_code[slot] == STATUS_CODE["created"]:
+                self.cols.status_code[slot] = STATUS_CODE["active"]
+
+    def set_status(self, key: str, status: str) -> None:
+        slot = self.slots.get(key)
+        if slot is not None:
+            self.cols.status_code[slot] = STATUS_CODE[status]
+
+    # -- reads --------------------------------------------------------------------
+    def __len__(self) -> int:
+        return int(self.slots.live_count)
+
+    def keys(self) -> list[str]:
+        return [k for k in (self.slots.key_at(s) for s in range(self.slots.size)) if k is not None]
+
+    def mask(self, f: Filters) -> np.ndarray:
+        """Boolean mask over slots that pass every filter (applied before top-k)."""
+        n = self.slots.size
+        c = self.cols
+        live = self.slots.live_mask[:n].copy()
+        codes = np.array([STATUS_CODE[s] for s in f.statuses], dtype=np.int8)
+        live &= np.isin(c.status_code[:n], codes)
+        if f.types is not None:
+            live &= np.isin(c.type_code[:n], np.array([TYPE_CODE[t] for t in f.types], dtype=np.int8))
+        if f.min_importance > 0:
+            live &= c.importance[:n] >= f.min_importance
+        if f.after is not None:
+            live &= c.created_at[:n] >= f.after
+        if f.before is not None:
+            live &= c.created_at[:n] <= f.before
+        if f.tags is not None:
+            tag_mask = np.zeros(n, dtype=bool)
+            for slot, tags in self.tags.items():
+                if slot < n and tags & f.tags:
+                    tag_mask[slot] = True
+            live &= tag_mask
+        if f.category is not None:
+            cat_mask = np.zeros(n, dtype=bool)
+            for slot, cat in self.category.items():
+                if slot < n and cat in f.category:
+                    cat_mask[slot] = True
+            live &= cat_mask
+        return live
+
+    def live_mask_for(self, statuses: tuple[str, ...] = LIVE_STATUSES) -> np.ndarray:
+        return self.mask(Filters(statuses=frozenset(statuses)))
+
+    def key_of(self, slot: int) -> str | None:
+        return self.slots.key_at(int(slot))
+
+    def slot_of(self, key: str) -> int | None:
+        return self.slots.get(key)
+
+    def vector_of_key(self, key: str) -> np.ndarray | None:
+        slot = self.slots.get(key)
+        return None if slot is None else self.vectors.get(slot)
+
+    def decay_inputs(self, slots: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(half_life_days, last_accessed, access_count, importance) for slots."""
+        c = self.cols
+        return (
+            HALF_LIFE_BY_CODE[c.type_code[slots]],
+            c.last_accessed[slots],
+            c.access_count[slots].astype(np.float64),
+            c.importance[slots].astype(np.float64),
+        )

@@ -1,0 +1,791 @@
+"""MemoryService: the one service layer every interface calls.
+
+The MCP server, the hooks, the slash commands and the CLI never touch SurrealDB: they
+send requests to the owner process (`engram_mcp.daemon`), which calls this class. It
+is also used in-process by tests and benchmarks. Every public method takes the caller's
+`RequestContext` (project root + Claude Code session id) and returns plain JSON-ready
+dicts. Writes are serialised by one lock (environment.md: concurrent writes to one
+engine lose updates); embedding runs outside the lock so two cores are used.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import graph as graph_ops
+from .config import Config, ConfigError, load_config
+from .embeddings import DEFAULT_DIM, Embedder, EmbeddingsUnavailable, make_embedder
+from .errors import InvalidInput, MemoryNotFound, StoreUnavailable
+from .handles import ScopeHandle, StoreRegistry
+from .ids import format_memory_id, new_ulid, parse_memory_id
+from .paths import user_dir as default_user_dir
+from .records import (
+    MAX_CONTENT_CHARS,
+    MAX_SUMMARY_CHARS,
+    check_entities,
+    check_enum,
+    check_object,
+    check_tags,
+    check_text,
+    check_unit,
+    findings_summary,
+    iso,
+    jsonable,
+    now_dt,
+    parse_time,
+    public_memory,
+    sanitize_obj,
+    sanitize_text,
+    vector_bytes,
+)
+from .retrieval import STRATEGIES, RetrievalSettings, ScopeView, rank
+from .scope_index import RECALLABLE_STATUSES, Filters, ScopeIndex, content_hash, record_key
+from .scoring import REACTIVATE_AT_STRENGTH, decay_factor, to_epoch
+from .storage import queries as q
+from .storage.schema import LINK_TYPES, MEMORY_TYPES, SCOPES, STATUSES
+
+log = logging.getLogger("engram.service")
+SCOPE_ORDER = ("session", "project", "user")
+MAX_RECALL_LIMIT = 50
+
+
+@dataclass(frozen=True)
+class RequestContext:
+    """Who is asking: the project (by root) and the Claude Code session, if any."""
+
+    project_root: Path
+    session_id: str | None = None
+
+
+@dataclass
+class Located:
+    """A memory found in one scope database."""
+
+    handle: ScopeHandle
+    key: str
+    row: dict[str, Any]
+
+
+@dataclass
+class ServiceState:
+    started_at: float = field(default_factory=time.time)
+    embedding_error: str | None = None
+    recalls: int = 0
+    stores: int = 0
+
+
+class MemoryService:
+    """Storage, embeddings, retrieval, decay, promotion and graph behind one API."""
+
+    def __init__(self, *, home: Path | None = None, user_dir: Path | None = None, embedder: Embedder | None = None) -> None:
+        self.home = home
+        self.user_dir = Path(user_dir) if user_dir else default_user_dir(home)
+        self.lock = threading.RLock()
+        self.state = ServiceState()
+        self._config_cache: dict[Path | None, tuple[float, Config]] = {}
+        self._embedder = embedder
+        self._embedder_lock = threading.Lock()
+        self.registry = StoreRegistry(self.user_dir, self._new_index)
+
+    # ------------------------------------------------------------------ plumbing
+    def config(self, project_root: Path | None = None) -> Config:
+        """Config for a project (cached a few seconds: the hot path must not re-read files)."""
+        cached = self._config_cache.get(project_root)
+        if cached and time.time() - cached[0] < 5.0:
+            return cached[1]
+        cfg = load_config(project_root, home=self.home)
+        self._config_cache[project_root] = (time.time(), cfg)
+        return cfg
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            with self._embedder_lock:
+                if self._embedder is None:
+                    try:
+                        cfg = self.config(None)
+                        name, path, cache = cfg.embedding_model, cfg.embedding_model_path, cfg.embedding_cache_dir
+                    except ConfigError:
+                        from .embeddings import DEFAULT_MODEL
+
+                        name, path, cache = DEFAULT_MODEL, None, None
+                    self._embedder = make_embedder(name, model_path=path, cache_dir=cache or str(self.user_dir / "models"))
+        return self._embedder
+
+    @property
+    def model_name(self) -> str:
+        return self.embedder.model_name
+
+    def _dim(self) -> int:
+        try:
+            return int(self.embedder.dim)
+        except Exception:
+            return DEFAULT_DIM
+
+    def _new_index(self, scope: str) -> ScopeIndex:
+        return ScopeIndex(scope, self._dim(), self.model_name)
+
+    def embed_query(self, text: str) -> tuple[np.ndarray | None, str | None]:
+        """Embed, or explain why not (the caller degrades to keyword search)."""
+        try:
+            vec = self.embedder.embed_query(text)
+            self.state.embedding_error = None
+            return vec, None
+        except EmbeddingsUnavailable as exc:
+            self.state.embedding_error = str(exc)
+            return None, f"embedding unavailable: {exc}"
+        except Exception as exc:  # a broken model must never break memory
+            self.state.embedding_error = str(exc)
+            log.exception("embedding failed")
+            return None, f"embedding failed: {exc}"
+
+    def embed_documents(self, texts: list[str]) -> tuple[np.ndarray | None, str | None]:
+        if not texts:
+            return np.zeros((0, self._dim()), dtype=np.float32), None
+        try:
+            return self.embedder.embed_documents(texts), None
+        except Exception as exc:
+            self.state.embedding_error = str(exc)
+            return None, f"embedding unavailable: {exc}"
+
+    def close(self) -> None:
+        with self.lock:
+            self.registry.close_all()
+
+    # ------------------------------------------------------------------ handles
+    def handle(self, ctx: RequestContext, scope: str, *, session_id: str | None = None) -> ScopeHandle:
+        check_enum(scope, SCOPES, "scope")
+        if scope == "user":
+            return self.registry.user()
+        if scope == "project":
+            return self.registry.project(ctx.project_root)
+        sid = session_id or ctx.session_id
+        if not sid:
+            raise InvalidInput(
+                "scope 'session' needs a session: none is active for this caller. Use scope 'project' instead.",
+                field="scope",
+            )
+        return self.registry.session(ctx.project_root, sid)
+
+    def _views(self, ctx: RequestContext, scopes: tuple[str, ...], cfg: Config) -> tuple[list[ScopeView], list[dict[str, Any]]]:
+        """Open the scopes a read needs; a scope that cannot open becomes a warning."""
+        weights = cfg.scope_weights_resolved()
+        views, warnings = [], []
+        for scope in scopes:
+            if scope == "session" and not ctx.session_id:
+                continue
+            try:
+                h = self.handle(ctx, scope)
+            except StoreUnavailable as exc:
+                warnings.append({"code": "scope_unavailable", "scope": scope, "message": exc.message})
+                continue
+            views.append(ScopeView(scope, h.index, float(weights[scope]), frozen=(scope == "session")))
+        return views, warnings
+
+    def locate(self, ctx: RequestContext, memory_id: str, *, scopes: tuple[str, ...] = SCOPE_ORDER) -> list[Located]:
+        """Every copy of a memory id visible to the caller, most specific scope first."""
+        key = parse_memory_id(memory_id)
+        found = []
+        for scope in scopes:
+            if scope == "session" and not ctx.session_id:
+                continue
+            try:
+                h = self.handle(ctx, scope)
+            except StoreUnavailable:
+                continue
+            if h.index.slot_of(key) is None:
+                continue
+            rows = h.q(q.GET_MEMORY, {"id": key}) or []
+            if rows:
+                found.append(Located(h, key, rows[0]))
+        return found
+
+    def _locate_one(self, ctx: RequestContext, memory_id: str) -> list[Located]:
+        found = self.locate(ctx, memory_id)
+        if not found:
+            raise MemoryNotFound(f"No memory {memory_id} in this project's session, project or user scopes; use recall_memories to find one.")
+        return found
+
+    # ------------------------------------------------------------------ store
+    def store(
+        self,
+        ctx: RequestContext,
+        *,
+        content: str,
+        type: str,
+        scope: str,
+        importance: float | None = None,
+        confidence: float | None = None,
+        tags: list[str] | None = None,
+        category: str | None = None,
+        summary: str | None = None,
+        source: dict[str, Any] | None = None,
+        related_entities: list[dict[str, Any]] | None = None,
+        session_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        supersedes: str | None = None,
+        derived_from: list[str] | None = None,
+        dedup: bool = True,
+        created_at: str | None = None,
+    ) -> dict[str, Any]:
+        """Store a memory, or merge it into a near-duplicate (cosine >= 0.85) of its scope."""
+        check_enum(type, MEMORY_TYPES, "type")
+        check_enum(scope, SCOPES, "scope")
+        if type == "working" and scope != "session":
+            raise InvalidInput("working memories are scratch space and live only in scope 'session'", field="type")
+        findings: list = []
+        content = sanitize_text(check_text(content, "content", limit=MAX_CONTENT_CHARS), findings)
+        summary = sanitize_text(check_text(summary, "summary", limit=MAX_SUMMARY_CHARS, required=False), findings)
+        if not content or not content.strip() or content.strip() == "[private]":
+            raise InvalidInput("content is empty once <private> spans are removed; nothing to store", field="content")
+        record_tags = check_tags(tags)
+        entities = check_entities(related_entities)
+        source = sanitize_obj(check_object(source, "source"), findings)
+        metadata = sanitize_obj(check_object(metadata, "metadata"), findings)
+        if category is not None:
+            category = check_text(category, "category", limit=64).strip().lower().replace(" ", "_")
+        imp = check_unit(importance, "importance", 0.5)
+        conf = check_unit(confidence, "confidence", 0.7)
+        created = parse_time(created_at, "created_at")
+        superseded_key = parse_memory_id(supersedes, field="supersedes") if supersedes else None
+        if derived_from is not None and not isinstance(derived_from, list):
+            raise InvalidInput("derived_from must be a list of memory ids", field="derived_from")
+        sources = [parse_memory_id(d, field="derived_from") for d in (derived_from or [])]
+        if sources:
+            metadata = {**metadata, "derived_from": [format_memory_id(k) for k in sources]}
+            dedup = False
+
+        vec, warning = self.embed_query(content)  # outside the lock: uses the other core
+        warnings = [{"code": "embedding_failed", "message": warning, "searchable_by": "keyword_only"}] if warning else []
+        with self.lock:
+            h = self.handle(ctx, scope, session_id=session_id)
+            sid = session_id or (ctx.session_id if scope == "session" else ctx.session_id)
+            if dedup:
+                twin = self._find_twin(h, content, vec, self.config(ctx.project_root).store_dedup_similarity)
+                if twin is not None:
+                    key, similarity = twin
+                    result = self._merge_into(h, key, imp, record_tags, content, similarity, sid)
+                    self.state.stores += 1
+                    result.update(embedding_generated=vec is not None, warnings=warnings, redactions=findings_summary(findings))
+                    if entities:
+                        result["graph_edges_created"] = graph_ops.link_entities(h, key, entities)
+                    return result
+            key = new_ulid()
+            now = now_dt()
+            record = {
+                "memory_type": type,
+                "scope": scope,
+                "content": content,
+                "summary": summary,
+                "category": category,
+                "tags": record_tags,
+                "importance": imp,
+                "confidence": conf,
+                "access_count": 0,
+                "status": "created",
+                "source": source,
+                "session_id": sid,
+                "embedding": vector_bytes(vec),
+                "embedding_model": self.model_name if vec is not None else None,
+                "embedding_dim": int(vec.shape[0]) if vec is not None else None,
+                "version": 1,
+                "promotion_chain": [],
+                "metadata": metadata,
+                "created_at": created or now,
+                "updated_at": now,
+                "last_accessed_at": created or now,
+                "status_changed_at": now,
+            }
+            record = {k: v for k, v in record.items() if v is not None}
+            h.q(q.CREATE_MEMORY, {"id": key, "record": record})
+            h.index.upsert({**record, "id": key}, vec)
+            edges = graph_ops.link_entities(h, key, entities) if entities else 0
+            if superseded_key:
+                if h.index.slot_of(superseded_key) is None:
+                    raise InvalidInput(f"supersedes: memory:{superseded_key} is not in scope {scope}", field="supersedes")
+                self._link(h, key, superseded_key, "supersedes")
+            for src in sources:
+                self._mark_consolidated(ctx, h, key, src)
+            self.state.stores += 1
+        return {
+            "memory_id": format_memory_id(key),
+            "action": "created",
+            "scope": scope,
+            "type": type,
+            "embedding_generated": vec is not None,
+            "graph_edges_created": edges,
+            "warnings": warnings,
+            "redactions": findings_summary(findings),
+        }
+
+    def _find_twin(self, h: ScopeHandle, content: str, vec: np.ndarray | None, threshold: float) -> tuple[str, float] | None:
+        """A live memory of the same scope that this content duplicates, if any."""
+        live = h.index.live_mask_for()
+        if vec is not None:
+            best = h.index.vectors.max_similarity(vec, live)
+            if best is not None and best[1] >= threshold:
+                key = h.index.key_of(best[0])
+                if key:
+                    return key, float(best[1])
+        slot = h.index.hash_to_slot.get(content_hash(content))
+        if slot is not None and slot < live.size and live[slot]:
+            key = h.index.key_of(slot)
+            if key:
+                return key, 1.0
+        return None
+
+    def _merge_into(self, h: ScopeHandle, key: str, importance: float, tags: list[str], content: str, similarity: float, session_id: str | None) -> dict[str, Any]:
+        """Strengthen an existing memory instead of storing a duplicate; record the merge."""
+        rows = h.q(q.GET_MEMORY, {"id": key}) or []
+        if not rows:
+            raise MemoryNotFound(f"memory {key} vanished during merge")
+        row = rows[0]
+        new = self._editable(row)
+        new["access_count"] = int(row.get("access_count", 0)) + 1
+        new["last_accessed_at"] = now_dt()
+        new["importance"] = max(float(row.get("importance", 0.5)), importance)
+        new["tags"] = list(dict.fromkeys(list(row.get("tags") or []) + tags))
+        meta = dict(row.get("metadata") or {})
+        merges = list(meta.get("merged", []))[-19:]
+        merges.append({"at": iso(now_dt()), "similarity": round(similarity, 4), "content": content[:500], "session_id": session_id})
+        meta["merged"] = merges
+        new["metadata"] = meta
+        if new.get("status") in ("consolidated", "archived"):
+            new["status"] = "active"
+        self._write_update(h, key, row, new, change="merge")
+        return {"memory_id": format_memory_id(key), "action": "merged", "scope": h.scope, "type": row.get("memory_type"), "similarity": round(similarity, 4), "graph_edges_created": 0}
+
+    @staticmethod
+    def _editable(row: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in row.items() if k != "id"}
+
+    def _write_update(self, h: ScopeHandle, key: str, old: dict[str, Any], new: dict[str, Any], *, change: str, vector: np.ndarray | None = None) -> None:
+        """Replace a record and keep its previous version in memory_history, atomically."""
+        from surrealdb import RecordID
+
+        new["version"] = int(old.get("version", 1)) + 1
+        new["updated_at"] = now_dt()
+        snapshot = {k: v for k, v in self._editable(old).items() if k not in ("embedding",)}
+        entry = {"memory": RecordID("memory", key), "version": int(old.get("version", 1)), "change": change, "snapshot": snapshot}
+        record = {k: v for k, v in new.items() if v is not None}
+        h.tx([(q.CREATE_HISTORY, {"entry": entry}), (q.REPLACE_MEMORY, {"id": key, "record": record})])
+        h.index.upsert({**record, "id": key}, vector)
+
+    # ------------------------------------------------------------------ recall
+    def recall(
+        self,
+        ctx: RequestContext,
+        *,
+        query: str,
+        scope: str | list[str] | None = None,
+        type: str | list[str] | None = None,
+        strategy: str = "hybrid",
+        limit: int = 10,
+        min_importance: float = 0.0,
+        tags: list[str] | None = None,
+        category: str | list[str] | None = None,
+        time_range: dict[str, str] | None = None,
+        include_forgotten: bool = False,
+        strengthen: bool = True,
+        profile: str | None = None,
+    ) -> dict[str, Any]:
+        """Hybrid recall across scopes; every returned memory is strengthened."""
+        started = time.perf_counter()
+        query = check_text(query, "query", limit=4_000)
+        check_enum(strategy, STRATEGIES, "strategy")
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_RECALL_LIMIT:
+            raise InvalidInput(f"limit must be an integer from 1 to {MAX_RECALL_LIMIT}", field="limit")
+        scopes = self._as_tuple(scope, SCOPES, "scope") or SCOPE_ORDER
+        types = self._as_tuple(type, MEMORY_TYPES, "type")
+        categories = self._as_tuple(category, None, "category")
+        tr = check_object(time_range, "time_range")
+        after, before = parse_time(tr.get("after"), "time_range.after"), parse_time(tr.get("before"), "time_range.before")
+        filters = Filters(
+            types=frozenset(types) if types else None,
+            tags=frozenset(check_tags(tags)) or None if tags else None,
+            category=frozenset(c.lower() for c in categories) if categories else None,
+            min_importance=check_unit(min_importance, "min_importance", 0.0),
+            after=to_epoch(after) if after else None,
+            before=to_epoch(before) if before else None,
+            statuses=frozenset(STATUSES) if include_forgotten else frozenset(RECALLABLE_STATUSES),
+        )
+        cfg = self.config(ctx.project_root)
+        if profile:
+            from .config import SCOPE_WEIGHT_PROFILES
+
+            check_enum(profile, tuple(SCOPE_WEIGHT_PROFILES), "profile")
+        qvec, warning = (None, None)
+        if strategy != "keyword":
+            qvec, warning = self.embed_query(query)
+        warnings = []
+        if warning:
+            warnings.append({"code": "partial_results", "message": f"{warning}; fell back to keyword search"})
+        effective = strategy if (qvec is not None or strategy == "keyword") else "keyword"
+        settings = RetrievalSettings(cfg.fusion, cfg.keyword_weight, cfg.rrf_k, cfg.candidate_pool, cfg.cross_scope_dedup_similarity)
+        with self.lock:
+            views, scope_warnings = self._views(ctx, scopes, cfg)
+            warnings.extend(scope_warnings)
+            if profile:
+                from .config import SCOPE_WEIGHT_PROFILES
+
+                for v in views:
+                    v.weight = SCOPE_WEIGHT_PROFILES[profile][v.scope]
+            restrict = None
+            if effective == "graph":
+                restrict = graph_ops.reachable_memories(self, ctx, [v.scope for v in views], query)
+            hits, matched = rank(views, qvec, query, filters, effective, settings, limit, restrict=restrict)
+            memories = self._materialise(ctx, hits, views)
+            if strengthen and memories:
+                self._strengthen(ctx, hits, ctx.session_id)
+            self.state.recalls += 1
+        return {
+            "memories": memories,
+            "total_matched": matched,
+            "strategy_used": effective,
+            "query_time_ms": round((time.perf_counter() - started) * 1000, 2),
+            "warnings": warnings,
+            "degraded": bool(scope_warnings),
+        }
+
+    @staticmethod
+    def _as_tuple(value: Any, allowed: tuple[str, ...] | None, field: str) -> tuple[str, ...]:
+        if value is None:
+            return ()
+        items = [value] if isinstance(value, str) else value
+        if not isinstance(items, (list, tuple)) or not all(isinstance(i, str) for i in items):
+            raise InvalidInput(f"{field} must be a string or a list of strings", field=field)
+        if allowed is not None:
+            for i in items:
+                check_enum(i, allowed, field)
+        return tuple(dict.fromkeys(items))
+
+    def _materialise(self, ctx: RequestContext, hits, views) -> list[dict[str, Any]]:
+        """Fetch the records of the ranked hits (one query per scope)."""
+        from surrealdb import RecordID
+
+        by_scope: dict[str, list] = {}
+        for h in hits:
+            by_scope.setdefault(h.scope, []).append(h)
+        rows: dict[tuple[str, str], dict] = {}
+        now = time.time()
+        for scope, scope_hits in by_scope.items():
+            handle = self.handle(ctx, scope)
+            for row in handle.q(q.GET_MEMORIES, {"ids": [RecordID("memory", h.key) for h in scope_hits]}) or []:
+                rows[(scope, record_key(row))] = row
+        out = []
+        for h in hits:
+            row = rows.get((h.scope, h.key))
+            if row is None:
+                continue
+            mem = public_memory(row, frozen=(h.scope == "session"), now=now)
+            mem["relevance_score"] = round(h.relevance, 4)
+            mem["score"] = round(h.score, 4)
+            if h.also_in:
+                mem["also_in"] = h.also_in
+            out.append(mem)
+        return out
+
+    def _strengthen(self, ctx: RequestContext, hits, session_id: str | None) -> None:
+        """Testing effect: access_count + 1 and last access now for every returned memory."""
+        from surrealdb import RecordID
+
+        now = time.time()
+        by_scope: dict[str, list[str]] = {}
+        for h in hits:
+            by_scope.setdefault(h.scope, []).append(h.key)
+        for scope, keys in by_scope.items():
+            handle = self.handle(ctx, scope)
+            handle.q(q.STRENGTHEN, {"ids": [RecordID("memory", k) for k in keys], "session_id": session_id})
+            handle.index.touch(keys, now)
+            reactivate = []
+            for k in keys:
+                slot = handle.index.slot_of(k)
+                if slot is None:
+                    continue
+                status = int(handle.index.cols.status_code[slot])
+                if status in (2, 3):  # consolidated / archived
+                    f = decay_factor(MEMORY_TYPES[handle.index.cols.type_code[slot]], 0.0, int(handle.index.cols.access_count[slot]))
+                    if float(handle.index.cols.importance[slot]) * f >= REACTIVATE_AT_STRENGTH:
+                        reactivate.append(k)
+            if reactivate:
+                handle.q(q.SET_STATUS, {"ids": [RecordID("memory", k) for k in reactivate], "status": "active"})
+                for k in reactivate:
+                    handle.index.set_status(k, "active")
+
+    # ------------------------------------------------------------------ read one
+    def get(self, ctx: RequestContext, memory_id: str, *, history: bool = False, include_embedding: bool = False) -> dict[str, Any]:
+        """A memory with its copies in other scopes, links, entities and (optionally) history."""
+        from surrealdb import RecordID
+
+        with self.lock:
+            found = self._locate_one(ctx, memory_id)
+            first = found[0]
+            mem = public_memory(first.row, frozen=first.handle.scope == "session", include_embedding=include_embedding)
+            mem["also_in"] = [f.handle.scope for f in found[1:]]
+            rid = RecordID("memory", first.key)
+            mem["entities"] = jsonable(first.handle.q(q.MENTIONS_OF_MEMORY, {"memory": rid}) or [])
+            links = first.handle.q(q.LINKS_OF_MEMORY, {"memory": rid}) or []
+            mem["links"] = [
+                {"from": jsonable(l["in"]), "to": jsonable(l["out"]), "relation": l["relation_type"]} for l in links
+            ]
+            if history:
+                mem["history"] = [
+                    {"version": e.get("version"), "change": e.get("change"), "changed_at": jsonable(e.get("changed_at")), "snapshot": jsonable(e.get("snapshot"))}
+                    for e in first.handle.q(q.HISTORY_OF, {"memory": rid}) or []
+                ]
+            return mem
+
+    # ------------------------------------------------------------------ update
+    def update(
+        self,
+        ctx: RequestContext,
+        memory_id: str,
+        *,
+        content: str | None = None,
+        summary: str | None = None,
+        importance: float | None = None,
+        confidence: float | None = None,
+        category: str | None = None,
+        tags: dict[str, list[str]] | None = None,
+        metadata: dict[str, Any] | None = None,
+        related_entities: dict[str, Any] | None = None,
+        memory_type: str | None = None,
+    ) -> dict[str, Any]:
+        """Update every copy of a memory; re-embed when the content changes; keep history."""
+        findings: list = []
+        if content is not None:
+            content = sanitize_text(check_text(content, "content", limit=MAX_CONTENT_CHARS), findings)
+        if summary is not None:
+            summary = sanitize_text(check_text(summary, "summary", limit=MAX_SUMMARY_CHARS), findings)
+        if importance is not None:
+            importance = check_unit(importance, "importance", 0.5)
+        if confidence is not None:
+            confidence = check_unit(confidence, "confidence", 0.7)
+        if memory_type is not None:
+            check_enum(memory_type, MEMORY_TYPES, "memory_type")
+        tag_ops = check_object(tags, "tags")
+        add_tags, remove_tags = check_tags(tag_ops.get("add"), "tags.add"), check_tags(tag_ops.get("remove"), "tags.remove")
+        meta_patch = sanitize_obj(check_object(metadata, "metadata"), findings)
+        ent_ops = check_object(related_entities, "related_entities")
+        add_entities = check_entities(ent_ops.get("add"), "related_entities.add")
+        remove_entities = ent_ops.get("remove") or []
+        if not isinstance(remove_entities, list) or not all(isinstance(n, str) for n in remove_entities):
+            raise InvalidInput("related_entities.remove must be a list of entity names", field="related_entities")
+        vec, warning = (None, None)
+        if content is not None:
+            vec, warning = self.embed_query(content)
+        updated_fields: list[str] = []
+        with self.lock:
+            found = self._locate_one(ctx, memory_id)
+            for loc in found:
+                row = loc.row
+                if row.get("status") == "forgotten" and content is None and row.get("content") == "[forgotten]":
+                    raise InvalidInput(f"memory {memory_id} was forgotten and purged; store a new memory instead", field="memory_id")
+                new = self._editable(row)
+                changes = []
+                for name, value in (("content", content), ("summary", summary), ("importance", importance), ("confidence", confidence), ("memory_type", memory_type)):
+                    if value is not None and value != row.get(name):
+                        new[name] = value
+                        changes.append(name)
+                if memory_type == "working" and loc.handle.scope != "session":
+                    raise InvalidInput("working memories live only in scope 'session'", field="memory_type")
+                if category is not None:
+                    new["category"] = category.strip().lower().replace(" ", "_") or None
+                    changes.append("category")
+                if add_tags or remove_tags:
+                    cur = [t for t in (row.get("tags") or []) if t not in remove_tags]
+                    new["tags"] = list(dict.fromkeys(cur + add_tags))
+                    changes.append("tags")
+                if meta_patch:
+                    merged = dict(row.get("metadata") or {})
+                    for k, v in meta_patch.items():
+                        if v is None:
+                            merged.pop(k, None)
+                        else:
+                            merged[k] = v
+                    new["metadata"] = merged
+                    changes.append("metadata")
+                if content is not None:
+                    new["embedding"] = vector_bytes(vec)
+                    new["embedding_model"] = self.model_name if vec is not None else None
+                    new["embedding_dim"] = int(vec.shape[0]) if vec is not None else None
+                if changes:
+                    self._write_update(loc.handle, loc.key, row, new, change="update", vector=vec if content is not None else loc.handle.index.vector_of_key(loc.key))
+                if add_entities:
+                    graph_ops.link_entities(loc.handle, loc.key, add_entities)
+                    changes.append("related_entities")
+                if remove_entities:
+                    graph_ops.unlink_entities(loc.handle, loc.key, remove_entities)
+                    changes.append("related_entities")
+                updated_fields = sorted(set(updated_fields) | set(changes))
+            version = int(found[0].row.get("version", 1)) + (1 if updated_fields else 0)
+        return {
+            "memory_id": format_memory_id(found[0].key),
+            "updated_fields": updated_fields,
+            "re_embedded": content is not None and vec is not None,
+            "version": version,
+            "scopes": [f.handle.scope for f in found],
+            "warnings": [{"code": "embedding_failed", "message": warning}] if warning else [],
+            "redactions": findings_summary(findings),
+        }
+
+    def tag(self, ctx: RequestContext, memory_id: str, add: list[str] | None = None, remove: list[str] | None = None) -> dict[str, Any]:
+        self.update(ctx, memory_id, tags={"add": add or [], "remove": remove or []})
+        return {"memory_id": format_memory_id(parse_memory_id(memory_id)), "tags": self.get(ctx, memory_id)["tags"]}
+
+    # ------------------------------------------------------------------ forget
+    def forget(self, ctx: RequestContext, memory_id: str, *, reason: str | None = None, undo: bool = False) -> dict[str, Any]:
+        """Soft delete (excluded from recall, content kept until purge) or its undo."""
+        reason = check_text(reason, "reason", limit=500, required=False)
+        with self.lock:
+            found = self._locate_one(ctx, memory_id)
+            for loc in found:
+                row = loc.row
+                new = self._editable(row)
+                meta = dict(row.get("metadata") or {})
+                if undo:
+                    if row.get("status") != "forgotten":
+                        continue
+                    if row.get("content") == "[forgotten]":
+                        raise InvalidInput(f"memory {memory_id} was purged; it cannot be restored", field="memory_id")
+                    new["status"] = meta.pop("prior_status", "active")
+                    new["forgotten_at"] = None
+                    new["forget_reason"] = None
+                else:
+                    if row.get("status") == "forgotten":
+                        continue
+                    meta["prior_status"] = row.get("status", "active")
+                    new["status"] = "forgotten"
+                    new["forgotten_at"] = now_dt()
+                    new["forget_reason"] = reason
+                new["metadata"] = meta
+                new["status_changed_at"] = now_dt()
+                self._write_update(loc.handle, loc.key, row, new, change="restore" if undo else "forget", vector=loc.handle.index.vector_of_key(loc.key))
+        return {
+            "memory_id": format_memory_id(found[0].key),
+            "status": "active" if undo else "forgotten",
+            "reason": reason,
+            "scopes": [f.handle.scope for f in found],
+            "undo_hint": None if undo else "forget_memory with undo=true restores it",
+        }
+
+    # ------------------------------------------------------------------ links
+    def link(self, ctx: RequestContext, from_id: str, to_id: str, relation: str, *, strength: float = 0.5) -> dict[str, Any]:
+        """Record a memory -> memory relation (supersedes, contradicts, derived_from, similar_to)."""
+        check_enum(relation, LINK_TYPES, "relation")
+        with self.lock:
+            src = self._locate_one(ctx, from_id)[0]
+            dst_key = parse_memory_id(to_id, field="to_id")
+            if src.handle.index.slot_of(dst_key) is None:
+                raise InvalidInput(f"{to_id} is not in the same scope as {from_id}; link memories within one scope", field="to_id")
+            created = self._link(src.handle, src.key, dst_key, relation, strength)
+        return {"from": format_memory_id(src.key), "to": format_memory_id(dst_key), "relation": relation, "created": created}
+
+    def _mark_consolidated(self, ctx: RequestContext, h: ScopeHandle, new_key: str, src_key: str) -> None:
+        """A source summarised into `new_key`: link it (same scope) and mark it consolidated."""
+        from surrealdb import RecordID
+
+        for loc in self.locate(ctx, format_memory_id(src_key)):
+            if loc.handle is h:
+                self._link(h, new_key, src_key, "derived_from")
+            if loc.row.get("status") in ("created", "active"):
+                loc.handle.q(q.SET_STATUS, {"ids": [RecordID("memory", src_key)], "status": "consolidated"})
+                loc.handle.index.set_status(src_key, "consolidated")
+
+    def _link(self, h: ScopeHandle, a: str, b: str, relation: str, strength: float = 0.5) -> bool:
+        from surrealdb import RecordID
+
+        ra, rb = RecordID("memory", a), RecordID("memory", b)
+        if h.q(q.FIND_LINK, {"a": ra, "b": rb, "relation_type": relation}):
+            return False
+        h.q(q.CREATE_LINK, {"a": ra, "b": rb, "relation_type": relation, "strength": float(strength)})
+        if relation == "supersedes":
+            h.index.superseded_by[b] = a
+        return True
+
+    # ------------------------------------------------------------------ status
+    def status(self, ctx: RequestContext) -> dict[str, Any]:
+        """Health and counts across the caller's scopes; never raises for a broken store."""
+        with self.lock:
+            scopes: dict[str, Any] = {}
+            degraded = []
+            for scope in SCOPE_ORDER:
+                if scope == "session" and not ctx.session_id:
+                    continue
+                try:
+                    h = self.handle(ctx, scope)
+                except StoreUnavailable as exc:
+                    scopes[scope] = {"status": "unavailable", "message": exc.message}
+                    degraded.append(scope)
+                    continue
+                by_type: dict[str, int] = {}
+                by_status: dict[str, int] = {}
+                for r in h.q(q.COUNT_BY_TYPE_STATUS) or []:
+                    by_type[r["memory_type"]] = by_type.get(r["memory_type"], 0) + r["n"]
+                    by_status[r["status"]] = by_status.get(r["status"], 0) + r["n"]
+                scopes[scope] = {
+                    "status": "connected",
+                    "database": f"{h.ns}/{h.db}",
+                    "path": str(h.store.directory),
+                    "total": sum(by_type.values()),
+                    "by_type": by_type,
+                    "by_status": by_status,
+                    "entities": _count(h, q.COUNT_ENTITIES),
+                    "relationships": _count(h, q.COUNT_RELATIONS),
+                    "without_vectors": h.index.missing_vectors,
+                    "database_size_bytes": h.store.size_bytes() if scope != "session" else None,
+                }
+            emb = self.embedder
+            return {
+                "connection": {
+                    "status": "degraded" if degraded else "connected",
+                    "mode": "embedded-surrealkv",
+                    "uptime_seconds": round(time.time() - self.state.started_at, 1),
+                    "degraded_scopes": degraded,
+                },
+                "project_root": str(ctx.project_root),
+                "scopes": scopes,
+                "embedding": {
+                    "model": emb.model_name,
+                    "dimensions": self._dim(),
+                    "loaded": bool(getattr(emb, "loaded", True)),
+                    "error": self.state.embedding_error,
+                },
+                "current_session": {"session_id": ctx.session_id} if ctx.session_id else None,
+            }
+
+
+def _count(h: ScopeHandle, sql: str) -> int:
+    rows = h.q(sql) or []
+    return int(rows[0]["n"]) if rows else 0
+
+
+# ---------------------------------------------------------------------- facade
+def _bind_operations() -> None:
+    """Attach the operations that live in their own modules to MemoryService.
+
+    Each concept keeps its home (graph.py, promotion.py, ...); the service exposes them
+    under one name so the daemon's dispatch table and in-process callers see one API.
+    """
+    from . import consolidate, context, lifecycle, promotion, transfer
+
+    MemoryService.graph_search = lambda self, ctx, **kw: graph_ops.search(self, ctx, **kw)
+    MemoryService.promote = lambda self, ctx, memory_id, target_scope, reason=None: promotion.promote(self, ctx, memory_id, target_scope, reason)
+    MemoryService.session_start = lambda self, ctx, info=None: promotion.session_start(self, ctx, info)
+    MemoryService.session_end = lambda self, ctx, summary=None: promotion.session_end(self, ctx, summary=summary)
+    MemoryService.context = lambda self, ctx, **kw: context.build_context(self, ctx, **kw)
+    MemoryService.maintain = lambda self, ctx: lifecycle.maintain(self, ctx)
+    MemoryService.consolidate = lambda self, ctx, **kw: consolidate.consolidate(self, ctx, **kw)
+    MemoryService.export = lambda self, ctx, path, **kw: transfer.export(self, ctx, Path(path), **kw)
+    MemoryService.import_ = lambda self, ctx, path, **kw: transfer.import_(self, ctx, Path(path), **kw)
+    MemoryService.reindex = lambda self, ctx, **kw: transfer.reindex(self, ctx, **kw)
+
+
+_bind_operations()

@@ -1,0 +1,1 @@
+"""Storage: the embedded SurrealDB system of record (schema, migrations, SurrealQL)."""

@@ -1,0 +1,87 @@
+"""Every SurrealQL statement engram runs, in one place, all parameterised.
+
+Values always travel as `$params`. The only identifiers that are not parameters are
+namespace/database names (SurrealQL cannot bind them), and those are produced and
+validated by `engram_mcp.ids` from hashes and a strict alphabet, never taken from
+user text. Field names in patches come from code, never from input.
+"""
+
+# --- meta / migrations -------------------------------------------------------
+GET_SCHEMA_VERSION = "SELECT VALUE version FROM ONLY engram_meta:schema"
+SET_SCHEMA_VERSION = "UPSERT engram_meta:schema SET version = $version, migrated_at = time::now()"
+GET_META = "SELECT VALUE value FROM ONLY type::thing('engram_meta', $key)"
+SET_META = "UPSERT type::thing('engram_meta', $key) SET value = $value, updated_at = time::now()"
+DEFINE_DATABASE = "DEFINE DATABASE IF NOT EXISTS {db}"  # {db} from ids.session_db_name/project_db_name only
+REMOVE_DATABASE = "REMOVE DATABASE IF EXISTS {db}"
+LIST_DATABASES = "INFO FOR NS"
+
+# --- memory ------------------------------------------------------------------
+CREATE_MEMORY = "CREATE type::thing('memory', $id) CONTENT $record RETURN NONE"
+REPLACE_MEMORY = "UPDATE type::thing('memory', $id) CONTENT $record RETURN NONE"
+GET_MEMORY = "SELECT * FROM type::thing('memory', $id)"
+GET_MEMORIES = "SELECT * FROM $ids"
+EXISTS_MEMORY = "SELECT VALUE id FROM type::thing('memory', $id)"
+ALL_MEMORIES = "SELECT * FROM memory"
+INDEX_ROWS = (
+    "SELECT id, memory_type, scope, content, summary, tags, category, importance, access_count, status, "
+    "created_at, last_accessed_at, session_id, embedding, embedding_model FROM memory"
+)
+SESSION_MEMORIES = "SELECT * FROM memory WHERE session_id = $session_id ORDER BY created_at"
+STRENGTHEN = (
+    "UPDATE $ids SET access_count += 1, last_accessed_at = time::now(), "
+    "status = IF status = 'created' THEN 'active' ELSE status END, "
+    "metadata.recall_sessions = IF $session_id IS NONE THEN metadata.recall_sessions "
+    "ELSE array::union(metadata.recall_sessions ?? [], [$session_id]) END RETURN NONE"
+)
+SET_STATUS = (
+    "UPDATE $ids SET status = $status, status_changed_at = time::now() RETURN NONE"
+)
+COUNT_BY_TYPE_STATUS = "SELECT memory_type, status, count() AS n FROM memory GROUP BY memory_type, status"
+COUNT_MEMORIES = "SELECT count() AS n FROM memory GROUP ALL"
+
+# --- history -----------------------------------------------------------------
+CREATE_HISTORY = "CREATE memory_history CONTENT $entry RETURN NONE"
+HISTORY_OF = "SELECT * FROM memory_history WHERE memory = $memory ORDER BY version, changed_at"
+ALL_HISTORY = "SELECT * FROM memory_history"
+CLEAR_HISTORY_CONTENT = "UPDATE memory_history SET snapshot.content = '[forgotten]' WHERE memory = $memory RETURN NONE"
+COUNT_HISTORY = "SELECT count() AS n FROM memory_history GROUP ALL"
+
+# --- graph -------------------------------------------------------------------
+UPSERT_ENTITY = (
+    "UPSERT type::thing('entity', $key) SET name = $name, entity_type = $entity_type, "
+    "mention_count = (mention_count ?? 0) + $mentions, updated_at = time::now(), "
+    "description = IF $description IS NONE THEN (description ?? '') ELSE $description END RETURN NONE"
+)
+GET_ENTITIES = "SELECT * FROM $ids"
+ALL_ENTITIES = "SELECT * FROM entity"
+FIND_MENTION = "SELECT VALUE id FROM mentions WHERE in = $memory AND out = $entity AND relationship = $relationship"
+RELATE_MENTION = "RELATE $memory->mentions->$entity SET relationship = $relationship RETURN NONE"
+UNLINK_MENTIONS_BY_NAME = "DELETE mentions WHERE in = $memory AND out IN $entities RETURN BEFORE"
+MENTIONS_OF_MEMORY = "SELECT out.name AS name, out.entity_type AS entity_type, relationship FROM mentions WHERE in = $memory"
+MEMORIES_OF_ENTITIES = "SELECT in AS memory, out AS entity, relationship FROM mentions WHERE out IN $entities"
+ALL_MENTIONS = "SELECT in, out, relationship, created_at FROM mentions"
+FIND_RELATION = "SELECT VALUE id FROM relates_to WHERE in = $a AND out = $b AND relation_type = $relation_type"
+RELATE_ENTITIES = "RELATE $a->relates_to->$b SET relation_type = $relation_type, weight = $weight, evidence = $evidence RETURN NONE"
+ADD_RELATION_EVIDENCE = "UPDATE $id SET evidence = array::union(evidence, $evidence), weight = math::min([1.0, weight + 0.1]) RETURN NONE"
+EDGES_TOUCHING = "SELECT in, out, relation_type, weight FROM relates_to WHERE in IN $frontier OR out IN $frontier"
+ALL_RELATIONS = "SELECT in, out, relation_type, weight, evidence, created_at FROM relates_to"
+COUNT_ENTITIES = "SELECT count() AS n FROM entity GROUP ALL"
+COUNT_RELATIONS = "SELECT count() AS n FROM relates_to GROUP ALL"
+
+# --- memory -> memory links ------------------------------------------------------
+FIND_LINK = "SELECT VALUE id FROM memory_link WHERE in = $a AND out = $b AND relation_type = $relation_type"
+CREATE_LINK = "RELATE $a->memory_link->$b SET relation_type = $relation_type, strength = $strength RETURN NONE"
+ALL_LINKS = "SELECT in, out, relation_type, strength, created_at FROM memory_link"
+LINKS_OF_MEMORY = "SELECT in, out, relation_type, strength FROM memory_link WHERE in = $memory OR out = $memory"
+
+# --- sessions / promotion / queue ----------------------------------------------------
+UPSERT_SESSION = "UPSERT type::thing('session_registry', $key) MERGE $fields RETURN NONE"
+GET_SESSION = "SELECT * FROM type::thing('session_registry', $key)"
+SESSIONS_BY_STATUS = "SELECT * FROM session_registry WHERE status = $status ORDER BY started_at DESC"
+RECENT_SESSIONS = "SELECT * FROM session_registry WHERE status = 'completed' ORDER BY ended_at DESC LIMIT $limit"
+CREATE_PROMOTION_LOG = "CREATE promotion_log CONTENT $entry RETURN NONE"
+PROMOTIONS_OF = "SELECT * FROM promotion_log WHERE memory_id = $memory_id"
+ENQUEUE = "CREATE consolidation_queue CONTENT $entry RETURN NONE"
+QUEUED_FOR = "SELECT VALUE id FROM consolidation_queue WHERE memory = $memory AND reason = $reason AND status = 'pending'"
+PENDING_QUEUE = "SELECT * FROM consolidation_queue WHERE status = 'pending' ORDER BY priority DESC LIMIT $limit"
+COMPLETE_QUEUE = "UPDATE consolidation_queue SET status = 'completed', processed_at = time::now() WHERE memory IN $memories AND status = 'pending' RETURN NONE"

@@ -1,0 +1,75 @@
+"""Shared fixtures for the engine tests (storage, service, retrieval, lifecycle, ...).
+
+Every test gets its own home and git project under tmp_path, and a real MemoryService on
+the embedded engine. `fake_service` uses the deterministic FakeEmbedder (fast);
+`real_service` uses the real default model, loaded once per test run from a cache
+directory shared by every test (the model is assembled once).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from engram_mcp.embeddings import DEFAULT_MODEL, FakeEmbedder, FastEmbedEmbedder
+from engram_mcp.service import MemoryService, RequestContext
+
+SESSION_ID = "sess-1"
+
+
+def _scrub_engram_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The developer's ENGRAM_* settings must not leak into a test."""
+    for name in list(os.environ):
+        if name.startswith("ENGRAM_"):
+            monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A private home directory (user store at <home>/.claude/engram)."""
+    _scrub_engram_env(monkeypatch)
+    path = tmp_path / "home"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A git project root: <tmp>/proj with a .git directory."""
+    path = tmp_path / "proj"
+    (path / ".git").mkdir(parents=True)
+    return path
+
+
+@pytest.fixture
+def ctx(project: Path) -> RequestContext:
+    return RequestContext(project, SESSION_ID)
+
+
+@pytest.fixture
+def fake_service(home: Path):
+    svc = MemoryService(home=home, embedder=FakeEmbedder())
+    try:
+        yield svc
+    finally:
+        svc.close()
+
+
+@pytest.fixture(scope="session")
+def real_embedder(tmp_path_factory: pytest.TempPathFactory) -> FastEmbedEmbedder:
+    """The real default model, assembled once per run in a shared cache directory."""
+    cache = tmp_path_factory.mktemp("engram-models")
+    emb = FastEmbedEmbedder(DEFAULT_MODEL, cache_dir=str(cache))
+    emb.load()
+    return emb
+
+
+@pytest.fixture
+def real_service(home: Path, real_embedder: FastEmbedEmbedder):
+    svc = MemoryService(home=home, embedder=real_embedder)
+    try:
+        yield svc
+    finally:
+        svc.close()

@@ -1,0 +1,566 @@
+"""Behaviour of the in-memory retrieval primitives (engram_mcp/search_index.py)."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from engram_mcp.search_index import (
+    ENGLISH_STOP_WORDS,
+    BM25Index,
+    SlotAllocator,
+    VectorIndex,
+    tokenize,
+)
+
+# ------------------------------------------------------------------------------------------
+# helpers
+# ------------------------------------------------------------------------------------------
+
+CORPUS = [
+    "Redis is used as the session cache; eviction policy is allkeys-lru.",
+    "The Postgres connection pool is configured with 20 connections.",
+    "Deploys run through GitHub Actions; the deploy job needs the AWS role.",
+    "Use getUserName instead of fetching the user record directly.",
+    "The redis cluster failed over twice last week, redis sentinel was restarted.",
+    "Alice prefers tabs over spaces in Python files.",
+    "Caching the user_name in the session avoids a database round trip.",
+    "Tests must not hit the network; mock the HTTP client.",
+    "the and of to",  # only stop words: not a document
+    "Pool sizes above 50 exhausted Postgres max_connections in staging.",
+]
+
+QUERIES = [
+    "redis",
+    "redis cache",
+    "postgres pool connections",
+    "user name",
+    "getUserName",
+    "deploy aws",
+    "session",
+    "nothing matches xyzzy",
+    "the",
+]
+
+
+def reference_bm25(docs: dict[int, str], query: str, k1: float = 1.5, b: float = 0.75) -> dict[int, float]:
+    """Textbook BM25 with Lucene idf, in plain Python floats, distinct query terms."""
+    tokenized = {slot: tokenize(text) for slot, text in docs.items()}
+    tokenized = {slot: terms for slot, terms in tokenized.items() if terms}
+    n_docs = len(tokenized)
+    if n_docs == 0:
+        return {}
+    avgdl = sum(len(t) for t in tokenized.values()) / n_docs
+    df: Counter[str] = Counter()
+    for terms in tokenized.values():
+        df.update(set(terms))
+    scores: dict[int, float] = {}
+    for slot, terms in tokenized.items():
+        tf = Counter(terms)
+        total = 0.0
+        for term in dict.fromkeys(tokenize(query)):
+            if tf[term] == 0:
+                continue
+            idf = math.log(1 + (n_docs - df[term] + 0.5) / (df[term] + 0.5))
+            norm = k1 * (1 - b + b * len(terms) / avgdl)
+            total += idf * tf[term] * (k1 + 1) / (tf[term] + norm)
+        if total > 0:
+            scores[slot] = total
+    return scores
+
+
+def random_unit_vectors(rng: np.random.Generator, n: int, dim: int) -> np.ndarray:
+    mat = rng.standard_normal((n, dim)).astype(np.float32)
+    return mat / np.linalg.norm(mat, axis=1, keepdims=True)
+
+
+def brute_force_top_k(mat: np.ndarray, present: np.ndarray, q: np.ndarray, k: int) -> list[int]:
+    scores = mat @ q
+    idx = np.flatnonzero(present)
+    order = idx[np.argsort(-scores[idx], kind="stable")]
+    return order[:k].tolist()
+
+
+def zipf_corpus(rng: np.random.Generator, n_docs: int, vocab_size: int = 300) -> list[str]:
+    vocab = [f"w{i}x" for i in range(vocab_size)]
+    weights = 1.0 / np.arange(1, vocab_size + 1)
+    weights /= weights.sum()
+    docs = []
+    for _ in range(n_docs):
+        length = int(rng.integers(0, 12))
+        docs.append(" ".join(vocab[i] for i in rng.choice(vocab_size, size=length, p=weights)))
+    return docs
+
+
+def assert_same_results(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]) -> None:
+    assert a[0].tolist() == b[0].tolist()
+    np.testing.assert_allclose(a[1], b[1], rtol=1e-5)
+
+
+# ------------------------------------------------------------------------------------------
+# tokenize
+# ------------------------------------------------------------------------------------------
+
+
+def test_tokenize_lowercases_and_stems_inflections_to_one_term() -> None:
+    assert tokenize("Running runs") == ["run", "run"]
+    assert tokenize("Connections connected") == ["connect", "connect"]
+
+
+def test_tokenize_drops_english_stop_words() -> None:
+    assert tokenize("the cat is on the mat") == ["cat", "mat"]
+    assert len(ENGLISH_STOP_WORDS) >= 150
+
+
+def test_tokenize_splits_on_punctuation_and_keeps_digits() -> None:
+    assert tokenize("v2.0.1 released 2024-05-01, port=8080") == [
+        "v2", "0", "1", "releas", "2024", "05", "01", "port", "8080",
+    ]
+
+
+def test_tokenize_indexes_camel_case_identifier_by_parts_and_whole() -> None:
+    terms = tokenize("getUserName")
+    assert set(terms) == {"get", "user", "name", tokenize("getusername")[0]}
+
+
+def test_tokenize_indexes_snake_case_identifier_like_its_camel_case_spelling() -> None:
+    assert set(tokenize("get_user_name")) == set(tokenize("getUserName"))
+
+
+def test_tokenize_splits_acronym_and_digit_boundaries_in_identifiers() -> None:
+    assert {"http", "server", "httpserver"} <= set(tokenize("HTTPServer"))
+    assert {"utf8", "decod"} <= set(tokenize("utf8Decoder"))
+
+
+def test_tokenize_treats_capitalised_and_upper_case_words_as_plain_words() -> None:
+    assert tokenize("Redis REDIS redis") == ["redi", "redi", "redi"]
+
+
+def test_tokenize_handles_unicode_words_of_any_script() -> None:
+    terms = tokenize("Übergröße café 東京タワー")
+    assert terms[0].startswith("übergröß")
+    assert "café" in terms
+    assert "東京タワー" in terms
+    assert set(tokenize("ÜberGröße")) >= {"über", tokenize("größe")[0]}
+
+
+def test_tokenize_returns_nothing_for_empty_punctuation_and_stop_word_text() -> None:
+    assert tokenize("") == []
+    assert tokenize("  ...,;!? __ ") == []
+    assert tokenize("The and OF to") == []
+
+
+def test_tokenize_is_deterministic_across_cache_hits() -> None:
+    text = "Alice configured the PostgreSQL connection_pool yesterday"
+    assert tokenize(text) == tokenize(text)
+
+
+# ------------------------------------------------------------------------------------------
+# SlotAllocator
+# ------------------------------------------------------------------------------------------
+
+
+def test_slot_allocator_returns_same_slot_for_same_key() -> None:
+    alloc = SlotAllocator()
+    assert alloc.slot_for("a") == 0
+    assert alloc.slot_for("b") == 1
+    assert alloc.slot_for("a") == 0
+    assert alloc.get("b") == 1 and alloc.get("zz") is None
+    assert alloc.key_at(1) == "b" and alloc.key_at(5) is None
+
+
+def test_slot_allocator_tombstones_released_slots_without_reuse() -> None:
+    alloc = SlotAllocator()
+    for key in "abc":
+        alloc.slot_for(key)
+    assert alloc.release("b") == 1
+    assert alloc.release("b") is None
+    assert alloc.slot_for("d") == 3
+    assert alloc.live_mask.tolist() == [True, False, True, True]
+    assert alloc.size == 4 and alloc.live_count == 3
+    assert alloc.key_at(1) is None and "b" not in alloc
+
+
+def test_slot_allocator_live_mask_is_read_only() -> None:
+    alloc = SlotAllocator()
+    alloc.slot_for("a")
+    with pytest.raises(ValueError):
+        alloc.live_mask[0] = False
+
+
+def test_slot_allocator_grows_past_initial_capacity() -> None:
+    alloc = SlotAllocator(initial_capacity=2)
+    slots = alloc.slots_for(f"k{i}" for i in range(100))
+    assert slots.tolist() == list(range(100))
+    assert alloc.live_mask.shape == (100,) and alloc.live_mask.all()
+
+
+def test_slot_allocator_compact_renumbers_live_keys_in_order() -> None:
+    alloc = SlotAllocator()
+    for key in "abcde":
+        alloc.slot_for(key)
+    alloc.release("a")
+    alloc.release("d")
+    old = alloc.compact()
+    assert old.tolist() == [1, 2, 4]
+    assert [alloc.get(k) for k in "bce"] == [0, 1, 2]
+    assert alloc.size == 3 and alloc.live_mask.all()
+    assert alloc.slot_for("f") == 3
+
+
+# ------------------------------------------------------------------------------------------
+# VectorIndex
+# ------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def vector_data() -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(7)
+    return random_unit_vectors(rng, 3000, 32), random_unit_vectors(rng, 20, 32)
+
+
+def test_vector_search_equals_brute_force_top_k(vector_data: tuple[np.ndarray, np.ndarray]) -> None:
+    mat, queries = vector_data
+    index = VectorIndex(32)
+    index.set_many(np.arange(len(mat)), mat)
+    present = np.ones(len(mat), dtype=bool)
+    for q in queries:
+        slots, scores = index.search(q, 10)
+        assert slots.tolist() == brute_force_top_k(mat, present, q, 10)
+        np.testing.assert_allclose(scores, mat[slots] @ q, rtol=1e-5, atol=1e-6)
+        assert scores.dtype == np.float32 and slots.dtype == np.int64
+        assert np.all(np.diff(scores) <= 0)
+
+
+@pytest.mark.parametrize("fraction", [0.7, 0.05])  # full-product path and gather path
+def test_vector_search_with_mask_equals_brute_force_over_masked_slots(
+    vector_data: tuple[np.ndarray, np.ndarray], fraction: float
+) -> None:
+    mat, queries = vector_data
+    rng = np.random.default_rng(1)
+    mask = rng.random(len(mat)) < fraction
+    index = VectorIndex(32)
+    index.set_many(np.arange(len(mat)), mat)
+    for q in queries:
+        slots, _ = index.search(q, 10, mask)
+        assert slots.tolist() == brute_force_top_k(mat, mask, q, 10)
+        assert mask[slots].all()
+
+
+def test_vector_search_excludes_slots_beyond_a_short_mask(vector_data: tuple[np.ndarray, np.ndarray]) -> None:
+    mat, queries = vector_data
+    index = VectorIndex(32)
+    index.set_many(np.arange(len(mat)), mat)
+    short = np.ones(100, dtype=bool)
+    slots, _ = index.search(queries[0], 10, short)
+    assert slots.tolist() == brute_force_top_k(mat[:100], short, queries[0], 10)
+
+
+def test_vector_search_returns_fewer_than_k_when_few_slots_qualify() -> None:
+    index = VectorIndex(4)
+    index.set(3, np.array([1, 0, 0, 0], dtype=np.float32))
+    index.set(5, np.array([0, 1, 0, 0], dtype=np.float32))
+    slots, scores = index.search(np.array([1, 0, 0, 0], dtype=np.float32), 10)
+    assert slots.tolist() == [3, 5]
+    np.testing.assert_allclose(scores, [1.0, 0.0], atol=1e-6)
+    assert index.search(np.ones(4), 0)[0].size == 0
+    assert index.search(np.ones(4), 5, np.zeros(10, dtype=bool))[0].size == 0
+
+
+def test_vector_clear_removes_slot_from_results_and_replace_overwrites() -> None:
+    index = VectorIndex(3)
+    index.set(0, np.array([1, 0, 0], dtype=np.float32))
+    index.set(1, np.array([0.9, 0.1, 0], dtype=np.float32))
+    q = np.array([1, 0, 0], dtype=np.float32)
+    assert index.search(q, 1)[0].tolist() == [0]
+    index.clear(0)
+    assert not index.has(0) and index.get(0) is None and len(index) == 1
+    assert index.search(q, 5)[0].tolist() == [1]
+    index.set(1, np.array([0, 0, 1], dtype=np.float32))
+    index.set(2, np.array([1, 0, 0], dtype=np.float32))
+    assert index.search(q, 5)[0].tolist() == [2, 1]
+    index.clear(99)  # unknown slot: no-op
+
+
+def test_vector_set_normalises_vectors_defensively() -> None:
+    index = VectorIndex(2)
+    index.set(0, np.array([3.0, 4.0]))
+    np.testing.assert_allclose(index.get(0), [0.6, 0.8], rtol=1e-6)
+    _, scores = index.search(np.array([30.0, 40.0]), 1)
+    np.testing.assert_allclose(scores, [1.0], rtol=1e-6)
+    with pytest.raises(ValueError):
+        index.set(1, np.zeros(2))
+    with pytest.raises(ValueError):
+        index.set(1, np.ones(3))
+
+
+def test_vector_similarities_are_nan_where_slot_has_no_vector(vector_data: tuple[np.ndarray, np.ndarray]) -> None:
+    mat, queries = vector_data
+    index = VectorIndex(32)
+    index.set_many(np.arange(10), mat[:10])
+    index.clear(4)
+    sims = index.similarities(queries[0], [0, 4, 9, 500, -1])
+    np.testing.assert_allclose(sims[[0, 2]], mat[[0, 9]] @ queries[0], rtol=1e-5)
+    assert np.isnan(sims[[1, 3, 4]]).all()
+
+
+def test_vector_max_similarity_finds_best_match_within_mask(vector_data: tuple[np.ndarray, np.ndarray]) -> None:
+    mat, _ = vector_data
+    index = VectorIndex(32)
+    index.set_many(np.arange(100), mat[:100])
+    slot, sim = index.max_similarity(mat[42])
+    assert slot == 42 and sim == pytest.approx(1.0, abs=1e-5)
+    mask = np.ones(100, dtype=bool)
+    mask[42] = False
+    assert index.max_similarity(mat[42], mask)[0] != 42
+    assert index.max_similarity(mat[42], np.zeros(100, dtype=bool)) is None
+    assert VectorIndex(32).max_similarity(mat[0]) is None
+
+
+def test_vector_capacity_grows_and_keeps_existing_rows(vector_data: tuple[np.ndarray, np.ndarray]) -> None:
+    mat, queries = vector_data
+    index = VectorIndex(32, initial_capacity=2)
+    for slot in range(500):
+        index.set(slot, mat[slot])
+    assert index.capacity >= 500 and len(index) == 500
+    np.testing.assert_allclose(index.get(0), mat[0], rtol=1e-6)
+    present = np.ones(500, dtype=bool)
+    assert index.search(queries[0], 5)[0].tolist() == brute_force_top_k(mat[:500], present, queries[0], 5)
+
+
+def test_vector_bulk_load_equals_one_by_one(vector_data: tuple[np.ndarray, np.ndarray]) -> None:
+    mat, queries = vector_data
+    slots = np.random.default_rng(3).permutation(len(mat))
+    bulk, single = VectorIndex(32), VectorIndex(32)
+    bulk.set_many(slots, mat)
+    for slot, row in zip(slots.tolist(), mat):
+        single.set(slot, row)
+    for q in queries:
+        assert_same_results(bulk.search(q, 10), single.search(q, 10))
+
+
+def test_vector_renumber_follows_allocator_compaction(vector_data: tuple[np.ndarray, np.ndarray]) -> None:
+    mat, queries = vector_data
+    alloc, index = SlotAllocator(), VectorIndex(32)
+    for i in range(50):
+        index.set(alloc.slot_for(f"m{i}"), mat[i])
+    for i in range(0, 50, 3):
+        index.clear(alloc.release(f"m{i}"))
+    before = [alloc.key_at(int(s)) for s in index.search(queries[0], 10, alloc.live_mask)[0]]
+    index.renumber(alloc.compact())
+    after = [alloc.key_at(int(s)) for s in index.search(queries[0], 10, alloc.live_mask)[0]]
+    assert before == after and len(index) == alloc.live_count
+
+
+# ------------------------------------------------------------------------------------------
+# BM25Index
+# ------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def corpus_index() -> BM25Index:
+    index = BM25Index()
+    for slot, text in enumerate(CORPUS):
+        index.set(slot, text)
+    return index
+
+
+@pytest.mark.parametrize("query", QUERIES)
+def test_bm25_scores_match_reference_implementation(corpus_index: BM25Index, query: str) -> None:
+    expected = reference_bm25(dict(enumerate(CORPUS)), query)
+    slots, scores = corpus_index.search(query, 100)
+    assert dict(zip(slots.tolist(), scores.tolist())) == pytest.approx(expected, rel=1e-5)
+    all_scores = corpus_index.scores_for(query, np.arange(len(CORPUS)))
+    for slot in range(len(CORPUS)):
+        assert all_scores[slot] == pytest.approx(expected.get(slot, 0.0), rel=1e-5)
+
+
+def test_bm25_scores_match_reference_with_other_parameters() -> None:
+    index = BM25Index(k1=0.9, b=1.0)
+    index.set_many(np.arange(len(CORPUS)), CORPUS)
+    index.clear(1)  # a dead posting with b=1 must still score exactly 0
+    docs = {i: t for i, t in enumerate(CORPUS) if i != 1}
+    for query in QUERIES:
+        slots, scores = index.search(query, 100)
+        expected = reference_bm25(docs, query, k1=0.9, b=1.0)
+        assert dict(zip(slots.tolist(), scores.tolist())) == pytest.approx(expected, rel=1e-5)
+
+
+def test_bm25_results_are_sorted_best_first_and_positive(corpus_index: BM25Index) -> None:
+    slots, scores = corpus_index.search("redis postgres pool session user", 100)
+    assert len(slots) > 3
+    assert np.all(np.diff(scores) <= 0) and np.all(scores > 0)
+    assert slots.dtype == np.int64 and scores.dtype == np.float32
+
+
+def test_bm25_idf_is_never_negative_for_a_term_in_every_document() -> None:
+    index = BM25Index()
+    for slot in range(5):
+        index.set(slot, f"common word number{slot}")
+    slots, scores = index.search("common", 10)
+    assert sorted(slots.tolist()) == list(range(5))
+    assert np.all(scores > 0)
+
+
+def test_bm25_counts_repeated_query_terms_once(corpus_index: BM25Index) -> None:
+    assert_same_results(corpus_index.search("redis redis cache", 5), corpus_index.search("redis cache", 5))
+
+
+def test_bm25_search_respects_mask(corpus_index: BM25Index) -> None:
+    mask = np.ones(len(CORPUS), dtype=bool)
+    mask[4] = False
+    slots, _ = corpus_index.search("redis", 10, mask)
+    assert slots.tolist() == [0]
+    slots, _ = corpus_index.search("redis cache session", 10, mask)
+    assert 4 not in slots.tolist() and len(slots) > 0
+    assert corpus_index.search("redis", 10, np.zeros(3, dtype=bool))[0].size == 0
+    short = np.ones(2, dtype=bool)  # slots >= 2 excluded
+    assert corpus_index.search("postgres pool", 10, short)[0].tolist() == [1]
+
+
+def test_bm25_top_k_cut_matches_full_ranking_and_breaks_ties_by_slot() -> None:
+    index = BM25Index()
+    for slot in range(20):
+        index.set(slot, "same words here")  # all tied
+    slots, _ = index.search("words", 5)
+    assert slots.tolist() == [0, 1, 2, 3, 4]
+    full_slots, full_scores = index.search("words", 100)
+    assert full_slots.tolist() == list(range(20))
+
+
+def test_bm25_text_without_terms_is_not_a_document() -> None:
+    index = BM25Index()
+    index.set(0, "the and of")
+    index.set(1, "redis")
+    assert index.doc_count == 1 and not index.has(0)
+    assert index.avg_doc_len == 1.0
+
+
+def test_bm25_clear_removes_document_and_updates_statistics(corpus_index: BM25Index) -> None:
+    corpus_index.clear(4)
+    corpus_index.clear(4)  # idempotent
+    corpus_index.clear(12345)  # unknown slot
+    docs = {i: t for i, t in enumerate(CORPUS) if i != 4}
+    assert corpus_index.doc_count == len([t for t in docs.values() if tokenize(t)])
+    for query in QUERIES:
+        slots, scores = corpus_index.search(query, 100)
+        assert dict(zip(slots.tolist(), scores.tolist())) == pytest.approx(reference_bm25(docs, query), rel=1e-5)
+
+
+def test_bm25_set_replaces_previous_text_of_slot(corpus_index: BM25Index) -> None:
+    corpus_index.set(0, "Memcached replaced the old cache layer")
+    corpus_index.set(3, "Memcached replaced the old cache layer")  # replace, then same text again
+    corpus_index.set(3, "Memcached replaced the old cache layer")
+    docs = dict(enumerate(CORPUS))
+    docs[0] = docs[3] = "Memcached replaced the old cache layer"
+    for query in [*QUERIES, "memcached", "cache layer"]:
+        slots, scores = corpus_index.search(query, 100)
+        assert dict(zip(slots.tolist(), scores.tolist())) == pytest.approx(reference_bm25(docs, query), rel=1e-5)
+    assert 0 not in corpus_index.search("eviction", 10)[0].tolist()
+
+
+def test_bm25_scores_for_returns_zero_for_unmatched_and_unknown_slots(corpus_index: BM25Index) -> None:
+    scores = corpus_index.scores_for("redis", [5, 0, 4000, -3])
+    assert scores[0] == 0 and scores[1] > 0 and scores[2] == 0 and scores[3] == 0
+    assert corpus_index.scores_for("xyzzy", [0, 1]).tolist() == [0.0, 0.0]
+
+
+def test_bm25_bulk_build_equals_incremental_build() -> None:
+    rng = np.random.default_rng(11)
+    docs = zipf_corpus(rng, 600)
+    slots = rng.permutation(2000)[: len(docs)]
+    bulk, single = BM25Index(), BM25Index()
+    bulk.set_many(slots, docs)
+    for slot, text in zip(slots.tolist(), docs):
+        single.set(slot, text)
+    assert bulk.doc_count == single.doc_count and bulk.avg_doc_len == single.avg_doc_len
+    mask = rng.random(2000) < 0.5
+    for query in ["w0x", "w1x w2x", "w50x w3x w200x", "w299x", "w0x w1x w2x w3x w4x"]:
+        assert_same_results(bulk.search(query, 10), single.search(query, 10))
+        assert_same_results(bulk.search(query, 10, mask), single.search(query, 10, mask))
+
+
+def test_bm25_bulk_build_over_existing_documents_replaces_them(corpus_index: BM25Index) -> None:
+    corpus_index.set_many([0, 20, 20], ["postgres only", "first text", "redis again"])
+    docs = dict(enumerate(CORPUS))
+    docs[0], docs[20] = "postgres only", "redis again"
+    for query in [*QUERIES, "first", "again"]:
+        slots, scores = corpus_index.search(query, 100)
+        assert dict(zip(slots.tolist(), scores.tolist())) == pytest.approx(reference_bm25(docs, query), rel=1e-5)
+
+
+def test_bm25_lazy_compaction_after_many_replacements_keeps_results_identical() -> None:
+    rng = np.random.default_rng(5)
+    texts = zipf_corpus(rng, 200, vocab_size=40)
+    churned = BM25Index()
+    churned.set_many(np.arange(200), texts)
+    final = list(texts)
+    for _ in range(1500):  # heavy churn: common terms get compacted many times
+        slot = int(rng.integers(0, 200))
+        final[slot] = zipf_corpus(rng, 1, vocab_size=40)[0]
+        churned.set(slot, final[slot])
+    fresh = BM25Index()
+    for slot, text in enumerate(final):
+        fresh.set(slot, text)
+    queries = ["w0x", "w1x w5x", "w30x", "w0x w1x w2x w39x"]
+    for query in queries:
+        assert_same_results(churned.search(query, 20), fresh.search(query, 20))
+    churned.compact()
+    for query in queries:
+        assert_same_results(churned.search(query, 20), fresh.search(query, 20))
+
+
+def test_bm25_capacity_grows_for_large_slots() -> None:
+    index = BM25Index(initial_capacity=2)
+    index.set(0, "alpha")
+    index.set(10_000, "alpha beta")
+    index.set_many([50_000], ["beta gamma"])
+    assert index.capacity > 50_000
+    assert sorted(index.search("alpha", 5)[0].tolist()) == [0, 10_000]
+    assert sorted(index.search("beta", 5)[0].tolist()) == [10_000, 50_000]
+
+
+def test_bm25_renumber_follows_allocator_compaction() -> None:
+    alloc, index = SlotAllocator(), BM25Index()
+    for i, text in enumerate(CORPUS):
+        index.set(alloc.slot_for(f"m{i}"), text)
+    for i in (0, 3):
+        index.clear(alloc.release(f"m{i}"))
+    before = {q: index.search(q, 10, alloc.live_mask) for q in QUERIES}
+    keys_before = {q: [alloc.key_at(int(s)) for s in r[0]] for q, r in before.items()}
+    index.renumber(alloc.compact())
+    for query in QUERIES:
+        slots, scores = index.search(query, 10, alloc.live_mask)
+        assert [alloc.key_at(int(s)) for s in slots] == keys_before[query]
+        np.testing.assert_allclose(scores, before[query][1], rtol=1e-6)
+    index.set(alloc.slot_for("new"), "redis again")
+    assert alloc.get("new") in index.search("redis", 10)[0].tolist()
+
+
+def test_bm25_empty_index_and_non_positive_k_return_nothing() -> None:
+    index = BM25Index()
+    assert index.search("anything", 10)[0].size == 0
+    index.set(0, "anything")
+    assert index.search("anything", 0)[0].size == 0
+    assert index.search("", 10)[0].size == 0
+
+
+class _SmallBlockVectorIndex(VectorIndex):
+    BLOCK_ELEMENTS_MAX = 32 * 7  # 7 rows per block: exercises block edges on small data
+
+
+@pytest.mark.parametrize("fraction", [1.0, 0.7, 0.05])
+def test_vector_search_in_many_blocks_equals_brute_force(
+    vector_data: tuple[np.ndarray, np.ndarray], fraction: float
+) -> None:
+    mat, queries = vector_data
+    mask = np.random.default_rng(2).random(len(mat)) < fraction
+    index = _SmallBlockVectorIndex(32)
+    index.set_many(np.arange(len(mat)), mat)
+    for q in queries[:5]:
+        assert index.search(q, 10, mask)[0].tolist() == brute_force_top_k(mat, mask, q, 10)
+    sims = index.similarities(queries[0], np.arange(50))
+    np.testing.assert_allclose(sims, mat[:50] @ queries[0], rtol=1e-5, atol=1e-6)

@@ -1,0 +1,259 @@
+"""The embedded store: privacy on disk, namespaces, locking, migrations, project roots."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from engram_mcp.embeddings import FakeEmbedder
+from engram_mcp.errors import SchemaTooNew, StoreUnavailable
+from engram_mcp.ids import new_ulid
+from engram_mcp.paths import project_dir, project_id, resolve_project_root
+from engram_mcp.service import MemoryService, RequestContext
+from engram_mcp.storage import queries as q
+from engram_mcp.storage.schema import CURRENT_SCHEMA_VERSION, MIGRATIONS
+from engram_mcp.storage.store import SurrealStore
+
+
+def _modes(root: Path) -> list[tuple[Path, int, bool]]:
+    out = []
+    for dirpath, dirs, files in os.walk(root):
+        for name in dirs:
+            p = Path(dirpath) / name
+            out.append((p, stat.S_IMODE(p.lstat().st_mode), True))
+        for name in files:
+            p = Path(dirpath) / name
+            out.append((p, stat.S_IMODE(p.lstat().st_mode), False))
+    return out
+
+
+def _fill(svc: MemoryService, ctx: RequestContext, n: int = 20) -> None:
+    for i in range(n):
+        for scope in ("session", "project", "user"):
+            svc.store(ctx, content=f"{scope} note {i}: widget {i * 13} uses gear {i * 7}", type="semantic", scope=scope, dedup=False)
+
+
+def _assert_private_tree(root: Path) -> None:
+    assert stat.S_IMODE(root.stat().st_mode) == 0o700, root
+    entries = _modes(root)
+    assert entries, f"{root} is empty"
+    bad = [(str(p), oct(m)) for p, m, is_dir in entries if m != (0o700 if is_dir else 0o600)]
+    assert not bad, f"not private: {bad}"
+
+
+def test_store_directories_are_0700_and_every_file_0600(home, project, ctx):
+    old = os.umask(0o022)  # the usual umask: the engine's own files would be 0644
+    try:
+        svc = MemoryService(home=home, embedder=FakeEmbedder())
+        _fill(svc, ctx)
+        _assert_private_tree(project_dir(project))
+        _assert_private_tree(home / ".claude" / "engram")
+        svc.close()
+        # reopen and write more: files created by a later run are private too
+        svc = MemoryService(home=home, embedder=FakeEmbedder())
+        _fill(svc, ctx, 5)
+        _assert_private_tree(project_dir(project))
+        svc.close()
+        _assert_private_tree(project_dir(project))
+        _assert_private_tree(home / ".claude" / "engram")
+    finally:
+        os.umask(old)
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")
+def test_store_directory_holds_a_gitignore_and_git_ignores_the_whole_store(home, tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    svc = MemoryService(home=home, embedder=FakeEmbedder())
+    try:
+        svc.store(RequestContext(repo, "s1"), content="the repo uses make", type="semantic", scope="project")
+        svc.store(RequestContext(repo, "s1"), content="scratch", type="working", scope="session")
+    finally:
+        svc.close()
+    store = project_dir(repo)
+    ignore = store / ".gitignore"
+    assert ignore.is_file()
+    assert "*" in [line.strip() for line in ignore.read_text().splitlines()]
+    files = [p.relative_to(repo).as_posix() for p, _m, is_dir in _modes(store) if not is_dir]
+    assert files
+    for rel in [".claude/engram/", *files]:
+        res = subprocess.run(["git", "-C", str(repo), "check-ignore", "-q", rel])
+        assert res.returncode == 0, f"git does not ignore {rel}"
+    status = subprocess.run(["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=all"], capture_output=True, text=True, check=True)
+    assert ".claude/engram" not in status.stdout
+    # the user's own .gitignore was not touched
+    assert not (repo / ".gitignore").exists()
+
+
+def test_scopes_map_to_session_s_id_project_p_hash_and_user_default(fake_service, project, ctx):
+    fake_service.store(ctx, content="a session note", type="episodic", scope="session")
+    status = fake_service.status(ctx)["scopes"]
+    digest = hashlib.sha256(os.path.realpath(project).encode()).hexdigest()[:12]
+    assert status["session"]["database"] == "session/s_sess_1"
+    assert status["project"]["database"] == f"project/p_{digest}"
+    assert status["user"]["database"] == "user/default"
+    assert project_id(project) == f"p_{digest}"
+    h = fake_service.handle(ctx, "session")
+    assert (h.ns, h.db) == ("session", "s_sess_1")
+    # session and project scopes share the project store; the user store is separate
+    assert status["session"]["path"] == status["project"]["path"] == str(project_dir(project))
+    assert status["user"]["path"] == str(fake_service.user_dir)
+
+
+def test_a_second_store_on_the_same_directory_is_refused_as_locked(tmp_path):
+    first = SurrealStore(tmp_path / "store", label="project").open()
+    try:
+        with pytest.raises(StoreUnavailable) as err:
+            SurrealStore(tmp_path / "store", label="project").open()
+        assert "locked" in err.value.message
+        assert str(os.getpid()) in err.value.message
+    finally:
+        first.close()
+    # released on close: a new opener gets it
+    again = SurrealStore(tmp_path / "store", label="project").open()
+    again.close()
+
+
+def test_a_second_service_cannot_open_a_store_held_by_the_first(home, ctx):
+    a = MemoryService(home=home, embedder=FakeEmbedder())
+    b = MemoryService(home=home, embedder=FakeEmbedder())
+    try:
+        a.store(ctx, content="held by a", type="semantic", scope="project")
+        with pytest.raises(StoreUnavailable):
+            b.handle(ctx, "project")
+        # reads degrade to a warning instead of failing
+        res = b.recall(ctx, query="held", scope="project")
+        assert res["degraded"] is True
+        assert res["warnings"][0]["code"] == "scope_unavailable"
+    finally:
+        a.close()
+        b.close()
+
+
+def test_migrations_are_idempotent(tmp_path):
+    store = SurrealStore(tmp_path / "store", label="project").open()
+    try:
+        assert store.ensure_schema("project", "p_test") == CURRENT_SCHEMA_VERSION
+        assert store.ensure_schema("project", "p_test") == CURRENT_SCHEMA_VERSION
+        assert store.ensure_schema("project", "p_test", migrations=MIGRATIONS) == CURRENT_SCHEMA_VERSION
+        key = new_ulid()
+        store.query("project", "p_test", q.CREATE_MEMORY, {"id": key, "record": {
+            "memory_type": "semantic", "scope": "project", "content": "kept through re-migration", "category": "fact"}})
+        # force every statement of every migration to run again over existing data
+        store.query("project", "p_test", q.SET_SCHEMA_VERSION, {"version": 0})
+        assert store.ensure_schema("project", "p_test", migrations=MIGRATIONS) == CURRENT_SCHEMA_VERSION
+        assert store.schema_version("project", "p_test") == CURRENT_SCHEMA_VERSION
+        row = store.query("project", "p_test", q.GET_MEMORY, {"id": key})[0]
+        assert row["content"] == "kept through re-migration"
+        assert row["category"] == "fact"
+    finally:
+        store.close()
+
+
+def test_an_old_store_is_upgraded_and_category_backfilled_from_metadata(home, project, ctx):
+    ns, db = "project", project_id(project)
+    store = SurrealStore(project_dir(project), label="project").open()
+    key = new_ulid()
+    try:
+        assert store.ensure_schema(ns, db, migrations=MIGRATIONS[:1]) == MIGRATIONS[0][0]
+        assert store.schema_version(ns, db) == 1
+        store.query(ns, db, q.CREATE_MEMORY, {"id": key, "record": {
+            "memory_type": "semantic", "scope": "project", "content": "We decided to keep SurrealKV as the engine",
+            "metadata": {"category": "decision", "origin": "v1"}}})
+    finally:
+        store.close()
+
+    svc = MemoryService(home=home, embedder=FakeEmbedder())
+    try:
+        mem = svc.get(ctx, f"memory:{key}")
+        h = svc.handle(ctx, "project")
+        assert h.store.schema_version(ns, db) == CURRENT_SCHEMA_VERSION
+        assert mem["category"] == "decision"
+        assert mem["metadata"] == {"origin": "v1"}
+        assert mem["content"] == "We decided to keep SurrealKV as the engine"
+        hits = svc.recall(ctx, query="SurrealKV engine", category="decision", strategy="keyword")["memories"]
+        assert [m["id"] for m in hits] == [f"memory:{key}"]
+    finally:
+        svc.close()
+
+
+def test_a_store_with_a_newer_schema_is_refused_and_left_untouched(home, project, ctx):
+    svc = MemoryService(home=home, embedder=FakeEmbedder())
+    stored = svc.store(ctx, content="written by a future engram", type="semantic", scope="project")
+    key = stored["memory_id"].split(":", 1)[1]
+    h = svc.handle(ctx, "project")
+    h.q(q.SET_SCHEMA_VERSION, {"version": CURRENT_SCHEMA_VERSION + 1})
+    before = h.q(q.GET_MEMORY, {"id": key})[0]
+    svc.close()
+
+    svc = MemoryService(home=home, embedder=FakeEmbedder())
+    try:
+        with pytest.raises(SchemaTooNew) as err:
+            svc.handle(ctx, "project")
+        assert err.value.code == "schema_too_new"
+        assert str(CURRENT_SCHEMA_VERSION + 1) in err.value.message
+        res = svc.recall(ctx, query="future engram", scope="project")
+        assert res["memories"] == [] and res["degraded"]
+        assert svc.status(ctx)["scopes"]["project"]["status"] == "unavailable"
+    finally:
+        svc.close()
+
+    store = SurrealStore(project_dir(project), label="project").open()
+    try:
+        assert store.schema_version("project", project_id(project)) == CURRENT_SCHEMA_VERSION + 1
+        after = store.query("project", project_id(project), q.GET_MEMORY, {"id": key})[0]
+        assert after == before
+    finally:
+        store.close()
+
+
+# ---------------------------------------------------------------- project roots
+def test_a_subdirectory_resolves_to_the_git_top_level(project):
+    sub = project / "src" / "pkg"
+    sub.mkdir(parents=True)
+    assert resolve_project_root(sub) == Path(os.path.realpath(project))
+    assert resolve_project_root(project) == Path(os.path.realpath(project))
+
+
+def test_symlinked_and_relative_paths_map_to_the_same_project_and_store(home, project, tmp_path, monkeypatch):
+    (project / "src").mkdir()
+    link = tmp_path / "link-to-proj"
+    link.symlink_to(project, target_is_directory=True)
+    monkeypatch.chdir(tmp_path)
+    roots = {resolve_project_root(link), resolve_project_root(link / "src"), resolve_project_root("proj/src"), resolve_project_root(project)}
+    assert roots == {Path(os.path.realpath(project))}
+    assert project_id(link) == project_id(project)
+    monkeypatch.chdir(project / "src")
+    assert resolve_project_root() == Path(os.path.realpath(project))
+
+    svc = MemoryService(home=home, embedder=FakeEmbedder())
+    try:
+        mid = svc.store(RequestContext(resolve_project_root(link / "src")), content="stored via the symlink", type="semantic", scope="project")["memory_id"]
+        got = svc.get(RequestContext(resolve_project_root("../src")), mid)
+        assert got["content"] == "stored via the symlink"
+    finally:
+        svc.close()
+
+
+def test_a_git_worktree_with_a_dot_git_file_is_its_own_project(project):
+    wt = project / "worktrees" / "feature"
+    (wt / "src").mkdir(parents=True)
+    (wt / ".git").write_text("gitdir: ../../.git/worktrees/feature\n")
+    root = resolve_project_root(wt / "src")
+    assert root == Path(os.path.realpath(wt))
+    assert project_id(root) != project_id(project)
+    assert project_dir(root) != project_dir(project)
+
+
+def test_without_git_the_working_directory_is_the_project(tmp_path):
+    plain = tmp_path / "nogit" / "deeper"
+    plain.mkdir(parents=True)
+    assert not any((p / ".git").exists() for p in [plain, *plain.parents])
+    assert resolve_project_root(plain) == Path(os.path.realpath(plain))
