@@ -276,6 +276,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--session", help="Claude Code session id (default: $CLAUDE_CODE_SESSION_ID)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="machine-readable output")
+    add = sub.add_parser
+    sub.add_parser = lambda *a, **kw: add(*a, parents=[common], **kw)  # --json also after the command
 
     s = sub.add_parser("store", help="store a memory", description="Store a memory. Example: engram store 'Run tests with make test' --type procedural --scope project --tags testing")
     s.add_argument("text")

@@ -468,7 +468,7 @@ _RULE_NPM = _Rule(
 )
 _RULE_NPM_AUTH = _Rule(
     "npm-token",
-    r"(?<![A-Za-z0-9])(?i:_auth(?:Token)?[\"']?[ \t]*[=:][ \t]*[\"']?)(?P<s>[^\s\"'\[]+)",
+    r"(?<![A-Za-z0-9])(?i:_auth(?:Token)?[\"']?[ \t]*[=:][ \t]*[\"']?)(?P<s>[^\s\"'`<>(){}\[\];,&|]+)",
     hints=("_auth",),
     check=_not_placeholder,
 )
@@ -757,17 +757,24 @@ _RULES: tuple[_Rule, ...] = (
 
 def _apply(rule: _Rule, text: str, counts: Counter) -> str:
     pieces: list[str] = []
-    pos = 0
-    for m in rule.regex.finditer(text):
+    pos = 0  # end of the text already copied to `pieces`
+    search_at = 0
+    search = rule.regex.search
+    n = len(text)
+    while search_at <= n:
+        m = search(text, search_at)
+        if m is None:
+            break
         decision = rule.span(m)
         if decision is None:
+            # a rejected candidate must not hide a real secret that starts inside it
+            search_at = m.start() + 1
             continue
         kind, start, end = decision
-        if start < pos:
-            continue
         pieces.append(text[pos:start])
         pieces.append(_label(kind))
         pos = end
+        search_at = max(m.end(), end, m.start() + 1)
         counts[kind] += 1
     if not pieces:
         return text

@@ -303,8 +303,13 @@ class SlotAllocator:
 class VectorIndex:
     """Exact cosine search over L2-normalised float32 rows, one row per slot.
 
-    Exact rather than ANN: at 100k x 384 a NumPy matrix-vector product is ~5 ms
-    (retrieval-calibration.md), recall is perfect, masks cost nothing extra, and updates are O(dim).
+    Exact rather than ANN: recall is perfect, masks cost nothing extra, updates are O(dim), and at
+    100k x 384 a full scan is ~10 ms single-threaded (bench/results/micro_search_index.json).
+
+    Rows live in fixed-size blocks (1024 rows at 384 dims, 1.5 MB) rather than one matrix:
+    growing never copies what is stored (a doubling copy of a 100k x 384 matrix takes ~40-80 ms,
+    which would blow the 20 ms store budget on the unlucky write), memory overhead is at most one
+    block, and the scan already works block by block (see BLOCK_ELEMENTS_MAX).
     """
 
     # Below this fraction of rows selected by the mask, gathering the selected rows beats scoring
@@ -322,9 +327,8 @@ class VectorIndex:
             raise ValueError("dim must be positive")
         self.dim = dim
         self._block_rows = max(1, self.BLOCK_ELEMENTS_MAX // dim)
-        capacity = max(initial_capacity, 1)
-        self._matrix = np.zeros((capacity, dim), dtype=np.float32)
-        self._has = np.zeros(capacity, dtype=bool)
+        self._blocks: list[np.ndarray] = []
+        self._has = np.zeros(max(initial_capacity, 1), dtype=bool)
         self._end = 0  # 1 + highest slot ever set: rows beyond it are never scored
         self._count = 0
 
@@ -336,14 +340,16 @@ class VectorIndex:
             raise ValueError("slot must be non-negative")
         row = self._normalised(np.asarray(vec, dtype=np.float32).reshape(-1))
         self._ensure_capacity(slot + 1)
+        block, offset = divmod(slot, self._block_rows)
+        self._blocks[block][offset] = row
         if not self._has[slot]:
             self._has[slot] = True
             self._count += 1
-        self._matrix[slot] = row
         self._end = max(self._end, slot + 1)
 
     def set_many(self, slots: Sequence[int] | np.ndarray, matrix: np.ndarray) -> None:
-        """Bulk load (startup rebuild): one vectorised normalise and one scatter."""
+        """Bulk load (startup rebuild): one vectorised normalise, one scatter per block.
+        Equivalent to calling `set` in order (a later duplicate slot wins)."""
         slot_arr = np.asarray(slots, dtype=np.int64).reshape(-1)
         mat = np.asarray(matrix, dtype=np.float32)
         if mat.ndim != 2 or mat.shape != (len(slot_arr), self.dim):
@@ -357,41 +363,47 @@ class VectorIndex:
             raise ValueError("vectors must be finite and non-zero")
         if np.any(np.abs(norms - 1.0) > _NORM_TOLERANCE):
             mat = mat / norms[:, None]
-        top = int(slot_arr.max()) + 1
-        self._ensure_capacity(top)
-        self._matrix[slot_arr] = mat
-        self._has[slot_arr] = True
-        self._count = int(np.count_nonzero(self._has[: max(self._end, top)]))
-        self._end = max(self._end, top)
+        uniq, last_rev = np.unique(slot_arr[::-1], return_index=True)  # sorted, last wins
+        rows = len(slot_arr) - 1 - last_rev
+        self._ensure_capacity(int(uniq[-1]) + 1)
+        for block, seg in self._by_block(uniq):
+            self._blocks[block][uniq[seg] - block * self._block_rows] = mat[rows[seg]]
+        self._count += int(np.count_nonzero(~self._has[uniq]))
+        self._has[uniq] = True
+        self._end = max(self._end, int(uniq[-1]) + 1)
 
     def clear(self, slot: int) -> None:
         """Forget the slot's vector (memory deleted, or its embedding is pending)."""
-        if 0 <= slot < len(self._has) and self._has[slot]:
+        if 0 <= slot < self._end and self._has[slot]:
+            block, offset = divmod(slot, self._block_rows)
+            self._blocks[block][offset] = 0.0
             self._has[slot] = False
-            self._matrix[slot] = 0.0
             self._count -= 1
 
     def renumber(self, old_slots: np.ndarray) -> None:
         """Apply `SlotAllocator.compact()`: new slot i takes old slot ``old_slots[i]``'s vector."""
         old = np.asarray(old_slots, dtype=np.int64).reshape(-1)
-        capacity = max(len(old), 1)
-        matrix = np.zeros((capacity, self.dim), dtype=np.float32)
-        has = np.zeros(capacity, dtype=bool)
-        idx = np.flatnonzero((old >= 0) & (old < len(self._has)))
-        matrix[idx] = self._matrix[old[idx]]
-        has[idx] = self._has[old[idx]]
-        self._matrix, self._has = matrix, has
-        self._end = len(old)
-        self._count = int(np.count_nonzero(has))
+        keep = np.zeros(len(old), dtype=bool)
+        inside = (old >= 0) & (old < self._end)
+        keep[inside] = self._has[old[inside]]
+        new_slots = np.flatnonzero(keep)
+        matrix = self._rows(old[new_slots])
+        self._blocks, self._has = [], np.zeros(max(len(old), 1), dtype=bool)
+        self._end = self._count = 0
+        if len(new_slots):
+            self.set_many(new_slots, matrix)
 
     # ---- reads ----
 
     def has(self, slot: int) -> bool:
-        return 0 <= slot < len(self._has) and bool(self._has[slot])
+        return 0 <= slot < self._end and bool(self._has[slot])
 
     def get(self, slot: int) -> np.ndarray | None:
         """A copy of the stored (normalised) vector."""
-        return self._matrix[slot].copy() if self.has(slot) else None
+        if not self.has(slot):
+            return None
+        block, offset = divmod(slot, self._block_rows)
+        return self._blocks[block][offset].copy()
 
     def search(
         self, query: np.ndarray, k: int, mask: np.ndarray | None = None
@@ -426,7 +438,7 @@ class VectorIndex:
         q = self._normalised(np.asarray(query, dtype=np.float32).reshape(-1))
         slot_arr = np.asarray(slots, dtype=np.int64).reshape(-1)
         out = np.full(len(slot_arr), np.nan, dtype=np.float32)
-        inside = (slot_arr >= 0) & (slot_arr < len(self._has))
+        inside = (slot_arr >= 0) & (slot_arr < self._end)
         present = np.zeros(len(slot_arr), dtype=bool)
         present[inside] = self._has[slot_arr[inside]]
         if present.any():
@@ -452,11 +464,11 @@ class VectorIndex:
 
     @property
     def capacity(self) -> int:
-        return len(self._has)
+        return len(self._blocks) * self._block_rows
 
     @property
     def nbytes(self) -> int:
-        return int(self._matrix.nbytes + self._has.nbytes)
+        return int(sum(b.nbytes for b in self._blocks) + self._has.nbytes)
 
     # ---- internals ----
 
@@ -470,33 +482,52 @@ class VectorIndex:
             return vec / np.float32(norm)
         return vec
 
+    def _by_block(self, slots: np.ndarray) -> list[tuple[int, np.ndarray]]:
+        """(block, positions in ``slots``) groups; ``slots`` need not be sorted."""
+        block_of = slots // self._block_rows
+        if len(block_of) > 1 and np.any(block_of[1:] < block_of[:-1]):
+            order = np.argsort(block_of, kind="stable")
+        else:
+            order = np.arange(len(slots))
+        sorted_blocks = block_of[order]
+        cuts = np.flatnonzero(sorted_blocks[1:] != sorted_blocks[:-1]) + 1
+        starts = [0, *cuts.tolist()]
+        return [
+            (int(sorted_blocks[start]), seg)
+            for start, seg in zip(starts, np.split(order, cuts))
+        ]
+
+    def _rows(self, slots: np.ndarray) -> np.ndarray:
+        """The stored rows of the given slots, as one (n, dim) matrix."""
+        out = np.empty((len(slots), self.dim), dtype=np.float32)
+        for block, seg in self._by_block(slots):
+            out[seg] = self._blocks[block][slots[seg] - block * self._block_rows]
+        return out
+
     def _dot_prefix(self, q: np.ndarray, end: int) -> np.ndarray:
-        """Cosine of q with rows [0, end), in blocks small enough that BLAS stays single-threaded."""
+        """Cosine of q with rows [0, end), one single-threaded BLAS call per block."""
         out = np.empty(end, dtype=np.float32)
         rows = self._block_rows
-        for start in range(0, end, rows):
+        for block, start in enumerate(range(0, end, rows)):
             stop = min(start + rows, end)
-            np.dot(self._matrix[start:stop], q, out=out[start:stop])
+            np.dot(self._blocks[block][: stop - start], q, out=out[start:stop])
         return out
 
     def _dot_rows(self, q: np.ndarray, slots: np.ndarray) -> np.ndarray:
-        """Cosine of q with the given rows; gathered block by block (cache-sized copies)."""
+        """Cosine of q with the given rows, gathered block by block (cache-sized copies)."""
         out = np.empty(len(slots), dtype=np.float32)
-        rows = self._block_rows
-        for start in range(0, len(slots), rows):
-            stop = min(start + rows, len(slots))
-            np.dot(self._matrix[slots[start:stop]], q, out=out[start:stop])
+        for block, seg in self._by_block(slots):
+            out[seg] = self._blocks[block][slots[seg] - block * self._block_rows] @ q
         return out
 
     def _ensure_capacity(self, needed: int) -> None:
-        if needed <= len(self._has):
-            return
-        capacity = _grown_capacity(len(self._has), needed)
-        matrix = np.zeros((capacity, self.dim), dtype=np.float32)
-        matrix[: self._end] = self._matrix[: self._end]
-        has = np.zeros(capacity, dtype=bool)
-        has[: len(self._has)] = self._has
-        self._matrix, self._has = matrix, has
+        """Append zeroed blocks (never copying stored rows) and grow the cheap presence mask."""
+        while len(self._blocks) * self._block_rows < needed:
+            self._blocks.append(np.zeros((self._block_rows, self.dim), dtype=np.float32))
+        if needed > len(self._has):
+            has = np.zeros(_grown_capacity(len(self._has), needed), dtype=bool)
+            has[: len(self._has)] = self._has
+            self._has = has
 
 
 # --------------------------------------------------------------------------------------------

@@ -72,6 +72,10 @@ def reference_bm25(docs: dict[int, str], query: str, k1: float = 1.5, b: float =
     return scores
 
 
+class _SmallBlockVectorIndex(VectorIndex):
+    BLOCK_ELEMENTS_MAX = 32 * 7  # 7 rows per block at 32 dims: exercises block edges on small data
+
+
 def random_unit_vectors(rng: np.random.Generator, n: int, dim: int) -> np.ndarray:
     mat = rng.standard_normal((n, dim)).astype(np.float32)
     return mat / np.linalg.norm(mat, axis=1, keepdims=True)
@@ -331,15 +335,23 @@ def test_vector_capacity_grows_and_keeps_existing_rows(vector_data: tuple[np.nda
     assert index.search(queries[0], 5)[0].tolist() == brute_force_top_k(mat[:500], present, queries[0], 5)
 
 
-def test_vector_bulk_load_equals_one_by_one(vector_data: tuple[np.ndarray, np.ndarray]) -> None:
+@pytest.mark.parametrize("index_class", [VectorIndex, _SmallBlockVectorIndex])
+def test_vector_bulk_load_equals_one_by_one(
+    vector_data: tuple[np.ndarray, np.ndarray], index_class: type[VectorIndex]
+) -> None:
     mat, queries = vector_data
-    slots = np.random.default_rng(3).permutation(len(mat))
-    bulk, single = VectorIndex(32), VectorIndex(32)
+    rng = np.random.default_rng(3)
+    slots = rng.permutation(len(mat))
+    slots[::50] = slots[1::50]  # some duplicates: the later row wins, as with set()
+    bulk, single = index_class(32), index_class(32)
     bulk.set_many(slots, mat)
     for slot, row in zip(slots.tolist(), mat):
         single.set(slot, row)
+    assert len(bulk) == len(single) == len(set(slots.tolist()))
     for q in queries:
         assert_same_results(bulk.search(q, 10), single.search(q, 10))
+    for slot in slots[:20].tolist():
+        np.testing.assert_array_equal(bulk.get(slot), single.get(slot))
 
 
 def test_vector_renumber_follows_allocator_compaction(vector_data: tuple[np.ndarray, np.ndarray]) -> None:
@@ -548,10 +560,6 @@ def test_bm25_empty_index_and_non_positive_k_return_nothing() -> None:
     assert index.search("", 10)[0].size == 0
 
 
-class _SmallBlockVectorIndex(VectorIndex):
-    BLOCK_ELEMENTS_MAX = 32 * 7  # 7 rows per block: exercises block edges on small data
-
-
 @pytest.mark.parametrize("fraction", [1.0, 0.7, 0.05])
 def test_vector_search_in_many_blocks_equals_brute_force(
     vector_data: tuple[np.ndarray, np.ndarray], fraction: float
@@ -564,3 +572,19 @@ def test_vector_search_in_many_blocks_equals_brute_force(
         assert index.search(q, 10, mask)[0].tolist() == brute_force_top_k(mat, mask, q, 10)
     sims = index.similarities(queries[0], np.arange(50))
     np.testing.assert_allclose(sims, mat[:50] @ queries[0], rtol=1e-5, atol=1e-6)
+
+
+def test_vector_renumber_across_many_blocks(vector_data: tuple[np.ndarray, np.ndarray]) -> None:
+    mat, queries = vector_data
+    alloc, index = SlotAllocator(), _SmallBlockVectorIndex(32)
+    for i in range(300):
+        index.set(alloc.slot_for(f"m{i}"), mat[i])
+    for i in range(0, 300, 4):
+        index.clear(alloc.release(f"m{i}"))
+    alloc.slot_for("no-vector-yet")
+    before = [alloc.key_at(int(s)) for s in index.search(queries[1], 15, alloc.live_mask)[0]]
+    index.renumber(alloc.compact())
+    after = [alloc.key_at(int(s)) for s in index.search(queries[1], 15, alloc.live_mask)[0]]
+    assert before == after
+    assert len(index) == alloc.live_count - 1 and not index.has(alloc.get("no-vector-yet"))
+    np.testing.assert_allclose(index.get(alloc.get("m7")), mat[7], rtol=1e-6)

@@ -1,0 +1,52 @@
+"""Helpers for tests that run the real owner process (engramd) in a throwaway HOME."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from engram_mcp.client import DaemonClient
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@dataclass
+class Env:
+    home: Path
+    project: Path
+    env: dict[str, str]
+
+    @property
+    def user_dir(self) -> Path:
+        return self.home / ".claude" / "engram"
+
+    def client(self, name: str = "test") -> DaemonClient:
+        os.environ["ENGRAM_HOME"] = str(self.user_dir)
+        return DaemonClient(self.user_dir, client_name=name)
+
+    def cli(self, *args: str, input: str | None = None, check: bool = True, cwd: Path | None = None) -> subprocess.CompletedProcess:
+        proc = subprocess.run([sys.executable, "-m", "engram_mcp.cli", *args], cwd=str(cwd or self.project), env=self.env,
+                              input=input, capture_output=True, text=True, timeout=300)
+        if check and proc.returncode != 0:
+            raise AssertionError(f"engram {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+        return proc
+
+    def shutdown(self) -> None:
+        try:
+            DaemonClient(self.user_dir, autostart=False).call("shutdown")
+        except Exception:
+            pass
+
+
+def make_env(tmp: Path, *, fake_embedder: bool = False) -> Env:
+    home, project = tmp / "home", tmp / "proj"
+    home.mkdir(parents=True)
+    (project / ".git").mkdir(parents=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ENGRAM_") and not k.startswith("CLAUDE")}
+    env.update(HOME=str(home), PYTHONPATH=str(REPO), ENGRAM_HOME=str(home / ".claude" / "engram"))
+    if fake_embedder:
+        env["ENGRAM_TEST_FAKE_EMBEDDER"] = "1"
+    return Env(home, project, env)

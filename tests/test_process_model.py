@@ -1,0 +1,108 @@
+"""The process model holds under load: 4 processes x 250 interleaved stores and recalls
+on one project store through the real owner process, then every acknowledged memory is
+present exactly once and the retrieval index agrees with the records."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from engram_mcp.service import MemoryService, RequestContext
+from engram_mcp.storage import queries as q
+from tests.daemon_env import REPO, make_env
+
+WORKERS = 4
+OPS_PER_WORKER = 250
+
+WORKER = textwrap.dedent(
+    """
+    import json, random, sys
+    from engram_mcp.client import DaemonClient
+    from pathlib import Path
+    user_dir, project, worker, n = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+    words = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa".split()
+    rnd = random.Random(worker)
+    acked = []
+    with DaemonClient(user_dir, client_name=f"worker{worker}") as c:
+        for i in range(n):
+            if i % 2 == 0:
+                token = f"tok{worker}x{i}"
+                text = f"{token} " + " ".join(rnd.choice(words) for _ in range(8))
+                r = c.call("store", {"content": text, "type": "semantic", "scope": "project", "dedup": False}, project_root=project)
+                acked.append([r["memory_id"], token, text])
+            else:
+                c.call("recall", {"query": rnd.choice(words) + " " + rnd.choice(words), "limit": 5}, project_root=project)
+    print(json.dumps(acked))
+    """
+)
+
+
+@pytest.mark.slow
+def test_four_processes_interleaving_stores_and_recalls_lose_nothing(tmp_path: Path) -> None:
+    env = make_env(tmp_path)
+    script = tmp_path / "worker.py"
+    script.write_text(WORKER)
+    try:
+        procs = [
+            subprocess.Popen([sys.executable, str(script), str(env.user_dir), str(env.project), str(w), str(OPS_PER_WORKER)],
+                             env=env.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for w in range(WORKERS)
+        ]
+        acked = []
+        for p in procs:
+            out, err = p.communicate(timeout=600)
+            assert p.returncode == 0, err
+            acked.extend(json.loads(out))
+    finally:
+        env.shutdown()
+    assert len(acked) == WORKERS * OPS_PER_WORKER // 2
+
+    _wait_for_daemon_exit(env.user_dir)
+    os.environ.pop("ENGRAM_HOME", None)
+    svc = MemoryService(home=env.home, embedder=_fake())
+    try:
+        h = svc.handle(RequestContext(env.project), "project")
+        rows = h.q(q.ALL_MEMORIES)
+        by_id = {f"memory:{r['id'].id}": r for r in rows}
+        assert len(rows) == len(acked), "every acknowledged store present, nothing extra"
+        for mid, token, text in acked:
+            assert by_id[mid]["content"] == text
+        contents = [r["content"] for r in rows]
+        assert len(set(contents)) == len(contents), "no memory stored twice"
+        assert len(h.index) == len(rows), "index holds exactly the records"
+        for mid, token, _ in acked:
+            slots, _scores = h.index.bm25.search(token, 1)
+            assert h.index.key_of(int(slots[0])) == mid.split(":")[1], f"BM25 index lost {mid}"
+    finally:
+        svc.close()
+
+
+def _fake():
+    from engram_mcp.embeddings import FakeEmbedder
+
+    return FakeEmbedder()
+
+
+def _wait_for_daemon_exit(user_dir: Path, timeout: float = 30.0) -> None:
+    """The daemon releases the stores' locks when it exits."""
+    import fcntl
+    import time
+
+    deadline = time.monotonic() + timeout
+    lock = user_dir / "engramd.lock"
+    while time.monotonic() < deadline:
+        fd = os.open(lock, os.O_RDWR)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            time.sleep(0.1)
+        finally:
+            os.close(fd)
+    raise AssertionError("daemon did not exit")
