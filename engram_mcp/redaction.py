@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import math
 import re
+from bisect import bisect_right
 from collections import Counter
 from dataclasses import dataclass
 TYPE_CHECKING = False
@@ -755,9 +756,21 @@ _RULES: tuple[_Rule, ...] = (
 )
 
 
+_LABEL_RE = re.compile(r"\[REDACTED:[a-z0-9\-]*\]?")
+
+
+def _overlaps(spans: list, start: int, end: int) -> bool:
+    i = bisect_right(spans, (start, float("inf"))) - 1
+    if i >= 0 and spans[i][1] > start:
+        return True
+    return i + 1 < len(spans) and spans[i + 1][0] < end
+
+
 def _apply(rule: _Rule, text: str, counts: Counter) -> str:
     pieces: list[str] = []
     pos = 0  # end of the text already copied to `pieces`
+    # spans of labels written by earlier rules: nothing may be redacted inside them
+    labels = [m.span() for m in _LABEL_RE.finditer(text)] if _LABEL_MARK in text else []
     search_at = 0
     search = rule.regex.search
     n = len(text)
@@ -771,6 +784,9 @@ def _apply(rule: _Rule, text: str, counts: Counter) -> str:
             search_at = m.start() + 1
             continue
         kind, start, end = decision
+        if labels and _overlaps(labels, start, end):
+            search_at = m.start() + 1
+            continue
         pieces.append(text[pos:start])
         pieces.append(_label(kind))
         pos = end

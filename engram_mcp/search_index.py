@@ -731,7 +731,8 @@ class BM25Index:
 
     @property
     def vocab_size(self) -> int:
-        """Terms ever seen (ids are stable; terms whose df fell to 0 stay until `renumber`)."""
+        """Terms ever seen: ids are stable for the index's lifetime, so a term whose df fell to 0
+        keeps its (empty) entry; a full rebuild at the next open drops it."""
         return len(self._vocab)
 
     @property

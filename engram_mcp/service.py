@@ -245,12 +245,12 @@ class MemoryService:
         summary = sanitize_text(check_text(summary, "summary", limit=MAX_SUMMARY_CHARS, required=False), findings)
         if not content or not content.strip() or content.strip() == "[private]":
             raise InvalidInput("content is empty once <private> spans are removed; nothing to store", field="content")
-        record_tags = check_tags(tags)
-        entities = check_entities(related_entities)
+        record_tags = check_tags([sanitize_text(t, findings) for t in tags] if isinstance(tags, list) and all(isinstance(t, str) for t in tags) else tags)
+        entities = sanitize_obj(check_entities(related_entities), findings)
         source = sanitize_obj(check_object(source, "source"), findings)
         metadata = sanitize_obj(check_object(metadata, "metadata"), findings)
         if category is not None:
-            category = check_text(category, "category", limit=64).strip().lower().replace(" ", "_")
+            category = sanitize_text(check_text(category, "category", limit=64), findings).strip().lower().replace(" ", "_")
         imp = check_unit(importance, "importance", 0.5)
         conf = check_unit(confidence, "confidence", 0.7)
         created = parse_time(created_at, "created_at")
@@ -277,6 +277,8 @@ class MemoryService:
                     if entities:
                         result["graph_edges_created"] = graph_ops.link_entities(h, key, entities)
                     return result
+            if superseded_key and h.index.slot_of(superseded_key) is None:
+                raise InvalidInput(f"supersedes: memory:{superseded_key} is not in scope {scope}", field="supersedes")
             key = new_ulid()
             now = now_dt()
             record = {
@@ -308,8 +310,6 @@ class MemoryService:
             h.index.upsert({**record, "id": key}, vec)
             edges = graph_ops.link_entities(h, key, entities) if entities else 0
             if superseded_key:
-                if h.index.slot_of(superseded_key) is None:
-                    raise InvalidInput(f"supersedes: memory:{superseded_key} is not in scope {scope}", field="supersedes")
                 self._link(h, key, superseded_key, "supersedes")
             for src in sources:
                 self._mark_consolidated(ctx, h, key, src)
@@ -572,9 +572,10 @@ class MemoryService:
             check_enum(memory_type, MEMORY_TYPES, "memory_type")
         tag_ops = check_object(tags, "tags")
         add_tags, remove_tags = check_tags(tag_ops.get("add"), "tags.add"), check_tags(tag_ops.get("remove"), "tags.remove")
+        add_tags = [sanitize_text(t, findings) for t in add_tags]
         meta_patch = sanitize_obj(check_object(metadata, "metadata"), findings)
         ent_ops = check_object(related_entities, "related_entities")
-        add_entities = check_entities(ent_ops.get("add"), "related_entities.add")
+        add_entities = sanitize_obj(check_entities(ent_ops.get("add"), "related_entities.add"), findings)
         remove_entities = ent_ops.get("remove") or []
         if not isinstance(remove_entities, list) or not all(isinstance(n, str) for n in remove_entities):
             raise InvalidInput("related_entities.remove must be a list of entity names", field="related_entities")

@@ -122,8 +122,6 @@ def test_working_memory_without_a_session_is_refused(fake_service, project):
     assert err.value.field == "scope"
 
 
-@pytest.mark.xfail(strict=True, reason="service.store creates the memory before checking `supersedes`: "
-                   "an unknown (well-formed) superseded id raises InvalidInput but the new memory is already stored")
 def test_supersedes_an_unknown_memory_raises_and_stores_nothing(fake_service, ctx):
     with pytest.raises(InvalidInput) as err:
         fake_service.store(ctx, content="the new truth", type="semantic", scope="project", supersedes=f"memory:{new_ulid()}")
@@ -302,8 +300,6 @@ def test_private_spans_are_never_stored(fake_service, ctx):
     assert fake_service.recall(ctx, query="hunter2-zzq hunter3-zzq", strategy="keyword")["memories"] == []
 
 
-@pytest.mark.xfail(strict=True, reason="service.store never runs tags (nor category / entity names) through redaction: "
-                   "a token in a tag is stored in the clear")
 def test_secrets_in_tags_are_redacted_too(fake_service, ctx):
     res = fake_service.store(ctx, content="uploads use a token", type="semantic", scope="project", tags=[GH_TOKEN])
     raw = _raw(fake_service, ctx, res["memory_id"])

@@ -1,0 +1,240 @@
+"""recall_memories with the real model: scopes, filters, strategies, dedup, supersedes, degradation."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from engram_mcp.embeddings import DEFAULT_MODEL, EmbeddingsUnavailable
+from engram_mcp.service import MemoryService, RequestContext
+
+pytestmark = pytest.mark.slow
+
+
+def _ids(res: dict) -> list[str]:
+    return [m["id"] for m in res["memories"]]
+
+
+def _store(svc, ctx, content, scope="project", type="semantic", **kw) -> str:
+    return svc.store(ctx, content=content, type=type, scope=scope, **kw)["memory_id"]
+
+
+class BrokenEmbedder:
+    """The real model's name and size, but the model cannot be loaded."""
+
+    model_name = DEFAULT_MODEL
+    dim = 384
+    loaded = False
+
+    def embed_query(self, text):
+        raise EmbeddingsUnavailable("the model file is missing (test)")
+
+    def embed_documents(self, texts):
+        raise EmbeddingsUnavailable("the model file is missing (test)")
+
+
+def test_one_recall_returns_memories_from_all_three_scopes(real_service, ctx):
+    s = _store(real_service, ctx, "In this session we switched the HTTP client to httpx", scope="session", type="episodic")
+    p = _store(real_service, ctx, "The project's HTTP client is httpx with a 10 second timeout")
+    u = _store(real_service, ctx, "I prefer httpx over requests as the HTTP client in Python", scope="user")
+    _store(real_service, ctx, "The office coffee machine is on the third floor")
+    res = real_service.recall(ctx, query="which HTTP client library do we use", limit=3)
+    assert set(_ids(res)) == {s, p, u}
+    assert {m["scope"] for m in res["memories"]} == {"session", "project", "user"}
+    assert res["strategy_used"] == "hybrid" and res["warnings"] == [] and res["degraded"] is False
+    for m in res["memories"]:
+        assert 0 <= m["relevance_score"] <= 1 and m["score"] > 0
+
+
+def test_each_filter_excludes_what_it_should(real_service, ctx):
+    q = "database connection pooling"
+    a = _store(real_service, ctx, "Database connection pooling uses pgbouncer in transaction mode", importance=0.9,
+               category="architecture", tags=["db", "infra"])
+    b = _store(real_service, ctx, "How to tune database connection pooling: raise max_client_conn first", type="procedural",
+               importance=0.4, category="procedure", tags=["db"])
+    c = _store(real_service, ctx, "Database connection pooling was added in 2023 after an outage", type="episodic",
+               importance=0.6, tags=["history"], created_at="2023-06-01T00:00:00Z")
+    d = _store(real_service, ctx, "My usual database connection pooling defaults: 20 connections", scope="user", importance=0.7,
+               category="preference")
+    e = _store(real_service, ctx, "Database connection pooling in the session: pool exhausted at 3pm", scope="session", type="episodic")
+    f = _store(real_service, ctx, "Old note on database connection pooling with pgpool", importance=0.8)
+    real_service.forget(ctx, f)
+
+    def ids(**kw):
+        return set(_ids(real_service.recall(ctx, query=q, limit=20, strengthen=False, **kw)))
+
+    assert ids() == {a, b, c, d, e}
+    assert ids(scope="user") == {d}
+    assert ids(scope=["project", "session"]) == {a, b, c, e}
+    assert ids(type="procedural") == {b}
+    assert ids(type=["episodic"]) == {c, e}
+    assert ids(category="architecture") == {a}
+    assert ids(category=["procedure", "preference"]) == {b, d}
+    assert ids(tags=["db"]) == {a, b}
+    assert ids(tags=["history", "infra"]) == {a, c}
+    assert ids(time_range={"before": "2024-01-01T00:00:00Z"}) == {c}
+    assert ids(time_range={"after": "2024-01-01T00:00:00Z"}) == {a, b, d, e}
+    assert ids(min_importance=0.65) == {a, d}
+    assert ids(include_forgotten=True) == {a, b, c, d, e, f}
+    assert ids(include_forgotten=True, min_importance=0.75) == {a, f}
+
+
+def test_vector_keyword_hybrid_and_graph_strategies_all_answer(real_service, ctx):
+    auth = _store(real_service, ctx, "Token refresh happens in the middleware before each request",
+                  related_entities=[{"name": "AuthService", "type": "service", "relationship": "implements"}])
+    tv = _store(real_service, ctx, "Signatures are checked with the JWKS keys cached for one hour",
+                related_entities=[{"name": "TokenValidator", "type": "class"}])
+    real_service.update(ctx, auth, related_entities={"add": [{"name": "AuthService", "type": "service", "relationship": "depends_on",
+                                                               "target": "TokenValidator"}]})
+    _store(real_service, ctx, "AuthService is mentioned here in text but not linked in the graph")
+    _store(real_service, ctx, "Invoices are generated on the first of the month",
+           related_entities=[{"name": "BillingService", "type": "service"}])
+
+    semantic = real_service.recall(ctx, query="how are access tokens renewed", strategy="vector", limit=1, strengthen=False)
+    assert semantic["strategy_used"] == "vector" and _ids(semantic) == [auth]
+    keyword = real_service.recall(ctx, query="JWKS", strategy="keyword", strengthen=False)
+    assert keyword["strategy_used"] == "keyword" and _ids(keyword) == [tv]
+    hybrid = real_service.recall(ctx, query="JWKS signature keys", strategy="hybrid", limit=1, strengthen=False)
+    assert hybrid["strategy_used"] == "hybrid" and _ids(hybrid) == [tv]
+    graph = real_service.recall(ctx, query="what do we know about AuthService?", strategy="graph", strengthen=False)
+    assert graph["strategy_used"] == "graph"
+    # the memory linked to AuthService and the one linked to its neighbour TokenValidator; not the
+    # text-only mention, not BillingService
+    assert set(_ids(graph)) == {auth, tv}
+
+
+def test_keyword_strategy_finds_an_exact_rare_token_that_vector_search_misses(real_service, ctx):
+    target = _store(real_service, ctx, "The regression was introduced by commit 9f3ac21e and reverted the next day after a long "
+                    "investigation of the flaky scheduler", dedup=False)
+    for text in ["Commit hashes are short SHA-1 prefixes such as 9f3ac21f", "Commit 9f3ac21d bumped the version",
+                 "Commit 9f3bc21e touched the README", "Commit 8f3ac21e updated dependencies", "Git commit 9e3ac21e fixed a typo"]:
+        _store(real_service, ctx, text, dedup=False)
+    vector = real_service.recall(ctx, query="9f3ac21e", strategy="vector", limit=3, strengthen=False)
+    assert target not in _ids(vector)
+    keyword = real_service.recall(ctx, query="9f3ac21e", strategy="keyword", limit=3, strengthen=False)
+    assert _ids(keyword) == [target]
+    hybrid = real_service.recall(ctx, query="9f3ac21e", strategy="hybrid", limit=3, strengthen=False)
+    assert _ids(hybrid)[0] == target
+
+
+def test_a_memory_present_in_session_and_project_is_returned_once_with_also_in(real_service, ctx):
+    mid = _store(real_service, ctx, "The feature flag service is LaunchDarkly, keyed by tenant id", scope="session", importance=0.8)
+    res = real_service.promote(ctx, mid, "project")
+    assert res["target_id"] == mid and res["action"] == "created"
+    found = real_service.recall(ctx, query="which feature flag service", limit=5)
+    hits = [m for m in found["memories"] if m["id"] == mid]
+    assert len(hits) == 1
+    assert hits[0]["scope"] == "session" and hits[0]["also_in"] == ["project"]
+    assert real_service.get(ctx, mid)["also_in"] == ["project"]
+
+
+def test_near_identical_memories_in_project_and_user_are_returned_once(real_service, ctx):
+    p = _store(real_service, ctx, "Use ruff for linting Python code")
+    u = _store(real_service, ctx, "Use ruff for linting the Python code", scope="user")
+    res = real_service.recall(ctx, query="which linter for Python", limit=5, strengthen=False)
+    kept = [m for m in res["memories"] if m["id"] in (p, u)]
+    assert len(kept) == 1
+    assert kept[0]["id"] == p and kept[0]["also_in"] == ["user"]
+    # within one scope both stay (dedup across scopes only)
+    p2 = _store(real_service, ctx, "Use ruff for linting the Python code", dedup=False)
+    res = real_service.recall(ctx, query="which linter for Python", scope="project", limit=5, strengthen=False)
+    assert {p, p2} <= set(_ids(res))
+
+
+def test_a_superseded_memory_always_ranks_below_its_superseder(real_service, ctx):
+    old = _store(real_service, ctx, "The API server listens on port 8080 behind nginx", importance=1.0)
+    new = _store(real_service, ctx, "Ports were reshuffled in May", supersedes=old, importance=0.1)
+    query = "The API server listens on port 8080 behind nginx"
+    res = real_service.recall(ctx, query=query, limit=5, strengthen=False)
+    by_id = {m["id"]: m for m in res["memories"]}
+    assert by_id[old]["relevance_score"] > by_id[new]["relevance_score"]  # the old one matches better...
+    order = _ids(res)
+    assert order.index(new) < order.index(old)  # ...and still ranks below
+    assert by_id[old]["score"] < by_id[new]["score"]
+    for strategy in ("keyword", "vector"):
+        order = _ids(real_service.recall(ctx, query=query, strategy=strategy, limit=5, strengthen=False))
+        if old in order:
+            assert new in order and order.index(new) < order.index(old), strategy
+    links = real_service.get(ctx, new)["links"]
+    assert links == [{"from": new, "to": old, "relation": "supersedes"}]
+
+
+def test_supersession_survives_a_restart(real_service, home, ctx, real_embedder):
+    old = _store(real_service, ctx, "Releases are cut from the develop branch", importance=1.0)
+    new = _store(real_service, ctx, "Branching model changed", supersedes=old, importance=0.1)
+    real_service.close()
+    svc = MemoryService(home=home, embedder=real_embedder)
+    try:
+        order = _ids(svc.recall(ctx, query="Releases are cut from the develop branch", limit=5, strengthen=False))
+        assert order.index(new) < order.index(old)
+    finally:
+        svc.close()
+
+
+def test_every_recall_strengthens_what_it_returns(real_service, ctx):
+    p = _store(real_service, ctx, "Migrations are written with alembic autogenerate")
+    s = _store(real_service, ctx, "Alembic migration 0042 added the invoices table", scope="session", type="episodic")
+    before = {m: real_service.get(ctx, m) for m in (p, s)}
+    time.sleep(0.01)
+    returned = _ids(real_service.recall(ctx, query="alembic migrations", limit=2))
+    assert set(returned) == {p, s}
+    for mid in (p, s):
+        after = real_service.get(ctx, mid)
+        assert after["access_count"] == before[mid]["access_count"] + 1
+        assert after["last_accessed_at"] > before[mid]["last_accessed_at"]
+        assert after["status"] == "active"
+    real_service.recall(ctx, query="alembic migrations", limit=2)
+    assert real_service.get(ctx, p)["access_count"] == 2
+    # strengthen=False (used by context building) leaves them alone
+    real_service.recall(ctx, query="alembic migrations", limit=2, strengthen=False)
+    assert real_service.get(ctx, p)["access_count"] == 2
+
+
+def test_without_embeddings_store_and_recall_degrade_and_reindex_catches_up_later(home, project, real_embedder):
+    ctx = RequestContext(project, "sess-1")
+    broken = MemoryService(home=home, embedder=BrokenEmbedder())
+    try:
+        res = broken.store(ctx, content="The deploy pipeline runs on GitHub Actions", type="procedural", scope="project")
+        assert res["action"] == "created" and res["embedding_generated"] is False
+        assert res["warnings"][0]["code"] == "embedding_failed" and "missing" in res["warnings"][0]["message"]
+        broken.store(ctx, content="Kubernetes manifests live in deploy/k8s", type="semantic", scope="user")
+        mem = broken.get(ctx, res["memory_id"])
+        assert mem["has_embedding"] is False and "embedding_model" not in mem
+        found = broken.recall(ctx, query="deploy pipeline")
+        assert found["strategy_used"] == "keyword"
+        assert found["warnings"][0]["code"] == "partial_results" and "keyword" in found["warnings"][0]["message"]
+        assert found["memories"][0]["id"] == res["memory_id"]
+        status = broken.status(ctx)
+        assert "missing" in status["embedding"]["error"]
+    finally:
+        broken.close()
+
+    svc = MemoryService(home=home, embedder=real_embedder)
+    try:
+        status = svc.status(ctx)
+        assert status["scopes"]["project"]["without_vectors"] == 1
+        assert status["scopes"]["user"]["without_vectors"] == 1
+        out = svc.reindex(ctx)
+        assert out == {"reindexed": 2, "failed": 0, "model": DEFAULT_MODEL}
+        status = svc.status(ctx)
+        assert status["scopes"]["project"]["without_vectors"] == 0 and status["scopes"]["user"]["without_vectors"] == 0
+        assert svc.get(ctx, res["memory_id"])["embedding_model"] == DEFAULT_MODEL
+        vec = svc.recall(ctx, query="continuous integration workflow that ships releases", strategy="vector", limit=1)
+        assert vec["strategy_used"] == "vector" and vec["warnings"] == []
+        assert _ids(vec) == [res["memory_id"]]
+        assert svc.reindex(ctx)["reindexed"] == 0
+    finally:
+        svc.close()
+
+
+@pytest.mark.xfail(strict=True, reason="ScopeIndex.upsert never updates missing_vectors (only bulk_load at open does): "
+                   "status reports without_vectors == 0 for memories stored without a vector until the store is reopened")
+def test_status_counts_memories_stored_without_a_vector_immediately(home, project):
+    ctx = RequestContext(project, "sess-1")
+    broken = MemoryService(home=home, embedder=BrokenEmbedder())
+    try:
+        broken.store(ctx, content="stored while the model is missing", type="semantic", scope="project")
+        assert broken.status(ctx)["scopes"]["project"]["without_vectors"] == 1
+    finally:
+        broken.close()
