@@ -61,6 +61,7 @@ from common import (  # noqa: E402
 try:
     from engram_mcp.ids import new_ulid
     from engram_mcp.records import iso, now_dt, sanitize_text, vector_bytes
+    from engram_mcp.scoring import rrf_fusion, score_fusion
     from engram_mcp.search_index import BM25Index
     from engram_mcp.service import MemoryService, RequestContext
 except ImportError as exc:  # e.g. a module another engineer is still writing
@@ -238,13 +239,19 @@ def to_rows(ranked: dict[str, list[str]]) -> list[dict[str, Any]]:
 
 
 # ------------------------------------------------------------------------------------ simulation
-def fuse(kw_all: np.ndarray, cos_all: np.ndarray, *, w: float = 0.5, pool: int = 100, cos_norm: str = "pool",
+def fuse(kw_all: np.ndarray, cos_all: np.ndarray, *, w: float = 0.5, pool: int = 100, cos_norm: str = "engram",
          fusion: str = "score", rrf_k: int = 60) -> list[int]:
-    """engram's hybrid ranking (retrieval.rank + scoring.score_fusion) over one scope, as doc indices.
+    """engram's hybrid ranking (retrieval.rank) over one scope, returned as doc indices.
 
-    cos_norm: "pool" = min-max over the candidate union (engram today), "all" = min-max over every
-    memory of the scope, "raw" = cosine clipped to [0, 1] (no scaling).
-    Composite score is monotone in relevance here (same importance, same recency for every turn).
+    Candidates = union of the vector top-`pool` and the BM25 top-`pool` (positive scores), every
+    candidate carrying both signals, as `retrieval._candidates` does. Fusion:
+      cos_norm "engram": whatever `engram_mcp.scoring.score_fusion` does today (fusion "rrf":
+                         `scoring.rrf_fusion`), so the simulation follows the code under test;
+      "pool": BM25 / max over candidates + cosine min-max over the candidate pool;
+      "all":  BM25 / max over candidates + cosine min-max over every memory of the scope;
+      "raw":  BM25 / max over candidates + cosine clipped to [0, 1].
+    The composite score is monotone in relevance here (same importance and recency for every
+    turn), so ranking by relevance with ties by slot reproduces recall's order.
     """
     n = cos_all.size
     vec_top = rank_desc(cos_all, min(pool, n))
@@ -255,7 +262,10 @@ def fuse(kw_all: np.ndarray, cos_all: np.ndarray, *, w: float = 0.5, pool: int =
     if fusion == "rrf":
         kr = {int(s): i + 1 for i, s in enumerate(kw_top)}
         vr = {int(s): i + 1 for i, s in enumerate(vec_top)}
-        rel = np.array([(1 / (rrf_k + kr[s]) if s in kr else 0) + (1 / (rrf_k + vr[s]) if s in vr else 0) for s in cand.tolist()])
+        rel = rrf_fusion(np.array([kr.get(s, 0) for s in cand.tolist()], dtype=np.float64),
+                         np.array([vr.get(s, 0) for s in cand.tolist()], dtype=np.float64), rrf_k)
+    elif cos_norm == "engram":
+        rel = score_fusion(kw, cos_all[cand].astype(np.float64), w)
     else:
         kwn = kw / kw.max() if kw.max() > 0 else np.zeros_like(kw)
         if cos_norm == "raw":
@@ -276,13 +286,18 @@ def variant_specs() -> list[tuple[str, str, dict[str, Any]]]:
     """(name, text form, fuse kwargs). Text form: which docs/tokenizer feed BM25 and the vectors."""
     return [
         ("sim-hybrid (engram today)", "dated", {}),
-        ("sim-rrf", "dated", {"fusion": "rrf"}),
+        ("sim-rrf (engram today)", "dated", {"fusion": "rrf"}),
+        ("raw cosine clipped [0,1]", "dated", {"cos_norm": "raw"}),
+        ("cos min-max over candidate pool", "dated", {"cos_norm": "pool"}),
         ("cos min-max over all memories", "dated", {"cos_norm": "all"}),
         ("cos min-max over all, kw 0.3", "dated", {"cos_norm": "all", "w": 0.3}),
         ("cos min-max over all, kw 0.4", "dated", {"cos_norm": "all", "w": 0.4}),
         ("cos min-max over all, kw 0.6", "dated", {"cos_norm": "all", "w": 0.6}),
         ("cos min-max over all, kw 0.7", "dated", {"cos_norm": "all", "w": 0.7}),
-        ("raw cosine (no scaling)", "dated", {"cos_norm": "raw"}),
+        ("raw cosine, kw 0.3", "dated", {"cos_norm": "raw", "w": 0.3}),
+        ("raw cosine, kw 0.4", "dated", {"cos_norm": "raw", "w": 0.4}),
+        ("raw cosine, kw 0.6", "dated", {"cos_norm": "raw", "w": 0.6}),
+        ("raw cosine, kw 0.7", "dated", {"cos_norm": "raw", "w": 0.7}),
         ("pool 50", "dated", {"pool": 50}),
         ("pool 200", "dated", {"pool": 200}),
         ("pool = all memories", "dated", {"pool": 100_000}),
@@ -320,7 +335,10 @@ class ConvSignals:
         self.kw["dated-plaintok"] = np.vstack([plain.scores(q["question"]) for q in questions])
 
 
-def simulate(signals: list[tuple[dict, ConvSignals]], out_dir: Path, data_file: Path, eval_script: Path, real_hybrid: dict[str, list[str]]) -> dict[str, Any]:
+SIM_CHECKS = {"sim-hybrid (engram today)": "hybrid", "sim-rrf (engram today)": "hybrid-rrf"}
+
+
+def simulate(signals: list[tuple[dict, ConvSignals]], out_dir: Path, data_file: Path, eval_script: Path, real: dict[str, dict[str, list[str]]]) -> dict[str, Any]:
     out_dir.mkdir(parents=True, exist_ok=True)
     results: dict[str, Any] = {}
     for name, form, kwargs in variant_specs():
@@ -332,8 +350,8 @@ def simulate(signals: list[tuple[dict, ConvSignals]], out_dir: Path, data_file: 
         f = out_dir / (slug(name) + ".jsonl")
         write_jsonl(f, to_rows(ranked))
         results[name] = {"text": form, "settings": kwargs, "metrics": headline(evaluate(f, data_file, eval_script))}
-        if name.startswith("sim-hybrid"):
-            results[name]["agreement_with_real_hybrid"] = agreement(ranked, real_hybrid)
+        if name in SIM_CHECKS:
+            results[name]["agreement_with_real_run"] = {"run": SIM_CHECKS[name], **agreement(ranked, real[SIM_CHECKS[name]])}
     for name, form, which in single_signal_variants():
         ranked = {}
         for conv, sig in signals:
@@ -390,6 +408,8 @@ def write_markdown(path: Path, report: dict[str, Any]) -> None:
         L.append(f"| {name} | " + " | ".join(f"{m[f'cat{c}']['R@5']:.3f}" if f"cat{c}" in m else "-" for c in CATS)
                  + f" | {m['session_cat1-4']['R@5']:.3f} |")
     ing = report["ingest"]
+    L.append(f"\nengram_mcp sha256 prefixes: {report.get('code_sha256')}"
+             + (f"; CHANGED DURING THE RUN: {report['code_changed_during_run']}" if report.get("code_changed_during_run") else "") + ".")
     L.append("\n## Timings\n")
     L.append(f"- Wall time: {report['wall_s']:.0f} s. Indexing (embed + import) per conversation: "
              f"mean {ing['per_conversation_mean_s']:.2f} s, total {ing['total_s']:.1f} s for {report['turns']} turns "
@@ -397,15 +417,20 @@ def write_markdown(path: Path, report: dict[str, Any]) -> None:
     if ing.get("store_path"):
         sp = ing["store_path"]
         L.append(f"- `store()` path on {sp['sample_id']} ({sp['turns']} turns): {sp['seconds']:.1f} s "
-                 f"({sp['turns_per_s']:.0f} turns/s) vs {sp['import_path_seconds']:.1f} s via embed_documents + import_. "
+                 f"({sp['turns_per_s']:.0f} turns/s) vs {sp['import_path_seconds']:.1f} s ({sp['import_path_turns_per_s']:.0f} turns/s) "
+                 f"via embed_documents + import_, timed right after it with the model warm. "
                  f"Hybrid rankings of its questions, store vs import: {sp['agreement']}.")
     L.append("- Recall latency is wall time of the in-process `recall` call (query embedding + ranking + record fetch).")
+    mi = report["machine"]
+    L.append(f"- Machine: {mi['cpus']} CPUs, load average {mi.get('loadavg_start')} at start, {mi.get('loadavg_end')} at end "
+             "(other work shares this machine; timings are indicative).")
     if report.get("investigation"):
         L.append("\n## Investigation: engram's hybrid ranking re-implemented in the bench, one change at a time\n")
         inv = report["investigation"]
-        sim = inv.get("sim-hybrid (engram today)", {}).get("agreement_with_real_hybrid")
-        if sim:
-            L.append(f"Re-implementation vs the real `recall` hybrid run: {sim}.\n")
+        for name in SIM_CHECKS:
+            if inv.get(name, {}).get("agreement_with_real_run"):
+                L.append(f"- `{name}` (calls engram's own fusion function) vs the real `recall` run: {inv[name]['agreement_with_real_run']}.")
+        L.append("")
         L.append("| variant | R@1 | R@5 | R@10 | MRR | cat5 R@5 |")
         L.append("|---|---|---|---|---|---|")
         for name, v in inv.items():
@@ -441,6 +466,14 @@ def write_chart(path: Path, report: dict[str, Any]) -> None:
 
 
 # ------------------------------------------------------------------------------------ main
+def code_fingerprint() -> dict[str, str]:
+    """sha256 prefixes of the modules whose behaviour these numbers measure (files change under us)."""
+    import hashlib
+
+    mods = ("retrieval.py", "scoring.py", "search_index.py", "scope_index.py", "service.py", "embeddings.py")
+    return {m: hashlib.sha256((REPO_ROOT / "engram_mcp" / m).read_bytes()).hexdigest()[:12] for m in mods}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA, help="directory with locomo10.json and locomo_eval.py")
@@ -454,6 +487,7 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
     started, stamp = time.perf_counter(), utc_stamp()
+    code_before, load_before = code_fingerprint(), os.getloadavg()
     data_dir = a.data.resolve()
     data_file, eval_script = data_dir / "locomo10.json", data_dir / "locomo_eval.py"
     out = (a.out or RESULTS_DIR / stamp / "locomo").resolve()
@@ -471,6 +505,13 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     report["wall_s"] = round(time.perf_counter() - started, 1)
+    code_after = code_fingerprint()
+    report["code_sha256"] = code_before
+    if code_after != code_before:
+        report["code_changed_during_run"] = {k: [code_before[k], v] for k, v in code_after.items() if v != code_before[k]}
+        log.warning("engram_mcp changed during the run: %s", report["code_changed_during_run"])
+    report["machine"]["loadavg_start"] = [round(x, 2) for x in load_before]
+    report["machine"]["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
     write_json(out / "locomo.json", report)
     write_markdown(out / "locomo.md", report)
     write_chart(out / "locomo.png", report)
@@ -539,10 +580,18 @@ def run(a, convs, data_file: Path, eval_script: Path, out: Path, tmp: Path, stam
             secs = time.perf_counter() - t
             use_config(svc, sroot, {})
             sr, _, _ = ask(svc, sctx, questions, "hybrid", sid2dia)
+            iroot = new_project(tmp, f"proj-import-again-{ci}", {})  # import path again, same load, model warm
+            ictx = RequestContext(project_root=iroot)
+            svc.handle(ictx, "project")
+            t = time.perf_counter()
+            ivecs = svc.embedder.embed_documents([tt["dated"] for tt in turns])
+            ingest_import(svc, ictx, turns, ivecs, tmp)
+            isecs = time.perf_counter() - t
             store_cmp = {"sample_id": conv["sample_id"], "turns": len(turns), "seconds": round(secs, 2),
-                         "turns_per_s": round(len(turns) / secs, 1), "import_path_seconds": row["total_s"],
+                         "turns_per_s": round(len(turns) / secs, 1), "import_path_seconds": round(isecs, 2),
+                         "import_path_turns_per_s": round(len(turns) / isecs, 1),
                          "agreement": agreement(sr, {q["qid"]: ranked["hybrid"][q["qid"]] for q in questions})}
-            log.info("  store() path: %.1f s (%.0f turns/s), agreement %s", secs, len(turns) / secs, store_cmp["agreement"])
+            log.info("  store() path: %.1f s (%.0f turns/s); import path again: %.1f s; agreement %s", secs, len(turns) / secs, isecs, store_cmp["agreement"])
         # -- signals for the investigation
         if a.investigate:
             plain_vecs = svc.embedder.embed_documents([tt["plain"] for tt in turns])
@@ -594,7 +643,7 @@ def run(a, convs, data_file: Path, eval_script: Path, out: Path, tmp: Path, stam
     }
     if a.investigate:
         log.info("investigation: %d variants", len(variant_specs()) + len(single_signal_variants()))
-        report["investigation"] = simulate(signals, out / "variants", data_file, eval_script, ranked["hybrid"])
+        report["investigation"] = simulate(signals, out / "variants", data_file, eval_script, ranked)
     return report
 
 

@@ -306,6 +306,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=RESULTS_PATH)
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
+    load_at_start = round(os.getloadavg()[0], 2)  # other processes share the 2 cores: record it
     vocab = make_vocabulary(np.random.default_rng(SEED), VOCAB_SIZE)
     results = []
     for n in sizes:
@@ -316,6 +317,7 @@ def main() -> None:
         "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "machine": {
             "cpus": os.cpu_count(),
+            "load_average_1m_at_start": load_at_start,
             "load_average_1m_at_end": round(os.getloadavg()[0], 2),
             "python": platform.python_version(),
             "numpy": np.__version__,

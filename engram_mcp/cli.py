@@ -263,12 +263,6 @@ def cmd_serve(app: App) -> int:
     return EXIT_OK
 
 
-def cmd_hook(app: App) -> int:
-    from .hooks import main as hook_main
-
-    return hook_main([app.args.event])
-
-
 # ------------------------------------------------------------------ parser
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="engram", description="Lasting, hierarchical memory for Claude Code.")
@@ -361,9 +355,6 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("doctor", help="check model, stores, permissions and config").set_defaults(fn=cmd_doctor)
     sub.add_parser("serve", help="run the MCP server on stdio").set_defaults(fn=cmd_serve)
-    h = sub.add_parser("hook", help="run a Claude Code hook (reads JSON on stdin)")
-    h.add_argument("event")
-    h.set_defaults(fn=cmd_hook)
     return p
 
 

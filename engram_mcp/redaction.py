@@ -27,24 +27,35 @@ Behaviour summary
 Deliberate choices (documented so that tests and reviewers agree):
 * Placeholders are left alone: ``<your-password>``, ``${TOKEN}``, ``$API_KEY``,
   ``$(cmd)``, ``{{ vault_pw }}``, ``%s``, ``{password}``, ``xxx``, ``****``,
-  ``your_token_here``, ``None``/``null``/``true``, type names (``str``,
-  ``string``, ``SecretStr``), argparse metavars (``--token TOKEN``), and values
-  already redacted by a tool (``[hidden]``).
-* Weak-but-real passwords are redacted: ``changeme``, ``password``, ``admin``,
-  ``postgres`` etc. are *not* treated as placeholders when assigned.
-* Assignment values shorter than 4 characters are not redacted (too many false
-  positives such as ``token: 5``); URL passwords of any length are.
-* An unquoted value assigned with surrounding spaces that is itself an
-  identifier naming a secret (``self.password = password``,
-  ``token = new_token``) is treated as code, not as a secret.  Values that are
-  function calls, subscripts or attribute chains (``get_password()``,
-  ``os.environ["X"]``, ``args.token``) are also code.
+  ``your_token_here``, elided examples (``hf_...``), ``None``/``null``/``true``,
+  type names (``str``, ``SecretStr``), argparse metavars (``--token TOKEN``),
+  values already masked by a tool (``[hidden]``) and colour codes.
+* Digit-free values that *name* a secret instead of being one are kept:
+  ``password``, ``my-secret``, ``db_password``, ``ExpiredToken``,
+  ``X-Auth-Token``, ``mysecretpassword``; likewise ``https://user:password@host``.
+  Weak but real passwords are redacted: ``changeme``, ``hunter2``, ``admin``,
+  ``postgres``, ``letmein``.
+* Assignment values shorter than 4 characters are not redacted (``token: 5``);
+  all-digit values shorter than 8 are kept for token/key names (``token=2936``
+  is a token id) but redacted for password names (PINs).  URL passwords of any
+  length are redacted.
+* Code is not a secret: attribute chains and calls (``args.token``,
+  ``os.environ["X"]``, ``get_password()``), keyword arguments and dict entries
+  passing a variable (``f(password=password, ...)``, ``{"token": token}``),
+  indented ``name = variable`` assignments, expressions (``TOKEN = A ^ B``),
+  type annotations (``token: AccessToken``).  A hard-coded *literal* in code
+  (``password = "hunter2"``) is redacted.
 * Unquoted multi-word values are only partly covered: in ``password: correct
   horse`` (YAML) the value is treated as prose and kept; in ``PASS=correct
   horse`` only the first word is redacted.  Quote such values.
+* ``generic-high-entropy`` is a conservative fallback: base64/hex/url-safe
+  values of 16+ characters with mixed character classes and high Shannon
+  entropy, under a key naming a key/secret/token/password/credential.  Hex under
+  a plain ``key`` (cache keys, digests), UUIDs, paths and camelCase names are
+  kept.
 * ``password`` in prose without an assigned value is never touched, and
-  certificates / public keys (``-----BEGIN CERTIFICATE-----``, ``ssh-ed25519``)
-  are not secrets.
+  certificates / public keys (``-----BEGIN CERTIFICATE-----``, ``ssh-ed25519``,
+  ``publicKeyToken``) are not secrets.
 """
 
 from __future__ import annotations
@@ -54,6 +65,7 @@ import re
 from bisect import bisect_right
 from collections import Counter
 from dataclasses import dataclass
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing is not imported at runtime (hook start-up budget)
     from typing import Any, Callable, Iterable, Optional
@@ -132,7 +144,8 @@ def _findings(counts: Counter) -> tuple[Finding, ...]:
 # <private> spans
 # ---------------------------------------------------------------------------
 
-_PRIVATE_TAG = re.compile(r"<\s*(/?)\s*private\b[^<>]*>", re.IGNORECASE)
+# <private>, <PRIVATE reason="pii">, </private>; not <private-key> or <private_notes>
+_PRIVATE_TAG = re.compile(r"<\s*(/?)\s*private(?:\s[^<>]*)?>", re.IGNORECASE)
 
 
 def strip_private(text: str) -> str:
@@ -177,7 +190,7 @@ _UUID = re.compile(
 _HEX = re.compile(r"^[0-9a-fA-F]+$")
 _PATH = re.compile(r"^(?:~|\.{1,2})?/[^\s:]*$|^[A-Za-z]:\\[^\s]*$")
 _SAME_CHAR = re.compile(r"^(.)\1*$", re.S)
-_MASK = re.compile(r"^[xX*•.#_\-]+$")
+_MASK = re.compile(r"^[xX*•.#_\-:/]+$")
 _PLACEHOLDER_SHAPES = re.compile(
     r"""^(?:
         [$%{<]                 # $VAR ${VAR} $(cmd) %s %(x)s {x} {{x}} <your-token>
@@ -187,7 +200,12 @@ _PLACEHOLDER_SHAPES = re.compile(
     )""",
     re.X | re.I | re.S,
 )
-_PLACEHOLDER_ANYWHERE = re.compile(r"\$\{|\{\{|\}\}|<[^<>]*>|\$\(")
+_PLACEHOLDER_ANYWHERE = re.compile(
+    r"\$\{|\{\{|\}\}|<[^<>]*>|\$\("  # ${X} {{x}} <token> $(cmd)
+    r"|%\([A-Za-z_]\w*\)[sdr]|%[-#0 +]?[0-9]*(?:\.[0-9]*)?[sdfr](?![A-Za-z0-9])"  # %(name)s %s %0.f
+    r"|\{[A-Za-z_]?[\w.]*(?:![rsa])?(?::[^{}]*)?\}"  # {} {0} {name} {x!r}
+)
+_COLOR = re.compile(r"^(?:[a-z]+ )*#[0-9a-fA-F]{3,8}(?: [a-z:#0-9]+)*$")  # `bold #f00` (styles)
 _PLACEHOLDER_WORDS = frozenset(
     """
     null none nil true false yes no on off undefined empty blank required optional
@@ -202,9 +220,10 @@ _CODE_PREFIX = re.compile(
     r"process|request|req|ctx|context|params|kwargs|secrets|vars|app|props|state|"
     r"data|creds|credentials|getpass|keyring|environ|st|window|document|import)\.",
 )
-_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _SECRET_WORD = re.compile(r"pass|pwd|secret|token|key|cred|auth", re.I)
 _WORDY_SEGMENT = re.compile(r"^[A-Za-z][a-z]{2,}$")
+_LOWER_RUN = re.compile(r"[a-z]{10}")
+_TOKEN_CHARSET = re.compile(r"^[A-Za-z0-9+/=_\-.~]+$")
 
 
 def _is_placeholder(value: str) -> bool:
@@ -217,8 +236,34 @@ def _is_placeholder(value: str) -> bool:
         return True
     if _SAME_CHAR.match(v) or _MASK.match(v):
         return True
-    if v.lower() in _PLACEHOLDER_WORDS:
+    if v.lower() in _PLACEHOLDER_WORDS or _COLOR.match(v):
         return True
+    if v.endswith(("...", "\u2026")) and len(v.rstrip(".\u2026")) <= 8:
+        return True  # elided example: `hf_...`, `sk-...`
+    return False
+
+
+_WORD_SPLIT = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
+_LABEL_WORDS = frozenset(
+    "password passwords passwd pass pwd secret secrets token tokens key keys apikey "
+    "auth credential credentials creds".split()
+)
+
+
+def _is_label_like(value: str) -> bool:
+    """A digit-free value naming a secret rather than being one.
+
+    ``ExpiredToken``, ``X-Xet-Access-Token``, ``my-secret``, ``db_password``,
+    ``mysecretpassword``, ``Missing user or pass``: these are identifiers, header
+    names, messages or documentation placeholders.  ``hunter2``, ``monkey`` or
+    ``changeme`` are not label-like and get redacted.
+    """
+    if len(value) > 64 or any(ch.isdigit() for ch in value):
+        return False
+    for w in _WORD_SPLIT.findall(value):
+        lw = w.lower()
+        if lw in _LABEL_WORDS or "password" in lw or "secret" in lw or "token" in lw:
+            return True
     return False
 
 
@@ -235,8 +280,8 @@ def _looks_random(value: str, weak_key: bool = False) -> bool:
     v = value
     if len(v) < 16 or len(v) > 4096:
         return False
-    if any(ch.isspace() for ch in v) or "://" in v:
-        return False
+    if not _TOKEN_CHARSET.match(v) or "://" in v:
+        return False  # generic secrets are base64 / hex / url-safe tokens
     if _UUID.match(v) or _PATH.match(v):
         return False
     has_digit = any(ch.isdigit() for ch in v)
@@ -244,9 +289,14 @@ def _looks_random(value: str, weak_key: bool = False) -> bool:
     has_upper = any(ch.isupper() for ch in v)
     if not (has_digit and (has_lower or has_upper)) and not (has_lower and has_upper and len(v) >= 20):
         return False
+    if _LOWER_RUN.search(v):
+        return False  # a run of 10+ lowercase letters is a word, e.g. a namespaced name
     segments = re.split(r"[-_.:/]", v)
     if sum(1 for s in segments if _WORDY_SEGMENT.match(s)) >= 2:
         return False  # e.g. Linux-node-modules-<sha>: a composed name, not a secret
+    words = sum(len(w) for w in _WORD_SPLIT.findall(v) if len(w) >= 4 and not w.isdigit() and not w.isupper())
+    if words >= 0.6 * len(v):
+        return False  # camelCase identifiers: subjectKeyIdentifier
     is_hex = bool(_HEX.match(v))
     if weak_key and is_hex:
         return False  # `key: <sha>` is usually a cache key / digest
@@ -260,8 +310,9 @@ _STRONG_KEY = re.compile(
     r"(?:passw(?:or)?d|passphrase|secret|token|"
     r"(?:^|_)(?:pwd|pass|pw)|"
     r"(?:^|_)(?:api|access|secret|private|auth|encryption|signing|master|client|app|"
-    r"account|service|license|sas|session|webhook|admin|root)_?key|apikey)$"
+    r"account|service|license|sas|session|webhook)_?key|apikey)$"
 )
+_KEY_SUFFIX = re.compile(r"(?:_?v?[0-9]+|_(?:old|new|prev|previous|next|current|bak|backup|prod|dev|test|staging))+$")
 _GENERIC_EXCLUDED_TAIL = frozenset(
     """
     id ids name names file files path paths dir url uri type types count len length
@@ -280,14 +331,32 @@ def _normalize_key(key: str) -> str:
     return _NON_ALNUM.sub("_", _CAMEL.sub("_", key).lower()).strip("_")
 
 
+_KEY_CACHE: dict = {}
+
+
 def _key_strength(key: str) -> Optional[str]:
     """Return 'strong', 'generic', 'weak' or None for an assignment key."""
+    try:
+        return _KEY_CACHE[key]
+    except KeyError:
+        pass
+    result = _key_strength_uncached(key)
+    if len(_KEY_CACHE) >= 4096:
+        _KEY_CACHE.clear()
+    _KEY_CACHE[key] = result
+    return result
+
+
+def _key_strength_uncached(key: str) -> Optional[str]:
     norm = _normalize_key(key)
     if not norm:
         return None
-    if _STRONG_KEY.search(norm):
-        return "strong"
     comps = [c for c in norm.split("_") if c]
+    if "public" in comps or "pub" in comps or "publishable" in comps:
+        return None  # publicKeyToken, public_key, pub_key: not secrets
+    # `password2`, `API_KEY_V2`, `DB_PASSWORD_OLD` name the same kind of value
+    if _STRONG_KEY.search(_KEY_SUFFIX.sub("", norm) or norm):
+        return "strong"
     if not comps or comps[-1] in _GENERIC_EXCLUDED_TAIL:
         return None
     if any(c in _GENERIC_EXCLUDED_ANY for c in comps):
@@ -309,28 +378,65 @@ def _key_strength(key: str) -> Optional[str]:
 # ---------------------------------------------------------------------------
 # rules
 # ---------------------------------------------------------------------------
+#
+# Every rule has *anchors*: lowercase ASCII literals at which its regex starts.
+# Anchors are located with ``bytes.find`` on an ASCII-lowercased copy of the
+# text and the regex is only tried there with ``Pattern.match``.  This keeps a
+# 20 KB tool output well under the hook budget (Python's ``re`` cannot skip
+# ahead quickly when a pattern starts with a look-behind or a case-insensitive
+# alternation) and bounds the work on adversarial input.  Boundaries that a
+# look-behind would express are checked in Python (``lb`` = characters that
+# must not precede the match).
+
+_ALNUM = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+_TOKCH = _ALNUM | frozenset("_-")
+_KEYCH_SET = _TOKCH | frozenset(".")
+
 
 class _Rule:
-    __slots__ = ("kind", "regex", "hints", "groups", "check", "decide")
+    __slots__ = ("kind", "regex", "anchors", "groups", "check", "decide", "lb", "bounded", "hints")
 
     def __init__(
         self,
         kind: str,
         pattern: str,
+        anchors: Optional[Iterable[Any]] = None,
+        *,
         flags: int = 0,
-        hints: Iterable[str] = (),
         groups: tuple[str, ...] = ("s",),
         check: Optional[Callable[[re.Match, str], bool]] = None,
         decide: Optional[Callable[[re.Match], Decision]] = None,
+        lb: frozenset = frozenset(),
+        bounded: bool = False,
+        hints: Iterable[str] = (),
     ) -> None:
         self.kind = kind
         self.regex = re.compile(pattern, flags)
-        self.hints = tuple(hints)
+        # None: scan mode, the pattern starts with a case-sensitive literal and
+        # ``Pattern.search`` is fast.  Otherwise (literal, offset) pairs: the
+        # regex is tried at ``position_of_literal - offset``.
+        self.anchors = (
+            None
+            if anchors is None
+            else tuple(
+                (a.encode("ascii"), 0) if isinstance(a, str) else (a[0].encode("ascii"), a[1])
+                for a in anchors
+            )
+        )
         self.groups = groups
         self.check = check
         self.decide = decide
+        self.lb = lb
+        # bounded: a match may not extend past the next anchor (PEM blocks)
+        self.bounded = bounded
+        # hints: extra literals, at least one of which must occur in the text
+        self.hints = tuple(h.encode("ascii") for h in hints)
 
     def span(self, m: re.Match) -> Decision:
+        if self.lb:
+            start = m.start()
+            if start and m.string[start - 1] in self.lb:
+                return None
         if self.decide is not None:
             return self.decide(m)
         for g in self.groups:
@@ -346,17 +452,13 @@ def _not_placeholder(_m: re.Match, value: str) -> bool:
     return not _is_placeholder(value)
 
 
-def _no_label(m: re.Match, _value: str) -> bool:
-    return _LABEL_MARK not in m.group(0)
-
-
 # --- private keys -----------------------------------------------------------
 
 _PEM_BODY = r"[A-Za-z0-9+/=\s\\:,.\-]"
-_PEM_KIND = r"[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?"
+_PEM_KIND = r"[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?"
 _PEM_FALLBACK = (
     r"(?:(?:[ \t]*(?:\r?\n|\\r\\n|\\n)[ \t]*)?"
-    r"(?:[A-Z][A-Za-z\-]+:[^\r\n\\]*|[A-Za-z0-9+/]{16,}={0,2}|=[A-Za-z0-9+/]{4}))*"
+    r"(?:[A-Z][A-Za-z\-]{1,40}:[^\r\n\\]{0,200}|[A-Za-z0-9+/]{16,}={0,2}|=[A-Za-z0-9+/]{4}))*"
 )
 
 
@@ -365,44 +467,48 @@ def _pem_check(m: re.Match, value: str) -> bool:
     return sum(ch.isalnum() for ch in body) >= 16
 
 
+def _quoted_before(m: re.Match, _value: str) -> bool:
+    start = m.start()
+    return start > 0 and m.string[start - 1] == m.group("q")
+
+
 _RULE_GCP_KEY = _Rule(
     "gcp-service-account",
-    r"""(?P<q>["'])private_key(?P=q)[ \t]*:[ \t]*(?P=q)(?P<s>-----BEGIN[^"'\r\n]*)""",
-    hints=("private_key",),
+    r"""private_key(?P<q>["'])[ \t]*:[ \t]*(?P=q)(?P<s>-----BEGIN[^"'\r\n]*)""",
+    check=_quoted_before,
 )
 _RULE_GCP_KEY_ID = _Rule(
     "gcp-service-account",
-    r"""(?P<q>["'])private_key_id(?P=q)[ \t]*:[ \t]*(?P=q)(?P<s>[0-9a-fA-F]{16,64})(?P=q)""",
-    hints=("private_key_id",),
+    r"""private_key_id(?P<q>["'])[ \t]*:[ \t]*(?P=q)(?P<s>[0-9a-fA-F]{16,64})(?P=q)""",
+    check=_quoted_before,
 )
 _RULE_PEM = _Rule(
     "private-key",
     rf"(?P<s>-----BEGIN (?:{_PEM_KIND})-----"
     rf"(?P<body>{_PEM_BODY}*?-----END (?:{_PEM_KIND})-----|{_PEM_FALLBACK}))",
-    hints=("-----begin",),
+    ("-----begin ",),
     check=_pem_check,
+    bounded=True,
 )
 
 # --- provider token formats -------------------------------------------------
 
-_B = r"(?<![A-Za-z0-9_\-])"  # left boundary for token-like secrets
-_E = r"(?![A-Za-z0-9_\-])"  # right boundary
-
+_AWS_PREFIXES = ("AKIA", "ASIA", "ABIA", "ACCA", "AGPA", "AIDA", "AIPA", "ANPA", "ANVA", "AROA", "APKA", "ASCA")
 _RULE_AWS_ID = _Rule(
     "aws-access-key",
-    r"(?<![A-Za-z0-9])(?P<s>(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|AROA|APKA|ASCA)[A-Z0-9]{16})(?![A-Za-z0-9])",
-    hints=("akia", "asia", "abia", "acca", "agpa", "aida", "aipa", "anpa", "anva", "aroa", "apka", "asca"),
+    rf"(?P<s>(?:{'|'.join(_AWS_PREFIXES)})[A-Z0-9]{{16}})(?![A-Za-z0-9])",
+    lb=_ALNUM,
 )
 _RULE_AWS_SECRET = _Rule(
     "aws-secret-key",
-    r"(?i:(?<![A-Za-z0-9])(?:aws[_\-]?)?secret[_\-]?access[_\-]?key[\"']?[ \t]*(?:=|:|=>)[ \t]*[\"']?)"
+    r"(?i:secret[_\-]?access[_\-]?key[\"']?[ \t]*(?:=>|=|:)[ \t]*[\"']?)"
     r"(?P<s>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])",
-    hints=("secret",),
+    ("secret",),
 )
 _RULE_ANTHROPIC = _Rule(
     "anthropic-key",
-    _B + r"(?P<s>sk-ant-[A-Za-z0-9_\-]{20,})",
-    hints=("sk-ant-",),
+    r"(?P<s>sk-ant-[A-Za-z0-9_\-]{20,})",
+    lb=_TOKCH,
 )
 
 
@@ -417,97 +523,115 @@ def _openai_check(_m: re.Match, value: str) -> bool:
 
 _RULE_OPENAI = _Rule(
     "openai-key",
-    _B + r"(?P<s>sk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_\-]{20,})",
-    hints=("sk-",),
+    r"(?P<s>sk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_\-]{20,})",
     check=_openai_check,
+    lb=_TOKCH,
 )
 _RULE_STRIPE = _Rule(
     "stripe-key",
-    _B + r"(?P<s>(?:(?:sk|rk)_(?:live|test)|pk_live)_[A-Za-z0-9]{10,}|whsec_[A-Za-z0-9]{20,})" + _E,
-    hints=("_live_", "_test_", "whsec_"),
+    r"(?P<s>(?:(?:sk|rk)_(?:live|test)|pk_live)_[A-Za-z0-9]{10,}|whsec_[A-Za-z0-9]{20,})(?![A-Za-z0-9_\-])",
+    (("k_live_", 1), ("k_test_", 1), "whsec_"),
+    lb=_TOKCH,
 )
 _RULE_GITHUB = _Rule(
     "github-token",
-    _B + r"(?P<s>gh[pousr]_[A-Za-z0-9]{30,255}|github_pat_[A-Za-z0-9_]{22,255})" + _E,
-    hints=("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+    r"(?P<s>gh[pousr]_[A-Za-z0-9]{30,255}|github_pat_[A-Za-z0-9_]{22,255})(?![A-Za-z0-9_\-])",
+    lb=_TOKCH,
 )
 _RULE_GITLAB = _Rule(
     "gitlab-token",
-    _B + r"(?P<s>gl(?:pat|dt|rt|ptt|ft|soat|cbt|imt)-[A-Za-z0-9_\-]{20,}(?:\.[A-Za-z0-9_\-]{2,})*)",
-    hints=("glpat-", "gldt-", "glrt-", "glptt-", "glft-", "glsoat-", "glcbt-", "glimt-"),
+    r"(?P<s>gl(?:pat|dt|rt|ptt|ft|soat|cbt|imt)-[A-Za-z0-9_\-]{20,}(?:\.[A-Za-z0-9_\-]{2,})*)",
+    lb=_TOKCH,
 )
 _RULE_SLACK_WEBHOOK = _Rule(
     "slack-webhook",
-    r"(?i:https?://hooks\.slack\.com/(?:services|workflows|triggers)/)(?P<s>[A-Za-z0-9_/\-]{16,})",
-    hints=("hooks.slack.com",),
+    r"(?i:hooks\.slack\.com/(?:services|workflows|triggers)/)(?P<s>[A-Za-z0-9_/\-]{16,})",
+    ("hooks.slack.com/",),
 )
 _RULE_SLACK = _Rule(
     "slack-token",
-    _B + r"(?P<s>xox[abeoprs]-[A-Za-z0-9\-]{10,}|xapp-[0-9]-[A-Za-z0-9\-]{10,})",
-    hints=("xox", "xapp-"),
+    r"(?P<s>xox[abeoprs]-[A-Za-z0-9\-]{10,}|xapp-[0-9]-[A-Za-z0-9\-]{10,})",
+    lb=_TOKCH,
 )
 _RULE_GOOGLE = _Rule(
     "google-api-key",
-    _B + r"(?P<s>AIza[0-9A-Za-z_\-]{35})" + _E,
-    hints=("aiza",),
+    r"(?P<s>AIza[0-9A-Za-z_\-]{35})(?![A-Za-z0-9_\-])",
+    lb=_TOKCH,
 )
 _RULE_AZURE = _Rule(
     "azure-key",
-    r"(?i:(?<![A-Za-z0-9])(?:AccountKey|SharedAccessKey|SharedSecret|PrimaryKey|SecondaryKey)[ \t]*=[ \t]*)"
+    r"(?i:AccountKey|SharedAccessKey|SharedSecret|PrimaryKey|SecondaryKey)[ \t]*=[ \t]*"
     r"(?P<s>[A-Za-z0-9+/]{20,}={0,2})",
-    hints=("accountkey", "sharedaccesskey", "sharedsecret", "primarykey", "secondarykey"),
+    ("accountkey", "sharedaccesskey", "sharedsecret", "primarykey", "secondarykey"),
+    lb=_ALNUM,
 )
+
+
+def _sas_check(m: re.Match, _value: str) -> bool:
+    start = m.start()
+    return start > 0 and m.string[start - 1] in "?&"
+
+
 _RULE_AZURE_SAS = _Rule(
     "azure-key",
-    r"[?&]sig=(?P<s>[A-Za-z0-9%+/=]{16,})",
-    hints=("sig=",),
+    r"sig=(?P<s>[A-Za-z0-9%+/=]{16,})",
+    check=_sas_check,
 )
 _RULE_NPM = _Rule(
     "npm-token",
-    _B + r"(?P<s>npm_[A-Za-z0-9]{36})(?![A-Za-z0-9])",
-    hints=("npm_",),
+    r"(?P<s>npm_[A-Za-z0-9]{36})(?![A-Za-z0-9])",
+    lb=_TOKCH,
 )
 _RULE_NPM_AUTH = _Rule(
     "npm-token",
-    r"(?<![A-Za-z0-9])(?i:_auth(?:Token)?[\"']?[ \t]*[=:][ \t]*[\"']?)(?P<s>[^\s\"'`<>(){}\[\];,&|]+)",
-    hints=("_auth",),
+    r"_auth(?:Token)?[\"']?=[\"']?(?P<s>[^\s\"'`<>(){}\[\];,&|]+)(?![(\[])",
     check=_not_placeholder,
+    lb=_KEYCH_SET,
 )
 _RULE_PYPI = _Rule(
     "pypi-token",
-    _B + r"(?P<s>pypi-AgE[A-Za-z0-9_\-]{40,})",
-    hints=("pypi-age",),
+    r"(?P<s>pypi-AgE[A-Za-z0-9_\-]{40,})",
+    lb=_TOKCH,
 )
 _RULE_TWILIO = _Rule(
     "twilio-key",
-    r"(?<![A-Za-z0-9])(?P<s>SK[0-9a-fA-F]{32})(?![A-Za-z0-9])",
-    hints=("sk",),
+    r"(?P<s>SK[0-9a-fA-F]{32})(?![A-Za-z0-9])",
+    lb=_ALNUM,
 )
 _RULE_SENDGRID = _Rule(
     "sendgrid-key",
-    r"(?<![A-Za-z0-9])(?P<s>SG\.[A-Za-z0-9_\-]{16,32}\.[A-Za-z0-9_\-]{16,64})" + _E,
-    hints=("sg.",),
+    r"(?P<s>SG\.[A-Za-z0-9_\-]{16,32}\.[A-Za-z0-9_\-]{16,64})(?![A-Za-z0-9_\-])",
+    lb=_ALNUM,
 )
 _RULE_JWT = _Rule(
     "jwt",
-    _B + r"(?P<s>eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*)",
-    hints=("eyj",),
+    r"(?P<s>eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*)",
+    lb=_TOKCH,
 )
 
 # --- structural secrets -------------------------------------------------------
 
+_SCHEME_CH = _ALNUM | frozenset("+.-")
+
+
+# documentation spelling of a URL with credentials: https://user:password@host
+_URL_PLACEHOLDERS = frozenset("password pass passwd pwd pw secret pass123 token".split())
+
 
 def _url_check(m: re.Match, value: str) -> bool:
-    if _LABEL_MARK in m.group(0):
+    # the scheme lies before the anchor: walk back over scheme characters
+    text = m.string
+    i = start = m.start()
+    while i > 0 and text[i - 1] in _SCHEME_CH and start - i <= 30:
+        i -= 1
+    if start - i < 2 or not text[i].isalpha():
         return False
-    return not _is_placeholder(value)
+    return not _is_placeholder(value) and value.lower() not in _URL_PLACEHOLDERS
 
 
 _RULE_URL = _Rule(
     "url-credentials",
-    r"(?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]{1,30}://"
-    r"(?P<user>[^\s:/?#@\[\]\"'<>]*):(?P<s>[^\s/?#\"'<>]+)@(?=[A-Za-z0-9\[_])",
-    hints=("://",),
+    r"://(?P<user>[^\s:/?#@\[\]\"'<>]{0,256}):(?P<s>[^\s/?#\"'<>]{1,256})@(?=[A-Za-z0-9\[_])",
     check=_url_check,
 )
 
@@ -534,28 +658,30 @@ def _bare_bearer_check(_m: re.Match, value: str) -> bool:
 
 _RULE_AUTH_HEADER = _Rule(
     "bearer-token",
-    r"(?i:(?<![A-Za-z0-9_\-])(?:proxy-)?authorization[\"']?[ \t]*[:=][ \t]*[\"']?"
+    r"(?i:authorization[\"']?[ \t]*[:=][ \t]*[\"']?"
     r"(?:(?P<scheme>bearer|basic|token|negotiate|ntlm|apikey|sso-key)[ \t]+)?)"
     rf"(?P<s>{_BEARER_VALUE})",
-    hints=("authorization",),
+    ("authorization",),
     check=_bearer_check,
+    lb=_ALNUM | frozenset("_"),
 )
 _RULE_BARE_BEARER = _Rule(
     "bearer-token",
-    rf"(?i:(?<![A-Za-z0-9_\-])(?:bearer|basic)[ \t]+)(?P<s>{_BEARER_VALUE})",
-    hints=("bearer", "basic"),
+    rf"(?i:bearer|basic)[ \t]+(?P<s>{_BEARER_VALUE})",
+    ("bearer", "basic"),
     check=_bare_bearer_check,
+    lb=_TOKCH,
 )
 
 # --- assignments ------------------------------------------------------------------
 
+_KW_ANCHORS = ("pass", "pwd", "secret", "token", "key", "cred", "auth")
 _KW = r"(?i:pass|pwd|secret|token|key|cred|auth)"
-_KEYCH = r"A-Za-z0-9_.\-"
 # An unquoted value: separators ; & , | belong to the value unless they look like
 # a delimiter (followed by whitespace, end, another delimiter or a `key=`).
 _UNQUOTED = (
     r"(?:[^\s\"'`<>(){}\[\];&,|]"
-    r"|[;&,|](?![ \t\r\n]|$|[;&,|]|[A-Za-z_][A-Za-z0-9_.\-]*=))++"
+    r"|[;&,|](?![ \t\r\n]|$|[;&,|]|[A-Za-z_][A-Za-z0-9_.\-]{0,64}=)){1,4096}+"
 )
 _DQ = r'"(?P<dq>(?:[^"\\\r\n]|\\.){1,1024})"'
 _SQ = r"'(?P<sq>(?:[^'\\\r\n]|\\.){1,1024})'"
@@ -566,14 +692,21 @@ def _line_before(text: str, pos: int) -> str:
     return text[start:pos]
 
 
+_PASSWORDISH = re.compile(r"pass|pwd|pin|phrase")
+
+
 def _classify(key: str, value: str, *, min_len: int = 4) -> Optional[str]:
     """Kind for ``key = value`` or None when it is not a secret."""
     strength = _key_strength(key)
     if strength is None:
         return None
     v = value.strip()
-    if len(v) < min_len or _is_placeholder(v) or _PATH.match(v):
+    if len(v) < min_len or _is_placeholder(v) or _PATH.match(v) or _is_label_like(v):
         return None
+    if _is_placeholder(v.rstrip(":.,;")):
+        return None  # `token: str:` in a docstring
+    if v.isdigit() and len(v) < 8 and not _PASSWORDISH.search(_normalize_key(key)):
+        return None  # `token=2936` is a token id, `max_key=100` a number; PINs stay secret
     if strength == "strong":
         return "password-assignment"
     if _looks_random(v, weak_key=(strength == "weak")):
@@ -581,9 +714,63 @@ def _classify(key: str, value: str, *, min_len: int = 4) -> Optional[str]:
     return None
 
 
-def _assignment_decide(m: re.Match) -> Decision:
-    key = m.group("key")
+_NAME = re.compile(
+    r"^[A-Za-z_][A-Za-z_]*$"  # a digit-free name
+    r"|^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+$"  # an attribute chain
+)
+_CAMEL_TYPE = re.compile(r"^[A-Z][A-Za-z0-9]*[a-z][A-Z][A-Za-z0-9]*$")
+_CODE_WORDS = frozenset(
+    "await yield lambda not new typeof function async self cls this".split()
+)
+
+
+def _is_code_value(m: re.Match, value: str, key_start: int, end: int) -> bool:
+    """True when an unquoted assigned value is a program identifier, not a secret.
+
+    Only digit-free names qualify (``value``, ``db_password``, ``args.token``):
+    random-looking values such as ``a8Fk29dLq0`` or ``hunter2`` stay secrets.
+    """
     text = m.string
+    spaced_eq = m.group("sep") != ":" and bool(m.group("sp1")) and bool(m.group("sp2"))
+    if spaced_eq and not _NAME.match(value) and not _CAMEL_TYPE.match(value):
+        # `N = 16000 // 320`: anything followed by more code on the line
+        nl = text.find("\n", end, end + 512)
+        rest = text[end : nl if nl != -1 else end + 512].strip()
+        return bool(rest) and rest[0] not in "#;"
+    if not (_NAME.match(value) or _CAMEL_TYPE.match(value)):
+        return False
+    sep = m.group("sep")
+    if value in _CODE_WORDS:
+        return True
+    if m.group("kq"):
+        return True  # `"password": password` is a dict literal, not JSON
+    follower = text[end : end + 2]
+    if follower[:1] == ")" or (follower[:1] == "," and follower[1:2] in ("", " ", "\t", "\r", "\n")):
+        return True  # `f(password=password, ...)`, `{"k": v, ...}`
+    if sep == ":":
+        # `token: AccessToken` (a type annotation)
+        return bool(_CAMEL_TYPE.match(value) and _SECRET_WORD.search(value))
+    spaced = bool(m.group("sp1")) and bool(m.group("sp2"))
+    if spaced:
+        nl = text.find("\n", end, end + 512)
+        rest = text[end : nl if nl != -1 else end + 512].strip()
+        if rest and rest[0] not in "#;":
+            return True  # an expression: `TOKEN = CHAR ^ CTL`
+        if "." in value or _SECRET_WORD.search(value):
+            return True  # `password = args.password`, `token = new_token`
+        if _line_before(text, key_start).strip(" \t") or text[key_start - 1 : key_start] in (" ", "\t"):
+            return True  # indented or preceded by code: `    password = value`
+    return False
+
+
+def _assignment_decide(m: re.Match) -> Decision:
+    text = m.string
+    # the key is the whole run of key characters around the keyword anchor
+    key_start = m.start()
+    limit = key_start - 128
+    while key_start > 0 and key_start > limit and text[key_start - 1] in _KEYCH_SET:
+        key_start -= 1
+    key = text[key_start : m.end("krest")]
     if m.group("dq") is not None:
         g = "dq"
     elif m.group("sq") is not None:
@@ -593,7 +780,7 @@ def _assignment_decide(m: re.Match) -> Decision:
         value = m.group("uv")
         sep = m.group("sep")
         end = m.end("uv")
-        if _CODE_PREFIX.match(value):
+        if _CODE_PREFIX.match(value) or _is_code_value(m, value, key_start, end):
             return None
         if sep == ":":
             # YAML / header style: the unquoted value must be the whole rest of the
@@ -602,14 +789,6 @@ def _assignment_decide(m: re.Match) -> Decision:
             stripped = rest.lstrip(" \t")
             if stripped and stripped[0] not in "\r\n#,}]":
                 return None
-        else:
-            spaced = bool(m.group("sp1")) and bool(m.group("sp2"))
-            follower = text[end : end + 1]
-            if _IDENT.match(value):
-                if spaced and _SECRET_WORD.search(value):
-                    return None  # `self.token = token`, `password = DEFAULT_PASSWORD`
-                if follower in (",", ")") and "(" in _line_before(text, m.start()):
-                    return None  # keyword argument passing a variable
     kind = _classify(key, m.group(g))
     if kind is None:
         return None
@@ -618,12 +797,14 @@ def _assignment_decide(m: re.Match) -> Decision:
 
 _RULE_ASSIGN = _Rule(
     "password-assignment",
-    rf"(?<![{_KEYCH}])(?P<key>[{_KEYCH}]*?{_KW}[{_KEYCH}]*+)(?P<kq>[\"']?)"
+    rf"{_KW}(?P<krest>[A-Za-z0-9_.\-]{{0,64}}+)(?P<kq>[\"']?)"
     r"(?P<sp1>[ \t]*)(?P<sep>=>|:=|=(?!=)|:(?![:/]))(?P<sp2>[ \t]*)"
     rf"(?:{_DQ}|{_SQ}|(?P<uv>{_UNQUOTED})(?![(\[]))",
-    hints=("pass", "pwd", "secret", "token", "key", "cred", "auth"),
+    _KW_ANCHORS,
     decide=_assignment_decide,
 )
+
+_METAVAR = re.compile(r"^[A-Z][A-Z_\-]*$")
 
 
 def _flag_decide(m: re.Match) -> Decision:
@@ -631,10 +812,10 @@ def _flag_decide(m: re.Match) -> Decision:
         value = m.group(g)
         if value is not None:
             break
-    else:  # pragma: no cover - regex guarantees one group
+    else:  # pragma: no cover - the regex guarantees one group
         return None
-    if g == "uv" and re.match(r"^[A-Z][A-Z_\-]*$", value):
-        return None  # argparse metavar: --token TOKEN
+    if g == "uv" and (_METAVAR.match(value) or value.isalpha() and value.islower()):
+        return None  # argparse metavar `--token TOKEN`, prose `--password option`
     kind = _classify(m.group("key"), value)
     if kind is None:
         return None
@@ -643,10 +824,10 @@ def _flag_decide(m: re.Match) -> Decision:
 
 _RULE_FLAG = _Rule(
     "password-assignment",
-    rf"(?<![A-Za-z0-9_\-])(?P<key>--(?=[A-Za-z0-9])[A-Za-z0-9_\-]*?{_KW}[A-Za-z0-9_\-]*+)[ \t]+"
+    rf"--(?P<key>(?=[A-Za-z0-9])[A-Za-z0-9_\-]{{0,64}}?{_KW}[A-Za-z0-9_\-]{{0,64}}+)[ \t]+"
     rf"(?:{_DQ}|{_SQ}|(?P<uv>(?!-)[^\s\"'`;&|<>()\[\]{{}}]++))",
-    hints=("--",),
     decide=_flag_decide,
+    lb=_TOKCH,
 )
 
 
@@ -659,65 +840,66 @@ def _xml_decide(m: re.Match) -> Decision:
 
 _RULE_XML = _Rule(
     "password-assignment",
-    rf"<(?P<tag>[A-Za-z0-9_.:\-]*?{_KW}[A-Za-z0-9_.\-]*+)>(?P<s>[^<\r\n]{{1,1024}})</(?P=tag)>",
-    hints=("</",),
+    rf"<(?P<tag>[A-Za-z0-9_.:\-]{{0,64}}?{_KW}[A-Za-z0-9_.\-]{{0,64}}+)>(?P<s>[^<\r\n]{{1,1024}})</(?P=tag)>",
     decide=_xml_decide,
+    hints=("</",),
 )
 
 _CMD_VALUE = r"""(?:'(?P<sq>[^'\r\n]*)'|"(?P<dq>[^"\r\n]*)"|(?P<uv>[^\s'"]+))"""
-_CMD_SPAN = r"[^\r\n|;&]*?"
+_CMD_SPAN = r"[^\r\n|;&]{0,512}?"
 
 
 def _cmd_check(_m: re.Match, value: str) -> bool:
     return bool(value) and not _is_placeholder(value)
 
 
+_MYSQL_CMDS = ("mysql", "mariadb")
 _RULE_MYSQL = _Rule(
     "password-assignment",
-    rf"(?<![A-Za-z0-9_\-])(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlcheck|mysqlsh|mariadb(?:-dump|-admin)?)\b"
-    rf"{_CMD_SPAN}[ \t]-p{_CMD_VALUE}",
-    hints=("mysql", "mariadb"),
+    rf"(?:mysql|mariadb)[a-z\-]{{0,8}}\b{_CMD_SPAN}[ \t]-p{_CMD_VALUE}",
     groups=("sq", "dq", "uv"),
     check=_cmd_check,
+    lb=_TOKCH,
 )
 _RULE_SSHPASS = _Rule(
     "password-assignment",
-    rf"(?<![A-Za-z0-9_\-])sshpass[ \t]+-p[ \t]*{_CMD_VALUE}",
-    hints=("sshpass",),
+    rf"sshpass[ \t]+-p[ \t]*{_CMD_VALUE}",
     groups=("sq", "dq", "uv"),
     check=_cmd_check,
+    lb=_TOKCH,
 )
 _RULE_REDIS = _Rule(
     "password-assignment",
-    rf"(?<![A-Za-z0-9_\-])redis-cli\b{_CMD_SPAN}[ \t]-a[ \t]+{_CMD_VALUE}",
-    hints=("redis-cli",),
+    rf"redis-cli\b{_CMD_SPAN}[ \t]-a[ \t]+{_CMD_VALUE}",
     groups=("sq", "dq", "uv"),
     check=_cmd_check,
+    lb=_TOKCH,
 )
+_LOGIN_CMDS = ("docker", "podman", "nerdctl", "buildah", "skopeo", "helm", "oras")
 _RULE_LOGIN_P = _Rule(
     "password-assignment",
-    rf"(?<![A-Za-z0-9_\-])(?:docker|podman|nerdctl|buildah|skopeo|helm[ \t]+registry|oras)[ \t]+login\b"
-    rf"{_CMD_SPAN}[ \t]-p[ \t]+{_CMD_VALUE}",
-    hints=("login",),
+    rf"(?:{'|'.join(_LOGIN_CMDS)})(?:[ \t]+registry)?[ \t]+login\b{_CMD_SPAN}[ \t]-p[ \t]+{_CMD_VALUE}",
     groups=("sq", "dq", "uv"),
     check=_cmd_check,
+    lb=_TOKCH,
+    hints=("login",),
 )
 _RULE_CURL_USER = _Rule(
     "password-assignment",
-    rf"(?<![A-Za-z0-9_\-])(?:curl|wget|http|httpie)\b{_CMD_SPAN}[ \t](?:-u|--user|--http-user)[ \t=]*['\"]?"
+    rf"(?:curl|wget)\b{_CMD_SPAN}[ \t](?:-u|--user|--http-user)[ \t=]*['\"]?"
     r"(?P<user>[^\s:'\"]+):(?P<s>[^\s'\"]+)",
-    hints=("-u", "--user"),
     check=_cmd_check,
+    lb=_TOKCH,
 )
 _RULE_NETRC = _Rule(
     "password-assignment",
-    r"(?<![A-Za-z0-9_\-])login[ \t]+\S+\s+(?:account[ \t]+\S+\s+)?password[ \t]+(?P<s>[^\s\"'<>]+)",
-    hints=("login",),
+    r"login[ \t]+\S+\s+(?:account[ \t]+\S+\s+)?password[ \t]+(?P<s>[^\s\"'<>]+)",
     check=_cmd_check,
+    lb=_TOKCH,
 )
 
 _RULES: tuple[_Rule, ...] = (
-    # structured containers first so their content gets the container's kind
+    # containers first so their content gets the container's kind
     _RULE_GCP_KEY,
     _RULE_GCP_KEY_ID,
     _RULE_PEM,
@@ -752,9 +934,9 @@ _RULES: tuple[_Rule, ...] = (
     _RULE_NETRC,
     _RULE_XML,
     _RULE_FLAG,
+    # generic last: password-assignment / generic-high-entropy
     _RULE_ASSIGN,
 )
-
 
 _LABEL_RE = re.compile(r"\[REDACTED:[a-z0-9\-]*\]?")
 
@@ -766,46 +948,88 @@ def _overlaps(spans: list, start: int, end: int) -> bool:
     return i + 1 < len(spans) and spans[i + 1][0] < end
 
 
-def _apply(rule: _Rule, text: str, counts: Counter) -> str:
-    pieces: list[str] = []
-    pos = 0  # end of the text already copied to `pieces`
-    # spans of labels written by earlier rules: nothing may be redacted inside them
-    labels = [m.span() for m in _LABEL_RE.finditer(text)] if _LABEL_MARK in text else []
-    search_at = 0
-    search = rule.regex.search
+def _anchor_positions(low: bytes, anchors: tuple) -> list[int]:
+    found: list[int] = []
+    find = low.find
+    for a, offset in anchors:
+        i = find(a)
+        while i != -1:
+            if i >= offset:
+                found.append(i - offset)
+            i = find(a, i + 1)
+    if len(anchors) > 1:
+        found = sorted(set(found))
+    return found
+
+
+def _apply(rule: _Rule, text: str, low: bytes, counts: Counter) -> str:
     n = len(text)
-    while search_at <= n:
-        m = search(text, search_at)
-        if m is None:
-            break
+    pieces: list[str] = []
+    copied = 0  # end of the text already copied to `pieces`
+    resume = 0  # no match may start before this (end of the last redaction)
+    labels: Optional[list] = None
+    if rule.anchors is None:
+        positions = None
+        search = rule.regex.search
+    else:
+        positions = _anchor_positions(low, rule.anchors)
+        if not positions:
+            return text
+        match = rule.regex.match
+    idx = -1
+    while True:
+        if positions is None:
+            m = search(text, resume)
+            if m is None:
+                break
+            resume = m.start() + 1  # a rejected candidate must not hide a later one
+        else:
+            idx += 1
+            if idx >= len(positions):
+                break
+            p = positions[idx]
+            if p < resume:
+                continue
+            endpos = positions[idx + 1] if rule.bounded and idx + 1 < len(positions) else n
+            m = match(text, p, endpos)
+            if m is None:
+                continue
         decision = rule.span(m)
         if decision is None:
-            # a rejected candidate must not hide a real secret that starts inside it
-            search_at = m.start() + 1
             continue
         kind, start, end = decision
-        if labels and _overlaps(labels, start, end):
-            search_at = m.start() + 1
+        if labels is None:
+            # spans of labels written by earlier rules: nothing may be redacted in them
+            labels = [x.span() for x in _LABEL_RE.finditer(text)] if _LABEL_MARK in text else []
+        if start < copied or (labels and _overlaps(labels, start, end)):
             continue
-        pieces.append(text[pos:start])
+        pieces.append(text[copied:start])
         pieces.append(_label(kind))
-        pos = end
-        search_at = max(m.end(), end, m.start() + 1)
+        copied = end
+        resume = max(m.end(), end)
         counts[kind] += 1
     if not pieces:
         return text
-    pieces.append(text[pos:])
+    pieces.append(text[copied:])
     return "".join(pieces)
+
+
+def _ascii_lower(text: str) -> bytes:
+    # same length as `text` (one byte per code point), ASCII letters lowered
+    return text.encode("ascii", "replace").lower()
 
 
 def _redact_counts(text: str, counts: Counter) -> str:
     if not text:
         return text
-    lowered = text.lower()
+    low = _ascii_lower(text)
     for rule in _RULES:
-        if rule.hints and not any(h in lowered for h in rule.hints):
+        if rule.hints and not any(h in low for h in rule.hints):
             continue
-        text = _apply(rule, text, counts)
+        new = _apply(rule, text, low, counts)
+        if new is not text:
+            text = new
+            low = _ascii_lower(text)
     return text
 
 

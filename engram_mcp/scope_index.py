@@ -102,7 +102,15 @@ class ScopeIndex:
         self.hash_to_slot: dict[str, int] = {}
         self.slot_hash: dict[int, str] = {}
         self.superseded_by: dict[str, str] = {}  # old ulid -> newer ulid
-        self.missing_vectors = 0
+        self.without_vector: set[int] = set()  # live slots a reindex should embed
+
+    @property
+    def missing_vectors(self) -> int:
+        return len(self.without_vector)
+
+    @missing_vectors.setter
+    def missing_vectors(self, _value: int) -> None:
+        """Kept for callers that reset the count; the set above is the truth."""
 
     # -- writes -------------------------------------------------------------------
     def upsert(self, row: dict[str, Any], vector: np.ndarray | None = None) -> int:
@@ -136,8 +144,13 @@ class ScopeIndex:
         vec = vector if vector is not None else self._vector_of(row)
         if vec is not None:
             self.vectors.set(slot, vec)
+            self.without_vector.discard(slot)
         else:
             self.vectors.clear(slot)
+            if row.get("status") != "forgotten":
+                self.without_vector.add(slot)
+            else:
+                self.without_vector.discard(slot)
         return slot
 
     def _vector_of(self, row: dict[str, Any]) -> np.ndarray | None:
@@ -162,11 +175,11 @@ class ScopeIndex:
                 vecs.append(vec)
             elif row.get("status") != "forgotten":
                 missing += 1
+                self.without_vector.add(slot)
         if texts:
             self.bm25.set_many(np.array(text_slots, dtype=np.int64), texts)
         if vecs:
             self.vectors.set_many(np.array(vec_slots, dtype=np.int64), np.vstack(vecs).astype(np.float32))
-        self.missing_vectors = missing
         return missing
 
     def _upsert_columns(self, row: dict[str, Any]) -> int:
@@ -198,6 +211,7 @@ class ScopeIndex:
         self.vectors.clear(slot)
         self.bm25.clear(slot)
         self.cols.status_code[slot] = -1
+        self.without_vector.discard(slot)
         h = self.slot_hash.pop(slot, None)
         if h is not None and self.hash_to_slot.get(h) == slot:
             del self.hash_to_slot[h]

@@ -203,18 +203,18 @@ class _Validators:
 
     def check(self, tool: str, args: dict[str, Any]) -> dict[str, Any] | None:
         """The error envelope for the most relevant problem, or None when `args` is valid."""
-        problem = _guard(args)
-        if problem is not None:
-            return problem
+        # Schema first (its messages are the most useful; jsonschema only descends as deep
+        # as the schema, so deep input cannot exhaust the stack), then the generic limits.
         validator = self.load()[tool]
         errors = list(validator.iter_errors(args))
         if errors:
             err = max(errors, key=self._relevance)
             field, message = _describe(err, tool)
-            if len(errors) > 1:
-                message += f" ({len(errors) - 1} more problem{'s' if len(errors) > 2 else ''} in the arguments)"
+            others = sorted({_describe(e, tool)[0] for e in errors if e is not err} - {field})
+            if others:
+                message += f" (also invalid: {', '.join(others[:5])})"
             return _envelope("invalid_input", message, field=field)
-        return None
+        return _guard(args)
 
 
 def _describe(err: Any, tool: str) -> tuple[str, str]:
@@ -265,7 +265,7 @@ def _describe(err: Any, tool: str) -> tuple[str, str]:
 
 
 def _guard(args: Any) -> dict[str, Any] | None:
-    """Limits on size and nesting, checked before any (recursive) schema validation."""
+    """Limits on size and nesting for what the schemas leave open (metadata, string lengths)."""
     stack: list[tuple[Any, list[Any]]] = [(args, [])]
     while stack:
         value, parts = stack.pop()
@@ -308,9 +308,23 @@ def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
+def _compact(value: Any, top: bool = True) -> Any:
+    """Drop nulls everywhere and empty lists/objects below the top level (tokens are context)."""
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            v = _compact(v, False)
+            if v is None or (isinstance(v, (list, dict)) and not v and (not top or k in ("warnings", "redactions"))):
+                continue
+            out[k] = v
+        return out
+    if isinstance(value, list):
+        return [_compact(v, False) for v in value]
+    return value
+
+
 def _ok(result: Any) -> types.CallToolResult:
-    if isinstance(result, dict):
-        result = {k: v for k, v in result.items() if not (k in ("warnings", "redactions") and not v)}
+    result = _compact(result)
     return types.CallToolResult(content=[types.TextContent(type="text", text=_json(result))])
 
 

@@ -109,12 +109,12 @@ TOOLS: list[dict[str, Any]] = [
     {
         "name": "recall_memories",
         "description": (
-            "Search memories of all scopes, ranked by relevance, importance and recency. Excludes forgotten ones "
-            "unless include_forgotten. Results count as accessed."
+            "Search memories across scopes, ranked by relevance, importance and recency; forgotten ones only "
+            "with include_forgotten. Results count as accessed."
         ),
         "inputSchema": _obj(
             {
-                "query": _str(4000),
+                "query": _str(),
                 "scope": _one_or_many(SCOPES),
                 "type": _one_or_many(TYPES),
                 "strategy": _enum(["hybrid", "vector", "keyword", "graph"]),
@@ -132,8 +132,8 @@ TOOLS: list[dict[str, Any]] = [
     {
         "name": "search_knowledge_graph",
         "description": (
-            "Entities linked via related_entities: relationships up to depth hops and the memories mentioning "
-            "them. No entity: the most-mentioned entities."
+            "Entity graph from related_entities: relationships up to depth hops and the memories mentioning "
+            "them; without entity, the most-mentioned entities."
         ),
         "inputSchema": _obj(
             {
@@ -160,7 +160,7 @@ TOOLS: list[dict[str, Any]] = [
         "name": "update_memory",
         "description": (
             "Edit a memory: content (re-embedded), summary, importance, category, metadata, entity links, tags "
-            "(this is also the tagging tool). Previous versions are kept."
+            "(also the tagging tool). Previous versions are kept."
         ),
         "inputSchema": _obj(
             {
@@ -192,9 +192,9 @@ TOOLS: list[dict[str, Any]] = [
     {
         "name": "reflect_and_consolidate",
         "description": (
-            "Consolidate a scope (default: this session, else project): related episodes become semantic "
-            "summaries; duplicates and low-value memories are archived, not deleted; patterns are reported. "
-            "dry_run only returns the plan."
+            "Consolidate a scope (default: session, else project): related episodes become semantic summaries; "
+            "duplicates and low-value memories are archived, not deleted; patterns are reported. dry_run: plan "
+            "only."
         ),
         "inputSchema": _obj(
             {

@@ -278,5 +278,4 @@ def reindex(svc: "MemoryService", ctx: "RequestContext", *, scopes: tuple[str, .
                 done += len(chunk)
                 if progress:
                     progress(min(i + EMBED_BATCH, len(rows)), len(rows), f"reindex {scope}")
-            h.index.missing_vectors = max(0, h.index.missing_vectors - done)
     return {"reindexed": done, "failed": failed, "model": model}

@@ -129,6 +129,17 @@ def test_supersedes_an_unknown_memory_raises_and_stores_nothing(fake_service, ct
     assert _total(fake_service, ctx) == 0
 
 
+@pytest.mark.xfail(strict=True, reason="service.store returns from the dedup merge before handling `supersedes`: when the "
+                   "new content merges into a twin, the supersedes link is silently dropped (and an unknown id is not "
+                   "even checked)")
+def test_a_store_that_merges_still_records_what_it_supersedes(fake_service, ctx):
+    old = fake_service.store(ctx, content="The API listens on port 8080", type="semantic", scope="project")["memory_id"]
+    twin = fake_service.store(ctx, content="The API server listens on port 9090", type="semantic", scope="project")["memory_id"]
+    res = fake_service.store(ctx, content="The API server listens on port 9090", type="semantic", scope="project", supersedes=old)
+    assert res["action"] == "merged" and res["memory_id"] == twin
+    assert fake_service.get(ctx, twin)["links"] == [{"from": twin, "to": old, "relation": "supersedes"}]
+
+
 BAD_IDS = ["memory:x; DELETE memory", "x; DELETE memory", "memory:01ABC", "", "memory:⟨x⟩; REMOVE TABLE memory", None, 42,
            "memory:" + "0" * 25 + "'"]
 
@@ -300,7 +311,24 @@ def test_private_spans_are_never_stored(fake_service, ctx):
     assert fake_service.recall(ctx, query="hunter2-zzq hunter3-zzq", strategy="keyword")["memories"] == []
 
 
-def test_secrets_in_tags_are_redacted_too(fake_service, ctx):
-    res = fake_service.store(ctx, content="uploads use a token", type="semantic", scope="project", tags=[GH_TOKEN])
-    raw = _raw(fake_service, ctx, res["memory_id"])
-    assert GH_TOKEN.lower() not in repr(raw).lower()
+def test_secrets_in_tags_category_and_entity_names_are_redacted_too(fake_service, ctx):
+    res = fake_service.store(ctx, content="uploads use a token", type="semantic", scope="project", tags=[GH_TOKEN], category=GH_TOKEN,
+                             related_entities=[{"name": GH_TOKEN, "type": "credential"}])
+    mid = res["memory_id"]
+    fake_service.update(ctx, mid, tags={"add": [f"tok {GH_TOKEN}"]}, related_entities={"add": [{"name": f"t {GH_TOKEN}", "type": "x"}]})
+    dump = repr(_raw(fake_service, ctx, mid)) + repr(fake_service.get(ctx, mid, history=True))
+    dump += repr(fake_service.handle(ctx, "project").q("SELECT * FROM entity"))
+    assert GH_TOKEN.lower() not in dump.lower()
+
+
+@pytest.mark.xfail(strict=True, reason="service.update applies `category` without check_text or redaction (store does both): "
+                   "a secret in the category is stored in the clear, a non-string crashes with AttributeError, no length limit")
+def test_update_validates_and_redacts_the_category_like_store_does(fake_service, ctx):
+    mid = fake_service.store(ctx, content="uploads use a token", type="semantic", scope="project")["memory_id"]
+    with pytest.raises(InvalidInput) as err:
+        fake_service.update(ctx, mid, category=123)
+    assert err.value.field == "category"
+    with pytest.raises(InvalidInput):
+        fake_service.update(ctx, mid, category="c" * 65)
+    fake_service.update(ctx, mid, category=GH_TOKEN)
+    assert GH_TOKEN.lower() not in repr(_raw(fake_service, ctx, mid)).lower()

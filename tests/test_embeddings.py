@@ -1,0 +1,324 @@
+"""Embeddings: the built-in offline model, the failure messages, the fake for unit tests.
+
+Tests marked ``slow`` load the real int8 all-MiniLM-L6-v2 (0.2 s) or spawn processes. The real
+model is loaded once per module into a private cache directory.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engram_mcp import embeddings as emb
+from engram_mcp.embeddings import (
+    DEFAULT_DIM,
+    DEFAULT_MODEL,
+    EmbeddingsUnavailable,
+    Embedder,
+    FakeEmbedder,
+    FastEmbedEmbedder,
+    assemble_builtin_model,
+    make_embedder,
+)
+
+ASSEMBLY = "engram-all-MiniLM-L6-v2-int8"
+FILES = {"model.onnx", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "config.json"}
+
+
+@pytest.fixture
+def no_network(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """Make every DNS lookup and socket connect fail loudly; returns the list of attempts."""
+    attempts: list[object] = []
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        attempts.append(args)
+        raise OSError("network disabled by test")
+
+    monkeypatch.setattr(socket, "getaddrinfo", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
+    return attempts
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory: pytest.TempPathFactory) -> FastEmbedEmbedder:
+    e = FastEmbedEmbedder(cache_dir=str(tmp_path_factory.mktemp("models")))
+    e.load()
+    return e
+
+
+def cos(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.dot(a, b))
+
+
+# --------------------------------------------------------------------------- real model
+
+
+@pytest.mark.slow
+def test_the_builtin_model_assembles_and_loads_with_the_network_unplugged(tmp_path: Path, no_network: list[object]) -> None:
+    e = FastEmbedEmbedder(cache_dir=str(tmp_path))
+    assert not e.loaded and not (tmp_path / ASSEMBLY).exists()  # constructing is free
+    e.load()
+    assert e.loaded
+    assert no_network == []  # not even attempted
+    assert {p.name for p in (tmp_path / ASSEMBLY).iterdir()} == FILES
+    v = e.embed_query("offline works")
+    assert v.shape == (DEFAULT_DIM,)
+
+
+@pytest.mark.slow
+def test_the_builtin_model_gives_384_dim_float32_unit_vectors(model: FastEmbedEmbedder) -> None:
+    assert isinstance(model, Embedder)
+    assert (model.model_name, model.dim) == (DEFAULT_MODEL, 384)
+    q = model.embed_query("Caroline went to the LGBTQ support group yesterday")
+    assert q.dtype == np.float32 and q.shape == (384,)
+    assert abs(float(np.linalg.norm(q)) - 1.0) < 1e-5
+    d = model.embed_documents(["one", "two words", "a third, longer sentence"])
+    assert d.dtype == np.float32 and d.shape == (3, 384)
+    np.testing.assert_allclose(np.linalg.norm(d, axis=1), 1.0, atol=1e-5)
+
+
+# Measured with the int8 model: 0.866, 0.919, 0.822 for the similar pairs; -0.081, -0.048, 0.020
+# for the unrelated ones.
+SIMILAR = [
+    ("I went hiking in the mountains last weekend", "Last Saturday I took a hike up a mountain trail"),
+    ("Caroline is attending a LGBTQ support group on Tuesday", "Caroline goes to an LGBTQ support meeting every week"),
+    ("What is the capital of France?", "Paris is the capital city of France"),
+]
+UNRELATED = [
+    ("I went hiking in the mountains last weekend", "The quarterly tax report is due to the accountant"),
+    ("My dog loves playing fetch in the park", "Compile the kernel with the new GCC flags"),
+    ("She painted a sunset over the lake", "The database index needs rebuilding"),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("a", "b"), SIMILAR)
+def test_paraphrases_score_above_0_6(model: FastEmbedEmbedder, a: str, b: str) -> None:
+    assert cos(model.embed_query(a), model.embed_query(b)) > 0.6
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("a", "b"), UNRELATED)
+def test_unrelated_sentences_score_below_0_3(model: FastEmbedEmbedder, a: str, b: str) -> None:
+    assert cos(model.embed_query(a), model.embed_query(b)) < 0.3
+
+
+@pytest.mark.slow
+def test_embed_documents_keeps_input_order_for_mixed_lengths_and_matches_embed_query(model: FastEmbedEmbedder) -> None:
+    texts = [
+        "A much longer sentence about going camping with the kids near the lake, roasting marshmallows "
+        "and telling stories until late at night while the stars came out one by one.",
+        "ok",
+        "Melanie signed up for a pottery class.",
+        "",
+        "Tuesday",
+        "We talked about adoption agencies and what the interviews are like.",
+    ] * 12  # 72 texts: more than one batch of 64, so sorting crosses batches
+    docs = model.embed_documents(texts)
+    unsorted = model.embed_documents(texts, sort_by_length=False)
+    assert docs.shape == (len(texts), 384)
+    for i, t in enumerate(texts[:6]):
+        q = model.embed_query(t)
+        np.testing.assert_allclose(docs[i], q, atol=1e-4)
+        np.testing.assert_allclose(docs[i + 6 * 11], q, atol=1e-4)
+    np.testing.assert_allclose(docs, unsorted, atol=1e-4)
+
+
+@pytest.mark.slow
+def test_an_empty_string_embeds_to_a_unit_vector_and_an_empty_list_to_zero_rows(model: FastEmbedEmbedder) -> None:
+    v = model.embed_query("")
+    assert v.shape == (384,) and abs(float(np.linalg.norm(v)) - 1.0) < 1e-5
+    assert model.embed_documents([]).shape == (0, 384)
+    assert model.embed_documents([""]).shape == (1, 384)
+
+
+@pytest.mark.slow
+def test_concurrent_first_use_from_four_threads_loads_the_model_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[dict[str, object]] = []
+    real_open = emb._open_text_embedding
+
+    def counting_open(**kwargs: object) -> object:
+        calls.append(kwargs)
+        time.sleep(0.2)  # widen the race window
+        return real_open(**kwargs)
+
+    monkeypatch.setattr(emb, "_open_text_embedding", counting_open)
+    e = FastEmbedEmbedder(cache_dir=str(tmp_path))
+    barrier = threading.Barrier(4)
+    results: list[np.ndarray] = [np.empty(0)] * 4
+    errors: list[BaseException] = []
+
+    def worker(i: int) -> None:
+        try:
+            barrier.wait()
+            results[i] = e.embed_query("the same question from four threads")
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors
+    assert len(calls) == 1
+    for r in results[1:]:
+        np.testing.assert_allclose(r, results[0], atol=1e-6)
+
+
+@pytest.mark.slow
+def test_concurrent_processes_assemble_one_valid_model_directory(tmp_path: Path) -> None:
+    code = (
+        "import sys; from engram_mcp.embeddings import assemble_builtin_model as a; "
+        "print(a(sys.argv[1]))"
+    )
+    root = Path(__file__).resolve().parents[1]
+    procs = [
+        subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], cwd=root, stdout=subprocess.PIPE, text=True)
+        for _ in range(4)
+    ]
+    outs = [p.communicate(timeout=60)[0].strip() for p in procs]
+    assert [p.returncode for p in procs] == [0] * 4
+    assert set(outs) == {str(tmp_path / ASSEMBLY)}
+    assert [p.name for p in tmp_path.iterdir()] == [ASSEMBLY]  # no temp or stale dirs left
+    assert {p.name for p in (tmp_path / ASSEMBLY).iterdir()} == FILES
+
+
+def test_a_broken_assembly_is_rebuilt(tmp_path: Path) -> None:
+    target = assemble_builtin_model(tmp_path)
+    (target / "model.onnx").unlink()
+    (target / "model.onnx").write_bytes(b"truncated")
+    assert assemble_builtin_model(tmp_path) == target
+    assert (target / "model.onnx").stat().st_size > 20_000_000
+    assert sorted(p.name for p in tmp_path.iterdir()) == [ASSEMBLY]
+
+
+# --------------------------------------------------------------------------- failures
+
+
+def test_a_missing_model_path_raises_embeddings_unavailable_naming_the_path_and_next_step(tmp_path: Path) -> None:
+    bad = tmp_path / "nope"
+    e = FastEmbedEmbedder(model_path=str(bad), cache_dir=str(tmp_path))
+    with pytest.raises(EmbeddingsUnavailable) as info:
+        e.embed_query("x")
+    msg = str(info.value)
+    assert str(bad) in msg and "does not exist" in msg and "engram doctor" in msg
+    assert not e.loaded
+
+
+def test_a_model_path_with_a_corrupt_onnx_file_raises_embeddings_unavailable(tmp_path: Path) -> None:
+    d = tmp_path / "broken"
+    d.mkdir()
+    for f in FILES - {"model.onnx"}:
+        (d / f).write_bytes((emb._VENDORED_DIR / f).read_bytes())
+    (d / "model.onnx").write_bytes(b"not an onnx model")
+    with pytest.raises(EmbeddingsUnavailable, match="engram doctor"):
+        FastEmbedEmbedder(model_path=str(d), cache_dir=str(tmp_path)).load()
+
+
+def test_a_model_path_without_tokenizer_files_says_which_are_missing(tmp_path: Path) -> None:
+    (tmp_path / "model.onnx").write_bytes(b"x")
+    with pytest.raises(EmbeddingsUnavailable, match="tokenizer.json"):
+        FastEmbedEmbedder(model_path=str(tmp_path), cache_dir=str(tmp_path)).load()
+
+
+@pytest.mark.timeout(60)
+def test_a_model_name_fastembed_does_not_know_fails_at_once(tmp_path: Path, no_network: list[object]) -> None:
+    e = make_embedder("no-such-org/no-such-model", cache_dir=str(tmp_path))
+    t = time.monotonic()
+    with pytest.raises(EmbeddingsUnavailable, match="Unknown embedding model") as info:
+        e.embed_query("x")
+    assert time.monotonic() - t < 5
+    assert DEFAULT_MODEL in str(info.value)
+
+
+@pytest.mark.timeout(60)
+def test_a_registry_model_not_in_the_cache_fails_quickly_when_offline(
+    tmp_path: Path, no_network: list[object], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Unbounded, fastembed retries with 3/9/27 s sleeps (~40 s measured) before giving up.
+    for var in ("HF_HUB_OFFLINE", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(var, raising=False)
+    e = make_embedder("BAAI/bge-small-en-v1.5", cache_dir=str(tmp_path))
+    assert e.dim == 384  # known from fastembed's registry without loading
+    t = time.monotonic()
+    with pytest.raises(EmbeddingsUnavailable, match="unreachable") as info:
+        e.load()
+    assert time.monotonic() - t < 10
+    assert DEFAULT_MODEL in str(info.value) and not e.loaded
+
+
+def test_the_hub_probe_gives_up_on_a_hanging_dns_lookup(monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setattr(socket, "create_connection", lambda *a, **k: time.sleep(30))
+    t = time.monotonic()
+    assert emb._hub_reachable(timeout=0.3) is False
+    assert time.monotonic() - t < 2
+
+
+# --------------------------------------------------------------------------- factory
+
+
+def test_make_embedder_is_lazy_and_defaults_the_cache_under_the_claude_dir(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(emb.FAKE_ENV, raising=False)
+    e = make_embedder(DEFAULT_MODEL)
+    assert isinstance(e, FastEmbedEmbedder) and not e.loaded
+    assert (e.model_name, e.dim) == (DEFAULT_MODEL, 384)
+    assert e.cache_dir == os.path.expanduser("~/.claude/engram/models")
+
+
+def test_make_embedder_returns_the_fake_by_name_or_when_the_test_env_var_is_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(emb.FAKE_ENV, raising=False)
+    assert isinstance(make_embedder("fake-hash-384"), FakeEmbedder)
+    monkeypatch.setenv(emb.FAKE_ENV, "1")
+    fake = make_embedder(DEFAULT_MODEL)
+    assert isinstance(fake, FakeEmbedder) and fake.model_name == "fake-hash-384" and fake.dim == 384
+
+
+# --------------------------------------------------------------------------- fake
+
+
+def test_the_fake_embedder_is_deterministic_across_instances() -> None:
+    a, b = FakeEmbedder(), FakeEmbedder()
+    t = "Melanie ran a charity race for mental health"
+    np.testing.assert_array_equal(a.embed_query(t), b.embed_query(t))
+    np.testing.assert_array_equal(a.embed_documents([t, "x"])[0], a.embed_query(t))
+
+
+def test_the_fake_embedder_gives_the_same_vector_in_another_process() -> None:
+    code = "from engram_mcp.embeddings import FakeEmbedder; print(FakeEmbedder().embed_query('hello world').tobytes().hex())"
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONHASHSEED": "12345"}
+    out = subprocess.run([sys.executable, "-c", code], cwd=root, env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == FakeEmbedder().embed_query("hello world").tobytes().hex()
+
+
+def test_the_fake_embedder_makes_texts_sharing_words_similar_and_others_not() -> None:
+    f = FakeEmbedder()
+    base = f.embed_query("Caroline went to the support group meeting")
+    near = f.embed_query("caroline attends support group meetings")
+    far = f.embed_query("compile the kernel with new flags")
+    assert cos(base, base) == pytest.approx(1.0, abs=1e-6)
+    assert cos(base, near) > 0.5
+    assert cos(base, far) < 0.3
+    assert cos(base, near) > cos(base, far) + 0.3
+
+
+def test_the_fake_embedder_returns_unit_float32_vectors_of_its_dim() -> None:
+    f = FakeEmbedder(dim=64, model_name="fake-64")
+    d = f.embed_documents(["a b c", "", "!!!"])
+    assert d.dtype == np.float32 and d.shape == (3, 64)
+    np.testing.assert_allclose(np.linalg.norm(d, axis=1), 1.0, atol=1e-6)
+    assert f.embed_documents([]).shape == (0, 64)
+    assert isinstance(f, Embedder)

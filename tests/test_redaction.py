@@ -1,0 +1,443 @@
+"""Tests for engram_mcp.redaction: secrets must never be stored in clear."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from collections import Counter
+from dataclasses import FrozenInstanceError
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from engram_mcp.redaction import (
+    SECRET_KINDS,
+    Finding,
+    RedactionResult,
+    redact,
+    redact_obj,
+    sanitize,
+    strip_private,
+)
+
+DATA = Path(__file__).parent / "data"
+
+
+def _load(name: str) -> list[dict]:
+    with open(DATA / name, encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+CORPUS = _load("secrets_corpus.jsonl")
+NEGATIVES = _load("not_secrets.jsonl")
+LABEL = re.compile(r"\[REDACTED:([a-z0-9-]+)\]")
+
+
+def _corpus_id(i_entry: tuple[int, dict]) -> str:
+    i, entry = i_entry
+    return f"{i:02d}-{entry['kind']}"
+
+
+def _pieces(secret: str) -> list[str]:
+    """Long fragments of a secret (PEM lines, escaped-newline JSON chunks)."""
+    return [p for p in re.split(r"\s+|\\n", secret) if len(p) >= 12]
+
+
+# ---------------------------------------------------------------------------
+# corpus shape
+# ---------------------------------------------------------------------------
+
+
+def test_corpus_is_large_and_covers_every_kind():
+    assert len(CORPUS) >= 60
+    kinds = Counter(entry["kind"] for entry in CORPUS)
+    assert set(kinds) <= set(SECRET_KINDS)
+    missing = [k for k in SECRET_KINDS if kinds[k] < 2]
+    assert not missing, f"kinds with fewer than 2 corpus lines: {missing}"
+    for entry in CORPUS:
+        assert set(entry) == {"kind", "secret", "context"}
+        assert entry["secret"] in entry["context"]
+
+
+def test_negative_corpus_is_large():
+    assert len(NEGATIVES) >= 30
+
+
+def test_secret_kinds_are_unique_kebab_case():
+    assert isinstance(SECRET_KINDS, tuple)
+    assert len(set(SECRET_KINDS)) == len(SECRET_KINDS)
+    for kind in SECRET_KINDS:
+        assert re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", kind), kind
+
+
+# ---------------------------------------------------------------------------
+# positive corpus
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("entry", CORPUS, ids=[_corpus_id(x) for x in enumerate(CORPUS)])
+def test_corpus_secret_is_redacted(entry):
+    result = sanitize(entry["context"])
+    out = result.text
+    assert entry["secret"] not in out
+    for piece in _pieces(entry["secret"]):
+        assert piece not in out, f"fragment of the secret survived: {piece!r}"
+    assert f"[REDACTED:{entry['kind']}]" in out
+    assert result.redacted
+    assert entry["kind"] in {f.kind for f in result.findings}
+    # every label in the output is a known kind and never nested
+    assert set(LABEL.findall(out)) <= set(SECRET_KINDS)
+    assert "[REDACTED:[REDACTED" not in out
+    # the findings count exactly the labels written
+    assert sum(f.count for f in result.findings) == len(LABEL.findall(out))
+
+
+@pytest.mark.parametrize("entry", CORPUS, ids=[_corpus_id(x) for x in enumerate(CORPUS)])
+def test_corpus_is_idempotent(entry):
+    once = sanitize(entry["context"]).text
+    twice = sanitize(once)
+    assert twice.text == once
+    assert not twice.redacted
+
+
+@pytest.mark.parametrize("entry", CORPUS[:20], ids=[_corpus_id(x) for x in enumerate(CORPUS[:20])])
+def test_redact_equals_sanitize_without_private_tags(entry):
+    assert redact(entry["context"]) == sanitize(entry["context"])
+
+
+# ---------------------------------------------------------------------------
+# negative corpus and placeholders
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text", [e["text"] for e in NEGATIVES])
+def test_not_secrets_unchanged(text):
+    result = sanitize(text)
+    assert result.text == text
+    assert not result.redacted
+    assert result.findings == ()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "password=<your-password>",
+        "token=${TOKEN}",
+        "api_key=$API_KEY",
+        "API_KEY=xxx",
+        "SECRET=****",
+        "password: \"\"",
+        "password: null",
+        "password = None",
+        "token: ${{ secrets.NPM_TOKEN }}",
+        "db_password: \"{{ vault_db_password }}\"",
+        "export GITHUB_TOKEN=$(gh auth token)",
+        "print(\"token=%s\" % token)",
+        "url = f\"https://x/?access_token={token}\"",
+        "API_TOKEN=your_token_here",
+        "password: [hidden]",
+        "mysql -u root -p app_db",
+        "curl -u \"$USER:$PASS\" https://example.com",
+        "git commit -m 'remove hard-coded password'",
+        "UUID: 123e4567-e89b-12d3-a456-426614174000",
+        "token_count = 5",
+        "if password is None:",
+    ],
+)
+def test_placeholders_and_code_unchanged(text):
+    assert sanitize(text).text == text
+
+
+def test_changeme_is_redacted_by_design():
+    # documented choice: weak real-world passwords are redacted, not treated as placeholders
+    assert sanitize("ADMIN_PASSWORD=changeme").text == "ADMIN_PASSWORD=[REDACTED:password-assignment]"
+
+
+# ---------------------------------------------------------------------------
+# precise output shapes
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        (
+            "postgres://admin:hunter2@db:5432/x",
+            "postgres://admin:[REDACTED:url-credentials]@db:5432/x",
+        ),
+        ("redis://:p@ss@cache:6379/0", "redis://:[REDACTED:url-credentials]@cache:6379/0"),
+        ("DB_PASSWORD=Tr0ub4dor&3", "DB_PASSWORD=[REDACTED:password-assignment]"),
+        ('"password": "hunter2"', '"password": "[REDACTED:password-assignment]"'),
+        ("password: hunter22", "password: [REDACTED:password-assignment]"),
+        ("--password hunter22", "--password [REDACTED:password-assignment]"),
+        ("--password=hunter22", "--password=[REDACTED:password-assignment]"),
+        ("mysql -uroot -p'hunter22' db", "mysql -uroot -p'[REDACTED:password-assignment]' db"),
+        ("mysql -uroot -phunter22 db", "mysql -uroot -p[REDACTED:password-assignment] db"),
+        (
+            "Server=db;User Id=sa;Password=Pa55;word!;Encrypt=true",
+            "Server=db;User Id=sa;Password=[REDACTED:password-assignment];Encrypt=true",
+        ),
+        (
+            "GET /cb?code=1&access_token=abcd1234efgh&state=2",
+            "GET /cb?code=1&access_token=[REDACTED:password-assignment]&state=2",
+        ),
+        (
+            "Authorization: Bearer abcdefghijklmnop1234",
+            "Authorization: Bearer [REDACTED:bearer-token]",
+        ),
+        (
+            "Authorization: Basic YWRtaW46aHVudGVyMg==",
+            "Authorization: Basic [REDACTED:bearer-token]",
+        ),
+    ],
+)
+def test_exact_redaction(text, expected):
+    assert sanitize(text).text == expected
+
+
+def test_specific_kind_wins_over_generic():
+    gh = "ghp_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5"
+    out = sanitize(f"GITHUB_TOKEN={gh}\npassword={gh}")
+    assert out.text == "GITHUB_TOKEN=[REDACTED:github-token]\npassword=[REDACTED:github-token]"
+    assert out.findings == (Finding("github-token", 2),)
+
+    ant = "sk-ant-api03-" + "Zx8Qp2LmN4vB7rT1yU6wE3sA" * 4
+    assert sanitize(f"OPENAI_API_KEY={ant}").text == "OPENAI_API_KEY=[REDACTED:anthropic-key]"
+
+
+def test_jwt_inside_bearer_is_not_double_wrapped():
+    jwt = (
+        "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9."
+        "eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkRldiJ9."
+        "c2lnbmF0dXJlLWJ5dGVzLWFyZS1oZXJlLTEyMzQ1Ng"
+    )
+    out = sanitize(f"Authorization: Bearer {jwt}")
+    assert out.text == "Authorization: Bearer [REDACTED:jwt]"
+    assert out.findings == (Finding("jwt", 1),)
+
+
+def test_private_key_whole_block_is_redacted():
+    body = "\n".join(["MIIEowIBAAKCAQEA7bq3x9k2Zp4T1uVwYc8nHq5R6sLmN0dFgJhKiOpQrStUvWx"] * 10)
+    block = f"-----BEGIN RSA PRIVATE KEY-----\n{body}\n-----END RSA PRIVATE KEY-----"
+    out = sanitize(f"before\n{block}\nafter").text
+    assert out == "before\n[REDACTED:private-key]\nafter"
+
+
+def test_truncated_private_key_is_redacted():
+    lines = ["MIIEowIBAAKCAQEA7bq3x9k2Zp4T1uVwYc8nHq5R6sLmN0dFgJhKiOpQrStUvWx"] * 5
+    text = "-----BEGIN OPENSSH PRIVATE KEY-----\n" + "\n".join(lines) + "\n... [output truncated]"
+    out = sanitize(text).text
+    assert "MIIEow" not in out
+    assert out.startswith("[REDACTED:private-key]")
+    assert "[output truncated]" in out
+
+
+def test_certificate_and_pem_markers_in_code_are_kept():
+    code = 'if pem.startswith("-----BEGIN PRIVATE KEY-----"):\n    kind = "pkcs8"'
+    assert sanitize(code).text == code
+
+
+# ---------------------------------------------------------------------------
+# <private> spans
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("a <private>secret</private> b", "a [private] b"),
+        ("a <PRIVATE>x</Private> b", "a [private] b"),
+        ("a <private>line1\nline2\n</private>\nb", "a [private]\nb"),
+        ("a <private>x <private>y</private> z</private> b", "a [private] b"),
+        ("a <private>x</private> b <private>y</private> c", "a [private] b [private] c"),
+        ("a <private>never closed\nmore", "a [private]"),
+        ("a <private reason='pii'>x</private> b", "a [private] b"),
+        ("a </private> b", "a </private> b"),
+        ("no tags here", "no tags here"),
+        ("", ""),
+    ],
+)
+def test_strip_private(text, expected):
+    assert strip_private(text) == expected
+
+
+def test_sanitize_strips_private_before_redacting():
+    text = "note <private>password=hunter22 ghp_" + "a" * 36 + "</private> done"
+    result = sanitize(text)
+    assert result.text == "note [private] done"
+    assert not result.redacted  # nothing left to redact once the span is gone
+
+
+def test_nested_private_text_never_leaks():
+    text = "<private>outer <private>inner</private> still-private</private>visible"
+    out = strip_private(text)
+    assert "inner" not in out and "still-private" not in out and "outer" not in out
+    assert out == "[private]visible"
+
+
+# ---------------------------------------------------------------------------
+# redact_obj
+# ---------------------------------------------------------------------------
+
+
+def test_redact_obj_walks_nested_structures():
+    aws = "AKIA" + "QWERTYUIOPASDFGH"
+    obj = {
+        "tool": "Bash",
+        "exit_code": 1,
+        "ok": False,
+        "ratio": 0.5,
+        "nothing": None,
+        "input": {"command": f"export AWS_ACCESS_KEY_ID={aws}", "cwd": "/home/dev"},
+        "lines": ["fine", "postgres://u:hunter2@db/x", ("tuple", "<private>hidden</private>")],
+        "password": "hunter22",
+        "headers": {"Authorization": "Bearer abcdefghij0123456789"},
+        "token_count": 12,
+        "nested": [[{"client_secret": "s3cr3t-value"}]],
+    }
+    original = copy.deepcopy(obj)
+    new, findings = redact_obj(obj)
+    assert obj == original  # input not mutated
+    assert new["tool"] == "Bash" and new["exit_code"] == 1 and new["ok"] is False
+    assert new["ratio"] == 0.5 and new["nothing"] is None and new["token_count"] == 12
+    assert new["input"]["command"] == "export AWS_ACCESS_KEY_ID=[REDACTED:aws-access-key]"
+    assert new["input"]["cwd"] == "/home/dev"
+    assert new["lines"][0] == "fine"
+    assert new["lines"][1] == "postgres://u:[REDACTED:url-credentials]@db/x"
+    assert new["lines"][2] == ("tuple", "[private]")
+    assert new["password"] == "[REDACTED:password-assignment]"
+    assert new["headers"]["Authorization"] == "Bearer [REDACTED:bearer-token]"
+    assert new["nested"][0][0]["client_secret"] == "[REDACTED:password-assignment]"
+    counts = {f.kind: f.count for f in findings}
+    assert counts == {
+        "aws-access-key": 1,
+        "url-credentials": 1,
+        "bearer-token": 1,
+        "password-assignment": 2,
+    }
+    # findings follow SECRET_KINDS order
+    assert [f.kind for f in findings] == sorted(counts, key=SECRET_KINDS.index)
+
+
+def test_redact_obj_key_context_respects_placeholders_and_code():
+    obj = {"password": "${DB_PASSWORD}", "token": "", "api_key": "xxx", "secret": "os.environ.get('S')"}
+    new, findings = redact_obj(obj)
+    assert new == obj
+    assert findings == ()
+
+
+def test_redact_obj_scalars_and_strings():
+    assert redact_obj(5) == (5, ())
+    assert redact_obj(None) == (None, ())
+    new, findings = redact_obj("token=abcd1234")
+    assert new == "token=[REDACTED:password-assignment]"
+    assert findings == (Finding("password-assignment", 1),)
+
+
+def test_redact_obj_sanitizes_dict_keys():
+    key = "postgres://u:hunter2@db/x"
+    new, findings = redact_obj({key: 1})
+    assert new == {"postgres://u:[REDACTED:url-credentials]@db/x": 1}
+    assert findings == (Finding("url-credentials", 1),)
+
+
+# ---------------------------------------------------------------------------
+# result types
+# ---------------------------------------------------------------------------
+
+
+def test_result_types_are_frozen():
+    result = sanitize("token=abcd1234")
+    assert isinstance(result, RedactionResult)
+    assert result.redacted
+    with pytest.raises(FrozenInstanceError):
+        result.text = "x"  # type: ignore[misc]
+    with pytest.raises(FrozenInstanceError):
+        result.findings[0].count = 3  # type: ignore[misc]
+    clean = sanitize("nothing to see")
+    assert not clean.redacted and clean.findings == ()
+
+
+def test_counts_aggregate_per_kind():
+    text = "\n".join(f"password{i}=hunter2{i}xx" for i in range(5))
+    result = sanitize(text)
+    assert result.findings == (Finding("password-assignment", 5),)
+
+
+def test_non_str_input_raises_type_error():
+    with pytest.raises(TypeError):
+        sanitize(b"bytes")  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------------------
+# properties
+# ---------------------------------------------------------------------------
+
+_FRAGMENTS = [
+    "password", "=", ":", " ", "\n", '"', "'", "<private>", "</private>", "://", "@", "AKIA",
+    "Bearer ", "Authorization: ", "-----BEGIN RSA PRIVATE KEY-----", "-----END RSA PRIVATE KEY-----",
+    "eyJ", ".", "token", "secret", "key", "_", "-", "sk-", "sk-ant-", "ghp_", "xoxb-", "glpat-",
+    "npm_", "pypi-AgE", "SG.", "SK", "AIza", "--password ", "mysql -p", "curl -u ", "sshpass -p ",
+    "login a password ", "[REDACTED:jwt]", "[private]", "${X}", "$", "<", ">", "abcdEFGH1234ijkl",
+    "0123456789abcdef", "Zx8Qp2LmN4vB7rT1yU6wE3sA", "\\n", ";", "&", ",", "(", ")", "[", "]", "#",
+    "AccountKey=", '"private_key": "', "hooks.slack.com/services/", "https://", "?sig=", "_authToken=",
+    "<password>", "</password>",
+]
+_structured_text = st.lists(
+    st.one_of(
+        st.sampled_from(_FRAGMENTS),
+        st.text(max_size=12),
+        st.text(alphabet="abcXYZ019+/=-_", min_size=1, max_size=40),
+    ),
+    max_size=40,
+).map("".join)
+_any_text = st.one_of(st.text(max_size=2000), _structured_text)
+
+
+def _growth_ok(before: str, after: str) -> bool:
+    # every redaction consumes at least one character of input plus its context and
+    # writes one bounded label, so output stays linear in the input size
+    return len(after) <= 5 * len(before) + 64
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_any_text)
+def test_sanitize_never_raises_and_is_bounded(text):
+    result = sanitize(text)
+    assert isinstance(result.text, str)
+    assert _growth_ok(text, result.text)
+    assert "[REDACTED:[REDACTED" not in result.text
+    assert all(f.count > 0 and f.kind in SECRET_KINDS for f in result.findings)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_any_text)
+def test_sanitize_is_idempotent(text):
+    once = sanitize(text).text
+    assert sanitize(once).text == once
+
+
+_ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+_GENERATED = {
+    "aws-access-key": st.text(alphabet="ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789", min_size=16, max_size=16).map(
+        lambda s: "AKIA" + s
+    ),
+    "github-token": st.text(alphabet=_ALNUM, min_size=36, max_size=36).map(lambda s: "ghp_" + s),
+    "npm-token": st.text(alphabet=_ALNUM, min_size=36, max_size=36).map(lambda s: "npm_" + s),
+    "twilio-key": st.text(alphabet="0123456789abcdef", min_size=32, max_size=32).map(lambda s: "SK" + s),
+    "google-api-key": st.text(alphabet=_ALNUM + "-_", min_size=35, max_size=35).map(lambda s: "AIza" + s),
+    "stripe-key": st.text(alphabet=_ALNUM, min_size=24, max_size=40).map(lambda s: "sk_live_" + s),
+}
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(sorted(_GENERATED)).flatmap(lambda k: st.tuples(st.just(k), _GENERATED[k])),
+       st.sampled_from(["{s}", "value: {s}\n", "X={s}", '"{s}"', "curl -H 'x: {s}' https://a", "({s})"]))
+def test_generated_fixed_format_secrets_are_redacted(kind_secret, template):
+    kind, secret = kind_secret
+    out = sanitize(template.format(s=secret)).text
+    assert secret not in out
+    assert f"[REDACTED:{kind}]" in out
