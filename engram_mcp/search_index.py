@@ -269,7 +269,8 @@ class SlotAllocator:
 
     @property
     def live_mask(self) -> np.ndarray:
-        """Read-only view, one bool per slot ever allocated (length == ``size``)."""
+        """Read-only view, one bool per slot ever allocated (length == ``size``). Being a view,
+        it follows later releases; copy it to keep a snapshot."""
         view = self._live[: len(self._keys)]
         view.flags.writeable = False
         return view

@@ -5,8 +5,20 @@ surface"): short descriptions that say what a tool does and does not do, and inp
 schemas that are also the validation contract (`server.py` validates every call against
 exactly these dicts with JSON Schema Draft 2020-12 before anything reaches the daemon).
 `additionalProperties: false` everywhere except `update_memory.metadata`, which is an
-arbitrary key/value patch by design. Limits mirror `records.py` (content 20,000
-characters, summary 500, 32 tags of 64 characters, 32 entities of 200 characters).
+arbitrary key/value patch by design.
+
+Every schema costs context tokens (the whole `tools/list` must stay <= 2,000, measured by
+tests/test_mcp_server.py into bench/results/tools_list_tokens.json), so schemas state only
+the limits the model benefits from knowing (content 20,000 characters, summary 500, the
+ranges of numbers). The server adds generic bounds (strings <= 20,000 characters, arrays
+<= 100 entries, nesting <= 8 levels) and the daemon enforces the precise ones of
+`records.py` (32 tags of 64 characters, 32 entities, ...), all with the same error envelope.
+
+Annotations: recall, graph search, context and status are marked read-only although a
+recall strengthens what it returns (access count, last access): bookkeeping, not a change
+to what is remembered. forget (undoable) and update (history kept) are marked destructive
+because they change what recall shows; forget and promote are idempotent, update is not
+(every call that names a change writes a new version).
 
 Standard library only: imported by the MCP server at start-up.
 """
@@ -175,7 +187,7 @@ TOOLS: list[dict[str, Any]] = [
             },
             ["memory_id"],
         ),
-        "annotations": _annotations("Update memory", read_only=False, destructive=True, idempotent=True),
+        "annotations": _annotations("Update memory", read_only=False, destructive=True),
     },
     {
         "name": "promote_memory",
@@ -239,7 +251,7 @@ SCHEMAS: dict[str, dict[str, Any]] = {t["name"]: t["inputSchema"] for t in TOOLS
 
 
 def tools_list_payload() -> dict[str, Any]:
-    """The `tools/list` result exactly as it goes over the wire (camelCase keys)."""
+    """The `tools/list` tools as they go over the wire (camelCase keys; the SDK adds ttlMs etc.)."""
     return {"tools": TOOLS}
 
 

@@ -143,6 +143,16 @@ def test_an_empty_string_embeds_to_a_unit_vector_and_an_empty_list_to_zero_rows(
 
 
 @pytest.mark.slow
+def test_text_past_256_word_pieces_does_not_change_the_vector(model: FastEmbedEmbedder) -> None:
+    # Truncated where sentence-transformers truncates this model; 512 cost twice the time.
+    long = " ".join(["Caroline talked about the adoption agency interview and her painting class"] * 30)
+    assert len(long.split()) > 256
+    a = model.embed_query(long)
+    b = model.embed_query(long + " and then something completely different about tax returns")
+    np.testing.assert_allclose(a, b, atol=1e-5)
+
+
+@pytest.mark.slow
 def test_concurrent_first_use_from_four_threads_loads_the_model_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[dict[str, object]] = []
     real_open = emb._open_text_embedding
