@@ -24,7 +24,8 @@ Temporary stores, the import JSONL and the --quick subset of the data live in a 
 is deleted at exit. Outputs hold ids and metrics only.
 
 Run:  .venv/bin/python bench/locomo_bench.py [--quick] [--out DIR] [--data DIR] [--no-investigate]
-Out:  bench/results/<UTC>/locomo/{<run>.jsonl, locomo.json, locomo.md, locomo.png, variants/}
+Out:  bench/results/<UTC>/locomo/{<run>.jsonl + .eval.{json,txt}, locomo.json, locomo.md, locomo.png,
+      variants/<variant>.eval.{json,txt}}
 """
 
 from __future__ import annotations
@@ -186,6 +187,25 @@ def ingest_store(svc: MemoryService, ctx: RequestContext, turns: list[dict]) -> 
     return id2dia
 
 
+def probe_latency(svc: MemoryService, ctx: RequestContext, questions: list[dict]) -> dict[str, Any]:
+    """Split recall time: query embedding alone, keyword recall (no embedding) at limit 10 and 50,
+    hybrid at limit 10 and 50. Interleaved per question so machine load hits every probe alike."""
+    use_config(svc, ctx.project_root, {})
+    t: dict[str, list[float]] = {k: [] for k in ("embed_query", "keyword_limit10", "keyword_limit50", "hybrid_limit10", "hybrid_limit50")}
+    for q in questions:
+        for key, fn in (
+            ("embed_query", lambda: svc.embed_query(q["question"])),
+            ("keyword_limit10", lambda: svc.recall(ctx, query=q["question"], limit=10, strategy="keyword", strengthen=False)),
+            ("keyword_limit50", lambda: svc.recall(ctx, query=q["question"], limit=50, strategy="keyword", strengthen=False)),
+            ("hybrid_limit10", lambda: svc.recall(ctx, query=q["question"], limit=10, strategy="hybrid", strengthen=False)),
+            ("hybrid_limit50", lambda: svc.recall(ctx, query=q["question"], limit=50, strategy="hybrid", strengthen=False)),
+        ):
+            s = time.perf_counter()
+            fn()
+            t[key].append(time.perf_counter() - s)
+    return {k: latency_summary(v) for k, v in t.items()}
+
+
 def ask(svc: MemoryService, ctx: RequestContext, questions: list[dict], strategy: str, id2dia: dict[str, str]) -> tuple[dict[str, list[str]], list[float], list[float]]:
     ranked, wall, reported = {}, [], []
     for q in questions:
@@ -338,7 +358,9 @@ class ConvSignals:
 SIM_CHECKS = {"sim-hybrid (engram today)": "hybrid", "sim-rrf (engram today)": "hybrid-rrf"}
 
 
-def simulate(signals: list[tuple[dict, ConvSignals]], out_dir: Path, data_file: Path, eval_script: Path, real: dict[str, dict[str, list[str]]]) -> dict[str, Any]:
+def simulate(signals: list[tuple[dict, ConvSignals]], out_dir: Path, data_file: Path, eval_script: Path,
+             real: dict[str, dict[str, list[str]]], keep_runs: bool = False) -> dict[str, Any]:
+    """Score every variant; its JSONL (1 MB each) is deleted after scoring unless keep_runs."""
     out_dir.mkdir(parents=True, exist_ok=True)
     results: dict[str, Any] = {}
     for name, form, kwargs in variant_specs():
@@ -349,7 +371,9 @@ def simulate(signals: list[tuple[dict, ConvSignals]], out_dir: Path, data_file: 
                 ranked[q["qid"]] = [sig.dias[i] for i in order]
         f = out_dir / (slug(name) + ".jsonl")
         write_jsonl(f, to_rows(ranked))
-        results[name] = {"text": form, "settings": kwargs, "metrics": headline(evaluate(f, data_file, eval_script))}
+        results[name] = {"text": form, "settings": kwargs, "metrics": headline(evaluate(f, data_file, eval_script)), "_ranked": ranked}
+        if not keep_runs:
+            f.unlink()
         if name in SIM_CHECKS:
             results[name]["agreement_with_real_run"] = {"run": SIM_CHECKS[name], **agreement(ranked, real[SIM_CHECKS[name]])}
     for name, form, which in single_signal_variants():
@@ -361,7 +385,9 @@ def simulate(signals: list[tuple[dict, ConvSignals]], out_dir: Path, data_file: 
                 ranked[q["qid"]] = [sig.dias[i] for i in order]
         f = out_dir / (slug(name) + ".jsonl")
         write_jsonl(f, to_rows(ranked))
-        results[name] = {"text": form, "settings": {"signal": which}, "metrics": headline(evaluate(f, data_file, eval_script))}
+        results[name] = {"text": form, "settings": {"signal": which}, "metrics": headline(evaluate(f, data_file, eval_script)), "_ranked": ranked}
+        if not keep_runs:
+            f.unlink()
     return results
 
 
@@ -371,6 +397,45 @@ def agreement(a: dict[str, list[str]], b: dict[str, list[str]]) -> dict[str, flo
     top50 = sum(a.get(q, []) == b[q] for q in qids) / len(qids)
     top1 = sum(a.get(q, [])[:1] == b[q][:1] for q in qids) / len(qids)
     return {"identical_top1": round(top1, 4), "identical_top10": round(top10, 4), "identical_top50": round(top50, 4)}
+
+
+def load_gold(data_dir: Path, samples: set[str]) -> dict[str, tuple[int, set[str]]]:
+    """Normalised gold (the shared locomo_gold_v1.jsonl): qid -> (category, gold turn ids)."""
+    gold = {}
+    with open(data_dir / "locomo_gold_v1.jsonl", encoding="utf-8") as f:
+        for line in f:
+            g = json.loads(line)
+            if g["sample_id"] in samples:
+                gold[g["question_id"]] = (int(g["category"]), set(g["gold_turns"]))
+    return gold
+
+
+def per_question(ranked: dict[str, list[str]], gold: dict[str, tuple[int, set[str]]], qids: list[str]) -> np.ndarray:
+    """(n, 2) array of hit@5 and reciprocal rank for the given questions."""
+    out = np.zeros((len(qids), 2))
+    for i, q in enumerate(qids):
+        ids, g = ranked.get(q, []), gold[q][1]
+        out[i, 0] = float(any(x in g for x in ids[:5]))
+        out[i, 1] = next((1.0 / r for r, x in enumerate(ids, 1) if x in g), 0.0)
+    return out
+
+
+def paired_delta(a: np.ndarray, b: np.ndarray, n_boot: int = 5000, seed: int = 0) -> dict[str, Any]:
+    """Mean difference a - b of R@5 and MRR with a paired bootstrap 95% interval over questions."""
+    rng = np.random.default_rng(seed)
+    d = a - b
+    idx = rng.integers(0, len(d), size=(n_boot, len(d)))
+    boots = d[idx].mean(axis=1)  # (n_boot, 2)
+    lo, hi = np.percentile(boots, [2.5, 97.5], axis=0)
+    return {"dR@5": round(float(d[:, 0].mean()), 4), "dR@5_ci95": [round(float(lo[0]), 4), round(float(hi[0]), 4)],
+            "dMRR": round(float(d[:, 1].mean()), 4), "dMRR_ci95": [round(float(lo[1]), 4), round(float(hi[1]), 4)],
+            "questions_better_at5": int((d[:, 0] > 0).sum()), "questions_worse_at5": int((d[:, 0] < 0).sum())}
+
+
+def fmt_delta(d: dict[str, Any] | None) -> str:
+    if not d:
+        return "-"
+    return f"{d['dR@5']:+.3f} [{d['dR@5_ci95'][0]:+.3f}, {d['dR@5_ci95'][1]:+.3f}]"
 
 
 def slug(name: str) -> str:
@@ -385,12 +450,13 @@ def write_markdown(path: Path, report: dict[str, Any]) -> None:
              f"(n={report['n_questions_cat1_4']}), category 5 apart. {report['conversations']} conversation(s), "
              f"{report['turns']} turns, one `episodic` project memory per turn with its session date-time prefixed; "
              f"`recall(limit={LIMIT}, strengthen=False)`; scored by `locomo_eval.py`. Model: {report['model']}.\n")
-    L.append("| run | strategy / settings | R@1 | R@5 | R@10 | MRR | cat5 R@5 | cat5 MRR | recall p50 ms | p95 ms |")
-    L.append("|---|---|---|---|---|---|---|---|---|---|")
+    L.append("ΔR@5 = paired difference to the default `hybrid` run over the same cat 1-4 questions, with a bootstrap 95% interval.\n")
+    L.append("| run | strategy / settings | R@1 | R@5 | R@10 | MRR | ΔR@5 vs hybrid [95% CI] | cat5 R@5 | cat5 MRR | recall p50 ms | p95 ms |")
+    L.append("|---|---|---|---|---|---|---|---|---|---|---|")
     L.append(f"| BM25 published (README, rank_bm25 plain tokens) | - | {PUBLISHED_BM25['R@1']:.3f} | {PUBLISHED_BM25['R@5']:.3f} | "
-             f"{PUBLISHED_BM25['R@10']:.3f} | {PUBLISHED_BM25['MRR']:.3f} | | | | |")
+             f"{PUBLISHED_BM25['R@10']:.3f} | {PUBLISHED_BM25['MRR']:.3f} | | | | | |")
     L.append(f"| score fusion 0.5/0.5 dated (retrieval-calibration.md) | - | {CALIBRATION_FUSION['R@1']:.3f} | "
-             f"{CALIBRATION_FUSION['R@5']:.3f} | {CALIBRATION_FUSION['R@10']:.3f} | {CALIBRATION_FUSION['MRR']:.3f} | | | | |")
+             f"{CALIBRATION_FUSION['R@5']:.3f} | {CALIBRATION_FUSION['R@10']:.3f} | {CALIBRATION_FUSION['MRR']:.3f} | | | | | |")
     for name, run in report["runs"].items():
         m, c5 = run["metrics"]["cat1-4"], run["metrics"].get("cat5", {})
         lat = run.get("recall_latency") or {}
@@ -398,7 +464,7 @@ def write_markdown(path: Path, report: dict[str, Any]) -> None:
         if run["strategy"] == "hybrid":
             st += f" {run['settings']['fusion']}" + (f" kw {run['settings']['keyword_weight']}" if run['settings']['fusion'] == "score" else f" k {run['settings']['rrf_k']}")
         L.append(f"| {name} | {st} | {m['R@1']:.3f} | {m['R@5']:.3f} | {m['R@10']:.3f} | {m['MRR']:.3f} | "
-                 f"{c5.get('R@5', float('nan')):.3f} | {c5.get('MRR', float('nan')):.3f} | "
+                 f"{fmt_delta(run.get('vs_hybrid_cat1-4'))} | {c5.get('R@5', float('nan')):.3f} | {c5.get('MRR', float('nan')):.3f} | "
                  f"{lat.get('p50_ms') or '-'} | {lat.get('p95_ms') or '-'} |")
     L.append("\nR@5 per category (cat 1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop):\n")
     L.append("| run | cat1 | cat2 | cat3 | cat4 | session R@5 (cat1-4) |")
@@ -409,7 +475,8 @@ def write_markdown(path: Path, report: dict[str, Any]) -> None:
                  + f" | {m['session_cat1-4']['R@5']:.3f} |")
     ing = report["ingest"]
     L.append(f"\nengram_mcp sha256 prefixes: {report.get('code_sha256')}"
-             + (f"; CHANGED DURING THE RUN: {report['code_changed_during_run']}" if report.get("code_changed_during_run") else "") + ".")
+             + (f" (files edited on disk during the run, after this process had imported them, so the numbers are for the"
+                f" versions above: {report['code_changed_during_run']})" if report.get("code_changed_during_run") else "") + ".")
     L.append("\n## Timings\n")
     L.append(f"- Wall time: {report['wall_s']:.0f} s. Indexing (embed + import) per conversation: "
              f"mean {ing['per_conversation_mean_s']:.2f} s, total {ing['total_s']:.1f} s for {report['turns']} turns "
@@ -421,6 +488,10 @@ def write_markdown(path: Path, report: dict[str, Any]) -> None:
                  f"via embed_documents + import_, timed right after it with the model warm. "
                  f"Hybrid rankings of its questions, store vs import: {sp['agreement']}.")
     L.append("- Recall latency is wall time of the in-process `recall` call (query embedding + ranking + record fetch).")
+    lp = report.get("latency_breakdown")
+    if lp:
+        L.append(f"- Where it goes ({lp['sample_id']}, interleaved per question, p50 / p95 ms): "
+                 + "; ".join(f"{k} {v['p50_ms']} / {v['p95_ms']}" for k, v in lp.items() if isinstance(v, dict)) + ".")
     mi = report["machine"]
     L.append(f"- Machine: {mi['cpus']} CPUs, load average {mi.get('loadavg_start')} at start, {mi.get('loadavg_end')} at end "
              "(other work shares this machine; timings are indicative).")
@@ -431,11 +502,12 @@ def write_markdown(path: Path, report: dict[str, Any]) -> None:
             if inv.get(name, {}).get("agreement_with_real_run"):
                 L.append(f"- `{name}` (calls engram's own fusion function) vs the real `recall` run: {inv[name]['agreement_with_real_run']}.")
         L.append("")
-        L.append("| variant | R@1 | R@5 | R@10 | MRR | cat5 R@5 |")
-        L.append("|---|---|---|---|---|---|")
+        L.append("| variant | R@1 | R@5 | R@10 | MRR | ΔR@5 vs hybrid [95% CI] | ΔMRR | cat5 R@5 |")
+        L.append("|---|---|---|---|---|---|---|---|")
         for name, v in inv.items():
-            m = v["metrics"]["cat1-4"]
-            L.append(f"| {name} | {m['R@1']:.3f} | {m['R@5']:.3f} | {m['R@10']:.3f} | {m['MRR']:.3f} | {v['metrics'].get('cat5', {}).get('R@5', float('nan')):.3f} |")
+            m, d = v["metrics"]["cat1-4"], v.get("vs_hybrid_cat1-4")
+            L.append(f"| {name} | {m['R@1']:.3f} | {m['R@5']:.3f} | {m['R@10']:.3f} | {m['MRR']:.3f} | {fmt_delta(d)} | "
+                     f"{d['dMRR']:+.3f} | {v['metrics'].get('cat5', {}).get('R@5', float('nan')):.3f} |")
     path.write_text("\n".join(L) + "\n", encoding="utf-8")
 
 
@@ -480,6 +552,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, help="output directory (default bench/results/<UTC>/locomo)")
     ap.add_argument("--quick", action="store_true", help="only the first 2 conversations")
     ap.add_argument("--no-investigate", dest="investigate", action="store_false", help="skip the fusion variants")
+    ap.add_argument("--keep-variant-runs", action="store_true", help="keep each variant's ranked JSONL (1 MB each)")
     ap.add_argument("--no-store-compare", dest="store_compare", action="store_false", help="skip timing the store() path")
     a = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
@@ -509,7 +582,7 @@ def main(argv: list[str] | None = None) -> int:
     report["code_sha256"] = code_before
     if code_after != code_before:
         report["code_changed_during_run"] = {k: [code_before[k], v] for k, v in code_after.items() if v != code_before[k]}
-        log.warning("engram_mcp changed during the run: %s", report["code_changed_during_run"])
+        log.warning("engram_mcp files changed on disk during the run (this process kept the versions it imported): %s", report["code_changed_during_run"])
     report["machine"]["loadavg_start"] = [round(x, 2) for x in load_before]
     report["machine"]["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
     write_json(out / "locomo.json", report)
@@ -528,6 +601,7 @@ def run(a, convs, data_file: Path, eval_script: Path, out: Path, tmp: Path, stam
     ingest_rows, signals = [], []
     embedder = None
     store_cmp = None
+    latency_probe: dict[str, Any] = {}
     for ci, conv in enumerate(convs):
         home = tmp / f"home-{ci}"
         home.mkdir()
@@ -560,6 +634,10 @@ def run(a, convs, data_file: Path, eval_script: Path, out: Path, tmp: Path, stam
             wall[name] += w
             reported[name] += rep
             log.info("  %-13s %d questions, p50 %.1f ms", name, len(questions), float(np.median(w)) * 1000)
+        # -- where recall time goes (first conversation only)
+        if ci == 0:
+            latency_probe = probe_latency(svc, ctx, questions)
+            latency_probe["sample_id"] = conv["sample_id"]
         # -- in-run floor: plain-token BM25 over undated docs
         t = time.perf_counter()
         bm = PlainBM25([tt["plain"] for tt in turns])
@@ -641,9 +719,23 @@ def run(a, convs, data_file: Path, eval_script: Path, out: Path, tmp: Path, stam
         "published": {"bm25_rank_bm25_plain": PUBLISHED_BM25, "calibration_score_fusion_0.5_dated": CALIBRATION_FUSION},
         "machine": machine_info(),
     }
+    # paired comparisons against the default hybrid, cat 1-4 (the headline set)
+    gold = load_gold(a.data.resolve(), {c["sample_id"] for c in convs})
+    qids = [q for q, (cat, _) in gold.items() if cat in CATS]
+    base = per_question(ranked["hybrid"], gold, qids)
+    if abs(base[:, 0].mean() - runs["hybrid"]["metrics"]["cat1-4"]["R@5"]) > 1e-3:
+        raise RuntimeError("bench's per-question scoring disagrees with locomo_eval.py")
+    for name in runs:
+        if name != "hybrid":
+            runs[name]["vs_hybrid_cat1-4"] = paired_delta(per_question(ranked[name], gold, qids), base)
     if a.investigate:
         log.info("investigation: %d variants", len(variant_specs()) + len(single_signal_variants()))
-        report["investigation"] = simulate(signals, out / "variants", data_file, eval_script, ranked)
+        inv = simulate(signals, out / "variants", data_file, eval_script, ranked, a.keep_variant_runs)
+        for name, v in inv.items():
+            v["vs_hybrid_cat1-4"] = paired_delta(per_question(v.pop("_ranked"), gold, qids), base)
+        report["investigation"] = inv
+    if latency_probe:
+        report["latency_breakdown"] = latency_probe
     return report
 
 
