@@ -145,7 +145,7 @@ def _findings(counts: Counter) -> tuple[Finding, ...]:
 # ---------------------------------------------------------------------------
 
 # <private>, <PRIVATE reason="pii">, </private>; not <private-key> or <private_notes>
-_PRIVATE_TAG = re.compile(r"<\s*(/?)\s*private(?:\s[^<>]*)?>", re.IGNORECASE)
+_PRIVATE_TAG = re.compile(r"<\s*+(/?)\s*+private(?:\s[^<>]*+)?>", re.IGNORECASE)
 
 
 def strip_private(text: str) -> str:
@@ -224,6 +224,9 @@ _SECRET_WORD = re.compile(r"pass|pwd|secret|token|key|cred|auth", re.I)
 _WORDY_SEGMENT = re.compile(r"^[A-Za-z][a-z]{2,}$")
 _LOWER_RUN = re.compile(r"[a-z]{10}")
 _TOKEN_CHARSET = re.compile(r"^[A-Za-z0-9+/=_\-.~]+$")
+_DIGIT = re.compile(r"[0-9]")
+_LOWER = re.compile(r"[a-z]")
+_UPPER = re.compile(r"[A-Z]")
 
 
 def _is_placeholder(value: str) -> bool:
@@ -258,7 +261,7 @@ def _is_label_like(value: str) -> bool:
     names, messages or documentation placeholders.  ``hunter2``, ``monkey`` or
     ``changeme`` are not label-like and get redacted.
     """
-    if len(value) > 64 or any(ch.isdigit() for ch in value):
+    if len(value) > 64 or _DIGIT.search(value):
         return False
     for w in _WORD_SPLIT.findall(value):
         lw = w.lower()
@@ -278,15 +281,15 @@ def _shannon(value: str) -> float:
 def _looks_random(value: str, weak_key: bool = False) -> bool:
     """Conservative test used by the ``generic-high-entropy`` fallback."""
     v = value
-    if len(v) < 16 or len(v) > 4096:
-        return False
+    if len(v) < 16 or len(v) > 4096 or len(set(v)) < 8:
+        return False  # fewer than 8 distinct characters cannot reach the entropy threshold
     if not _TOKEN_CHARSET.match(v) or "://" in v:
         return False  # generic secrets are base64 / hex / url-safe tokens
     if _UUID.match(v) or _PATH.match(v):
         return False
-    has_digit = any(ch.isdigit() for ch in v)
-    has_lower = any(ch.islower() for ch in v)
-    has_upper = any(ch.isupper() for ch in v)
+    has_digit = _DIGIT.search(v) is not None
+    has_lower = _LOWER.search(v) is not None
+    has_upper = _UPPER.search(v) is not None
     if not (has_digit and (has_lower or has_upper)) and not (has_lower and has_upper and len(v) >= 20):
         return False
     if _LOWER_RUN.search(v):
@@ -312,7 +315,9 @@ _STRONG_KEY = re.compile(
     r"(?:^|_)(?:api|access|secret|private|auth|encryption|signing|master|client|app|"
     r"account|service|license|sas|session|webhook)_?key|apikey)$"
 )
-_KEY_SUFFIX = re.compile(r"(?:_?v?[0-9]+|_(?:old|new|prev|previous|next|current|bak|backup|prod|dev|test|staging))+$")
+_KEY_SUFFIX = re.compile(
+    r"(?:_?v?[0-9]++|_(?:old|new|prev|previous|next|current|bak|backup|prod|dev|test|staging))++$"
+)
 _GENERIC_EXCLUDED_TAIL = frozenset(
     """
     id ids name names file files path paths dir url uri type types count len length
@@ -379,14 +384,17 @@ def _key_strength_uncached(key: str) -> Optional[str]:
 # rules
 # ---------------------------------------------------------------------------
 #
-# Every rule has *anchors*: lowercase ASCII literals at which its regex starts.
-# Anchors are located with ``bytes.find`` on an ASCII-lowercased copy of the
-# text and the regex is only tried there with ``Pattern.match``.  This keeps a
-# 20 KB tool output well under the hook budget (Python's ``re`` cannot skip
-# ahead quickly when a pattern starts with a look-behind or a case-insensitive
-# alternation) and bounds the work on adversarial input.  Boundaries that a
-# look-behind would express are checked in Python (``lb`` = characters that
-# must not precede the match).
+# Performance (a 20 KB tool output must cost a few milliseconds, and crafted
+# input must not go quadratic).  Python's ``re`` only skips ahead quickly when a
+# pattern starts with a case-sensitive literal, so:
+# * most rules start with such a literal (``AKIA``, ``ghp_``, ``://``, ``--``)
+#   and are run with ``Pattern.search``;
+# * case-insensitive rules have *anchors*: lowercase literals located with
+#   ``bytes.find`` on an ASCII-lowercased copy of the text, where the regex is
+#   then tried with ``Pattern.match``.
+# Boundaries that a leading look-behind would express are checked in Python
+# (``lb`` = characters that must not precede the match), and every open-ended
+# repetition that could be retried from many positions is bounded.
 
 _ALNUM = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
 _TOKCH = _ALNUM | frozenset("_-")
@@ -394,7 +402,9 @@ _KEYCH_SET = _TOKCH | frozenset(".")
 
 
 class _Rule:
-    __slots__ = ("kind", "regex", "anchors", "groups", "check", "decide", "lb", "bounded", "hints")
+    __slots__ = (
+        "kind", "regex", "anchors", "groups", "check", "decide", "lb", "bounded", "hints", "skip_long_rejects"
+    )
 
     def __init__(
         self,
@@ -409,6 +419,7 @@ class _Rule:
         lb: frozenset = frozenset(),
         bounded: bool = False,
         hints: Iterable[str] = (),
+        skip_long_rejects: bool = False,
     ) -> None:
         self.kind = kind
         self.regex = re.compile(pattern, flags)
@@ -431,6 +442,7 @@ class _Rule:
         self.bounded = bounded
         # hints: extra literals, at least one of which must occur in the text
         self.hints = tuple(h.encode("ascii") for h in hints)
+        self.skip_long_rejects = skip_long_rejects
 
     def span(self, m: re.Match) -> Decision:
         if self.lb:
@@ -458,7 +470,7 @@ _PEM_BODY = r"[A-Za-z0-9+/=\s\\:,.\-]"
 _PEM_KIND = r"[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?"
 _PEM_FALLBACK = (
     r"(?:(?:[ \t]*(?:\r?\n|\\r\\n|\\n)[ \t]*)?"
-    r"(?:[A-Z][A-Za-z\-]{1,40}:[^\r\n\\]{0,200}|[A-Za-z0-9+/]{16,}={0,2}|=[A-Za-z0-9+/]{4}))*"
+    r"(?:[A-Z][A-Za-z\-]{1,40}:[^\r\n\\]{0,200}|[A-Za-z0-9+/]{16,}+={0,2}|=[A-Za-z0-9+/]{4}))*+"
 )
 
 
@@ -496,8 +508,7 @@ _RULE_PEM = _Rule(
 _AWS_PREFIXES = ("AKIA", "ASIA", "ABIA", "ACCA", "AGPA", "AIDA", "AIPA", "ANPA", "ANVA", "AROA", "APKA", "ASCA")
 _RULE_AWS_ID = _Rule(
     "aws-access-key",
-    rf"(?P<s>(?:{'|'.join(_AWS_PREFIXES)})[A-Z0-9]{{16}})(?![A-Za-z0-9])",
-    lb=_ALNUM,
+    rf"(?P<s>(?:{'|'.join(_AWS_PREFIXES)})(?<![A-Za-z0-9]....)[A-Z0-9]{{16}})(?![A-Za-z0-9])",
 )
 _RULE_AWS_SECRET = _Rule(
     "aws-secret-key",
@@ -507,8 +518,7 @@ _RULE_AWS_SECRET = _Rule(
 )
 _RULE_ANTHROPIC = _Rule(
     "anthropic-key",
-    r"(?P<s>sk-ant-[A-Za-z0-9_\-]{20,})",
-    lb=_TOKCH,
+    r"(?P<s>sk-ant-(?<![A-Za-z0-9_\-]sk-ant-)[A-Za-z0-9_\-]{20,300})",
 )
 
 
@@ -523,25 +533,24 @@ def _openai_check(_m: re.Match, value: str) -> bool:
 
 _RULE_OPENAI = _Rule(
     "openai-key",
-    r"(?P<s>sk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_\-]{20,})",
+    r"(?P<s>sk-(?<![A-Za-z0-9_\-]sk-)(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_\-]{20,300})",
     check=_openai_check,
-    lb=_TOKCH,
 )
 _RULE_STRIPE = _Rule(
     "stripe-key",
-    r"(?P<s>(?:(?:sk|rk)_(?:live|test)|pk_live)_[A-Za-z0-9]{10,}|whsec_[A-Za-z0-9]{20,})(?![A-Za-z0-9_\-])",
+    r"(?P<s>(?:(?:sk|rk)_(?:live|test)|pk_live)_[A-Za-z0-9]{10,255}|whsec_[A-Za-z0-9]{20,255})(?![A-Za-z0-9_\-])",
     (("k_live_", 1), ("k_test_", 1), "whsec_"),
     lb=_TOKCH,
 )
 _RULE_GITHUB = _Rule(
     "github-token",
-    r"(?P<s>gh[pousr]_[A-Za-z0-9]{30,255}|github_pat_[A-Za-z0-9_]{22,255})(?![A-Za-z0-9_\-])",
-    lb=_TOKCH,
+    r"(?P<s>gh[pousr]_(?<![A-Za-z0-9_\-]....)[A-Za-z0-9]{30,255}"
+    r"|github_pat_(?<![A-Za-z0-9_\-]github_pat_)[A-Za-z0-9_]{22,255})(?![A-Za-z0-9_\-])",
 )
 _RULE_GITLAB = _Rule(
     "gitlab-token",
-    r"(?P<s>gl(?:pat|dt|rt|ptt|ft|soat|cbt|imt)-[A-Za-z0-9_\-]{20,}(?:\.[A-Za-z0-9_\-]{2,})*)",
-    lb=_TOKCH,
+    r"(?P<s>gl(?<![A-Za-z0-9_\-]gl)(?:pat|dt|rt|ptt|ft|soat|cbt|imt)-[A-Za-z0-9_\-]{20,200}"
+    r"(?:\.[A-Za-z0-9_\-]{2,64}){0,4})",
 )
 _RULE_SLACK_WEBHOOK = _Rule(
     "slack-webhook",
@@ -550,18 +559,16 @@ _RULE_SLACK_WEBHOOK = _Rule(
 )
 _RULE_SLACK = _Rule(
     "slack-token",
-    r"(?P<s>xox[abeoprs]-[A-Za-z0-9\-]{10,}|xapp-[0-9]-[A-Za-z0-9\-]{10,})",
-    lb=_TOKCH,
+    r"(?P<s>x(?<![A-Za-z0-9_\-]x)(?:ox[abeoprs]-[A-Za-z0-9\-]{10,300}|app-[0-9]-[A-Za-z0-9\-]{10,300}))",
 )
 _RULE_GOOGLE = _Rule(
     "google-api-key",
-    r"(?P<s>AIza[0-9A-Za-z_\-]{35})(?![A-Za-z0-9_\-])",
-    lb=_TOKCH,
+    r"(?P<s>AIza(?<![A-Za-z0-9_\-]AIza)[0-9A-Za-z_\-]{35})(?![A-Za-z0-9_\-])",
 )
 _RULE_AZURE = _Rule(
     "azure-key",
     r"(?i:AccountKey|SharedAccessKey|SharedSecret|PrimaryKey|SecondaryKey)[ \t]*=[ \t]*"
-    r"(?P<s>[A-Za-z0-9+/]{20,}={0,2})",
+    r"(?P<s>[A-Za-z0-9+/]{20,200}={0,2})",
     ("accountkey", "sharedaccesskey", "sharedsecret", "primarykey", "secondarykey"),
     lb=_ALNUM,
 )
@@ -574,13 +581,12 @@ def _sas_check(m: re.Match, _value: str) -> bool:
 
 _RULE_AZURE_SAS = _Rule(
     "azure-key",
-    r"sig=(?P<s>[A-Za-z0-9%+/=]{16,})",
+    r"sig=(?P<s>[A-Za-z0-9%+/=]{16,512})",
     check=_sas_check,
 )
 _RULE_NPM = _Rule(
     "npm-token",
-    r"(?P<s>npm_[A-Za-z0-9]{36})(?![A-Za-z0-9])",
-    lb=_TOKCH,
+    r"(?P<s>npm_(?<![A-Za-z0-9_\-]npm_)[A-Za-z0-9]{36})(?![A-Za-z0-9])",
 )
 _RULE_NPM_AUTH = _Rule(
     "npm-token",
@@ -590,23 +596,19 @@ _RULE_NPM_AUTH = _Rule(
 )
 _RULE_PYPI = _Rule(
     "pypi-token",
-    r"(?P<s>pypi-AgE[A-Za-z0-9_\-]{40,})",
-    lb=_TOKCH,
+    r"(?P<s>pypi-AgE(?<![A-Za-z0-9_\-]pypi-AgE)[A-Za-z0-9_\-]{40,1024})",
 )
 _RULE_TWILIO = _Rule(
     "twilio-key",
-    r"(?P<s>SK[0-9a-fA-F]{32})(?![A-Za-z0-9])",
-    lb=_ALNUM,
+    r"(?P<s>SK(?<![A-Za-z0-9]SK)[0-9a-fA-F]{32})(?![A-Za-z0-9])",
 )
 _RULE_SENDGRID = _Rule(
     "sendgrid-key",
-    r"(?P<s>SG\.[A-Za-z0-9_\-]{16,32}\.[A-Za-z0-9_\-]{16,64})(?![A-Za-z0-9_\-])",
-    lb=_ALNUM,
+    r"(?P<s>SG\.(?<![A-Za-z0-9]SG\.)[A-Za-z0-9_\-]{16,32}\.[A-Za-z0-9_\-]{16,64})(?![A-Za-z0-9_\-])",
 )
 _RULE_JWT = _Rule(
     "jwt",
-    r"(?P<s>eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*)",
-    lb=_TOKCH,
+    r"(?P<s>eyJ(?<![A-Za-z0-9_\-]eyJ)[A-Za-z0-9_\-]{8,8192}\.[A-Za-z0-9_\-]{8,16384}\.[A-Za-z0-9_\-]{0,4096})",
 )
 
 # --- structural secrets -------------------------------------------------------
@@ -687,8 +689,10 @@ _DQ = r'"(?P<dq>(?:[^"\\\r\n]|\\.){1,1024})"'
 _SQ = r"'(?P<sq>(?:[^'\\\r\n]|\\.){1,1024})'"
 
 
-def _line_before(text: str, pos: int) -> str:
-    start = text.rfind("\n", 0, pos) + 1
+def _line_before(text: str, pos: int, limit: int = 1024) -> str:
+    """The current line up to ``pos`` (at most ``limit`` characters of it)."""
+    lo = max(0, pos - limit)
+    start = text.rfind("\n", lo, pos) + 1 or lo
     return text[start:pos]
 
 
@@ -718,7 +722,12 @@ _NAME = re.compile(
     r"^[A-Za-z_][A-Za-z_]*$"  # a digit-free name
     r"|^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+$"  # an attribute chain
 )
-_CAMEL_TYPE = re.compile(r"^[A-Z][A-Za-z0-9]*[a-z][A-Z][A-Za-z0-9]*$")
+_CAMEL_TYPE_RE = re.compile(r"^[A-Z][A-Za-z0-9]*[a-z][A-Z][A-Za-z0-9]*$")
+
+
+def _camel_type(value: str) -> bool:
+    # bounded: the pattern backtracks quadratically on long inputs
+    return len(value) <= 64 and _CAMEL_TYPE_RE.match(value) is not None
 _CODE_WORDS = frozenset(
     "await yield lambda not new typeof function async self cls this".split()
 )
@@ -732,12 +741,12 @@ def _is_code_value(m: re.Match, value: str, key_start: int, end: int) -> bool:
     """
     text = m.string
     spaced_eq = m.group("sep") != ":" and bool(m.group("sp1")) and bool(m.group("sp2"))
-    if spaced_eq and not _NAME.match(value) and not _CAMEL_TYPE.match(value):
+    if spaced_eq and not _NAME.match(value) and not _camel_type(value):
         # `N = 16000 // 320`: anything followed by more code on the line
         nl = text.find("\n", end, end + 512)
         rest = text[end : nl if nl != -1 else end + 512].strip()
         return bool(rest) and rest[0] not in "#;"
-    if not (_NAME.match(value) or _CAMEL_TYPE.match(value)):
+    if not (_NAME.match(value) or _camel_type(value)):
         return False
     sep = m.group("sep")
     if value in _CODE_WORDS:
@@ -749,7 +758,7 @@ def _is_code_value(m: re.Match, value: str, key_start: int, end: int) -> bool:
         return True  # `f(password=password, ...)`, `{"k": v, ...}`
     if sep == ":":
         # `token: AccessToken` (a type annotation)
-        return bool(_CAMEL_TYPE.match(value) and _SECRET_WORD.search(value))
+        return bool(_camel_type(value) and _SECRET_WORD.search(value))
     spaced = bool(m.group("sp1")) and bool(m.group("sp2"))
     if spaced:
         nl = text.find("\n", end, end + 512)
@@ -782,6 +791,8 @@ def _assignment_decide(m: re.Match) -> Decision:
         end = m.end("uv")
         if _CODE_PREFIX.match(value) or _is_code_value(m, value, key_start, end):
             return None
+        if key.startswith("-") and _METAVAR.match(value):
+            return None  # usage text: `--private-key=FILE`
         if sep == ":":
             # YAML / header style: the unquoted value must be the whole rest of the
             # line (or end at a flow-mapping delimiter); otherwise it is prose.
@@ -802,6 +813,7 @@ _RULE_ASSIGN = _Rule(
     rf"(?:{_DQ}|{_SQ}|(?P<uv>{_UNQUOTED})(?![(\[]))",
     _KW_ANCHORS,
     decide=_assignment_decide,
+    skip_long_rejects=True,
 )
 
 _METAVAR = re.compile(r"^[A-Z][A-Z_\-]*$")
@@ -824,10 +836,9 @@ def _flag_decide(m: re.Match) -> Decision:
 
 _RULE_FLAG = _Rule(
     "password-assignment",
-    rf"--(?P<key>(?=[A-Za-z0-9])[A-Za-z0-9_\-]{{0,64}}?{_KW}[A-Za-z0-9_\-]{{0,64}}+)[ \t]+"
+    rf"--(?<![A-Za-z0-9_\-]--)(?P<key>(?=[A-Za-z0-9])[A-Za-z0-9_\-]{{0,64}}?{_KW}[A-Za-z0-9_\-]{{0,64}}+)[ \t]+"
     rf"(?:{_DQ}|{_SQ}|(?P<uv>(?!-)[^\s\"'`;&|<>()\[\]{{}}]++))",
     decide=_flag_decide,
-    lb=_TOKCH,
 )
 
 
@@ -853,7 +864,6 @@ def _cmd_check(_m: re.Match, value: str) -> bool:
     return bool(value) and not _is_placeholder(value)
 
 
-_MYSQL_CMDS = ("mysql", "mariadb")
 _RULE_MYSQL = _Rule(
     "password-assignment",
     rf"(?:mysql|mariadb)[a-z\-]{{0,8}}\b{_CMD_SPAN}[ \t]-p{_CMD_VALUE}",
@@ -884,12 +894,19 @@ _RULE_LOGIN_P = _Rule(
     lb=_TOKCH,
     hints=("login",),
 )
+_CURL_CMD = re.compile(r"(?<![A-Za-z0-9_\-])(?:curl|wget)\b")
+
+
+def _curl_check(m: re.Match, value: str) -> bool:
+    # anchored on the flag; the command must be curl/wget earlier on the same line
+    line = _line_before(m.string, m.start())
+    return _CURL_CMD.search(line) is not None and not _is_placeholder(value)
+
+
 _RULE_CURL_USER = _Rule(
     "password-assignment",
-    rf"(?:curl|wget)\b{_CMD_SPAN}[ \t](?:-u|--user|--http-user)[ \t=]*['\"]?"
-    r"(?P<user>[^\s:'\"]+):(?P<s>[^\s'\"]+)",
-    check=_cmd_check,
-    lb=_TOKCH,
+    r"-(?<=[ \t]-)(?:u|-user|-http-user)[ \t=]*['\"]?(?P<user>[^\s:'\"]+):(?P<s>[^\s'\"]+)",
+    check=_curl_check,
 )
 _RULE_NETRC = _Rule(
     "password-assignment",
@@ -988,7 +1005,7 @@ def _apply(rule: _Rule, text: str, low: bytes, counts: Counter) -> str:
             if idx >= len(positions):
                 break
             p = positions[idx]
-            if p < resume:
+            if p < resume or (rule.lb and p and text[p - 1] in rule.lb):
                 continue
             endpos = positions[idx + 1] if rule.bounded and idx + 1 < len(positions) else n
             m = match(text, p, endpos)
@@ -996,6 +1013,10 @@ def _apply(rule: _Rule, text: str, low: bytes, counts: Counter) -> str:
                 continue
         decision = rule.span(m)
         if decision is None:
+            if rule.skip_long_rejects and m.end() - m.start() > 256:
+                # a long rejected value (a blob, minified code) is not re-scanned
+                # from every anchor inside it: that would be quadratic
+                resume = m.end()
             continue
         kind, start, end = decision
         if labels is None:
@@ -1072,8 +1093,6 @@ def _sanitize_pair(key: Any, value: str, counts: Counter) -> str:
             counts["bearer-token"] += 1
             return _label("bearer-token")
         return out
-    if "\n" in out:
-        return out
     if _CODE_PREFIX.match(out.strip()):
         return out
     kind = _classify(key, out)
@@ -1090,6 +1109,11 @@ def _walk(obj: Any, counts: Counter, key: Any = None) -> Any:
         new: dict = {}
         for k, v in obj.items():
             nk = _redact_counts(strip_private(k), counts) if isinstance(k, str) else k
+            if nk != k and nk in new:  # two secret keys redacted to the same label
+                n = 2
+                while f"{nk}#{n}" in new:
+                    n += 1
+                nk = f"{nk}#{n}"
             new[nk] = _walk(v, counts, k)
         return new
     if isinstance(obj, list):
