@@ -25,7 +25,7 @@ test: setup
 	$(PY) -m pytest -q -p no:cacheprovider
 
 test-fast: $(STAMP)
-	ENGRAM_TEST_FAKE_EMBEDDER=1 $(PY) -m pytest -q -m "not slow and not claude"
+	$(PY) -m pytest -q -m "not slow and not claude"
 
 bench: $(STAMP)
 	$(PY) bench/locomo_bench.py

@@ -219,12 +219,8 @@ def _dedup_by_similarity(hits: list[Hit], views: Sequence[ScopeView], threshold:
         if dup:
             continue
         kept.append(h)
-        if vec is not None:
-            kept_vecs.append(vec)
-            kept_scopes.append(h.scope)
-        else:
-            kept_vecs.append(np.zeros(index_of[h.scope].dim, dtype=np.float32))
-            kept_scopes.append(h.scope)
+        kept_vecs.append(vec if vec is not None else np.zeros(index_of[h.scope].dim, dtype=np.float32))
+        kept_scopes.append(h.scope)
         if len(kept) >= limit * 2 + 10:
             break
     return kept

@@ -115,31 +115,7 @@ class ScopeIndex:
     # -- writes -------------------------------------------------------------------
     def upsert(self, row: dict[str, Any], vector: np.ndarray | None = None) -> int:
         """Index one record (from the engine or about to be written)."""
-        key = record_key(row) if "id" in row and not isinstance(row.get("id"), str) else str(row.get("id") or row["_key"])
-        slot = self.slots.slot_for(key)
-        self.cols.ensure(self.slots.size)
-        c = self.cols
-        c.type_code[slot] = TYPE_CODE.get(row.get("memory_type", "semantic"), 1)
-        c.status_code[slot] = STATUS_CODE.get(row.get("status", "created"), 0)
-        c.importance[slot] = float(row.get("importance", 0.5))
-        c.access_count[slot] = int(row.get("access_count", 0))
-        c.created_at[slot] = to_epoch(row.get("created_at"))
-        c.last_accessed[slot] = to_epoch(row.get("last_accessed_at") or row.get("created_at"))
-        self.tags[slot] = frozenset(row.get("tags") or ())
-        if row.get("category"):
-            self.category[slot] = row["category"]
-        else:
-            self.category.pop(slot, None)
-        if row.get("session_id"):
-            self.session_of[slot] = row["session_id"]
-        old_hash = self.slot_hash.pop(slot, None)
-        if old_hash is not None and self.hash_to_slot.get(old_hash) == slot:
-            del self.hash_to_slot[old_hash]
-        text = row.get("content") or ""
-        if row.get("status") != "forgotten" and text:
-            h = content_hash(text)
-            self.hash_to_slot[h] = slot
-            self.slot_hash[slot] = h
+        slot = self._upsert_columns(row)
         self.bm25.set(slot, index_text(row))
         vec = vector if vector is not None else self._vector_of(row)
         if vec is not None:
@@ -183,8 +159,8 @@ class ScopeIndex:
         return missing
 
     def _upsert_columns(self, row: dict[str, Any]) -> int:
-        key = record_key(row)
-        slot = self.slots.slot_for(key)
+        """Slot, filter columns and exact-content hash of a record (shared by upsert and bulk_load)."""
+        slot = self.slots.slot_for(record_key(row))
         self.cols.ensure(self.slots.size)
         c = self.cols
         c.type_code[slot] = TYPE_CODE.get(row.get("memory_type", "semantic"), 1)
@@ -196,8 +172,13 @@ class ScopeIndex:
         self.tags[slot] = frozenset(row.get("tags") or ())
         if row.get("category"):
             self.category[slot] = row["category"]
+        else:
+            self.category.pop(slot, None)
         if row.get("session_id"):
             self.session_of[slot] = row["session_id"]
+        old_hash = self.slot_hash.pop(slot, None)
+        if old_hash is not None and self.hash_to_slot.get(old_hash) == slot:
+            del self.hash_to_slot[old_hash]
         if row.get("status") != "forgotten" and row.get("content"):
             h = content_hash(row["content"])
             self.hash_to_slot[h] = slot

@@ -46,7 +46,7 @@ from .records import (
     vector_bytes,
 )
 from .retrieval import STRATEGIES, RetrievalSettings, ScopeView, rank
-from .scope_index import RECALLABLE_STATUSES, Filters, ScopeIndex, content_hash, record_key
+from .scope_index import RECALLABLE_STATUSES, STATUS_CODE, Filters, ScopeIndex, content_hash, record_key
 from .scoring import REACTIVATE_AT_STRENGTH, decay_factor, to_epoch
 from .storage import queries as q
 from .storage.schema import LINK_TYPES, MEMORY_TYPES, SCOPES, STATUSES
@@ -266,7 +266,7 @@ class MemoryService:
         warnings = [{"code": "embedding_failed", "message": warning, "searchable_by": "keyword_only"}] if warning else []
         with self.lock:
             h = self.handle(ctx, scope, session_id=session_id)
-            sid = session_id or (ctx.session_id if scope == "session" else ctx.session_id)
+            sid = session_id or ctx.session_id
             if dedup:
                 twin = self._find_twin(h, content, vec, self.config(ctx.project_root).store_dedup_similarity)
                 if twin is not None:
@@ -510,7 +510,7 @@ class MemoryService:
                 if slot is None:
                     continue
                 status = int(handle.index.cols.status_code[slot])
-                if status in (2, 3):  # consolidated / archived
+                if status in (STATUS_CODE["consolidated"], STATUS_CODE["archived"]):
                     f = decay_factor(MEMORY_TYPES[handle.index.cols.type_code[slot]], 0.0, int(handle.index.cols.access_count[slot]))
                     if float(handle.index.cols.importance[slot]) * f >= REACTIVATE_AT_STRENGTH:
                         reactivate.append(k)
