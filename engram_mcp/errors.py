@@ -44,7 +44,12 @@ class InvalidInput(EngramError):
 
 
 class MemoryNotFound(EngramError):
+    """No memory with the given id; the envelope names `memory_id` so a caller knows what to fix."""
+
     code = "not_found"
+
+    def __init__(self, message: str, *, field: str | None = "memory_id", **details: Any) -> None:
+        super().__init__(message, field=field, **details)
 
 
 class StoreUnavailable(EngramError):

@@ -30,47 +30,80 @@ def _rid(table: str, key: str):
     return RecordID(table, key)
 
 
+GENERIC_TYPE = "concept"  # the type of a node known only as a relation's target
+
+
+def name_key(name: str) -> str:
+    """One node per name: blanks collapsed, lower-cased (what the v3 migration backfills)."""
+    return " ".join(name.split()).lower()
+
+
 def link_entities(h: "ScopeHandle", memory_key: str, entities: list[dict[str, str]]) -> int:
-    """Upsert entities and link them to a memory; returns the number of new edges."""
+    """Upsert entities and link them to a memory; returns the number of new edges.
+
+    An entity is one node per case-folded name whatever type a memory gives it, so a
+    relation's `target` (first seen without a type) and a later memory that names it
+    meet on the same node. `mention_count` counts distinct mentioning memories.
+    """
     edges = 0
     mem = _rid("memory", memory_key)
     for ent in entities:
-        ekey = entity_key(ent["name"], ent["type"])
-        h.q(q.UPSERT_ENTITY, {"key": ekey, "name": ent["name"], "entity_type": ent["type"].lower(), "mentions": 1, "description": None})
+        ekey = entity_node(h, ent["name"], ent["type"])
         erid = _rid("entity", ekey)
         if not h.q(q.FIND_MENTION, {"memory": mem, "entity": erid, "relationship": ent["relationship"]}):
             h.q(q.RELATE_MENTION, {"memory": mem, "entity": erid, "relationship": ent["relationship"]})
+            h.q(q.BUMP_ENTITY_MENTIONS, {"key": ekey, "n": 1})
             edges += 1
         target = ent.get("target")
         if target:
-            tkey = _known(h, target)
-            if tkey is None:
-                tkey = entity_key(target, "concept")
-                h.q(q.UPSERT_ENTITY, {"key": tkey, "name": target, "entity_type": "concept", "mentions": 0, "description": None})
-            trid = _rid("entity", tkey)
-            existing = h.q(q.FIND_RELATION, {"a": erid, "b": trid, "relation_type": ent["relationship"]})
-            if existing:
-                h.q(q.ADD_RELATION_EVIDENCE, {"id": existing[0], "evidence": [format_memory_id(memory_key)]})
-            else:
-                h.q(q.RELATE_ENTITIES, {"a": erid, "b": trid, "relation_type": ent["relationship"], "weight": 0.5, "evidence": [format_memory_id(memory_key)]})
-                edges += 1
+            edges += _relate(h, erid, _rid("entity", entity_node(h, target, None)), ent["relationship"], memory_key)
     return edges
 
 
-def _known(h: "ScopeHandle", name: str) -> str | None:
-    """The key of an existing entity with this name (any type), if there is one."""
-    for row in h.q(q.ALL_ENTITIES) or []:
-        if row.get("name", "").casefold() == name.casefold():
-            return record_key(row)
-    return None
+def _relate(h: "ScopeHandle", a, b, relation: str, memory_key: str) -> int:
+    """An entity -> entity edge, or more evidence for an existing one; 1 if the edge is new."""
+    existing = h.q(q.FIND_RELATION, {"a": a, "b": b, "relation_type": relation})
+    if existing:
+        h.q(q.ADD_RELATION_EVIDENCE, {"id": existing[0], "evidence": [format_memory_id(memory_key)]})
+        return 0
+    h.q(q.RELATE_ENTITIES, {"a": a, "b": b, "relation_type": relation, "weight": 0.5, "evidence": [format_memory_id(memory_key)]})
+    return 1
+
+
+def entity_node(h: "ScopeHandle", name: str, entity_type: str | None) -> str:
+    """The key of the node for `name`: found by case-folded name, else created.
+
+    A known type refines a generic one ('concept'); an established type is kept, so two
+    memories that disagree do not make the node flip back and forth.
+    """
+    etype = (entity_type or GENERIC_TYPE).lower()
+    row = find_entity(h, name)
+    if row is None:
+        key = entity_key(name, "")
+        h.q(q.UPSERT_ENTITY_NODE, {"key": key, "record": {"name": name, "name_key": name_key(name), "entity_type": etype}})
+        return key
+    key = record_key(row)
+    if etype != GENERIC_TYPE and row.get("entity_type") == GENERIC_TYPE:
+        h.q(q.SET_ENTITY_TYPE, {"key": key, "entity_type": etype})
+    return key
+
+
+def find_entity(h: "ScopeHandle", name: str) -> dict[str, Any] | None:
+    """The node of a name. Stores older than schema v3 may hold several (one per type):
+    the typed, most mentioned one wins, so they stay readable and new links converge."""
+    rows = h.q(q.ENTITIES_BY_NAME_KEY, {"name_key": name_key(name)}) or []
+    if not rows:
+        return None
+    return min(rows, key=lambda r: (r.get("entity_type") == GENERIC_TYPE, -int(r.get("mention_count") or 0), record_key(r)))
 
 
 def unlink_entities(h: "ScopeHandle", memory_key: str, names: list[str]) -> int:
-    wanted = {n.casefold() for n in names}
-    ids = [r["id"] for r in h.q(q.ALL_ENTITIES) or [] if r.get("name", "").casefold() in wanted]
+    ids = [r["id"] for n in dict.fromkeys(names) for r in h.q(q.ENTITIES_BY_NAME_KEY, {"name_key": name_key(n)}) or []]
     if not ids:
         return 0
     removed = h.q(q.UNLINK_MENTIONS_BY_NAME, {"memory": _rid("memory", memory_key), "entities": ids}) or []
+    for edge in removed:  # mention_count counts mentioning memories: keep it true
+        h.q(q.BUMP_ENTITY_MENTIONS, {"key": record_key({"id": edge["out"]}), "n": -1})
     return len(removed)
 
 

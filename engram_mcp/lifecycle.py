@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 FORGOTTEN_PURGE_DAYS = 30
 MAINTENANCE_META_KEY = "maintenance"
 PROJECT_PATH_HINTS = ("/", "\\", ".py", ".ts", ".js", "src/")
+PROMOTE_USER_MIN_PROJECTS = 2  # DECISIONS.md: "seen in >= 2 projects"
 
 
 def _rids(keys):
@@ -71,13 +72,22 @@ def maintain(svc: "MemoryService", ctx: "RequestContext", *, now: float | None =
             except Exception as exc:
                 report[scope] = {"error": str(exc)[:200]}
                 continue
-            report[scope] = _maintain_scope(h, now)
+            report[scope] = _maintain_scope(h, now, on_purge=_sighting_dropper(svc, h))
         project = svc.handle(ctx, "project")
         project.q(q.SET_META, {"key": MAINTENANCE_META_KEY, "value": {"at": now_dt(), "report": report}})
     return report
 
 
-def _maintain_scope(h: "ScopeHandle", now: float) -> dict[str, int]:
+def _sighting_dropper(svc: "MemoryService", h: "ScopeHandle"):
+    """After a project memory is purged, its cross-project sighting goes too."""
+    if h.scope != "project":
+        return None
+    from .promotion import note_project_sighting
+
+    return lambda key: note_project_sighting(svc, h, key, drop=True)
+
+
+def _maintain_scope(h: "ScopeHandle", now: float, on_purge=None) -> dict[str, int]:
     idx = h.index
     n = idx.slots.size
     live = idx.slots.live_mask[:n]
@@ -118,6 +128,8 @@ def _maintain_scope(h: "ScopeHandle", now: float) -> dict[str, int]:
     purged += _expired_user_forgets(h, now)
     for k in purged:
         purge(h, k)
+        if on_purge is not None:
+            on_purge(k)
     return {"activated": len(moves["active"]), "consolidated": len(moves["consolidated"]),
             "archived": len(moves["archived"]), "forgotten": len(moves["forgotten"]), "purged": len(purged)}
 
@@ -138,18 +150,38 @@ def _expired_user_forgets(h: "ScopeHandle", now: float) -> list[str]:
 
 
 def purge(h: "ScopeHandle", key: str) -> None:
-    """Clear a forgotten memory's heavy fields (and its history's content); keep the skeleton."""
+    """Clear a forgotten memory's text everywhere it is kept; keep the skeleton.
+
+    The text lives in the record (content, summary, vector), in the paraphrases that were
+    merged into it (metadata.merged[].content) and in every history snapshot; all of it
+    goes, in one transaction, because forgetting must forget.
+    """
     from surrealdb import RecordID
 
     rows = h.q(q.GET_MEMORY, {"id": key}) or []
     if not rows:
         return
-    rec = {k: v for k, v in rows[0].items() if k != "id"}
-    rec.update(status="forgotten", content="[forgotten]", summary=None, embedding=None, embedding_model=None, embedding_dim=None, status_changed_at=now_dt())
+    rec = _forgotten_copy({k: v for k, v in rows[0].items() if k != "id"})
+    rec.update(status="forgotten", status_changed_at=now_dt())
     rec.setdefault("forgotten_at", now_dt())
     rec = {k: v for k, v in rec.items() if v is not None}
-    h.tx([(q.REPLACE_MEMORY, {"id": key, "record": rec}), (q.CLEAR_HISTORY_CONTENT, {"memory": RecordID("memory", key)})])
+    stmts = [(q.REPLACE_MEMORY, {"id": key, "record": rec})]
+    for entry in h.q(q.HISTORY_OF, {"memory": RecordID("memory", key)}) or []:
+        snapshot = {k: v for k, v in _forgotten_copy(dict(entry.get("snapshot") or {})).items() if v is not None}
+        stmts.append((q.SET_HISTORY_SNAPSHOT, {"id": entry["id"], "snapshot": snapshot}))
+    h.tx(stmts)
     h.index.upsert({**rec, "id": key})
+
+
+def _forgotten_copy(rec: dict[str, Any]) -> dict[str, Any]:
+    """A record or history snapshot with its text fields cleared (None = drop the field)."""
+    rec.update(content="[forgotten]", summary=None, embedding=None, embedding_model=None, embedding_dim=None)
+    meta = dict(rec.get("metadata") or {})
+    if "merged" in meta:
+        meta["merged"] = [{k: v for k, v in m.items() if k != "content"} if isinstance(m, dict) else {} for m in meta["merged"] or []]
+    if rec.get("metadata") is not None:
+        rec["metadata"] = meta
+    return rec
 
 
 def _enqueue(h: "ScopeHandle", key: str, reason: str, priority: float) -> bool:
@@ -165,7 +197,9 @@ def _enqueue(h: "ScopeHandle", key: str, reason: str, priority: float) -> bool:
 def queue_user_candidates(svc: "MemoryService", project: "ScopeHandle", cfg) -> int:
     """Record project memories that look general enough for the user scope.
 
-    Criteria (DECISIONS.md): importance >= 0.7, recalled in >= N distinct sessions,
+    Criteria (DECISIONS.md): importance >= 0.7, recalled in >= N distinct sessions or
+    seen in >= 2 projects (this one plus a near-duplicate, cosine >= the dedup threshold
+    or the same content, in another project of the user: promotion.note_project_sighting),
     semantic or procedural, and no project paths in the content. The consolidator
     (Claude) makes the final call; nothing is promoted here.
     """
@@ -178,12 +212,31 @@ def queue_user_candidates(svc: "MemoryService", project: "ScopeHandle", cfg) -> 
     if slots.size == 0:
         return 0
     rows = project.q(q.GET_MEMORIES, {"ids": _rids([idx.key_of(int(s)) for s in slots])}) or []
+    sightings = None
     queued = 0
     for r in rows:
-        sessions = (r.get("metadata") or {}).get("recall_sessions") or []
-        if len(sessions) < cfg.promote_user_min_sessions:
-            continue
         if any(hint in (r.get("content") or "") for hint in (str(project.project_root),)):
             continue
+        sessions = (r.get("metadata") or {}).get("recall_sessions") or []
+        if len(sessions) < cfg.promote_user_min_sessions:
+            if sightings is None:  # loaded once, and only when the session signal falls short
+                sightings = _load_sightings(svc)
+            if _projects_seen(sightings, project, r, cfg) < PROMOTE_USER_MIN_PROJECTS:
+                continue
         queued += _enqueue(project, str(r["id"].id), "promotion", float(r.get("importance", 0.7)))
     return queued
+
+
+def _load_sightings(svc: "MemoryService"):
+    from .promotion import load_sightings
+
+    return load_sightings(svc)
+
+
+def _projects_seen(sightings, project: "ScopeHandle", row: dict[str, Any], cfg) -> int:
+    """How many of the user's projects hold this memory or a near-duplicate of it."""
+    from .promotion import projects_seen
+
+    key = str(row["id"].id)
+    seen = projects_seen(sightings, project.db, row.get("content") or "", project.index.vector_of_key(key), cfg.store_dedup_similarity)
+    return len(seen)

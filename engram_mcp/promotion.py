@@ -14,13 +14,16 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from .errors import InvalidInput, StoreUnavailable
 from .ids import format_memory_id, parse_memory_id, session_db_name
 from .records import check_enum, check_text, iso, now_dt, public_memory
-from .scope_index import record_key
+from .scope_index import content_hash, record_key
 from .scoring import to_epoch
 from .storage import queries as q
 
@@ -52,12 +55,31 @@ def promote(svc: "MemoryService", ctx: "RequestContext", memory_id: str, target_
         if not narrower:
             have = ", ".join(c.handle.scope for c in copies)
             raise InvalidInput(f"{memory_id} is already in scope {have}; target_scope must be broader than its current scope", field="target_scope")
-        src = narrower[0]
+        src = _broadest_source(svc, ctx, narrower)
         if src.row.get("memory_type") == "working":
             raise InvalidInput("working memories are scratch space and are never promoted", field="memory_id")
         dst = svc.handle(ctx, target_scope)
         result = promote_row(svc, src.handle, src.key, src.row, dst, reason=reason or "explicit")
     return {"memory_id": format_memory_id(src.key), "previous_scope": src.handle.scope, "new_scope": target_scope, "reason": reason, **result}
+
+
+def _broadest_source(svc: "MemoryService", ctx: "RequestContext", narrower: list) -> Any:
+    """The copy to promote from: the broadest one below the target.
+
+    Promotion goes one step at a time (session -> project -> user) so the user copy keeps
+    the whole promotion_chain and what the project copy gained (merges, tags,
+    importance). A session memory that merged into a project twin with another id is
+    promoted through that twin.
+    """
+    src = max(narrower, key=lambda c: SCOPE_RANK[c.handle.scope])
+    if src.handle.scope != "session":
+        return src
+    for step in (src.row.get("metadata") or {}).get("promoted_to") or []:
+        if isinstance(step, dict) and step.get("scope") == "project" and step.get("memory_id"):
+            twin = svc.locate(ctx, step["memory_id"], scopes=("project",))
+            if twin:
+                return twin[0]
+    return src
 
 
 def promote_row(svc: "MemoryService", src: "ScopeHandle", key: str, row: dict[str, Any], dst: "ScopeHandle", *, reason: str) -> dict[str, Any]:
@@ -66,6 +88,7 @@ def promote_row(svc: "MemoryService", src: "ScopeHandle", key: str, row: dict[st
     done = dst.q(q.PROMOTIONS_OF, {"memory_id": mid}) or []
     if done:
         target = done[0].get("target_id", mid)
+        _carry_links(svc, src, key, dst, parse_memory_id(target))  # a crash may have come between
         _mark_source(svc, src, key, row, dst.scope, target)
         return {"action": "already_promoted", "target_id": target}
     entry = {
@@ -114,8 +137,34 @@ def promote_row(svc: "MemoryService", src: "ScopeHandle", key: str, row: dict[st
         dst.index.upsert({**record, "id": key}, vec)
         _copy_mentions(src, dst, key, key)
         target, action = mid, "created"
+    _carry_links(svc, src, key, dst, parse_memory_id(target))
+    if dst.scope == "project":
+        note_project_sighting(svc, dst, parse_memory_id(target))
     _mark_source(svc, src, key, row, dst.scope, target)
     return {"action": action, "target_id": target}
+
+
+def _carry_links(svc: "MemoryService", src: "ScopeHandle", key: str, dst: "ScopeHandle", target: str) -> None:
+    """Recreate `key`'s memory -> memory links in `dst` where the other end is there too.
+
+    Whichever of two linked memories is promoted second brings the link along, so a
+    `supersedes` between two session memories still ranks the old below the new.
+    """
+    for link in src.q(q.LINKS_OF_MEMORY, {"memory": _rid(key)}) or []:
+        a, b = record_key({"id": link["in"]}), record_key({"id": link["out"]})
+        other = _promoted_key(dst, b if a == key else a)
+        if other is None or other == target:
+            continue
+        frm, to = (target, other) if a == key else (other, target)
+        svc._link(dst, frm, to, link["relation_type"], float(link.get("strength") or 0.5))
+
+
+def _promoted_key(dst: "ScopeHandle", key: str) -> str | None:
+    """Where memory `key` lives in `dst`: same id, or the twin it merged into; None if absent."""
+    if dst.index.slot_of(key) is not None:
+        return key
+    done = dst.q(q.PROMOTIONS_OF, {"memory_id": format_memory_id(key)}) or []
+    return parse_memory_id(done[0]["target_id"]) if done and done[0].get("target_id") else None
 
 
 def _replace_with_log(svc: "MemoryService", h: "ScopeHandle", key: str, old: dict, new: dict, log_entry: dict) -> None:
@@ -148,6 +197,78 @@ def _copy_mentions(src: "ScopeHandle", dst: "ScopeHandle", src_key: str, dst_key
     ents = [{"name": r["name"], "type": r["entity_type"], "relationship": r.get("relationship") or "mentions"} for r in rows if r.get("name")]
     if ents:
         graph_ops.link_entities(dst, dst_key, ents)
+
+
+# ------------------------------------------------------------------ seen in >= 2 projects
+@dataclass
+class Sightings:
+    """The user's project sightings for one embedding model, ready for matching."""
+
+    projects: list[str]
+    fingerprints: list[str]
+    vectors: np.ndarray | None  # unit rows, aligned with `projects`; None when no vector matches the model
+
+
+def _sighting_key(project: "ScopeHandle", key: str) -> str:
+    return f"{project.db}_{key}"
+
+
+def note_project_sighting(svc: "MemoryService", project: "ScopeHandle", key: str, *, drop: bool = False) -> None:
+    """Record in the user store that project `project.db` holds memory `key` (DECISIONS.md:
+    project -> user promotion when a memory is "seen in >= 2 projects").
+
+    Only memories that could be promoted to the user scope are kept (semantic or
+    procedural, importance >= promote_user_min_importance, not forgotten), which keeps the
+    table small: it is read whole at each session end. With `drop`, a memory that no
+    longer qualifies (forgotten, demoted) leaves the table. Best effort: the signal must
+    never fail the write that produced it.
+    """
+    try:
+        user = svc.registry.user()
+        row = (project.q(q.GET_MEMORY, {"id": key}) or [None])[0]
+        cfg = svc.config(project.project_root)
+        if row is None or not _sighting_worthy(row, cfg.promote_user_min_importance):
+            if drop:
+                user.q(q.DELETE_SIGHTING, {"key": _sighting_key(project, key)})
+            return
+        record = {"project": project.db, "memory_id": format_memory_id(key), "fingerprint": content_hash(row.get("content") or ""),
+                  "embedding": row.get("embedding"), "embedding_model": row.get("embedding_model"), "seen_at": now_dt()}
+        user.q(q.UPSERT_SIGHTING, {"key": _sighting_key(project, key), "record": {k: v for k, v in record.items() if v is not None}})
+    except (StoreUnavailable, InvalidInput) as exc:
+        log.warning("project sighting of %s not recorded: %s", key, exc)
+
+
+def _sighting_worthy(row: dict[str, Any], min_importance: float) -> bool:
+    return (row.get("memory_type") in USER_PROMOTION_TYPES and row.get("status") != "forgotten"
+            and float(row.get("importance", 0)) >= min_importance)
+
+
+def load_sightings(svc: "MemoryService") -> Sightings:
+    """Every sighting of the user (one query); vectors of another model are left out."""
+    try:
+        rows = svc.registry.user().q(q.ALL_SIGHTINGS) or []
+    except StoreUnavailable:
+        rows = []
+    model = svc.model_name
+    vecs = [np.frombuffer(bytes(r["embedding"]), dtype="<f4") if r.get("embedding") and r.get("embedding_model") == model else None for r in rows]
+    dim = next((v.shape[0] for v in vecs if v is not None), 0)
+    matrix = None
+    if dim:
+        matrix = np.zeros((len(rows), dim), dtype=np.float32)
+        for i, v in enumerate(vecs):
+            if v is not None and v.shape[0] == dim:
+                matrix[i] = v / (np.linalg.norm(v) or 1.0)
+    return Sightings([r["project"] for r in rows], [r["fingerprint"] for r in rows], matrix)
+
+
+def projects_seen(sightings: Sightings, project_db: str, content: str, vec: np.ndarray | None, threshold: float) -> set[str]:
+    """The projects holding this memory or a near-duplicate (same fingerprint or cosine >= threshold)."""
+    fp = content_hash(content)
+    seen = {project_db} | {p for p, f in zip(sightings.projects, sightings.fingerprints) if f == fp}
+    if vec is not None and sightings.vectors is not None and vec.shape[0] == sightings.vectors.shape[1]:
+        sims = sightings.vectors @ (vec / (np.linalg.norm(vec) or 1.0))
+        seen |= {sightings.projects[i] for i in np.flatnonzero(sims >= threshold)}
+    return seen
 
 
 # ------------------------------------------------------------------ session lifecycle

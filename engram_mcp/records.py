@@ -46,13 +46,24 @@ def check_unit(value: Any, field: str, default: float) -> float:
     return float(value)
 
 
+def _clean_str(value: str, field: str) -> str:
+    """Text the store can keep and give back: no NUL (the engine stores it but then fails to
+    serialise every answer holding it) and valid Unicode (no lone surrogates)."""
+    if "\x00" in value:
+        value = value.replace("\x00", "")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInput(f"{field} is not valid Unicode text (it holds a lone surrogate)", field=field) from None
+    return value
+
+
 def check_text(value: Any, field: str, *, limit: int, required: bool = True) -> str | None:
     if value is None and not required:
         return None
     if not isinstance(value, str):
         raise InvalidInput(f"{field} must be a string", field=field)
-    if "\x00" in value:
-        value = value.replace("\x00", "")
+    value = _clean_str(value, field)
     if required and not value.strip():
         raise InvalidInput(f"{field} must not be empty", field=field)
     if len(value) > limit:
@@ -67,11 +78,12 @@ def check_tags(value: Any, field: str = "tags") -> list[str]:
         raise InvalidInput(f"{field} must be a list of strings", field=field)
     tags = []
     for t in value:
-        t = " ".join(t.split()).strip().lower()
+        t = " ".join(_clean_str(t, field).split()).strip()
         if not t:
             continue
         if len(t) > MAX_TAG_CHARS:
-            raise InvalidInput(f"{field}: tag {t[:40]!r}... is longer than {MAX_TAG_CHARS} characters", field=field)
+            raise InvalidInput(f"{field}: tag {_redacted(t)[:40]!r}... is longer than {MAX_TAG_CHARS} characters", field=field)
+        t = _redacted(t).lower()  # redact before lower-casing: a lower-cased token no longer matches its pattern
         if t not in tags:
             tags.append(t)
     if len(tags) > MAX_TAGS:
@@ -84,6 +96,35 @@ def check_object(value: Any, field: str) -> dict[str, Any]:
         return {}
     if not isinstance(value, dict):
         raise InvalidInput(f"{field} must be an object", field=field)
+    return clean_json(value, field)
+
+
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+MAX_JSON_DEPTH = 32
+
+
+def clean_json(value: Any, field: str, depth: int = 0) -> Any:
+    """A copy of a JSON value the store can keep: strings (and keys) through `_clean_str`,
+    64-bit integers and finite floats only. A 10**30 or a NaN would otherwise reach the
+    engine and fail there as a "database error", which reads as a broken store, not bad input."""
+    if depth > MAX_JSON_DEPTH:
+        raise InvalidInput(f"{field} is nested too deeply (limit {MAX_JSON_DEPTH} levels)", field=field)
+    if isinstance(value, str):
+        return _clean_str(value, field)
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, int):
+        if not INT64_MIN <= value <= INT64_MAX:
+            raise InvalidInput(f"{field} holds an integer outside the 64-bit range", field=field)
+        return value
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            raise InvalidInput(f"{field} holds a number that is not finite ({value})", field=field)
+        return value
+    if isinstance(value, dict):
+        return {(_clean_str(k, field) if isinstance(k, str) else k): clean_json(v, field, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [clean_json(v, field, depth + 1) for v in value]
     return value
 
 
@@ -101,12 +142,21 @@ def check_entities(value: Any, field: str = "related_entities") -> list[dict[str
             v = item.get(key)
             if v is None and key in ("relationship", "target"):
                 continue
+            if isinstance(v, str):
+                v = _clean_str(v, field)
             if not isinstance(v, str) or not v.strip() or len(v) > MAX_NAME_CHARS:
                 raise InvalidInput(f"{field}[{i}].{key} must be a non-empty string of at most {MAX_NAME_CHARS} characters", field=field)
-            ent[key] = " ".join(v.split())
+            ent[key] = _redacted(v)
         ent.setdefault("relationship", "mentions")
         out.append(ent)
     return out
+
+
+def _redacted(text: str) -> str:
+    """Redact, then squeeze whitespace. In this order: squeezing first hides the structure that
+    identifies a secret (a YAML `password:` line, the lines of a PEM block) and lower-casing
+    breaks provider formats (`AKIA...`)."""
+    return " ".join(sanitize(text).text.split())
 
 
 def sanitize_text(text: str | None, findings: list[Finding]) -> str | None:

@@ -2,16 +2,20 @@
 
 An export line is one of: header, memory (the whole record; vector as base64 float32
 with its model name), history, entity, mention, relation (entity -> entity), link
-(memory -> memory). Import is idempotent (an id already present is skipped), keeps
-ids, timestamps, history and relations, and reuses vectors whose model matches the
-current one; the rest are embedded in length-sorted batches. Records are written in
-transactions of IMPORT_BATCH, which is what makes >= 500 memories/s possible.
+(memory -> memory). Export is deterministic (rows sorted by stable keys). Import is
+idempotent (a memory id, history entry, entity, mention, relation or link already
+present is skipped), keeps ids, timestamps, history and relations, redacts secrets and
+<private> spans as `store` does, and reuses vectors whose model matches the current one
+(unless redaction changed the text); the rest are embedded in length-sorted batches.
+Records are written in transactions of IMPORT_BATCH, which is what makes >= 500
+memories/s possible.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
@@ -19,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 import numpy as np
 
 from .errors import InvalidInput
-from .records import check_enum, jsonable, vector_bytes
+from .records import check_enum, findings_summary, jsonable, now_dt, sanitize_obj, sanitize_text, vector_bytes
 from .scope_index import record_key
 from .storage import queries as q
 from .storage.schema import CURRENT_SCHEMA_VERSION, SCOPES
@@ -44,7 +48,12 @@ def _rid(table: str, key: str):
 
 def export(svc: "MemoryService", ctx: "RequestContext", path: Path, *, scopes: tuple[str, ...] = ("project", "user"),
            include_vectors: bool = True, progress: Progress | None = None) -> dict[str, Any]:
-    """Write the chosen scopes to `path` (JSONL, 0600)."""
+    """Write the chosen scopes to `path` (JSONL, 0600).
+
+    Deterministic: every kind of row is written in the order of a stable key (never the
+    engine's table-scan order of random record ids), so exporting the same data twice,
+    or re-exporting an import, gives the same bytes apart from the header.
+    """
     for s in scopes:
         check_enum(s, SCOPES, "scopes")
     counts = {"memory": 0, "history": 0, "entity": 0, "mention": 0, "relation": 0, "link": 0}
@@ -57,41 +66,46 @@ def export(svc: "MemoryService", ctx: "RequestContext", path: Path, *, scopes: t
             if scope == "session" and not ctx.session_id:
                 continue
             h = svc.handle(ctx, scope)
-            rows = h.q(q.ALL_MEMORIES) or []
-            total = len(rows)
-            for i, row in enumerate(rows):
-                rec = {k: v for k, v in row.items() if k not in ("id", "embedding")}
-                line = {"kind": "memory", "scope": scope, "id": record_key(row), "record": jsonable(rec)}
-                if include_vectors and row.get("embedding"):
-                    line["vector_b64"] = base64.b64encode(bytes(row["embedding"])).decode()
-                out.write(json.dumps(line, ensure_ascii=False) + "\n")
-                counts["memory"] += 1
-                if progress and (i % 500 == 0 or i == total - 1):
-                    progress(i + 1, total, f"export {scope}")
-            for e in h.q(q.ALL_HISTORY) or []:
-                out.write(json.dumps({"kind": "history", "scope": scope, "memory_id": record_key({"id": e["memory"]}),
-                                      "entry": jsonable({k: v for k, v in e.items() if k not in ("id", "memory")})}, ensure_ascii=False) + "\n")
-                counts["history"] += 1
-            for e in h.q(q.ALL_ENTITIES) or []:
-                out.write(json.dumps({"kind": "entity", "scope": scope, "key": record_key(e),
-                                      "record": jsonable({k: v for k, v in e.items() if k != "id"})}, ensure_ascii=False) + "\n")
-                counts["entity"] += 1
-            for m in h.q(q.ALL_MENTIONS) or []:
-                out.write(json.dumps({"kind": "mention", "scope": scope, "memory_id": record_key({"id": m["in"]}),
-                                      "entity_key": record_key({"id": m["out"]}), "relationship": m.get("relationship"),
-                                      "created_at": jsonable(m.get("created_at"))}) + "\n")
-                counts["mention"] += 1
-            for r in h.q(q.ALL_RELATIONS) or []:
-                out.write(json.dumps({"kind": "relation", "scope": scope, "from": record_key({"id": r["in"]}), "to": record_key({"id": r["out"]}),
-                                      "relation_type": r.get("relation_type"), "weight": r.get("weight"), "evidence": r.get("evidence") or [],
-                                      "created_at": jsonable(r.get("created_at"))}) + "\n")
-                counts["relation"] += 1
-            for l in h.q(q.ALL_LINKS) or []:
-                out.write(json.dumps({"kind": "link", "scope": scope, "from": record_key({"id": l["in"]}), "to": record_key({"id": l["out"]}),
-                                      "relation_type": l.get("relation_type"), "strength": l.get("strength"),
-                                      "created_at": jsonable(l.get("created_at"))}) + "\n")
-                counts["link"] += 1
+            _export_memories(h, scope, out, counts, include_vectors, progress)
+            for kind, lines in _export_graph_lines(h, scope).items():
+                for line in lines:
+                    out.write(json.dumps(line, ensure_ascii=False) + "\n")
+                counts[kind] += len(lines)
     return {"path": str(path), "counts": counts}
+
+
+def _export_memories(h: "ScopeHandle", scope: str, out, counts: dict[str, int], include_vectors: bool, progress: Progress | None) -> None:
+    rows = sorted(h.q(q.ALL_MEMORIES) or [], key=record_key)
+    total = len(rows)
+    for i, row in enumerate(rows):
+        rec = {k: v for k, v in row.items() if k not in ("id", "embedding")}
+        line = {"kind": "memory", "scope": scope, "id": record_key(row), "record": jsonable(rec)}
+        if include_vectors and row.get("embedding"):
+            line["vector_b64"] = base64.b64encode(bytes(row["embedding"])).decode()
+        out.write(json.dumps(line, ensure_ascii=False) + "\n")
+        counts["memory"] += 1
+        if progress and (i % 500 == 0 or i == total - 1):
+            progress(i + 1, total, f"export {scope}")
+
+
+def _export_graph_lines(h: "ScopeHandle", scope: str) -> dict[str, list[dict[str, Any]]]:
+    """History, entity, mention, relation and link lines of one scope, each kind sorted."""
+    history = [{"kind": "history", "scope": scope, "memory_id": record_key({"id": e["memory"]}),
+                "entry": jsonable({k: v for k, v in e.items() if k not in ("id", "memory")})} for e in h.q(q.ALL_HISTORY) or []]
+    history.sort(key=lambda l: (l["memory_id"], l["entry"].get("version") or 0, str(l["entry"].get("changed_at")), str(l["entry"].get("change"))))
+    entities = sorted(({"kind": "entity", "scope": scope, "key": record_key(e), "record": jsonable({k: v for k, v in e.items() if k != "id"})}
+                       for e in h.q(q.ALL_ENTITIES) or []), key=lambda l: l["key"])
+    mentions = sorted(({"kind": "mention", "scope": scope, "memory_id": record_key({"id": m["in"]}), "entity_key": record_key({"id": m["out"]}),
+                        "relationship": m.get("relationship"), "created_at": jsonable(m.get("created_at"))} for m in h.q(q.ALL_MENTIONS) or []),
+                      key=lambda l: (l["memory_id"], l["entity_key"], str(l["relationship"])))
+    relations = sorted(({"kind": "relation", "scope": scope, "from": record_key({"id": r["in"]}), "to": record_key({"id": r["out"]}),
+                         "relation_type": r.get("relation_type"), "weight": r.get("weight"), "evidence": r.get("evidence") or [],
+                         "created_at": jsonable(r.get("created_at"))} for r in h.q(q.ALL_RELATIONS) or []),
+                       key=lambda l: (l["from"], l["to"], str(l["relation_type"])))
+    links = sorted(({"kind": "link", "scope": scope, "from": record_key({"id": l["in"]}), "to": record_key({"id": l["out"]}),
+                     "relation_type": l.get("relation_type"), "strength": l.get("strength"), "created_at": jsonable(l.get("created_at"))}
+                    for l in h.q(q.ALL_LINKS) or []), key=lambda l: (l["from"], l["to"], str(l["relation_type"])))
+    return {"history": history, "entity": entities, "mention": mentions, "relation": relations, "link": links}
 
 
 def _open_private(path: Path) -> int:
@@ -131,6 +145,7 @@ def import_(svc: "MemoryService", ctx: "RequestContext", path: Path, *, progress
         raise InvalidInput(f"{path}: no such file")
     total = sum(1 for _ in open(path, encoding="utf-8"))
     counts = {"memory": 0, "skipped": 0, "embedded": 0, "history": 0, "entity": 0, "mention": 0, "relation": 0, "link": 0}
+    findings: list = []
     pending: dict[str, list[tuple[str, dict, np.ndarray | None]]] = {}
     to_embed: list[tuple[str, str, dict]] = []
     deferred: list[tuple[int, dict]] = []
@@ -172,11 +187,11 @@ def import_(svc: "MemoryService", ctx: "RequestContext", path: Path, *, progress
             if h.index.slot_of(key) is not None:
                 counts["skipped"] += 1
                 continue
-            rec = _restore_times(dict(obj.get("record") or {}))
+            rec, text_changed = _redact_record(_restore_times(dict(obj.get("record") or {})), findings, f"{path}:{n}")
             rec["scope"] = scope
             vec = None
             blob = obj.get("vector_b64")
-            if blob and rec.get("embedding_model") == model:
+            if blob and rec.get("embedding_model") == model and not text_changed:  # a redacted text is embedded anew
                 raw = base64.b64decode(blob)
                 vec = np.frombuffer(raw, dtype="<f4")
                 rec["embedding"] = raw
@@ -208,48 +223,151 @@ def import_(svc: "MemoryService", ctx: "RequestContext", path: Path, *, progress
                 flush(scope)
             if progress:
                 progress(min(i + EMBED_BATCH, len(to_embed)), len(to_embed), "embed")
-        _import_deferred(handle, deferred, counts, target_scope)
+        _import_deferred(handle, deferred, counts, target_scope, findings)
     if progress:
         progress(total, total, "done")
-    return {"path": str(path), "counts": counts}
+    return {"path": str(path), "counts": counts, "redactions": findings_summary(findings)}
 
 
-def _import_deferred(handle, deferred, counts, target_scope) -> None:
-    """History, graph and links, after the memories they point at exist."""
+def _redact_record(rec: dict[str, Any], findings: list, where: str) -> tuple[dict[str, Any], bool]:
+    """Redact secrets and <private> spans in a record's text, as `store` does.
+
+    An export may come from anywhere (an older engram, another machine, a hand-edited
+    file), so nothing reaches the store unredacted. Returns the record and whether its
+    content or summary changed (its exported vector then no longer describes it).
+    """
+    if not isinstance(rec.get("content"), str):
+        raise InvalidInput(f"{where}: a memory record needs a string 'content'")
+    before = (rec.get("content"), rec.get("summary"))
+    _redact_text_fields(rec, findings)
+    return rec, (rec.get("content"), rec.get("summary")) != before
+
+
+def _redact_text_fields(rec: dict[str, Any], findings: list) -> dict[str, Any]:
+    """The fields of a record or history snapshot that carry user text, redacted in place."""
+    for name in ("content", "summary", "category"):
+        if isinstance(rec.get(name), str):
+            rec[name] = sanitize_text(rec[name], findings)
+    for name in ("tags", "metadata", "source"):
+        if rec.get(name) is not None:
+            rec[name] = sanitize_obj(rec[name], findings)
+    return rec
+
+
+@dataclass
+class _ScopeImport:
+    """What one scope already holds, loaded once, so a re-import adds nothing twice."""
+
+    history: set[tuple[str, int, str, str]] = field(default_factory=set)
+    entity_keys: dict[str, str] = field(default_factory=dict)  # exported key -> key in this store
+    created_entities: set[str] = field(default_factory=set)
+
+
+def _history_sig(memory_key: str, entry: dict[str, Any]) -> tuple[str, int, str, str]:
+    return (memory_key, int(entry.get("version") or 0), str(entry.get("change")), str(jsonable(entry.get("changed_at"))))
+
+
+def _import_deferred(handle, deferred, counts, target_scope, findings: list) -> None:
+    """History, graph and links, after the memories they point at exist.
+
+    Idempotent: a history entry (memory, version, change, time), entity, mention,
+    relation or link already present is not written again; rows keep their own
+    timestamps, so a re-export of an import equals the export.
+    """
+    state: dict[str, _ScopeImport] = {}
     for n, obj in deferred:
         scope = target_scope or obj.get("scope")
         h = handle(scope)
+        if scope not in state:
+            state[scope] = _ScopeImport({_history_sig(record_key({"id": e["memory"]}), e) for e in h.q(q.ALL_HISTORY) or []})
+        st = state[scope]
         kind = obj["kind"]
         if kind == "history":
-            entry = dict(obj.get("entry") or {})
-            if isinstance(entry.get("changed_at"), str):
-                entry["changed_at"] = datetime.fromisoformat(entry["changed_at"].replace("Z", "+00:00"))
-            entry["memory"] = _rid("memory", obj["memory_id"])
-            h.q(q.CREATE_HISTORY, {"entry": entry})
-            counts["history"] += 1
+            counts["history"] += _import_history(h, obj, st, findings)
         elif kind == "entity":
-            rec = dict(obj.get("record") or {})
-            h.q(q.UPSERT_ENTITY, {"key": obj["key"], "name": rec.get("name", ""), "entity_type": rec.get("entity_type", "concept"),
-                                  "mentions": int(rec.get("mention_count", 0)), "description": rec.get("description")})
-            counts["entity"] += 1
+            counts["entity"] += _import_entity(h, obj, st, findings)
         elif kind == "mention":
-            m, e = _rid("memory", obj["memory_id"]), _rid("entity", obj["entity_key"])
-            rel = obj.get("relationship") or "mentions"
-            if not h.q(q.FIND_MENTION, {"memory": m, "entity": e, "relationship": rel}):
-                h.q(q.RELATE_MENTION, {"memory": m, "entity": e, "relationship": rel})
-                counts["mention"] += 1
+            counts["mention"] += _import_mention(h, obj, st)
         elif kind == "relation":
-            a, b = _rid("entity", obj["from"]), _rid("entity", obj["to"])
-            if not h.q(q.FIND_RELATION, {"a": a, "b": b, "relation_type": obj.get("relation_type")}):
-                h.q(q.RELATE_ENTITIES, {"a": a, "b": b, "relation_type": obj.get("relation_type"), "weight": float(obj.get("weight") or 0.5), "evidence": obj.get("evidence") or []})
-                counts["relation"] += 1
+            counts["relation"] += _import_relation(h, obj, st)
         elif kind == "link":
-            a, b = _rid("memory", obj["from"]), _rid("memory", obj["to"])
-            if not h.q(q.FIND_LINK, {"a": a, "b": b, "relation_type": obj.get("relation_type")}):
-                h.q(q.CREATE_LINK, {"a": a, "b": b, "relation_type": obj.get("relation_type"), "strength": float(obj.get("strength") or 0.5)})
-                if obj.get("relation_type") == "supersedes":
-                    h.index.superseded_by[obj["to"]] = obj["from"]
-                counts["link"] += 1
+            counts["link"] += _import_link(h, obj)
+
+
+def _when(value: Any) -> datetime:
+    """An exported timestamp, or now for files that carry none."""
+    return datetime.fromisoformat(value.replace("Z", "+00:00")) if isinstance(value, str) else now_dt()
+
+
+def _import_history(h: "ScopeHandle", obj: dict, st: _ScopeImport, findings: list) -> int:
+    entry = dict(obj.get("entry") or {})
+    sig = _history_sig(obj["memory_id"], entry)
+    if sig in st.history:
+        return 0
+    st.history.add(sig)
+    entry["changed_at"] = _when(entry.get("changed_at"))
+    if isinstance(entry.get("snapshot"), dict):
+        entry["snapshot"] = _redact_text_fields(dict(entry["snapshot"]), findings)
+    entry["memory"] = _rid("memory", obj["memory_id"])
+    h.q(q.CREATE_HISTORY, {"entry": entry})
+    return 1
+
+
+def _import_entity(h: "ScopeHandle", obj: dict, st: _ScopeImport, findings: list) -> int:
+    """Create the entity with its own timestamps, or map it onto the node this store
+    already has for the name (one node per case-folded name)."""
+    from .graph import find_entity, name_key
+
+    rec = dict(obj.get("record") or {})
+    key = str(obj["key"])
+    if h.q(q.GET_ENTITY, {"key": key}):
+        st.entity_keys[key] = key
+        return 0
+    name = sanitize_text(str(rec.get("name") or key), findings)
+    existing = find_entity(h, name)
+    if existing is not None:
+        st.entity_keys[key] = record_key(existing)
+        return 0
+    record = {"name": name, "name_key": name_key(name), "entity_type": str(rec.get("entity_type") or "concept"),
+              "description": sanitize_text(str(rec.get("description") or ""), findings), "mention_count": int(rec.get("mention_count") or 0),
+              "created_at": _when(rec.get("created_at")), "updated_at": _when(rec.get("updated_at"))}
+    h.q(q.IMPORT_ENTITY, {"key": key, "record": record})
+    st.entity_keys[key] = key
+    st.created_entities.add(key)
+    return 1
+
+
+def _import_mention(h: "ScopeHandle", obj: dict, st: _ScopeImport) -> int:
+    ekey = st.entity_keys.get(str(obj["entity_key"]), str(obj["entity_key"]))
+    m, e = _rid("memory", obj["memory_id"]), _rid("entity", ekey)
+    rel = obj.get("relationship") or "mentions"
+    if h.q(q.FIND_MENTION, {"memory": m, "entity": e, "relationship": rel}):
+        return 0
+    h.q(q.IMPORT_MENTION, {"memory": m, "entity": e, "relationship": rel, "created_at": _when(obj.get("created_at"))})
+    if ekey not in st.created_entities:  # a node this import did not bring: count the new mention
+        h.q(q.BUMP_ENTITY_MENTIONS, {"key": ekey, "n": 1})
+    return 1
+
+
+def _import_relation(h: "ScopeHandle", obj: dict, st: _ScopeImport) -> int:
+    a = _rid("entity", st.entity_keys.get(str(obj["from"]), str(obj["from"])))
+    b = _rid("entity", st.entity_keys.get(str(obj["to"]), str(obj["to"])))
+    if h.q(q.FIND_RELATION, {"a": a, "b": b, "relation_type": obj.get("relation_type")}):
+        return 0
+    h.q(q.IMPORT_RELATION, {"a": a, "b": b, "relation_type": obj.get("relation_type"), "weight": float(obj.get("weight") or 0.5),
+                            "evidence": obj.get("evidence") or [], "created_at": _when(obj.get("created_at"))})
+    return 1
+
+
+def _import_link(h: "ScopeHandle", obj: dict) -> int:
+    a, b = _rid("memory", obj["from"]), _rid("memory", obj["to"])
+    if h.q(q.FIND_LINK, {"a": a, "b": b, "relation_type": obj.get("relation_type")}):
+        return 0
+    h.q(q.IMPORT_LINK, {"a": a, "b": b, "relation_type": obj.get("relation_type"), "strength": float(obj.get("strength") or 0.5),
+                        "created_at": _when(obj.get("created_at"))})
+    if obj.get("relation_type") == "supersedes":
+        h.index.superseded_by[obj["to"]] = obj["from"]
+    return 1
 
 
 def reindex(svc: "MemoryService", ctx: "RequestContext", *, scopes: tuple[str, ...] = ("project", "user"), progress: Progress | None = None) -> dict[str, Any]:

@@ -146,12 +146,43 @@ def test_the_graph_of_each_scope_is_separate(fake_service, ctx):
     assert len(res["memories"]) == 2
 
 
-@pytest.mark.xfail(strict=True, reason="graph.link_entities keys entities by (name, type): a `target` first seen becomes a "
-                   "'concept' node, and a later memory naming the same entity with its real type creates a second node, "
-                   "so the edge never reaches that memory")
 def test_a_target_and_a_later_mention_of_it_are_one_entity(fake_service, ctx):
     _store(fake_service, ctx, "Alpha depends on Beta", [{"name": "Alpha", "type": "service", "relationship": "depends_on", "target": "Beta"}])
     beta = _store(fake_service, ctx, "Beta is the billing backend", [{"name": "Beta", "type": "service"}])["memory_id"]
     res = fake_service.graph_search(ctx, entity="Alpha", depth=1, direction="outgoing")
     assert beta in {m["id"] for m in res["memories"]}
     assert [e["name"] for e in fake_service.handle(ctx, "project").q(q.ALL_ENTITIES)].count("Beta") == 1
+
+
+def test_a_store_from_before_one_node_per_name_stays_readable_and_converges(home, project, ctx):
+    """Schema v2 keyed entities by (name, type): 'Beta' could be two nodes. After the v3
+    migration both are still found by name, and new links go to the typed one."""
+    from engram_mcp.embeddings import FakeEmbedder
+    from engram_mcp.ids import entity_key
+    from engram_mcp.paths import project_dir, project_id
+    from engram_mcp.service import MemoryService
+    from engram_mcp.storage.schema import MIGRATIONS
+    from engram_mcp.storage.store import SurrealStore
+
+    ns, db = "project", project_id(project)
+    store = SurrealStore(project_dir(project), label="project").open()
+    try:
+        store.ensure_schema(ns, db, migrations=MIGRATIONS[:2])
+        for etype, count in (("concept", 0), ("service", 3)):
+            store.query(ns, db, q.UPSERT_ENTITY, {"key": entity_key("Beta", etype), "name": "Beta", "entity_type": etype,
+                                                  "mentions": count, "description": None})
+    finally:
+        store.close()
+    svc = MemoryService(home=home, embedder=FakeEmbedder())
+    try:
+        mid = _store(svc, ctx, "beta bills monthly", [{"name": "beta", "type": "service"}])["memory_id"]
+        h = svc.handle(ctx, "project")
+        ents = {record_key(e): e for e in h.q(q.ALL_ENTITIES)}
+        assert len(ents) == 2 and all(e["name_key"] == "beta" for e in ents.values())
+        assert ents[entity_key("Beta", "service")]["mention_count"] == 4  # the typed, busiest node got the mention
+        assert mid in {m["id"] for m in svc.graph_search(ctx, entity="BETA")["memories"]}
+        # the same memory naming it again is not a new mention
+        svc.update(ctx, mid, related_entities={"add": [{"name": "Beta", "type": "service"}]})
+        assert {record_key(e): e for e in h.q(q.ALL_ENTITIES)}[entity_key("Beta", "service")]["mention_count"] == 4
+    finally:
+        svc.close()

@@ -263,9 +263,6 @@ def test_maintenance_reports_per_scope_and_records_when_it_ran(store):
     assert lifecycle.maintain_if_due(store.svc, store.ctx) is None
 
 
-@pytest.mark.xfail(strict=True, reason="lifecycle.purge clears content/summary/embedding of the record and only "
-                   "snapshot.content in history: the text survives in metadata.merged[].content (merged paraphrases) and in "
-                   "history snapshots' summary and metadata")
 def test_a_purge_leaves_no_copy_of_the_forgotten_text(store):
     mid = store.store("The cache password hint is bluefish")
     assert store.svc.store(store.ctx, content="The cache password hint is bluefish!", type="semantic", scope="project")["action"] == "merged"
@@ -280,3 +277,13 @@ def test_a_purge_leaves_no_copy_of_the_forgotten_text(store):
     dump = repr(h.q("SELECT * FROM type::thing('memory', $id)", {"id": key}))
     dump += repr(h.q("SELECT * FROM memory_history WHERE memory = type::thing('memory', $id)", {"id": key}))
     assert "bluefish" not in dump
+
+
+def test_seen_in_projects_counts_identical_content_without_vectors():
+    """The fingerprint path of "seen in >= 2 projects": same text (blanks and case aside), no vector needed."""
+    from engram_mcp.promotion import Sightings, projects_seen
+    from engram_mcp.scope_index import content_hash
+
+    s = Sightings(["p_other", "p_third"], [content_hash("Use uv for  Python envs"), content_hash("something else")], None)
+    assert projects_seen(s, "p_me", "use uv for python envs", None, 0.85) == {"p_me", "p_other"}
+    assert projects_seen(s, "p_me", "unrelated", None, 0.85) == {"p_me"}

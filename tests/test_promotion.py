@@ -70,9 +70,6 @@ def test_session_end_promotes_what_qualifies_and_drops_the_session(real_service,
     assert len(_project_rows(real_service, ctx)) == 3
 
 
-@pytest.mark.xfail(strict=True, reason="promotion.promote_row copies entity mentions (_copy_mentions) but not memory_link "
-                   "edges: a supersedes link between two session memories is lost at session end, so the superseded memory "
-                   "no longer ranks below its superseder in the project")
 def test_links_between_session_memories_survive_promotion(real_service, ctx, project):
     real_service.session_start(ctx)
     old = _store(real_service, ctx, "Releases are cut from the develop branch", importance=0.8)
@@ -132,9 +129,6 @@ def test_explicit_promotion_session_to_project_to_user_keeps_the_chain(real_serv
     assert proj_meta["promoted_to"][0]["scope"] == "user"
 
 
-@pytest.mark.xfail(strict=True, reason="promotion.promote picks the narrowest copy (session) as the source even when a "
-                   "project copy exists: the user copy skips the project step of promotion_chain and loses what the "
-                   "project copy gained (merges, tags, importance)")
 def test_promoting_to_user_from_a_session_that_also_has_a_project_copy_goes_through_the_project(real_service, ctx):
     mid = _store(real_service, ctx, "Always pin GitHub Actions to a commit SHA", type="procedural", importance=0.8)
     real_service.promote(ctx, mid, "project")
@@ -240,9 +234,6 @@ def test_a_recent_session_of_another_window_is_not_recovered(home, project, real
         svc.close()
 
 
-@pytest.mark.xfail(strict=True, reason="session_registry.last_seen_at is written only by session_start: a live session "
-                   "that keeps storing/recalling for longer than abandoned_session_hours is 'recovered' (promoted and its "
-                   "database dropped) by another window's session_start")
 def test_a_long_running_but_active_session_is_not_recovered(home, project, real_embedder):
     svc = MemoryService(home=home, embedder=real_embedder)
     try:
@@ -308,3 +299,37 @@ def test_a_half_applied_merge_is_not_merged_twice(real_service, ctx, project, mo
     assert mem["access_count"] == 1 and len(mem["promotion_chain"]) == 1 and mem["version"] == after_first["version"]
     assert len(_log(real_service, ctx, sid)) == 1
     assert len(_project_rows(real_service, ctx)) == 2  # the merged memory + the session summary
+
+
+
+def test_a_memory_seen_in_two_projects_becomes_a_user_candidate(real_service, tmp_path):
+    """DECISIONS.md, project -> user: "recalled in >= 3 sessions *or seen in >= 2 projects*"."""
+    from engram_mcp import lifecycle
+
+    roots = []
+    for name in ("alpha", "beta"):
+        (tmp_path / name / ".git").mkdir(parents=True)
+        roots.append(tmp_path / name)
+    a, b = RequestContext(roots[0], "sess-a"), RequestContext(roots[1], "sess-b")
+
+    real_service.session_start(a)
+    in_a = _store(real_service, a, "Prefer httpx over requests for HTTP clients in Python", importance=0.8)
+    other_a = _store(real_service, a, "Database migrations are written with Alembic", importance=0.8)
+    assert real_service.session_end(a)["user_promotion_candidates"] == 0  # one project, never recalled: not yet
+
+    real_service.session_start(b)
+    in_b = _store(real_service, b, "For HTTP clients in Python, prefer httpx over requests", importance=0.8)  # cosine ~0.98
+    other_b = _store(real_service, b, "The frontend is built with SvelteKit", importance=0.8)
+    assert real_service.session_end(b)["user_promotion_candidates"] == 1
+    queued = real_service.handle(b, "project").q(q.PENDING_QUEUE, {"limit": 10})
+    assert [(str(r["memory"].id), r["reason"]) for r in queued] == [(in_b[7:], "promotion")]
+
+    # project alpha now sees it too
+    pa = real_service.handle(a, "project")
+    assert lifecycle.queue_user_candidates(real_service, pa, real_service.config(roots[0])) == 1
+    assert [str(r["memory"].id) for r in pa.q(q.PENDING_QUEUE, {"limit": 10})] == [in_a[7:]]
+    # the sightings live in the user store; forgetting a copy withdraws its sighting
+    user = real_service.handle(a, "user")
+    assert {s["memory_id"] for s in user.q(q.ALL_SIGHTINGS)} == {in_a, other_a, in_b, other_b}
+    real_service.forget(RequestContext(roots[0]), in_a)
+    assert {s["memory_id"] for s in user.q(q.ALL_SIGHTINGS)} == {other_a, in_b, other_b}

@@ -129,9 +129,6 @@ def test_supersedes_an_unknown_memory_raises_and_stores_nothing(fake_service, ct
     assert _total(fake_service, ctx) == 0
 
 
-@pytest.mark.xfail(strict=True, reason="service.store returns from the dedup merge before handling `supersedes`: when the "
-                   "new content merges into a twin, the supersedes link is silently dropped (and an unknown id is not "
-                   "even checked)")
 def test_a_store_that_merges_still_records_what_it_supersedes(fake_service, ctx):
     old = fake_service.store(ctx, content="The API listens on port 8080", type="semantic", scope="project")["memory_id"]
     twin = fake_service.store(ctx, content="The API server listens on port 9090", type="semantic", scope="project")["memory_id"]
@@ -321,8 +318,6 @@ def test_secrets_in_tags_category_and_entity_names_are_redacted_too(fake_service
     assert GH_TOKEN.lower() not in dump.lower()
 
 
-@pytest.mark.xfail(strict=True, reason="service.update applies `category` without check_text or redaction (store does both): "
-                   "a secret in the category is stored in the clear, a non-string crashes with AttributeError, no length limit")
 def test_update_validates_and_redacts_the_category_like_store_does(fake_service, ctx):
     mid = fake_service.store(ctx, content="uploads use a token", type="semantic", scope="project")["memory_id"]
     with pytest.raises(InvalidInput) as err:
@@ -332,3 +327,21 @@ def test_update_validates_and_redacts_the_category_like_store_does(fake_service,
         fake_service.update(ctx, mid, category="c" * 65)
     fake_service.update(ctx, mid, category=GH_TOKEN)
     assert GH_TOKEN.lower() not in repr(_raw(fake_service, ctx, mid)).lower()
+
+
+def test_an_update_or_tag_that_changes_nothing_writes_no_version_and_no_history(fake_service, ctx):
+    mid = fake_service.store(ctx, content="CI runs on every push", type="semantic", scope="project", importance=0.6,
+                             tags=["ci"], category="fact", metadata={"origin": "x"})["memory_id"]
+    same = [
+        {"content": "CI runs on every push"}, {"importance": 0.6}, {"category": "Fact"}, {"tags": {"add": ["ci"]}},
+        {"tags": {"remove": ["absent"]}}, {"metadata": {"origin": "x"}}, {"metadata": {"gone": None}},
+    ]
+    for change in same:
+        res = fake_service.update(ctx, mid, **change)
+        assert res["updated_fields"] == [] and res["version"] == 1 and res["re_embedded"] is False, change
+    fake_service.tag(ctx, mid, add=["CI"])
+    mem = fake_service.get(ctx, mid, history=True)
+    assert mem["version"] == 1 and mem["history"] == []
+    res = fake_service.update(ctx, mid, importance=0.7, tags={"add": ["ci"]})
+    assert res["updated_fields"] == ["importance"] and res["version"] == 2
+    assert len(fake_service.get(ctx, mid, history=True)["history"]) == 1

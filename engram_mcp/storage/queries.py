@@ -20,6 +20,8 @@ CREATE_MEMORY = "CREATE type::thing('memory', $id) CONTENT $record RETURN NONE"
 REPLACE_MEMORY = "UPDATE type::thing('memory', $id) CONTENT $record RETURN NONE"
 GET_MEMORY = "SELECT * FROM type::thing('memory', $id)"
 GET_MEMORIES = "SELECT * FROM $ids"
+# What a recall returns: the record without its 1.5 KB vector (only whether it has one).
+GET_MEMORIES_FOR_RECALL = "SELECT *, embedding IS NOT NONE AS has_embedding OMIT embedding FROM $ids"
 EXISTS_MEMORY = "SELECT VALUE id FROM type::thing('memory', $id)"
 ALL_MEMORIES = "SELECT * FROM memory"
 INDEX_ROWS = (
@@ -32,6 +34,15 @@ STRENGTHEN = (
     "status = IF status = 'created' THEN 'active' ELSE status END, "
     "metadata.recall_sessions = IF $session_id IS NONE THEN metadata.recall_sessions "
     "ELSE array::union(metadata.recall_sessions ?? [], [$session_id]) END RETURN NONE"
+)
+# Recall strengthening written behind (engram_mcp/strengthen.py): one entry per memory with its
+# number of recalls since the last write, the last recall time and the recalling sessions.
+# UPDATE never creates: a memory deleted in the meantime is skipped.
+STRENGTHEN_BATCH = (
+    "FOR $b IN $batch { UPDATE $b.id SET access_count += $b.n, last_accessed_at = $b.at, "
+    "status = IF status = 'created' THEN 'active' ELSE status END, "
+    "metadata.recall_sessions = IF array::len($b.sessions) = 0 THEN metadata.recall_sessions "
+    "ELSE array::union(metadata.recall_sessions ?? [], $b.sessions) END RETURN NONE; }"
 )
 SET_STATUS = (
     "UPDATE $ids SET status = $status, status_changed_at = time::now() RETURN NONE"
@@ -85,3 +96,32 @@ ENQUEUE = "CREATE consolidation_queue CONTENT $entry RETURN NONE"
 QUEUED_FOR = "SELECT VALUE id FROM consolidation_queue WHERE memory = $memory AND reason = $reason AND status = 'pending'"
 PENDING_QUEUE = "SELECT * FROM consolidation_queue WHERE status = 'pending' ORDER BY priority DESC LIMIT $limit"
 COMPLETE_QUEUE = "UPDATE consolidation_queue SET status = 'completed', processed_at = time::now() WHERE memory IN $memories AND status = 'pending' RETURN NONE"
+
+# --- graph: one node per case-folded name (schema v3) ----------------------------------
+ENTITIES_BY_NAME_KEY = "SELECT * FROM entity WHERE name_key = $name_key"
+UPSERT_ENTITY_NODE = "UPSERT type::thing('entity', $key) MERGE $record RETURN NONE"
+SET_ENTITY_TYPE = "UPDATE type::thing('entity', $key) SET entity_type = $entity_type, updated_at = time::now() RETURN NONE"
+BUMP_ENTITY_MENTIONS = "UPDATE type::thing('entity', $key) SET mention_count += $n, updated_at = time::now() RETURN NONE"
+GET_ENTITY = "SELECT * FROM type::thing('entity', $key)"
+
+# --- import: restore graph rows with their own timestamps ------------------------------
+IMPORT_ENTITY = "CREATE type::thing('entity', $key) CONTENT $record RETURN NONE"
+IMPORT_MENTION = "RELATE $memory->mentions->$entity SET relationship = $relationship, created_at = $created_at RETURN NONE"
+IMPORT_RELATION = (
+    "RELATE $a->relates_to->$b SET relation_type = $relation_type, weight = $weight, evidence = $evidence, "
+    "created_at = $created_at RETURN NONE"
+)
+IMPORT_LINK = "RELATE $a->memory_link->$b SET relation_type = $relation_type, strength = $strength, created_at = $created_at RETURN NONE"
+
+# --- purge: history entries rewritten without the forgotten text -------------------------
+SET_HISTORY_SNAPSHOT = "UPDATE $id SET snapshot = $snapshot RETURN NONE"
+
+# --- sessions: activity keeps a live session from being recovered ----------------------
+TOUCH_SESSION = (
+    "UPSERT type::thing('session_registry', $key) SET session_id = $session_id, last_seen_at = time::now() RETURN NONE"
+)
+
+# --- project sightings (user store; schema v3): the "seen in >= 2 projects" signal -------
+UPSERT_SIGHTING = "UPSERT type::thing('project_sighting', $key) CONTENT $record RETURN NONE"
+ALL_SIGHTINGS = "SELECT project, memory_id, fingerprint, embedding, embedding_model FROM project_sighting"
+DELETE_SIGHTING = "DELETE type::thing('project_sighting', $key) RETURN NONE"

@@ -123,6 +123,20 @@ DEFINE INDEX IF NOT EXISTS memory_category ON memory FIELDS category;
 UPDATE memory SET category = metadata.category, metadata.category = NONE WHERE category IS NONE AND metadata.category IS NOT NONE;
 """
 
+_ENTITY_NAME_KEY_AND_SIGHTINGS = """
+DEFINE FIELD IF NOT EXISTS name_key ON entity TYPE option<string>;
+DEFINE INDEX IF NOT EXISTS entity_name_key ON entity FIELDS name_key;
+UPDATE entity SET name_key = string::lowercase(name) WHERE name_key IS NONE;
+DEFINE TABLE IF NOT EXISTS project_sighting SCHEMAFULL;
+DEFINE FIELD IF NOT EXISTS project ON project_sighting TYPE string;
+DEFINE FIELD IF NOT EXISTS memory_id ON project_sighting TYPE string;
+DEFINE FIELD IF NOT EXISTS fingerprint ON project_sighting TYPE string;
+DEFINE FIELD IF NOT EXISTS embedding ON project_sighting TYPE option<bytes>;
+DEFINE FIELD IF NOT EXISTS embedding_model ON project_sighting TYPE option<string>;
+DEFINE FIELD IF NOT EXISTS seen_at ON project_sighting TYPE datetime DEFAULT time::now();
+DEFINE INDEX IF NOT EXISTS sighting_fingerprint ON project_sighting FIELDS fingerprint;
+"""
+
 
 def _statements(block: str) -> list[str]:
     """Split a block on ';' at line ends (no statement here contains one inside)."""
@@ -143,5 +157,7 @@ def _statements(block: str) -> list[str]:
 MIGRATIONS: list[tuple[int, str, list[str]]] = [
     (1, "base schema: memory, history, graph, sessions, promotion, queue", _statements(_BASE)),
     (2, "category field for the fine-grained kind (decision, convention, ...)", _statements(_ADD_CATEGORY)),
+    (3, "entity.name_key (one node per case-folded name); project_sighting (seen in >= 2 projects)",
+     _statements(_ENTITY_NAME_KEY_AND_SIGHTINGS)),
 ]
 CURRENT_SCHEMA_VERSION = MIGRATIONS[-1][0]

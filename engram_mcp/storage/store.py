@@ -35,13 +35,26 @@ def _classify(exc: BaseException, where: str) -> Exception:
     """Turn an engine exception into a typed engram error with a useful message."""
     text = str(exc)
     low = text.lower()
-    if "no space left" in low or "disk full" in low or (isinstance(exc, OSError) and exc.errno == errno.ENOSPC):
+    full = ("no space left", "no storage space", "disk full", "quota exceeded", "file too large")
+    if any(s in low for s in full) or (isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)):
         return StorageFull(f"{where}: the disk is full ({text[:200]}). Free some space; writes are kept and retried.")
     if "read-only" in low or "permission denied" in low or "readonly" in low:
         return StoreUnavailable(f"{where}: the store is not writable ({text[:200]}). Check permissions.")
     if "but expected" in low or "must conform to" in low:
         return InvalidInput(f"{where}: {text[:300]}")
     return StoreUnavailable(f"{where}: database error: {text[:300]}")
+
+
+# Engine errors after which the open engine cannot be trusted: surrealkv keeps failing
+# every later transaction ("fsync failed") even once space is freed, and only a reopen
+# (which repairs the log's torn tail) recovers. Measured on a full tmpfs.
+_IO_FAILURE_MARKERS = ("io error", "fsync", "no space left", "no storage space", "read-only", "readonly", "permission denied", "file too large", "corrupt")
+
+
+def _is_io_failure(err: Exception) -> bool:
+    if isinstance(err, StorageFull):
+        return True
+    return isinstance(err, StoreUnavailable) and any(m in str(err).lower() for m in _IO_FAILURE_MARKERS)
 
 
 class SurrealStore:
@@ -55,6 +68,7 @@ class SurrealStore:
         self._mutex = threading.RLock()
         self._current: tuple[str, str] | None = None
         self._migrated: set[tuple[str, str]] = set()
+        self.failure: str | None = None  # why the engine was closed after an I/O error
 
     # -- lifecycle --------------------------------------------------------------
     @property
@@ -93,6 +107,14 @@ class SurrealStore:
             self._current = None
             self._migrated.clear()
             self._release_lock()
+
+    def _failed(self, err: Exception) -> Exception:
+        """After an I/O failure, close the engine so the next use reopens (and repairs) it."""
+        if _is_io_failure(err) and self._conn is not None:
+            log.warning("%s store %s failed (%s); closing it, it will be reopened on next use", self.label, self.directory, err)
+            self.close()
+            self.failure = str(err)
+        return err
 
     def _acquire_lock(self) -> None:
         path = self.directory / LOCK_FILENAME
@@ -134,7 +156,7 @@ class SurrealStore:
             try:
                 return self._conn.query(sql, params or {})
             except Exception as exc:
-                raise _classify(exc, f"{self.label} store") from exc
+                raise self._failed(_classify(exc, f"{self.label} store")) from exc
 
     def transaction(self, ns: str, db: str, statements: list[tuple[str, dict[str, Any]]]) -> list[Any]:
         """Run statements atomically (BEGIN/COMMIT in one request; rolls back on error).
@@ -155,14 +177,14 @@ class SurrealStore:
             try:
                 raw = self._conn.query_raw(text, params)
             except Exception as exc:
-                raise _classify(exc, f"{self.label} store") from exc
-        if raw.get("error"):
-            raise _classify(RuntimeError(str(raw["error"])), f"{self.label} store")
-        results = raw.get("result") or []
-        failures = [r for r in results if r.get("status") != "OK"]
-        if failures:
-            real = [r for r in failures if "failed transaction" not in str(r.get("result"))] or failures
-            raise _classify(RuntimeError(str(real[0].get("result"))), f"{self.label} store")
+                raise self._failed(_classify(exc, f"{self.label} store")) from exc
+            if raw.get("error"):
+                raise self._failed(_classify(RuntimeError(str(raw["error"])), f"{self.label} store"))
+            results = raw.get("result") or []
+            failures = [r for r in results if r.get("status") != "OK"]
+            if failures:
+                real = [r for r in failures if "failed transaction" not in str(r.get("result"))] or failures
+                raise self._failed(_classify(RuntimeError(str(real[0].get("result"))), f"{self.label} store"))
         return [r.get("result") for r in results]
 
     def execute_ddl(self, ns: str, sql: str) -> Any:
@@ -175,7 +197,7 @@ class SurrealStore:
             try:
                 return self._conn.query(sql)
             except Exception as exc:
-                raise _classify(exc, f"{self.label} store") from exc
+                raise self._failed(_classify(exc, f"{self.label} store")) from exc
 
     # -- schema -------------------------------------------------------------------
     def ensure_schema(self, ns: str, db: str, *, migrations: list | None = None) -> int:
