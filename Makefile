@@ -3,10 +3,14 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.engram-stamp
+# The Claude Code CLI for the end-to-end tests. Its package.json lives here, not at the root:
+# Claude Code runs `npm install` for a plugin whose root has a package.json.
+CLAUDE_CLI := tests/claude-cli
+CLAUDE := $(CLAUDE_CLI)/node_modules/.bin/claude
 
 .PHONY: setup demo test test-fast bench bench-quick stress clean
 
-setup: $(STAMP) node_modules/.bin/claude
+setup: $(STAMP) $(CLAUDE)
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -14,8 +18,8 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q --disable-pip-version-check -e '.[test,bench]'
 	cp pyproject.toml $(STAMP)
 
-node_modules/.bin/claude: package-lock.json
-	npm ci --no-audit --no-fund --loglevel=error
+$(CLAUDE): $(CLAUDE_CLI)/package-lock.json
+	npm ci --prefix $(CLAUDE_CLI) --no-audit --no-fund --loglevel=error
 	touch $@
 
 demo: $(STAMP)
@@ -27,11 +31,13 @@ test: setup
 test-fast: $(STAMP)
 	$(PY) -m pytest -q -m "not slow and not claude"
 
-bench: $(STAMP)
-	$(PY) bench/locomo_bench.py
+# Every benchmark, one report: bench/results/<UTC>/report.md (+ report.json, plots, each part's
+# results). ~20 min on 2 cores; bench-quick (~5-10 min) only checks that it all still runs.
+bench: setup
+	$(PY) bench/run_all.py
 
-bench-quick: $(STAMP)
-	$(PY) bench/locomo_bench.py --quick
+bench-quick: setup
+	$(PY) bench/run_all.py --quick
 
 clean:
-	rm -rf $(VENV) node_modules .pytest_cache bench/results
+	rm -rf $(VENV) $(CLAUDE_CLI)/node_modules .pytest_cache bench/results

@@ -227,6 +227,12 @@ def bench_size(n: int, vocab: list[str], n_queries: int) -> dict[str, Any]:
     result["vector_similarities_100"] = time_each(
         list(queries), lambda q: vec.similarities(q, rng.integers(0, n, size=100))
     )
+    # What a hybrid recall does per scope: the vector top-100 and the cosine of 100 more
+    # candidates (BM25's), looked up in the scan instead of a second gather.
+    result["vector_top100_plus_lookup_100"] = time_each(
+        list(queries),
+        lambda q: vec.similarities(q, rng.integers(0, n, size=100), scanned=vec.search_scored(q, 100)[2]),
+    )
 
     words = pick_query_words(bm25, vocab, rng, n_queries)
     for kind in ("rare", "common", "multi"):
@@ -237,6 +243,10 @@ def bench_size(n: int, vocab: list[str], n_queries: int) -> dict[str, Any]:
     result["bm25_search_multi_mask50"] = time_each(words["multi"], lambda q: bm25.search(q, TOP_K, half_mask))
     result["bm25_scores_for_100_multi"] = time_each(
         words["multi"], lambda q: bm25.scores_for(q, rng.integers(0, n, size=100))
+    )
+    result["bm25_top100_plus_lookup_100_multi"] = time_each(
+        words["multi"],
+        lambda q: bm25.scores_for(q, rng.integers(0, n, size=100), dense=bm25.search_scored(q, 100)[2]),
     )
     sentences = make_sentences(rng, vocab, n_queries)
     result["tokenize_sentence_warm"] = time_each(sentences, tokenize)
@@ -261,11 +271,13 @@ TABLE_ROWS = [
     ("vector top-10, mask 50%", "vector_search_mask50", "ms"),
     ("vector top-10, mask 5%", "vector_search_mask5", "ms"),
     ("vector similarities x100", "vector_similarities_100", "ms"),
+    ("vector top-100 + 100 looked up (hybrid)", "vector_top100_plus_lookup_100", "ms"),
     ("bm25 top-10 rare word", "bm25_search_rare", "ms"),
     ("bm25 top-10 common word", "bm25_search_common", "ms"),
     ("bm25 top-10 4-6 words", "bm25_search_multi", "ms"),
     ("bm25 top-10 4-6 words, mask 50%", "bm25_search_multi_mask50", "ms"),
     ("bm25 scores_for x100", "bm25_scores_for_100_multi", "ms"),
+    ("bm25 top-100 + 100 looked up (hybrid)", "bm25_top100_plus_lookup_100_multi", "ms"),
     ("tokenize sentence (warm)", "tokenize_sentence_warm", "ms"),
     ("vector memory (MB)", "vector_bytes", "mb"),
     ("bm25 memory, estimate (MB)", "bm25_bytes_estimate", "mb"),

@@ -86,6 +86,12 @@ def render_status(s: dict[str, Any]) -> str:
             lines.append(f"           {info['without_vectors']} without vectors: run `engram reindex`")
     e = s["embedding"]
     lines.append(f"  model    {e['model']} ({e['dimensions']}-d){' ERROR: ' + e['error'] if e.get('error') else ''}")
+    wq = s.get("write_queue") or {}
+    if wq.get("pending") or wq.get("rejected"):
+        waiting = f"; waiting for: {'; '.join(wq['blocked_by'])}" if wq.get("blocked_by") else ""
+        lines.append(f"  queue    {wq.get('pending', 0)} queued writes, {wq.get('rejected', 0)} rejected{waiting}")
+        if wq.get("rejected"):
+            lines.append(f"           rejected writes (with their errors): {wq.get('spool_dir')}/rejected/")
     return "\n".join(lines)
 
 

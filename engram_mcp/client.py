@@ -14,7 +14,6 @@ import itertools
 import json
 import os
 import socket
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -71,8 +70,10 @@ def find_python() -> str | None:
     return None
 
 
-def spawn_daemon(user_dir: Path, python: str | None = None) -> subprocess.Popen | None:
+def spawn_daemon(user_dir: Path, python: str | None = None) -> "subprocess.Popen | None":
     """Start engramd detached; returns None when no suitable Python exists."""
+    import subprocess  # lazily: hooks import this module on a ~100 ms budget
+
     python = python or find_python()
     if python is None:
         return None

@@ -125,6 +125,8 @@ CONFIG_SCHEMA: dict[str, Any] = {
         "candidate_pool": _num(10, 1000, integer=True, doc="Candidates per strategy per scope."),
         "store_dedup_similarity": _num(0.5, 1, doc="Similarity above which a stored memory is a duplicate."),
         "cross_scope_dedup_similarity": _num(0.5, 1, doc="Similarity above which recall drops cross-scope duplicates."),
+        "relevance_min_cosine": _num(-1, 1, doc="Cosine a recall candidate without a keyword hit needs to count as relevant."),
+        "relevance_min_cosine_ratio": _num(0, 1, doc="Fraction of the recall's best cosine such a candidate also needs."),
         "context_token_budget": _num(100, 8000, integer=True, doc="Token budget of injected context."),
         "user_prompt_recall": _flag("Recall memories on every user prompt."),
         "prompt_recall_min_relevance": _num(0, 1, doc="Minimum relevance for prompt recall."),
@@ -161,6 +163,8 @@ DEFAULTS: dict[str, object] = {
     "candidate_pool": 100,
     "store_dedup_similarity": 0.85,
     "cross_scope_dedup_similarity": 0.90,
+    "relevance_min_cosine": 0.20,
+    "relevance_min_cosine_ratio": 0.50,
     "context_token_budget": 1200,
     "user_prompt_recall": True,
     "prompt_recall_min_relevance": 0.35,
@@ -216,6 +220,8 @@ class Config:
     candidate_pool: int
     store_dedup_similarity: float
     cross_scope_dedup_similarity: float
+    relevance_min_cosine: float
+    relevance_min_cosine_ratio: float
     context_token_budget: int
     user_prompt_recall: bool
     prompt_recall_min_relevance: float

@@ -12,6 +12,15 @@ the indexes; everyone else is a thin client on a 0600 Unix socket.
 - Serialisation: MemoryService holds one lock around every engine access.
 - No orphans: it exits after `daemon_idle_exit_seconds` with no client connected and no
   request, on SIGTERM/SIGINT, or when its user directory disappears.
+- Degradation: a write whose store cannot be used (locked by another process, corrupt,
+  disk full, not writable) is queued durably in the spool (`spool.py`) and answered
+  `{"queued": true, "degraded": true}`; reads answer with a `degraded` envelope naming the
+  cause, or with the scopes that work plus a warning. A drain thread applies the spool
+  oldest first: once the service is loaded, on every `drain` nudge (hooks send one and
+  hang up without reading), before each request while entries are pending, and on its
+  own timer with backoff. Entries whose store is still unavailable stay for later (they
+  never keep the daemon alive: idleness counts only clients); invalid ones move to
+  `spool/rejected/` with their error.
 """
 
 from __future__ import annotations
@@ -30,17 +39,29 @@ import traceback
 from pathlib import Path
 from typing import Any, Callable
 
+from . import spool
 from .client import socket_path
-from .errors import EngramError, InvalidInput
+from .errors import EngramError, InvalidInput, MemoryNotFound, StoreUnavailable
 
 LOCK_NAME = "engramd.lock"
 PROGRESS_OPS = ("export", "import", "reindex")
 IDLE_CHECK_S = 2.0
+# Writes that are queued (and answered as accepted) when their store is unavailable.
+QUEUEABLE_OPS = ("store", "update", "tag", "forget", "link", "promote", "session_end", "hook_capture", "hook_session_end")
+# Replays of these are keyed by the spool entry id (`request_id`), so applying one twice stores once.
+KEYED_OPS = ("store", "hook_capture")
+NOT_REPLAYABLE = ("ping", "shutdown", "drain", "export", "import", "reindex")
+DRAIN_POLL_S = 10.0  # look for entries queued without a nudge
+DRAIN_RETRY_MIN_S, DRAIN_RETRY_MAX_S = 2.0, 60.0  # backoff while a store stays unavailable
+DRAIN_FIRST_WAIT_S = 2.0  # a request waits at most this long for a running drain pass
+MAX_REPLAY_ATTEMPTS = 3  # unexpected (non-engram) errors before an entry is rejected
 log = logging.getLogger("engram.daemon")
 
 
 def operations() -> dict[str, Callable[..., Any]]:
     """op name -> fn(service, ctx, args). The daemon's whole API surface."""
+    from . import hook_ops
+
     return {
         "ping": lambda s, c, a: {"pong": True, "pid": os.getpid()},
         "store": lambda s, c, a: s.store(c, **a),
@@ -62,7 +83,49 @@ def operations() -> dict[str, Callable[..., Any]]:
         "import": lambda s, c, a: s.import_(c, **a),
         "reindex": lambda s, c, a: s.reindex(c, **a),
         "shutdown": lambda s, c, a: {"stopping": True},
+        **hook_ops.operations(),
     }
+
+
+def _is_argument_error(exc: TypeError) -> bool:
+    """True when the caller sent bad argument names, not when engine code hit a TypeError.
+
+    A call whose keywords do not bind fails before the callee's frame starts, so the
+    traceback ends in the dispatch lambdas (the daemon's op table and the service's
+    bound operations); a TypeError raised deeper is a bug and must surface as one.
+    """
+    text = str(exc)
+    if "argument" not in text or not any(s in text for s in ("unexpected keyword", "required positional", "required keyword", "positional argument")):
+        return False
+    tb = exc.__traceback__
+    frames = []
+    while tb is not None:
+        frames.append(tb.tb_frame.f_code.co_name)
+        tb = tb.tb_next
+    return all(name in ("_handle_line", "<lambda>") for name in frames)
+
+
+def _project_key(raw_ctx: dict[str, Any]) -> str:
+    """The project an entry writes to, resolved like a request's (hooks may send a subdirectory)."""
+    from .paths import resolve_project_root
+
+    root = raw_ctx.get("project_root")
+    if not isinstance(root, str) or not root:
+        return ""
+    try:
+        return str(resolve_project_root(root))
+    except (OSError, ValueError):
+        return root
+
+
+def _bad_arguments(exc: TypeError) -> bool:
+    """A replayed entry whose argument names do not bind (raised in the dispatch lambda)."""
+    names = []
+    tb = exc.__traceback__
+    while tb is not None:
+        names.append(tb.tb_frame.f_code.co_name)
+        tb = tb.tb_next
+    return "argument" in str(exc) and all(n == "<lambda>" for n in names[1:])
 
 
 class Daemon:
@@ -77,6 +140,13 @@ class Daemon:
         self.idle_exit_s = 900.0
         self._conn_lock = threading.Lock()
         self.startup_error: str | None = None
+        self._drain_lock = threading.Lock()
+        self._drain_wanted = threading.Event()
+        self._drain_wanted.set()  # drain once as soon as the service is loaded
+        self._drain_retry_at = 0.0
+        self._attempts: dict[str, int] = {}
+        self._entry_keys: dict[str, str] = {}  # spool file name -> project root (entries are immutable)
+        self.queue_state: dict[str, Any] = {"blocked": {}, "last_drain_at": None, "applied": 0, "rejected": 0}
 
     # -- lifecycle ------------------------------------------------------------------
     def run(self) -> int:
@@ -103,6 +173,7 @@ class Daemon:
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: self.stopping.set())
         threading.Thread(target=self._load_service, daemon=True).start()
+        threading.Thread(target=self._drain_loop, name="engram-drain", daemon=True).start()
         log.info("engramd %d listening on %s", os.getpid(), path)
         try:
             while not self.stopping.is_set():
@@ -120,8 +191,9 @@ class Daemon:
                 path.unlink()
             except OSError:
                 pass
+            self._drain_wanted.set()  # wake the drain thread: it sees `stopping` and ends
             if self.service is not None:
-                with self.service.lock:
+                with self._drain_lock, self.service.lock:  # a replay in flight finishes first
                     self.service.close()
             fcntl.flock(lock_fd, fcntl.LOCK_UN)
             os.close(lock_fd)
@@ -188,6 +260,9 @@ class Daemon:
                 raise InvalidInput("request must be a JSON object")
             rid = req.get("id")
             op = req.get("op")
+            if op == "drain":  # a nudge: never blocks (hooks hang up without reading the answer)
+                self._drain_wanted.set()
+                return {"id": rid, "ok": True, "result": {"draining": True}}
             fn = self.ops.get(op)
             if fn is None:
                 raise InvalidInput(f"unknown operation {str(op)[:40]!r}")
@@ -199,23 +274,234 @@ class Daemon:
             if op == "ping":
                 return {"id": rid, "ok": True, "result": {"pong": True, "pid": os.getpid(), "ready": self.ready.is_set()}}
             self.ready.wait()
+            raw_ctx = req.get("ctx") or {}
             if self.service is None:
-                from .errors import StoreUnavailable
-
-                raise StoreUnavailable(self.startup_error or "engram daemon is not ready")
-            ctx = self._context(req.get("ctx") or {})
+                down = StoreUnavailable(self.startup_error or "engram daemon is not ready")
+                if op in QUEUEABLE_OPS and isinstance(raw_ctx, dict):
+                    return {"id": rid, "ok": True, "result": self._queue(op, args, raw_ctx, down)}
+                raise down
+            if not isinstance(raw_ctx, dict):
+                raise InvalidInput("ctx must be an object")
+            ctx = self._context(raw_ctx)
+            self._drain_first()
             if req.get("progress") and stream is not None and op in PROGRESS_OPS:
                 args = {**args, "progress": self._progress_writer(rid, stream)}
-            return {"id": rid, "ok": True, "result": fn(self.service, ctx, args)}
+            try:
+                result = fn(self.service, ctx, args)
+            except (StoreUnavailable, MemoryNotFound) as exc:
+                cause = exc if isinstance(exc, StoreUnavailable) else self._unavailable(ctx, exc)
+                if cause is None:
+                    raise
+                if op not in QUEUEABLE_OPS:
+                    raise cause from None
+                result = self._queue(op, args, {"project_root": str(ctx.project_root), "session_id": ctx.session_id}, cause)
+            if op == "status" and isinstance(result, dict):
+                result = self._with_queue_status(result)
+            return {"id": rid, "ok": True, "result": result}
         except EngramError as exc:
             return {"id": rid, "ok": False, "error": exc.envelope()}
         except TypeError as exc:
+            if not _is_argument_error(exc):
+                log.error("request failed: %s\n%s", exc, traceback.format_exc())
+                return {"id": rid, "ok": False, "error": {"error": "internal_error", "message": f"TypeError: {exc}"[:500], "degraded": False, "retry_possible": True}}
             return {"id": rid, "ok": False, "error": InvalidInput(f"bad arguments: {exc}").envelope()}
         except json.JSONDecodeError as exc:
             return {"id": rid, "ok": False, "error": InvalidInput(f"request is not JSON: {exc.msg}").envelope()}
         except Exception as exc:  # never let one request take the daemon down
             log.error("request failed: %s\n%s", exc, traceback.format_exc())
             return {"id": rid, "ok": False, "error": {"error": "internal_error", "message": f"{type(exc).__name__}: {exc}"[:500], "degraded": False, "retry_possible": True}}
+
+    # -- the write queue --------------------------------------------------------------
+    def _unavailable(self, ctx: Any, exc: EngramError) -> StoreUnavailable | None:
+        """A not-found that may only mean the memory is in a store that cannot be opened now."""
+        cause = self._unavailable_cause(ctx)
+        if cause is None:
+            return None
+        return StoreUnavailable(f"{exc.message} It may be in a store that is unavailable: {cause}")
+
+    def _unavailable_cause(self, ctx: Any) -> str | None:
+        from .paths import project_dir
+
+        failures = self.service.registry.failures() if self.service is not None else {}
+        dirs = [str(self.service.registry.user_dir)] if self.service is not None else []
+        if ctx is not None:
+            dirs.append(str(project_dir(ctx.project_root)))
+        causes = [failures[d] for d in dirs if d in failures]
+        return "; ".join(causes) or None
+
+    def _queue(self, op: str, args: dict[str, Any], ctx: dict[str, Any], cause: EngramError) -> dict[str, Any]:
+        """Queue a write whose store is unavailable; the answer says so (accepted, not applied)."""
+        from .ids import format_memory_id
+
+        clean = {k: v for k, v in args.items() if k != "progress"}
+        ctx = {"project_root": ctx.get("project_root"), "session_id": ctx.get("session_id")}
+        try:
+            eid = spool.enqueue(self.user_dir, op, clean, ctx, reason=f"{cause.code}: {cause.message}"[:500])
+        except (OSError, ValueError) as exc:
+            err = StoreUnavailable(f"{cause.message} The write could not be queued either ({exc}); it was not saved.")
+            err.code = cause.code
+            raise err from None
+        log.warning("queued %s %s: %s", op, eid, cause.message)
+        result: dict[str, Any] = {
+            "queued": True,
+            "degraded": True,
+            "action": "queued",
+            "queue_id": eid,
+            "cause": cause.code,
+            "warnings": [{"code": "queued", "message": f"{cause.message} The {op} was saved to the write queue and will be applied when the store is available again."}],
+        }
+        if op in KEYED_OPS:
+            result["memory_id"] = format_memory_id(eid)  # its id once applied, unless merged into a near-duplicate
+        return result
+
+    def _with_queue_status(self, status: dict[str, Any]) -> dict[str, Any]:
+        counts = spool.count(self.user_dir)
+        blocked = sorted(set(self.queue_state["blocked"].values()))
+        status["write_queue"] = {
+            **counts,
+            "blocked_by": blocked[:3],
+            "last_drain_at": self.queue_state["last_drain_at"],
+            "spool_dir": str(spool.spool_dir(self.user_dir)),
+        }
+        conn = status.get("connection")
+        if counts["pending"] and blocked and isinstance(conn, dict):
+            conn["status"] = "degraded"
+        return status
+
+    def _drain_first(self) -> None:
+        """Apply pending entries before a request, so it sees them and they keep their order."""
+        try:
+            if time.monotonic() < self._drain_retry_at or not spool.pending(self.user_dir):
+                return
+            self.drain_spool(wait=DRAIN_FIRST_WAIT_S)
+        except Exception:  # the request itself must still be served
+            log.exception("draining the write queue before a request failed")
+
+    def _drain_loop(self) -> None:
+        self.ready.wait()
+        if self.service is None:
+            return  # nothing can be applied; the entries wait for a daemon that starts
+        retry = DRAIN_RETRY_MIN_S
+        delay = DRAIN_POLL_S
+        while not self.stopping.is_set():
+            self._drain_wanted.wait(delay)
+            self._drain_wanted.clear()
+            if self.stopping.is_set():
+                return
+            try:
+                report = self.drain_spool()
+            except Exception:
+                log.exception("draining the write queue failed")
+                report = {"kept": 1}
+            if report.get("kept"):
+                delay, retry = retry, min(retry * 2, DRAIN_RETRY_MAX_S)
+                self.stopping.wait(1.0)  # nudges must not turn a broken store into a busy loop
+            else:
+                delay, retry = DRAIN_POLL_S, DRAIN_RETRY_MIN_S
+
+    def drain_spool(self, *, wait: float | None = None) -> dict[str, Any]:
+        """Apply queued writes oldest first. Applied entries are deleted, invalid ones rejected
+        (moved to `spool/rejected/` with the error), and entries whose store is unavailable kept,
+        with every later entry of the same project, so each project keeps its order."""
+        report: dict[str, Any] = {"applied": 0, "rejected": 0, "kept": 0, "blocked": {}}
+        if not self._drain_lock.acquire(timeout=-1 if wait is None else wait):
+            return report
+        try:
+            if self.service is None:
+                return report
+            blocked: dict[str, str] = report["blocked"]
+            for path in spool.pending(self.user_dir):
+                if self.stopping.is_set():
+                    break
+                key = self._entry_keys.get(path.name)
+                if key is not None and key in blocked:
+                    report["kept"] += 1
+                    continue
+                try:
+                    entry = spool.read(path)
+                except (OSError, ValueError) as exc:
+                    spool.reject(path, f"unreadable spool entry: {exc}")
+                    report["rejected"] += 1
+                    continue
+                if entry is None:
+                    continue
+                raw_ctx = entry.get("ctx") if isinstance(entry.get("ctx"), dict) else {}
+                key = _project_key(raw_ctx)
+                self._entry_keys[path.name] = key
+                if key in blocked:
+                    report["kept"] += 1
+                    continue
+                outcome, detail = self._replay(entry, raw_ctx)
+                if outcome == "applied":
+                    spool.done(path)
+                    report["applied"] += 1
+                elif outcome == "rejected":
+                    spool.reject(path, detail)
+                    report["rejected"] += 1
+                    log.warning("rejected queued %s %s: %s", entry.get("op"), entry.get("id"), detail)
+                else:
+                    blocked[key] = detail
+                    report["kept"] += 1
+            names = {p.name for p in spool.pending(self.user_dir)}
+            self._entry_keys = {k: v for k, v in self._entry_keys.items() if k in names}
+            self._attempts = {k: v for k, v in self._attempts.items() if f"{k}{spool.ENTRY_SUFFIX}" in names}
+            self.queue_state.update(blocked=dict(blocked), last_drain_at=time.time())
+            self.queue_state["applied"] += report["applied"]
+            self.queue_state["rejected"] += report["rejected"]
+            self._drain_retry_at = time.monotonic() + 1.0 if report["kept"] else 0.0
+        finally:
+            self._drain_lock.release()
+        if report["applied"] or report["rejected"]:
+            log.info("write queue: applied %d, rejected %d, kept %d", report["applied"], report["rejected"], report["kept"])
+        return report
+
+    def _replay(self, entry: dict[str, Any], raw_ctx: dict[str, Any]) -> tuple[str, str]:
+        """Apply one spool entry: ("applied" | "rejected" | "kept", why)."""
+        op, eid = entry.get("op"), str(entry.get("id") or "")
+        fn = self.ops.get(op)
+        if fn is None or op in NOT_REPLAYABLE:
+            return "rejected", f"invalid_input: operation {str(op)[:40]!r} cannot be replayed"
+        args = entry.get("args")
+        if not isinstance(args, dict):
+            return "rejected", "invalid_input: args must be an object"
+        args = dict(args)
+        if op in KEYED_OPS:
+            args.setdefault("request_id", eid)
+            queued_at = entry.get("queued_at")
+            if op in KEYED_OPS and "created_at" not in args and isinstance(queued_at, (int, float)):
+                from datetime import datetime, timezone
+
+                args["created_at"] = datetime.fromtimestamp(queued_at, timezone.utc).isoformat()
+        ctx = None
+        try:
+            root = raw_ctx.get("project_root")
+            if isinstance(root, str) and root and not Path(root).is_dir():
+                return "rejected", f"invalid_input: the project directory {root} no longer exists"
+            ctx = self._context(raw_ctx)
+            fn(self.service, ctx, args)
+            return "applied", ""
+        except MemoryNotFound as exc:
+            cause = self._unavailable_cause(ctx)
+            return ("kept", cause) if cause else ("rejected", f"{exc.code}: {exc.message}")
+        except StoreUnavailable as exc:
+            return "kept", exc.message
+        except EngramError as exc:
+            return "rejected", f"{exc.code}: {exc.message}"
+        except TypeError as exc:
+            if _bad_arguments(exc):
+                return "rejected", f"invalid_input: bad arguments: {exc}"
+            return self._unexpected(eid, exc)
+        except Exception as exc:
+            return self._unexpected(eid, exc)
+
+    def _unexpected(self, eid: str, exc: Exception) -> tuple[str, str]:
+        """An unexpected error may be transient: retry a few times, then set the entry aside."""
+        log.error("replaying %s failed: %s\n%s", eid, exc, traceback.format_exc())
+        self._attempts[eid] = self._attempts.get(eid, 0) + 1
+        message = f"internal_error: {type(exc).__name__}: {exc}"[:500]
+        if self._attempts[eid] >= MAX_REPLAY_ATTEMPTS:
+            return "rejected", f"{message} (after {MAX_REPLAY_ATTEMPTS} attempts)"
+        return "kept", message
 
     @staticmethod
     def _progress_writer(rid: Any, stream: Any) -> Callable[[int, int | None, str], None]:

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from . import spool
 from .client import DaemonClient, socket_path, user_dir_from_env
 from .errors import EngramError
 from .paths import project_dir
@@ -52,6 +53,7 @@ def run_doctor(project_root: Path, session_id: str | None = None) -> dict[str, A
     for label, path in (("user store permissions", udir), ("project store permissions", project_dir(project_root))):
         bad = _modes(path)
         checks.append(_check(label, not bad, f"{path} private (0700/0600)" if not bad else f"readable by others: {', '.join(bad[:3])}", f"chmod -R go-rwx {path}"))
+    status: dict[str, Any] = {}
     try:
         with DaemonClient(udir, client_name="doctor") as client:
             status = client.call("status", project_root=project_root, session_id=session_id)
@@ -63,4 +65,18 @@ def run_doctor(project_root: Path, session_id: str | None = None) -> dict[str, A
             checks.append(_check(f"{scope} store", ok, f"{info.get('total', 0)} memories at {info.get('path')}" if ok else info.get("message", "unavailable"), "see the message; writes are kept and retried"))
     except EngramError as exc:
         checks.append(_check("daemon", False, exc.message, "see ~/.claude/engram/logs/engramd.log"))
+    checks.append(_queue_check(udir, status.get("write_queue") or {}))
     return {"ok": all(c["ok"] for c in checks), "checks": checks}
+
+
+def _queue_check(udir: Path, live: dict[str, Any]) -> dict[str, Any]:
+    """Writes waiting in the spool (and why), and writes set aside as invalid."""
+    counts = spool.count(udir)  # read directly: works when the daemon does not
+    blocked = live.get("blocked_by") or []
+    detail = f"{counts['pending']} queued, {counts['rejected']} rejected"
+    if blocked:
+        detail += f"; waiting for: {'; '.join(blocked)}"
+    rejected_dir = spool.spool_dir(udir) / spool.REJECTED_DIR_NAME
+    if counts["rejected"]:
+        return _check("write queue", False, detail, f"read the errors in {rejected_dir}/*.json, then delete them")
+    return _check("write queue", not (counts["pending"] and blocked), detail, "fix the store named above; queued writes then apply by themselves")

@@ -40,11 +40,18 @@ class ScopeHandle:
     index: ScopeIndex
     project_root: Path | None = None
     session_id: str | None = None
+    # Called with this handle before any statement runs on it: writes what is held back in
+    # memory (recall strengthening, engram_mcp/strengthen.py) so every statement sees it.
+    before_io: Callable[["ScopeHandle"], None] | None = None
 
     def q(self, sql: str, params: dict[str, Any] | None = None) -> Any:
+        if self.before_io is not None:
+            self.before_io(self)
         return self.store.query(self.ns, self.db, sql, params)
 
     def tx(self, statements: list[tuple[str, dict[str, Any]]]) -> list[Any]:
+        if self.before_io is not None:
+            self.before_io(self)
         return self.store.transaction(self.ns, self.db, statements)
 
     @property
@@ -80,7 +87,10 @@ class StoreRegistry:
         return store
 
     def failures(self) -> dict[str, str]:
-        return {str(k): v[1] for k, v in self._failures.items()}
+        """Store directories that cannot be used right now -> why (failed open, or closed after an I/O error)."""
+        out = {str(k): s.failure for k, s in self._stores.items() if not s.is_open and s.failure}
+        out.update({str(k): v[1] for k, v in self._failures.items()})
+        return out
 
     def open_stores(self) -> list[SurrealStore]:
         return [s for s in self._stores.values() if s.is_open]

@@ -3,7 +3,9 @@
 Per scope: vector top-k and BM25 top-k over the filter mask; every candidate gets
 both signals (a BM25-only hit still gets its cosine, and the reverse) so fusion is
 never lopsided. Fusion is normalised weighted score fusion by default (measured above
-RRF on LoCoMo, see retrieval-calibration.md and bench/), RRF on request. Then the
+RRF on LoCoMo, see retrieval-calibration.md and bench/), RRF on request. Candidates with
+neither a keyword hit nor a cosine above the relevance floor are dropped (`relevant_mask`):
+they are not returned, not counted in total_matched and not strengthened. Then the
 composite `(0.6 relevance + 0.2 importance + 0.2 recency) * scope_weight`, the
 supersedes rule, and dedup across scopes (same id, then cosine >= 0.90).
 """
@@ -29,6 +31,17 @@ from .scoring import (
 STRATEGIES = ("vector", "keyword", "hybrid", "graph")
 SUPERSEDED_MARGIN = 1e-3
 SCOPE_PRIORITY = {"user": 3, "project": 2, "session": 1}
+# Relevance floor (see `relevant_mask`): a candidate without a keyword hit is relevant only if its
+# cosine reaches max(MIN_COSINE, MIN_COSINE_RATIO * best cosine of the recall). Calibrated on
+# all-MiniLM-L6-v2: unrelated pairs of short coding memories have cosine p95 0.18 / p99 0.28,
+# and a memory 0.27 from the query ("The CI runs on GitHub Actions" for "how is the frontend built
+# with vite") is noise next to a 0.80 hit; paraphrases without a shared word sit at 0.10-0.50.
+MIN_COSINE = 0.20
+MIN_COSINE_RATIO = 0.50
+# Hit objects are built for this many best candidates (plus related ones), not for all ~200 per
+# scope: `rank` checks the result is the one all candidates give and falls back otherwise.
+HIT_BUDGET_PER_RESULT = 3
+HIT_BUDGET_EXTRA = 30
 
 
 @dataclass
@@ -62,24 +75,63 @@ class RetrievalSettings:
     rrf_k: int = 60
     candidate_pool: int = 100
     cross_scope_dedup_similarity: float = 0.90
+    min_cosine: float = MIN_COSINE
+    min_cosine_ratio: float = MIN_COSINE_RATIO
+
+
+_NO_SLOTS = np.empty(0, dtype=np.int64)
 
 
 def _candidates(view: ScopeView, qvec, text: str, mask: np.ndarray, strategy: str, pool: int):
-    """Union of vector and BM25 top-k for one scope, with both signals for every slot."""
+    """Union of vector and BM25 top-k for one scope, with both signals for every slot.
+
+    Returns (slots sorted, keyword scores, cosines, BM25 top slots best first, vector top slots
+    best first). Each index scores the query once: the other list's candidates are looked up in
+    the scores the search already computed.
+    """
     idx = view.index
-    vec_slots = kw_slots = np.empty(0, dtype=np.int64)
+    has_text = bool(text.strip())
+    vec_slots = kw_slots = _NO_SLOTS
+    scanned = kw_dense = None
     if strategy in ("vector", "hybrid", "graph") and qvec is not None:
-        vec_slots, _ = idx.vectors.search(qvec, pool, mask)
-    if strategy in ("keyword", "hybrid") and text.strip():
-        kw_slots, _ = idx.bm25.search(text, pool, mask)
-    slots = np.unique(np.concatenate([vec_slots, kw_slots]).astype(np.int64))
+        vec_slots, _, scanned = idx.vectors.search_scored(qvec, pool, mask)
+    if strategy in ("keyword", "hybrid") and has_text:
+        kw_slots, _, kw_dense = idx.bm25.search_scored(text, pool, mask)
+    slots = np.union1d(vec_slots, kw_slots).astype(np.int64, copy=False)
     if slots.size == 0:
-        return slots, np.empty(0), np.empty(0), {}, {}
-    kw = idx.bm25.scores_for(text, slots) if text.strip() else np.zeros(slots.size)
-    vec = idx.vectors.similarities(qvec, slots) if qvec is not None else np.full(slots.size, np.nan)
-    vec_rank = {int(s): i + 1 for i, s in enumerate(vec_slots)}
-    kw_rank = {int(s): i + 1 for i, s in enumerate(kw_slots)}
-    return slots, np.asarray(kw, dtype=np.float64), np.asarray(vec, dtype=np.float64), kw_rank, vec_rank
+        return slots, np.empty(0), np.empty(0), kw_slots, vec_slots
+    kw = idx.bm25.scores_for(text, slots, dense=kw_dense) if has_text else np.zeros(slots.size)
+    vec = idx.vectors.similarities(qvec, slots, scanned=scanned) if qvec is not None else np.full(slots.size, np.nan)
+    return slots, np.asarray(kw, dtype=np.float64), np.asarray(vec, dtype=np.float64), kw_slots, vec_slots
+
+
+def _ranks(top: np.ndarray, slots: np.ndarray) -> np.ndarray:
+    """1-based position of each slot in `top` (a best-first list), 0 when absent."""
+    out = np.zeros(slots.size, dtype=np.float64)
+    if top.size == 0 or slots.size == 0:
+        return out
+    order = np.argsort(top, kind="stable")
+    sorted_top = top[order]
+    pos = np.minimum(np.searchsorted(sorted_top, slots), top.size - 1)
+    found = sorted_top[pos] == slots
+    out[found] = order[pos[found]] + 1
+    return out
+
+
+def relevant_mask(keyword: np.ndarray, cosine: np.ndarray, min_cosine: float, min_cosine_ratio: float) -> np.ndarray:
+    """Which candidates are relevant at all (only they are returned, counted and strengthened).
+
+    A keyword hit (BM25 > 0) is relevant. Without one, a candidate needs a cosine of at least
+    `max(min_cosine, min_cosine_ratio * best cosine among all candidates)`: cosine has a fixed
+    scale, and MiniLM gives unrelated text 0.0-0.3, so every memory of a small store would
+    otherwise come back (and be strengthened, and so promoted) for any query. The relative part
+    drops the 0.27 noise next to a 0.80 answer while a store whose best answer is a 0.30
+    paraphrase still returns it. NaN cosine (no vector) counts as no evidence.
+    """
+    cos = np.nan_to_num(np.asarray(cosine, dtype=np.float64), nan=-1.0)
+    best = float(cos.max()) if cos.size else -1.0
+    floor = max(min_cosine, min_cosine_ratio * best)
+    return (np.asarray(keyword) > 0) | (cos >= floor)
 
 
 def rank(
@@ -112,14 +164,15 @@ def rank(
         if not mask.any():
             continue
         eff = "hybrid" if strategy == "graph" else strategy
-        slots, kw, vec, kw_rank, vec_rank = _candidates(view, qvec, text, mask, eff, settings.candidate_pool)
+        slots, kw, vec, kw_top, vec_top = _candidates(view, qvec, text, mask, eff, settings.candidate_pool)
         if restrict is not None and slots.size == 0:
             slots = np.flatnonzero(mask)[: settings.candidate_pool]
             kw = view.index.bm25.scores_for(text, slots) if text.strip() else np.zeros(slots.size)
             vec = view.index.vectors.similarities(qvec, slots) if qvec is not None else np.full(slots.size, np.nan)
-            kw_rank, vec_rank = {}, {}
+            kw, vec = np.asarray(kw, dtype=np.float64), np.asarray(vec, dtype=np.float64)
+            kw_top = vec_top = _NO_SLOTS
         if slots.size:
-            parts.append((view, slots, kw, vec, kw_rank, vec_rank))
+            parts.append((view, slots, kw, vec, kw_top, vec_top))
     if not parts:
         return [], 0
 
@@ -130,37 +183,125 @@ def rank(
     elif strategy == "vector":
         relevance = np.clip(np.nan_to_num(vec_all, nan=0.0), 0.0, 1.0)
     elif settings.fusion == "rrf":
-        kr = np.concatenate([[p[4].get(int(s), 0) for s in p[1]] for p in parts]).astype(np.float64)
-        vr = np.concatenate([[p[5].get(int(s), 0) for s in p[1]] for p in parts]).astype(np.float64)
+        kr = np.concatenate([_ranks(p[4], p[1]) for p in parts])
+        vr = np.concatenate([_ranks(p[5], p[1]) for p in parts])
         relevance = rrf_fusion(kr, vr, settings.rrf_k)
     else:
         relevance = score_fusion(kw_all, vec_all, settings.keyword_weight)
+    if restrict is None:
+        keep = relevant_mask(kw_all, vec_all, settings.min_cosine, settings.min_cosine_ratio) & (relevance > 0)
+    else:  # graph: reachability through the query's entities is the relevance evidence
+        keep = np.ones(relevance.size, dtype=bool)
 
-    hits: list[Hit] = []
+    # Composite score of every relevant candidate, vectorised per scope; then flat arrays over
+    # all scopes (one entry per kept candidate, in scope then slot order).
+    cols: list[tuple[np.ndarray, ...]] = []
     offset = 0
-    for view, slots, kw, vec, _kr, _vr in parts:
+    for pi, (view, slots, kw, vec, _kt, _vt) in enumerate(parts):
         n = slots.size
-        rel = relevance[offset : offset + n]
+        sel = np.flatnonzero(keep[offset : offset + n])
+        rel = relevance[offset : offset + n][sel]
+        offset += n
+        if sel.size == 0:
+            continue
+        slots = slots[sel]
         half, last, access, importance = view.index.decay_inputs(slots)
-        recency = np.ones(n) if view.frozen else decay_factors(half, now - last, access)
+        recency = np.ones(sel.size) if view.frozen else decay_factors(half, now - last, access)
         final = composite(rel, importance, recency, view.weight)
         consolidated = view.index.cols.status_code[slots] == STATUS_CODE["consolidated"]
         final = np.where(consolidated, final * CONSOLIDATED_RANK_FACTOR, final)
-        for i, slot in enumerate(slots):
-            key = view.index.key_of(int(slot))
-            if key is None:
-                continue
-            hits.append(
-                Hit(view.scope, key, int(slot), float(rel[i]), float(final[i]), float(kw[i]), float(np.nan_to_num(vec[i])))
-            )
-        offset += n
-    matched = sum(1 for h in hits if h.relevance > 0)
-    hits = [h for h in hits if h.relevance > 0] or hits
+        cols.append((np.full(sel.size, pi), slots, rel, final, kw[sel], np.nan_to_num(vec[sel])))
+    if not cols:
+        return [], 0
+    flat = _Flat(*(np.concatenate(c) for c in zip(*cols)))
+    matched = int(flat.final.size)
+
+    # Hit objects (and the dedup / supersedes passes) only for the best candidates, plus what can
+    # change their fate: copies of the same memory in other scopes and their superseders. The
+    # result is the one all candidates would give (checked below; otherwise all are processed),
+    # except that `also_in` from near-duplicates only looks among those candidates.
+    budget = HIT_BUDGET_PER_RESULT * limit + HIT_BUDGET_EXTRA
+    if matched <= budget:
+        return _finish(views, parts, flat, None, settings, limit), matched
+    order = np.argsort(-flat.final, kind="stable")
+    threshold = float(flat.final[order[budget]])  # best score left out
+    chosen = _with_related(views, parts, flat, order[:budget])
+    hits = _finish(views, parts, flat, chosen, settings, limit)
+    if len(hits) == limit and hits[-1].score > threshold:
+        return hits, matched
+    return _finish(views, parts, flat, None, settings, limit), matched
+
+
+@dataclass
+class _Flat:
+    """Kept candidates of every scope as parallel arrays."""
+
+    part: np.ndarray
+    slot: np.ndarray
+    relevance: np.ndarray
+    final: np.ndarray
+    keyword: np.ndarray
+    vector: np.ndarray
+
+
+def _with_related(views, parts, flat: _Flat, top: np.ndarray) -> np.ndarray:
+    """Flat indices of `top` plus the candidates that hold the same memory id in another scope,
+    and the candidates superseding them (whole chains), in flat order."""
+    newer_of: dict[str, str] = {}
+    for view in views:
+        newer_of.update(view.index.superseded_by)
+    part_ids = np.unique(flat.part).tolist()
+    if len(part_ids) < 2 and not newer_of:
+        return np.sort(top)
+    where: dict[int, dict[int, int]] = {}  # part -> slot -> flat index
+    for pi in part_ids:
+        idx = np.flatnonzero(flat.part == pi)
+        where[pi] = dict(zip(flat.slot[idx].tolist(), idx.tolist()))
+    indexes = [(pi, parts[pi][0].index) for pi in part_ids]
+    chosen = set(top.tolist())
+
+    def add(key: str) -> None:
+        for pi, index in indexes:
+            slot = index.slots.get(key)
+            if slot is not None:
+                i = where[pi].get(slot)
+                if i is not None:
+                    chosen.add(i)
+
+    for i, pi, slot in zip(top.tolist(), flat.part[top].tolist(), flat.slot[top].tolist()):
+        key = parts[pi][0].index.key_of(slot)
+        if key is None:
+            continue
+        if len(part_ids) > 1:
+            add(key)
+        seen = {key}
+        newer = newer_of.get(key)
+        while newer is not None and newer not in seen:
+            seen.add(newer)
+            add(newer)
+            newer = newer_of.get(newer)
+    return np.array(sorted(chosen), dtype=np.int64)
+
+
+def _finish(views, parts, flat: _Flat, chosen: np.ndarray | None, settings: RetrievalSettings, limit: int) -> list[Hit]:
+    """Hits for the chosen flat indices (None: all), in flat order; then dedup by id, the
+    supersedes rule, sorting and dedup by similarity."""
+    if chosen is None:
+        chosen = np.arange(flat.final.size)
+    hits: list[Hit] = []
+    for pi, s, r, f, k, v in zip(
+        flat.part[chosen].tolist(), flat.slot[chosen].tolist(), flat.relevance[chosen].tolist(),
+        flat.final[chosen].tolist(), flat.keyword[chosen].tolist(), flat.vector[chosen].tolist(),
+    ):
+        view = parts[pi][0]
+        key = view.index.slots.key_at(s)
+        if key is not None:
+            hits.append(Hit(view.scope, key, s, r, f, k, v))
     hits = _dedup_by_id(hits)
     _apply_supersedes(hits, views)
     hits.sort(key=lambda h: h.score, reverse=True)
     hits = _dedup_by_similarity(hits, views, settings.cross_scope_dedup_similarity, limit)
-    return hits[:limit], matched
+    return hits[:limit]
 
 
 def _dedup_by_id(hits: list[Hit]) -> list[Hit]:
@@ -201,26 +342,49 @@ def _apply_supersedes(hits: list[Hit], views: Sequence[ScopeView]) -> None:
 
 
 def _dedup_by_similarity(hits: list[Hit], views: Sequence[ScopeView], threshold: float, limit: int) -> list[Hit]:
-    """Drop a hit from another scope whose vector is >= threshold similar to a kept one."""
+    """Drop a hit from another scope whose vector is >= threshold similar to a kept one (the
+    first such kept hit records the scope in `also_in`); at most `2 * limit + 10` are kept.
+
+    Vectors are gathered once per scope; each hit then costs one small matrix-vector product
+    against the hits before it (single-threaded BLAS: a Gram matrix here would be a sgemm that
+    OpenBLAS splits over both cores, milliseconds of hand-off on a busy machine).
+    """
+    cap = limit * 2 + 10
+    scopes = [h.scope for h in hits]
+    if len(set(scopes)) < 2:  # only cross-scope copies are dropped
+        return hits[:cap]
     index_of = {v.scope: v.index for v in views}
+    n = len(hits)
+    m = min(n, 4 * cap)  # rows gathered up front; more only if the loop gets that far
+    dim = next(iter(index_of.values())).dim
+
+    def gather(lo: int, hi: int) -> np.ndarray:
+        part = np.zeros((hi - lo, dim), dtype=np.float32)
+        for scope in set(scopes[lo:hi]):
+            pos = [i for i in range(lo, hi) if scopes[i] == scope]
+            part[[i - lo for i in pos]] = index_of[scope].vectors.rows([hits[i].slot for i in pos])
+        return part
+
+    mat = gather(0, m)
+    scope_id = np.array([hash(s) for s in scopes])
     kept: list[Hit] = []
-    kept_vecs: list[np.ndarray] = []
-    kept_scopes: list[str] = []
-    for h in hits:
-        vec = index_of[h.scope].vectors.get(h.slot)
-        dup = False
-        if vec is not None and kept_vecs:
-            sims = np.vstack(kept_vecs) @ vec
-            for j in np.flatnonzero(sims >= threshold):
-                if kept_scopes[j] != h.scope:
-                    kept[j].also_in = sorted(set(kept[j].also_in + [h.scope]))
-                    dup = True
-                    break
-        if dup:
-            continue
+    kept_idx: list[int] = []
+    is_kept = np.zeros(n, dtype=bool)
+    for i, h in enumerate(hits):
+        if i >= m:
+            m2 = min(n, 2 * m)
+            mat = np.vstack([mat, gather(m, m2)])
+            m = m2
+        if i and np.any(is_kept[:i] & (scope_id[:i] != scope_id[i])):
+            sims = mat[:i] @ mat[i]
+            close = np.flatnonzero((sims >= threshold) & is_kept[:i] & (scope_id[:i] != scope_id[i]))
+            if close.size:
+                first = kept[kept_idx.index(int(close[0]))]
+                first.also_in = sorted(set(first.also_in + [h.scope]))
+                continue
         kept.append(h)
-        kept_vecs.append(vec if vec is not None else np.zeros(index_of[h.scope].dim, dtype=np.float32))
-        kept_scopes.append(h.scope)
-        if len(kept) >= limit * 2 + 10:
+        kept_idx.append(i)
+        is_kept[i] = True
+        if len(kept) >= cap:
             break
     return kept

@@ -103,6 +103,15 @@ class ScopeIndex:
         self.slot_hash: dict[int, str] = {}
         self.superseded_by: dict[str, str] = {}  # old ulid -> newer ulid
         self.without_vector: set[int] = set()  # live slots a reindex should embed
+        # Filter support: slots by tag / category (a tag filter costs its slots, not a scan of
+        # every memory), and masks cached per filter until a column changes (`_changed`).
+        self._tag_slots: dict[str, set[int]] = {}
+        self._category_slots: dict[str, set[int]] = {}
+        self._version = 0
+        self._mask_cache: dict[tuple, tuple[int, np.ndarray]] = {}
+        # Strengthening applied here at recall time but not yet written to the engine
+        # (write-behind, see `add_pending_strengthen`): key -> [count, last access, session ids].
+        self.pending_strengthen: dict[str, list] = {}
 
     @property
     def missing_vectors(self) -> int:
@@ -115,6 +124,7 @@ class ScopeIndex:
     # -- writes -------------------------------------------------------------------
     def upsert(self, row: dict[str, Any], vector: np.ndarray | None = None) -> int:
         """Index one record (from the engine or about to be written)."""
+        self._changed()
         slot = self._upsert_columns(row)
         self.bm25.set(slot, index_text(row))
         vec = vector if vector is not None else self._vector_of(row)
@@ -139,6 +149,7 @@ class ScopeIndex:
     def bulk_load(self, rows: Iterable[dict[str, Any]]) -> int:
         """Index many rows at once (store open); returns how many lack a usable vector."""
         rows = list(rows)
+        self._changed()
         vec_slots, vecs, text_slots, texts = [], [], [], []
         missing = 0
         for row in rows:
@@ -169,11 +180,7 @@ class ScopeIndex:
         c.access_count[slot] = int(row.get("access_count", 0))
         c.created_at[slot] = to_epoch(row.get("created_at"))
         c.last_accessed[slot] = to_epoch(row.get("last_accessed_at") or row.get("created_at"))
-        self.tags[slot] = frozenset(row.get("tags") or ())
-        if row.get("category"):
-            self.category[slot] = row["category"]
-        else:
-            self.category.pop(slot, None)
+        self._index_labels(slot, frozenset(row.get("tags") or ()), row.get("category") or None)
         if row.get("session_id"):
             self.session_of[slot] = row["session_id"]
         old_hash = self.slot_hash.pop(slot, None)
@@ -196,26 +203,80 @@ class ScopeIndex:
         h = self.slot_hash.pop(slot, None)
         if h is not None and self.hash_to_slot.get(h) == slot:
             del self.hash_to_slot[h]
+        self._index_labels(slot, frozenset(), None)
         self.tags.pop(slot, None)
-        self.category.pop(slot, None)
         self.session_of.pop(slot, None)
+        self.pending_strengthen.pop(key, None)
         self.slots.release(key)
+        self._changed()
+
+    def _index_labels(self, slot: int, tags: frozenset[str], category: str | None) -> None:
+        """Set a slot's tags and category, keeping the tag/category -> slots maps in step."""
+        old_tags = self.tags.get(slot, frozenset())
+        for t in old_tags - tags:
+            members = self._tag_slots.get(t)
+            if members is not None:
+                members.discard(slot)
+                if not members:
+                    del self._tag_slots[t]
+        for t in tags - old_tags:
+            self._tag_slots.setdefault(t, set()).add(slot)
+        self.tags[slot] = tags
+        old_cat = self.category.get(slot)
+        if old_cat != category:
+            if old_cat is not None:
+                members = self._category_slots.get(old_cat)
+                if members is not None:
+                    members.discard(slot)
+                    if not members:
+                        del self._category_slots[old_cat]
+                del self.category[slot]
+            if category is not None:
+                self.category[slot] = category
+                self._category_slots.setdefault(category, set()).add(slot)
+
+    def _changed(self) -> None:
+        """A filter column changed: cached masks are stale."""
+        self._version += 1
+        if self._mask_cache:
+            self._mask_cache.clear()
 
     def touch(self, keys: Iterable[str], now: float) -> None:
         """Mirror a recall's strengthening (access_count + 1, last access now)."""
+        created, active = STATUS_CODE["created"], STATUS_CODE["active"]
         for key in keys:
             slot = self.slots.get(key)
             if slot is None:
                 continue
             self.cols.access_count[slot] += 1
             self.cols.last_accessed[slot] = now
-            if self.cols.status_code[slot] == STATUS_CODE["created"]:
-                self.cols.status_code[slot] = STATUS_CODE["active"]
+            if self.cols.status_code[slot] == created:
+                self.cols.status_code[slot] = active
+                self._changed()
+
+    def add_pending_strengthen(self, keys: Iterable[str], now: float, session_id: str | None) -> None:
+        """Remember a recall's strengthening until it is written to the engine (`take_pending_strengthen`)."""
+        pending = self.pending_strengthen
+        for key in keys:
+            entry = pending.get(key)
+            if entry is None:
+                pending[key] = [1, now, {session_id} if session_id else set()]
+            else:
+                entry[0] += 1
+                entry[1] = max(entry[1], now)
+                if session_id:
+                    entry[2].add(session_id)
+
+    def take_pending_strengthen(self) -> dict[str, list]:
+        """Hand over (and forget) the strengthening not yet written."""
+        pending, self.pending_strengthen = self.pending_strengthen, {}
+        return pending
 
     def set_status(self, key: str, status: str) -> None:
         slot = self.slots.get(key)
         if slot is not None:
             self.cols.status_code[slot] = STATUS_CODE[status]
+            self._changed()
 
     # -- reads --------------------------------------------------------------------
     def __len__(self) -> int:
@@ -225,12 +286,32 @@ class ScopeIndex:
         return [k for k in (self.slots.key_at(s) for s in range(self.slots.size)) if k is not None]
 
     def mask(self, f: Filters) -> np.ndarray:
-        """Boolean mask over slots that pass every filter (applied before top-k)."""
+        """Boolean mask over slots that pass every filter (applied before top-k).
+
+        Cached per filter until a column changes (every write goes through this class's methods,
+        which call `_changed`); the caller gets its own copy and may modify it.
+        """
+        key = (f.statuses, f.types, f.tags, f.category, f.min_importance, f.after, f.before)
+        hit = self._mask_cache.get(key)
+        if hit is not None and hit[0] == self._version and hit[1].size == self.slots.size:
+            return hit[1].copy()
+        live = self._build_mask(f)
+        if len(self._mask_cache) >= 32:
+            self._mask_cache.clear()
+        self._mask_cache[key] = (self._version, live)
+        return live.copy()
+
+    def _build_mask(self, f: Filters) -> np.ndarray:
         n = self.slots.size
         c = self.cols
         live = self.slots.live_mask[:n].copy()
-        codes = np.array([STATUS_CODE[s] for s in f.statuses], dtype=np.int8)
-        live &= np.isin(c.status_code[:n], codes)
+        codes = [STATUS_CODE[s] for s in f.statuses]
+        if len(codes) < len(STATUS_CODE):
+            lut = np.zeros(256, dtype=bool)  # status code (int8, -1 = free slot) -> allowed
+            lut[np.array(codes, dtype=np.int64) % 256] = True
+            live &= lut[c.status_code[:n].astype(np.int64) % 256]
+        else:
+            live &= c.status_code[:n] >= 0
         if f.types is not None:
             live &= np.isin(c.type_code[:n], np.array([TYPE_CODE[t] for t in f.types], dtype=np.int8))
         if f.min_importance > 0:
@@ -240,18 +321,19 @@ class ScopeIndex:
         if f.before is not None:
             live &= c.created_at[:n] <= f.before
         if f.tags is not None:
-            tag_mask = np.zeros(n, dtype=bool)
-            for slot, tags in self.tags.items():
-                if slot < n and tags & f.tags:
-                    tag_mask[slot] = True
-            live &= tag_mask
+            live &= self._label_mask(self._tag_slots, f.tags, n)
         if f.category is not None:
-            cat_mask = np.zeros(n, dtype=bool)
-            for slot, cat in self.category.items():
-                if slot < n and cat in f.category:
-                    cat_mask[slot] = True
-            live &= cat_mask
+            live &= self._label_mask(self._category_slots, f.category, n)
         return live
+
+    @staticmethod
+    def _label_mask(index: dict[str, set[int]], wanted: frozenset[str], n: int) -> np.ndarray:
+        out = np.zeros(n, dtype=bool)
+        members = [index[w] for w in wanted if w in index]
+        if members:
+            slots = np.fromiter(set().union(*members), dtype=np.int64)
+            out[slots[slots < n]] = True
+        return out
 
     def live_mask_for(self, statuses: tuple[str, ...] = LIVE_STATUSES) -> np.ndarray:
         return self.mask(Filters(statuses=frozenset(statuses)))

@@ -413,37 +413,68 @@ class VectorIndex:
 
         Returns (slots int64, scores float32), best first; fewer than k when fewer qualify.
         """
+        slots, scores, _ = self.search_scored(query, k, mask)
+        return slots, scores
+
+    def search_scored(
+        self, query: np.ndarray, k: int, mask: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """`search`, plus the cosine of every row [0, end) when the search scanned them all (else
+        None): pass it to `similarities(..., scanned=)` so candidates found elsewhere (BM25) get
+        their cosine by lookup instead of a second gather. Rows without a vector hold junk there;
+        `similarities` turns them into NaN."""
         q = self._normalised(np.asarray(query, dtype=np.float32).reshape(-1))
         end = self._end
         if k <= 0 or end == 0 or self._count == 0:
-            return _EMPTY_SLOTS, _EMPTY_SCORES
+            return _EMPTY_SLOTS, _EMPTY_SCORES, None
         valid = self._has[:end]
         m = _mask_prefix(mask, end)
         if m is not None:
             valid = valid & m
         selected = int(np.count_nonzero(valid)) if m is not None else self._count
         if selected == 0:
-            return _EMPTY_SLOTS, _EMPTY_SCORES
+            return _EMPTY_SLOTS, _EMPTY_SCORES, None
         k = min(k, selected)
         if selected < end * self.GATHER_FRACTION_MAX:
             cand = np.flatnonzero(valid)
-            return _top_k(self._dot_rows(q, cand), k, slots=cand)
-        scores = self._dot_prefix(q, end)
+            top_slots, top_scores = _top_k(self._dot_rows(q, cand), k, slots=cand)
+            return top_slots, top_scores, None
+        scanned = self._dot_prefix(q, end)
         if selected < end:
-            # Excluded rows sink below every real cosine; k <= selected keeps them out.
-            np.copyto(scores, np.float32(-np.inf), where=~valid)
-        return _top_k(scores, k)
+            scores = np.where(valid, scanned, np.float32(-np.inf))
+        else:
+            scores = scanned
+        top_slots, top_scores = _top_k(scores, k)
+        return top_slots, top_scores, scanned
 
-    def similarities(self, query: np.ndarray, slots: Sequence[int] | np.ndarray) -> np.ndarray:
-        """Cosine of the query with each given slot; NaN where the slot has no vector."""
-        q = self._normalised(np.asarray(query, dtype=np.float32).reshape(-1))
+    def similarities(
+        self, query: np.ndarray, slots: Sequence[int] | np.ndarray, scanned: np.ndarray | None = None
+    ) -> np.ndarray:
+        """Cosine of the query with each given slot; NaN where the slot has no vector.
+
+        ``scanned``: the third value of `search_scored` for the same query (a lookup, no products)."""
         slot_arr = np.asarray(slots, dtype=np.int64).reshape(-1)
         out = np.full(len(slot_arr), np.nan, dtype=np.float32)
         inside = (slot_arr >= 0) & (slot_arr < self._end)
         present = np.zeros(len(slot_arr), dtype=bool)
         present[inside] = self._has[slot_arr[inside]]
         if present.any():
-            out[present] = self._dot_rows(q, slot_arr[present])
+            if scanned is not None and len(scanned) >= self._end:
+                out[present] = scanned[slot_arr[present]]
+            else:
+                q = self._normalised(np.asarray(query, dtype=np.float32).reshape(-1))
+                out[present] = self._dot_rows(q, slot_arr[present])
+        return out
+
+    def rows(self, slots: Sequence[int] | np.ndarray) -> np.ndarray:
+        """The (normalised) vectors of the given slots as one (n, dim) float32 matrix; a zero row
+        where a slot has no vector (so it is similar to nothing)."""
+        slot_arr = np.asarray(slots, dtype=np.int64).reshape(-1)
+        out = np.zeros((len(slot_arr), self.dim), dtype=np.float32)
+        present = (slot_arr >= 0) & (slot_arr < self._end)
+        present[present] = self._has[slot_arr[present]]
+        if present.any():
+            out[present] = self._rows(slot_arr[present])
         return out
 
     def max_similarity(
@@ -701,15 +732,42 @@ class BM25Index:
                 scores *= _mask_prefix(mask, len(self._doc_len))[slots]
         return _top_k(scores, k, slots=slots, positive_only=True)
 
-    def scores_for(self, query: str, slots: Sequence[int] | np.ndarray) -> np.ndarray:
+    def search_scored(
+        self, query: str, k: int, mask: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """`search`, plus every document's unmasked score as a dense array indexed by slot (it may
+        be shorter than the index: missing entries score 0). Pass it to `scores_for(..., dense=)`
+        so fused candidates found elsewhere are looked up instead of scoring the query twice."""
+        if k <= 0:
+            return _EMPTY_SLOTS, _EMPTY_SCORES, _EMPTY_SCORES
+        slots, scores = self._scores(self._query_term_ids(query))
+        if len(scores) == 0:
+            return _EMPTY_SLOTS, _EMPTY_SCORES, _EMPTY_SCORES
+        if slots is None:
+            dense = scores.copy()
+            if mask is not None:
+                scores *= _mask_prefix(mask, len(scores))
+        else:
+            dense = np.bincount(slots, weights=scores)
+            if mask is not None:
+                scores *= _mask_prefix(mask, len(self._doc_len))[slots]
+        top_slots, top_scores = _top_k(scores, k, slots=slots, positive_only=True)
+        return top_slots, top_scores, dense
+
+    def scores_for(
+        self, query: str, slots: Sequence[int] | np.ndarray, dense: np.ndarray | None = None
+    ) -> np.ndarray:
         """BM25 score of each given slot (0 where it does not match or has no document); for
         fusing with vector candidates that BM25's own top-k did not reach."""
         slot_arr = np.asarray(slots, dtype=np.int64).reshape(-1)
         out = np.zeros(len(slot_arr), dtype=np.float32)
-        slots, scores = self._scores(self._query_term_ids(query))
-        if len(scores) == 0 or len(slot_arr) == 0:
+        if dense is None:
+            slots, scores = self._scores(self._query_term_ids(query))
+            if len(scores) == 0:
+                return out
+            dense = scores if slots is None else np.bincount(slots, weights=scores)
+        if len(dense) == 0 or len(slot_arr) == 0:
             return out
-        dense = scores if slots is None else np.bincount(slots, weights=scores)
         inside = (slot_arr >= 0) & (slot_arr < len(dense))
         out[inside] = dense[slot_arr[inside]]
         return out

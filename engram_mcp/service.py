@@ -49,11 +49,13 @@ from .retrieval import STRATEGIES, RetrievalSettings, ScopeView, rank
 from .scope_index import RECALLABLE_STATUSES, STATUS_CODE, Filters, ScopeIndex, content_hash, record_key
 from .scoring import REACTIVATE_AT_STRENGTH, decay_factor, to_epoch
 from .storage import queries as q
+from .strengthen import StrengthenWriteBehind
 from .storage.schema import LINK_TYPES, MEMORY_TYPES, SCOPES, STATUSES
 
 log = logging.getLogger("engram.service")
 SCOPE_ORDER = ("session", "project", "user")
 MAX_RECALL_LIMIT = 50
+SESSION_TOUCH_SECONDS = 60.0  # last_seen_at is refreshed at most this often per session
 
 
 @dataclass(frozen=True)
@@ -93,15 +95,21 @@ class MemoryService:
         self._embedder = embedder
         self._embedder_lock = threading.Lock()
         self.registry = StoreRegistry(self.user_dir, self._new_index)
+        self._session_seen: dict[tuple[Path, str], float] = {}
 
     # ------------------------------------------------------------------ plumbing
     def config(self, project_root: Path | None = None) -> Config:
-        """Config for a project (cached a few seconds: the hot path must not re-read files)."""
+        """Config for a project, re-read only when one of its files changed.
+
+        The hot path must not parse YAML on every request; two stat() calls decide
+        whether the cached value still holds, so an edit applies on the next request.
+        """
+        stamp = _config_stamp(self.home, project_root)
         cached = self._config_cache.get(project_root)
-        if cached and time.time() - cached[0] < 5.0:
+        if cached and cached[0] == stamp:
             return cached[1]
         cfg = load_config(project_root, home=self.home)
-        self._config_cache[project_root] = (time.time(), cfg)
+        self._config_cache[project_root] = (stamp, cfg)
         return cfg
 
     @property
@@ -157,6 +165,9 @@ class MemoryService:
 
     def close(self) -> None:
         with self.lock:
+            wb = self.__dict__.get("_write_behind")
+            if wb is not None:
+                wb.close()  # pending recall strengthening is written before the stores close
             self.registry.close_all()
 
     # ------------------------------------------------------------------ handles
@@ -176,6 +187,7 @@ class MemoryService:
 
     def _views(self, ctx: RequestContext, scopes: tuple[str, ...], cfg: Config) -> tuple[list[ScopeView], list[dict[str, Any]]]:
         """Open the scopes a read needs; a scope that cannot open becomes a warning."""
+        self._touch_session(ctx.project_root, ctx.session_id)  # a recall is activity too
         weights = cfg.scope_weights_resolved()
         views, warnings = [], []
         for scope in scopes:
@@ -188,6 +200,36 @@ class MemoryService:
                 continue
             views.append(ScopeView(scope, h.index, float(weights[scope]), frozen=(scope == "session")))
         return views, warnings
+
+    def _touch_session(self, project_root: Path, session_id: str | None) -> None:
+        """Refresh session_registry.last_seen_at on activity, at most once a minute per session.
+
+        A session that keeps working must never look abandoned to another window's
+        session_start (which recovers, promotes and drops sessions silent for
+        `abandoned_session_hours`). The throttle keeps the hot path at one write a minute.
+        """
+        if not session_id:
+            return
+        now = time.monotonic()
+        seen_key = (Path(project_root), session_id)
+        if now - self._session_seen.get(seen_key, -SESSION_TOUCH_SECONDS) < SESSION_TOUCH_SECONDS:
+            return
+        from .promotion import session_key
+
+        try:
+            self.registry.project(project_root).q(q.TOUCH_SESSION, {"key": session_key(session_id), "session_id": session_id})
+        except (StoreUnavailable, InvalidInput):  # bookkeeping must never fail the caller's request
+            return
+        self._session_seen[seen_key] = now
+
+    def _note_sighting(self, h: ScopeHandle, key: str, *, drop: bool = False) -> None:
+        """A project memory joins (or, with `drop`, may leave) the user's cross-project
+        sightings, the "seen in >= 2 projects" promotion signal."""
+        if h.scope != "project":
+            return
+        from .promotion import note_project_sighting
+
+        note_project_sighting(self, h, key, drop=drop)
 
     def locate(self, ctx: RequestContext, memory_id: str, *, scopes: tuple[str, ...] = SCOPE_ORDER) -> list[Located]:
         """Every copy of a memory id visible to the caller, most specific scope first."""
@@ -234,8 +276,14 @@ class MemoryService:
         derived_from: list[str] | None = None,
         dedup: bool = True,
         created_at: str | None = None,
+        request_id: str | None = None,
     ) -> dict[str, Any]:
-        """Store a memory, or merge it into a near-duplicate (cosine >= 0.85) of its scope."""
+        """Store a memory, or merge it into a near-duplicate (cosine >= 0.85) of its scope.
+
+        `request_id` (a ULID; the write queue passes its entry id) makes the call
+        idempotent: the new memory gets that key, and a replay whose memory exists, or
+        whose merge the twin already recorded, changes nothing (`action: "exists"`).
+        """
         check_enum(type, MEMORY_TYPES, "type")
         check_enum(scope, SCOPES, "scope")
         if type == "working" and scope != "session":
@@ -254,6 +302,7 @@ class MemoryService:
         imp = check_unit(importance, "importance", 0.5)
         conf = check_unit(confidence, "confidence", 0.7)
         created = parse_time(created_at, "created_at")
+        rid = parse_memory_id(request_id, field="request_id") if request_id is not None else None
         superseded_key = parse_memory_id(supersedes, field="supersedes") if supersedes else None
         if derived_from is not None and not isinstance(derived_from, list):
             raise InvalidInput("derived_from must be a list of memory ids", field="derived_from")
@@ -267,19 +316,29 @@ class MemoryService:
         with self.lock:
             h = self.handle(ctx, scope, session_id=session_id)
             sid = session_id or ctx.session_id
+            self._touch_session(ctx.project_root, sid)
+            if superseded_key and h.index.slot_of(superseded_key) is None:
+                raise InvalidInput(f"supersedes: memory:{superseded_key} is not in scope {scope}", field="supersedes")
+            if rid is not None and h.q(q.EXISTS_MEMORY, {"id": rid}):
+                return {"memory_id": format_memory_id(rid), "action": "exists", "scope": scope, "type": type,
+                        "embedding_generated": vec is not None, "graph_edges_created": 0, "warnings": warnings, "redactions": findings_summary(findings)}
             if dedup:
                 twin = self._find_twin(h, content, vec, self.config(ctx.project_root).store_dedup_similarity)
                 if twin is not None:
                     key, similarity = twin
-                    result = self._merge_into(h, key, imp, record_tags, content, similarity, sid)
+                    result = self._merge_into(h, key, imp, record_tags, content, similarity, sid, request_id=rid)
+                    if result["action"] == "exists":
+                        result.update(embedding_generated=vec is not None, warnings=warnings, redactions=findings_summary(findings))
+                        return result
                     self.state.stores += 1
                     result.update(embedding_generated=vec is not None, warnings=warnings, redactions=findings_summary(findings))
                     if entities:
                         result["graph_edges_created"] = graph_ops.link_entities(h, key, entities)
+                    if superseded_key and superseded_key != key:  # the twin now says what the new text said
+                        self._link(h, key, superseded_key, "supersedes")
+                    self._note_sighting(h, key)
                     return result
-            if superseded_key and h.index.slot_of(superseded_key) is None:
-                raise InvalidInput(f"supersedes: memory:{superseded_key} is not in scope {scope}", field="supersedes")
-            key = new_ulid()
+            key = rid or new_ulid()
             now = now_dt()
             record = {
                 "memory_type": type,
@@ -311,6 +370,7 @@ class MemoryService:
             edges = graph_ops.link_entities(h, key, entities) if entities else 0
             if superseded_key:
                 self._link(h, key, superseded_key, "supersedes")
+            self._note_sighting(h, key)
             for src in sources:
                 self._mark_consolidated(ctx, h, key, src)
             self.state.stores += 1
@@ -341,12 +401,19 @@ class MemoryService:
                 return key, 1.0
         return None
 
-    def _merge_into(self, h: ScopeHandle, key: str, importance: float, tags: list[str], content: str, similarity: float, session_id: str | None) -> dict[str, Any]:
-        """Strengthen an existing memory instead of storing a duplicate; record the merge."""
+    def _merge_into(self, h: ScopeHandle, key: str, importance: float, tags: list[str], content: str, similarity: float, session_id: str | None,
+                    *, request_id: str | None = None) -> dict[str, Any]:
+        """Strengthen an existing memory instead of storing a duplicate; record the merge.
+
+        A merge made for a `request_id` is recorded with it, so replaying that request
+        finds it here and changes nothing.
+        """
         rows = h.q(q.GET_MEMORY, {"id": key}) or []
         if not rows:
             raise MemoryNotFound(f"memory {key} vanished during merge")
         row = rows[0]
+        if request_id and any(isinstance(m, dict) and m.get("request_id") == request_id for m in (row.get("metadata") or {}).get("merged", [])):
+            return {"memory_id": format_memory_id(key), "action": "exists", "scope": h.scope, "type": row.get("memory_type"), "similarity": round(similarity, 4), "graph_edges_created": 0}
         new = self._editable(row)
         new["access_count"] = int(row.get("access_count", 0)) + 1
         new["last_accessed_at"] = now_dt()
@@ -354,7 +421,8 @@ class MemoryService:
         new["tags"] = list(dict.fromkeys(list(row.get("tags") or []) + tags))
         meta = dict(row.get("metadata") or {})
         merges = list(meta.get("merged", []))[-19:]
-        merges.append({"at": iso(now_dt()), "similarity": round(similarity, 4), "content": content[:500], "session_id": session_id})
+        merges.append({"at": iso(now_dt()), "similarity": round(similarity, 4), "content": content[:500], "session_id": session_id,
+                       **({"request_id": request_id} if request_id else {})})
         meta["merged"] = merges
         new["metadata"] = meta
         if new.get("status") in ("consolidated", "archived"):
@@ -428,7 +496,10 @@ class MemoryService:
         if warning:
             warnings.append({"code": "partial_results", "message": f"{warning}; fell back to keyword search"})
         effective = strategy if (qvec is not None or strategy == "keyword") else "keyword"
-        settings = RetrievalSettings(cfg.fusion, cfg.keyword_weight, cfg.rrf_k, cfg.candidate_pool, cfg.cross_scope_dedup_similarity)
+        settings = RetrievalSettings(
+            cfg.fusion, cfg.keyword_weight, cfg.rrf_k, cfg.candidate_pool, cfg.cross_scope_dedup_similarity,
+            cfg.relevance_min_cosine, cfg.relevance_min_cosine_ratio,
+        )
         with self.lock:
             views, scope_warnings = self._views(ctx, scopes, cfg)
             warnings.extend(scope_warnings)
@@ -467,7 +538,14 @@ class MemoryService:
         return tuple(dict.fromkeys(items))
 
     def _materialise(self, ctx: RequestContext, hits, views) -> list[dict[str, Any]]:
-        """Fetch the records of the ranked hits (one query per scope)."""
+        """Fetch the records of the ranked hits (one query per scope, without their vectors).
+
+        The query bypasses `ScopeHandle.before_io`, so strengthening held back from earlier
+        recalls is not written here (that is the point of the write-behind); it is overlaid
+        on the fetched rows instead, so callers see the same numbers as after a write.
+        """
+        from datetime import datetime, timezone
+
         from surrealdb import RecordID
 
         by_scope: dict[str, list] = {}
@@ -477,8 +555,18 @@ class MemoryService:
         now = time.time()
         for scope, scope_hits in by_scope.items():
             handle = self.handle(ctx, scope)
-            for row in handle.q(q.GET_MEMORIES, {"ids": [RecordID("memory", h.key) for h in scope_hits]}) or []:
-                rows[(scope, record_key(row))] = row
+            ids = [RecordID("memory", h.key) for h in scope_hits]
+            pending = handle.index.pending_strengthen
+            for row in handle.store.query(handle.ns, handle.db, q.GET_MEMORIES_FOR_RECALL, {"ids": ids}) or []:
+                key = record_key(row)
+                row["embedding"] = bool(row.pop("has_embedding", False))  # all public_memory reads of it
+                bump = pending.get(key)
+                if bump is not None:
+                    row["access_count"] = int(row.get("access_count", 0)) + bump[0]
+                    row["last_accessed_at"] = datetime.fromtimestamp(bump[1], timezone.utc)
+                    if row.get("status") == "created":
+                        row["status"] = "active"
+                rows[(scope, key)] = row
         out = []
         for h in hits:
             row = rows.get((h.scope, h.key))
@@ -492,18 +580,30 @@ class MemoryService:
             out.append(mem)
         return out
 
+    def _strengthen_write_behind(self) -> StrengthenWriteBehind:
+        """The service's strengthening write-behind (created on first use, under self.lock)."""
+        wb = self.__dict__.get("_write_behind")
+        if wb is None:
+            wb = self.__dict__["_write_behind"] = StrengthenWriteBehind(self.lock, self.registry)
+        return wb
+
     def _strengthen(self, ctx: RequestContext, hits, session_id: str | None) -> None:
-        """Testing effect: access_count + 1 and last access now for every returned memory."""
+        """Testing effect: access_count + 1 and last access now for every returned memory.
+
+        Applied to the in-memory index at once and written to the engine behind the recall
+        (engram_mcp/strengthen.py): before the next statement on that database, within a
+        second, or at close.
+        """
         from surrealdb import RecordID
 
         now = time.time()
         by_scope: dict[str, list[str]] = {}
         for h in hits:
             by_scope.setdefault(h.scope, []).append(h.key)
+        write_behind = self._strengthen_write_behind()
         for scope, keys in by_scope.items():
             handle = self.handle(ctx, scope)
-            handle.q(q.STRENGTHEN, {"ids": [RecordID("memory", k) for k in keys], "session_id": session_id})
-            handle.index.touch(keys, now)
+            write_behind.record(handle, keys, now, session_id)  # index now, engine shortly (strengthen.py)
             reactivate = []
             for k in keys:
                 slot = handle.index.slot_of(k)
@@ -570,6 +670,8 @@ class MemoryService:
             confidence = check_unit(confidence, "confidence", 0.7)
         if memory_type is not None:
             check_enum(memory_type, MEMORY_TYPES, "memory_type")
+        if category is not None:  # as store does; "" clears the category
+            category = sanitize_text(check_text(category, "category", limit=64, required=False), findings).strip().lower().replace(" ", "_")
         tag_ops = check_object(tags, "tags")
         add_tags, remove_tags = check_tags(tag_ops.get("add"), "tags.add"), check_tags(tag_ops.get("remove"), "tags.remove")
         add_tags = [sanitize_text(t, findings) for t in add_tags]
@@ -583,6 +685,7 @@ class MemoryService:
         if content is not None:
             vec, warning = self.embed_query(content)
         updated_fields: list[str] = []
+        version = None
         with self.lock:
             found = self._locate_one(ctx, memory_id)
             for loc in found:
@@ -597,13 +700,14 @@ class MemoryService:
                         changes.append(name)
                 if memory_type == "working" and loc.handle.scope != "session":
                     raise InvalidInput("working memories live only in scope 'session'", field="memory_type")
-                if category is not None:
-                    new["category"] = category.strip().lower().replace(" ", "_") or None
+                if category is not None and (category or None) != row.get("category"):
+                    new["category"] = category or None
                     changes.append("category")
                 if add_tags or remove_tags:
                     cur = [t for t in (row.get("tags") or []) if t not in remove_tags]
                     new["tags"] = list(dict.fromkeys(cur + add_tags))
-                    changes.append("tags")
+                    if new["tags"] != list(row.get("tags") or []):
+                        changes.append("tags")
                 if meta_patch:
                     merged = dict(row.get("metadata") or {})
                     for k, v in meta_patch.items():
@@ -612,25 +716,27 @@ class MemoryService:
                         else:
                             merged[k] = v
                     new["metadata"] = merged
-                    changes.append("metadata")
+                    if merged != (row.get("metadata") or {}):
+                        changes.append("metadata")
                 if content is not None:
                     new["embedding"] = vector_bytes(vec)
                     new["embedding_model"] = self.model_name if vec is not None else None
                     new["embedding_dim"] = int(vec.shape[0]) if vec is not None else None
-                if changes:
+                if changes:  # an edit that changes nothing writes no version and no history
                     self._write_update(loc.handle, loc.key, row, new, change="update", vector=vec if content is not None else loc.handle.index.vector_of_key(loc.key))
-                if add_entities:
-                    graph_ops.link_entities(loc.handle, loc.key, add_entities)
+                    if {"content", "importance", "memory_type"} & set(changes):
+                        self._note_sighting(loc.handle, loc.key, drop=True)
+                if version is None:
+                    version = int(row.get("version", 1)) + (1 if changes else 0)
+                if add_entities and graph_ops.link_entities(loc.handle, loc.key, add_entities):
                     changes.append("related_entities")
-                if remove_entities:
-                    graph_ops.unlink_entities(loc.handle, loc.key, remove_entities)
+                if remove_entities and graph_ops.unlink_entities(loc.handle, loc.key, remove_entities):
                     changes.append("related_entities")
                 updated_fields = sorted(set(updated_fields) | set(changes))
-            version = int(found[0].row.get("version", 1)) + (1 if updated_fields else 0)
         return {
             "memory_id": format_memory_id(found[0].key),
             "updated_fields": updated_fields,
-            "re_embedded": content is not None and vec is not None,
+            "re_embedded": "content" in updated_fields and vec is not None,
             "version": version,
             "scopes": [f.handle.scope for f in found],
             "warnings": [{"code": "embedding_failed", "message": warning}] if warning else [],
@@ -669,6 +775,7 @@ class MemoryService:
                 new["metadata"] = meta
                 new["status_changed_at"] = now_dt()
                 self._write_update(loc.handle, loc.key, row, new, change="restore" if undo else "forget", vector=loc.handle.index.vector_of_key(loc.key))
+                self._note_sighting(loc.handle, loc.key, drop=True)  # a forgotten memory is no longer seen in its project
         return {
             "memory_id": format_memory_id(found[0].key),
             "status": "active" if undo else "forgotten",
@@ -761,6 +868,21 @@ class MemoryService:
                 },
                 "current_session": {"session_id": ctx.session_id} if ctx.session_id else None,
             }
+
+
+def _config_stamp(home: Path | None, project_root: Path | None) -> tuple:
+    """(mtime, size) of the user and project config files; changes when either is edited."""
+    from .config import project_config_path, user_config_path
+
+    paths = [user_config_path(home)] + ([project_config_path(project_root)] if project_root else [])
+    stamp = []
+    for path in paths:
+        try:
+            st = path.stat()
+            stamp.append((st.st_mtime_ns, st.st_size))
+        except OSError:
+            stamp.append(None)
+    return tuple(stamp)
 
 
 def _count(h: ScopeHandle, sql: str) -> int:

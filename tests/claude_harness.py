@@ -1,12 +1,14 @@
 """Drive the real Claude Code CLI in tests, against a scripted stand-in for the Messages API.
 
-Facts below were verified on this machine with Claude Code 2.1.330 (pinned in package.json).
+Facts below were verified on this machine with Claude Code 2.1.330 (pinned in
+tests/claude-cli/package.json).
 
 Install
-    ``npm ci`` in the repository root installs ``@anthropic-ai/claude-code`` and the platform
-    package (``@anthropic-ai/claude-code-linux-x64``, a 381 MB native ELF binary) into
-    ``node_modules/``; ``node_modules/.bin/claude`` is a symlink to that binary, so Node's own
-    version (20 here, although the package declares ``engines.node >= 22``) does not matter.
+    ``npm ci`` in ``tests/claude-cli/`` (``make setup`` runs it) installs ``@anthropic-ai/claude-code``
+    and the platform package (``@anthropic-ai/claude-code-linux-x64``, a 381 MB native ELF binary)
+    into ``tests/claude-cli/node_modules/``; ``node_modules/.bin/claude`` there is a symlink to that
+    binary, so Node's own version (20 here, although the package declares ``engines.node >= 22``)
+    does not matter.
     ``npm ci`` takes ~5-7 s, with a warm or a cold npm cache (169 MB download, 364 MB on disk).
     npm 11 prints an "install-scripts not yet covered by allowScripts" warning for the
     package's postinstall; the binary works regardless. ``claude --version`` prints ``2.1.330 (Claude Code)``.
@@ -71,6 +73,9 @@ from pathlib import Path
 from typing import Any, Union
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+# The pinned CLI's package.json + lock. Not at the repository root: Claude Code runs `npm
+# install` in an installed plugin whose root has a package.json (~370 MB per install).
+CLAUDE_CLI_DIR = REPO_ROOT / "tests" / "claude-cli"
 
 # Variables copied from the calling environment; everything else is dropped.
 _PASSTHROUGH_ENV = (
@@ -96,26 +101,32 @@ _PASSTHROUGH_ENV = (
 
 
 def claude_bin() -> Path | None:
-    """The repository's ``node_modules/.bin/claude``, or None when ``npm ci`` has not run."""
+    """``tests/claude-cli/node_modules/.bin/claude``, or None when ``npm ci`` has not run there."""
     name = "claude.cmd" if os.name == "nt" else "claude"
-    path = REPO_ROOT / "node_modules" / ".bin" / name
+    path = CLAUDE_CLI_DIR / "node_modules" / ".bin" / name
     return path if path.exists() else None
 
 
+def pinned_claude_version() -> str:
+    """The Claude Code version ``tests/claude-cli/package.json`` pins."""
+    package = json.loads((CLAUDE_CLI_DIR / "package.json").read_text())
+    return package["devDependencies"]["@anthropic-ai/claude-code"]
+
+
 def ensure_claude_installed(timeout: float = 600) -> Path:
-    """Return the CLI path, running ``npm ci`` in the repository root first if it is missing."""
+    """Return the CLI path, running ``npm ci`` in ``tests/claude-cli`` first if it is missing."""
     existing = claude_bin()
     if existing is not None:
         return existing
     npm = shutil.which("npm")
     if npm is None:
         raise RuntimeError(
-            "Claude Code is not installed (no node_modules/.bin/claude) and npm is not on PATH; "
-            "install Node.js >= 20 with npm, then run `npm ci` in " + str(REPO_ROOT)
+            f"Claude Code is not installed (no {CLAUDE_CLI_DIR}/node_modules/.bin/claude) and npm is not on PATH; "
+            f"install Node.js >= 20 with npm, then run `make setup` (or `npm ci` in {CLAUDE_CLI_DIR})"
         )
     proc = subprocess.run(
         [npm, "ci", "--no-audit", "--no-fund"],
-        cwd=REPO_ROOT,
+        cwd=CLAUDE_CLI_DIR,
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
@@ -124,7 +135,7 @@ def ensure_claude_installed(timeout: float = 600) -> Path:
     installed = claude_bin()
     if proc.returncode != 0 or installed is None:
         raise RuntimeError(
-            f"`npm ci` in {REPO_ROOT} failed (exit {proc.returncode}):\n"
+            f"`npm ci` in {CLAUDE_CLI_DIR} failed (exit {proc.returncode}):\n"
             f"{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}"
         )
     return installed

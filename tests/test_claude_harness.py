@@ -1,7 +1,7 @@
 """The real Claude Code CLI, driven against FakeAnthropic: the harness works and the facts hold.
 
-Everything here was observed with Claude Code 2.1.330 (package.json pins it); a test fails when
-a version bump changes one of these facts.
+Everything here was observed with Claude Code 2.1.330 (tests/claude-cli/package.json pins it);
+a test fails when a version bump changes one of these facts.
 
 Runs and timings (2-core machine)
     ``claude --version`` ~10 ms. ``claude plugin validate`` ~0.5 s. ``claude -p`` against the
@@ -204,8 +204,10 @@ def system_texts(body: dict) -> list[str]:
 
 
 def test_claude_version_comes_from_the_pinned_npm_install(claude_cli, claude_home, tmp_path):
-    pinned = json.loads((REPO_ROOT / "package.json").read_text())["devDependencies"]["@anthropic-ai/claude-code"]
-    assert claude_cli == REPO_ROOT / "node_modules" / ".bin" / "claude"
+    from tests.claude_harness import CLAUDE_CLI_DIR, pinned_claude_version
+
+    pinned = pinned_claude_version()
+    assert claude_cli == CLAUDE_CLI_DIR / "node_modules" / ".bin" / "claude"
 
     proc = run_claude(["--version"], home=claude_home, cwd=tmp_path, timeout=60)
 

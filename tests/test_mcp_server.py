@@ -380,6 +380,13 @@ async def test_memory_context_is_a_fenced_block_within_the_token_budget(env):
         await store(s, "This project formats SQL with sqlfluff", importance=0.7)
         for text in FACTS:
             await store(s, text)
+        for text in ["SQL migrations: indentation uses four spaces, keywords upper-case, identifiers snake_case everywhere.",
+                     "Format each SQL migration file so sqlfluff passes; the lint-sql CI job rejects any violation.",
+                     "Migrations are numbered NNNN_verb_noun.sql and an applied migration is never edited afterwards.",
+                     "Data fixes in SQL migrations run inside one explicit transaction with a rollback section.",
+                     "Every foreign key column gets its own index in the same SQL migration that adds it.",
+                     "Keep DDL and DML in separate migration files so reviewers can read schema changes alone."]:
+            await store(s, text)
         ctx = await call(s, "get_memory_context", {"task_description": "format the SQL migrations", "files_in_context": ["db/m1.sql"],
                                                     "max_tokens": 300})
         block = ctx["context_block"]

@@ -191,9 +191,6 @@ def test_every_recall_strengthens_what_it_returns(real_service, ctx):
     assert real_service.get(ctx, p)["access_count"] == 2
 
 
-@pytest.mark.xfail(strict=True, reason="retrieval.rank keeps every candidate with relevance > 0 and score fusion min-max "
-                   "scales cosine over the pool, so a recall returns (and strengthens) unrelated memories; two unrelated "
-                   "recalls give them access_count 2, which alone qualifies them for promotion at session end")
 def test_a_recall_does_not_strengthen_memories_unrelated_to_the_query(real_service, ctx):
     vite = _store(real_service, ctx, "Frontend assets are built with vite", scope="session", importance=0.3)
     unrelated = {_store(real_service, ctx, text, scope="session", type="episodic", importance=0.2)

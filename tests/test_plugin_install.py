@@ -1,0 +1,344 @@
+"""engram installs as a Claude Code plugin and its MCP server connects, on a fresh HOME.
+
+What these tests established with Claude Code 2.1.330 (pinned in tests/claude-cli/package.json):
+
+* `claude plugin validate --strict` passes for `.claude-plugin/plugin.json` and
+  `.claude-plugin/marketplace.json` (validated one by one: given the directory it checks
+  only the marketplace).
+* `claude plugin marketplace add <dir>` + `claude plugin install engram@engram-dev` copy the
+  *whole* source directory (ignored files, a `.venv`, anything) to
+  `~/.claude/plugins/cache/engram-dev/engram/<version>/`. When the root has a `package.json`
+  + `package-lock.json` they also run `npm ci` there (Claude Code documents that automatic
+  install and offers no way to turn it off): with the test-only pin of
+  `@anthropic-ai/claude-code` at the root that put ~370 MB into every install, so the pin
+  lives in `tests/claude-cli/`, and the installed copy has no `node_modules`.
+* For a directory marketplace the plugin still *runs from the source directory*:
+  `${CLAUDE_PLUGIN_ROOT}` is the directory given to `marketplace add` (`claude plugin list`
+  says "Read from: <dir>"), and `${CLAUDE_PLUGIN_DATA}` is
+  `~/.claude/plugins/data/engram-engram-dev/`.
+* `bin/engram-python` picks `$ENGRAM_PYTHON`, else the plugin root's `.venv`, else builds a
+  virtualenv in `${CLAUDE_PLUGIN_DATA}/venv` with `bin/engram-bootstrap` (pip, from PyPI).
+  That build takes ~40-60 s here, longer than Claude Code waits for an MCP server (30 s,
+  "connection timed out after 30000ms"), so for the MCP server it starts the build detached
+  and serves the standard-library stand-in `engram_mcp/bootstrap_server.py` meanwhile: the
+  first session connects at once with the real tools, calls say the environment is being
+  prepared, writes are queued; the next start runs the real server, whose daemon applies
+  the queued writes.
+* Without `ANTHROPIC_BASE_URL` pointing somewhere local, `plugin details`, `mcp list` and
+  `marketplace add` each stall ~19 s on a network lookup that cannot succeed here; the tests
+  point it at a closed local port.
+
+The plugin is installed from a small copy of the repository (the files git knows about,
+tracked or new and not ignored), never from the checkout itself, so its `.venv` and
+`node_modules` are not copied.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from engram_mcp import spool
+from engram_mcp.client import DaemonClient, socket_path
+from tests.claude_harness import REPO_ROOT, FakeAnthropic, ToolUse, block_text, isolated_env, result_json, run_claude, tool_results
+from tests.test_bootstrap_server import Shim
+
+pytestmark = [pytest.mark.claude, pytest.mark.timeout(900)]
+
+MARKETPLACE = "engram-dev"
+PLUGIN = f"engram@{MARKETPLACE}"
+SERVER_LINE = "plugin:engram:engram:"
+TOOL = "mcp__plugin_engram_engram__"
+OFFLINE = {"ANTHROPIC_BASE_URL": "http://127.0.0.1:9"}  # see the module docstring
+BOOTSTRAP_WAIT_S = 900
+
+
+def _repo_copy(dest: Path) -> Path:
+    """The files git knows about (tracked, or new and not ignored), copied to `dest`."""
+    out = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO_ROOT,
+                         capture_output=True, check=True).stdout.decode()
+    for rel in filter(None, out.split("\0")):
+        src = REPO_ROOT / rel
+        if not src.exists() and not src.is_symlink():
+            continue  # deleted in the working tree
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src, target, follow_symlinks=False)
+    return dest
+
+
+def _pip_env() -> dict[str, str]:
+    """Let the bootstrap use the real pip cache and any index configuration (CI mirrors)."""
+    env = {k: v for k, v in os.environ.items() if k.startswith("PIP_")}
+    env.setdefault("PIP_CACHE_DIR", str(Path.home() / ".cache" / "pip"))
+    return env
+
+
+def _claude(home: Path, cwd: Path, *args: str, timeout: float = 300, **env: str) -> subprocess.CompletedProcess[str]:
+    return run_claude(list(args), home=home, cwd=cwd, env_extra={**OFFLINE, **env}, timeout=timeout)
+
+
+def _ok(proc: subprocess.CompletedProcess[str]) -> str:
+    assert proc.returncode == 0, f"exit {proc.returncode}\nstdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-3000:]}"
+    return proc.stdout
+
+
+def _server_line(out: str) -> str:
+    lines = [line for line in out.splitlines() if line.startswith(SERVER_LINE)]
+    assert lines, f"engram's server is not listed:\n{out}"
+    return lines[0]
+
+
+def _daemon_running(user_dir: Path) -> bool:
+    """engramd holds an exclusive flock on engramd.lock while it runs."""
+    try:
+        fd = os.open(user_dir / "engramd.lock", os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def _stop_daemon(home: Path) -> None:
+    """`claude mcp list` starts the MCP server, whose warm-up starts engramd in that HOME.
+
+    The daemon may still be starting when `claude mcp list` returns (not listening yet), so
+    this waits until no daemon has run for a few seconds, shutting down any that does.
+    """
+    user_dir = home / ".claude" / "engram"
+    deadline = time.monotonic() + 60
+    quiet_since = time.monotonic()
+    while time.monotonic() < deadline and time.monotonic() - quiet_since < 3:
+        if _daemon_running(user_dir) or socket_path(user_dir).exists():
+            try:
+                DaemonClient(user_dir, autostart=False, timeout=10).call("shutdown")
+            except Exception:
+                pass
+            quiet_since = time.monotonic()
+        time.sleep(0.2)
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory):
+    """A fresh HOME with engram installed from a small copy of the repository."""
+    base = tmp_path_factory.mktemp("plugin-install")
+    plugin = _repo_copy(base / "engram")
+    assert not (plugin / ".venv").exists() and not (plugin / "node_modules").exists()
+    home = base / "home"
+    project = base / "project"
+    (project / ".git").mkdir(parents=True)
+    for manifest in ("plugin.json", "marketplace.json"):
+        out = _ok(_claude(home, project, "plugin", "validate", "--strict", str(plugin / ".claude-plugin" / manifest)))
+        assert "Validation passed" in out
+    assert "Successfully added marketplace: engram-dev" in _ok(_claude(home, project, "plugin", "marketplace", "add", str(plugin)))
+    assert f"Successfully installed plugin: {PLUGIN}" in _ok(_claude(home, project, "plugin", "install", PLUGIN, timeout=600))
+    yield plugin, home, project
+    _stop_daemon(home)
+
+
+def test_install_copies_the_plugin_and_reports_its_components(installed) -> None:
+    plugin, home, project = installed
+    record = json.loads((home / ".claude" / "plugins" / "installed_plugins.json").read_text())["plugins"][PLUGIN][0]
+    cache = Path(record["installPath"])
+    assert cache == home / ".claude" / "plugins" / "cache" / MARKETPLACE / "engram" / record["version"]
+    for rel in (".claude-plugin/plugin.json", ".mcp.json", "bin/engram-python", "bin/engram-bootstrap", "engram_mcp/server.py",
+                "engram_mcp/bootstrap_server.py", "pyproject.toml"):
+        assert (cache / rel).is_file(), f"{rel} missing from the installed copy"
+    assert not (cache / ".venv").exists(), "the installed copy has no virtualenv: first use must build one"
+    assert not (cache / "package.json").exists(), "a root package.json makes Claude Code run npm in every install"
+    nested = [str(p.relative_to(cache)) for p in cache.rglob("node_modules")]
+    assert nested == [], f"the install ran npm: {nested}"
+    listed = _ok(_claude(home, project, "plugin", "list"))
+    assert PLUGIN in listed and f"Read from: {plugin}" in listed and "enabled" in listed
+
+    details = _ok(_claude(home, project, "plugin", "details", PLUGIN))
+    assert "engram 0.1.0" in details and "MCP servers (1)  engram" in details
+
+
+def test_mcp_list_reports_the_server_connected(installed) -> None:
+    plugin, home, project = installed
+    out = _ok(_claude(home, project, "mcp", "list", timeout=120, ENGRAM_PYTHON=sys.executable,
+                      ENGRAM_TEST_FAKE_EMBEDDER="1", ENGRAM_DAEMON_IDLE_EXIT_SECONDS="10"))
+    line = _server_line(out)
+    assert f"{plugin}/bin/engram-python -m engram_mcp.server" in line, "the server runs from the plugin root"
+    assert "✔ Connected" in line, out
+    _stop_daemon(home)
+
+
+def _fake_path(tmp: Path, python3: str | None) -> str:
+    """A PATH with the tools bin/engram-python needs and, optionally, a stand-in python3."""
+    bin_dir = tmp / "fakebin"
+    bin_dir.mkdir(exist_ok=True)
+    for tool in ("dirname", "cmp"):
+        (bin_dir / tool).unlink(missing_ok=True)
+        (bin_dir / tool).symlink_to(shutil.which(tool))
+    for name in ("python3", "python3.11"):
+        (bin_dir / name).unlink(missing_ok=True)
+    if python3 is not None:
+        (bin_dir / "python3").write_text(python3)
+        (bin_dir / "python3").chmod(0o755)
+        # a version shim that exists but has no interpreter behind it (pyenv does this)
+        (bin_dir / "python3.11").write_text("#!/bin/sh\necho 'pyenv: python3.11: command not found' >&2\nexit 127\n")
+        (bin_dir / "python3.11").chmod(0o755)
+    return str(bin_dir)
+
+
+@pytest.mark.parametrize(
+    "python3, expected",
+    [
+        ("#!/bin/sh\necho 3.9\nexit 1\n", "found only: python3 is 3.9;"),
+        (None, "found no python3 on PATH;"),
+    ],
+    ids=["too-old", "missing"],
+)
+def test_first_use_without_a_usable_python_says_what_to_do(installed, tmp_path: Path, python3: str | None, expected: str) -> None:
+    plugin, home, project = installed
+    env = {"PATH": _fake_path(tmp_path, python3), "HOME": str(tmp_path), "CLAUDE_PLUGIN_DATA": str(tmp_path / "data")}
+    started = time.monotonic()
+    proc = subprocess.run(["/bin/sh", str(plugin / "bin" / "engram-python"), "-m", "engram_mcp.server"], env=env,
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert "engram: needs Python 3.11 or newer to set itself up, but " + expected in proc.stderr
+    assert "install Python 3.11+" in proc.stderr and "ENGRAM_PYTHON" in proc.stderr
+    assert time.monotonic() - started < 10
+    assert not (tmp_path / "data" / "venv").exists()
+
+
+def _bootstrap_running(data: Path) -> bool:
+    """Someone holds the bootstrap's lock (or has not taken it yet: the build just started)."""
+    import fcntl
+
+    lock = data / "bootstrap.lock"
+    if not lock.exists():
+        return True
+    with open(lock) as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(f, fcntl.LOCK_UN)
+    return False
+
+
+def _server_over_stdio(plugin: Path, home: Path, project: Path, data: Path, **env: str) -> Shim:
+    """`bin/engram-python -m engram_mcp.server` started as Claude Code starts it (.mcp.json)."""
+    full = isolated_env(home, CLAUDE_PLUGIN_ROOT=str(plugin), CLAUDE_PLUGIN_DATA=str(data), PYTHONPATH=str(plugin),
+                        CLAUDE_PROJECT_DIR=str(project), CLAUDE_CODE_SESSION_ID="first-session", **env)
+    return Shim([str(plugin / "bin" / "engram-python"), "-m", "engram_mcp.server"], full, project)
+
+
+def _cmdline(pid: int) -> str:
+    return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+
+
+@pytest.mark.slow
+def test_first_use_connects_at_once_and_the_real_server_follows(installed) -> None:
+    """The real first start: no ENGRAM_PYTHON, no .venv, so bin/engram-bootstrap runs pip.
+
+    The test holds the build's lock for the first session's checks, as a build started by
+    another window would: the stand-in certainly sees the build running (a warm pip cache
+    could otherwise finish it first), and the build itself starts when the lock is released.
+    """
+    plugin, home, project = installed
+    data = home / ".claude" / "plugins" / "data" / "engram-engram-dev"
+    user_dir = home / ".claude" / "engram"
+    stamp = data / "venv" / "engram-pyproject.toml"
+    assert not stamp.exists()
+    _stop_daemon(home)  # no daemon from the tests before (they ran with ENGRAM_PYTHON)
+    env = {**_pip_env(), "ENGRAM_TEST_FAKE_EMBEDDER": "1", "ENGRAM_DAEMON_IDLE_EXIT_SECONDS": "10"}
+    data.mkdir(parents=True, exist_ok=True)
+    lock = open(data / "bootstrap.lock", "w")
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    try:
+        started = time.monotonic()
+        first = _server_line(_ok(_claude(home, project, "mcp", "list", timeout=120, **env)))
+        first_s = time.monotonic() - started
+        assert "✔ Connected" in first, first
+        assert f"{plugin}/bin/engram-python -m engram_mcp.server" in first
+
+        shim = _server_over_stdio(plugin, home, project, data, **env)
+        try:
+            shim.initialize()
+            assert "engram_mcp.bootstrap_server" in _cmdline(shim.proc.pid), "the stand-in (engram-python has exec'd it)"
+            shim_tools = shim.result("tools/list")
+            is_error, preparing = shim.call("recall_memories", {"query": "which database does billing use"})
+            is_error_w, queued = shim.call("store_memory", {"content": "Billing runs on PostgreSQL 16", "type": "semantic", "scope": "project"})
+        finally:
+            shim_stderr = shim.close()
+        assert is_error and preparing == {
+            "error": "unavailable",
+            "message": f"engram is preparing its Python environment (first run, about a minute; log: {data / 'bootstrap.log'}); try again shortly",
+            "degraded": True, "retry_possible": True,
+        }, shim_stderr
+        assert not is_error_w and queued["queued"] and queued["degraded"], queued
+
+        # The same through Claude Code: the model sees the structured error, and its write is queued.
+        script = [ToolUse(TOOL + "recall_memories", {"query": "deploy steps"}),
+                  ToolUse(TOOL + "store_memory", {"content": "Deploys go through the canary first", "type": "procedural", "scope": "project"}),
+                  "done"]
+        with FakeAnthropic(script) as api:
+            session = result_json(run_claude(["-p", "recall, then remember", "--output-format", "json", "--allowedTools", TOOL[:-2]],
+                                             home=home, cwd=project, env_extra=api.env(**env), timeout=180))
+        assert not api.errors and not session["is_error"], session
+        recall_result = tool_results(api.conversation[1].body)[-1]  # (each request carries the whole history)
+        store_result = tool_results(api.conversation[2].body)[-1]
+        # Claude Code appends a note on deferred tools' schemas to an error's text: the envelope comes first.
+        envelope = json.JSONDecoder().raw_decode(block_text(recall_result))[0]
+        assert recall_result.get("is_error") and envelope == preparing, recall_result
+        stored_by_model = json.JSONDecoder().raw_decode(block_text(store_result))[0]
+        assert not store_result.get("is_error") and stored_by_model["queued"] is True, store_result
+        pending = {p.name for p in spool.pending(user_dir)}
+        assert {f"{queued['queue_id']}.json", f"{stored_by_model['queue_id']}.json"} <= pending
+        assert not _daemon_running(user_dir), "no daemon runs before the environment exists"
+        assert not stamp.exists(), "the build waits for the lock"
+    finally:
+        lock.close()  # the build (started detached by the first session) goes ahead
+
+    released = time.monotonic()
+    deadline = released + BOOTSTRAP_WAIT_S
+    time.sleep(1)
+    while not stamp.exists() and time.monotonic() < deadline and _bootstrap_running(data):
+        time.sleep(1)
+    log = (data / "bootstrap.log").read_text(errors="replace") if (data / "bootstrap.log").exists() else "(no log)"
+    assert stamp.exists(), "the bootstrap did not finish:\n" + log[-3000:]
+    built_s = time.monotonic() - released
+    print(f"\nengram first use: first `claude mcp list` {first_s:.1f}s (stand-in connected); "
+          f"environment built {built_s:.0f}s after the lock was released ({log.strip().splitlines()[-1]})")
+    assert stamp.read_bytes() == (plugin / "pyproject.toml").read_bytes()
+    assert not (data / "bootstrap.failed").exists()
+    assert not (plugin / "build").exists() and not list(plugin.glob("*.egg-info")), "the bootstrap must not write into the plugin root"
+
+    second = _server_line(_ok(_claude(home, project, "mcp", "list", timeout=120, **env)))
+    assert "✔ Connected" in second, second
+    real = _server_over_stdio(plugin, home, project, data, **env)
+    try:
+        real.initialize()
+        assert f"{data}/venv/bin/python -m engram_mcp.server" in _cmdline(real.proc.pid), "the real server now"
+        assert real.result("tools/list") == shim_tools, "the stand-in listed exactly the real tools"
+        is_error, found = real.call("recall_memories", {"query": "which database does billing use"})
+        _, deploys = real.call("recall_memories", {"query": "how do deploys go"})
+    finally:
+        real.close()
+    assert stored_by_model["memory_id"] in [m["id"] for m in deploys["memories"]], deploys
+    assert not is_error and found["memories"][0]["id"] == queued["memory_id"], "the write queued in the first session applied"
+    pending = {p.name for p in spool.pending(user_dir)}
+    assert f"{queued['queue_id']}.json" not in pending and f"{stored_by_model['queue_id']}.json" not in pending
+    venv_python = data / "venv" / "bin" / "python"
+    check = subprocess.run([str(venv_python), "-c", "import surrealdb, fastembed, mcp, numpy, jsonschema, frontmatter, yaml, Stemmer"],
+                           capture_output=True, text=True, timeout=120)
+    assert check.returncode == 0, check.stderr
+    assert (data / "venv" / "bin" / "engram").exists(), "the venv has the `engram` command"
+    _stop_daemon(home)

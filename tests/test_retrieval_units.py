@@ -1,0 +1,190 @@
+"""Retrieval internals without the model: relevance floor, filter masks, the hit budget of
+`rank`, and the write-behind of recall strengthening."""
+
+from __future__ import annotations
+
+import random
+import time
+
+import numpy as np
+import pytest
+
+from engram_mcp import retrieval
+from engram_mcp.retrieval import RetrievalSettings, ScopeView, rank, relevant_mask
+from engram_mcp.scope_index import Filters, ScopeIndex
+from engram_mcp.service import MemoryService, RequestContext
+from engram_mcp.storage import queries as q
+
+DIM = 384
+
+
+def _row(key: str, content: str, **kw) -> dict:
+    row = {"id": f"memory:{key}", "content": content, "memory_type": "semantic", "status": "active",
+           "importance": 0.5, "access_count": 0, "created_at": 1.7e9}
+    row.update(kw)
+    return row
+
+
+def _unit(rng: np.random.Generator, base: np.ndarray | None = None, noise: float = 1.0) -> np.ndarray:
+    v = rng.standard_normal(DIM).astype(np.float32) * noise
+    if base is not None:
+        v = v + base
+    return v / np.linalg.norm(v)
+
+
+# ------------------------------------------------------------------ relevance floor
+def test_relevant_mask_needs_a_keyword_hit_or_a_cosine_above_both_floors():
+    kw = np.array([0.0, 2.0, 0.0, 0.0, 0.0])
+    cos = np.array([0.80, 0.05, 0.35, 0.27, np.nan])
+    # floor = max(0.2, 0.5 * 0.80) = 0.40: only the best and the keyword hit survive
+    assert relevant_mask(kw, cos, 0.20, 0.50).tolist() == [True, True, False, False, False]
+    # without the strong hit the 0.35 paraphrase is relevant, the 0.27 noise too (above 0.2)
+    assert relevant_mask(kw[1:], cos[1:], 0.20, 0.50).tolist() == [True, True, True, False]
+    # nothing close: nothing without a keyword hit is relevant
+    assert relevant_mask(np.zeros(3), np.array([0.1, 0.15, -0.2]), 0.20, 0.50).tolist() == [False] * 3
+
+
+def test_rank_returns_nothing_when_nothing_is_related():
+    rng = np.random.default_rng(0)
+    idx = ScopeIndex("project", DIM, "m")
+    for i in range(20):
+        idx.upsert(_row(f"K{i:03d}", f"lunch note number {i}"), _unit(rng))
+    view = ScopeView("project", idx, 0.35)
+    hits, matched = rank([view], _unit(rng), "vite frontend build", Filters(), "hybrid", RetrievalSettings(), 10)
+    assert hits == [] and matched == 0
+    # with the floor switched off, every candidate comes back again
+    loose = RetrievalSettings(min_cosine=-1.0, min_cosine_ratio=0.0)
+    hits, matched = rank([view], _unit(rng), "vite frontend build", Filters(), "vector", loose, 10)
+    assert len(hits) > 0
+
+
+def test_the_floor_is_a_config_key(tmp_path, monkeypatch):
+    from engram_mcp.config import load_config
+
+    cfg = load_config(None, home=tmp_path, environ={})
+    assert (cfg.relevance_min_cosine, cfg.relevance_min_cosine_ratio) == (0.20, 0.50)
+    cfg = load_config(None, home=tmp_path, environ={"ENGRAM_RELEVANCE_MIN_COSINE": "0.3"})
+    assert cfg.relevance_min_cosine == 0.3
+
+
+# ------------------------------------------------------------------ filter masks
+def test_cached_masks_follow_every_change_of_the_filtered_columns():
+    idx = ScopeIndex("project", DIM, "m")
+    idx.upsert(_row("A", "alpha", tags=["db"], category="architecture"))
+    idx.upsert(_row("B", "beta", tags=["db", "infra"], status="created"))
+    idx.upsert(_row("C", "gamma", category="procedure", memory_type="procedural"))
+    slot = {k: idx.slot_of(k) for k in "ABC"}
+
+    def picked(f: Filters) -> set[str]:
+        return {idx.key_of(int(s)) for s in np.flatnonzero(idx.mask(f))}
+
+    tags = Filters(tags=frozenset(["db"]))
+    assert picked(tags) == {"A", "B"}
+    assert picked(Filters(tags=frozenset(["infra", "nope"]))) == {"B"}
+    assert picked(Filters(category=frozenset(["procedure"]))) == {"C"}
+    assert picked(Filters(types=frozenset(["procedural"]))) == {"C"}
+    only_created = Filters(statuses=frozenset(["created"]))
+    assert picked(only_created) == {"B"}
+    m = idx.mask(tags)
+    m[:] = False  # callers get their own copy
+    assert picked(tags) == {"A", "B"}
+    idx.upsert(_row("A", "alpha", tags=["web"], category="procedure"))  # re-tagged
+    assert picked(tags) == {"B"}
+    assert picked(Filters(category=frozenset(["procedure"]))) == {"A", "C"}
+    assert picked(Filters(category=frozenset(["architecture"]))) == set()
+    idx.touch(["B"], time.time())  # created -> active
+    assert picked(only_created) == set()
+    idx.set_status("C", "archived")
+    assert picked(Filters()) == {"A", "B"}
+    idx.remove("B")
+    assert picked(tags) == set() and picked(Filters()) == {"A"}
+    idx.upsert(_row("D", "delta", tags=["db"]))  # a new slot: the mask grows
+    assert picked(tags) == {"D"} and idx.mask(tags).size == idx.slots.size
+    assert slot["A"] == idx.slot_of("A")
+
+
+# ------------------------------------------------------------------ hit budget of rank
+def _random_views(rnd: random.Random, rng: np.random.Generator) -> tuple[list[ScopeView], np.ndarray]:
+    words = "alpha beta gamma delta eps zeta eta theta iota kappa lambda mu nu xi pi rho sigma tau".split()
+    base = np.stack([_unit(rng) for _ in range(30)])
+    views, keys = [], []
+    for scope, weight, n in (("session", 0.5, rnd.randint(0, 40)), ("project", 0.35, rnd.randint(100, 400)), ("user", 0.15, rnd.randint(0, 120))):
+        idx = ScopeIndex(scope, DIM, "m")
+        for _ in range(n):
+            key = rnd.choice(keys) if keys and rnd.random() < 0.05 else f"K{len(keys):05d}"  # some ids in 2 scopes
+            keys.append(key)
+            vec = None if rnd.random() < 0.05 else _unit(rng, base[rnd.randrange(30)] * 3.0)
+            idx.upsert(_row(key, " ".join(rnd.choice(words) for _ in range(rnd.randint(3, 8))),
+                            memory_type=rnd.choice(["episodic", "semantic", "procedural"]),
+                            status=rnd.choice(["active", "created", "consolidated"]), importance=rnd.random(),
+                            access_count=rnd.randint(0, 4), created_at=1.7e9 - rnd.random() * 1e7), vec)
+        live = idx.keys()
+        for _ in range(len(live) // 15):  # supersession chains
+            a, b = rnd.sample(live, 2)
+            idx.superseded_by[a] = b
+        views.append(ScopeView(scope, idx, weight, frozen=scope == "session"))
+    return views, base
+
+
+def test_building_hits_for_the_best_candidates_only_gives_the_full_ranking(monkeypatch):
+    rnd, rng = random.Random(5), np.random.default_rng(5)
+    for _ in range(12):
+        views, base = _random_views(rnd, rng)
+        for _ in range(4):
+            text = " ".join(rnd.choice("alpha beta gamma delta mu nu pi".split()) for _ in range(rnd.randint(1, 3)))
+            qvec = _unit(rng, base[rnd.randrange(30)] * 3.0)
+            strategy = rnd.choice(["hybrid", "vector", "keyword"])
+            settings = RetrievalSettings(fusion=rnd.choice(["score", "rrf"]))
+            limit = rnd.choice([1, 5, 10, 30])
+            args = (views, None if strategy == "keyword" else qvec, text, Filters(), strategy, settings, limit)
+            fast, m1 = rank(*args, now=1.7e9)
+            monkeypatch.setattr(retrieval, "HIT_BUDGET_EXTRA", 10**9)
+            full, m2 = rank(*args, now=1.7e9)
+            monkeypatch.undo()
+            assert m1 == m2
+            assert [(h.scope, h.key, h.score) for h in fast] == [(h.scope, h.key, h.score) for h in full]
+
+
+# ------------------------------------------------------------------ write-behind strengthening
+@pytest.fixture
+def svc(home):
+    from engram_mcp.embeddings import FakeEmbedder
+
+    s = MemoryService(home=home, embedder=FakeEmbedder())
+    yield s
+    s.close()
+
+
+def _raw_access_count(svc: MemoryService, ctx: RequestContext, mid: str) -> int:
+    """Read the engine directly, past the write-behind hook."""
+    from surrealdb import RecordID
+
+    h = svc.handle(ctx, "project")
+    row = h.store.query(h.ns, h.db, q.GET_MEMORIES, {"ids": [RecordID("memory", mid.split(":", 1)[1])]})[0]
+    return int(row["access_count"])
+
+
+def test_strengthening_is_written_behind_the_recall_and_seen_by_every_later_statement(svc, project, home):
+    ctx = RequestContext(project, None)
+    mid = svc.store(ctx, content="The deploy pipeline runs on GitHub Actions", type="procedural", scope="project")["memory_id"]
+    for expected in (0, 1):  # the recall reports the count before its own bump, overlaid with held-back ones
+        res = svc.recall(ctx, query="deploy pipeline GitHub Actions")
+        assert [m["id"] for m in res["memories"]] == [mid] and res["memories"][0]["access_count"] == expected
+    assert _raw_access_count(svc, ctx, mid) == 0  # not written yet
+    assert svc.get(ctx, mid)["access_count"] == 2  # any statement on the database writes it first
+    assert _raw_access_count(svc, ctx, mid) == 2
+    svc.recall(ctx, query="deploy pipeline GitHub Actions")
+    deadline = time.time() + 5
+    while _raw_access_count(svc, ctx, mid) != 3 and time.time() < deadline:
+        time.sleep(0.05)  # the timer writes it within FLUSH_DELAY_SECONDS
+    assert _raw_access_count(svc, ctx, mid) == 3
+    svc.recall(ctx, query="deploy pipeline GitHub Actions")
+    svc.close()  # close writes what is pending
+    from engram_mcp.embeddings import FakeEmbedder
+
+    again = MemoryService(home=home, embedder=FakeEmbedder())
+    try:
+        mem = again.get(ctx, mid)
+        assert mem["access_count"] == 4 and mem["status"] == "active"
+    finally:
+        again.close()
