@@ -6,11 +6,13 @@ and client the plugin uses, with the real offline embedding model:
   1. memories of each type in each scope,
   2. one recall across all three scopes,
   3. session end: promotion session -> project, and an explicit project -> user promotion,
-  4. decay: an old, unused event fades and the maintenance pass archives it.
+  4. decay: an old, unused event fades and the maintenance pass archives it,
+  5. a Claude Code session as the plugin's hooks see it (real hook processes).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -90,6 +92,34 @@ def main() -> int:
         call("store", {"content": "Ran the linter once last week", "type": "episodic", "scope": "project", "importance": 0.5, "created_at": old}, sid=None)
         report = call("maintain", {}, sid=None)
         print(f"  a 10-day-old unused episode has strength {strength(0.5, 'episodic', 10 * 86400, 0):.4f}; maintenance: {report['project']}")
+
+        show("5. The next Claude Code session, through the plugin's hooks (bin/engram-hook)")
+        hook_session = "demo-session-2"
+
+        def hook(event, **payload):
+            data = {"session_id": hook_session, "cwd": str(project), "hook_event_name": event, **payload}
+            t0 = time.perf_counter()
+            proc = subprocess.run([str(ROOT / "bin" / "engram-hook"), event], input=json.dumps(data), text=True,
+                                  capture_output=True, env={**os.environ, "ENGRAM_PYTHON": sys.executable}, timeout=60)
+            ms = (time.perf_counter() - t0) * 1000
+            out = json.loads(proc.stdout) if proc.stdout.strip() else {}
+            return out, ms
+
+        out, ms = hook("SessionStart", source="startup")
+        block = out.get("hookSpecificOutput", {}).get("additionalContext", "")
+        print(f"  SessionStart ({ms:.0f} ms) injects {len(block) // 4} tokens of context:")
+        for line in block.splitlines()[:12]:
+            print(f"    | {line[:100]}")
+        _, ms = hook("PostToolUseFailure", tool_name="Bash", tool_input={"command": "make test"},
+                     error="Exit code 2\npsycopg.OperationalError: connection to postgres://app:s3cr3tPassw0rd@localhost failed")
+        print(f"  PostToolUseFailure ({ms:.0f} ms): failed command queued as a session episode (password redacted)")
+        out, ms = hook("UserPromptSubmit", prompt="the API tests cannot reach the database, what do they need?")
+        extra = out.get("hookSpecificOutput", {}).get("additionalContext", "")
+        print(f"  UserPromptSubmit ({ms:.0f} ms) adds {extra.count('- [')} memories for the prompt "
+              "(only above the relevance bar, never one already shown this session)")
+        _, ms = hook("SessionEnd", reason="exit")
+        summary = call("recall", {"query": "session summary make test failed", "category": "session_summary", "limit": 1}, sid=None)["memories"]
+        print(f"  SessionEnd ({ms:.0f} ms) promoted and kept a summary: {' '.join(summary[0]['content'].split())[:110] if summary else '(none)'}")
 
         show("Status")
         st = call("status", {}, sid=None)

@@ -1,0 +1,498 @@
+"""Claude Code hook entry points: ``python -m engram_mcp.hooks <EventName>`` (stdin: hook JSON).
+
+Every hook fails open: whatever goes wrong (no daemon, broken store, garbled input), the
+process exits 0 with nothing on stdout, so a broken engram never blocks or breaks a
+Claude Code session. Problems go to stderr (visible in ``claude --debug``) and to
+``~/.claude/engram/logs/hooks.log``.
+
+Two speeds:
+  * Capture hooks (PostToolUse, PostToolUseFailure, SubagentStop, PreCompact) run on the
+    hot path of a session. They never wait for the stores: they redact, append one entry
+    to the durable spool (`spool.py`, fsync'd) and nudge the daemon, which embeds and
+    stores it a moment later. Standard library + `redaction` only; ~50 ms.
+  * Context hooks (SessionStart, UserPromptSubmit, SessionEnd) need answers, so they ask
+    the daemon (`client.py`), starting it when needed, within their timeout.
+
+Stop is a command hook, not a prompt hook (see `docs/architecture.md#stop-hook`): a
+cheap scan of this turn's transcript decides whether the turn produced knowledge worth
+keeping that was not stored; if so it blocks once, and the reason tells the main Claude,
+which has the whole context, to store it. No extra model call, no transcript upload.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from . import spool
+from .client import socket_path, spawn_daemon, user_dir_from_env
+from .redaction import sanitize
+
+TOOL_PREFIX = "mcp__plugin_engram_engram__"
+STORE_TOOLS = ("store_memory", "update_memory", "reflect_and_consolidate", "promote_memory")
+EDIT_TOOLS = ("Write", "Edit", "MultiEdit", "NotebookEdit")
+SNIPPET_CHARS = 240
+ERROR_CHARS = 600
+SUBAGENT_REPORT_CHARS = 1500
+SUBAGENT_MIN_CHARS = 200
+TRANSCRIPT_TAIL_BYTES = 2 * 1024 * 1024  # a turn is at the end of the transcript; never read GBs
+SNAPSHOT_PROMPTS = 3
+NUDGE_TIMEOUT_S = 0.2
+SESSION_START_WAIT_S = 25.0
+PROMPT_WAIT_S = 6.0
+SESSION_END_WAIT_S = 50.0
+MIN_PROMPT_CHARS = 12
+
+IMPORTANCE_FILE_CHANGE = 0.3
+IMPORTANCE_FAILED_COMMAND = 0.45
+IMPORTANCE_SUBAGENT_REPORT = 0.4
+IMPORTANCE_COMPACT_SNAPSHOT = 0.6
+
+# Words that mark durable knowledge in a prompt or a final answer. Deliberately
+# narrow: the Stop hook should nag rarely, and the main Claude makes the final call.
+USER_CUES = re.compile(
+    r"\b(always|never|from now on|prefer|convention|we use|make sure|don't|do not|remember|"
+    r"instead of|should be|must)\b",
+    re.IGNORECASE,
+)
+ANSWER_CUES = re.compile(
+    r"\b(root cause|the fix|fixed (?:it|by|the)|workaround|turned out|the issue was|the problem was|"
+    r"decided|decision|convention|going forward|instead of|requires|you need to)\b",
+    re.IGNORECASE,
+)
+ERROR_MARKERS = re.compile(r"Traceback \(most recent call last\)|^(?:error|fatal|FAILED|E  )\b|\berror:", re.MULTILINE)
+
+
+# -- small utilities ------------------------------------------------------------------------
+
+def _clean(text: Any, limit: int) -> str:
+    """Redact secrets, drop <private> spans, squeeze whitespace, cap length."""
+    if not isinstance(text, str):
+        text = "" if text is None else json.dumps(text, ensure_ascii=False)
+    text = sanitize(text).text
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _project_root(payload: dict[str, Any]) -> str:
+    cwd = payload.get("cwd")
+    return str(os.environ.get("CLAUDE_PROJECT_DIR") or (cwd if isinstance(cwd, str) and cwd else os.getcwd()))
+
+
+def _session_id(payload: dict[str, Any]) -> str | None:
+    sid = payload.get("session_id") or os.environ.get("CLAUDE_CODE_SESSION_ID")
+    return sid if isinstance(sid, str) and sid else None
+
+
+def _ctx(payload: dict[str, Any]) -> dict[str, Any]:
+    return {"project_root": _project_root(payload), "session_id": _session_id(payload), "client": "hook"}
+
+
+def _rel(path: Any, root: str) -> str:
+    if not isinstance(path, str) or not path:
+        return "?"
+    try:
+        return os.path.relpath(path, root) if os.path.isabs(path) and path.startswith(root.rstrip("/") + "/") else path
+    except ValueError:
+        return path
+
+
+def _log(user_dir: Path, event: str, message: str) -> None:
+    print(f"engram: {event}: {message}", file=sys.stderr)
+    try:
+        logs = user_dir / "logs"
+        logs.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = os.open(logs / "hooks.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        try:
+            os.write(fd, f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {event} {message}\n".encode("utf-8", "replace"))
+        finally:
+            os.close(fd)
+    except OSError:
+        pass
+
+
+# -- talking to the daemon --------------------------------------------------------------------
+
+def nudge(user_dir: Path) -> None:
+    """Tell the daemon there is spool to drain; start it if it is not running. Never waits."""
+    import socket
+
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(NUDGE_TIMEOUT_S)
+    try:
+        s.connect(str(socket_path(user_dir)))
+        s.sendall(b'{"id":0,"op":"drain","args":{},"ctx":{}}\n')
+    except OSError:
+        spawn_daemon(user_dir)  # detached; None when engram's Python is not installed yet
+    finally:
+        s.close()
+
+
+def capture(user_dir: Path, payload: dict[str, Any], memory: dict[str, Any]) -> str:
+    """Queue one session memory durably and wake the daemon."""
+    ctx = _ctx(payload)
+    if not ctx["session_id"]:
+        raise ValueError("hook input has no session_id")
+    entry = spool.enqueue(user_dir, "hook_capture", memory, ctx, reason="hook")
+    nudge(user_dir)
+    return entry
+
+
+def ask(user_dir: Path, op: str, args: dict[str, Any], payload: dict[str, Any], *, wait_s: float) -> Any:
+    """One synchronous daemon call, starting the daemon if needed, bounded by `wait_s`."""
+    from .client import DaemonClient
+
+    ctx = _ctx(payload)
+    with DaemonClient(user_dir, timeout=wait_s, start_timeout=wait_s, client_name="hook") as client:
+        return client.call(op, args, project_root=ctx["project_root"], session_id=ctx["session_id"], timeout=wait_s)
+
+
+# -- what the capture hooks record --------------------------------------------------------------
+
+def file_change_memory(payload: dict[str, Any]) -> dict[str, Any] | None:
+    """Write/Edit/MultiEdit → 'Edited src/app.py: `old` → `new`' (episodic, session)."""
+    tool = payload.get("tool_name")
+    inp = payload.get("tool_input") if isinstance(payload.get("tool_input"), dict) else {}
+    resp = payload.get("tool_response") if isinstance(payload.get("tool_response"), dict) else {}
+    root = _project_root(payload)
+    path = inp.get("file_path") or inp.get("notebook_path") or resp.get("filePath")
+    rel = _rel(path, root)
+    if tool == "Write":
+        verb = "Created" if resp.get("type") == "create" else "Rewrote"
+        lines = str(inp.get("content") or "").count("\n") + (0 if str(inp.get("content") or "").endswith("\n") else 1)
+        content = f"{verb} {rel} ({lines} lines)."
+    elif tool == "Edit":
+        content = f"Edited {rel}: `{_clean(inp.get('old_string'), SNIPPET_CHARS)}` → `{_clean(inp.get('new_string'), SNIPPET_CHARS)}`."
+    elif tool == "MultiEdit":
+        edits = inp.get("edits") if isinstance(inp.get("edits"), list) else []
+        first = edits[0] if edits and isinstance(edits[0], dict) else {}
+        content = (f"Edited {rel} ({len(edits)} edits), e.g. `{_clean(first.get('old_string'), SNIPPET_CHARS // 2)}` → "
+                   f"`{_clean(first.get('new_string'), SNIPPET_CHARS // 2)}`.")
+    elif tool == "NotebookEdit":
+        content = f"Edited notebook {rel}."
+    else:
+        return None
+    ext = os.path.splitext(rel)[1].lstrip(".").lower()
+    tags = ["file-change"] + ([ext] if ext and re.fullmatch(r"[a-z0-9]{1,10}", ext) else [])
+    return {
+        "content": _clean(content, 2 * SNIPPET_CHARS + 200), "type": "episodic", "importance": IMPORTANCE_FILE_CHANGE,
+        "category": "file_change", "tags": tags,
+        "source": {"hook": payload.get("hook_event_name") or "PostToolUse", "tool": tool, "file": _clean(rel, 300)},
+    }
+
+
+def command_memory(payload: dict[str, Any], *, failed: bool) -> dict[str, Any] | None:
+    """A failed Bash command (or one that printed an error) → episodic session memory."""
+    inp = payload.get("tool_input") if isinstance(payload.get("tool_input"), dict) else {}
+    command = _clean(inp.get("command"), SNIPPET_CHARS)
+    if failed:
+        if payload.get("is_interrupt"):
+            return None
+        error = str(payload.get("error") or "")
+        m = re.match(r"\s*Exit code (\d+)\s*\n?", error)
+        code = m.group(1) if m else "?"
+        detail = error[m.end():] if m else error
+        head = f"Command failed (exit {code}): `{command}`"
+    else:
+        resp = payload.get("tool_response") if isinstance(payload.get("tool_response"), dict) else {}
+        stderr = str(resp.get("stderr") or "")
+        stdout = str(resp.get("stdout") or "")
+        found = ERROR_MARKERS.search(stderr) or ERROR_MARKERS.search(stdout[-4000:])
+        if not found:
+            return None
+        source_text = stderr if ERROR_MARKERS.search(stderr) else stdout[-4000:]
+        detail = source_text[max(0, found.start() - 200):]
+        head = f"Command reported errors: `{command}`"
+    tail = _clean(detail, ERROR_CHARS)
+    return {
+        "content": f"{head}{' — ' + tail if tail else ''}", "type": "episodic", "importance": IMPORTANCE_FAILED_COMMAND,
+        "category": "error", "tags": ["failed-command"],
+        "source": {"hook": payload.get("hook_event_name") or "PostToolUse", "tool": "Bash"},
+    }
+
+
+# -- transcripts --------------------------------------------------------------------------------
+
+def read_transcript_tail(path: Any) -> list[dict[str, Any]]:
+    """The last ~2 MB of a Claude Code transcript (JSONL), as message entries."""
+    if not isinstance(path, str) or not path:
+        return []
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            size = fh.tell()
+            fh.seek(max(0, size - TRANSCRIPT_TAIL_BYTES))
+            raw = fh.read()
+    except OSError:
+        return []
+    lines = raw.split(b"\n")
+    if size > TRANSCRIPT_TAIL_BYTES:
+        lines = lines[1:]  # the first line is probably cut
+    out = []
+    for line in lines:
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(entry, dict) and entry.get("type") in ("user", "assistant") and isinstance(entry.get("message"), dict):
+            out.append(entry)
+    return out
+
+
+def _blocks(entry: dict[str, Any]) -> list[dict[str, Any]]:
+    content = entry["message"].get("content")
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+
+
+def _is_prompt(entry: dict[str, Any]) -> bool:
+    """A real user prompt, not a tool result or a hook/system injection."""
+    if entry.get("type") != "user" or entry.get("isMeta"):
+        return False
+    blocks = _blocks(entry)
+    return bool(blocks) and all(b.get("type") == "text" for b in blocks)
+
+
+def last_turn(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Entries from the last real user prompt to the end."""
+    for i in range(len(entries) - 1, -1, -1):
+        if _is_prompt(entries[i]):
+            return entries[i:]
+    return entries
+
+
+def turn_facts(turn: list[dict[str, Any]]) -> dict[str, Any]:
+    """What happened in a turn: prompt, final answer, errors, and engram stores.
+
+    Errors are counted since the last engram store: knowledge produced after the last
+    store (an error and the work that fixed it) is what may still be unstored.
+    """
+    facts: dict[str, Any] = {"prompt": "", "answer": "", "tools": [], "stored": False,
+                             "errors_since_store": 0, "recovered_since_store": False}
+    for entry in turn:
+        for b in _blocks(entry):
+            kind = b.get("type")
+            if entry["type"] == "user" and kind == "text" and _is_prompt(entry):
+                facts["prompt"] += str(b.get("text") or "") + "\n"
+            elif entry["type"] == "assistant" and kind == "text":
+                facts["answer"] = str(b.get("text") or "")
+            elif kind == "tool_use":
+                name = str(b.get("name") or "")
+                facts["tools"].append(name)
+                if name.startswith(TOOL_PREFIX) and name[len(TOOL_PREFIX):] in STORE_TOOLS:
+                    facts["stored"] = True
+                    facts["errors_since_store"], facts["recovered_since_store"] = 0, False
+                elif facts["errors_since_store"]:
+                    facts["recovered_since_store"] = True  # work went on after an error: likely a fix
+            elif kind == "tool_result" and b.get("is_error"):
+                facts["errors_since_store"] += 1
+                facts["recovered_since_store"] = False
+    return facts
+
+
+def stop_signals(facts: dict[str, Any]) -> list[str]:
+    """Why this turn may hold unstored durable knowledge; empty when it most likely does not."""
+    signals = []
+    answer_cue = bool(ANSWER_CUES.search(facts["answer"]))
+    if facts["errors_since_store"] and (facts["recovered_since_store"] or answer_cue):
+        signals.append("an error was hit and worked around after the last engram store (a fix worth keeping?)")
+    if not facts["stored"]:
+        if USER_CUES.search(facts["prompt"]):
+            signals.append("the user stated a preference, rule or convention")
+        if answer_cue:
+            signals.append("the answer names a cause, fix or decision")
+    return signals
+
+
+STOP_REASON = (
+    "engram memory check (once per turn): {signals}. If this turn produced durable knowledge that is not "
+    "stored yet (a decision, convention, fix, procedure or preference), store each item now with the "
+    "engram store_memory tool: type (semantic fact / procedural how-to / episodic event), scope (project "
+    "for this codebase, user only for preferences that hold everywhere), importance 0-1, a few tags. "
+    "Otherwise, or if it is already stored, just finish; do not mention this check."
+)
+
+
+def compact_snapshot(entries: list[dict[str, Any]], root: str) -> str | None:
+    """What Claude was doing before compaction: recent prompts, files touched, last answer."""
+    prompts = [" ".join(str(b.get("text") or "") for b in _blocks(e)) for e in entries if _is_prompt(e)]
+    files: list[str] = []
+    for e in entries:
+        for b in _blocks(e):
+            if b.get("type") == "tool_use" and b.get("name") in EDIT_TOOLS and isinstance(b.get("input"), dict):
+                rel = _rel(b["input"].get("file_path") or b["input"].get("notebook_path"), root)
+                if rel not in files:
+                    files.append(rel)
+    answers = [b.get("text") for e in entries if e["type"] == "assistant" for b in _blocks(e) if b.get("type") == "text"]
+    if not prompts and not files:
+        return None
+    parts = ["Working context saved before compaction."]
+    if prompts:
+        parts.append("Recent requests: " + " | ".join(_clean(p, 300) for p in prompts[-SNAPSHOT_PROMPTS:]))
+    if files:
+        parts.append("Files touched: " + ", ".join(_clean(f, 120) for f in files[-15:]))
+    if answers:
+        parts.append("Last step: " + _clean(answers[-1], 400))
+    return "\n".join(parts)
+
+
+# -- handlers -------------------------------------------------------------------------------------
+
+def on_session_start(user_dir: Path, payload: dict[str, Any]) -> dict[str, Any] | None:
+    source = payload.get("source") if isinstance(payload.get("source"), str) else "startup"
+    result = ask(user_dir, "hook_session_start", {"source": source}, payload, wait_s=SESSION_START_WAIT_S)
+    block = (result or {}).get("additional_context")
+    if not block:
+        return None
+    return {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": block}}
+
+
+def on_user_prompt(user_dir: Path, payload: dict[str, Any]) -> dict[str, Any] | None:
+    prompt = payload.get("prompt")
+    if not isinstance(prompt, str) or len(prompt.strip()) < MIN_PROMPT_CHARS or prompt.lstrip().startswith("/"):
+        return None
+    result = ask(user_dir, "hook_prompt", {"prompt": sanitize(prompt).text[:4000]}, payload, wait_s=PROMPT_WAIT_S)
+    block = (result or {}).get("additional_context")
+    if not block:
+        return None
+    return {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": block}}
+
+
+def on_post_tool_use(user_dir: Path, payload: dict[str, Any]) -> None:
+    tool = payload.get("tool_name")
+    memory = command_memory(payload, failed=False) if tool == "Bash" else file_change_memory(payload)
+    if memory:
+        capture(user_dir, payload, memory)
+
+
+def on_post_tool_failure(user_dir: Path, payload: dict[str, Any]) -> None:
+    if payload.get("tool_name") == "Bash":
+        memory = command_memory(payload, failed=True)
+        if memory:
+            capture(user_dir, payload, memory)
+
+
+def on_pre_compact(user_dir: Path, payload: dict[str, Any]) -> None:
+    text = compact_snapshot(read_transcript_tail(payload.get("transcript_path")), _project_root(payload))
+    if text:
+        capture(user_dir, payload, {
+            "content": text, "type": "working", "importance": IMPORTANCE_COMPACT_SNAPSHOT, "category": "compact_snapshot",
+            "tags": ["pre-compact"], "source": {"hook": "PreCompact", "trigger": str(payload.get("trigger") or "")[:20]},
+            "dedup": False,
+        })
+
+
+def on_stop(user_dir: Path, payload: dict[str, Any]) -> dict[str, Any] | None:
+    if payload.get("stop_hook_active") or os.environ.get("ENGRAM_STOP_HOOK", "").lower() in ("0", "false", "no", "off"):
+        return None
+    facts = turn_facts(last_turn(read_transcript_tail(payload.get("transcript_path"))))
+    if not facts["answer"] and isinstance(payload.get("last_assistant_message"), str):
+        facts["answer"] = payload["last_assistant_message"]
+    signals = stop_signals(facts)
+    if not signals or not _stop_enabled(user_dir, payload):
+        return None
+    return {"decision": "block", "reason": STOP_REASON.format(signals="; ".join(signals))}
+
+
+def _stop_enabled(user_dir: Path, payload: dict[str, Any]) -> bool:
+    """The `stop_hook` config key, asked of a running daemon (default on when none answers)."""
+    from .client import DaemonClient
+
+    try:
+        with DaemonClient(user_dir, autostart=False, timeout=1.0) as client:
+            ctx = _ctx(payload)
+            cfg = client.call("hook_config", {}, project_root=ctx["project_root"], session_id=ctx["session_id"])
+        return bool((cfg or {}).get("stop_hook", True))
+    except Exception:
+        return True
+
+
+def on_subagent_stop(user_dir: Path, payload: dict[str, Any]) -> None:
+    """Keep a subagent's final report as an episodic session memory when it has substance.
+
+    Cheaper than blocking the subagent (which may not even have the engram tools): the
+    report is one spool entry, and the main Claude, or SessionEnd, decides what lasts.
+    """
+    if payload.get("stop_hook_active"):
+        return None
+    report = payload.get("last_assistant_message")
+    if not isinstance(report, str):
+        entries = read_transcript_tail(payload.get("agent_transcript_path") or payload.get("transcript_path"))
+        texts = [b.get("text") for e in entries if e["type"] == "assistant" for b in _blocks(e) if b.get("type") == "text"]
+        report = texts[-1] if texts else ""
+    if len(report.strip()) < SUBAGENT_MIN_CHARS:
+        return None
+    agent = str(payload.get("agent_type") or payload.get("subagent_type") or "subagent")[:40]
+    capture(user_dir, payload, {
+        "content": f"Subagent {agent} reported: {_clean(report, SUBAGENT_REPORT_CHARS)}", "type": "episodic",
+        "importance": IMPORTANCE_SUBAGENT_REPORT, "category": "subagent_report", "tags": ["subagent"],
+        "source": {"hook": "SubagentStop", "agent": agent},
+    })
+    return None
+
+
+def on_session_end(user_dir: Path, payload: dict[str, Any]) -> None:
+    reason = str(payload.get("reason") or "session_end")[:40]
+    try:
+        ask(user_dir, "hook_session_end", {"reason": reason}, payload, wait_s=SESSION_END_WAIT_S)
+    except Exception as exc:
+        # The daemon could not do it now: queue it; the next daemon applies it after the
+        # session's queued observations (the spool is applied oldest first).
+        spool.enqueue(user_dir, "hook_session_end", {"reason": reason}, _ctx(payload), reason=f"deferred: {exc}"[:200])
+        raise
+
+
+HANDLERS: dict[str, Callable[[Path, dict[str, Any]], dict[str, Any] | None]] = {
+    "SessionStart": on_session_start,
+    "UserPromptSubmit": on_user_prompt,
+    "PostToolUse": on_post_tool_use,
+    "PostToolUseFailure": on_post_tool_failure,
+    "PreCompact": on_pre_compact,
+    "Stop": on_stop,
+    "SubagentStop": on_subagent_stop,
+    "SessionEnd": on_session_end,
+}
+
+
+def read_payload(stream: Iterable[str] | Any) -> dict[str, Any]:
+    raw = stream.read() if hasattr(stream, "read") else "".join(stream)
+    if not raw.strip():
+        raise ValueError("stdin is empty")
+    payload = json.loads(raw)
+    if not isinstance(payload, dict):
+        raise ValueError(f"expected a JSON object, got {type(payload).__name__}")
+    return payload
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one hook; always exit 0 (fail open) unless the event name itself is unknown."""
+    argv = sys.argv[1:] if argv is None else argv
+    event = argv[0] if argv else ""
+    handler = HANDLERS.get(event)
+    if handler is None:
+        print(f"engram: unknown hook event {event!r}; expected one of {', '.join(HANDLERS)}", file=sys.stderr)
+        return 2 if not argv else 0
+    user_dir = user_dir_from_env()
+    try:
+        payload = read_payload(sys.stdin)
+    except ValueError as exc:
+        _log(user_dir, event, f"ignored: hook input is not valid hook JSON ({exc})")
+        return 0
+    try:
+        out = handler(user_dir, payload)
+    except Exception as exc:  # fail open, but say why
+        _log(user_dir, event, f"skipped: {type(exc).__name__}: {str(exc)[:300]}")
+        return 0
+    if out:
+        sys.stdout.write(json.dumps(out, ensure_ascii=False))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,195 @@
+"""engram inside real Claude Code sessions (issue 4.5).
+
+The plugin is installed from this repository's marketplace into a throwaway HOME; the
+model is a scripted stand-in on loopback (tests/claude_harness.py); everything else is
+real: Claude Code 2.1.330, the hooks, the MCP server, the daemon, embedded SurrealDB and
+the offline embedding model.
+
+Session 1 (project A) edits a file, runs a failing command and stores a convention; the
+Stop hook asks Claude to keep the fix, which the scripted model then stores in the
+session scope; SessionEnd promotes it. Session 2 (project A) starts with both in its
+SessionStart context and recalls them through the tool. Project B never sees project A's
+memories but sees the user-scope one. A broken store never fails a session.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from engram_mcp.client import DaemonClient
+from tests.claude_harness import (
+    FakeAnthropic,
+    Text,
+    ToolUse,
+    git_project,
+    result_json,
+    run_claude,
+    tool_results,
+)
+
+pytestmark = [pytest.mark.claude, pytest.mark.slow]
+
+REPO = Path(__file__).resolve().parents[1]
+MARKETPLACE = "engram-dev"
+TOOL = "mcp__plugin_engram_engram__"
+CONVENTION = "Convention: HTTP handlers live in src/handlers/ and always return JSON through respond()."
+FIX = "Fix: `python3 -m pytest` failed with ModuleNotFoundError for yaml; install the test extra with pip install -e '.[test]' first."
+PREFERENCE = "The user prefers short answers with the command first."
+STOP_MARKER = "engram memory check"
+
+
+def plugin_copy(dest: Path) -> Path:
+    """The repository as git would ship it (tracked + new files, no .venv/node_modules)."""
+    files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO,
+                           capture_output=True, check=True).stdout.split(b"\0")
+    for raw in filter(None, files):
+        rel = raw.decode()
+        src = REPO / rel
+        if not src.is_file():
+            continue
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src, target)
+    return dest
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory, claude_cli_path):
+    """One HOME with engram installed, shared by the sessions of this module (they build on each other)."""
+    base = tmp_path_factory.mktemp("e2e")
+    home = base / "home"
+    home.mkdir()
+    source = plugin_copy(base / "engram-src")
+    env = {"ENGRAM_PYTHON": sys.executable}
+    for args in (["plugin", "marketplace", "add", str(source)], ["plugin", "install", f"engram@{MARKETPLACE}"]):
+        proc = run_claude(args, home=home, cwd=base, env_extra=env, timeout=120)
+        assert proc.returncode == 0, f"claude {' '.join(args)}:\n{proc.stdout}\n{proc.stderr}"
+    w = {"home": home, "base": base, "env": env, "a": git_project(base / "project-a"), "b": git_project(base / "project-b")}
+    yield w
+    try:
+        DaemonClient(home / ".claude" / "engram", autostart=False, timeout=10).call("shutdown")
+    except Exception:
+        pass
+
+
+@pytest.fixture(scope="module")
+def claude_cli_path():
+    from tests.claude_harness import ensure_claude_installed
+
+    return ensure_claude_installed()
+
+
+def session(world, project: Path, script, prompt: str = "please help") -> tuple[dict, FakeAnthropic]:
+    with FakeAnthropic(script) as api:
+        proc = run_claude(
+            ["-p", prompt, "--output-format", "json", "--allowedTools", f"{TOOL[:-2]},Write,Edit,Bash"],
+            home=world["home"], cwd=project, env_extra=api.env(**world["env"]), timeout=240,
+        )
+    assert not api.errors, api.errors
+    return result_json(proc), api
+
+
+def system_context(req) -> str:
+    """The SessionStart additionalContext as Claude Code hands it to the model."""
+    texts = []
+    for msg in req.body.get("messages", []):
+        content = msg.get("content")
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
+        texts.extend(b.get("text", "") for b in blocks if isinstance(b, dict))
+    return "\n".join(t for t in texts if "engram-memory" in t)
+
+
+def tool_text(req) -> str:
+    return "\n".join(json.dumps(r.get("content")) for r in tool_results(req.body))
+
+
+def test_session_one_captures_stores_and_promotes(world):
+    a = world["a"]
+    script = [
+        ToolUse(TOOL + "store_memory", {"content": CONVENTION, "type": "semantic", "scope": "project", "importance": 0.8,
+                                        "category": "convention", "tags": ["http", "handlers"]}),
+        ToolUse(TOOL + "store_memory", {"content": PREFERENCE, "type": "semantic", "scope": "user", "importance": 0.8,
+                                        "category": "preference"}),
+        ToolUse("Write", {"file_path": str(a / "src" / "handlers" / "users.py"), "content": "def get_user():\n    return respond({})\n"}),
+        ToolUse("Bash", {"command": "python3 -c 'import yaml_not_installed_xyz'", "description": "run tests"}),
+        ToolUse("Edit", {"file_path": str(a / "src" / "handlers" / "users.py"), "old_string": "respond({})", "new_string": "respond({'ok': True})"}),
+        Text("Done. The fix was to install the test extra first."),
+        # the Stop hook blocks once (an error was worked around after the last store); its reason is the next prompt
+        ToolUse(TOOL + "store_memory", {"content": FIX, "type": "procedural", "scope": "session", "importance": 0.7,
+                                        "category": "error_fix", "tags": ["pytest", "setup"]}),
+        Text("Stored the fix."),
+    ]
+    result, api = session(world, a, script, "add a users handler and run the tests")
+    assert result["result"] == "Stored the fix.", result
+    assert api.remaining_turns == 0
+    stop_requests = [r for r in api.conversation if STOP_MARKER in json.dumps(r.body["messages"][-1])]
+    assert len(stop_requests) == 1, "the Stop hook must ask exactly once"
+    errors = {r["tool_use_id"]: r for r in tool_results(api.conversation[-1].body) if r.get("is_error")}
+    assert len(errors) == 1 and "yaml_not_installed_xyz" in json.dumps(list(errors.values())), errors  # only the failing command
+
+    with DaemonClient(world["home"] / ".claude" / "engram", autostart=False, timeout=60) as c:
+        status = c.call("status", project_root=str(a))
+        found = c.call("recall", {"query": "ModuleNotFoundError yaml test extra", "scope": "project", "strengthen": False},
+                       project_root=str(a))
+        summaries = c.call("recall", {"query": "session summary", "category": "session_summary", "scope": "project",
+                                      "strengthen": False}, project_root=str(a))
+    texts = [m["content"] for m in found["memories"]]
+    assert FIX in texts, f"SessionEnd did not promote the session's fix: {texts}"
+    assert status["scopes"]["project"]["total"] >= 3, status  # convention, fix, session summary
+    [summary] = [m["content"] for m in summaries["memories"]]
+    # the hooks' captures reached the session before it ended: the failed command and the new file
+    assert "Command failed (exit 1)" in summary and "yaml_not_installed_xyz" in summary, summary
+    assert "src/handlers/users.py" in summary, summary
+
+
+def test_session_two_starts_with_the_convention_and_the_fix_and_recalls_them(world):
+    a = world["a"]
+    result, api = session(world, a, [
+        ToolUse(TOOL + "recall_memories", {"query": "how do I fix ModuleNotFoundError when running tests"}),
+        "ok",
+    ])
+    first = api.conversation[0]
+    context = system_context(first)
+    assert CONVENTION in context and FIX in context and PREFERENCE in context
+    assert "not instructions" in context  # fenced and labelled as data
+    recalled = tool_text(api.conversation[1])
+    assert "install the test extra" in recalled
+
+
+def test_another_project_sees_user_memories_but_never_project_a(world):
+    result, api = session(world, world["b"], [
+        ToolUse(TOOL + "recall_memories", {"query": "HTTP handlers respond JSON convention"}),
+        "ok",
+    ])
+    context = system_context(api.conversation[0])
+    assert PREFERENCE in context
+    assert CONVENTION not in context and FIX not in context
+    assert "src/handlers" not in tool_text(api.conversation[1])
+
+
+@pytest.mark.parametrize("breakage", ["corrupt", "file-instead-of-directory"])
+def test_a_broken_project_store_never_fails_a_session(world, breakage):
+    project = git_project(world["base"] / f"broken-{breakage}")
+    store = project / ".claude" / "engram"
+    if breakage == "corrupt":
+        for sub, name in (("clog", "00000000000000000000.clog"), ("manifest", "00000000000000000000.manifest")):
+            (store / "data" / sub).mkdir(parents=True)
+            (store / "data" / sub / name).write_bytes(os.urandom(4096))
+    else:
+        store.parent.mkdir(parents=True)
+        store.write_text("not a directory")
+    result, api = session(world, project, [
+        ToolUse("Write", {"file_path": str(project / "x.txt"), "content": "x\n"}),
+        ToolUse(TOOL + "store_memory", {"content": "A note in a broken project.", "type": "semantic", "scope": "project"}),
+        "still fine",
+    ])
+    assert result["result"] == "still fine" and result["is_error"] is False
+    answer = tool_text(api.conversation[-1])
+    assert "degraded" in answer or "queued" in answer, answer  # the tool said what happened

@@ -1,0 +1,288 @@
+"""Hooks: what each one records or injects, that it fails open, and that it is fast enough to stay out of the way.
+
+Pure functions are tested in-process; the event handlers run as real processes
+(`bin/engram-hook <Event>`) against a real daemon in a throwaway HOME.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from engram_mcp import hooks, spool
+from tests.daemon_env import REPO, make_env
+
+HOOK = REPO / "bin" / "engram-hook"
+INPUTS = REPO / "tests" / "data" / "claude_hook_inputs"
+SESSION = "11111111-2222-4333-8444-555555555555"
+
+
+def sample(event: str, **over) -> dict:
+    data = json.loads((INPUTS / f"{event}.json").read_text())
+    data.update(over)
+    return data
+
+
+def run_hook(env, event: str, payload, *, timeout: float = 60) -> subprocess.CompletedProcess:
+    text = payload if isinstance(payload, str) else json.dumps(payload)
+    return subprocess.run([str(HOOK), event], input=text, env=env.env, cwd=str(env.project), capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def transcript(path: Path, entries: list[tuple[str, object]]) -> Path:
+    """Write a Claude Code style transcript: (role, content) pairs."""
+    with path.open("w") as fh:
+        fh.write(json.dumps({"type": "queue-operation"}) + "\n")
+        for role, content in entries:
+            fh.write(json.dumps({"type": role, "message": {"role": role, "content": content}}) + "\n")
+    return path
+
+
+# -- what gets recorded ------------------------------------------------------------------------
+
+def test_edit_becomes_a_short_redacted_file_change_memory():
+    payload = sample("PostToolUse.Edit", cwd="/work/proj")
+    payload["tool_input"].update(file_path="/work/proj/src/settings.py", old_string="API_KEY = ''",
+                                 new_string="API_KEY = 'AKIAIOSFODNN7EXAMPLF' <private>my note</private>")
+    mem = hooks.file_change_memory(payload)
+    assert mem["type"] == "episodic" and mem["category"] == "file_change"
+    assert mem["content"].startswith("Edited src/settings.py:")
+    assert "AKIAIOSFODNN7EXAMPLF" not in mem["content"] and "[REDACTED:" in mem["content"]
+    assert "my note" not in mem["content"] and "[private]" in mem["content"]
+    assert mem["tags"] == ["file-change", "py"]
+
+
+def test_write_reports_creation_and_line_count():
+    payload = sample("PostToolUse.Write", cwd="/w")
+    payload["tool_input"] = {"file_path": "/w/a.md", "content": "one\ntwo\nthree\n"}
+    payload["tool_response"]["type"] = "create"
+    assert hooks.file_change_memory(payload)["content"] == "Created a.md (3 lines)."
+
+
+def test_failed_command_keeps_exit_code_command_and_error_without_secrets():
+    payload = sample("PostToolUseFailure")
+    payload["tool_input"]["command"] = "curl https://admin:hunter2secret@db.example.com/x"
+    payload["error"] = "Exit code 7\ncurl: (7) Failed to connect; token ghp_0123456789abcdefghijklmnopqrstuvwxyzAB"
+    mem = hooks.command_memory(payload, failed=True)
+    assert mem["content"].startswith("Command failed (exit 7): `curl https://")
+    assert "hunter2secret" not in mem["content"] and "ghp_0123456789" not in mem["content"]
+    assert "Failed to connect" in mem["content"] and mem["tags"] == ["failed-command"]
+
+
+def test_successful_command_is_recorded_only_when_it_printed_an_error():
+    ok = sample("PostToolUse.Bash")
+    assert hooks.command_memory(ok, failed=False) is None
+    ok["tool_response"]["stderr"] = "Traceback (most recent call last):\n  File 'x.py'\nValueError: boom"
+    assert "ValueError: boom" in hooks.command_memory(ok, failed=False)["content"]
+
+
+def test_interrupted_command_is_not_recorded():
+    assert hooks.command_memory(sample("PostToolUseFailure", is_interrupt=True), failed=True) is None
+
+
+# -- the Stop decision -------------------------------------------------------------------------------
+
+def _turn(tmp_path, prompt, *, error=False, answer="Done.", stored=False, stored_first=False):
+    entries: list[tuple[str, object]] = [("user", "earlier prompt"), ("assistant", [{"type": "text", "text": "ok"}]),
+                                         ("user", prompt)]
+    if stored_first:
+        entries.append(("assistant", [{"type": "tool_use", "id": "t0", "name": hooks.TOOL_PREFIX + "store_memory", "input": {}}]))
+        entries.append(("user", [{"type": "tool_result", "tool_use_id": "t0", "content": "{}"}]))
+    entries.append(("assistant", [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "make"}}]))
+    entries.append(("user", [{"type": "tool_result", "tool_use_id": "t1", "content": "Exit code 2", "is_error": error}]))
+    if error:
+        entries.append(("assistant", [{"type": "tool_use", "id": "t2", "name": "Edit", "input": {"file_path": "/p/Makefile"}}]))
+        entries.append(("user", [{"type": "tool_result", "tool_use_id": "t2", "content": "ok"}]))
+    if stored:
+        entries.append(("assistant", [{"type": "tool_use", "id": "t3", "name": hooks.TOOL_PREFIX + "store_memory", "input": {}}]))
+        entries.append(("user", [{"type": "tool_result", "tool_use_id": "t3", "content": "{}"}]))
+    entries.append(("assistant", [{"type": "text", "text": answer}]))
+    return transcript(tmp_path / "t.jsonl", entries)
+
+
+@pytest.mark.parametrize(
+    "prompt,error,answer,stored,stored_first,blocks",
+    [
+        ("run the build", False, "Build passed.", False, False, False),  # routine turn: silent
+        ("run the build", True, "The fix was a missing tab in the Makefile.", False, False, True),  # error then fix
+        ("run the build", True, "The fix was a missing tab.", True, False, False),  # fix stored after the error
+        ("run the build", True, "The fix was a missing tab.", False, True, True),  # stored something, then a new fix
+        ("From now on always use uv, never pip.", False, "Noted.", False, False, True),  # stated convention
+        ("From now on always use uv, never pip.", False, "Noted.", True, False, False),  # already stored this turn
+    ],
+)
+def test_stop_blocks_once_only_for_turns_with_unstored_durable_knowledge(tmp_path, prompt, error, answer, stored,
+                                                                         stored_first, blocks):
+    path = _turn(tmp_path, prompt, error=error, answer=answer, stored=stored, stored_first=stored_first)
+    out = hooks.on_stop(tmp_path / "nouser", {"transcript_path": str(path), "stop_hook_active": False, "session_id": "s"})
+    assert (out is not None) == blocks
+    if blocks:
+        assert out["decision"] == "block" and "store_memory" in out["reason"]
+    # the follow-up stop of the same turn never blocks again: no loop
+    assert hooks.on_stop(tmp_path / "nouser", {"transcript_path": str(path), "stop_hook_active": True}) is None
+
+
+def test_last_turn_starts_at_the_last_real_prompt_not_at_a_tool_result(tmp_path):
+    path = _turn(tmp_path, "fix it", error=True)
+    turn = hooks.last_turn(hooks.read_transcript_tail(str(path)))
+    assert hooks._blocks(turn[0])[0]["text"] == "fix it"
+
+
+def test_compact_snapshot_names_recent_requests_and_files(tmp_path):
+    path = transcript(tmp_path / "t.jsonl", [
+        ("user", "refactor the parser"),
+        ("assistant", [{"type": "tool_use", "id": "a", "name": "Edit", "input": {"file_path": "/p/src/parser.py"}}]),
+        ("user", [{"type": "tool_result", "tool_use_id": "a", "content": "ok"}]),
+        ("assistant", [{"type": "text", "text": "Parser now streams tokens."}]),
+    ])
+    text = hooks.compact_snapshot(hooks.read_transcript_tail(str(path)), "/p")
+    assert "refactor the parser" in text and "src/parser.py" in text and "streams tokens" in text
+
+
+# -- failing open ------------------------------------------------------------------------------------
+
+@pytest.fixture
+def env(tmp_path):
+    e = make_env(tmp_path, fake_embedder=True)
+    yield e
+    e.shutdown()
+
+
+@pytest.mark.parametrize("stdin", ["", "not json", "[1, 2]", '{"session_id": 5}'])
+@pytest.mark.parametrize("event", list(hooks.HANDLERS))
+def test_every_hook_exits_zero_on_malformed_input(env, event, stdin):
+    proc = run_hook(env, event, stdin)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == ""
+
+
+def test_unknown_event_is_a_usage_error(env):
+    proc = run_hook(env, "PostToolUsee", "{}")
+    assert proc.returncode == 0 and "unknown hook event" in proc.stderr
+
+
+def test_capture_is_durable_before_the_hook_returns(tmp_path, monkeypatch):
+    """The observation is in the spool (fsync'd) before the hook exits; the daemon is only nudged."""
+    nudged = []
+    monkeypatch.setattr(hooks, "nudge", lambda user_dir: nudged.append(user_dir))
+    payload = sample("PostToolUseFailure", session_id=SESSION, cwd=str(tmp_path))
+    hooks.on_post_tool_failure(tmp_path / "u", payload)
+    entries = [spool.read(p) for p in spool.pending(tmp_path / "u")]
+    assert [e["op"] for e in entries] == ["hook_capture"] and nudged == [tmp_path / "u"]
+    assert entries[0]["ctx"] == {"project_root": str(tmp_path), "session_id": SESSION, "client": "hook"}
+    assert entries[0]["args"]["content"].startswith("Command failed (exit 2): `ls /nonexistent-dir`")
+    assert oct(spool.pending(tmp_path / "u")[0].stat().st_mode & 0o777) == "0o600"
+
+
+def test_capture_without_a_session_id_is_refused_not_misfiled(tmp_path, monkeypatch):
+    monkeypatch.setattr(hooks, "nudge", lambda user_dir: None)
+    monkeypatch.delenv("CLAUDE_CODE_SESSION_ID", raising=False)
+    payload = sample("PostToolUseFailure", cwd=str(tmp_path))
+    payload.pop("session_id")
+    with pytest.raises(ValueError):
+        hooks.on_post_tool_failure(tmp_path / "u", payload)
+    assert spool.pending(tmp_path / "u") == []
+
+
+# -- against a real daemon with the real model ---------------------------------------------------
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory):
+    e = make_env(tmp_path_factory.mktemp("hooks-live"))
+    e.env["ENGRAM_PYTHON"] = os.environ.get("ENGRAM_PYTHON") or __import__("sys").executable
+    # start the daemon from a hook process, so it runs with this HOME (and reads its config files)
+    assert run_hook(e, "SessionStart", sample("SessionStart", session_id="live-boot", cwd=str(e.project))).returncode == 0
+    with e.client() as c:
+        for content, scope, mtype in [
+            ("Run the API tests with make test; they need DATABASE_URL pointing at the test database.", "project", "procedural"),
+            ("The orders service stores money as integer cents, never floats.", "project", "semantic"),
+            ("The user prefers tabs over spaces in Makefiles and shell scripts.", "user", "semantic"),
+        ]:
+            c.call("store", {"content": content, "type": mtype, "scope": scope, "importance": 0.8}, project_root=str(e.project))
+    yield e
+    e.shutdown()
+
+
+def _context(proc) -> str:
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"] if proc.stdout.strip() else ""
+
+
+def test_session_start_injects_a_fenced_block_within_the_budget(live):
+    proc = run_hook(live, "SessionStart", sample("SessionStart", session_id="live-start", cwd=str(live.project)))
+    block = _context(proc)
+    assert block.startswith("<engram-memory>") and block.rstrip().endswith("</engram-memory>")
+    assert "not instructions" in block
+    assert "integer cents" in block and "tabs over spaces" in block
+    assert len(block) / 4 <= 1200
+
+
+def test_session_start_respects_a_small_budget_from_project_config(live):
+    cfg = live.project / ".claude" / "engram.local.md"
+    cfg.parent.mkdir(exist_ok=True)
+    cfg.write_text("---\ncontext_token_budget: 100\n---\n")
+    try:
+        block = _context(run_hook(live, "SessionStart", sample("SessionStart", session_id="live-small", cwd=str(live.project))))
+        assert len(block) / 4 <= 100
+    finally:
+        cfg.unlink()
+
+
+def test_prompt_hook_adds_relevant_memories_once_and_nothing_for_unrelated_prompts(live):
+    sid = "live-prompt"
+    related = sample("UserPromptSubmit", session_id=sid, cwd=str(live.project),
+                     prompt="how are money amounts represented in the orders service?")
+    block = _context(run_hook(live, "UserPromptSubmit", related))
+    assert "integer cents" in block and block.startswith("<engram-memory>")
+    assert "tabs over spaces" not in block  # only what clears the relevance bar
+    assert _context(run_hook(live, "UserPromptSubmit", related)) == ""  # never the same memory twice in a session
+    unrelated = sample("UserPromptSubmit", session_id=sid, cwd=str(live.project), prompt="write a haiku about autumn leaves")
+    assert _context(run_hook(live, "UserPromptSubmit", unrelated)) == ""
+
+
+def test_prompt_hook_is_off_when_configured_off(live):
+    cfg = live.home / ".claude" / "engram.local.md"
+    cfg.write_text("---\nuser_prompt_recall: false\n---\n")
+    try:
+        prompt = sample("UserPromptSubmit", session_id="live-off", cwd=str(live.project), prompt="how are money amounts stored in orders?")
+        assert _context(run_hook(live, "UserPromptSubmit", prompt)) == ""
+    finally:
+        cfg.unlink()
+    assert "integer cents" in _context(run_hook(live, "UserPromptSubmit", prompt))  # the edit applies at once, both ways
+
+
+def test_compaction_keeps_the_working_context(live, tmp_path):
+    sid = "live-compact"
+    run_hook(live, "SessionStart", sample("SessionStart", session_id=sid, cwd=str(live.project)))
+    path = transcript(tmp_path / "t.jsonl", [
+        ("user", "migrate the invoices table to integer cents"),
+        ("assistant", [{"type": "tool_use", "id": "a", "name": "Edit", "input": {"file_path": str(live.project / "db" / "invoices.sql")}}]),
+        ("user", [{"type": "tool_result", "tool_use_id": "a", "content": "ok"}]),
+        ("assistant", [{"type": "text", "text": "Migration written; next: backfill."}]),
+    ])
+    pre = {"session_id": sid, "cwd": str(live.project), "hook_event_name": "PreCompact", "trigger": "auto",
+           "transcript_path": str(path)}
+    assert run_hook(live, "PreCompact", pre).returncode == 0
+    block = _context(run_hook(live, "SessionStart", sample("SessionStart", session_id=sid, cwd=str(live.project), source="compact")))
+    assert "Before compaction" in block and "db/invoices.sql" in block and "next: backfill" in block
+
+
+def test_session_end_applies_queued_captures_then_promotes(live):
+    sid = "live-end"
+    run_hook(live, "SessionStart", sample("SessionStart", session_id=sid, cwd=str(live.project)))
+    failure = sample("PostToolUseFailure", session_id=sid, cwd=str(live.project))
+    failure["error"] = "Exit code 3\nerror: the invoices backfill needs the ORDERS_DB_URL variable"
+    assert run_hook(live, "PostToolUseFailure", failure).returncode == 0
+    end = run_hook(live, "SessionEnd", sample("SessionEnd", session_id=sid, cwd=str(live.project)))
+    assert end.returncode == 0, end.stderr
+    with live.client() as c:
+        found = c.call("recall", {"query": "invoices backfill ORDERS_DB_URL", "scope": "project", "category": "session_summary",
+                                  "strengthen": False}, project_root=str(live.project))
+        again = c.call("session_end", {}, project_root=str(live.project), session_id=sid)
+    assert any("ORDERS_DB_URL" in m["content"] for m in found["memories"])
+    assert again.get("already_ended") or again.get("promoted") == 0  # idempotent
