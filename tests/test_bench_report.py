@@ -1,0 +1,105 @@
+"""`make bench` cannot rot: the quick suite runs end to end and writes a complete report.
+
+Checks the report's structure only (sections, JSON keys, plots), never the numbers: those
+depend on the machine and its load. The quick run takes ~5-10 minutes on a 2-core machine.
+The resilience test (a part that fails is reported, the others still run, exit code 1) is
+fast: it runs only the token part and makes it fail on purpose.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+RUN_ALL = REPO_ROOT / "bench" / "run_all.py"
+PARTS = ("tokens", "locomo", "speed", "scale", "hooks")
+SECTIONS = ("## Headline", "## 1. Retrieval quality (LoCoMo)", "## 2. Speed and scale", "## 3. Hooks",
+            "## 4. Token cost per session", "## 5. The run")
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def run_all(out: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 2700) -> subprocess.CompletedProcess[str]:
+    import os
+
+    return subprocess.run([sys.executable, str(RUN_ALL), "--out", str(out), *args], cwd=REPO_ROOT, capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, **(env or {})})
+
+
+def sections_in_order(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.startswith("## ")]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(3000)
+def test_quick_suite_writes_the_whole_report(tmp_path: Path) -> None:
+    out = tmp_path / "bench"
+    proc = run_all(out, "--quick")
+    assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout[-6000:]}\n{proc.stderr[-3000:]}"
+    for part in PARTS:
+        assert f"=== {part}: ok" in proc.stdout, part  # progress is shown per part
+
+    text = (out / "report.md").read_text()
+    assert text.startswith("# engram benchmark report")
+    assert sections_in_order(text) == list(SECTIONS)
+    head = text[text.index("## Headline"): text.index("## 1.")]
+    for row in ("LoCoMo turn R@5", "LoCoMo MRR", "hybrid recall p95", "store p95", "PostToolUse hook p95", "SessionStart hook p95",
+                "tokens per session"):
+        assert f"| {row}" in head, row
+    assert "not measured" not in head.split("hybrid recall p95")[0]  # LoCoMo numbers are there
+
+    report = json.loads((out / "report.json").read_text())
+    assert {"schema", "started_utc", "quick", "machine", "git", "parts", "headline", "latency_ms", "plots", "results", "wall_s"} <= set(report)
+    assert report["quick"] is True and report["sizes"] == [1000]
+    assert set(report["parts"]) == set(PARTS)
+    for part, info in report["parts"].items():
+        assert info["status"] == "ok", (part, info.get("error"))
+        assert {"wall_s", "peak_rss_mb", "settings", "log", "exit_code"} <= set(info)
+        assert (out / info["log"]).is_file()
+    assert {"locomo", "recall_hybrid_p95_ms", "store_p95_ms", "posttooluse_hook_p95_ms", "sessionstart_hook_p95_ms",
+            "tokens_per_session"} <= set(report["headline"])
+    assert {"hybrid_R@5", "hybrid_MRR", "bm25_R@5", "bm25_MRR"} <= set(report["headline"]["locomo"])
+    assert {"tools_list", "always_on_markdown", "session_start_block", "total"} <= set(report["headline"]["tokens_per_session"])
+    for op in ("store", "recall (hybrid)", "recall (vector)", "recall (keyword)", "get_memory_context", "graph traversal, 1 hop",
+               "graph traversal, 3 hops", "session_end, 200-memory session", "maintenance pass (steady state)",
+               "MCP spawn -> initialize", "MCP spawn -> first recall (cold daemon)", "PostToolUse hook", "SessionStart hook"):
+        assert "1000" in report["latency_ms"].get(op, {}), op
+
+    # each part's own results, as the report reads them
+    for part, rel in report["results"].items():
+        assert (out / rel).is_file(), rel
+    locomo = json.loads((out / "locomo" / "locomo.json").read_text())
+    assert {"bm25-plain", "keyword", "vector", "hybrid"} <= set(locomo["runs"]) and locomo["conversations"] == 2
+    for run in locomo["runs"].values():
+        assert {"cat1-4", "cat1", "cat2", "cat3", "cat4"} <= set(run["metrics"])
+    scale = json.loads((out / "scale" / "scale.json").read_text())
+    assert {"graph_traversal", "maintenance", "promotion", "mcp", "hooks", "disk", "daemon_memory"} <= set(scale["runs"][0])
+    tokens = json.loads((out / "tokens" / "tokens.json").read_text())
+    assert {"tools_list", "markdown", "session_start", "per_session"} <= set(tokens)
+
+    assert set(report["plots"]) >= {"latency", "locomo", "locomo_categories", "hooks", "tokens"}
+    for name in report["plots"].values():
+        png = out / name
+        assert png.read_bytes()[:8] == PNG_MAGIC, name
+        assert f"]({name})" in text, name  # every plot is shown in the report
+
+    # the LoCoMo data is read from ../shared, never copied next to the results
+    assert not list(out.rglob("locomo10*.json"))
+
+
+def test_a_failing_part_is_reported_and_the_others_still_run(tmp_path: Path) -> None:
+    out = tmp_path / "bench"
+    proc = run_all(out, "--quick", "--skip", "locomo", "speed", "scale", "hooks", env={"ENGRAM_BENCH_FAIL_PART": "tokens"}, timeout=300)
+
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    report = json.loads((out / "report.json").read_text())
+    assert report["parts"]["tokens"]["status"] == "failed"
+    assert "failed on purpose" in report["parts"]["tokens"]["error"]
+    assert {report["parts"][p]["status"] for p in ("locomo", "speed", "scale", "hooks")} == {"skipped"}
+    text = (out / "report.md").read_text()
+    assert sections_in_order(text) == list(SECTIONS)
+    assert "**Failed: tokens**" in text and "### tokens failed" in text and "failed on purpose" in text
