@@ -277,7 +277,7 @@ def _hub_reachable(timeout: float = _HUB_PROBE_TIMEOUT_S) -> bool:
         try:
             socket.create_connection((host, port), timeout=timeout).close()
             ok.append(True)
-        except OSError:
+        except Exception:  # OSError, or anything a patched socket layer raises: "no network"
             pass
 
     t = threading.Thread(target=probe, daemon=True, name="engram-hub-probe")

@@ -266,7 +266,7 @@ def test_vectors_travel_with_the_export_and_are_recomputed_when_left_out(real_se
                 assert got["embedding_model"] == real_embedder.model_name
                 if embedded == 0:
                     assert got["embedding_b64"] == original[m]
-            hit = svc.recall(dctx, query="continuous integration pipeline", strategy="vector", limit=1)["memories"]
+            hit = svc.recall(dctx, query="where does the CI build run", strategy="vector", limit=1)["memories"]
             assert hit[0]["id"] == ids[0]
         finally:
             svc.close()
