@@ -108,20 +108,27 @@ def unlink_entities(h: "ScopeHandle", memory_key: str, names: list[str]) -> int:
 
 
 def traverse(h: "ScopeHandle", start_names: list[str] | None, *, relationship_type: str | None, direction: str, depth: int, limit: int) -> dict[str, Any]:
-    """Breadth-first walk from named entities (or an overview of the busiest ones)."""
-    entities = {record_key(r): r for r in h.q(q.ALL_ENTITIES) or []}
+    """Breadth-first walk from named entities (or an overview of the busiest ones).
+
+    Only indexed lookups: the start nodes by `name_key`, edges by `in`/`out`, and at the
+    end the records of the entities reached. Reading the whole entity table instead cost
+    ~0.6 s per call at 5,000 entities (the SDK decodes rows in Python).
+    """
     if start_names:
-        wanted = {n.casefold() for n in start_names}
-        frontier = [k for k, r in entities.items() if r.get("name", "").casefold() in wanted]
+        keys = sorted({name_key(n) for n in start_names})
+        starts = h.q(q.ENTITIES_BY_NAME_KEYS, {"name_keys": keys}) or []
     else:
-        frontier = [k for k, _ in sorted(entities.items(), key=lambda kv: -int(kv[1].get("mention_count", 0)))[:limit]]
+        starts = h.q(q.TOP_ENTITIES, {"limit": limit}) or []
+    entities = {record_key(r): r for r in starts}
+    frontier = list(entities)
     seen = {k: 0 for k in frontier}
     edges: list[dict[str, Any]] = []
     reached = 0
     for hop in range(1, depth + 1):
         if not frontier or len(seen) >= limit:
             break
-        rows = h.q(q.EDGES_TOUCHING, {"frontier": [_rid("entity", k) for k in frontier]}) or []
+        ids = [_rid("entity", k) for k in frontier]
+        rows = [*(h.q(q.EDGES_FROM, {"frontier": ids}) or []), *(h.q(q.EDGES_TO, {"frontier": ids}) or [])]
         nxt = []
         for e in rows:
             a, b = record_key({"id": e["in"]}), record_key({"id": e["out"]})
@@ -137,6 +144,11 @@ def traverse(h: "ScopeHandle", start_names: list[str] | None, *, relationship_ty
             reached = hop
         frontier = nxt
     uniq = {(e["from"], e["to"], e["type"]): e for e in edges}
+    missing = {k for e in uniq.values() for k in (e["from"], e["to"])} | set(seen)
+    missing -= set(entities)
+    if missing:
+        for r in h.q(q.GET_ENTITIES, {"ids": [_rid("entity", k) for k in sorted(missing)]}) or []:
+            entities[record_key(r)] = r
     return {"entities": entities, "depth": seen, "edges": list(uniq.values()), "depth_reached": reached}
 
 

@@ -58,7 +58,7 @@ def test_rank_returns_nothing_when_nothing_is_related():
     assert len(hits) > 0
 
 
-def test_the_floor_is_a_config_key(tmp_path, monkeypatch):
+def test_the_floor_is_a_config_key(tmp_path):
     from engram_mcp.config import load_config
 
     cfg = load_config(None, home=tmp_path, environ={})

@@ -125,3 +125,9 @@ TOUCH_SESSION = (
 UPSERT_SIGHTING = "UPSERT type::thing('project_sighting', $key) CONTENT $record RETURN NONE"
 ALL_SIGHTINGS = "SELECT project, memory_id, fingerprint, embedding, embedding_model FROM project_sighting"
 DELETE_SIGHTING = "DELETE type::thing('project_sighting', $key) RETURN NONE"
+# graph traversal without reading the whole entity table (indexed lookups only)
+ENTITIES_BY_NAME_KEYS = "SELECT * FROM entity WHERE name_key IN $name_keys"
+TOP_ENTITIES = "SELECT * FROM entity ORDER BY mention_count DESC LIMIT $limit"
+GET_ENTITIES = "SELECT * FROM $ids"
+EDGES_FROM = "SELECT in, out, relation_type, weight FROM relates_to WHERE in IN $frontier"
+EDGES_TO = "SELECT in, out, relation_type, weight FROM relates_to WHERE out IN $frontier"
