@@ -39,5 +39,10 @@ bench: setup
 bench-quick: setup
 	$(PY) bench/run_all.py --quick
 
+# The reliability suite at full scale (issue 6): 5,000 concurrent operations, 62 kill -9s,
+# 1,000 generated inputs per tool (~15-20 min on 2 cores). Its CI-sized run is part of `make test`.
+stress: $(STAMP)
+	RELIABILITY_STRESS=1 $(PY) -m pytest -q -p no:cacheprovider --basetemp="$${TMPDIR:-/tmp}/engram-stress" tests/reliability
+
 clean:
 	rm -rf $(VENV) $(CLAUDE_CLI)/node_modules .pytest_cache bench/results

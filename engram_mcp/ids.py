@@ -55,11 +55,19 @@ def format_memory_id(ulid: str) -> str:
 
 
 def session_db_name(session_id: str) -> str:
-    """SurrealDB database name for a Claude Code session (`s_<id>`, dashes folded)."""
+    """SurrealDB database name for a Claude Code session: `s_<id>` with dashes folded to `_`.
+
+    Database names allow only letters, digits and `_`, so folding is not one-to-one: `a_b`
+    would share `a-b`'s database, and so its session memories. Claude Code's ids (UUIDs)
+    never contain `_` and keep the folded name; an id that does gets `s_u<sha256[:24]>`,
+    which no dash-only id produces unless it is literally that string.
+    """
     if not isinstance(session_id, str) or not SESSION_ID_RE.match(session_id):
         raise InvalidInput(
             f"session_id {str(session_id)[:80]!r} must be 1-128 letters, digits, '-' or '_'", field="session_id"
         )
+    if "_" in session_id:
+        return "s_u" + hashlib.sha256(session_id.encode("utf-8")).hexdigest()[:24]
     return "s_" + session_id.replace("-", "_")
 
 

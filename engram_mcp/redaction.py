@@ -468,8 +468,11 @@ def _not_placeholder(_m: re.Match, value: str) -> bool:
 
 _PEM_BODY = r"[A-Za-z0-9+/=\s\\:,.\-]"
 _PEM_KIND = r"[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?"
+# An unterminated block (output cut short) is redacted up to where its base64 ends. Lines may
+# be separated by blank lines (PGP armour headers) or, once whitespace was squeezed (entity
+# names, one-line snippets), by plain spaces.
 _PEM_FALLBACK = (
-    r"(?:(?:[ \t]*(?:\r?\n|\\r\\n|\\n)[ \t]*)?"
+    r"(?:(?:(?:[ \t]*(?:\r?\n|\\r\\n|\\n))++[ \t]*|[ \t]++)?"
     r"(?:[A-Z][A-Za-z\-]{1,40}:[^\r\n\\]{0,200}|[A-Za-z0-9+/]{16,}+={0,2}|=[A-Za-z0-9+/]{4}))*+"
 )
 

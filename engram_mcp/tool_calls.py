@@ -215,7 +215,14 @@ def _guard(args: Any) -> dict[str, Any] | None:
 
 
 def _coerce_integers(value: Any, schema: dict[str, Any]) -> Any:
-    """JSON has one number type: forward 5.0 as 5 where the schema says integer."""
+    """JSON has one number type: forward 5.0 as 5 where the schema says integer.
+
+    Also drops NUL characters from the strings the schemas declare (as `records.check_text`
+    does for stored text): the store cannot encode them in a query key, and a lookup such
+    as `search_knowledge_graph(entity="\x00")` would otherwise fail as a "database error".
+    """
+    if isinstance(value, str):
+        return value.replace("\x00", "") if "\x00" in value else value
     if schema.get("type") == "integer" and isinstance(value, float) and value.is_integer():
         return int(value)
     if isinstance(value, dict) and "properties" in schema:
