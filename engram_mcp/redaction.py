@@ -1136,3 +1136,26 @@ def redact_obj(obj: Any) -> tuple[Any, tuple[Finding, ...]]:
     counts: Counter = Counter()
     new = _walk(obj, counts)
     return new, _findings(counts)
+
+
+def redact_tags(tags: Any) -> tuple[Any, tuple[Finding, ...]]:
+    """``redact_obj`` for a tag list, plus tags that are themselves a random-looking token.
+
+    A tag is a short label; one that is a long high-entropy token is a credential
+    pasted as a tag (older engram versions even lower-cased tags before redaction, which
+    defeats the case-sensitive patterns such as ``AKIA...``), so it is replaced too.
+    """
+    new, findings = redact_obj(tags)
+    if not isinstance(new, list):
+        return new, findings
+    counts: Counter = Counter({f.kind: f.count for f in findings})
+    out = []
+    for tag in new:
+        if isinstance(tag, str) and _LABEL_MARK not in tag:
+            upper = redact(tag.upper()).findings  # a lower-cased AKIA.../sk_live_... token
+            if upper or _looks_random(tag):
+                kind = upper[0].kind if upper else "generic-high-entropy"
+                counts[kind] += 1
+                tag = _label(kind)
+        out.append(tag)
+    return out, _findings(counts)

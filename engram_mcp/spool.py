@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .redaction import redact_obj
 from .ids import CROCKFORD, ULID_RE
 
 SPOOL_DIR_NAME = "spool"
@@ -84,6 +85,7 @@ def enqueue(user_dir: Path, op: str, args: dict[str, Any], ctx: dict[str, Any] |
         raise ValueError(f"spool entry id {eid[:40]!r} is not a ULID")
     if not isinstance(op, str) or not op or not isinstance(args, dict):
         raise ValueError("a spool entry needs an operation name and an args object")
+    args = redact_obj(args)[0]  # the spool is on disk: secrets never reach it in clear
     entry = {"v": SPOOL_FORMAT_VERSION, "id": eid, "op": op, "args": args, "ctx": ctx or {},
              "queued_at": time.time(), "reason": reason}
     try:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 import numpy as np
 
 from .errors import InvalidInput
+from .redaction import redact_tags
 from .records import check_enum, findings_summary, jsonable, now_dt, sanitize_obj, sanitize_text, vector_bytes
 from .scope_index import record_key
 from .storage import queries as q
@@ -248,7 +249,10 @@ def _redact_text_fields(rec: dict[str, Any], findings: list) -> dict[str, Any]:
     for name in ("content", "summary", "category"):
         if isinstance(rec.get(name), str):
             rec[name] = sanitize_text(rec[name], findings)
-    for name in ("tags", "metadata", "source"):
+    if isinstance(rec.get("tags"), list):
+        rec["tags"], found = redact_tags(rec["tags"])
+        findings.extend(found)
+    for name in ("metadata", "source"):
         if rec.get(name) is not None:
             rec[name] = sanitize_obj(rec[name], findings)
     return rec
