@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .records import now_dt
-from .scope_index import STATUS_CODE
+from .scope_index import STATUS_CODE, record_key
 from .scoring import (
     ACTIVATE_AFTER_SECONDS,
     ARCHIVE_BELOW_STRENGTH,
@@ -87,6 +87,9 @@ def _sighting_dropper(svc: "MemoryService", h: "ScopeHandle"):
     return lambda key: note_project_sighting(svc, h, key, drop=True)
 
 
+ENQUEUE_BATCH = 500
+
+
 def _maintain_scope(h: "ScopeHandle", now: float, on_purge=None) -> dict[str, int]:
     idx = h.index
     n = idx.slots.size
@@ -122,8 +125,7 @@ def _maintain_scope(h: "ScopeHandle", now: float, on_purge=None) -> dict[str, in
             h.q(q.SET_STATUS, {"ids": _rids(keys), "status": status_name})
             for k in keys:
                 idx.set_status(k, status_name)
-    for k in moves["consolidated"]:
-        _enqueue(h, k, "decay", 0.5)
+    _enqueue_many(h, moves["consolidated"], "decay", 0.5)
     purged = [k for k in moves["forgotten"]]
     purged += _expired_user_forgets(h, now)
     for k in purged:
@@ -192,6 +194,21 @@ def _enqueue(h: "ScopeHandle", key: str, reason: str, priority: float) -> bool:
         return False
     h.q(q.ENQUEUE, {"entry": {"memory": rid, "reason": reason, "priority": float(priority), "status": "pending"}})
     return True
+
+
+def _enqueue_many(h: "ScopeHandle", keys: list[str], reason: str, priority: float) -> int:
+    """Queue many memories at once; checking each one with its own query was quadratic
+    (424 s for the first maintenance pass of a 100k-memory project)."""
+    from surrealdb import RecordID
+
+    if not keys:
+        return 0
+    queued = {record_key({"id": m}) for m in h.q(q.QUEUED_MEMORIES, {"reason": reason}) or []}
+    entries = [{"memory": RecordID("memory", k), "reason": reason, "priority": float(priority), "status": "pending"}
+               for k in dict.fromkeys(keys) if k not in queued]
+    for start in range(0, len(entries), ENQUEUE_BATCH):
+        h.q(q.ENQUEUE_MANY, {"entries": entries[start:start + ENQUEUE_BATCH]})
+    return len(entries)
 
 
 def queue_user_candidates(svc: "MemoryService", project: "ScopeHandle", cfg) -> int:

@@ -287,3 +287,16 @@ def test_seen_in_projects_counts_identical_content_without_vectors():
     s = Sightings(["p_other", "p_third"], [content_hash("Use uv for  Python envs"), content_hash("something else")], None)
     assert projects_seen(s, "p_me", "use uv for python envs", None, 0.85) == {"p_me", "p_other"}
     assert projects_seen(s, "p_me", "unrelated", None, 0.85) == {"p_me"}
+
+
+def test_maintenance_queues_each_decayed_memory_once_across_passes(fake_service, ctx):
+    """The batch queueing path: a second pass does not queue the same memory again."""
+    from engram_mcp import lifecycle
+    from engram_mcp.storage import queries as q
+
+    h = fake_service.handle(ctx, "project")
+    keys = [fake_service.store(ctx, content=f"fact number {i} about topic {i * 7}", type="semantic", scope="project",
+                               dedup=False)["memory_id"].split(":")[1] for i in range(5)]
+    assert lifecycle._enqueue_many(h, keys + keys[:2], "decay", 0.5) == 5
+    assert lifecycle._enqueue_many(h, keys, "decay", 0.5) == 0
+    assert sorted(str(m.id) for m in h.q(q.QUEUED_MEMORIES, {"reason": "decay"})) == sorted(keys)

@@ -131,3 +131,6 @@ TOP_ENTITIES = "SELECT * FROM entity ORDER BY mention_count DESC LIMIT $limit"
 GET_ENTITIES = "SELECT * FROM $ids"
 EDGES_FROM = "SELECT in, out, relation_type, weight FROM relates_to WHERE in IN $frontier"
 EDGES_TO = "SELECT in, out, relation_type, weight FROM relates_to WHERE out IN $frontier"
+# batch form of QUEUED_FOR/ENQUEUE for the maintenance pass (one round trip, not two per memory)
+QUEUED_MEMORIES = "SELECT VALUE memory FROM consolidation_queue WHERE reason = $reason AND status = 'pending'"
+ENQUEUE_MANY = "INSERT INTO consolidation_queue $entries RETURN NONE"
