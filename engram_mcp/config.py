@@ -275,6 +275,21 @@ def load_config(
     return Config(**values, sources=sources)
 
 
+def load_config_lenient(
+    project_root: Path | None = None,
+    *,
+    home: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> tuple[Config, ConfigError | None]:
+    """Like :func:`load_config`, but a broken file or key falls back to the defaults.
+
+    Memory must keep working when a config file is garbled: the daemon runs on what is
+    valid and reports the problems (status, doctor, logs) instead of failing every call.
+    """
+    values, sources, problems = _collect(project_root, home, environ)
+    return Config(**values, sources=sources), (ConfigError(problems) if problems else None)
+
+
 def check_config_files(
     project_root: Path | None,
     *,

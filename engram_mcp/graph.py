@@ -158,6 +158,8 @@ def search(svc: "MemoryService", ctx: "RequestContext", *, entity: str | None = 
     from .errors import InvalidInput
 
     check_enum(direction, DIRECTIONS, "direction")
+    if entity is not None and (not isinstance(entity, str) or "\x00" in entity):
+        raise InvalidInput("entity must be a name without NUL characters", field="entity")
     if isinstance(depth, bool) or not isinstance(depth, int) or not 1 <= depth <= MAX_DEPTH:
         raise InvalidInput(f"depth must be an integer from 1 to {MAX_DEPTH}", field="depth")
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 100:

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from . import graph as graph_ops
-from .config import Config, ConfigError, load_config
+from .config import Config, ConfigError, load_config_lenient
 from .embeddings import DEFAULT_DIM, Embedder, EmbeddingsUnavailable, make_embedder
 from .errors import InvalidInput, MemoryNotFound, StoreUnavailable
 from .handles import ScopeHandle, StoreRegistry
@@ -79,6 +79,7 @@ class Located:
 class ServiceState:
     started_at: float = field(default_factory=time.time)
     embedding_error: str | None = None
+    config_problem: str | None = None  # the last config problem seen (defaults used for it)
     recalls: int = 0
     stores: int = 0
 
@@ -108,7 +109,10 @@ class MemoryService:
         cached = self._config_cache.get(project_root)
         if cached and cached[0] == stamp:
             return cached[1]
-        cfg = load_config(project_root, home=self.home)
+        cfg, problem = load_config_lenient(project_root, home=self.home)
+        if problem is not None:
+            log.warning("config: %s; running on defaults for the broken part", problem)
+        self.state.config_problem = str(problem) if problem is not None else None
         self._config_cache[project_root] = (stamp, cfg)
         return cfg
 
@@ -867,6 +871,7 @@ class MemoryService:
                     "error": self.state.embedding_error,
                 },
                 "current_session": {"session_id": ctx.session_id} if ctx.session_id else None,
+                "config_problem": self.state.config_problem,
             }
 
 

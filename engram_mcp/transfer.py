@@ -59,7 +59,10 @@ def export(svc: "MemoryService", ctx: "RequestContext", path: Path, *, scopes: t
         check_enum(s, SCOPES, "scopes")
     counts = {"memory": 0, "history": 0, "entity": 0, "mention": 0, "relation": 0, "link": 0}
     path = Path(path)
-    fd = _open_private(path)
+    try:
+        fd = _open_private(path)
+    except OSError as exc:
+        raise InvalidInput(f"cannot write the export to {path}: {exc.strerror or exc}", field="path") from None
     with svc.lock, open(fd, "w", encoding="utf-8") as out:
         out.write(json.dumps({"kind": "header", "format": EXPORT_FORMAT, "version": EXPORT_VERSION,
                               "schema_version": CURRENT_SCHEMA_VERSION, "model": svc.model_name, "scopes": list(scopes)}) + "\n")

@@ -500,10 +500,6 @@ def test_daemon_socket_answers_garbage_lines_and_survives(fuzz: Fuzz) -> None:
     record("bad_input", socket_lines=len(lines))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "graph.search looks entities up by key (since the indexed traversal): an entity name holding a NUL "
-    "fails in the engine ('Key encoding error: ... null byte') and comes back as memory_unavailable, "
-    "degraded and retryable, for what is bad input (the MCP server now strips NUL first; the daemon op does not)"))
 def test_daemon_graph_lookup_with_a_nul_is_bad_input_not_a_broken_store(fuzz: Fuzz) -> None:
     try:
         fuzz.daemon("graph", {"entity": "a\x00b"})
@@ -607,10 +603,6 @@ def test_garbled_config_file_gives_a_message_naming_the_file(config_sandbox: San
     record("bad_input", garbled_configs=len(GARBLED_CONFIGS))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "service.MemoryService.config() lets ConfigError escape and daemon._handle_line maps it to "
-    "error=internal_error, retry_possible=true: a broken config file is a user error (not retryable) "
-    "and every tool, even recall, fails instead of running on defaults with a warning"))
 def test_garbled_config_is_a_typed_non_retryable_error_or_a_warning(config_sandbox: Sandbox) -> None:
     cfg = config_sandbox.home / ".claude" / "engram.local.md"
     cfg.write_text(GARBLED_CONFIGS["broken_yaml"])
@@ -625,10 +617,6 @@ def test_garbled_config_is_a_typed_non_retryable_error_or_a_warning(config_sandb
         assert payload["error"] != "internal_error" and payload["retry_possible"] is False, payload
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "transfer.export opens the user-given path without catching OSError: an unwritable target "
-    "(a path below a regular file, /proc/...) comes back as internal_error with retry_possible=true "
-    "instead of invalid_input naming the path"))
 def test_export_to_an_impossible_path_is_a_typed_error(config_sandbox: Sandbox) -> None:
     blocker = config_sandbox.root / "a-file"
     blocker.write_text("x")
