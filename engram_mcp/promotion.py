@@ -133,7 +133,11 @@ def promote_row(svc: "MemoryService", src: "ScopeHandle", key: str, row: dict[st
         meta = dict(record.get("metadata") or {})
         meta.pop("promoted_to", None)
         record["metadata"] = meta
-        dst.tx([(q.CREATE_MEMORY, {"id": key, "record": record}), (q.CREATE_PROMOTION_LOG, {"entry": {**log_entry, "action": "created", "target_id": mid}})])
+        history = [(q.CREATE_HISTORY, {"entry": {k: v for k, v in h.items() if k != "id"}})
+                   for h in src.q(q.HISTORY_OF, {"memory": _memory_rid(key)}) or []]
+        # the memory, its history (edits made during the session) and the log: all or nothing
+        dst.tx([(q.CREATE_MEMORY, {"id": key, "record": record}), *history,
+                (q.CREATE_PROMOTION_LOG, {"entry": {**log_entry, "action": "created", "target_id": mid}})])
         dst.index.upsert({**record, "id": key}, vec)
         _copy_mentions(src, dst, key, key)
         target, action = mid, "created"
@@ -142,6 +146,12 @@ def promote_row(svc: "MemoryService", src: "ScopeHandle", key: str, row: dict[st
         note_project_sighting(svc, dst, parse_memory_id(target))
     _mark_source(svc, src, key, row, dst.scope, target)
     return {"action": action, "target_id": target}
+
+
+def _memory_rid(key: str):
+    from surrealdb import RecordID
+
+    return RecordID("memory", key)
 
 
 def _carry_links(svc: "MemoryService", src: "ScopeHandle", key: str, dst: "ScopeHandle", target: str) -> None:

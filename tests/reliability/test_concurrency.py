@@ -242,10 +242,6 @@ def test_four_windows_with_hooks_and_cli_lose_and_duplicate_nothing(sandbox: San
     assert len(ops) >= OPS * 0.9, f"only {len(ops)} operations ran"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "promotion.promote_row copies the session record (with its version) into the project but not its "
-    "memory_history rows, and session_end then drops the session database: a memory edited during its "
-    "session reaches the project at version N with no history for versions 1..N-1"))
 def test_a_promoted_memory_keeps_its_session_history(running: Sandbox) -> None:
     sid = "history-session"
     mid = running.call("store", {"content": "first version of the build note", "type": "semantic", "scope": "session",
