@@ -286,3 +286,20 @@ def test_session_end_applies_queued_captures_then_promotes(live):
         again = c.call("session_end", {}, project_root=str(live.project), session_id=sid)
     assert any("ORDERS_DB_URL" in m["content"] for m in found["memories"])
     assert again.get("already_ended") or again.get("promoted") == 0  # idempotent
+
+
+def test_subagent_report_with_substance_is_kept_as_a_session_episode(tmp_path, monkeypatch):
+    monkeypatch.setattr(hooks, "nudge", lambda user_dir: None)
+    report = ("Found the cause of the flaky checkout test: the payment mock is shared between workers, so "
+              "parallel runs overwrite each other's responses. Giving each worker its own mock server fixed it; "
+              "token sk_live_51H8xYzAbCdEfGhIjKlMnOpQrStUvWxYz0123456789 was in the logs.")
+    base = {"session_id": SESSION, "cwd": str(tmp_path), "hook_event_name": "SubagentStop", "stop_hook_active": False,
+            "agent_type": "Explore"}
+    hooks.on_subagent_stop(tmp_path / "u", {**base, "last_assistant_message": report})
+    hooks.on_subagent_stop(tmp_path / "u", {**base, "last_assistant_message": "Done."})  # nothing worth keeping
+    hooks.on_subagent_stop(tmp_path / "u", {**base, "last_assistant_message": report, "stop_hook_active": True})
+    entries = [spool.read(p) for p in spool.pending(tmp_path / "u")]
+    assert len(entries) == 1
+    content = entries[0]["args"]["content"]
+    assert content.startswith("Subagent Explore reported: Found the cause") and entries[0]["args"]["tags"] == ["subagent"]
+    assert "sk_live_51H8" not in content and "[REDACTED:" in content
