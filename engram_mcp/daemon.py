@@ -87,22 +87,25 @@ def operations() -> dict[str, Callable[..., Any]]:
     }
 
 
+ARGUMENT_ERRORS = ("unexpected keyword", "required positional", "required keyword", "positional argument", "multiple values for")
+
+
 def _is_argument_error(exc: TypeError) -> bool:
     """True when the caller sent bad argument names, not when engine code hit a TypeError.
 
-    A call whose keywords do not bind fails before the callee's frame starts, so the
-    traceback ends in the dispatch lambdas (the daemon's op table and the service's
-    bound operations); a TypeError raised deeper is a bug and must surface as one.
+    A call whose keywords do not bind fails before the callee's frame starts, so below the
+    frame that caught it (a request or a spool replay) the traceback holds only dispatch
+    lambdas (the daemon's op table and the service's bound operations); a TypeError raised
+    deeper is a bug and must surface as one.
     """
-    text = str(exc)
-    if "argument" not in text or not any(s in text for s in ("unexpected keyword", "required positional", "required keyword", "positional argument")):
+    if not any(s in str(exc) for s in ARGUMENT_ERRORS):
         return False
-    tb = exc.__traceback__
     frames = []
+    tb = exc.__traceback__
     while tb is not None:
         frames.append(tb.tb_frame.f_code.co_name)
         tb = tb.tb_next
-    return all(name in ("_handle_line", "<lambda>") for name in frames)
+    return all(name == "<lambda>" for name in frames[1:])
 
 
 def _project_key(raw_ctx: dict[str, Any]) -> str:
@@ -116,16 +119,6 @@ def _project_key(raw_ctx: dict[str, Any]) -> str:
         return str(resolve_project_root(root))
     except (OSError, ValueError):
         return root
-
-
-def _bad_arguments(exc: TypeError) -> bool:
-    """A replayed entry whose argument names do not bind (raised in the dispatch lambda)."""
-    names = []
-    tb = exc.__traceback__
-    while tb is not None:
-        names.append(tb.tb_frame.f_code.co_name)
-        tb = tb.tb_next
-    return "argument" in str(exc) and all(n == "<lambda>" for n in names[1:])
 
 
 class Daemon:
@@ -488,7 +481,7 @@ class Daemon:
         except EngramError as exc:
             return "rejected", f"{exc.code}: {exc.message}"
         except TypeError as exc:
-            if _bad_arguments(exc):
+            if _is_argument_error(exc):
                 return "rejected", f"invalid_input: bad arguments: {exc}"
             return self._unexpected(eid, exc)
         except Exception as exc:
