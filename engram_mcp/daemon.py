@@ -324,8 +324,6 @@ class Daemon:
 
     def _queue(self, op: str, args: dict[str, Any], ctx: dict[str, Any], cause: EngramError) -> dict[str, Any]:
         """Queue a write whose store is unavailable; the answer says so (accepted, not applied)."""
-        from .ids import format_memory_id
-
         clean = {k: v for k, v in args.items() if k != "progress"}
         ctx = {"project_root": ctx.get("project_root"), "session_id": ctx.get("session_id")}
         try:
@@ -335,17 +333,8 @@ class Daemon:
             err.code = cause.code
             raise err from None
         log.warning("queued %s %s: %s", op, eid, cause.message)
-        result: dict[str, Any] = {
-            "queued": True,
-            "degraded": True,
-            "action": "queued",
-            "queue_id": eid,
-            "cause": cause.code,
-            "warnings": [{"code": "queued", "message": f"{cause.message} The {op} was saved to the write queue and will be applied when the store is available again."}],
-        }
-        if op in KEYED_OPS:
-            result["memory_id"] = format_memory_id(eid)  # its id once applied, unless merged into a near-duplicate
-        return result
+        message = f"{cause.message} The {op} was saved to the write queue and will be applied when the store is available again."
+        return spool.queued_answer(eid, cause.code, message, keyed=op in KEYED_OPS)
 
     def _with_queue_status(self, status: dict[str, Any]) -> dict[str, Any]:
         counts = spool.count(self.user_dir)

@@ -170,3 +170,18 @@ def reject(path: Path, error: str) -> Path:
     os.rename(tmp, target)
     path.unlink(missing_ok=True)
     return target
+
+
+def queued_answer(entry_id: str, cause_code: str, message: str, *, keyed: bool) -> dict[str, Any]:
+    """The answer to a write that was queued instead of applied (accepted, not yet stored).
+
+    `keyed` ops become a memory whose id is the entry id once applied (unless the memory
+    merges into a near-duplicate), so the caller can refer to it already.
+    """
+    result: dict[str, Any] = {
+        "queued": True, "degraded": True, "action": "queued", "queue_id": entry_id, "cause": cause_code,
+        "warnings": [{"code": "queued", "message": message}],
+    }
+    if keyed:
+        result["memory_id"] = f"memory:{entry_id}"
+    return result

@@ -275,10 +275,5 @@ def queue_locally(user_dir: Path | None, tool: str, op: str, args: dict[str, Any
     except (OSError, ValueError) as err:
         log.warning("could not queue %s: %s", tool, err)
         return None
-    result: dict[str, Any] = {
-        "queued": True, "degraded": True, "action": "queued", "queue_id": eid, "cause": exc.code,
-        "warnings": [{"code": "queued", "message": f"{exc.message.rstrip('.')}. The write was saved to the write queue and is applied when the engram daemon runs again."}],
-    }
-    if op == "store":
-        result["memory_id"] = f"memory:{eid}"
-    return result
+    message = f"{exc.message.rstrip('.')}. The write was saved to the write queue and is applied when the engram daemon runs again."
+    return spool.queued_answer(eid, exc.code, message, keyed=op == "store")
