@@ -107,15 +107,6 @@ def proc_memory_mb(pid: int) -> dict[str, float]:
     return out
 
 
-def dir_bytes(path: Path) -> int:
-    total = 0
-    for root, _dirs, files in os.walk(path):
-        for name in files:
-            try:
-                total += os.path.getsize(os.path.join(root, name))
-            except OSError:
-                pass
-    return total
 
 
 def sentence(rnd: random.Random) -> str:
@@ -425,6 +416,8 @@ def run_size(n: int, embedder, pool: np.ndarray, models: Path, tmp: Path, quick:
         say(f"[{n}] session_end of {SESSION_MEMORIES} memories (ms): {[r['ms'] for r in result['promotion']['runs']]}")
     finally:
         svc.close()
+    from engram_mcp.paths import dir_bytes
+
     store_bytes = dir_bytes(world.project_store_dir())
     result["disk"] = {"project_store_bytes": store_bytes, "bytes_per_memory": round(store_bytes / max(n, 1), 1),
                       "note": "project store directory (memories, vectors, graph, history, sessions) after the run, / N"}

@@ -27,7 +27,6 @@ session on.
 from __future__ import annotations
 
 import argparse
-import fcntl
 import json
 import logging
 import os
@@ -40,6 +39,7 @@ from typing import Any
 from . import __version__
 from .client import DaemonClient
 from .errors import DaemonUnavailable, EngramError
+from .paths import lock_held
 from .tool_calls import (
     TOOL_OPS,
     _coerce_integers,
@@ -106,17 +106,7 @@ class Environment:
             return False
 
     def _build_running(self) -> bool:
-        try:
-            fd = os.open(self.data / LOCK, os.O_RDONLY)
-        except OSError:
-            return False
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        finally:
-            os.close(fd)  # releases our shared lock, if we got it
-        return False
+        return lock_held(self.data / LOCK)
 
     def state(self) -> tuple[str, str]:
         """("ready" | "building" | "failed", why it failed)."""

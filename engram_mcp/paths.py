@@ -102,3 +102,35 @@ def _chmod_quiet(p: Path, mode: int) -> None:
             p.chmod(mode)
     except OSError:
         pass
+
+
+def lock_held(path: Path) -> bool:
+    """Whether another process holds an exclusive flock on `path` (a running daemon or build).
+
+    Takes a shared lock without waiting and lets it go at once; a missing file is "not held".
+    """
+    import fcntl
+
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # releases our shared lock, if we got it
+    return False
+
+
+def dir_bytes(path: Path) -> int:
+    """Bytes of the files below `path` (files that vanish meanwhile count as 0)."""
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.path.getsize(os.path.join(root, name))
+            except OSError:
+                pass
+    return total

@@ -48,6 +48,7 @@ import pytest
 
 from engram_mcp import spool
 from engram_mcp.client import DaemonClient, socket_path
+from engram_mcp.paths import lock_held
 from tests.claude_harness import REPO_ROOT, FakeAnthropic, ToolUse, block_text, isolated_env, result_json, run_claude, tool_results
 from tests.test_bootstrap_server import Shim
 
@@ -99,17 +100,7 @@ def _server_line(out: str) -> str:
 
 def _daemon_running(user_dir: Path) -> bool:
     """engramd holds an exclusive flock on engramd.lock while it runs."""
-    try:
-        fd = os.open(user_dir / "engramd.lock", os.O_RDONLY)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
-    return False
+    return lock_held(user_dir / "engramd.lock")
 
 
 def _stop_daemon(home: Path) -> None:
@@ -219,18 +210,8 @@ def test_first_use_without_a_usable_python_says_what_to_do(installed, tmp_path: 
 
 def _bootstrap_running(data: Path) -> bool:
     """Someone holds the bootstrap's lock (or has not taken it yet: the build just started)."""
-    import fcntl
-
     lock = data / "bootstrap.lock"
-    if not lock.exists():
-        return True
-    with open(lock) as f:
-        try:
-            fcntl.flock(f, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        fcntl.flock(f, fcntl.LOCK_UN)
-    return False
+    return not lock.exists() or lock_held(lock)
 
 
 def _server_over_stdio(plugin: Path, home: Path, project: Path, data: Path, **env: str) -> Shim:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidInput, SchemaTooNew, StorageFull, StoreUnavailable
-from ..paths import ensure_private_dir, tighten_tree
+from ..paths import dir_bytes, ensure_private_dir, tighten_tree
 from . import queries as q
 from .schema import CURRENT_SCHEMA_VERSION, MIGRATIONS
 
@@ -234,11 +234,4 @@ class SurrealStore:
         return int(current or 0)
 
     def size_bytes(self) -> int:
-        total = 0
-        for root, _dirs, files in os.walk(self.directory / DATA_DIRNAME):
-            for name in files:
-                try:
-                    total += os.path.getsize(os.path.join(root, name))
-                except OSError:
-                    pass
-        return total
+        return dir_bytes(self.directory / DATA_DIRNAME)
