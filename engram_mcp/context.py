@@ -54,6 +54,11 @@ def defang(text: str) -> str:
     return _FENCE_TAG.sub(lambda m: m.group(0) + "\u200b", text)
 
 
+def fenced(body: str) -> str:
+    """`body` inside the fence, after the preamble that labels it as recalled data."""
+    return f"{FENCE_OPEN}\n{PREAMBLE}\n{body}{FENCE_CLOSE}\n"
+
+
 def _line(mem: dict[str, Any]) -> str:
     body = " ".join((mem.get("content") or "").split())
     if len(body) > ITEM_CHARS:
@@ -135,9 +140,7 @@ def build_context(
         }
     seen: set[str] = set()
     budget_chars = max_tokens * CHARS_PER_TOKEN
-    header = f"{FENCE_OPEN}\n{PREAMBLE}\n"
-    footer = f"{FENCE_CLOSE}\n"
-    remaining = budget_chars - len(header) - len(footer)
+    remaining = budget_chars - len(fenced(""))
     parts: list[str] = []
     used: list[dict[str, Any]] = []
     truncated = False
@@ -172,7 +175,7 @@ def build_context(
         counts[name] = n
     if not parts:  # nothing stored, or nothing fits: `truncated` tells the two apart
         return {"context_block": "", "memories_used": 0, "tokens_used": 0, "truncated": truncated, "sections": counts}
-    text = header + "".join(parts) + footer
+    text = fenced("".join(parts))
     if strengthen:
         _strengthen_used(svc, ctx, used)
     return {"context_block": text, "memories_used": len(used), "tokens_used": estimate_tokens(text), "truncated": truncated, "sections": counts}

@@ -59,7 +59,7 @@ INJECTED = InjectedMemories()
 
 
 def _fence(title: str, lines: list[str]) -> str:
-    return "\n".join([context_ops.FENCE_OPEN, context_ops.PREAMBLE, f"## {title}", *lines, context_ops.FENCE_CLOSE]) + "\n"
+    return context_ops.fenced("".join(f"{line}\n" for line in [f"## {title}", *lines]))
 
 
 def session_start(svc: "MemoryService", ctx: "RequestContext", *, source: str = "startup") -> dict[str, Any]:
@@ -67,7 +67,7 @@ def session_start(svc: "MemoryService", ctx: "RequestContext", *, source: str = 
     if not isinstance(source, str) or len(source) > 40:
         raise InvalidInput("source must be a short string", field="source")
     opened = svc.session_start(ctx, {"source": source})
-    budget = int(svc.config(ctx.project_root).context_token_budget)
+    full_budget = budget = int(svc.config(ctx.project_root).context_token_budget)
     snapshot = _compact_snapshot(svc, ctx) if source == "compact" else None
     block_parts: list[str] = []
     if snapshot:
@@ -82,7 +82,7 @@ def session_start(svc: "MemoryService", ctx: "RequestContext", *, source: str = 
     return {
         "additional_context": "\n".join(block_parts) or None,
         "tokens": sum(context_ops.estimate_tokens(p) for p in block_parts),
-        "budget": int(svc.config(ctx.project_root).context_token_budget),
+        "budget": full_budget,
         "session": opened,
     }
 

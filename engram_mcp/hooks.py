@@ -46,6 +46,7 @@ NUDGE_TIMEOUT_S = 0.2
 SESSION_START_WAIT_S = 25.0
 PROMPT_WAIT_S = 6.0
 SESSION_END_WAIT_S = 50.0
+STOP_CONFIG_WAIT_S = 1.0
 MIN_PROMPT_CHARS = 12
 
 IMPORTANCE_FILE_CHANGE = 0.3
@@ -143,12 +144,12 @@ def capture(user_dir: Path, payload: dict[str, Any], memory: dict[str, Any]) -> 
     return entry
 
 
-def ask(user_dir: Path, op: str, args: dict[str, Any], payload: dict[str, Any], *, wait_s: float) -> Any:
-    """One synchronous daemon call, starting the daemon if needed, bounded by `wait_s`."""
+def ask(user_dir: Path, op: str, args: dict[str, Any], payload: dict[str, Any], *, wait_s: float, autostart: bool = True) -> Any:
+    """One synchronous daemon call, bounded by `wait_s`; starts the daemon if needed and allowed."""
     from .client import DaemonClient
 
     ctx = _ctx(payload)
-    with DaemonClient(user_dir, timeout=wait_s, start_timeout=wait_s, client_name="hook") as client:
+    with DaemonClient(user_dir, autostart=autostart, timeout=wait_s, start_timeout=wait_s, client_name="hook") as client:
         return client.call(op, args, project_root=ctx["project_root"], session_id=ctx["session_id"], timeout=wait_s)
 
 
@@ -402,12 +403,8 @@ def on_stop(user_dir: Path, payload: dict[str, Any]) -> dict[str, Any] | None:
 
 def _stop_enabled(user_dir: Path, payload: dict[str, Any]) -> bool:
     """The `stop_hook` config key, asked of a running daemon (default on when none answers)."""
-    from .client import DaemonClient
-
     try:
-        with DaemonClient(user_dir, autostart=False, timeout=1.0) as client:
-            ctx = _ctx(payload)
-            cfg = client.call("hook_config", {}, project_root=ctx["project_root"], session_id=ctx["session_id"])
+        cfg = ask(user_dir, "hook_config", {}, payload, wait_s=STOP_CONFIG_WAIT_S, autostart=False)
         return bool((cfg or {}).get("stop_hook", True))
     except Exception:
         return True
