@@ -73,3 +73,14 @@ def real_service(home: Path, real_embedder: FastEmbedEmbedder):
         yield svc
     finally:
         svc.close()
+
+
+@pytest.fixture
+def daemon(fake_service):
+    """An in-process Daemon serving `fake_service` (no socket): drive it with daemon_env.daemon_request."""
+    from engram_mcp.daemon import Daemon
+
+    d = Daemon(fake_service.user_dir)
+    d.service = fake_service
+    d.ready.set()
+    return d

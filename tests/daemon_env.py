@@ -50,3 +50,11 @@ def make_env(tmp: Path, *, fake_embedder: bool = False) -> Env:
     if fake_embedder:
         env["ENGRAM_TEST_FAKE_EMBEDDER"] = "1"
     return Env(home, project, env)
+
+
+def daemon_request(d, op: str, args: dict, ctx) -> dict:
+    """One request line through an in-process Daemon, as the socket would deliver it."""
+    import json
+
+    line = json.dumps({"id": 1, "op": op, "args": args, "ctx": {"project_root": str(ctx.project_root), "session_id": ctx.session_id}})
+    return d._handle_line(line.encode())

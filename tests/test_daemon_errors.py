@@ -2,33 +2,17 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from engram_mcp import graph
-from engram_mcp.daemon import Daemon
 from engram_mcp.errors import MemoryNotFound
-from engram_mcp.service import RequestContext
-
-
-@pytest.fixture
-def daemon(fake_service):
-    d = Daemon(fake_service.user_dir)
-    d.service = fake_service
-    d.ready.set()
-    return d
-
-
-def _call(d: Daemon, op: str, args: dict, ctx: RequestContext) -> dict:
-    line = json.dumps({"id": 1, "op": op, "args": args, "ctx": {"project_root": str(ctx.project_root), "session_id": ctx.session_id}})
-    return d._handle_line(line.encode())
+from tests.daemon_env import daemon_request
 
 
 def test_a_bad_argument_name_is_invalid_input(daemon, ctx):
-    res = _call(daemon, "recall", {"query": "x", "colour": "red"}, ctx)
+    res = daemon_request(daemon, "recall", {"query": "x", "colour": "red"}, ctx)
     assert res["error"]["error"] == "invalid_input" and "colour" in res["error"]["message"]
-    res = _call(daemon, "graph", {"entity": "x", "colour": "red"}, ctx)  # a bound operation (service lambda)
+    res = daemon_request(daemon, "graph", {"entity": "x", "colour": "red"}, ctx)  # a bound operation (service lambda)
     assert res["error"]["error"] == "invalid_input"
 
 
@@ -37,13 +21,13 @@ def test_a_type_error_inside_the_engine_is_an_internal_error_not_the_callers_fau
         raise TypeError("link_entities() got an unexpected keyword argument 'weight'")  # a bug, worded like bad input
 
     monkeypatch.setattr(graph, "link_entities", broken)
-    res = _call(daemon, "store", {"content": "Celery uses Redis", "type": "semantic", "scope": "project",
+    res = daemon_request(daemon, "store", {"content": "Celery uses Redis", "type": "semantic", "scope": "project",
                                   "related_entities": [{"name": "Redis", "type": "database"}]}, ctx)
     assert res["ok"] is False
     assert res["error"]["error"] == "internal_error" and res["error"]["retry_possible"] is True
 
 
 def test_not_found_names_the_memory_id_field(daemon, fake_service, ctx):
-    res = _call(daemon, "get", {"memory_id": "memory:01JAAAAAAAAAAAAAAAAAAAAAAA"}, ctx)
+    res = daemon_request(daemon, "get", {"memory_id": "memory:01JAAAAAAAAAAAAAAAAAAAAAAA"}, ctx)
     assert res["error"]["error"] == "not_found" and res["error"]["field"] == "memory_id"
     assert MemoryNotFound("gone").envelope()["field"] == "memory_id"

@@ -22,7 +22,7 @@ from engram_mcp.errors import InvalidInput
 from engram_mcp.ids import new_ulid
 from engram_mcp.service import RequestContext
 from engram_mcp.storage import queries as q
-from tests.daemon_env import REPO
+from tests.daemon_env import REPO, daemon_request
 
 
 def _user_dir(home: Path) -> Path:
@@ -122,19 +122,6 @@ def test_replayed_merge_is_not_merged_twice(fake_service, ctx: RequestContext) -
 
 
 # ---------------------------------------------------------------------- daemon replay, in-process
-@pytest.fixture
-def daemon(fake_service):
-    d = Daemon(fake_service.user_dir)
-    d.service = fake_service
-    d.ready.set()
-    return d
-
-
-def _call(d: Daemon, op: str, args: dict, ctx: RequestContext) -> dict:
-    line = json.dumps({"id": 1, "op": op, "args": args, "ctx": {"project_root": str(ctx.project_root), "session_id": ctx.session_id}})
-    return d._handle_line(line.encode())
-
-
 def test_replaying_the_same_entry_twice_stores_once(daemon, fake_service, ctx: RequestContext) -> None:
     udir = fake_service.user_dir
     eid = spool.enqueue(udir, "store", {"content": "Use ruff for linting", "type": "procedural", "scope": "project"},
@@ -166,7 +153,7 @@ def test_invalid_entries_are_rejected_with_their_error_and_the_rest_applies(daem
     assert any("no_such_op" in e for e in errors)
     assert any("no longer exists" in e for e in errors)
     assert any("unreadable" in e for e in errors)
-    status = _call(daemon, "status", {}, ctx)["result"]
+    status = daemon_request(daemon, "status", {}, ctx)["result"]
     assert status["write_queue"]["pending"] == 0 and status["write_queue"]["rejected"] == 5
 
 
@@ -181,24 +168,24 @@ def test_unavailable_store_queues_writes_and_keeps_them_in_order(daemon, fake_se
     fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
     fcntl.flock(fd, fcntl.LOCK_EX)  # flock locks are per open file: this process is a foreign owner too
     try:
-        first = _call(daemon, "store", {"content": "Queued while locked", "type": "semantic", "scope": "project"}, ctx)
+        first = daemon_request(daemon, "store", {"content": "Queued while locked", "type": "semantic", "scope": "project"}, ctx)
         assert first["ok"] and first["result"]["queued"] and first["result"]["degraded"]
         assert "locked by another engram process" in first["result"]["warnings"][0]["message"]
         mid = first["result"]["memory_id"]
-        upd = _call(daemon, "update", {"memory_id": mid, "importance": 0.9}, ctx)
+        upd = daemon_request(daemon, "update", {"memory_id": mid, "importance": 0.9}, ctx)
         assert upd["ok"] and upd["result"]["queued"], "an update of a memory that may be in the locked store is queued"
-        got = _call(daemon, "get", {"memory_id": mid}, ctx)
+        got = daemon_request(daemon, "get", {"memory_id": mid}, ctx)
         assert not got["ok"] and got["error"]["degraded"] and "locked" in got["error"]["message"]
-        rec = _call(daemon, "recall", {"query": "queued"}, ctx)
+        rec = daemon_request(daemon, "recall", {"query": "queued"}, ctx)
         assert rec["ok"] and rec["result"]["degraded"] and rec["result"]["warnings"][0]["code"] == "scope_unavailable"
-        status = _call(daemon, "status", {}, ctx)["result"]
+        status = daemon_request(daemon, "status", {}, ctx)["result"]
         assert status["write_queue"]["pending"] == 2 and "locked" in status["write_queue"]["blocked_by"][0]
         assert status["connection"]["status"] == "degraded"
     finally:
         fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
     daemon._drain_retry_at = 0.0
-    assert _call(daemon, "get", {"memory_id": mid}, ctx)["result"]["importance"] == 0.9, "queued store then update applied in order"
+    assert daemon_request(daemon, "get", {"memory_id": mid}, ctx)["result"]["importance"] == 0.9, "queued store then update applied in order"
     assert spool.count(udir) == {"pending": 0, "rejected": 0}
 
 
