@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
-
 from engram_mcp import graph
 from engram_mcp.errors import MemoryNotFound
 from tests.daemon_env import daemon_request
