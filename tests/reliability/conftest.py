@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.reliability._support import STRESS, Sandbox, make_sandbox, read_counts, reset_counts
+from tests.reliability._support import STRESS, Sandbox, make_sandbox, read_counts, reset_counts, shared_sandbox
 
 
 @pytest.fixture(autouse=True)
@@ -31,6 +31,13 @@ def sandbox(tmp_path: Path):
         yield sb
     finally:
         sb.cleanup()
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest):
+    """One sandbox with a running daemon for a whole module (its tests use projects of their own)."""
+    with shared_sandbox(tmp_path_factory, request.module.__name__.rsplit(".", 1)[-1].removeprefix("test_")) as sb:
+        yield sb
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from engram_mcp.context import FENCE_CLOSE, FENCE_OPEN
-from tests.reliability._support import PYTHON, REPO, InProcessMCP, Sandbox, fresh_project, hooks_available, record, shared_sandbox
+from tests.reliability._support import PYTHON, REPO, InProcessMCP, Sandbox, fresh_project, hooks_available, record
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -54,12 +54,6 @@ def _check_block(block: str) -> list[str]:
     if len(FENCE_LIKE.findall(block)) != block.count(FENCE_OPEN) + block.count(FENCE_CLOSE):
         problems.append("a look-alike fence marker survived: " + ", ".join(repr(m) for m in FENCE_LIKE.findall(block)))
     return problems
-
-
-@pytest.fixture(scope="module")
-def shared(tmp_path_factory: pytest.TempPathFactory):
-    with shared_sandbox(tmp_path_factory, "injection") as sb:
-        yield sb
 
 
 @pytest.fixture

@@ -24,7 +24,6 @@ from tests.reliability._support import (
     hooks_available,
     fresh_project,
     record,
-    shared_sandbox,
     store_dirs,
 )
 
@@ -38,12 +37,6 @@ SA, SB = "iso-session-a", "iso-session-b"
 
 def _leaks(text: str) -> list[str]:
     return [t for t in A_TOKENS + [A_ENTITY, A_ENTITY.lower()] if t in text]
-
-
-@pytest.fixture(scope="module")
-def shared(tmp_path_factory: pytest.TempPathFactory):
-    with shared_sandbox(tmp_path_factory, "isolation") as sb:
-        yield sb
 
 
 @pytest.fixture
