@@ -103,6 +103,23 @@ def populate(world: World, n: int) -> None:
                              "dedup": False}, project_root=str(world.project))
 
 
+def time_hooks(world: Any, cases: dict[str, Any], repeats: int) -> dict[str, list[float]]:
+    """Seconds of each run of each case: `make(i) -> (event, payload)`, one hook process per run.
+
+    `world.hook(event, payload) -> (seconds, CompletedProcess)` runs it as Claude Code does.
+    """
+    out: dict[str, list[float]] = {}
+    for name, make in cases.items():
+        times = out.setdefault(name, [])
+        for i in range(repeats):
+            event, payload = make(i)
+            elapsed, proc = world.hook(event, payload)
+            if proc.returncode != 0:
+                raise RuntimeError(f"{name}: exit {proc.returncode}: {proc.stderr[-400:]}")
+            times.append(elapsed)
+    return out
+
+
 def wall_times(n_memories: int, repeats: int) -> dict[str, Any]:
     base = Path(tempfile.mkdtemp(prefix="engram-hookbench-"))
     world = World(base)
@@ -129,15 +146,8 @@ def wall_times(n_memories: int, repeats: int) -> dict[str, Any]:
             "SessionStart (warm)": lambda i: ("SessionStart", sample("SessionStart", world, f"s-start-{i}")),
         }
         results = {}
-        for name, make in cases.items():
-            times = []
-            for i in range(repeats):
-                event, payload = make(i)
-                elapsed, proc = world.hook(event, payload)
-                if proc.returncode != 0:
-                    raise RuntimeError(f"{name}: exit {proc.returncode}: {proc.stderr}")
-                times.append(elapsed)
-            results[name] = pcts(times)
+        for name, make in cases.items():  # one case at a time: progress and load are per case
+            results[name] = pcts(time_hooks(world, {name: make}, repeats)[name])
             results[name]["load_avg"] = load_avg()
             print(f"  {name:28s} p50 {results[name]['p50_ms']:7.1f} ms  p95 {results[name]['p95_ms']:7.1f} ms", flush=True)
         ends = []

@@ -377,14 +377,9 @@ def measure_hooks(world: World, repeats: int) -> dict[str, Any]:
             "file_path": str(world.project / "a.py"), "old_string": f"x = {i}", "new_string": f"x = {i + 1}"})),
         "SessionStart (warm)": lambda i: ("SessionStart", world.hook_payload("SessionStart", f"scale-start-{i}")),
     }
-    for name, make in cases.items():
-        times = []
-        for i in range(repeats):
-            event, payload = make(i)
-            dt, proc = world.hook(event, payload)
-            if proc.returncode != 0:
-                raise RuntimeError(f"{name}: exit {proc.returncode}: {proc.stderr[-400:]}")
-            times.append(dt)
+    from hooks_bench import time_hooks
+
+    for name, times in time_hooks(world, cases, repeats).items():
         out[name] = summary_ms(times)
     return out
 
