@@ -35,10 +35,7 @@ class Env:
         return proc
 
     def shutdown(self) -> None:
-        try:
-            DaemonClient(self.user_dir, autostart=False).call("shutdown")
-        except Exception:
-            pass
+        stop_daemon(self.user_dir)
 
 
 def make_env(tmp: Path, *, fake_embedder: bool = False) -> Env:
@@ -58,3 +55,18 @@ def daemon_request(d, op: str, args: dict, ctx) -> dict:
 
     line = json.dumps({"id": 1, "op": op, "args": args, "ctx": {"project_root": str(ctx.project_root), "session_id": ctx.session_id}})
     return d._handle_line(line.encode())
+
+
+def stop_daemon(user_dir: Path, *, wait_s: float = 15.0) -> None:
+    """Ask the daemon of `user_dir` to stop (if one runs) and wait until its socket is gone."""
+    import time
+
+    from engram_mcp.client import socket_path
+
+    try:
+        DaemonClient(user_dir, autostart=False, timeout=10).call("shutdown")
+    except Exception:
+        pass
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline and socket_path(user_dir).exists():
+        time.sleep(0.1)

@@ -24,9 +24,10 @@ from typing import Any
 import pytest
 
 from engram_mcp import bootstrap_server, spool
-from engram_mcp.client import DaemonClient, socket_path
+from engram_mcp.client import socket_path
 from engram_mcp.tool_calls import _Validators
 from engram_mcp.tool_schemas import TOOLS
+from tests.daemon_env import stop_daemon
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -126,16 +127,6 @@ def fake_ready_venv(data: Path) -> None:
     shutil.copy(Path(sys.prefix) / "pyvenv.cfg", venv / "pyvenv.cfg")
     (venv / "lib" / site / "site-packages").symlink_to(Path(sys.prefix) / "lib" / site / "site-packages")
     shutil.copy(REPO / "pyproject.toml", venv / "engram-pyproject.toml")  # the stamp, written last
-
-
-def stop_daemon(user_dir: Path) -> None:
-    try:
-        DaemonClient(user_dir, autostart=False, timeout=10).call("shutdown")
-    except Exception:
-        pass
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline and socket_path(user_dir).exists():
-        time.sleep(0.1)
 
 
 # ------------------------------------------------------------------------------ protocol

@@ -33,6 +33,7 @@ from tests.claude_harness import (
     run_claude,
     tool_results,
 )
+from tests.daemon_env import stop_daemon
 
 pytestmark = [pytest.mark.claude, pytest.mark.slow]
 
@@ -73,10 +74,7 @@ def world(tmp_path_factory, claude_cli_path):
         assert proc.returncode == 0, f"claude {' '.join(args)}:\n{proc.stdout}\n{proc.stderr}"
     w = {"home": home, "base": base, "env": env, "a": git_project(base / "project-a"), "b": git_project(base / "project-b")}
     yield w
-    try:
-        DaemonClient(home / ".claude" / "engram", autostart=False, timeout=10).call("shutdown")
-    except Exception:
-        pass
+    stop_daemon(home / ".claude" / "engram")
 
 
 @pytest.fixture(scope="module")

@@ -24,6 +24,7 @@ from mcp.shared.exceptions import MCPError
 
 from engram_mcp.client import DaemonClient, socket_path
 from engram_mcp.tool_schemas import SCHEMAS, TOOL_NAMES
+from tests.daemon_env import stop_daemon
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PYTHON = str(REPO_ROOT / ".venv" / "bin" / "python")
@@ -47,17 +48,6 @@ def anyio_backend() -> str:
 
 
 # ---------------------------------------------------------------------- fixtures
-def _shutdown_daemon(user_dir: Path) -> None:
-    """Stop the module's daemon, ignoring errors, and wait for it to go."""
-    try:
-        DaemonClient(user_dir, autostart=False, timeout=10).call("shutdown")
-    except Exception:
-        pass
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline and socket_path(user_dir).exists():
-        time.sleep(0.1)
-
-
 def _make_home(base: Path) -> tuple[Path, Path]:
     home = base / "home"
     user_dir = home / ".claude" / "engram"
@@ -71,7 +61,7 @@ def engram_home(tmp_path_factory: pytest.TempPathFactory):
     base = tmp_path_factory.mktemp("mcp")
     home, user_dir = _make_home(base)
     yield home, user_dir
-    _shutdown_daemon(user_dir)
+    stop_daemon(user_dir)
 
 
 @pytest.fixture
@@ -536,4 +526,4 @@ async def test_real_embedding_model_recalls_by_meaning(tmp_path, project):
             found = await call(s, "recall_memories", {"query": "which datastore does invoicing use?", "strategy": "vector", "limit": 1})
             assert ids(found) == [mid]
     finally:
-        _shutdown_daemon(user_dir)
+        stop_daemon(user_dir)

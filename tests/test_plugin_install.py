@@ -47,8 +47,9 @@ from pathlib import Path
 import pytest
 
 from engram_mcp import spool
-from engram_mcp.client import DaemonClient, socket_path
+from engram_mcp.client import socket_path
 from engram_mcp.paths import lock_held
+from tests.daemon_env import stop_daemon
 from tests.claude_harness import REPO_ROOT, FakeAnthropic, ToolUse, block_text, isolated_env, result_json, run_claude, tool_results
 from tests.test_bootstrap_server import Shim
 
@@ -114,10 +115,7 @@ def _stop_daemon(home: Path) -> None:
     quiet_since = time.monotonic()
     while time.monotonic() < deadline and time.monotonic() - quiet_since < 3:
         if _daemon_running(user_dir) or socket_path(user_dir).exists():
-            try:
-                DaemonClient(user_dir, autostart=False, timeout=10).call("shutdown")
-            except Exception:
-                pass
+            stop_daemon(user_dir, wait_s=0)
             quiet_since = time.monotonic()
         time.sleep(0.2)
 

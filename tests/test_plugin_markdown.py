@@ -49,6 +49,7 @@ import yaml
 
 from engram_mcp.cli import build_parser
 from engram_mcp.tool_schemas import TOOL_NAMES, TOOLS
+from tests.daemon_env import stop_daemon
 from tests.claude_harness import (
     REPO_ROOT,
     FakeAnthropic,
@@ -355,15 +356,6 @@ def engram_env(**extra: str) -> dict[str, str]:
     return {"ENGRAM_PYTHON": sys.executable, "PYTHONPATH": str(REPO_ROOT), "ENGRAM_TEST_FAKE_EMBEDDER": "1", **extra}
 
 
-def stop_daemon(home: Path) -> None:
-    from engram_mcp.client import DaemonClient
-
-    try:
-        DaemonClient(home / ".claude" / "engram", autostart=False).call("shutdown")
-    except Exception:
-        pass
-
-
 def command_text(body: dict[str, Any]) -> str:
     return block_text(body["messages"][0]["content"])
 
@@ -476,7 +468,7 @@ def test_consolidate_runs_the_consolidator_with_only_its_tools_and_no_prompts(cl
                 ["-p", f"/{PLUGIN}:consolidate --dry-run", "--output-format", "json", "--plugin-dir", plugin],
                 home=claude_home, cwd=claude_project, env_extra=api.env(**engram_env()), timeout=180))
     finally:
-        stop_daemon(claude_home)
+        stop_daemon(claude_home / ".claude" / "engram")
 
     assert not api.errors and result["result"] == "done" and seen["refused"] <= 20, (result["result"], seen, api.errors)
     assert result["permission_denials"] == []
@@ -512,7 +504,7 @@ def test_memory_inspect_shows_a_memory_with_its_history_through_the_cli(claude_c
                 ["-p", f"/{PLUGIN}:memory inspect {memory_id}", "--output-format", "json", "--plugin-dir", plugin],
                 home=claude_home, cwd=claude_project, env_extra=api.env(**engram_env()), timeout=180))
     finally:
-        stop_daemon(claude_home)
+        stop_daemon(claude_home / ".claude" / "engram")
 
     assert not api.errors and result["permission_denials"] == []
     [shown] = tool_results(api.conversation[1].body)
