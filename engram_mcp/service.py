@@ -331,11 +331,10 @@ class MemoryService:
                 if twin is not None:
                     key, similarity = twin
                     result = self._merge_into(h, key, imp, record_tags, content, similarity, sid, request_id=rid)
+                    result.update(embedding_generated=vec is not None, warnings=warnings, redactions=findings_summary(findings))
                     if result["action"] == "exists":
-                        result.update(embedding_generated=vec is not None, warnings=warnings, redactions=findings_summary(findings))
                         return result
                     self.state.stores += 1
-                    result.update(embedding_generated=vec is not None, warnings=warnings, redactions=findings_summary(findings))
                     if entities:
                         result["graph_edges_created"] = graph_ops.link_entities(h, key, entities)
                     if superseded_key and superseded_key != key:  # the twin now says what the new text said
