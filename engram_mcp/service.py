@@ -202,6 +202,8 @@ class MemoryService:
             except StoreUnavailable as exc:
                 warnings.append({"code": "scope_unavailable", "scope": scope, "message": exc.message})
                 continue
+            if h.store.failure:  # readable, but not writable: recall strengthening waits too
+                warnings.append({"code": "scope_read_only", "scope": scope, "message": h.store.failure})
             views.append(ScopeView(scope, h.index, float(weights[scope]), frozen=(scope == "session")))
         return views, warnings
 
@@ -841,8 +843,12 @@ class MemoryService:
                 for r in h.q(q.COUNT_BY_TYPE_STATUS) or []:
                     by_type[r["memory_type"]] = by_type.get(r["memory_type"], 0) + r["n"]
                     by_status[r["status"]] = by_status.get(r["status"], 0) + r["n"]
+                refused = h.store.failure  # open and readable, but writes are refused (disk full)
+                if refused:
+                    degraded.append(scope)
                 scopes[scope] = {
-                    "status": "connected",
+                    "status": "read_only" if refused else "connected",
+                    **({"message": refused} if refused else {}),
                     "database": f"{h.ns}/{h.db}",
                     "path": str(h.store.directory),
                     "total": sum(by_type.values()),

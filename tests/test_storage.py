@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from engram_mcp.embeddings import FakeEmbedder
-from engram_mcp.errors import SchemaTooNew, StoreUnavailable
+from engram_mcp.errors import SchemaTooNew, StorageFull, StoreUnavailable
 from engram_mcp.ids import new_ulid
 from engram_mcp.paths import project_dir, project_id, resolve_project_root
 from engram_mcp.service import MemoryService, RequestContext
@@ -135,6 +135,31 @@ def test_a_second_service_cannot_open_a_store_held_by_the_first(home, ctx):
     finally:
         a.close()
         b.close()
+
+
+def test_a_write_that_would_fill_the_disk_is_refused_before_the_engine_and_reads_go_on(home, ctx, monkeypatch):
+    """The space guard of storage/store.py: refused writes leave the engine healthy (the real-disk
+    version, a full tmpfs, is tests/reliability/test_faults.py)."""
+    svc = MemoryService(home=home, embedder=FakeEmbedder())
+    try:
+        kept = svc.store(ctx, content="written while there was room", type="semantic", scope="project")["memory_id"]
+        store = svc.handle(ctx, "project").store
+        room = {"bytes": 10_000}
+        monkeypatch.setattr(store, "_room_bytes", lambda: room["bytes"])
+        with pytest.raises(StorageFull) as err:
+            svc.store(ctx, content="no room for this one", type="semantic", scope="project")
+        assert "disk is full" in err.value.message and "reads keep working" in err.value.message
+        assert store.is_open and store.failure == err.value.message
+        res = svc.recall(ctx, query="written room", scope="project", strategy="keyword")
+        assert [m["id"] for m in res["memories"]] == [kept]
+        assert res["degraded"] and res["warnings"][0]["code"] == "scope_read_only"
+        assert svc.status(ctx)["scopes"]["project"]["status"] == "read_only"
+        room["bytes"] = 10 << 20  # space is back: nothing to reopen, the next write goes through
+        assert store.failure is None
+        assert svc.store(ctx, content="written after space came back", type="semantic", scope="project")["action"] == "created"
+        assert svc.status(ctx)["scopes"]["project"]["status"] == "connected"
+    finally:
+        svc.close()
 
 
 def test_migrations_are_idempotent(tmp_path):

@@ -8,7 +8,11 @@ it silently, and that concurrent async writes in one process lose updates. So:
 - all statements go through one re-entrant lock on the blocking client, so writes are
   serialised even if a caller forgets to;
 - commits are fsynced (`SURREAL_SYNC_DATA=true`, ~0.3 ms extra per commit) so an
-  acknowledged write survives a crash of the machine, not only of the process.
+  acknowledged write survives a crash of the machine, not only of the process;
+- a write that would leave less than a small reserve of free space is refused before it reaches
+  the engine (`StorageFull`), because once a surrealkv commit fails for lack of space the engine
+  fails every later read of a value too ("fsync failed") and cannot be reopened on the full disk
+  (measured on a full tmpfs). Refused early, the store keeps answering reads while the disk is full.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import errno
 import fcntl
 import logging
 import os
+import resource
 import threading
 from pathlib import Path
 from typing import Any
@@ -29,6 +34,33 @@ from .schema import CURRENT_SCHEMA_VERSION, MIGRATIONS
 log = logging.getLogger("engram.store")
 LOCK_FILENAME = "LOCK"
 DATA_DIRNAME = "data"
+#: Free space every write must leave on the store's filesystem (and under the process's file-size
+#: limit), on top of its own estimated size: room for the engine's log records, manifest updates and
+#: the write that is already in flight when a check passes.
+FREE_SPACE_RESERVE_BYTES = 64 * 1024
+#: Bytes on disk per byte of statement parameters (measured ~3 KB on disk for a memory whose
+#: parameters are ~1.5 KB with its vector; the factor is generous, the check is cheap).
+WRITE_AMPLIFICATION = 3
+_READ_STATEMENTS = frozenset({"SELECT", "INFO", "RETURN"})
+
+
+def _is_write(sql: str) -> bool:
+    """Whether a statement may write (every statement is a constant of storage/queries.py)."""
+    head = sql.lstrip().split(None, 1)
+    return not head or head[0].upper() not in _READ_STATEMENTS
+
+
+def approx_bytes(value: Any) -> int:
+    """A cheap upper-ish estimate of the stored size of statement parameters."""
+    if isinstance(value, str):
+        return len(value) + 8
+    if isinstance(value, dict):
+        return sum(len(str(k)) + approx_bytes(v) for k, v in value.items()) + 8
+    if isinstance(value, (list, tuple)):
+        if value and isinstance(value[0], float):
+            return 9 * len(value) + 8  # a vector: CBOR float64 per element
+        return sum(approx_bytes(v) for v in value) + 8
+    return 16
 
 
 def _classify(exc: BaseException, where: str) -> Exception:
@@ -68,12 +100,64 @@ class SurrealStore:
         self._mutex = threading.RLock()
         self._current: tuple[str, str] | None = None
         self._migrated: set[tuple[str, str]] = set()
-        self.failure: str | None = None  # why the engine was closed after an I/O error
+        self._io_failure: str | None = None  # why the engine was closed after an I/O error
+        self._low_space: tuple[str, int] | None = None  # (why, bytes it needed): the last write refused
 
     # -- lifecycle --------------------------------------------------------------
     @property
     def is_open(self) -> bool:
         return self._conn is not None
+
+    @property
+    def failure(self) -> str | None:
+        """Why this store cannot take writes right now (None when it can, as far as we know)."""
+        if self._low_space is not None and self._room_bytes() >= self._low_space[1]:
+            self._low_space = None  # space came back: the next write will be tried
+        return self._io_failure or (self._low_space[0] if self._low_space else None)
+
+    @failure.setter
+    def failure(self, value: str | None) -> None:
+        self._io_failure = value
+
+    def _room_bytes(self) -> int:
+        """Bytes a write may still add: free space on the filesystem, and under RLIMIT_FSIZE."""
+        try:
+            st = os.statvfs(self.directory)
+        except OSError:
+            return 1 << 62  # cannot tell: let the engine try (and fail with a real error)
+        room = st.f_bavail * st.f_frsize
+        soft = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+        if soft != resource.RLIM_INFINITY:
+            room = min(room, soft - self._largest_data_file())
+        return room
+
+    def _largest_data_file(self) -> int:
+        largest = 0
+        for sub in (self.directory / DATA_DIRNAME).glob("*"):
+            try:
+                entries = list(os.scandir(sub)) if sub.is_dir() else []
+            except OSError:
+                continue
+            for entry in entries:
+                try:
+                    largest = max(largest, entry.stat().st_size)
+                except OSError:
+                    pass
+        return largest
+
+    def _check_room(self, params: Any) -> None:
+        """Refuse a write that would fill the disk, before the engine sees it (module docstring)."""
+        need = FREE_SPACE_RESERVE_BYTES + WRITE_AMPLIFICATION * approx_bytes(params)
+        room = self._room_bytes()
+        if room >= need:
+            self._low_space = None
+            return
+        message = (
+            f"{self.label} store {self.directory}: the disk is full ({max(room, 0) // 1024} KiB left, a write needs "
+            f"{need // 1024} KiB). Free some space; writes are kept and retried, reads keep working."
+        )
+        self._low_space = (message, need)
+        raise StorageFull(message)
 
     def open(self) -> "SurrealStore":
         """Lock the directory and start the embedded engine on it."""
@@ -153,6 +237,8 @@ class SurrealStore:
         """Run ONE statement and return its result (the SDK only reports the first)."""
         with self._mutex:
             self._use(ns, db)
+            if _is_write(sql):
+                self._check_room(params)
             try:
                 return self._conn.query(sql, params or {})
             except Exception as exc:
@@ -174,6 +260,7 @@ class SurrealStore:
         text = "BEGIN TRANSACTION;\n" + "\n".join(body) + "\nCOMMIT TRANSACTION;"
         with self._mutex:
             self._use(ns, db)
+            self._check_room(params)
             try:
                 raw = self._conn.query_raw(text, params)
             except Exception as exc:
@@ -194,6 +281,8 @@ class SurrealStore:
                 raise StoreUnavailable(f"{self.label} store is not open")
             self._conn.use(ns, "engram_bootstrap")
             self._current = (ns, "engram_bootstrap")
+            if _is_write(sql):
+                self._check_room(None)
             try:
                 return self._conn.query(sql)
             except Exception as exc:
