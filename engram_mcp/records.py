@@ -16,7 +16,7 @@ import numpy as np
 
 from .errors import InvalidInput
 from .ids import format_memory_id
-from .redaction import Finding, redact_obj, sanitize
+from .redaction import Finding, label_for, redact_obj, sanitize, tag_secret_kind
 from .scope_index import record_key
 from .scoring import decay_factor, to_epoch
 from .storage.schema import LINK_TYPES, MEMORY_TYPES, SCOPES, STATUSES
@@ -84,6 +84,9 @@ def check_tags(value: Any, field: str = "tags") -> list[str]:
         if len(t) > MAX_TAG_CHARS:
             raise InvalidInput(f"{field}: tag {_redacted(t)[:40]!r}... is longer than {MAX_TAG_CHARS} characters", field=field)
         t = _redacted(t).lower()  # redact before lower-casing: a lower-cased token no longer matches its pattern
+        kind = tag_secret_kind(t)  # a whole tag that is a token or a password: no context to see it by
+        if kind is not None:
+            t = label_for(kind)
         if t not in tags:
             tags.append(t)
     if len(tags) > MAX_TAGS:

@@ -128,7 +128,8 @@ class RedactionResult:
         return bool(self.findings)
 
 
-def _label(kind: str) -> str:
+def label_for(kind: str) -> str:
+    """The visible placeholder of a redacted secret, ``[REDACTED:<kind>]``."""
     return f"{_LABEL_MARK}{kind}]"
 
 
@@ -1028,7 +1029,7 @@ def _apply(rule: _Rule, text: str, low: bytes, counts: Counter) -> str:
         if start < copied or (labels and _overlaps(labels, start, end)):
             continue
         pieces.append(text[copied:start])
-        pieces.append(_label(kind))
+        pieces.append(label_for(kind))
         copied = end
         resume = max(m.end(), end)
         counts[kind] += 1
@@ -1091,10 +1092,10 @@ def _sanitize_pair(key: Any, value: str, counts: Counter) -> str:
         if cred and scheme.lower() in ("bearer", "basic", "token", "negotiate", "ntlm"):
             if not _is_placeholder(cred) and len(cred) >= 4:
                 counts["bearer-token"] += 1
-                return f"{scheme} {_label('bearer-token')}"
+                return f"{scheme} {label_for('bearer-token')}"
         elif v and not _is_placeholder(v) and len(v) >= 8:
             counts["bearer-token"] += 1
-            return _label("bearer-token")
+            return label_for("bearer-token")
         return out
     if _CODE_PREFIX.match(out.strip()):
         return out
@@ -1102,7 +1103,7 @@ def _sanitize_pair(key: Any, value: str, counts: Counter) -> str:
     if kind is None:
         return out
     counts[kind] += 1
-    return _label(kind)
+    return label_for(kind)
 
 
 def _walk(obj: Any, counts: Counter, key: Any = None) -> Any:
@@ -1139,23 +1140,68 @@ def redact_obj(obj: Any) -> tuple[Any, tuple[Finding, ...]]:
 
 
 def redact_tags(tags: Any) -> tuple[Any, tuple[Finding, ...]]:
-    """``redact_obj`` for a tag list, plus tags that are themselves a random-looking token.
-
-    A tag is a short label; one that is a long high-entropy token is a credential
-    pasted as a tag (older engram versions even lower-cased tags before redaction, which
-    defeats the case-sensitive patterns such as ``AKIA...``), so it is replaced too.
-    """
+    """``redact_obj`` for a tag list, plus tags that are themselves a secret (:func:`tag_secret_kind`)."""
     new, findings = redact_obj(tags)
     if not isinstance(new, list):
         return new, findings
     counts: Counter = Counter({f.kind: f.count for f in findings})
     out = []
     for tag in new:
-        if isinstance(tag, str) and _LABEL_MARK not in tag:
-            upper = redact(tag.upper()).findings  # a lower-cased AKIA.../sk_live_... token
-            if upper or _looks_random(tag):
-                kind = upper[0].kind if upper else "generic-high-entropy"
-                counts[kind] += 1
-                tag = _label(kind)
+        kind = tag_secret_kind(tag) if isinstance(tag, str) else None
+        if kind is not None:
+            counts[kind] += 1
+            tag = label_for(kind)
         out.append(tag)
     return out, _findings(counts)
+
+
+def tag_secret_kind(tag: str) -> str | None:
+    """The kind of secret a whole tag is, or None.
+
+    A tag is a short label with no context around it, and tags are stored lower-cased, so
+    the case-sensitive provider patterns (``AKIA...``, ``sk_live_...``) are tried on the
+    upper-cased tag, then the entropy test, then :func:`_looks_like_password` for what is
+    left: a lower-cased password or key fragment pasted as a tag.
+    """
+    if _LABEL_MARK in tag:
+        return None
+    upper = redact(tag.upper()).findings  # a lower-cased AKIA.../sk_live_... token
+    if upper:
+        return upper[0].kind
+    if _looks_random(tag):
+        return "generic-high-entropy"
+    if _looks_like_password(tag):
+        return "password"
+    return None
+
+
+_TAG_PARTS = re.compile(r"[\s\-_./:+]+")
+_CHAR_CLASS_RUNS = re.compile(r"[a-z]+|[0-9]+|[^a-z0-9]+")
+_CONSONANT_RUN_5 = re.compile(r"[bcdfghjklmnpqrstvwxz]{5,}")
+_VOWELS = frozenset("aeiou")
+#: Shortest tag part judged by :func:`_looks_like_password`: 8 is the usual minimum password length,
+#: and shorter parts are mostly names with a version (``py311``, ``log4j``, ``i18next``).
+PASSWORD_MIN_CHARS = 8
+
+
+def _looks_like_password(tag: str) -> bool:
+    """A lower-cased tag part that mixes letters and digits like a password, not like a name.
+
+    Names with digits switch between letters and digits at most twice (``postgres16``,
+    ``log4shell``, ``oauth2proxy``) and their letters are pronounceable. A password part
+    switches three or more times (``tr0ub4dor&3``), or carries letters no word has: five
+    consonants in a row (``nedawlhvbbe0``) or five or more letters without a vowel
+    (``v919bdjysh``). Parts without a digit are left alone: a label of letters is a word
+    or a name, however odd it looks.
+    """
+    for part in _TAG_PARTS.split(tag.lower()):
+        if len(part) < PASSWORD_MIN_CHARS or not _DIGIT.search(part) or not _LOWER.search(part):
+            continue
+        runs = _CHAR_CLASS_RUNS.findall(part)
+        if len(runs) - 1 >= 3:
+            return True
+        for run in runs:
+            if len(run) >= 5 and run.isalpha():
+                if _CONSONANT_RUN_5.search(run) or not _VOWELS.intersection(run):
+                    return True
+    return False

@@ -515,3 +515,28 @@ def test_redact_obj_never_raises_and_is_idempotent(obj):
     again, _ = redact_obj(new)
     assert again == new
     assert all(f.count > 0 and f.kind in SECRET_KINDS for f in findings)
+
+
+# -- whole tags ---------------------------------------------------------------------------
+NAME_TAGS = ("python3.11 postgres16 ubuntu2204 log4shell i18next web3auth es2022 iso8601 base64url sha256sum "
+             "oauth2proxy node18lts vue3router x86_64 utf8mb4_unicode syncthing2 sqlalchemy2 nextjs14 release-2024-05 "
+             "bug-12345 gpt-4o claude-3-5-sonnet k8s v1.2.3 s3-bucket rfc7231 pep440 edition2021 sprint42 q3-2025 "
+             "typescript5 elasticsearch8 tensorflow2 100k-bench p95-latency").split()
+PASSWORD_TAGS = ["tr0ub4dor&3phnc", "nedawlhvbbe0", "os4irvdzdy", "v919bdjysh", "kvdhaiuwjjhchkr8", "0kutn5j0wju",
+                 "zswtq9k3tkcan", "ofu2ajyewq95"]
+
+
+@pytest.mark.parametrize("tag", NAME_TAGS)
+def test_a_name_with_digits_is_a_tag_not_a_secret(tag):
+    from engram_mcp.redaction import tag_secret_kind
+
+    assert tag_secret_kind(tag) is None
+
+
+@pytest.mark.parametrize("tag", PASSWORD_TAGS)
+def test_a_lower_cased_password_as_a_whole_tag_is_redacted(tag):
+    from engram_mcp.records import check_tags
+    from engram_mcp.redaction import redact_tags
+
+    assert redact_tags([tag, "auth"])[0] == ["[REDACTED:password]", "auth"]
+    assert check_tags([tag.upper(), "auth"]) == ["[REDACTED:password]", "auth"]

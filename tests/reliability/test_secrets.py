@@ -257,10 +257,6 @@ def _export_line(i: int, e: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "content, history, entities and metadata are redacted on import, and tags that are a recognisable or "
-    "random-looking token too (redaction.redact_tags); but a bare password or a lower-cased token used as a whole "
-    "tag (this corpus puts each secret, lower-cased, in a tag) has no context to be recognised by"))
 def test_import_redacts_secrets(sandbox: Sandbox) -> None:
     sandbox.start_daemon()
     path = sandbox.root / "import.jsonl"
