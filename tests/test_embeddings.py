@@ -181,9 +181,11 @@ def test_concurrent_first_use_from_four_threads_loads_the_model_once(tmp_path: P
     for t in threads:
         t.join(60)
     assert not errors
-    assert len(calls) == 1
+    by_threads = [c["threads"] for c in calls]
+    assert by_threads.count(1) == 1  # the query session, once
+    assert by_threads.count(2) <= 1  # the 2-thread session, used for queries while a core is idle
     for r in results[1:]:
-        np.testing.assert_allclose(r, results[0], atol=1e-6)
+        np.testing.assert_allclose(r, results[0], atol=1e-5)
 
 
 @pytest.mark.slow

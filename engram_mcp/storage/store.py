@@ -41,6 +41,8 @@ FREE_SPACE_RESERVE_BYTES = 64 * 1024
 #: Bytes on disk per byte of statement parameters (measured ~3 KB on disk for a memory whose
 #: parameters are ~1.5 KB with its vector; the factor is generous, the check is cheap).
 WRITE_AMPLIFICATION = 3
+#: With this much room, writes are not sized at all (no import batch comes near it).
+AMPLE_ROOM_BYTES = 256 * 1024 * 1024
 _READ_STATEMENTS = frozenset({"SELECT", "INFO", "RETURN"})
 
 
@@ -147,8 +149,10 @@ class SurrealStore:
 
     def _check_room(self, params: Any) -> None:
         """Refuse a write that would fill the disk, before the engine sees it (module docstring)."""
-        need = FREE_SPACE_RESERVE_BYTES + WRITE_AMPLIFICATION * approx_bytes(params)
         room = self._room_bytes()
+        if room >= AMPLE_ROOM_BYTES and self._low_space is None:
+            return  # the common case: no need to size the write
+        need = FREE_SPACE_RESERVE_BYTES + WRITE_AMPLIFICATION * approx_bytes(params)
         if room >= need:
             self._low_space = None
             return
