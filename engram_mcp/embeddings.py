@@ -35,6 +35,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import logging
+import math
 import os
 import re
 import shutil
@@ -287,12 +288,38 @@ def _hub_reachable(timeout: float = _HUB_PROBE_TIMEOUT_S) -> bool:
     return bool(ok)
 
 
+_LOAD_WINDOW_S = 60.0  # the kernel's 1-minute load average, approximately
+_own_load = {"wall": 0.0, "cpu": 0.0, "cores": 0.0}
+_own_load_lock = threading.Lock()
+
+
+def _own_cores_in_use() -> float:
+    """Cores this process has kept busy, averaged like the 1-minute load average.
+
+    The load average counts this process too: a bulk import or a bench loop alone pushes
+    it to ~1-1.5 on a 2-core machine, which read as "no idle core" and kept the 2-thread
+    session off precisely when nothing else was running.
+    """
+    now, cpu = time.monotonic(), time.process_time()
+    with _own_load_lock:
+        st = _own_load
+        if st["wall"]:
+            dt = now - st["wall"]
+            if dt > 0:
+                keep = math.exp(-dt / _LOAD_WINDOW_S)
+                st["cores"] = st["cores"] * keep + (cpu - st["cpu"]) / dt * (1.0 - keep)
+        st["wall"], st["cpu"] = now, cpu
+        return st["cores"]
+
+
 def _idle_core() -> bool:
-    """Whether the machine has a core to spare (1-minute load average below cpus - 0.5)."""
+    """Whether the machine has a core to spare: the 1-minute load average, less this
+    process's own share, below cpus - 0.5."""
     try:
-        return os.getloadavg()[0] < (os.cpu_count() or 1) - 0.5
+        others = os.getloadavg()[0] - _own_cores_in_use()
     except OSError:
         return False
+    return others < (os.cpu_count() or 1) - 0.5
 
 
 def _open_text_embedding(**kwargs: Any) -> Any:

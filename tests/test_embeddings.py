@@ -334,3 +334,15 @@ def test_the_fake_embedder_returns_unit_float32_vectors_of_its_dim() -> None:
     np.testing.assert_allclose(np.linalg.norm(d, axis=1), 1.0, atol=1e-6)
     assert f.embed_documents([]).shape == (0, 64)
     assert isinstance(f, Embedder)
+
+
+def test_a_core_counts_as_idle_when_only_this_process_keeps_it_busy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The load average includes this process: a bench loop or an import alone must not switch
+    the 2-thread session off (embeddings._idle_core)."""
+    monkeypatch.setattr(emb.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(emb.os, "getloadavg", lambda: (1.6, 1.5, 1.0))
+    now, cpu = time.monotonic(), time.process_time()
+    monkeypatch.setattr(emb, "_own_load", {"wall": now - 1.0, "cpu": cpu - 1.0, "cores": 1.0})  # busy for a minute
+    assert emb._idle_core()  # 1.6 - ~1.0 of our own: the other core is free
+    monkeypatch.setattr(emb, "_own_load", {"wall": time.monotonic() - 1.0, "cpu": time.process_time(), "cores": 0.0})
+    assert not emb._idle_core()  # 1.6 from other processes: no idle core
