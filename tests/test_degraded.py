@@ -256,7 +256,11 @@ def test_disk_full_queues_writes_and_applies_them_once_space_is_freed(tmp_path: 
         res = _call(env, "store", {"content": "fact B: written while the disk was full " + "x" * 2000, "type": "semantic", "scope": "project"}, project)
         assert res["queued"] and res["cause"] == "storage_full" and "disk is full" in res["warnings"][0]["message"]
         st = _call(env, "status", {}, project)
-        assert st["write_queue"]["pending"] == 1 and st["scopes"]["project"]["status"] == "unavailable"
+        assert st["write_queue"]["pending"] == 1 and st["scopes"]["project"]["status"] == "read_only"
+        # the write was refused before the engine saw it, so the full store still answers reads
+        found = _call(env, "recall", {"query": "fact written before the disk filled", "strategy": "keyword"}, project)
+        assert [m["content"][:6] for m in found["memories"]] == ["fact A"]
+        assert [w["code"] for w in found["warnings"]] == ["scope_read_only"]
         filler.unlink()
         _nudge(env)
         _wait(lambda: _pending(env) == 0, 60, "the queue to drain once space was freed")

@@ -249,7 +249,8 @@ class Window:
         elif kind == "cli_tag":
             if target is None:
                 return
-            tag = f"c{self.w}n{self.token()[2:]}".lower()[:60]
+            # a label, not a token: "c0n0x6q250308" as a whole tag reads as a password and is redacted
+            tag = "label-c{}-{}".format(self.w, self.token()[2:].replace("x", "-").replace("q", "-"))[:60]
             ok, res = await self.cli(sid, "update", target, "--add-tags", tag)
             if ok:
                 self.emit(ev="update", via="cli", id=target, content=None, tags_add=[tag], version=res["version"])
