@@ -250,7 +250,8 @@ class Window:
             if target is None:
                 return
             # a label, not a token: "c0n0x6q250308" as a whole tag reads as a password and is redacted
-            tag = "label-c{}-{}".format(self.w, self.token()[2:].replace("x", "-").replace("q", "-"))[:60]
+            self.token()  # advances self.n: the tag is unique per window and operation
+            tag = f"label-c{self.w}-n{self.n}"
             ok, res = await self.cli(sid, "update", target, "--add-tags", tag)
             if ok:
                 self.emit(ev="update", via="cli", id=target, content=None, tags_add=[tag], version=res["version"])
