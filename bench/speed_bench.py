@@ -143,7 +143,8 @@ def measure_embedding(embedder, texts: Sequence[str], queries: Sequence[str]) ->
     """Docs/s of new text on the 1-thread query session and on the bulk session; query latency."""
     from engram_mcp import embeddings as emb
 
-    out: dict[str, Any] = {"load_avg_1m": round(os.getloadavg()[0], 2), "texts": len(texts)}
+    out: dict[str, Any] = {"load_avg_1m": round(os.getloadavg()[0], 2), "texts": len(texts),
+                           "batch_size": getattr(embedder, "batch_size", None)}
     embedder.embed_documents(list(texts[:32]))  # warm the default path
     model = getattr(embedder, "_model", None)
     if model is not None:  # FastEmbedEmbedder: time each session explicitly
@@ -328,7 +329,7 @@ def markdown(results: dict[str, Any]) -> str:
                      f"{r['import_with_vectors_per_s']:,.0f} | {r['disk_bytes_per_memory']:,.0f} | {r['reopen_index_load_s']} | "
                      f"{r['rss']['current_mb']:,.0f} ({r['rss']['peak_mb']:,.0f}) |")
     e = results["embedding"]
-    lines += ["", "Embedding new text (length-sorted batches of 64, load average "
+    lines += ["", f"Embedding new text (length-sorted batches of {e.get('batch_size')}, load average "
               f"{e['load_avg_1m']}): " + ", ".join(f"{k.replace('docs_per_s_', '').replace('_', ' ')} {v} docs/s"
                                                   for k, v in e.items() if k.startswith("docs_per_s")) +
               f"; query embedding {trio(e['query_ms'])} ms."]
