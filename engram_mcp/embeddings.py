@@ -62,17 +62,15 @@ DEFAULT_CACHE_DIR = "~/.claude/engram/models"
 #: onnxruntime intra-op threads: 1 is 2 ms slower than 2 per query on an idle 2-core machine but
 #: twice as fast when the other core is busy (see the module docstring); pass ``threads=`` to change.
 DEFAULT_THREADS = 1
-#: Bulk embedding (``embed_documents`` of at least :data:`BULK_MIN_TEXTS` texts: import without
-#: vectors, reindex, draining queued writes) runs on a second onnxruntime session with this many
-#: threads while the machine has an idle core (1-minute load average below ``cpus - 0.5``), and on
-#: the 1-thread session otherwise: 2 threads nearly double throughput on an idle 2-core machine but
-#: lose to 1 thread when the other core is busy (measured: 66-75 vs 89-93 docs/s at load 4).
-#: Queries use it on the same condition (5.0 vs 7.2 ms p50 on an idle core). ``bulk_threads=None``
-#: disables the second session,
+#: A second onnxruntime session with this many threads embeds documents (import without vectors,
+#: reindex, draining queued writes, a store) and queries while the machine has an idle core (the
+#: 1-minute load average less this process's own share below ``cpus - 0.5``, `_idle_core`), the
+#: 1-thread session otherwise: 2 threads nearly double bulk throughput and cut a single text from
+#: 7.2 to 5.0 ms p50 on an idle 2-core machine, but lose to 1 thread when the other core is busy
+#: (measured: 66-75 vs 89-93 docs/s at load 4). ``bulk_threads=None`` disables the second session,
 #: which costs ~60 MB of RSS once loaded (it runs without onnxruntime's memory arena, so batch
 #: buffers are not kept).
 DEFAULT_BULK_THREADS = 2
-BULK_MIN_TEXTS = 16
 #: Set to "1" to make :func:`make_embedder` return a :class:`FakeEmbedder` whatever the name.
 FAKE_ENV = "ENGRAM_TEST_FAKE_EMBEDDER"
 
@@ -409,9 +407,9 @@ class FastEmbedEmbedder:
                         return self._model
         return self._bulk_model
 
-    def _bulk_session(self, n_texts: int) -> Any:
-        """Which session embeds a batch of ``n_texts`` (see :data:`DEFAULT_BULK_THREADS`)."""
-        if self.bulk_threads is None or n_texts < BULK_MIN_TEXTS or not _idle_core():
+    def _session(self) -> Any:
+        """Which session embeds now (see :data:`DEFAULT_BULK_THREADS`)."""
+        if self.bulk_threads is None or not _idle_core():
             return self._model
         return self._load_bulk()
 
@@ -487,10 +485,7 @@ class FastEmbedEmbedder:
         waits for the answer), else on the 1-thread one: 5.0 vs 7.2 ms p50 idle here, while
         2 threads on a busy machine are 2x slower (module docstring)."""
         self.load()
-        session = self._model
-        if self.bulk_threads is not None and _idle_core():
-            session = self._load_bulk()
-        vec = next(iter(session.embed([text], batch_size=1)))
+        vec = next(iter(self._session().embed([text], batch_size=1)))
         return _normalise(vec)
 
     def embed_documents(self, texts: Sequence[str], *, sort_by_length: bool = True) -> np.ndarray:
@@ -504,7 +499,7 @@ class FastEmbedEmbedder:
             return np.zeros((0, self.dim), dtype=np.float32)
         self.load()
         order = sorted(range(len(texts)), key=lambda i: len(texts[i])) if sort_by_length else list(range(len(texts)))
-        model = self._bulk_session(len(texts))
+        model = self._session()
         rows = np.stack(list(model.embed([texts[i] for i in order], batch_size=self.batch_size)))
         out = np.empty_like(rows, dtype=np.float32)
         out[order] = rows
