@@ -53,14 +53,12 @@ def _is_write(sql: str) -> bool:
 
 
 def approx_bytes(value: Any) -> int:
-    """A cheap upper-ish estimate of the stored size of statement parameters."""
-    if isinstance(value, str):
+    """A cheap upper-ish estimate of the stored size of statement parameters (vectors are bytes)."""
+    if isinstance(value, (str, bytes, bytearray)):
         return len(value) + 8
     if isinstance(value, dict):
         return sum(len(str(k)) + approx_bytes(v) for k, v in value.items()) + 8
     if isinstance(value, (list, tuple)):
-        if value and isinstance(value[0], float):
-            return 9 * len(value) + 8  # a vector: CBOR float64 per element
         return sum(approx_bytes(v) for v in value) + 8
     return 16
 
@@ -116,10 +114,6 @@ class SurrealStore:
         if self._low_space is not None and self._room_bytes() >= self._low_space[1]:
             self._low_space = None  # space came back: the next write will be tried
         return self._io_failure or (self._low_space[0] if self._low_space else None)
-
-    @failure.setter
-    def failure(self, value: str | None) -> None:
-        self._io_failure = value
 
     def _room_bytes(self) -> int:
         """Bytes a write may still add: free space on the filesystem, and under RLIMIT_FSIZE."""
@@ -201,7 +195,7 @@ class SurrealStore:
         if _is_io_failure(err) and self._conn is not None:
             log.warning("%s store %s failed (%s); closing it, it will be reopened on next use", self.label, self.directory, err)
             self.close()
-            self.failure = str(err)
+            self._io_failure = str(err)
         return err
 
     def _acquire_lock(self) -> None:
