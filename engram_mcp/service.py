@@ -202,8 +202,9 @@ class MemoryService:
             except StoreUnavailable as exc:
                 warnings.append({"code": "scope_unavailable", "scope": scope, "message": exc.message})
                 continue
-            if h.store.failure:  # readable, but not writable: recall strengthening waits too
-                warnings.append({"code": "scope_read_only", "scope": scope, "message": h.store.failure})
+            refused = h.store.failure  # readable, but not writable: recall strengthening waits too
+            if refused:
+                warnings.append({"code": "scope_read_only", "scope": scope, "message": refused})
             views.append(ScopeView(scope, h.index, float(weights[scope]), frozen=(scope == "session")))
         return views, warnings
 
