@@ -619,17 +619,22 @@ class VectorIndex:
             out[seg] = self._blocks[block][slots[seg] - block * self._block_rows]
         return out
 
-    def _dot_prefix(self, q: np.ndarray, end: int) -> np.ndarray:
-        """Cosine of q with rows [0, end), one single-threaded BLAS call per block."""
-        out = np.empty(end, dtype=np.float32)
-        rows, blocks = self._block_rows, self._blocks
+    def _scan_prefix(self, end: int, kernel: Callable[[int, int, int], None]) -> None:
+        """``kernel(block, start, stop)`` for every block of rows [0, end), shared with the helper
+        thread (`_for_each_block`)."""
+        rows = self._block_rows
 
         def scan(block: int) -> None:
             start = block * rows
-            stop = min(start + rows, end)
-            np.dot(blocks[block][: stop - start], q, out=out[start:stop])
+            kernel(block, start, min(start + rows, end))
 
         _for_each_block(scan, -(-end // rows))
+
+    def _dot_prefix(self, q: np.ndarray, end: int) -> np.ndarray:
+        """Cosine of q with rows [0, end), one single-threaded BLAS call per block."""
+        out = np.empty(end, dtype=np.float32)
+        blocks = self._blocks
+        self._scan_prefix(end, lambda b, start, stop: np.dot(blocks[b][: stop - start], q, out=out[start:stop]))
         return out
 
     def _qdot_prefix(self, q: np.ndarray, end: int) -> np.ndarray:
@@ -646,13 +651,8 @@ class VectorIndex:
             q8 = np.rint(q * (127.0 / q_peak)).astype(np.int8)[None, :]
             out2d = np.empty((1, end), dtype=np.float32)
             qblocks = self._qblocks
-
-            def scan(block: int) -> None:
-                start = block * rows
-                stop = min(start + rows, end)
-                nk.cdist(q8, qblocks[block][: stop - start], metric="dot", out=out2d[:, start:stop], out_dtype="float32")
-
-            _for_each_block(scan, -(-end // rows))
+            self._scan_prefix(end, lambda b, start, stop: nk.cdist(
+                q8, qblocks[b][: stop - start], metric="dot", out=out2d[:, start:stop], out_dtype="float32"))
             out = out2d[0]
             out *= self._qscale[:end] * np.float32(q_peak / 127.0)
             return out
