@@ -22,7 +22,8 @@ Speed facts (the 2-core CI machine, int8 model, measured with the other core idl
   other process for the core). engram shares its 2 cores with Claude Code and the store, so the
   default is ``threads=1`` (:data:`DEFAULT_THREADS`): 2 ms slower at best, 2x faster under load.
   Bulk ``embed_documents`` calls, and queries, use a second, 2-thread session while a core is
-  idle (:data:`DEFAULT_BULK_THREADS`; 1-minute load average below ``cpus - 0.5``).
+  idle (:data:`DEFAULT_BULK_THREADS`; the 1-minute load average less engram's own share
+  below ``cpus - 0.5``).
 * ``embed_documents`` sorts texts by length before batching and restores the order afterwards:
   fastembed pads every batch to its longest text. On 1,000 LoCoMo-like turns (6-92 words) that is
   79 vs 34 docs/s at ``threads=1`` (2.3x), 148 vs 48 docs/s at ``threads=2`` (3.1x), idle.
