@@ -36,7 +36,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import __version__
+from . import __version__, jsonrpc_wire
 from .client import DaemonClient
 from .errors import DaemonUnavailable, EngramError
 from .paths import lock_held
@@ -72,7 +72,8 @@ LOCK = "bootstrap.lock"
 LOG = "bootstrap.log"
 STOPPED_GRACE_S = 15.0  # a build not running this long after our start is not about to start
 
-PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
+PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = (jsonrpc_wire.PARSE_ERROR, jsonrpc_wire.INVALID_REQUEST,
+                                                       jsonrpc_wire.METHOD_NOT_FOUND, jsonrpc_wire.INVALID_PARAMS)
 
 
 class Unavailable(DaemonUnavailable):
@@ -152,16 +153,20 @@ class StandIn:
     # -- JSON-RPC ---------------------------------------------------------------------------
     def handle(self, message: Any) -> dict[str, Any] | None:
         """The response to one message, or None (notifications, stray responses)."""
-        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
-            return _error(None, INVALID_REQUEST, "Invalid request")
+        if not isinstance(message, dict):
+            return _error(None, INVALID_REQUEST, "Invalid request: a message must be a JSON object")
+        rid = message.get("id")
+        if rid is not None and (isinstance(rid, bool) or not isinstance(rid, (str, int))):
+            return _error(None, INVALID_REQUEST, "Invalid request: id must be a string or an integer")
         method = message.get("method")
-        if not isinstance(method, str):
-            if "id" in message and ("result" in message or "error" in message):
-                return None  # a response: we never send requests
-            return _error(message.get("id"), INVALID_REQUEST, "Invalid request")
+        if not isinstance(method, str) and "id" in message and ("result" in message or "error" in message):
+            return None  # a response: we never send requests
         if "id" not in message:
-            return None  # notifications/initialized, notifications/cancelled, ...
-        rid = message["id"]
+            return None  # notifications/initialized, notifications/cancelled, ... (and invalid ones: nobody waits)
+        if message.get("jsonrpc") != "2.0":
+            return _error(rid, INVALID_REQUEST, 'Invalid request: "jsonrpc" must be "2.0"')
+        if not isinstance(method, str):
+            return _error(rid, INVALID_REQUEST, "Invalid request: method must be a string")
         params = message.get("params") or {}
         try:
             if not isinstance(params, dict):
@@ -202,6 +207,9 @@ class StandIn:
             if not isinstance(raw, dict):
                 return _fail(_envelope("invalid_input", "arguments must be an object", field="arguments"))
             args = {k: v for k, v in raw.items() if v is not None}  # null = not given
+            surrogate = jsonrpc_wire.surrogate_problem(args)
+            if surrogate is not None:
+                return _fail(_envelope("invalid_input", surrogate[1], field=surrogate[0]))
             state, failure = self.env.state()
             if state == "ready":
                 self._activate()
@@ -283,6 +291,9 @@ def _error(rid: Any, code: int, message: str, data: Any = None) -> dict[str, Any
 def serve(handler: StandIn, stdin: Any, stdout: Any) -> None:
     """Read messages from `stdin` (binary, one per line) until EOF; answer on `stdout`.
 
+    Every request is answered, also one that cannot be read: `jsonrpc_wire` bounds the line,
+    refuses deep nesting before parsing and recovers the id for the error reply.
+
     `tools/call` runs in a thread of its own (a daemon call can take seconds; pings and
     lists are answered meanwhile); everything else is answered in order.
     """
@@ -292,7 +303,10 @@ def serve(handler: StandIn, stdin: Any, stdout: Any) -> None:
     def send(response: dict[str, Any] | None) -> None:
         if response is None:
             return
-        data = (json.dumps(response, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+        try:
+            data = (json.dumps(response, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+        except (ValueError, UnicodeError):  # a lone surrogate in a result: UTF-8 cannot carry it
+            data = (json.dumps(jsonrpc_wire.scrub(response), ensure_ascii=False, separators=(",", ":")) + "\n").encode()
         with write_lock:
             stdout.write(data)
             stdout.flush()
@@ -305,16 +319,24 @@ def serve(handler: StandIn, stdin: Any, stdout: Any) -> None:
             if isinstance(message, dict) and "id" in message:
                 send(_error(message["id"], -32603, "Internal error"))
 
-    for line in stdin:
-        line = line.strip()
-        if not line:
+    while True:
+        got = jsonrpc_wire.read_line(stdin)
+        if got is None:
+            break
+        line, truncated = got
+        if not line.strip():
             continue
-        try:
-            message = json.loads(line)
-        except ValueError:
-            send(_error(None, PARSE_ERROR, "Parse error"))
+        message = jsonrpc_wire.decode(line, truncated)
+        if not isinstance(message, jsonrpc_wire.Rejected):
+            message = jsonrpc_wire.check_surrogates(message) or jsonrpc_wire.check_id(message) or message
+        if isinstance(message, jsonrpc_wire.Rejected):
+            log.warning("unreadable message: %s", message.reason)
+            if message.reply is not None:
+                with write_lock:
+                    stdout.write(message.reply)
+                    stdout.flush()
             continue
-        if isinstance(message, dict) and message.get("method") == "tools/call" and "id" in message:
+        if message.get("method") == "tools/call" and "id" in message:
             worker = threading.Thread(target=answer, args=(message,), name="engram-tool-call", daemon=True)
             workers.append(worker)
             worker.start()

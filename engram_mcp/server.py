@@ -21,8 +21,13 @@ and then forwarded to the per-user owner process (`engram_mcp.daemon`) through
   writes (`{"queued": true, "degraded": true, "warnings": [...]}`) and answer reads with
   a `degraded` envelope or partial results. When the daemon itself cannot be reached,
   this server queues the write in the same spool (`spool.py`); the next daemon applies it.
-- stdout carries only the protocol. Logs go to stderr; the SDK's stdio transport also
-  points fd 1 at stderr while serving, so stray output cannot corrupt the stream.
+- stdout carries only the protocol. Logs go to stderr; while serving, fd 1 points at stderr,
+  so stray output cannot corrupt the stream.
+- Every request gets an answer. The stdio transport is ours (`stdio_transport`), not the
+  SDK's, which drops lines it cannot parse: an unparseable, oversized or too deeply nested
+  line, or a lone surrogate, is answered with a JSON-RPC error carrying the request's id
+  whenever it can be recovered (`jsonrpc_wire`); a lone surrogate in tool arguments is an
+  `invalid_input` tool error naming the field.
 
 Per call, the project is `$CLAUDE_PROJECT_DIR` (else the working directory) resolved
 to its root by `paths.resolve_project_root`, and the session is
@@ -31,24 +36,28 @@ to its root by `paths.resolve_project_root`, and the session is
 
 from __future__ import annotations
 
+import fcntl
 import functools
+import json
 import logging
 import os
 import sys
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import anyio
 import anyio.to_thread
 import mcp_types as types
 from mcp.server.lowlevel import Server
-from mcp.server.stdio import stdio_server
+from mcp.shared._context_streams import create_context_streams
 from mcp.shared.exceptions import MCPError
+from mcp.shared.message import SessionMessage
+from pydantic import ValidationError
 
-from . import __version__
+from . import __version__, jsonrpc_wire
 from .client import DaemonClient
 from .errors import DaemonUnavailable, EngramError
 from .tool_calls import (
@@ -192,6 +201,9 @@ class Engram:
             if not isinstance(raw, dict):
                 return _fail(_envelope("invalid_input", "arguments must be an object", field="arguments"))
             args = {k: v for k, v in raw.items() if v is not None}  # null = not given
+            surrogate = jsonrpc_wire.surrogate_problem(args)
+            if surrogate is not None:
+                return _fail(_envelope("invalid_input", surrogate[1], field=surrogate[0]))
             problem = await anyio.to_thread.run_sync(self.validators.check, name, args)
             if problem is not None:
                 return _fail(problem)
@@ -319,9 +331,123 @@ def build_server(user_dir: Path | None = None) -> Server[Any]:
     return server
 
 
+# ---------------------------------------------------------------------- stdio transport
+def _claim_stdio() -> tuple[BinaryIO, BinaryIO, Callable[[], None]]:
+    """Private duplicates of fd 0 and 1 for the protocol; fd 0 then reads /dev/null and fd 1 is
+    stderr, so stray reads and prints by anything in the process miss the wire (as the SDK's
+    transport does). Returns (wire in, wire out, restore)."""
+    wire_in = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
+    wire_out = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    os.dup2(2, 1)
+
+    def restore() -> None:
+        os.dup2(wire_in, 0)
+        os.dup2(wire_out, 1)
+
+    return os.fdopen(wire_in, "rb", closefd=False), os.fdopen(wire_out, "wb", closefd=False), restore
+
+
+def _inbound(line: bytes, truncated: bool) -> SessionMessage | bytes | None:
+    """A line from the client: the message for the SDK, an error reply to send at once, or None.
+
+    The SDK's own stdio transport drops what it cannot validate, leaving the caller waiting;
+    here every request that cannot be served is answered (see `jsonrpc_wire`).
+    """
+    if not line.strip():
+        return None
+    decoded = jsonrpc_wire.decode(line, truncated)
+    if isinstance(decoded, jsonrpc_wire.Rejected):
+        log.warning("unreadable message: %s", decoded.reason)
+        return decoded.reply
+    rejected = jsonrpc_wire.check_surrogates(decoded) or jsonrpc_wire.check_id(decoded)
+    if rejected is not None:
+        log.warning("message refused: %s", rejected.reason)
+        return rejected.reply
+    try:
+        if jsonrpc_wire.find_surrogate(decoded) is None:  # exactly the SDK's parse for a normal line
+            message = types.jsonrpc_message_adapter.validate_json(line.decode("utf-8", errors="replace"), by_name=False)
+        else:  # lone surrogates in tool arguments: the tool refuses them by name (the JSON parser cannot)
+            message = types.jsonrpc_message_adapter.validate_python(decoded, by_name=False)
+    except ValidationError as exc:
+        if "id" not in decoded:
+            log.warning("invalid notification dropped: %s", str(exc).splitlines()[0][:200])
+            return None
+        rid = decoded.get("id")
+        raw_id = json.dumps(rid) if isinstance(rid, (str, int)) and not isinstance(rid, bool) else None
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'message'}: {e['msg']}" for e in exc.errors()[:3])
+        return jsonrpc_wire.error_reply(raw_id, jsonrpc_wire.INVALID_REQUEST, f"Invalid request: {problems}"[:300])
+    return SessionMessage(message)
+
+
+def _outbound(message: Any) -> bytes:
+    """One reply line; a result holding a lone surrogate (which UTF-8 cannot carry) gets U+FFFD."""
+    try:
+        return (message.model_dump_json(by_alias=True, exclude_unset=True) + "\n").encode()
+    except (ValueError, UnicodeError) as exc:  # PydanticSerializationError is a ValueError
+        log.warning("reply needed repair before it could be sent: %s", str(exc)[:200])
+        data = jsonrpc_wire.scrub(message.model_dump(mode="json", by_alias=True, exclude_unset=True))
+        return (json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str) + "\n").encode()
+
+
+def _write(stream: BinaryIO, data: bytes) -> None:
+    stream.write(data)
+    stream.flush()
+
+
+@asynccontextmanager
+async def stdio_transport(wire_in: BinaryIO, wire_out: BinaryIO) -> AsyncIterator[tuple[Any, Any]]:
+    """(read stream, write stream) for `Server.run` over newline-delimited JSON-RPC.
+
+    Replaces the SDK's `stdio_server`, which reads unbounded lines and silently drops any it
+    cannot validate (the caller waits until its own timeout). Here lines are bounded, nesting
+    is checked before parsing and every request that cannot be served gets an error reply.
+    """
+    read_writer, read_stream = create_context_streams[SessionMessage | Exception](0)
+    write_stream, write_reader = create_context_streams[SessionMessage](0)
+    out_lock = anyio.Lock()
+
+    async def emit(data: bytes) -> None:
+        async with out_lock:
+            await anyio.to_thread.run_sync(_write, wire_out, data)
+
+    async def reader() -> None:
+        async with read_writer:
+            while True:
+                got = await anyio.to_thread.run_sync(jsonrpc_wire.read_line, wire_in, abandon_on_cancel=True)
+                if got is None:
+                    return
+                try:
+                    inbound = _inbound(*got)
+                except Exception:  # never die on one line
+                    log.exception("could not read a message")
+                    rid = jsonrpc_wire.scan(got[0].decode("utf-8", errors="replace"))[1]
+                    inbound = jsonrpc_wire.error_reply(jsonrpc_wire._valid_id(rid), jsonrpc_wire.INTERNAL_ERROR, "Internal error")
+                if isinstance(inbound, bytes):
+                    await emit(inbound)
+                elif inbound is not None:
+                    await read_writer.send(inbound)
+
+    async def writer() -> None:
+        async with write_reader:
+            async for session_message in write_reader:
+                await emit(_outbound(session_message.message))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(reader)
+        tg.start_soon(writer)
+        yield read_stream, write_stream
+
+
 async def _serve_stdio(server: Server[Any]) -> None:
-    async with stdio_server() as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options())
+    wire_in, wire_out, restore = _claim_stdio()
+    try:
+        async with stdio_transport(wire_in, wire_out) as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+    finally:
+        restore()
 
 
 def main() -> None:
