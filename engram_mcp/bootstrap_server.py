@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__, jsonrpc_wire
-from .client import DaemonClient
+from .client import PLUGIN_VENV_PYTHON, PLUGIN_VENV_STAMP, DaemonClient, plugin_env_python
 from .errors import DaemonUnavailable, EngramError
 from .paths import lock_held
 from .tool_calls import (
@@ -65,8 +65,8 @@ CAPABILITIES = {"resources": {"listChanged": False, "subscribe": False}, "tools"
 PROTOCOL_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 
 # Files of bin/engram-bootstrap in the data directory.
-STAMP = Path("venv") / "engram-pyproject.toml"
-VENV_PYTHON = Path("venv") / "bin" / "python"
+STAMP = PLUGIN_VENV_STAMP  # written last and atomically: the venv's python exists long before
+VENV_PYTHON = PLUGIN_VENV_PYTHON
 FAILED = "bootstrap.failed"
 LOCK = "bootstrap.lock"
 LOG = "bootstrap.log"
@@ -101,10 +101,8 @@ class Environment:
         return self.data / VENV_PYTHON
 
     def ready(self) -> bool:
-        try:
-            return self.python.exists() and (self.data / STAMP).read_bytes() == (self.root / "pyproject.toml").read_bytes()
-        except OSError:
-            return False
+        """The build's stamp matches this plugin's pyproject.toml (the python alone proves nothing)."""
+        return plugin_env_python(self.data, self.root) is not None
 
     def _build_running(self) -> bool:
         return lock_held(self.data / LOCK)

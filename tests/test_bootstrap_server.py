@@ -327,3 +327,90 @@ def test_once_the_build_is_done_calls_reach_the_daemon_and_the_queued_write_appl
         stderr = s.close()
         stop_daemon(sandbox["user_dir"])
     assert "Traceback" not in stderr, stderr
+
+
+# ------------------------------------------------------------------------------ a half-built environment
+def plugin_root(dest: Path) -> Path:
+    """An installed plugin's files (bin/, engram_mcp/, pyproject.toml), without a .venv."""
+    shutil.copytree(REPO / "bin", dest / "bin")
+    shutil.copytree(REPO / "engram_mcp", dest / "engram_mcp", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(REPO / name, dest / name)
+    return dest
+
+
+def half_built_venv(data: Path) -> Path:
+    """`<data>/venv` as a build leaves it before pip has run: a python, no packages, no stamp."""
+    base = getattr(sys, "_base_executable", sys.executable)
+    subprocess.run([base, "-m", "venv", "--without-pip", str(data / "venv")], check=True, capture_output=True, timeout=120)
+    assert not (data / "venv" / "engram-pyproject.toml").exists()
+    return data / "venv" / "bin" / "python"
+
+
+def run_hook(root: Path, event: str, payload: dict[str, Any], env: dict[str, str], cwd: Path) -> tuple[subprocess.CompletedProcess[str], float]:
+    """One hook as Claude Code runs it (hooks.json's command, in the project's directory); its wall time."""
+    started = time.monotonic()
+    proc = subprocess.run(["/bin/sh", str(root / "bin" / "engram-hook"), event], input=json.dumps(payload), env=env,
+                          cwd=cwd, capture_output=True, text=True, timeout=120)
+    return proc, time.monotonic() - started
+
+
+HOOK_FAST_S = 3.0  # a hook that starts no daemon costs one Python start (~0.1 s); the old wait was 25 s
+
+
+@pytest.mark.parametrize("in_checkout", [False, True], ids=["in-a-project", "in-an-engram-checkout"])
+def test_hooks_never_use_a_half_built_environment(tmp_path: Path, sandbox, in_checkout: bool) -> None:
+    """The build's venv has a python seconds after it starts, and packages only a minute later.
+
+    Until the stamp is written the hooks must not start a daemon on it (it dies on its
+    imports while SessionStart waits 25 s for it): context hooks return at once with nothing,
+    captures and the session's end are queued in the spool, and the log says why, in words for a
+    plugin user (no `make setup`). Nor may a project that is itself an engram checkout (with
+    its own engram_mcp/ and a finished .venv) stand in for the plugin's code.
+    """
+    root = plugin_root(tmp_path / "plugin")
+    data = sandbox["data"]
+    half_built_venv(data)
+    user_dir = sandbox["home"] / ".claude" / "engram"
+    env = {k: v for k, v in sandbox["env"].items() if k not in ("PYTHONPATH", "ENGRAM_HOME")}
+    env |= {"CLAUDE_PLUGIN_ROOT": str(root), "CLAUDE_PLUGIN_DATA": str(data), "ENGRAM_DAEMON_IDLE_EXIT_SECONDS": "5"}
+    project = str(sandbox["project"])
+    base = {"session_id": SESSION, "transcript_path": str(tmp_path / "t.jsonl"), "cwd": project}
+    calls = [
+        ("SessionStart", {**base, "hook_event_name": "SessionStart", "source": "startup"}),
+        ("UserPromptSubmit", {**base, "hook_event_name": "UserPromptSubmit", "prompt": "how do we deploy the billing service?"}),
+        ("PostToolUse", {**base, "hook_event_name": "PostToolUse", "tool_name": "Write",
+                         "tool_input": {"file_path": f"{project}/app.py", "content": "print('hi')\n"}, "tool_response": {}}),
+        ("SessionEnd", {**base, "hook_event_name": "SessionEnd", "reason": "other"}),
+    ]
+    try:
+        for event, payload in calls:
+            proc, took = run_hook(root, event, payload, env, REPO if in_checkout else sandbox["project"])
+            assert proc.returncode == 0 and proc.stdout == "", (event, proc.stdout, proc.stderr)
+            assert took < HOOK_FAST_S, f"{event} took {took:.1f}s on a half-built environment: {proc.stderr}"
+        log = (user_dir / "logs" / "hooks.log").read_text()
+        assert "engram is preparing its Python environment" in log and str(data / "bootstrap.log") in log, log
+        for wrong in ("No module named", "did not start", "make setup"):
+            assert wrong not in log, log
+        assert not (user_dir / "logs" / "engramd.out").exists(), "no daemon was started on the half-built venv"
+        assert not socket_path(user_dir).exists()
+        ops = sorted(spool.read(p)["op"] for p in spool.pending(user_dir))
+        assert ops == ["hook_capture", "hook_session_end"], ops
+    finally:
+        stop_daemon(user_dir)
+
+
+def test_engram_python_serves_the_stand_in_until_the_checkout_venv_is_stamped(tmp_path: Path, sandbox) -> None:
+    """A checkout's .venv whose `make setup` has not finished (no .venv/.engram-stamp) is not used."""
+    root = plugin_root(tmp_path / "plugin")
+    (root / "bin" / "engram-bootstrap").write_text("import sys\nsys.exit(1)\n")  # no build in this test
+    half_built_venv(root)  # root/venv: moved to where make setup puts it
+    (root / "venv").rename(root / ".venv")
+    env = {k: v for k, v in sandbox["env"].items() if k != "PYTHONPATH"} | {"CLAUDE_PLUGIN_DATA": str(sandbox["data"])}
+    s = Shim(["/bin/sh", str(root / "bin" / "engram-python"), "-m", "engram_mcp.server"], env, sandbox["project"])
+    try:
+        assert s.initialize()["serverInfo"]["name"] == "engram"
+        cmdline = Path(f"/proc/{s.proc.pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        assert "engram_mcp.bootstrap_server" in cmdline and str(root / ".venv") not in cmdline, cmdline
+    finally:
+        s.close()
