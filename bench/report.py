@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 PART_FILES = {"tokens": "tokens/tokens.json", "locomo": "locomo/locomo.json", "speed": "speed/speed.json",
-              "scale": "scale/scale.json", "hooks": "hooks/hooks.json"}
+              "scale": "scale/scale.json", "hooks": "hooks/hooks.json", "stop": "stop/stop.json"}
 SECTIONS = ("Headline", "1. Retrieval quality (LoCoMo)", "2. Speed and scale", "3. Hooks", "4. Token cost per session", "5. The run")
 PLOTS = {"latency": "latency_vs_size.png", "locomo": "locomo.png", "locomo_categories": "locomo_categories.png",
          "hooks": "hooks.png", "tokens": "tokens.png"}
@@ -121,6 +121,9 @@ def headline(parts: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
     ps = (parts.get("tokens") or {}).get("per_session")
     if ps:
         h["tokens_per_session"] = ps
+    st = parts.get("stop") or {}
+    if "heldout" in st:
+        h["stop_trigger"] = {split: st[split]["current"] for split in ("dev", "heldout")}
     return h
 
 
@@ -185,6 +188,7 @@ def headline_section(h: dict[str, Any], run: dict[str, Any], sizes: list[int]) -
                             ("sessionstart_hook_p95_ms", "SessionStart hook p95", "process start to exit, daemon up; hook timeout 30 s")):
         v = h.get(key)
         rows.append([label, by_size(v, sizes) if v else "not measured", ref])
+    rows.append(stop_headline_row(parts_stop=h.get("stop_trigger"), run=run))
     ps = h.get("tokens_per_session")
     if ps:
         rows.append(["tokens per session", f"**{ps['total']:,}**",
@@ -348,6 +352,34 @@ def hooks_section(parts: dict[str, Any], run: dict[str, Any], plots: dict[str, s
     elif w:
         L += ["Stop-hook design comparison not run (needs the Claude Code CLI: `make setup`).", ""]
     return L
+
+
+def stop_headline_row(parts_stop: dict[str, Any] | None, run: dict[str, Any]) -> list[Any]:
+    """Stop hook trigger: held-out precision / recall / nudge rate, dev beside it."""
+    if not parts_stop:
+        return ["Stop hook trigger (held-out)", "not measured", status_note(run, "stop") or ""]
+    ho, dev = parts_stop["heldout"], parts_stop["dev"]
+    return ["Stop hook trigger, held-out precision / recall / nudge rate on `none`",
+            f"**{_pct(ho['precision'])} / {_pct(ho['recall'])} / {_pct(ho['nudge_rate_none'])}**",
+            f"dev {_pct(dev['precision'])} / {_pct(dev['recall'])} / {_pct(dev['nudge_rate_none'])}; "
+            "target recall ≥ 80%, nudge rate ≤ 5%"]
+
+
+def _pct(x: Any) -> str:
+    return f"{100 * x:.1f}%" if isinstance(x, (int, float)) else "-"
+
+
+def stop_section(parts: dict[str, Any], run: dict[str, Any], out_dir: Path) -> list[str]:
+    """The Stop trigger on the labelled corpus: stop/stop.md (written by bench/stop_bench.py), one level down."""
+    L = ["### Stop hook trigger on the labelled corpus", ""]
+    note = status_note(run, "stop")
+    if note:
+        return L + [note, ""]
+    md = out_dir / "stop" / "stop.md"
+    if not md.is_file():
+        return L + ["Not measured.", ""]
+    body = md.read_text(encoding="utf-8").splitlines()
+    return L + [line.replace("# ", "#### ", 1) if line.startswith("# ") else line for line in body[1:]] + [""]
 
 
 def tokens_section(parts: dict[str, Any], run: dict[str, Any], plots: dict[str, str]) -> list[str]:
@@ -576,6 +608,7 @@ def write_report(out_dir: Path, run: dict[str, Any]) -> dict[str, Any]:
     L += locomo_section(parts, run, plots)
     L += speed_section(parts, run, plots)
     L += hooks_section(parts, run, plots)
+    L += stop_section(parts, run, out_dir)
     L += tokens_section(parts, run, plots)
     L += run_section(run)
     if plot_errors:

@@ -17,6 +17,8 @@ others down, and its peak RSS is its own):
                                   spawn -> first recall, PostToolUse / SessionStart hook wall time,
                                   daemon RSS, at the same sizes
   hooks   bench/hooks_bench.py    wall time of every hook process; Stop-hook design token costs
+  stop    bench/stop_bench.py     the Stop hook's trigger on the labelled corpus (precision, recall,
+                                  nudge rate, dev and held-out halves); ~1 s, same in --quick
 
 `--quick` (1k memories, 2 LoCoMo conversations, fewer repetitions) checks that everything still
 runs; tests/test_bench_report.py runs it. Writes bench/results/<UTC>/ (or --out): report.md
@@ -47,15 +49,15 @@ for p in (str(ROOT), str(BENCH)):
     if p not in sys.path:
         sys.path.insert(0, p)
 
-PARTS = ("tokens", "locomo", "speed", "scale", "hooks")
+PARTS = ("tokens", "locomo", "speed", "scale", "hooks", "stop")
 FULL_SIZES = [1000, 10000, 100000]
 QUICK_SIZES = [1000]
 # The LoCoMo runs the report needs (the strategies + the baseline); `--locomo-runs all`
 # adds locomo_bench's fusion variants (hybrid-rrf, keyword weight 0.3 / 0.7), ~3 more minutes.
 LOCOMO_CORE_RUNS = ("bm25-plain", "keyword", "vector", "hybrid")
 TIMEOUTS_S = {  # per part; generous: they only stop a hung part
-    False: {"tokens": 600, "locomo": 2400, "speed": 1800, "scale": 1800, "hooks": 1200},
-    True: {"tokens": 300, "locomo": 1200, "speed": 900, "scale": 900, "hooks": 900},
+    False: {"tokens": 600, "locomo": 2400, "speed": 1800, "scale": 1800, "hooks": 1200, "stop": 300},
+    True: {"tokens": 300, "locomo": 1200, "speed": 900, "scale": 900, "hooks": 900, "stop": 300},
 }
 FAIL_ENV = "ENGRAM_BENCH_FAIL_PART"  # tests: make the named part fail on purpose
 BUDGET_S = 20 * 60  # the full suite must finish within 20 minutes on a 2-core machine
@@ -91,6 +93,8 @@ def part_settings(part: str, quick: bool, locomo_runs: str) -> dict[str, Any]:
     if part == "hooks":
         argv = (["--quick"] if quick else []) + ([] if claude_available() else ["--no-claude"])
         return {"argv": argv, "stop_design": claude_available()}
+    if part == "stop":
+        return {"corpus": "tests/data/stop_corpus.jsonl"}
     raise ValueError(part)
 
 
@@ -139,6 +143,10 @@ def run_child(part: str, out: Path, quick: bool, locomo_runs: str) -> int:
 
         sys.argv = ["hooks_bench.py", *settings["argv"], "--out", str(out)]
         return int(hooks_bench.main() or 0)
+    if part == "stop":
+        import stop_bench
+
+        return int(stop_bench.main(["--out", str(out)]) or 0)
     raise ValueError(part)
 
 

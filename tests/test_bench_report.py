@@ -17,7 +17,7 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 RUN_ALL = REPO_ROOT / "bench" / "run_all.py"
-PARTS = ("tokens", "locomo", "speed", "scale", "hooks")
+PARTS = ("tokens", "locomo", "speed", "scale", "hooks", "stop")
 SECTIONS = ("## Headline", "## 1. Retrieval quality (LoCoMo)", "## 2. Speed and scale", "## 3. Hooks",
             "## 4. Token cost per session", "## 5. The run")
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
