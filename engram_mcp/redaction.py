@@ -66,6 +66,8 @@ from bisect import bisect_right
 from collections import Counter
 from dataclasses import dataclass
 
+from . import textview
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing is not imported at runtime (hook start-up budget)
     from typing import Any, Callable, Iterable, Optional
@@ -101,6 +103,17 @@ SECRET_KINDS: tuple[str, ...] = (
     "twilio-key",
     "sendgrid-key",
     "jwt",
+    "google-oauth",
+    "vault-token",
+    "docker-token",
+    "digitalocean-token",
+    "huggingface-token",
+    "telegram-bot-token",
+    "discord-webhook",
+    "age-secret-key",
+    "mailgun-key",
+    "api-token",
+    "k8s-secret",
     "url-credentials",
     "bearer-token",
     "password-assignment",
@@ -314,7 +327,8 @@ _STRONG_KEY = re.compile(
     r"(?:passw(?:or)?d|passphrase|secret|token|"
     r"(?:^|_)(?:pwd|pass|pw)|"
     r"(?:^|_)(?:api|access|secret|private|auth|encryption|signing|master|client|app|"
-    r"account|service|license|sas|session|webhook)_?key|apikey)$"
+    r"account|service|license|sas|session|webhook|subscription|functions|admin|deploy|install|integration|"
+    r"ingest|write|master)_?key|apikey)$"
 )
 _KEY_SUFFIX = re.compile(
     r"(?:_?v?[0-9]++|_(?:old|new|prev|previous|next|current|bak|backup|prod|dev|test|staging))++$"
@@ -404,7 +418,7 @@ _KEYCH_SET = _TOKCH | frozenset(".")
 
 class _Rule:
     __slots__ = (
-        "kind", "regex", "anchors", "groups", "check", "decide", "lb", "bounded", "hints", "skip_long_rejects"
+        "kind", "regex", "anchors", "groups", "check", "decide", "lb", "bounded", "hints", "skip_long_rejects", "pre"
     )
 
     def __init__(
@@ -421,8 +435,11 @@ class _Rule:
         bounded: bool = False,
         hints: Iterable[str] = (),
         skip_long_rejects: bool = False,
+        pre: Optional[str] = None,
     ) -> None:
         self.kind = kind
+        # pre: a cheap regex (starting with a literal) that must match somewhere first
+        self.pre = re.compile(pre) if pre else None
         self.regex = re.compile(pattern, flags)
         # None: scan mode, the pattern starts with a case-sensitive literal and
         # ``Pattern.search`` is fast.  Otherwise (literal, offset) pairs: the
@@ -919,6 +936,430 @@ _RULE_NETRC = _Rule(
     lb=_TOKCH,
 )
 
+# --- provider token formats added for issue 12 ----------------------------------
+# Each starts with a fixed prefix, found with bytes.find on the lowered text (cheap), and
+# must not be preceded or followed by token characters.
+
+
+def _token_rule(kind: str, pattern: str, *anchors: str, check: Optional[Callable] = None) -> _Rule:
+    return _Rule(kind, rf"(?P<s>{pattern})(?![A-Za-z0-9_\-])", anchors, check=check, lb=_TOKCH)
+
+
+def _mixed_check(_m: re.Match, value: str) -> bool:
+    body = value.split("_", 1)[-1]
+    return bool(_DIGIT.search(body) or (_LOWER.search(body) and _UPPER.search(body))) and _shannon(body) >= 3.0
+
+
+_TOKEN_RULES: tuple[_Rule, ...] = (
+    _token_rule("google-oauth", r"ya29\.[0-9A-Za-z_\-.]{20,2048}", "ya29."),
+    _token_rule("google-oauth", r"GOCSPX-[0-9A-Za-z_\-]{24,40}", "gocspx-"),
+    _token_rule("google-oauth", r"1//0[0-9A-Za-z_\-]{38,512}", "1//0"),
+    _token_rule("vault-token", r"hv[sbr]\.[A-Za-z0-9_\-]{24,512}", "hvs.", "hvb.", "hvr."),
+    _token_rule("docker-token", r"dckr_(?:pat|oat)_[A-Za-z0-9_\-]{20,128}", "dckr_"),
+    _token_rule("digitalocean-token", r"do[opr]_v1_[a-f0-9]{64}", "dop_v1_", "doo_v1_", "dor_v1_"),
+    _token_rule("huggingface-token", r"(?:hf|api_org)_[A-Za-z0-9]{30,40}", "hf_", "api_org_", check=_mixed_check),
+    _token_rule("age-secret-key", r"AGE-SECRET-KEY-1[02-9AC-HJ-NP-Z]{58}", "age-secret-key-1"),
+    _token_rule("mailgun-key", r"key-[0-9a-z]{32}", "key-", check=_mixed_check),
+    _token_rule("api-token", r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}", "shpat_", "shpca_", "shppa_", "shpss_"),
+    _token_rule("api-token", r"lin_(?:api|oauth)_[A-Za-z0-9]{32,64}", "lin_api_", "lin_oauth_"),
+    _token_rule("api-token", r"PMAK-[a-f0-9]{24}-[a-f0-9]{34}", "pmak-"),
+    _token_rule("api-token", r"gl(?:sa|c)_[A-Za-z0-9+/_=]{32,400}", "glsa_", "glc_", check=_mixed_check),
+    _token_rule("api-token", r"sntr[ysu]_[A-Za-z0-9+/=_\-]{40,400}", "sntrys_", "sntryu_", "sntrs_"),
+    _token_rule("api-token", r"dapi[a-f0-9]{32}(?:-[0-9])?", "dapi", check=_mixed_check),
+    _token_rule("api-token", r"NRAK-[A-Z0-9]{27}", "nrak-"),
+    _token_rule("api-token", r"pul-[a-f0-9]{40}", "pul-"),
+    _token_rule("api-token", r"dp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,44}", "dp.pt.", "dp.st.", "dp.sa.", "dp.ct."),
+    _token_rule("api-token", r"ATATT3[A-Za-z0-9_\-=]{100,300}", "atatt3"),
+    _token_rule("api-token", r"figd_[A-Za-z0-9_\-]{40}", "figd_"),
+    _token_rule("api-token", r"pscale_(?:tkn|pw|oauth)_[A-Za-z0-9_\-.=]{32,64}", "pscale_"),
+    _token_rule("api-token", r"HRKU-[A-Za-z0-9_\-]{30,80}", "hrku-"),
+    _token_rule("api-token", r"sbp_[a-f0-9]{40}", "sbp_"),
+    _token_rule("api-token", r"xai-[A-Za-z0-9]{60,100}", "xai-", check=_mixed_check),
+    _token_rule("api-token", r"gsk_[A-Za-z0-9]{48,56}", "gsk_", check=_mixed_check),
+    _token_rule("api-token", r"r8_[A-Za-z0-9]{37}", "r8_", check=_mixed_check),
+    _token_rule("api-token", r"pplx-[a-zA-Z0-9]{48}", "pplx-"),
+    _token_rule("api-token", r"ntn_[0-9]{11}[A-Za-z0-9]{35}", "ntn_"),
+    _token_rule("api-token", r"LTAI[A-Za-z0-9]{12,20}", "ltai", check=_mixed_check),
+    _token_rule("api-token", r"sq0(?:atp|csp)-[0-9A-Za-z_\-]{22,43}", "sq0atp-", "sq0csp-"),
+    _token_rule("api-token", r"(?:FlyV1 )?fm[12][ar]?_[A-Za-z0-9+/=_\-]{40,800}", "fm1_", "fm2_", "fm1a_", "fm1r_", "fm2_"),
+    _token_rule("api-token", r"[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=\-]{60,70}", (".atlasv1.", 14)),  # type: ignore[arg-type]
+    _token_rule("api-token", r"EAA[A-Za-z0-9]{90,400}", "eaa", check=_mixed_check),
+    _token_rule("api-token", r"sk_[a-f0-9]{48}", "sk_"),  # ElevenLabs-style
+)
+_RULE_TELEGRAM = _Rule(
+    "telegram-bot-token",
+    r"(?<![0-9])(?P<s>[0-9]{8,10}:AA[0-9A-Za-z_\-]{32,34})(?![A-Za-z0-9_\-])",
+    hints=(":aa",),
+)
+_RULE_DISCORD_WEBHOOK = _Rule(
+    "discord-webhook",
+    r"(?i:discord(?:app)?\.com/api(?:/v[0-9]{1,2})?/webhooks/)(?P<s>[0-9]{17,20}/[A-Za-z0-9_\-]{60,80})",
+    ("discord",),
+)
+_RULE_MAILGUN_NEW = _Rule(
+    "mailgun-key",
+    r"(?P<s>[0-9a-f]{32}-[0-9a-f]{8}-[0-9a-f]{8})(?![A-Za-z0-9_\-])",
+    lb=_TOKCH,
+)
+# A Twilio account SID passed next to its auth token: Client("AC...", "<32 hex>"), -u AC...:<hex>
+_RULE_TWILIO_PAIR = _Rule(
+    "twilio-key",
+    r"AC(?<![A-Za-z0-9]AC)[0-9a-f]{32}[\"']?[ \t]*[,:][ \t]*[\"']?(?P<s>[0-9a-f]{32})(?![A-Za-z0-9])",
+)
+
+# --- headers, command-line secrets, credential files --------------------------------------
+
+_HDR_VALUE = r"""(?:(?P<q>["'])[ \t]*(?P<key>[A-Za-z0-9_.\-]{1,64})[ \t]*:[ \t]*(?P<s>[^"'\r\n]{1,2048}?)[ \t]*(?P=q)"""
+_HDR_VALUE += r"""|(?P<key2>[A-Za-z0-9_.\-]{1,64}):[ \t]*(?P<s2>[^\s"']{1,2048}))"""
+
+
+def _header_decide(m: re.Match) -> Decision:
+    key = m.group("key") or m.group("key2")
+    g = "s" if m.group("s") is not None else "s2"
+    value = m.group(g)
+    if _normalize_key(key) in ("authorization", "proxy_authorization"):
+        return None  # the Authorization rule keeps the scheme word visible
+    if _key_strength(key) is None:
+        return None
+    v = value.strip()
+    if len(v) < 4 or _is_placeholder(v) or _is_label_like(v):
+        return None
+    return "password-assignment", m.start(g), m.start(g) + len(value.rstrip())
+
+
+# curl/wget/http -H "X-API-Key: ...", --header 'X-Vault-Token: ...', --header=...
+_RULE_HEADER_FLAG = _Rule(
+    "password-assignment",
+    rf"-(?<=[\s\"'=]-)(?:H|-header)(?:[ \t]+|=|(?=[\"']))" + _HDR_VALUE,
+    decide=_header_decide,
+    hints=("-h",),
+)
+
+_VALUE_TAIL = r"""(?:'(?P<sq>[^'\r\n]{1,512})'|"(?P<dq>[^"\r\n]{1,512})"|(?P<uv>[^\s'"`;&|<>()]{1,1024}))"""
+
+
+def _value_check(_m: re.Match, value: str) -> bool:
+    v = value.strip()
+    return len(v) >= 4 and not _is_placeholder(v) and not _PATH.match(v) and not _is_label_like(v)
+
+
+def _cmd_rule(command: str, flag: str, *hints: str, kind: str = "password-assignment") -> _Rule:
+    """``command ... flag VALUE`` on one command line (no | ; & between them).
+
+    Anchored on the flag, so every flag of one command is found (``-storepass X -keypass Y``);
+    the command is looked for earlier on the same command line.
+    """
+    cmd = re.compile(rf"(?<![A-Za-z0-9_\-./])(?:{command})(?![A-Za-z0-9_\-])")
+
+    def check(m: re.Match, value: str) -> bool:
+        line = _line_before(m.string, m.start())
+        segment = re.split(r"[|;&]", line)[-1]
+        return cmd.search(segment) is not None and _value_check(m, value)
+
+    return _Rule(kind, rf"[ \t](?:{flag}){_VALUE_TAIL}", groups=("sq", "dq", "uv"), check=check, hints=hints)
+
+
+def _positional_rule(command: str, *hints: str) -> _Rule:
+    """``command args VALUE``: the value is the next word after the command and its arguments."""
+    return _Rule(
+        "password-assignment",
+        rf"(?:{command})[ \t]+{_VALUE_TAIL}",
+        groups=("sq", "dq", "uv"),
+        check=_value_check,
+        lb=_TOKCH | frozenset("/."),
+        hints=hints,
+    )
+
+
+_CLI_RULES: tuple[_Rule, ...] = (
+    _cmd_rule(r"az[ \t]+login", r"-p[ \t]+|--password[ \t=]+", "az"),
+    _cmd_rule(r"ldap(?:search|modify|add|delete|passwd|whoami|compare|modrdn|exop)", r"-w[ \t]*", "ldap"),
+    _cmd_rule(r"doctl", r"-t[ \t]+|--access-token[ \t=]+", "doctl"),
+    _cmd_rule(r"keytool|jarsigner",
+              r"-(?:storepass|keypass|srcstorepass|deststorepass|srckeypass|destkeypass|new)(?::plain)?[ \t]+",
+              "keytool", "jarsigner"),
+    _cmd_rule(r"openssl", r"-k[ \t]+", "openssl"),
+    _cmd_rule(r"sqlcmd|bcp|ipmitool|osql|isql", r"-P[ \t]*", "sqlcmd", "bcp", "ipmitool", "osql", "isql"),
+    _cmd_rule(r"mongo(?:sh|dump|restore|export|import|stat|top|files)?", r"-p[ \t]+", "mongo"),
+    _cmd_rule(r"twine|poetry[ \t]+publish|flit[ \t]+publish", r"-p[ \t]+", "twine", "publish"),
+    _cmd_rule(r"ssh-keygen", r"-[NP][ \t]+", "ssh-keygen"),
+    _cmd_rule(r"zip|unzip|7z|7za|7zr|rar|unrar", r"-P[ \t]+|-p(?=[^\s-])", "zip", "7z", "rar"),
+    _cmd_rule(r"gh[ \t]+secret[ \t]+set", r"-b[ \t]*|--body[ \t=]+", "secret"),
+    _cmd_rule(r"kubectl[ \t]+create[ \t]+secret", r"--from-literal[ \t=]+[^=\s]+=", "secret"),
+    _cmd_rule(r"docker|podman|nerdctl|buildah|skopeo|helm|oras|regctl|crane", r"--password[ \t=]+|-p[ \t]+", "login"),
+    _positional_rule(r"vault[ \t]+login(?:[ \t]+-[A-Za-z\-]+(?:=\S*)?)*(?![ \t]+(?:-|[A-Za-z_]+=))", "vault"),
+    _positional_rule(r"rabbitmqctl[ \t]+(?:add_user|change_password|authenticate_user)[ \t]+\S+", "rabbitmqctl"),
+    _positional_rule(r"net[ \t]+user[ \t]+[^\s/]+(?=[ \t]+[^\s/*])", "net"),
+    _positional_rule(r"htpasswd(?:[ \t]+-[A-Za-z]*b[A-Za-z]*)(?:[ \t]+-\S+)*[ \t]+\S+[ \t]+\S+", "htpasswd"),
+    _positional_rule(r"mc[ \t]+(?:alias[ \t]+set|config[ \t]+host[ \t]+add)[ \t]+\S+[ \t]+\S+[ \t]+\S+", "mc"),
+)
+# openssl/pkcs12-style password arguments: -passin pass:VALUE, -passout pass:VALUE
+_RULE_PASS_ARG = _Rule(
+    "password-assignment",
+    r"-(?<=[ \t\"']-)(?:passin|passout|pass|password|passphrase|srcpass|deststorepass|storepass)[ \t=]+pass:" + _VALUE_TAIL,
+    groups=("sq", "dq", "uv"),
+    check=_value_check,
+    hints=("pass:",),
+)
+# smbclient -U user%password, rpcclient -U 'DOM\user%password', --user=user%password
+_RULE_SMB_USER = _Rule(
+    "password-assignment",
+    r"-(?<=[ \t]-)(?:U|-user(?:name)?)(?:[ \t]+|=)?[\"']?[^\s%\"'/]{1,128}%(?P<s>[^\s\"']{1,512})",
+    check=_not_placeholder,
+    hints=("%",),
+)
+# echo VALUE | docker login --password-stdin (printf, here-strings, any login tool)
+_RULE_STDIN_SECRET = _Rule(
+    "password-assignment",
+    r"(?:echo|printf)(?:[ \t]+-[neE]{1,3})*(?:[ \t]+(?:'%s(?:\\n)?'|\"%s(?:\\n)?\"))?[ \t]+" + _VALUE_TAIL
+    + r"[ \t]*\|[^\r\n|;&]{0,300}?(?:--password-stdin|--token-stdin|--with-token|-password-stdin|--secret-stdin|--stdin)",
+    groups=("sq", "dq", "uv"),
+    check=_value_check,
+    lb=_TOKCH,
+    hints=("stdin", "with-token"),
+)
+_RULE_HERESTRING_SECRET = _Rule(
+    "password-assignment",
+    r"(?:--password-stdin|--token-stdin|--with-token|--stdin)[^\r\n|;&]{0,200}?<<<[ \t]*" + _VALUE_TAIL,
+    groups=("sq", "dq", "uv"),
+    check=_value_check,
+    hints=("<<<",),
+)
+# `set KEY VALUE` of a config tool: aws configure set aws_secret_access_key V, npm config
+# set _authToken V, dotnet user-secrets set "Stripe:SecretKey" V, CONFIG SET requirepass V
+_RULE_SET_KEY = _Rule(
+    "password-assignment",
+    r"set[ \t]+(?:--?[A-Za-z][A-Za-z\-]*[ \t]+)*(?P<kq>[\"']?)(?P<key>[A-Za-z0-9_.:/@\-]{1,128})(?P=kq)[ \t]+" + _VALUE_TAIL,
+    ("set ", "set\t"),
+    decide=lambda m: _set_decide(m),
+    lb=_TOKCH,
+)
+
+
+def _set_decide(m: re.Match) -> Decision:
+    for g in ("dq", "sq", "uv"):
+        value = m.group(g)
+        if value is not None:
+            break
+    else:  # pragma: no cover
+        return None
+    key = m.group("key")
+    if key == "requirepass" or key == "masterauth":
+        key = "password"
+    if g == "uv" and value.isalpha() and value.islower():
+        return None  # prose: `set token expiry ...`
+    if _key_strength(key.replace(":", "_").replace("/", "_")) is None:
+        return None
+    if not _value_check(m, value):
+        return None
+    kind = _classify(key, value) or ("password-assignment" if _key_strength(key) == "strong" else None)
+    return None if kind is None else (kind, m.start(g), m.end(g))
+
+
+# requests/httpx auth=("user", "secret"), HTTPBasicAuth("user", "secret"), BasicAuth(...)
+_RULE_AUTH_TUPLE = _Rule(
+    "password-assignment",
+    r"(?:auth|Auth)[ \t]*[=(][ \t]*\(?[ \t]*(?P<uq>[\"'])[^\"'\r\n]{0,128}(?P=uq)[ \t]*,[ \t]*(?P<q>[\"'])(?P<s>[^\"'\r\n]{4,512})(?P=q)",
+    ("auth",),
+    check=_value_check,
+)
+# define('DB_PASSWORD', 'x'), setenv("API_TOKEN", "x"), config.set("secret", "x")
+_RULE_KEY_ARG = _Rule(
+    "password-assignment",
+    rf"{_KW}(?P<krest>[A-Za-z0-9_.\-]{{0,64}}+)(?P<kq>[\"'])[ \t]*,[ \t]*(?P<q>[\"'])(?P<s>[^\"'\r\n]{{1,1024}})(?P=q)",
+    _KW_ANCHORS,
+    decide=lambda m: _key_arg_decide(m),
+    hints=(",",),
+)
+
+
+def _key_arg_decide(m: re.Match) -> Decision:
+    text = m.string
+    key_start = m.start()
+    while key_start > 0 and m.start() - key_start < 64 and text[key_start - 1] in _KEYCH_SET:
+        key_start -= 1
+    if key_start == 0 or text[key_start - 1] != m.group("kq"):
+        return None  # the key must be a quoted string: define('DB_PASSWORD', '...')
+    value = m.group("s")
+    if value.isalpha() and value.islower():
+        return None  # a pair of words in code: ("password", "incorrect")
+    kind = _classify(text[key_start : m.end("krest")], value)
+    return None if kind is None else (kind, m.start("s"), m.end("s"))
+
+
+# ~/.pgpass: hostname:port:database:username:password
+_RULE_PGPASS = _Rule(
+    "password-assignment",
+    r"(?m)^[ \t]*[A-Za-z0-9_.\-*]{1,253}:(?:[0-9]{1,5}|\*):[^:\s]{1,128}:[^:\s]{1,128}:(?P<s>[^\s]{1,512})[ \t]*\r?$",
+    check=_value_check,
+    pre=r":(?:[0-9]{1,5}|\*):[^:\s]{1,128}:[^:\s]{1,128}:",
+)
+# PuTTY .ppk: the Private-Lines block and its MAC
+_RULE_PPK = _Rule(
+    "private-key",
+    r"Private-Lines:[ \t]*[0-9]{1,3}(?P<s>(?:(?:\s|\\n)+[A-Za-z0-9+/]{4,}={0,2})+(?:(?:\s|\\n)+Private-(?:MAC|Hash):[ \t]*[0-9a-fA-F]{16,128})?)",
+    ("private-lines:",),
+)
+# ~/.docker/config.json: "auth": "<base64 of user:password>"
+_RULE_DOCKER_AUTH = _Rule(
+    "password-assignment",
+    r"\"auth\"[ \t]*:[ \t]*\"(?P<s>[A-Za-z0-9+/]{8,1024}={0,2})\"",
+    ('"auth"',),
+    check=_value_check,
+)
+
+# --- documentation examples -------------------------------------------------------------------
+# Published example credentials (AWS, Stripe, ... documentation) are not secrets. AWS marks its
+# examples with EXAMPLE in capitals; a random key never spells that out.
+_DOC_EXAMPLES = frozenset(
+    """
+    AKIAIOSFODNN7EXAMPLE AKIAI44QH8DHBEXAMPLE wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY
+    je7MtGbClwBF/2Zp9Utk/h3yCo8nvbEXAMPLEKEY sk_test_4eC39HqLyjWDarjtT1zdp7dc
+    pk_test_TYooMQauvdEDq54NiTphI7jx sk_test_BQokikJOvBiI2HlWgH4olfQ2 rk_test_4eC39HqLyjWDarjtT1zdp7dc
+    xoxb-not-a-real-token-this-will-not-work ghp_16C7e42F292c6912E7710c838347Ae178B4a
+    eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwiaWF0IjoxNTE2MjM5MDIyfQ.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c
+    """.split()
+)
+_EXAMPLE_MARK = re.compile(r"EXAMPLE|(?i:example|sample|dummy|fake|placeholder)(?:[_\-]?(?:key|token|secret))")
+
+
+def _is_doc_example(value: str) -> bool:
+    """A value published as a documentation example (``AKIAIOSFODNN7EXAMPLE``)."""
+    return value in _DOC_EXAMPLES or _EXAMPLE_MARK.search(value) is not None
+
+
+# --- private key bodies without their BEGIN line ------------------------------------------------
+_PEM_END = re.compile(r"-----END (?:[A-Z0-9 ]{0,40})PRIVATE KEY(?: BLOCK)?-----")
+_B64_TOKEN = re.compile(r"[A-Za-z0-9+/]{4,}={0,2}")
+_PEM_HEADER_TOKEN = re.compile(r"(?:Proc-Type|DEK-Info|Comment|Version|Hash|Charset):")
+_PEM_SPLIT = re.compile(r"(?:\s|\\r|\\n)+")
+# Lines of a key body whose BEGIN and END lines were cut away: 3+ lines of base64 (PEM
+# wraps at 64, OpenSSH at 70, others at 60-76), the first and last possibly cut.
+_B64_BLOCK = re.compile(
+    r"(?m)^[ \t]*(?P<s>[A-Za-z0-9+/]{8,76}={0,2}(?:\r?\n|\\n)(?:[ \t]*[A-Za-z0-9+/]{60,76}(?:\r?\n|\\n)){2,}"
+    r"(?:[ \t]*[A-Za-z0-9+/]{1,76}={0,2})?)"
+    r"|(?P<sq>(?<![A-Za-z0-9+/])(?:[A-Za-z0-9+/]{64}[ \t]+){3,}[A-Za-z0-9+/]{1,64}={0,2})"
+)
+_B64_LINE = re.compile(r"[A-Za-z0-9+/]{60}")
+_PUBLIC_PEM = re.compile(r"-----(?:BEGIN|END) (?:CERTIFICATE|PUBLIC KEY|RSA PUBLIC KEY|PGP PUBLIC|X509 CRL|CERTIFICATE REQUEST|NEW CERTIFICATE|TRUSTED)")
+
+
+def _headless_pem(text: str, counts: Counter) -> str:
+    """Redact key bodies whose BEGIN line is gone (output cut before it) or both ends are."""
+    if "-----END " in text:
+        text = _headless_with_end(text, counts)
+    if len(text) >= 180 and _B64_LINE.search(text):
+        text = _b64_blocks(text, counts)
+    return text
+
+
+def _headless_with_end(text: str, counts: Counter) -> str:
+    out: list[str] = []
+    copied = 0
+    for m in _PEM_END.finditer(text):
+        start = m.start()
+        pos = start
+        alnum = 0
+        tokens = list(_PEM_SPLIT.finditer(text, max(copied, start - 16384), start))
+        # walk back over whitespace-separated tokens that are key material
+        cursor = start
+        for sep in reversed(tokens):
+            tok = text[sep.end():cursor]
+            if tok and not (_B64_TOKEN.fullmatch(tok) and (len(tok) >= 16 or re.search(r"[0-9+/]", tok))
+                            or _PEM_HEADER_TOKEN.fullmatch(tok) or re.fullmatch(r"[A-Z0-9,\-]{1,40}", tok)):
+                break
+            alnum += len(tok)
+            pos = sep.end() if tok else pos
+            cursor = sep.start()
+        else:
+            tok = text[max(copied, cursor - 128):cursor]
+            tail = re.search(r"[A-Za-z0-9+/=]+$", tok)
+            if tail:
+                alnum += len(tail.group(0))
+                pos = cursor - len(tail.group(0))
+        if alnum < 16 or _LABEL_MARK in text[pos:start]:
+            continue
+        out.append(text[copied:pos])
+        out.append(label_for("private-key"))
+        copied = m.end()
+        counts["private-key"] += 1
+    if not out:
+        return text
+    out.append(text[copied:])
+    return "".join(out)
+
+
+def _b64_blocks(text: str, counts: Counter) -> str:
+    out: list[str] = []
+    copied = 0
+    for m in _B64_BLOCK.finditer(text):
+        g = "s" if m.group("s") is not None else "sq"
+        block = m.group(g)
+        start, end = m.start(g), m.end(g)
+        if start < copied or not (_DIGIT.search(block) and _LOWER.search(block) and _UPPER.search(block)):
+            continue
+        before = text[max(0, start - 16384):start]
+        last = before.rfind("-----BEGIN ")
+        if last != -1 and _PUBLIC_PEM.match(before, last) and "-----END " not in before[last + 11:]:
+            continue  # inside a certificate or public key
+        after = text[end:end + 200].lstrip()
+        if _PUBLIC_PEM.match(after):
+            continue
+        out.append(text[copied:start])
+        out.append(label_for("private-key"))
+        copied = end
+        counts["private-key"] += 1
+    if not out:
+        return text
+    out.append(text[copied:])
+    return "".join(out)
+
+
+# --- Kubernetes Secret manifests ------------------------------------------------------------------
+_K8S_SECRET = re.compile(r"""kind["']?[ \t]*:[ \t]*["']?Secret\b""")
+_K8S_DATA_YAML = re.compile(r"(?m)^(?P<ind>[ \t]*)(?:data|stringData):[ \t]*\r?$")
+_K8S_ITEM_YAML = re.compile(r"(?P<ind>[ \t]+)(?P<key>[^\s:#][^:\r\n]{0,252}):[ \t]*(?P<s>[^\s#][^\r\n]{0,8192}?)[ \t]*\r?$", re.M)
+_K8S_DATA_JSON = re.compile(r"""["'](?:data|stringData)["'][ \t]*:[ \t]*\{(?P<body>[^{}]{0,65536})\}""")
+_K8S_ITEM_JSON = re.compile(r"""["'][^"'\r\n]{1,253}["'][ \t]*:[ \t]*["'](?P<s>[^"'\r\n]{1,8192})["']""")
+
+
+def _k8s_secrets(text: str, counts: Counter) -> str:
+    """Redact every value under ``data:`` / ``stringData:`` of a Kubernetes Secret (YAML or JSON)."""
+    if not _K8S_SECRET.search(text):
+        return text
+    spans: list[tuple[int, int]] = []
+    for m in _K8S_DATA_YAML.finditer(text):
+        indent = len(m.group("ind"))
+        pos = m.end() + 1
+        while pos < len(text):
+            item = _K8S_ITEM_YAML.match(text, pos)
+            if item is None or len(item.group("ind")) <= indent:
+                break
+            if not _is_placeholder(item.group("s")) and _LABEL_MARK not in item.group("s"):
+                spans.append(item.span("s"))
+            nl = text.find("\n", item.end())
+            if nl == -1:
+                break
+            pos = nl + 1
+    for m in _K8S_DATA_JSON.finditer(text):
+        base = m.start("body")
+        for item in _K8S_ITEM_JSON.finditer(m.group("body")):
+            if not _is_placeholder(item.group("s")) and _LABEL_MARK not in item.group("s"):
+                spans.append((base + item.start("s"), base + item.end("s")))
+    if not spans:
+        return text
+    out: list[str] = []
+    copied = 0
+    for s, e in sorted(spans):
+        if s < copied:
+            continue
+        out += [text[copied:s], label_for("k8s-secret")]
+        copied = e
+        counts["k8s-secret"] += 1
+    out.append(text[copied:])
+    return "".join(out)
+
+
 _RULES: tuple[_Rule, ...] = (
     # containers first so their content gets the container's kind
     _RULE_GCP_KEY,
@@ -941,8 +1382,14 @@ _RULES: tuple[_Rule, ...] = (
     _RULE_PYPI,
     _RULE_TWILIO,
     _RULE_SENDGRID,
+    *_TOKEN_RULES,
+    _RULE_TELEGRAM,
+    _RULE_DISCORD_WEBHOOK,
+    _RULE_MAILGUN_NEW,
+    _RULE_TWILIO_PAIR,
     _RULE_OPENAI,
     _RULE_JWT,
+    _RULE_PPK,
     # structure-based
     _RULE_URL,
     _RULE_AUTH_HEADER,
@@ -953,6 +1400,17 @@ _RULES: tuple[_Rule, ...] = (
     _RULE_LOGIN_P,
     _RULE_CURL_USER,
     _RULE_NETRC,
+    _RULE_HEADER_FLAG,
+    *_CLI_RULES,
+    _RULE_PASS_ARG,
+    _RULE_SMB_USER,
+    _RULE_STDIN_SECRET,
+    _RULE_HERESTRING_SECRET,
+    _RULE_SET_KEY,
+    _RULE_AUTH_TUPLE,
+    _RULE_DOCKER_AUTH,
+    _RULE_PGPASS,
+    _RULE_KEY_ARG,
     _RULE_XML,
     _RULE_FLAG,
     # generic last: password-assignment / generic-high-entropy
@@ -983,12 +1441,14 @@ def _anchor_positions(low: bytes, anchors: tuple) -> list[int]:
     return found
 
 
-def _apply(rule: _Rule, text: str, low: bytes, counts: Counter) -> str:
+def _apply(rule: _Rule, text: str, low: bytes, counts: Counter, spans: Optional[list] = None) -> str:
     n = len(text)
     pieces: list[str] = []
     copied = 0  # end of the text already copied to `pieces`
     resume = 0  # no match may start before this (end of the last redaction)
     labels: Optional[list] = None
+    if rule.pre is not None and rule.pre.search(text) is None:
+        return text
     if rule.anchors is None:
         positions = None
         search = rule.regex.search
@@ -1023,6 +1483,8 @@ def _apply(rule: _Rule, text: str, low: bytes, counts: Counter) -> str:
                 resume = m.end()
             continue
         kind, start, end = decision
+        if _is_doc_example(text[start:end]):
+            continue
         if labels is None:
             # spans of labels written by earlier rules: nothing may be redacted in them
             labels = [x.span() for x in _LABEL_RE.finditer(text)] if _LABEL_MARK in text else []
@@ -1030,6 +1492,8 @@ def _apply(rule: _Rule, text: str, low: bytes, counts: Counter) -> str:
             continue
         pieces.append(text[copied:start])
         pieces.append(label_for(kind))
+        if spans is not None:
+            spans.append((start, end, kind))
         copied = end
         resume = max(m.end(), end)
         counts[kind] += 1
@@ -1044,9 +1508,7 @@ def _ascii_lower(text: str) -> bytes:
     return text.encode("ascii", "replace").lower()
 
 
-def _redact_counts(text: str, counts: Counter) -> str:
-    if not text:
-        return text
+def _run_rules(text: str, counts: Counter) -> str:
     low = _ascii_lower(text)
     for rule in _RULES:
         if rule.hints and not any(h in low for h in rule.hints):
@@ -1056,6 +1518,91 @@ def _redact_counts(text: str, counts: Counter) -> str:
             text = new
             low = _ascii_lower(text)
     return text
+
+
+def _redact_counts(text: str, counts: Counter) -> str:
+    if not text:
+        return text
+    if textview.needs_view(text):
+        # first, so that a value split in two literals is found whole, not as its first half
+        text = _redact_view(text, counts)
+    text = _run_rules(text, counts)
+    if "Secret" in text:
+        text = _k8s_secrets(text, counts)
+    return _headless_pem(text, counts)
+
+
+def _view_spans(view: str, counts: Counter) -> list[tuple[int, int, str]]:
+    """Run the rules on a normalised view; the redacted spans, in view coordinates.
+
+    ``placed`` holds ``(cur_start, cur_end, view_start, view_end, kind)`` for each label
+    written so far, so a span found in the partly redacted text maps back to the view.
+    """
+    placed: list[tuple[int, int, int, int, str]] = []
+    text = view
+    low = _ascii_lower(text)
+    for rule in _RULES:
+        if rule.hints and not any(h in low for h in rule.hints):
+            continue
+        found: list[tuple[int, int, str]] = []
+        new = _apply(rule, text, low, counts, found)
+        if not found:
+            continue
+        entries = [(cs, ce, vs, ve, kind, False) for cs, ce, vs, ve, kind in placed]
+        for s, e, kind in found:
+            entries.append((s, e, _to_view(s, placed), _to_view(e, placed), kind, True))
+        entries.sort()
+        shift = 0
+        placed = []
+        for cs, ce, vs, ve, kind, fresh in entries:
+            length = len(label_for(kind)) if fresh else ce - cs
+            placed.append((cs + shift, cs + shift + length, vs, ve, kind))
+            if fresh:
+                shift += length - (ce - cs)
+        text = new
+        low = _ascii_lower(text)
+    return [(vs, ve, kind) for _cs, _ce, vs, ve, kind in placed]
+
+
+def _to_view(pos: int, placed: list[tuple[int, int, int, int, str]]) -> int:
+    shift = 0
+    for cs, ce, vs, ve, _kind in placed:
+        if ce <= pos:
+            shift += (ve - vs) - (ce - cs)
+    return pos + shift
+
+
+def _redact_view(text: str, counts: Counter) -> str:
+    """Secrets hidden by look-alikes, format characters, foreign key names or split literals.
+
+    The rules run again on :func:`textview.build_view`'s normalised text; each finding is
+    mapped back to the original characters it came from, which are replaced.
+    """
+    found = textview.edits(text)
+    if not found:
+        return text
+    regions: list[tuple[int, int, str]] = []
+    for lo, hi in textview.windows(text, found):
+        local = [(s - lo, e - lo, rep) for s, e, rep in found if s >= lo and e <= hi]
+        view = textview.view_from_edits(text[lo:hi], local)
+        if view is None:
+            continue
+        for vs, ve, kind in _view_spans(view.text, counts):
+            s, e = view.span(vs, ve)
+            regions.append((s + lo, e + lo, kind))
+    if not regions:
+        return text
+    regions.sort()
+    out: list[str] = []
+    copied = 0
+    for s, e, kind in regions:
+        if s < copied:  # two findings on the same original characters: one label
+            counts[kind] -= 1
+            continue
+        out += [text[copied:s], label_for(kind)]
+        copied = e
+    out.append(text[copied:])
+    return "".join(out)
 
 
 # ---------------------------------------------------------------------------

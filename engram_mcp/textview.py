@@ -1,0 +1,327 @@
+"""Normalised views of untrusted text, mapped back to the original offsets.
+
+Why: ASCII rules (secret detectors, the context fence) are blind to text that only *looks*
+like what they match: Cyrillic ``а`` in ``pаssword``, a full-width colon ``：``, a soft
+hyphen or zero-width space inside a key name, a no-break space, ``&lt;`` for ``<``, a key
+name in another language (``Passwort``, ``пароль``, ``パスワード``), or a value split into
+string literals (``"ghp_ab" "cd"``), shell line continuations or a YAML folded scalar.
+
+:func:`build_view` returns a :class:`View`: the text with all of that undone (NFKC, format
+characters removed, look-alike letters folded to ASCII inside words that are otherwise
+Latin, look-alike punctuation folded, foreign key names replaced by their English name,
+split literals joined), plus :meth:`View.span`, which maps a span of the view back to the
+span of original text it came from. Callers detect on the view and edit the original.
+
+Standard library only, and nothing is built unless the text needs it: hooks import this.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import unicodedata
+from bisect import bisect_right, insort
+
+__all__ = ["View", "build_view", "edits", "fold", "needs_view", "view_from_edits", "windows"]
+
+# Look-alike letters, folded to ASCII only inside a word that has ASCII letters or digits or
+# is made only of look-alikes (``рaypal``, ``АКІА``): an all-Cyrillic word is Russian, not
+# an attack, and must stay readable for the foreign key-name table below.
+_LETTERS = {
+    # Cyrillic
+    "а": "a", "в": "b", "е": "e", "ё": "e", "һ": "h", "і": "i", "ї": "i", "ј": "j", "к": "k", "м": "m",
+    "н": "h", "о": "o", "р": "p", "с": "c", "т": "t", "у": "y", "х": "x", "ѕ": "s", "ԁ": "d", "ԛ": "q",
+    "ԝ": "w", "ӏ": "l", "ɡ": "g", "ı": "i", "ɑ": "a", "ο": "o", "α": "a", "ρ": "p", "ν": "v", "υ": "u",
+    "ι": "i", "κ": "k", "τ": "t", "ε": "e", "χ": "x", "ѵ": "v", "ԍ": "g", "ƅ": "b",
+    "А": "A", "В": "B", "Е": "E", "Ё": "E", "К": "K", "М": "M", "Н": "H", "О": "O", "Р": "P", "С": "C",
+    "Т": "T", "Х": "X", "У": "Y", "Ѕ": "S", "І": "I", "Ј": "J", "Ԛ": "Q", "Ԝ": "W", "Һ": "H", "Ӏ": "I",
+    # Greek capitals
+    "Α": "A", "Β": "B", "Ε": "E", "Ζ": "Z", "Η": "H", "Ι": "I", "Κ": "K", "Μ": "M", "Ν": "N", "Ο": "O",
+    "Ρ": "P", "Τ": "T", "Υ": "Y", "Χ": "X",
+}
+# Look-alike punctuation (what NFKC leaves alone), always folded.
+_PUNCT = {
+    "\u2039": "<", "\u203a": ">", "\u2329": "<", "\u232a": ">", "\u3008": "<", "\u3009": ">", "\u27e8": "<",
+    "\u27e9": ">", "\u02c2": "<", "\u02c3": ">", "\u1438": "<", "\u1433": ">", "\u276e": "<", "\u276f": ">",
+     
+    "\u2010": "-", "\u2011": "-", "\u2012": "-", "\u2212": "-", "\u2043": "-",
+    "\ua789": ":", "\u2236": ":", "\u02d0": ":", "\u0589": ":", "\u2215": "/", "\u2044": "/", "\u29f8": "/",
+    "\u2024": ".", "\uff0e": ".",
+    "\u3000": " ",
+}
+# Key names in other languages, replaced by the English name the ASCII rules know.
+_FOREIGN_KEYS = {
+    "password": (
+        "passwort", "kennwort", "mot de passe", "mot_de_passe", "motdepasse", "mdp", "contraseña",
+        "contrasena", "senha", "wachtwoord", "hasło", "haslo", "lösenord", "losenord", "salasana",
+        "пароль", "пароля", "паролем", "パスワード", "暗証番号", "合言葉", "密码", "密碼", "口令", "비밀번호", "암호",
+    ),
+    "token": ("токен", "jeton", "トークン", "令牌", "토큰"),
+    "secret": ("секрет", "geheimnis", "シークレット", "秘密", "비밀"),
+    "private_key": ("秘密鍵", "私钥", "закрытый ключ", "приватный ключ", "privater schlüssel", "clé privée"),
+    "secret_key": ("密钥", "密鑰", "секретный ключ"),
+    "access_key": ("アクセスキー", "ключ доступа", "zugangsschlüssel", "clé d'accès"),
+    "api_key": ("apiキー", "api-ключ", "ключ api", "api-schlüssel", "clé api", "clé d'api", "api密钥"),
+    "key": ("ключ", "schlüssel", "clé", "clave", "chave", "キー"),
+}
+_FOREIGN_INDEX = {w: en for en, words in _FOREIGN_KEYS.items() for w in words}
+# Foreign words made of ASCII letters only: the ASCII text is searched for them too.
+_FOREIGN_ASCII = tuple(sorted({w for w in _FOREIGN_INDEX if w.isascii()}))
+
+# A value split into adjacent string literals ("ab" "cd", 'ab' + 'cd', "ab" . "cd", across
+# lines), a shell line continuation in the middle of a word, a continuation after a space.
+_GLUE = re.compile(
+    r"""(?P<q>["'])(?:[ \t]*(?:[+.]|\\)?[ \t]*\r?\n[ \t]*[+.]?[ \t]*|[ \t]*[+.][ \t]*|[ \t]+)(?P=q)"""
+    r"|(?<=[^\s\\])\\\r?\n[ \t]*"
+    r"|(?P<sp>[ \t]+\\\r?\n[ \t]*)"
+)
+# A YAML block scalar header (`key: >-`), whose lines are joined into one value.
+_YAML_BLOCK = re.compile(r"(?m)^(?P<ind>[ \t]*)(?:- )?[^\s#:][^:\r\n]{0,80}:[ \t]*(?P<hdr>[>|][-+0-9]{0,2}[ \t]*)(?=\r?\n)")
+_ENTITY = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});?")
+_GLUE_HINT = re.compile(r"""["'](?:[ \t]*[+.\\]?[ \t]*\r?\n[ \t]*[+.]?|[ \t]*[+.]|[ \t])[ \t]*["']|\\\r?\n|:[ \t]*[>|]""")
+
+_CHAR_CACHE: dict[str, str] = {}
+
+
+def _nfkc_char(ch: str) -> str:
+    """One character with format characters removed, NFKC applied and punctuation folded."""
+    try:
+        return _CHAR_CACHE[ch]
+    except KeyError:
+        pass
+    if unicodedata.category(ch) == "Cf" or ch in "\u034f\u115f\u1160\u17b4\u17b5\u3164\uffa0":
+        out = ""
+    else:
+        out = "".join(_PUNCT.get(c, c) for c in unicodedata.normalize("NFKC", ch))
+        out = "".join(" " if c != " " and c.isspace() and c not in "\r\n\t" else c for c in out)
+    if len(_CHAR_CACHE) < 8192:
+        _CHAR_CACHE[ch] = out
+    return out
+
+
+class View:
+    """Normalised text plus the map from its characters back to the original text.
+
+    ``pieces`` are ``(view_start, orig_start, orig_end, literal)``: a literal piece is a
+    copied run (view character i maps to ``orig_start + i - view_start``); a replaced piece
+    maps every one of its view characters to the whole ``[orig_start, orig_end)``.
+    """
+
+    __slots__ = ("text", "_starts", "_pieces", "_orig_len")
+
+    def __init__(self, text: str, pieces: list[tuple[int, int, int, bool]], orig_len: int) -> None:
+        self.text = text
+        self._pieces = pieces
+        self._starts = [p[0] for p in pieces]
+        self._orig_len = orig_len
+
+    def _orig(self, i: int) -> tuple[int, int]:
+        k = bisect_right(self._starts, i) - 1
+        vs, os_, oe, literal = self._pieces[k]
+        if literal:
+            return os_ + (i - vs), os_ + (i - vs) + 1
+        return os_, oe
+
+    def span(self, start: int, end: int) -> tuple[int, int]:
+        """The original span that view characters ``[start, end)`` came from."""
+        if end <= start:
+            o = self._orig(min(start, len(self.text) - 1))[0] if self.text else 0
+            return o, o
+        return self._orig(start)[0], self._orig(end - 1)[1]
+
+
+_FOREIGN_CACHE: dict[frozenset, re.Pattern] = {}
+
+
+def _foreign_regex(text: str) -> re.Pattern | None:
+    """A regex for the foreign key names present in ``text`` (substring test first: a regex
+    of sixty case-insensitive Unicode words is slow on long text)."""
+    low = text.lower()
+    present = frozenset(w for w in _FOREIGN_INDEX if w in low)
+    if not present:
+        return None
+    rx = _FOREIGN_CACHE.get(present)
+    if rx is None:
+        words = sorted(present, key=len, reverse=True)
+        alts = [rf"(?<![A-Za-z]){re.escape(w)}(?![a-z])" if w.isascii() else re.escape(w) for w in words]
+        rx = re.compile("|".join(alts), re.IGNORECASE)
+        if len(_FOREIGN_CACHE) < 256:
+            _FOREIGN_CACHE[present] = rx
+    return rx
+
+
+def needs_view(text: str) -> bool:
+    """Whether :func:`build_view` could change anything (cheap; most text is plain ASCII)."""
+    if not text.isascii():
+        return True
+    if _GLUE_HINT.search(text) is not None:
+        return True
+    low = text.lower()
+    return any(w in low for w in _FOREIGN_ASCII) and _foreign_regex(text) is not None
+
+
+def _edits(text: str, fence: bool) -> list[tuple[int, int, str]]:
+    """Non-overlapping ``(start, end, replacement)`` edits, sorted by start."""
+    edits: list[tuple[int, int, str]] = []
+    taken: list[tuple[int, int]] = []  # sorted, non-overlapping
+
+    def free(s: int, e: int) -> bool:
+        k = bisect_right(taken, (s, float("inf"))) - 1
+        if k >= 0 and taken[k][1] > s:
+            return False
+        return k + 1 >= len(taken) or taken[k + 1][0] >= e
+
+    def add(s: int, e: int, rep: str) -> None:
+        if free(s, e):
+            edits.append((s, e, rep))
+            insort(taken, (s, e))
+
+    ascii_text = text.isascii()
+    foreign = _foreign_regex(text)
+    if foreign is not None:
+        for m in foreign.finditer(text):
+            add(m.start(), m.end(), _FOREIGN_INDEX[m.group(0).lower()])
+    if fence and "&" in text:
+        for m in _ENTITY.finditer(text):
+            rep = html.unescape(m.group(0))
+            if rep != m.group(0):
+                add(m.start(), m.end(), "".join(_nfkc_char(c) if not c.isascii() else c for c in rep))
+    for m in _GLUE.finditer(text):
+        if m.group("q"):
+            add(m.start(), m.end(), "")  # `"ab" "cd"` -> `"abcd"`
+        else:
+            add(m.start(), m.end(), " " if m.group("sp") else "")
+    if ":" in text:
+        _yaml_blocks(text, add)
+    if not ascii_text:
+        _unicode_edits(text, add, free, fence)
+    edits.sort()
+    return edits
+
+
+def _unicode_edits(text: str, add, free, all_letters: bool) -> None:
+    """Edits for non-ASCII characters: look-alike letters in Latin-looking words, then NFKC,
+    format characters and look-alike punctuation anywhere (one regex pass per kind)."""
+    distinct = {c for c in set(text) if not c.isascii()}
+    changed = {c: _nfkc_char(c) for c in distinct}
+    changed = {c: r for c, r in changed.items() if r != c}
+    lookalike = {c for c in distinct if c in _LETTERS or any(x in _LETTERS for x in changed.get(c, ""))}
+    if lookalike:
+        cls = "".join(re.escape(c) for c in sorted(lookalike))
+        if all_letters:
+            words = re.finditer(f"[{cls}]+", text)
+        elif re.search(f"[A-Za-z0-9][{cls}]|[{cls}][A-Za-z0-9]", text) is None:
+            words = iter(())  # no look-alike touches an ASCII letter: plain foreign text
+        else:
+            w = r"[\w\u00ad\u200b-\u200d\u2060\ufeff]"
+            words = re.finditer(rf"{w}*(?:[A-Za-z0-9][{cls}]|[{cls}][A-Za-z0-9]){w}*", text)
+        for m in words:
+            for i, ch in enumerate(m.group(0)):
+                if ch.isascii():
+                    continue
+                rep = "".join(_LETTERS.get(c, c) for c in changed.get(ch, ch))
+                if rep != ch:
+                    add(m.start() + i, m.start() + i + 1, rep)
+    if changed:
+        cls = "".join(re.escape(c) for c in sorted(changed))
+        for m in re.finditer(f"[{cls}]+", text):  # a run is one edit: ｆｕｌｌ -> full
+            run = m.group(0)
+            if free(m.start(), m.end()):
+                add(m.start(), m.end(), "".join(changed[c] for c in run))
+            else:
+                for i, ch in enumerate(run):
+                    add(m.start() + i, m.start() + i + 1, changed[ch])
+
+
+def _yaml_blocks(text: str, add) -> None:
+    """Join the lines of a YAML block scalar (``key: >-`` then indented lines) into one value."""
+    for m in _YAML_BLOCK.finditer(text):
+        indent = len(m.group("ind"))
+        pos = m.start("hdr")
+        joined = 0
+        while pos < len(text) and joined < 64:
+            nl = text.find("\n", pos)
+            if nl == -1:
+                break
+            j = nl + 1
+            k = j
+            while k < len(text) and text[k] in " \t":
+                k += 1
+            if k - j <= indent or k >= len(text) or text[k] in "\r\n":
+                break
+            add(pos, k, "")
+            joined += 1
+            pos = text.find("\n", k)
+            if pos == -1:
+                break
+            if pos > k and text[pos - 1] == "\r":
+                pos -= 1
+
+
+def edits(text: str, *, fence: bool = False) -> list[tuple[int, int, str]]:
+    """What :func:`build_view` would change, as sorted ``(start, end, replacement)``."""
+    if not needs_view(text) and not (fence and "&" in text):
+        return []
+    return _edits(text, fence)
+
+
+def windows(text: str, found: list[tuple[int, int, str]], pad: int = 400) -> list[tuple[int, int]]:
+    """Merged spans of whole lines around each edit (at most ``pad`` characters each side).
+
+    Detection only needs to look near what was normalised, so a long text with a few
+    look-alikes costs a few short views instead of a second pass over everything.
+    """
+    out: list[tuple[int, int]] = []
+    n = len(text)
+    for s, e, _rep in found:
+        lo = text.rfind("\n", max(0, s - pad), s) + 1 or max(0, s - pad)
+        nl = text.find("\n", e, min(n, e + pad))
+        hi = nl if nl != -1 else min(n, e + pad)
+        if out and lo <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], hi))
+        else:
+            out.append((lo, hi))
+    return out
+
+
+def view_from_edits(text: str, found: list[tuple[int, int, str]]) -> View | None:
+    """The view of ``text`` with ``found`` applied (see :func:`edits`)."""
+    out: list[str] = []
+    pieces: list[tuple[int, int, int, bool]] = []
+    vpos = 0
+    opos = 0
+    for s, e, rep in found:
+        if s > opos:
+            pieces.append((vpos, opos, s, True))
+            out.append(text[opos:s])
+            vpos += s - opos
+        if rep:
+            pieces.append((vpos, s, e, False))
+            out.append(rep)
+            vpos += len(rep)
+        opos = e
+    if opos < len(text):
+        pieces.append((vpos, opos, len(text), True))
+        out.append(text[opos:])
+    view = "".join(out)
+    if view == text or not pieces:
+        return None
+    return View(view, pieces, len(text))
+
+
+def build_view(text: str, *, fence: bool = False) -> View | None:
+    """The normalised view of ``text``, or None when it would be the text itself.
+
+    ``fence``: the view the context fence check wants: HTML character references decoded
+    (``&lt;``) and every look-alike letter folded, even in a word with no ASCII letter.
+    Secret detection wants neither (``&amp;`` in a URL is part of the URL, and an
+    all-Cyrillic word is Russian).
+    """
+    found = edits(text, fence=fence)
+    return view_from_edits(text, found) if found else None
+
+
+def fold(text: str, *, fence: bool = False) -> str:
+    """Just the normalised text (for comparisons and key names)."""
+    v = build_view(text, fence=fence)
+    return text if v is None else v.text
