@@ -14,9 +14,10 @@ Two speeds:
     the daemon (`client.py`), starting it when needed, within their timeout.
 
 Stop is a command hook, not a prompt hook (see `docs/architecture.md#stop-hook`): a
-cheap scan of this turn's transcript decides whether the turn produced knowledge worth
-keeping that was not stored; if so it blocks once, and the reason tells the main Claude,
-which has the whole context, to store it. No extra model call, no transcript upload.
+cheap scan of this turn's transcript (`stop_trigger`) decides whether the turn produced
+knowledge worth keeping that was not stored; if so it leaves a one-line note that the next
+UserPromptSubmit hands to the main Claude, which has the whole context. It never blocks:
+no extra model request, no transcript upload.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from . import spool
+from . import stop_trigger
 from .client import socket_path, spawn_daemon, user_dir_from_env
 from .redaction import sanitize
 
@@ -54,18 +56,9 @@ IMPORTANCE_FAILED_COMMAND = 0.45
 IMPORTANCE_SUBAGENT_REPORT = 0.4
 IMPORTANCE_COMPACT_SNAPSHOT = 0.6
 
-# Words that mark durable knowledge in a prompt or a final answer. Deliberately
-# narrow: the Stop hook should nag rarely, and the main Claude makes the final call.
-USER_CUES = re.compile(
-    r"\b(always|never|from now on|prefer|convention|we use|make sure|don't|do not|remember|"
-    r"instead of|should be|must)\b",
-    re.IGNORECASE,
-)
-ANSWER_CUES = re.compile(
-    r"\b(root cause|the fix|fixed (?:it|by|the)|workaround|turned out|the issue was|the problem was|"
-    r"decided|decision|convention|going forward|instead of|requires|you need to)\b",
-    re.IGNORECASE,
-)
+STOP_NOTES_DIR = "stop-notes"  # under the user dir: one pending note per session, for the next prompt
+STOP_NOTE_MAX_AGE_S = 7 * 24 * 3600  # a note nobody picked up within a week is dropped
+TOOL_OUTPUT_CHARS = 400
 ERROR_MARKERS = re.compile(r"Traceback \(most recent call last\)|^(?:error|fatal|FAILED|E  )\b|\berror:", re.MULTILINE)
 
 
@@ -268,14 +261,21 @@ def last_turn(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return entries
 
 
-def turn_facts(turn: list[dict[str, Any]]) -> dict[str, Any]:
-    """What happened in a turn: prompt, final answer, errors, and engram stores.
+def _result_text(content: Any) -> str:
+    """The text of a tool_result's content (a string or a list of blocks), capped."""
+    if isinstance(content, list):
+        content = " ".join(str(b.get("text") or "") for b in content if isinstance(b, dict))
+    return str(content or "")[:TOOL_OUTPUT_CHARS]
 
-    Errors are counted since the last engram store: knowledge produced after the last
-    store (an error and the work that fixed it) is what may still be unstored.
+
+def turn_facts(turn: list[dict[str, Any]]) -> dict[str, Any]:
+    """What happened in a turn: prompt, final answer, tool events (failed or not), engram stores.
+
+    `events` pairs each tool_use with its tool_result (``failed`` = the result is an error);
+    `stored` is true when any engram store-family tool was called in the turn.
     """
-    facts: dict[str, Any] = {"prompt": "", "answer": "", "tools": [], "stored": False,
-                             "errors_since_store": 0, "recovered_since_store": False}
+    facts: dict[str, Any] = {"prompt": "", "answer": "", "tools": [], "events": [], "stored": False}
+    by_id: dict[str, dict[str, Any]] = {}
     for entry in turn:
         for b in _blocks(entry):
             kind = b.get("type")
@@ -285,39 +285,100 @@ def turn_facts(turn: list[dict[str, Any]]) -> dict[str, Any]:
                 facts["answer"] = str(b.get("text") or "")
             elif kind == "tool_use":
                 name = str(b.get("name") or "")
+                event = {"name": name, "input": b.get("input") if isinstance(b.get("input"), dict) else {},
+                         "failed": False, "output": ""}
                 facts["tools"].append(name)
-                if name.startswith(TOOL_PREFIX) and name[len(TOOL_PREFIX):] in STORE_TOOLS:
-                    facts["stored"] = True
-                    facts["errors_since_store"], facts["recovered_since_store"] = 0, False
-                elif facts["errors_since_store"]:
-                    facts["recovered_since_store"] = True  # work went on after an error: likely a fix
-            elif kind == "tool_result" and b.get("is_error"):
-                facts["errors_since_store"] += 1
-                facts["recovered_since_store"] = False
+                facts["events"].append(event)
+                by_id[str(b.get("id") or "")] = event
+                facts["stored"] = facts["stored"] or stop_trigger.is_store_tool(name)
+            elif kind == "tool_result":
+                event = by_id.get(str(b.get("tool_use_id") or ""))
+                if event is not None:
+                    event["failed"] = bool(b.get("is_error"))
+                    event["output"] = _result_text(b.get("content"))
     return facts
 
 
 def stop_signals(facts: dict[str, Any]) -> list[str]:
-    """Why this turn may hold unstored durable knowledge; empty when it most likely does not."""
-    signals = []
-    answer_cue = bool(ANSWER_CUES.search(facts["answer"]))
-    if facts["errors_since_store"] and (facts["recovered_since_store"] or answer_cue):
-        signals.append("an error was hit and worked around after the last engram store (a fix worth keeping?)")
-    if not facts["stored"]:
-        if USER_CUES.search(facts["prompt"]):
-            signals.append("the user stated a preference, rule or convention")
-        if answer_cue:
-            signals.append("the answer names a cause, fix or decision")
-    return signals
+    """Why this turn may hold unstored durable knowledge (keys of `stop_trigger.SIGNAL_TEXT`); empty when not."""
+    return stop_trigger.stop_signals(facts)
 
 
-STOP_REASON = (
-    "engram memory check (once per turn): {signals}. If this turn produced durable knowledge that is not "
-    "stored yet (a decision, convention, fix, procedure or preference), store each item now with the "
-    "engram store_memory tool: type (semantic fact / procedural how-to / episodic event), scope (project "
-    "for this codebase, user only for preferences that hold everywhere), importance 0-1, a few tags. "
-    "Otherwise, or if it is already stored, just finish; do not mention this check."
+# The note the next prompt carries (~70 tokens with the signals; measured in bench/stop_bench.py).
+STOP_NOTE = (
+    "engram memory check: the previous turn may hold durable knowledge not stored yet ({signals}). "
+    "If it will matter in later sessions, store it now with engram's store_memory (type, scope, importance, "
+    "tags), then continue; otherwise ignore this note and do not mention it."
 )
+STOP_REASON = STOP_NOTE  # the name bench/hooks_bench.py reads
+
+
+def stop_note(signals: list[str]) -> str:
+    """The one-line nudge for these signals."""
+    return STOP_NOTE.format(signals="; ".join(stop_trigger.SIGNAL_TEXT.get(s, s) for s in signals))
+
+
+def _note_path(user_dir: Path, payload: dict[str, Any]) -> Path | None:
+    sid = _session_id(payload)
+    if not sid:
+        return None
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", sid)[:120]
+    return user_dir / STOP_NOTES_DIR / f"{safe}.json"
+
+
+def save_stop_note(user_dir: Path, payload: dict[str, Any], signals: list[str]) -> Path | None:
+    """Leave the nudge for this session's next prompt (replacing an unread one) and drop stale notes."""
+    path = _note_path(user_dir, payload)
+    if path is None:
+        return None
+    folder = path.parent
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    now = time.time()
+    for old in folder.glob("*.json"):
+        try:
+            if now - old.stat().st_mtime > STOP_NOTE_MAX_AGE_S:
+                old.unlink()
+        except OSError:
+            pass
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.write(fd, json.dumps({"signals": signals, "created": now}).encode())
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    return path
+
+
+def take_stop_note(user_dir: Path, payload: dict[str, Any]) -> str | None:
+    """The pending nudge of this session, at most once (claimed by an atomic rename), or None.
+
+    An engram slash command consumes it silently: the user is doing the memory work already.
+    """
+    path = _note_path(user_dir, payload)
+    if path is None or not path.exists():
+        return None
+    claimed = path.with_suffix(f".{os.getpid()}.taken")
+    try:
+        os.rename(path, claimed)
+    except OSError:
+        return None  # another process took it, or it vanished
+    try:
+        data = json.loads(claimed.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        data = {}
+    finally:
+        try:
+            claimed.unlink()
+        except OSError:
+            pass
+    prompt = payload.get("prompt") if isinstance(payload.get("prompt"), str) else ""
+    signals = [s for s in data.get("signals") or [] if s in stop_trigger.SIGNAL_TEXT] if isinstance(data, dict) else []
+    if not signals or stop_trigger.is_engram_command(prompt):
+        return None
+    if time.time() - float(data.get("created") or 0) > STOP_NOTE_MAX_AGE_S:
+        return None
+    return stop_note(signals)
 
 
 def compact_snapshot(entries: list[dict[str, Any]], root: str) -> str | None:
@@ -365,6 +426,23 @@ def on_user_prompt(user_dir: Path, payload: dict[str, Any]) -> dict[str, Any] | 
     return {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": block}}
 
 
+def on_prompt_submit(user_dir: Path, payload: dict[str, Any]) -> dict[str, Any] | None:
+    """UserPromptSubmit: the relevant memories (`on_user_prompt`) plus the Stop hook's pending note, if any."""
+    note = take_stop_note(user_dir, payload)
+    try:
+        out = on_user_prompt(user_dir, payload)
+    except Exception as exc:
+        if not note:
+            raise
+        _log(user_dir, "UserPromptSubmit", f"no memories: {type(exc).__name__}: {str(exc)[:300]}")
+        out = None
+    if not note:
+        return out
+    context = (out or {}).get("hookSpecificOutput", {}).get("additionalContext")
+    joined = f"{context}\n{note}" if context else note
+    return {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": joined}}
+
+
 def on_post_tool_use(user_dir: Path, payload: dict[str, Any]) -> None:
     tool = payload.get("tool_name")
     memory = command_memory(payload, failed=False) if tool == "Bash" else file_change_memory(payload)
@@ -390,15 +468,21 @@ def on_pre_compact(user_dir: Path, payload: dict[str, Any]) -> None:
 
 
 def on_stop(user_dir: Path, payload: dict[str, Any]) -> dict[str, Any] | None:
+    """Leave a nudge for the next prompt when the turn holds unstored durable knowledge. Never blocks.
+
+    Blocking would cost one more main-model request per flagged turn and, as a JSON
+    ``decision: block``, Claude Code hands the reason to the model twice; the note costs ~70
+    input tokens of the next request (see docs/architecture.md#stop-hook).
+    """
     if payload.get("stop_hook_active") or os.environ.get("ENGRAM_STOP_HOOK", "").lower() in ("0", "false", "no", "off"):
         return None
     facts = turn_facts(last_turn(read_transcript_tail(payload.get("transcript_path"))))
     if not facts["answer"] and isinstance(payload.get("last_assistant_message"), str):
         facts["answer"] = payload["last_assistant_message"]
     signals = stop_signals(facts)
-    if not signals or not _stop_enabled(user_dir, payload):
-        return None
-    return {"decision": "block", "reason": STOP_REASON.format(signals="; ".join(signals))}
+    if signals and _stop_enabled(user_dir, payload):
+        save_stop_note(user_dir, payload, signals)
+    return None
 
 
 def _stop_enabled(user_dir: Path, payload: dict[str, Any]) -> bool:
@@ -447,7 +531,7 @@ def on_session_end(user_dir: Path, payload: dict[str, Any]) -> None:
 
 HANDLERS: dict[str, Callable[[Path, dict[str, Any]], dict[str, Any] | None]] = {
     "SessionStart": on_session_start,
-    "UserPromptSubmit": on_user_prompt,
+    "UserPromptSubmit": on_prompt_submit,
     "PostToolUse": on_post_tool_use,
     "PostToolUseFailure": on_post_tool_failure,
     "PreCompact": on_pre_compact,
