@@ -10,6 +10,9 @@ the indexes; everyone else is a thin client on a 0600 Unix socket.
 - Fast availability: the socket is bound before the heavy imports; requests wait until
   the service is ready.
 - Serialisation: MemoryService holds one lock around every engine access.
+- Bounded: one selector thread holds every connection and a small worker pool runs
+  requests (`connections.py`): idle connections cost no thread, nudges and pings never
+  wait for a worker, and a connection over the cap is told `daemon_busy` and closed.
 - No orphans: it exits after `daemon_idle_exit_seconds` with no client connected and no
   request, on SIGTERM/SIGINT, or when its user directory disappears.
 - Degradation: a write whose store cannot be used (locked by another process, corrupt,
@@ -41,11 +44,11 @@ from typing import Any, Callable
 
 from . import spool
 from .client import socket_path
+from .connections import LISTEN_BACKLOG, ConnectionServer
 from .errors import EngramError, InvalidInput, MemoryNotFound, StoreUnavailable
 
 LOCK_NAME = "engramd.lock"
 PROGRESS_OPS = ("export", "import", "reindex")
-IDLE_CHECK_S = 2.0
 # Writes that are queued (and answered as accepted) when their store is unavailable.
 QUEUEABLE_OPS = ("store", "update", "tag", "forget", "link", "promote", "session_end", "hook_capture", "hook_session_end")
 # Replays of these are keyed by the spool entry id (`request_id`), so applying one twice stores once.
@@ -85,6 +88,17 @@ def operations() -> dict[str, Callable[..., Any]]:
         "shutdown": lambda s, c, a: {"stopping": True},
         **hook_ops.operations(),
     }
+
+
+def _decode_problem(exc: BaseException) -> str:
+    """Why a request line could not be decoded, in a few words."""
+    if isinstance(exc, RecursionError):
+        return "nested too deeply"
+    if isinstance(exc, UnicodeDecodeError):
+        return f"not UTF-8 ({exc.reason} at byte {exc.start})"
+    if isinstance(exc, json.JSONDecodeError):
+        return f"{exc.msg} at column {exc.colno}"
+    return str(exc)[:200]
 
 
 ARGUMENT_ERRORS = ("unexpected keyword", "required positional", "required keyword", "positional argument", "multiple values for")
@@ -161,23 +175,15 @@ class Daemon:
         finally:
             os.umask(old_umask)
         os.chmod(path, 0o600)
-        server.listen(64)
-        server.settimeout(IDLE_CHECK_S)
+        server.listen(LISTEN_BACKLOG)
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: self.stopping.set())
         threading.Thread(target=self._load_service, daemon=True).start()
         threading.Thread(target=self._drain_loop, name="engram-drain", daemon=True).start()
         log.info("engramd %d listening on %s", os.getpid(), path)
         try:
-            while not self.stopping.is_set():
-                try:
-                    conn, _ = server.accept()
-                except socket.timeout:
-                    self._check_idle()
-                    continue
-                except OSError:
-                    break
-                threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+            ConnectionServer(server, self._request, self.stopping, on_tick=self._check_idle,
+                             on_count=self._set_connections, on_stop=self.stopping.set).serve()
         finally:
             server.close()
             try:
@@ -221,34 +227,27 @@ class Daemon:
             self.stopping.set()
 
     # -- requests ---------------------------------------------------------------------
-    def _serve(self, conn: socket.socket) -> None:
+    def _set_connections(self, count: int) -> None:
+        """The socket loop's connection count (idle exit waits for none)."""
         with self._conn_lock:
-            self.connections += 1
-        f = conn.makefile("rwb")
+            self.connections = count
+            self.last_activity = time.monotonic()
+
+    def _request(self, line: bytes, stream: Any) -> dict[str, Any]:
+        """One request line from the socket loop (`connections.py`): its response."""
+        self.last_activity = time.monotonic()
         try:
-            for line in f:
-                self.last_activity = time.monotonic()
-                response = self._handle_line(line, f)
-                f.write((json.dumps(response, ensure_ascii=False, default=str) + "\n").encode())
-                f.flush()
-                if response.get("_stop"):
-                    self.stopping.set()
-        except (OSError, ValueError):
-            pass
+            return self._handle_line(line, stream)
         finally:
-            with self._conn_lock:
-                self.connections -= 1
-                self.last_activity = time.monotonic()
-            try:
-                f.close()
-                conn.close()
-            except OSError:
-                pass
+            self.last_activity = time.monotonic()
 
     def _handle_line(self, line: bytes, stream: Any = None) -> dict[str, Any]:
         rid = None
         try:
-            req = json.loads(line)
+            try:
+                req = json.loads(line)
+            except (ValueError, RecursionError) as exc:  # not UTF-8, not JSON, nested too deeply
+                raise InvalidInput(f"request is not JSON: {_decode_problem(exc)}") from None
             if not isinstance(req, dict):
                 raise InvalidInput("request must be a JSON object")
             rid = req.get("id")

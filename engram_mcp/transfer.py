@@ -116,7 +116,38 @@ def _open_private(path: Path) -> int:
     import os
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    return _open_regular_for_write(path)
+
+
+def _open_regular_for_write(path: Path) -> int:
+    """Open `path` to write, only if it is (or becomes) a regular file, truncated.
+
+    A FIFO would block the daemon's thread until a reader appears (forever), a device or a
+    socket is no export file, and a symlink may point anywhere: O_NOFOLLOW | O_NONBLOCK make
+    the open itself refuse or return at once, and fstat checks what was opened before anything
+    is truncated or written.
+    """
+    import errno
+    import os
+    import stat
+
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:  # a FIFO nobody reads
+            raise OSError(errno.EINVAL, f"{path} is a FIFO, not a regular file") from None
+        if exc.errno == errno.ELOOP:
+            raise OSError(errno.EINVAL, f"{path} is a symbolic link; give the path of a regular file") from None
+        raise
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, f"{path} is not a regular file (a FIFO, device or socket)")
+        os.set_blocking(fd, True)
+        os.ftruncate(fd, 0)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def _read_lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:

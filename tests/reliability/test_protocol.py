@@ -223,3 +223,272 @@ def test_bootstrap_stand_in_answers_every_bad_line_and_keeps_serving(sandbox: Sa
     _stderr_is_clean(tmp_path / "standin.err")
     record("protocol", standin_bad_lines=counts["tried"], standin_hangs=counts["hangs"], standin_unclear=counts["unclear"],
            standin_crashes=0)
+
+
+# ---------------------------------------------------------------------- the daemon socket
+def _threads(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/task"))
+
+
+def _raw_call(path: Path, line: bytes, timeout: float = REPLY_TIMEOUT_S) -> dict[str, Any] | None:
+    """One raw request line on a fresh connection; the reply, or None when the daemon closed it."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(timeout)
+        s.connect(str(path))
+        s.sendall(line)
+        reply = s.makefile("rb").readline()
+    return json.loads(reply) if reply else None
+
+
+def test_daemon_export_to_a_fifo_or_device_is_refused_at_once(running: Sandbox, tmp_path: Path) -> None:
+    fifo = tmp_path / "export.fifo"
+    os.mkfifo(fifo)
+    reader_fd = None
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(tmp_path / "target.jsonl")
+    cases = {"fifo_without_reader": fifo, "fifo_with_reader": fifo, "device": Path("/dev/null"), "symlink": link}
+    tried = 0
+    try:
+        for name, path in cases.items():
+            if name == "fifo_with_reader":
+                reader_fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+            started = time.monotonic()
+            with running.client(timeout=REPLY_TIMEOUT_S) as c:
+                with pytest.raises(EngramError) as err:
+                    c.call("export", {"path": str(path)}, project_root=str(running.project))
+            tried += 1
+            assert err.value.code == "invalid_input", (name, err.value.envelope())
+            assert "regular file" in err.value.message or "symbolic link" in err.value.message, (name, err.value.message)
+            assert time.monotonic() - started < 5, name
+    finally:
+        if reader_fd is not None:
+            os.close(reader_fd)
+    assert not (tmp_path / "target.jsonl").exists(), "the export followed the symlink"
+    # a regular file still works, and the daemon has no request stuck
+    out = tmp_path / "real.jsonl"
+    assert running.call("export", {"path": str(out)})["path"] == str(out)
+    assert out.read_text().startswith('{"kind": "header"')
+    record("protocol", export_bad_destinations=tried)
+
+
+def test_daemon_idle_connections_cannot_starve_hooks_or_threads(running: Sandbox) -> None:
+    from engram_mcp.hooks import nudge
+
+    path = socket_of(running)
+    pid = running.daemon.pid
+    idle: list[socket.socket] = []
+    try:
+        for _ in range(300):
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.connect(str(path))
+            idle.append(s)
+        for s in idle[:100]:  # a third of them are half way through a request
+            s.sendall(b'{"op": "ping", "args": {')
+        time.sleep(0.5)
+        started = time.monotonic()
+        nudge(running.user_dir)  # what every capture hook does
+        with running.client(timeout=REPLY_TIMEOUT_S) as c:
+            assert c.call("ping")["pong"]
+            recall = c.call("recall", {"query": "anything"}, project_root=str(running.project))
+        elapsed = time.monotonic() - started
+        assert isinstance(recall, dict)
+        assert elapsed < 5, f"nudge + recall took {elapsed:.1f}s beside 300 idle connections"
+        threads = _threads(pid)
+        assert threads < 60, f"{threads} daemon threads for 300 idle connections"
+    finally:
+        for s in idle:
+            s.close()
+    record("protocol", idle_connections=len(idle), daemon_threads_with_idle=threads)
+
+
+def test_daemon_answers_garbage_lines_with_invalid_input(running: Sandbox) -> None:
+    path = socket_of(running)
+    lines = {
+        "deep_list": b"[" * HUGE_NESTING + b"\n",
+        "deep_args": b'{"id": 7, "op": "recall", "args": {"query": ' + b"[" * HUGE_NESTING + b"\n",
+        "not_utf8": b'{"id": 8, "op": "ping\xff\xfe"}\n',
+        "lone_surrogate_escape": b'{"id": 9, "op": "recall", "args": {"query": "x\\ud83d"}}\n',
+        "truncated": b'{"id": 10, "op": "recall"\n',
+    }
+    unclear = 0
+    for name, line in lines.items():
+        reply = _raw_call(path, line)
+        assert reply is not None, f"{name}: the daemon closed the connection without an answer"
+        if reply.get("ok"):
+            continue
+        error = reply["error"]
+        if error["error"] != "invalid_input" or not error["message"]:
+            unclear += 1
+        assert error["error"] == "invalid_input", (name, error)
+    # a line over the size limit is refused without being buffered whole, and the daemon lives on
+    from engram_mcp.connections import MAX_REQUEST_BYTES
+
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(REPLY_TIMEOUT_S)
+        s.connect(str(path))
+        chunk = b"A" * (1024 * 1024)
+        try:
+            for _ in range(MAX_REQUEST_BYTES // len(chunk) + 2):
+                s.sendall(chunk)
+        except OSError:
+            pass  # closed on us once over the limit: expected
+        reply = s.makefile("rb").readline()
+    assert reply and json.loads(reply)["error"]["error"] == "invalid_input", reply[:200]
+    assert running.call("ping")["pid"] == running.daemon.pid
+    record("protocol", daemon_garbage_lines=len(lines) + 1, daemon_unclear=unclear, daemon_crashes=0)
+
+
+# ---------------------------------------------------------------------- the socket loop itself (real sockets, in process)
+class _Loop:
+    """`connections.ConnectionServer` on a real Unix socket with a handler that can be made slow."""
+
+    def __init__(self, tmp: Path, **kw: Any) -> None:
+        from engram_mcp.connections import ConnectionServer
+
+        self.path = tmp / "loop.sock"
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.listener.bind(str(self.path))
+        self.listener.listen(128)
+        self.stopping = threading.Event()
+        self.release = threading.Event()
+        self.count = 0
+        self.server = ConnectionServer(self.listener, self.handle, self.stopping, on_tick=lambda: None,
+                                       on_count=self._count, on_stop=self.stopping.set, **kw)
+        self.thread = threading.Thread(target=self.server.serve, daemon=True)
+        self.thread.start()
+
+    def _count(self, n: int) -> None:
+        self.count = n
+
+    def handle(self, line: bytes, stream: Any) -> dict[str, Any]:
+        req = json.loads(line)
+        if req.get("op") == "slow":
+            self.release.wait(30)
+        return {"id": req.get("id"), "ok": True, "result": {"op": req.get("op")}}
+
+    def connect(self) -> socket.socket:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(REPLY_TIMEOUT_S)
+        s.connect(str(self.path))
+        return s
+
+    def close(self) -> None:
+        self.release.set()
+        self.stopping.set()
+        self.thread.join(10)
+        self.listener.close()
+
+
+def test_loop_over_the_cap_gets_a_busy_reply_and_idle_connections_make_room(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import engram_mcp.connections as connections
+
+    monkeypatch.setattr(connections, "EVICT_IDLE_S", 0.3)
+    loop = _Loop(tmp_path, max_connections=4, workers=2)
+    held: list[socket.socket] = []
+    try:
+        for i in range(4):  # four connections, each in the middle of a request: not idle
+            s = loop.connect()
+            s.sendall(b'{"id": %d, "op": "slow"}\n' % i)
+            held.append(s)
+        time.sleep(0.5)
+        extra = loop.connect()
+        busy = json.loads(extra.makefile("rb").readline())
+        assert busy["ok"] is False and busy["error"]["error"] == "daemon_busy" and busy["error"]["retry_possible"], busy
+        assert extra.recv(10) == b"", "the refused connection is closed"
+        extra.close()
+        loop.release.set()  # the four requests finish; their connections become idle
+        for i, s in enumerate(held):
+            assert json.loads(s.makefile("rb").readline())["id"] == i
+        time.sleep(0.6)
+        s = loop.connect()  # the cap is reached by idle connections: the idlest makes room
+        s.sendall(b'{"id": 99, "op": "ping"}\n')
+        assert json.loads(s.makefile("rb").readline())["id"] == 99
+        s.close()
+        assert loop.count <= 4
+    finally:
+        for s in held:
+            s.close()
+        loop.close()
+
+
+def test_loop_pipelined_requests_are_answered_in_order_and_nudges_skip_the_queue(tmp_path: Path) -> None:
+    loop = _Loop(tmp_path, max_connections=16, workers=1)
+    try:
+        blocker = loop.connect()
+        blocker.sendall(b'{"id": 1, "op": "slow"}\n')  # the only worker is stuck
+        time.sleep(0.2)
+        nudge = loop.connect()
+        started = time.monotonic()
+        nudge.sendall(b'{"id": 2, "op": "drain"}\n{"id": 3, "op": "ping"}\n')
+        f = nudge.makefile("rb")
+        assert [json.loads(f.readline())["id"] for _ in range(2)] == [2, 3]
+        assert time.monotonic() - started < 2, "a nudge waited for a worker"
+        piped = loop.connect()
+        piped.sendall(b"".join(b'{"id": %d, "op": "work"}\n' % i for i in range(10, 20)))
+        loop.release.set()
+        f = piped.makefile("rb")
+        assert [json.loads(f.readline())["id"] for _ in range(10)] == list(range(10, 20))
+        for s in (blocker, nudge, piped):
+            s.close()
+    finally:
+        loop.close()
+
+
+def test_loop_times_out_stalled_and_silent_connections(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import engram_mcp.connections as connections
+
+    monkeypatch.setattr(connections, "PARTIAL_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(connections, "UNUSED_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(connections, "WRITE_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(connections, "TICK_S", 0.1)
+    loop = _Loop(tmp_path, max_connections=16, workers=2)
+    try:
+        silent = loop.connect()
+        stalled = loop.connect()
+        stalled.sendall(b'{"id": 1, "op": ')
+        deaf = loop.connect()  # sends requests, never reads: its replies back up
+        deaf.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        big = b'{"id": 5, "op": "work", "pad": "' + b"x" * 400 + b'"}\n'
+        try:
+            for _ in range(5000):
+                deaf.sendall(big)
+        except OSError:
+            pass
+        for s in (silent, stalled):
+            assert s.recv(10) == b"", "the daemon closed it"
+        assert wait_for_count(loop, 0, 10), f"{loop.count} connections still open"
+        ok = loop.connect()  # and the loop still serves
+        ok.sendall(b'{"id": 9, "op": "ping"}\n')
+        assert json.loads(ok.makefile("rb").readline())["id"] == 9
+        for s in (silent, stalled, deaf, ok):
+            s.close()
+    finally:
+        loop.close()
+
+
+def wait_for_count(loop: _Loop, n: int, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if loop.count <= n:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_daemon_still_exits_when_idle_after_a_fifo_export(sandbox: Sandbox, tmp_path: Path) -> None:
+    """A refused export leaves nothing behind that keeps the daemon alive (idle exit at 10 s)."""
+    proc = sandbox.start_daemon({"ENGRAM_DAEMON_IDLE_EXIT_SECONDS": "10"})
+    fifo = tmp_path / "idle.fifo"
+    os.mkfifo(fifo)
+    with sandbox.client(timeout=REPLY_TIMEOUT_S) as c:
+        with pytest.raises(EngramError):
+            c.call("export", {"path": str(fifo)}, project_root=str(sandbox.project))
+    idle = [socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) for _ in range(20)]
+    for s in idle:
+        s.connect(str(socket_of(sandbox)))
+        s.close()
+    try:
+        proc.wait(40)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the daemon did not exit 10 s after its last client")
+    assert not socket_of(sandbox).exists()
