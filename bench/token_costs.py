@@ -44,7 +44,7 @@ sys.path.insert(0, str(ROOT))
 
 CHARS_PER_TOKEN = 4
 OFFLINE = {"ANTHROPIC_BASE_URL": "http://127.0.0.1:9"}  # tests/test_plugin_install.py: avoids a ~19 s network stall
-PLUGIN_PARTS = (".claude-plugin", ".mcp.json", "bin", "hooks", "commands", "skills", "agents")
+PLUGIN_PARTS = (".claude-plugin", ".mcp.json", "bin", "hooks", "commands", "skills", "agents", "plugin")  # plugin/: what the marketplace lists
 
 
 def tokens(text: str) -> int:

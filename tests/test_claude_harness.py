@@ -230,11 +230,13 @@ def test_manifest_passes_strict_validation_without_warnings(claude_cli, claude_h
 
 
 def test_marketplace_lists_the_plugin_from_the_repository_root():
+    """It lists ./plugin, the repository root's plugin as links (see tests/test_plugin_install.py)."""
     plugin = json.loads((REPO_ROOT / ".claude-plugin" / "plugin.json").read_text())
     marketplace = json.loads((REPO_ROOT / ".claude-plugin" / "marketplace.json").read_text())
 
     [entry] = marketplace["plugins"]
-    assert (entry["name"], entry["source"]) == (plugin["name"], "./") == ("engram", "./")
+    assert (entry["name"], entry["source"]) == (plugin["name"], "./plugin") == ("engram", "./plugin")
+    assert json.loads((REPO_ROOT / "plugin" / ".claude-plugin" / "plugin.json").read_text()) == plugin
 
 
 # --------------------------------------------------------------------------------------------

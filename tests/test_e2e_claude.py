@@ -53,6 +53,10 @@ def plugin_copy(dest: Path) -> Path:
     for raw in filter(None, files):
         rel = raw.decode()
         src = REPO / rel
+        if src.is_symlink():  # plugin/ (what the marketplace lists) links to the root's files
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            (dest / rel).symlink_to(os.readlink(src))
+            continue
         if not src.is_file():
             continue
         target = dest / rel

@@ -6,15 +6,22 @@ What these tests established with Claude Code 2.1.330 (pinned in tests/claude-cl
   `.claude-plugin/marketplace.json` (validated one by one: given the directory it checks
   only the marketplace).
 * `claude plugin marketplace add <dir>` + `claude plugin install engram@engram-dev` copy the
-  *whole* source directory (ignored files, a `.venv`, anything) to
-  `~/.claude/plugins/cache/engram-dev/engram/<version>/`. When the root has a `package.json`
+  *whole* plugin source directory (ignored files, a `.venv`, anything: only `.git` is left out;
+  no ignore file is read) to `~/.claude/plugins/cache/engram-dev/engram/<version>/`. From a
+  set-up checkout with `"source": "./"` that was 1.2 GB (`.venv` and the test CLI in
+  `tests/claude-cli/node_modules`). So the marketplace lists `./plugin`: a directory of
+  relative symlinks to what the plugin runs (bin/, engram_mcp/, the markdown components,
+  pyproject.toml, ...), plus real copies of the two manifests `claude plugin validate` refuses
+  to read through a link (`.claude-plugin/plugin.json`, `hooks/hooks.json`). The copy
+  follows links that stay inside the marketplace directory, so the cache holds ~2 MB
+  whatever else the checkout holds. When the root has a `package.json`
   + `package-lock.json` they also run `npm ci` there (Claude Code documents that automatic
   install and offers no way to turn it off): with the test-only pin of
   `@anthropic-ai/claude-code` at the root that put ~370 MB into every install, so the pin
   lives in `tests/claude-cli/`, and the installed copy has no `node_modules`.
 * For a directory marketplace the plugin still *runs from the source directory*:
-  `${CLAUDE_PLUGIN_ROOT}` is the directory given to `marketplace add` (`claude plugin list`
-  says "Read from: <dir>"), and `${CLAUDE_PLUGIN_DATA}` is
+  `${CLAUDE_PLUGIN_ROOT}` is the plugin's directory in the marketplace given to `marketplace
+  add` (`claude plugin list` says "Read from: <dir>/plugin"), and `${CLAUDE_PLUGIN_DATA}` is
   `~/.claude/plugins/data/engram-engram-dev/`.
 * `bin/engram-python` picks `$ENGRAM_PYTHON`, else the plugin root's `.venv`, else builds a
   virtualenv in `${CLAUDE_PLUGIN_DATA}/venv` with `bin/engram-bootstrap` (pip, from PyPI).
@@ -28,9 +35,9 @@ What these tests established with Claude Code 2.1.330 (pinned in tests/claude-cl
   `marketplace add` each stall ~19 s on a network lookup that cannot succeed here; the tests
   point it at a closed local port.
 
-The plugin is installed from a small copy of the repository (the files git knows about,
-tracked or new and not ignored), never from the checkout itself, so its `.venv` and
-`node_modules` are not copied.
+Most tests install from a small copy of the repository (the files git knows about, tracked or
+new and not ignored); `test_install_from_a_set_up_checkout_stays_small_and_works` installs from
+a copy that has a `.venv` and the test CLI's `node_modules`, as a developer's checkout does.
 """
 
 from __future__ import annotations
@@ -50,7 +57,17 @@ from engram_mcp import spool
 from engram_mcp.client import socket_path
 from engram_mcp.paths import lock_held
 from tests.daemon_env import stop_daemon
-from tests.claude_harness import REPO_ROOT, FakeAnthropic, ToolUse, block_text, isolated_env, result_json, run_claude, tool_results
+from tests.claude_harness import (
+    CLAUDE_CLI_DIR,
+    REPO_ROOT,
+    FakeAnthropic,
+    ToolUse,
+    block_text,
+    isolated_env,
+    result_json,
+    run_claude,
+    tool_results,
+)
 from tests.test_bootstrap_server import Shim
 
 pytestmark = [pytest.mark.claude, pytest.mark.timeout(900)]
@@ -61,6 +78,14 @@ SERVER_LINE = "plugin:engram:engram:"
 TOOL = "mcp__plugin_engram_engram__"
 OFFLINE = {"ANTHROPIC_BASE_URL": "http://127.0.0.1:9"}  # see the module docstring
 BOOTSTRAP_WAIT_S = 900
+PAYLOAD_DIR = "plugin"  # what the marketplace lists: the installed plugin is a copy of it
+# Every entry of the payload: a relative link to the root's entry of the same name, except the
+# manifests `claude plugin validate --strict` will not read through a link (byte-equal copies).
+PAYLOAD_LINKS = {".mcp.json", "README.md", "agents", "bin", "commands", "config.local.md.example", "engram_mcp",
+                 "pyproject.toml", "skills"}
+PAYLOAD_COPIES = {".claude-plugin/plugin.json", "hooks/hooks.json"}
+INSTALLED_MAX_BYTES = 30 * 1024 * 1024  # "tens of MB at most"; the payload is ~2 MB
+PLUGIN_OVERHEAD_MAX_S = 3.0  # a first-session turn over the same turn without the plugin
 
 
 def _repo_copy(dest: Path) -> Path:
@@ -151,7 +176,7 @@ def test_install_copies_the_plugin_and_reports_its_components(installed) -> None
     nested = [str(p.relative_to(cache)) for p in cache.rglob("node_modules")]
     assert nested == [], f"the install ran npm: {nested}"
     listed = _ok(_claude(home, project, "plugin", "list"))
-    assert PLUGIN in listed and f"Read from: {plugin}" in listed and "enabled" in listed
+    assert PLUGIN in listed and f"Read from: {plugin / PAYLOAD_DIR}" in listed and "enabled" in listed
 
     details = _ok(_claude(home, project, "plugin", "details", PLUGIN))
     assert "engram 0.1.0" in details and "MCP servers (1)  engram" in details
@@ -162,7 +187,7 @@ def test_mcp_list_reports_the_server_connected(installed) -> None:
     out = _ok(_claude(home, project, "mcp", "list", timeout=120, ENGRAM_PYTHON=sys.executable,
                       ENGRAM_TEST_FAKE_EMBEDDER="1", ENGRAM_DAEMON_IDLE_EXIT_SECONDS="10"))
     line = _server_line(out)
-    assert f"{plugin}/bin/engram-python -m engram_mcp.server" in line, "the server runs from the plugin root"
+    assert f"{plugin / PAYLOAD_DIR}/bin/engram-python -m engram_mcp.server" in line, "the server runs from the plugin root"
     assert "✔ Connected" in line, out
     _stop_daemon(home)
 
@@ -214,9 +239,10 @@ def _bootstrap_running(data: Path) -> bool:
 
 def _server_over_stdio(plugin: Path, home: Path, project: Path, data: Path, **env: str) -> Shim:
     """`bin/engram-python -m engram_mcp.server` started as Claude Code starts it (.mcp.json)."""
-    full = isolated_env(home, CLAUDE_PLUGIN_ROOT=str(plugin), CLAUDE_PLUGIN_DATA=str(data), PYTHONPATH=str(plugin),
+    root = plugin / PAYLOAD_DIR
+    full = isolated_env(home, CLAUDE_PLUGIN_ROOT=str(root), CLAUDE_PLUGIN_DATA=str(data), PYTHONPATH=str(root),
                         CLAUDE_PROJECT_DIR=str(project), CLAUDE_CODE_SESSION_ID="first-session", **env)
-    return Shim([str(plugin / "bin" / "engram-python"), "-m", "engram_mcp.server"], full, project)
+    return Shim([str(root / "bin" / "engram-python"), "-m", "engram_mcp.server"], full, project)
 
 
 def _cmdline(pid: int) -> str:
@@ -246,7 +272,7 @@ def test_first_use_connects_at_once_and_the_real_server_follows(installed) -> No
         first = _server_line(_ok(_claude(home, project, "mcp", "list", timeout=120, **env)))
         first_s = time.monotonic() - started
         assert "✔ Connected" in first, first
-        assert f"{plugin}/bin/engram-python -m engram_mcp.server" in first
+        assert f"{plugin / PAYLOAD_DIR}/bin/engram-python -m engram_mcp.server" in first
 
         shim = _server_over_stdio(plugin, home, project, data, **env)
         try:
@@ -321,3 +347,114 @@ def test_first_use_connects_at_once_and_the_real_server_follows(installed) -> No
     assert check.returncode == 0, check.stderr
     assert (data / "venv" / "bin" / "engram").exists(), "the venv has the `engram` command"
     _stop_daemon(home)
+
+
+# ------------------------------------------------------------------------------ what an install copies
+def test_the_payload_is_the_root_plugin_and_nothing_else() -> None:
+    """`plugin/` (what the marketplace lists, so what an install copies) holds what the plugin runs.
+
+    Links for everything but the two manifests the validator reads only as plain files; those
+    must equal the root's (edit the root's, then copy: `cp hooks/hooks.json plugin/hooks/hooks.json`).
+    """
+    marketplace = json.loads((REPO_ROOT / ".claude-plugin" / "marketplace.json").read_text())
+    assert [e["source"] for e in marketplace["plugins"]] == [f"./{PAYLOAD_DIR}"]
+    payload = REPO_ROOT / PAYLOAD_DIR
+    entries = {p.name for p in payload.iterdir()}
+    assert entries == PAYLOAD_LINKS | {rel.split("/")[0] for rel in PAYLOAD_COPIES}, "only what the plugin runs"
+    for name in PAYLOAD_LINKS:
+        link = payload / name
+        assert link.is_symlink() and not os.path.isabs(os.readlink(link)), f"{link}: a relative link (it works in any clone)"
+        assert link.resolve() == (REPO_ROOT / name).resolve(), f"{link} -> {os.readlink(link)}"
+    for rel in PAYLOAD_COPIES:
+        copy = payload / rel
+        assert copy.is_file() and not copy.is_symlink() and not copy.parent.is_symlink(), rel
+        assert copy.read_bytes() == (REPO_ROOT / rel).read_bytes(), f"{rel} changed: run `cp {rel} {PAYLOAD_DIR}/{rel}`"
+        assert sorted(p.name for p in copy.parent.iterdir()) == [copy.name]
+    # Everything the manifests start is inside the payload.
+    hooks = json.loads((payload / "hooks" / "hooks.json").read_text())["hooks"]
+    mcp = json.loads((payload / ".mcp.json").read_text())["mcpServers"]
+    commands = [h["command"] for entries_ in hooks.values() for e in entries_ for h in e["hooks"]]
+    commands += [server["command"] for server in mcp.values()]
+    for command in commands:
+        rel = command.split("${CLAUDE_PLUGIN_ROOT}/", 1)[1].split('"')[0].split()[0]
+        assert (payload / rel).is_file() and os.access(payload / rel, os.X_OK), command
+
+
+def _link_tree(src: Path, dest: Path) -> None:
+    """`dest` as a hard-linked copy of `src` (a copy where hard links cannot cross filesystems)."""
+    for dirpath, dirnames, filenames in os.walk(src):
+        rel = Path(dirpath).relative_to(src)
+        (dest / rel).mkdir(parents=True, exist_ok=True)
+        for name in dirnames + filenames:
+            source, target = Path(dirpath) / name, dest / rel / name
+            if source.is_symlink():
+                target.symlink_to(os.readlink(source))
+                if name in dirnames:
+                    dirnames.remove(name)
+            elif name in filenames:
+                try:
+                    os.link(source, target)
+                except OSError:
+                    shutil.copy2(source, target)
+
+
+def _set_up_checkout(dest: Path) -> Path:
+    """A checkout as `make setup` leaves it: the repository's files, a finished `.venv` (this
+    test run's, hard-linked, with its stamp) and the test CLI in tests/claude-cli/node_modules."""
+    checkout = _repo_copy(dest)
+    _link_tree(Path(sys.prefix), checkout / ".venv")
+    stamp = checkout / ".venv" / ".engram-stamp"
+    if not stamp.exists():
+        shutil.copy(checkout / "pyproject.toml", stamp)
+    _link_tree(CLAUDE_CLI_DIR / "node_modules", checkout / "tests" / "claude-cli" / "node_modules")
+    return checkout
+
+
+def _tree_bytes(path: Path) -> int:
+    return sum(p.lstat().st_size for p in path.rglob("*") if p.is_file() and not p.is_symlink())
+
+
+def test_install_from_a_set_up_checkout_stays_small_and_works(tmp_path: Path) -> None:
+    """A developer's checkout after `make setup` holds ~850 MB beside the plugin; installing
+    from it must copy only the plugin, and that plugin must run (on the checkout's .venv)."""
+    checkout = _set_up_checkout(tmp_path / "engram")
+    assert _tree_bytes(checkout / ".venv") + _tree_bytes(checkout / "tests" / "claude-cli") > 300 * 1024 * 1024
+    home, project = tmp_path / "home", tmp_path / "project"
+    (project / ".git").mkdir(parents=True)
+    env = {"ENGRAM_TEST_FAKE_EMBEDDER": "1", "ENGRAM_DAEMON_IDLE_EXIT_SECONDS": "10"}  # no ENGRAM_PYTHON
+    try:
+        _ok(_claude(home, project, "plugin", "marketplace", "add", str(checkout)))
+        _ok(_claude(home, project, "plugin", "install", PLUGIN, timeout=600))
+        record = json.loads((home / ".claude" / "plugins" / "installed_plugins.json").read_text())["plugins"][PLUGIN][0]
+        cache = Path(record["installPath"])
+        size = _tree_bytes(cache)
+        top = sorted(p.name for p in cache.iterdir())
+        print(f"\ninstalled from a set-up checkout: {size / 1e6:.1f} MB in {cache} ({', '.join(top)})")
+        assert size < INSTALLED_MAX_BYTES, f"the install copied {size / 1e6:.0f} MB: {top}"
+        assert not {".venv", "tests", "node_modules", ".git", "bench"} & set(top), top
+        for rel in (".claude-plugin/plugin.json", ".mcp.json", "hooks/hooks.json", "bin/engram-python", "bin/engram-hook",
+                    "bin/engram-bootstrap", "engram_mcp/server.py", "engram_mcp/hooks.py", "commands/forget.md",
+                    "skills/using-memory/SKILL.md", "agents/memory-consolidator.md", "pyproject.toml", "README.md"):
+            assert (cache / rel).is_file() and not (cache / rel).is_symlink(), f"{rel} missing from the installed copy"
+
+        listed = _ok(_claude(home, project, "plugin", "list"))
+        assert f"Read from: {checkout / PAYLOAD_DIR}" in listed, listed
+        line = _server_line(_ok(_claude(home, project, "mcp", "list", timeout=120, **env)))
+        assert "✔ Connected" in line and f"{checkout / PAYLOAD_DIR}/bin/engram-python -m engram_mcp.server" in line, line
+
+        # The hooks run (on the checkout's .venv): SessionStart brings a stored preference into the session.
+        preference = "The user prefers tabs over spaces in Makefiles."
+        store = subprocess.run([str(checkout / ".venv" / "bin" / "python"), "-m", "engram_mcp.cli", "store", preference,
+                                "--type", "semantic", "--scope", "user", "--importance", "0.9"],
+                               env=isolated_env(home, PYTHONPATH=str(checkout), **env), cwd=project,
+                               capture_output=True, text=True, timeout=120)
+        assert store.returncode == 0, store.stdout + store.stderr
+        with FakeAnthropic(["ok"]) as api:
+            session = result_json(run_claude(["-p", "set up the build", "--output-format", "json"], home=home, cwd=project,
+                                             env_extra=api.env(**env), timeout=180))
+        assert not api.errors and not session["is_error"], session
+        assert preference in api.conversation[0].text(), "SessionStart's context reached the model"
+        log = home / ".claude" / "engram" / "logs" / "hooks.log"
+        assert not log.exists() or "skipped" not in log.read_text(), log.read_text()
+    finally:
+        _stop_daemon(home)

@@ -525,7 +525,7 @@ def test_plugin_details_reports_the_always_on_cost(claude_cli, claude_home, tmp_
     trimmed). tests/test_plugin_install.py covers installing the real thing.
     """
     market = tmp_path / "market"
-    for part in (".claude-plugin", ".mcp.json", "bin", "hooks", "commands", "skills", "agents"):
+    for part in (".claude-plugin", ".mcp.json", "bin", "hooks", "commands", "skills", "agents", "plugin"):  # plugin/: what the marketplace lists
         source = REPO_ROOT / part
         if source.is_dir():
             shutil.copytree(source, market / part)
