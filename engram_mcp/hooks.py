@@ -33,7 +33,6 @@ from typing import Any, Callable, Iterable
 from . import spool
 from . import stop_trigger
 from .client import socket_path, spawn_daemon, user_dir_from_env
-from .paths import make_private_dirs
 from .redaction import sanitize
 
 TOOL_PREFIX = "mcp__plugin_engram_engram__"
@@ -130,7 +129,8 @@ def _rel(path: Any, root: str) -> str:
 def _log(user_dir: Path, event: str, message: str) -> None:
     print(f"engram: {event}: {message}", file=sys.stderr)
     try:
-        logs = make_private_dirs(user_dir / "logs")  # every level 0700, whatever the umask
+        logs = user_dir / "logs"
+        logs.mkdir(parents=True, exist_ok=True, mode=0o700)
         fd = os.open(logs / "hooks.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         try:
             os.write(fd, f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {event} {message}\n".encode("utf-8", "replace"))
@@ -571,106 +571,37 @@ HANDLERS: dict[str, Callable[[Path, dict[str, Any]], dict[str, Any] | None]] = {
 }
 
 
-MAX_PAYLOAD_BYTES = 16 * 1024 * 1024  # hook JSON (a prompt, a tool's output) is far below; never read more
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _scrub(value: Any) -> Any:
-    """`value` with lone surrogates (`"\\ud83d"`: a JS client's emoji cut in half) as U+FFFD:
-    they cannot be written as UTF-8 to the spool, a log or stdout."""
-    if isinstance(value, str):
-        return _SURROGATE.sub("\ufffd", value) if _SURROGATE.search(value) else value
-    if isinstance(value, dict):
-        return {_scrub(k): _scrub(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_scrub(v) for v in value]
-    return value
-
-
-def read_payload(stream: Iterable[str] | Any, limit: int = MAX_PAYLOAD_BYTES) -> dict[str, Any]:
-    """The hook's JSON object from `stream` (stdin), or ValueError saying why it is unusable.
-
-    At most `limit` bytes are read; invalid UTF-8 becomes U+FFFD and lone surrogates too, so
-    a stray byte does not lose a capture; nesting too deep for the parser, a non-object and
-    anything over the limit are refused (ValueError, never RecursionError or MemoryError).
-    """
-    source = getattr(stream, "buffer", stream)
-    if hasattr(source, "read"):
-        raw = source.read(limit + 1)
-    else:
-        raw = "".join(source)
-    if isinstance(raw, str):
-        raw = raw.encode("utf-8", "surrogatepass")
-    if len(raw) > limit:
-        raise ValueError(f"hook input is larger than {limit // (1024 * 1024)} MiB")
-    text = raw.decode("utf-8", errors="replace")
-    if not text.strip():
+def read_payload(stream: Iterable[str] | Any) -> dict[str, Any]:
+    raw = stream.read() if hasattr(stream, "read") else "".join(stream)
+    if not raw.strip():
         raise ValueError("stdin is empty")
-    try:
-        payload = json.loads(text)
-    except RecursionError:
-        raise ValueError("JSON nested too deeply") from None
-    except MemoryError:
-        raise ValueError("hook input too large to parse") from None
+    payload = json.loads(raw)
     if not isinstance(payload, dict):
         raise ValueError(f"expected a JSON object, got {type(payload).__name__}")
-    try:
-        return _scrub(payload)
-    except RecursionError:
-        raise ValueError("JSON nested too deeply") from None
-
-
-def _one_line(text: str, limit: int = 300) -> str:
-    return " ".join(str(text).split())[:limit]
-
-
-def _write_output(out: Any) -> None:
-    """Print the hook's answer; if stdout is gone (Claude Code stopped reading), drop it quietly."""
-    try:
-        data = json.dumps(out, ensure_ascii=False)
-        try:
-            encoded = data.encode("utf-8")
-        except UnicodeError:  # a lone surrogate from a stored memory: escaped, still valid JSON
-            encoded = json.dumps(out, ensure_ascii=True).encode()
-        sys.stdout.buffer.write(encoded)
-        sys.stdout.flush()
-    except (OSError, ValueError):
-        try:  # nothing may fail again at exit, when Python flushes stdout
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        except OSError:
-            pass
+    return payload
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run one hook; always exit 0 (fail open) unless the event name itself is unknown.
-
-    Whatever the input or the failure, the hook prints at most one line to stderr (and the
-    hooks log) and never a traceback: a broken engram must never block a session.
-    """
+    """Run one hook; always exit 0 (fail open) unless the event name itself is unknown."""
     argv = sys.argv[1:] if argv is None else argv
     event = argv[0] if argv else ""
     handler = HANDLERS.get(event)
     if handler is None:
         print(f"engram: unknown hook event {event!r}; expected one of {', '.join(HANDLERS)}", file=sys.stderr)
         return 2 if not argv else 0
-    user_dir: Path | None = None
+    user_dir = user_dir_from_env()
     try:
-        user_dir = user_dir_from_env()
-        try:
-            payload = read_payload(sys.stdin)
-        except (ValueError, OSError) as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
-            _log(user_dir, event, f"ignored: hook input is not valid hook JSON ({_one_line(exc)})")
-            return 0
+        payload = read_payload(sys.stdin)
+    except ValueError as exc:
+        _log(user_dir, event, f"ignored: hook input is not valid hook JSON ({exc})")
+        return 0
+    try:
         out = handler(user_dir, payload)
-        if out:
-            _write_output(out)
-    except BaseException as exc:  # fail open, but say why (RecursionError, MemoryError, KeyboardInterrupt...)
-        if isinstance(exc, SystemExit) and exc.code in (0, None):
-            return 0
-        try:
-            _log(user_dir or Path(os.devnull), event, f"skipped: {type(exc).__name__}: {_one_line(exc)}")
-        except BaseException:
-            pass
+    except Exception as exc:  # fail open, but say why
+        _log(user_dir, event, f"skipped: {type(exc).__name__}: {str(exc)[:300]}")
+        return 0
+    if out:
+        sys.stdout.write(json.dumps(out, ensure_ascii=False))
     return 0
 
 
