@@ -162,6 +162,160 @@ def _redacted(text: str) -> str:
     return " ".join(sanitize(text).text.split())
 
 
+# ---------------------------------------------------------------------- one validation for every write path
+# `store`, `update`, `forget`, `promote` and `import` all call these, so a record that import
+# accepts is exactly a record that `store` would have written (NUL removed, valid Unicode,
+# lengths, enums, finite numbers, real dates, secrets redacted).
+MAX_REASON_CHARS = 500
+MAX_SESSION_ID_CHARS = 200
+MAX_MODEL_CHARS = 200
+MAX_CHAIN_ENTRIES = 64
+MAX_EVIDENCE_ITEMS = 64
+MAX_EVIDENCE_CHARS = 2_000
+MAX_CATEGORY_CHARS = 64
+MAX_HISTORY_CHANGE_CHARS = 64
+MAX_DESCRIPTION_CHARS = 2_000
+
+
+def clean_content(value: Any, findings: list[Finding], field: str = "content") -> str:
+    """Required text up to MAX_CONTENT_CHARS, redacted; empty once <private> spans go is an error."""
+    text = sanitize_text(check_text(value, field, limit=MAX_CONTENT_CHARS), findings)
+    if not text or not text.strip() or text.strip() == "[private]":
+        raise InvalidInput(f"{field} is empty once <private> spans are removed; nothing to store", field=field)
+    return text
+
+
+def clean_free_text(value: Any, findings: list[Finding], field: str, *, limit: int, required: bool = False) -> str | None:
+    """Optional free text (summary, reasons, descriptions): checked, then redacted."""
+    return sanitize_text(check_text(value, field, limit=limit, required=required), findings)
+
+
+def clean_category(value: Any, findings: list[Finding], field: str = "category", *, required: bool = True) -> str | None:
+    """A category as `store` keeps it: redacted, lower-case, spaces as underscores."""
+    text = clean_free_text(value, findings, field, limit=MAX_CATEGORY_CHARS, required=required)
+    return None if text is None else text.strip().lower().replace(" ", "_")
+
+
+def clean_tags(value: Any, findings: list[Finding], field: str = "tags") -> list[str]:
+    """Tags as `store` keeps them: each redacted with its findings counted, then `check_tags`."""
+    if isinstance(value, list) and all(isinstance(t, str) for t in value):
+        value = [sanitize_text(_clean_str(t, field), findings) for t in value]
+    return check_tags(value, field)
+
+
+def clean_object(value: Any, findings: list[Finding], field: str) -> dict[str, Any]:
+    """A JSON object (source, metadata): storable values only, every string redacted."""
+    return sanitize_obj(check_object(value, field), findings)
+
+
+def check_int(value: Any, field: str, *, low: int = 0, high: int = 2**63 - 1, default: int | None = None) -> int:
+    if value is None and default is not None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise InvalidInput(f"{field} must be an integer from {low} to {high}; got {str(value)[:40]!r}", field=field)
+    return value
+
+
+def check_weight(value: Any, field: str, default: float) -> float:
+    """A relation weight or link strength: a finite number from 0 to 1 (None: the default)."""
+    return check_unit(value, field, default)
+
+
+def clean_chain(value: Any, findings: list[Finding], field: str = "promotion_chain") -> list[dict[str, Any]]:
+    """A promotion chain: at most MAX_CHAIN_ENTRIES objects, every string redacted."""
+    if value is None:
+        return []
+    if not isinstance(value, list) or len(value) > MAX_CHAIN_ENTRIES or not all(isinstance(e, dict) for e in value):
+        raise InvalidInput(f"{field} must be a list of at most {MAX_CHAIN_ENTRIES} objects", field=field)
+    return [clean_object(e, findings, field) for e in value]
+
+
+def clean_evidence(value: Any, findings: list[Finding], field: str = "evidence") -> list[str]:
+    """A relation's evidence: at most MAX_EVIDENCE_ITEMS strings, each redacted."""
+    if value is None:
+        return []
+    if not isinstance(value, list) or len(value) > MAX_EVIDENCE_ITEMS or not all(isinstance(e, str) for e in value):
+        raise InvalidInput(f"{field} must be a list of at most {MAX_EVIDENCE_ITEMS} strings", field=field)
+    return [clean_free_text(e, findings, field, limit=MAX_EVIDENCE_CHARS, required=True) for e in value]
+
+
+#: The record fields a memory may carry (storage/schema.py); anything else in an imported record is dropped.
+MEMORY_TIME_FIELDS = ("created_at", "updated_at", "last_accessed_at", "status_changed_at", "forgotten_at")
+
+
+def clean_memory_record(raw: Any, findings: list[Finding], *, scope: str) -> dict[str, Any]:
+    """A whole memory record (an import line, or anything else not built by `store`) checked
+    field by field with the checks `store` applies, redacted, ready for CREATE.
+
+    Raises InvalidInput naming the first bad field. The vector is not handled here (it
+    travels beside the record); `embedding_model`/`embedding_dim` are dropped when absent.
+    """
+    if not isinstance(raw, dict):
+        raise InvalidInput("record must be an object", field="record")
+    check_enum(scope, SCOPES, "scope")
+    mtype = check_enum(raw.get("memory_type"), MEMORY_TYPES, "memory_type")
+    if mtype == "working" and scope != "session":
+        raise InvalidInput("working memories are scratch space and live only in scope 'session'", field="memory_type")
+    rec: dict[str, Any] = {
+        "memory_type": mtype,
+        "scope": scope,
+        "content": clean_content(raw.get("content"), findings),
+        "summary": clean_free_text(raw.get("summary"), findings, "summary", limit=MAX_SUMMARY_CHARS),
+        "category": clean_category(raw.get("category"), findings, required=False) or None,
+        "tags": clean_tags(raw.get("tags"), findings),
+        "importance": check_unit(raw.get("importance"), "importance", 0.5),
+        "confidence": check_unit(raw.get("confidence"), "confidence", 0.7),
+        "access_count": check_int(raw.get("access_count"), "access_count", default=0),
+        "status": check_enum(raw.get("status", "created"), STATUSES, "status"),
+        "source": clean_object(raw.get("source"), findings, "source"),
+        "session_id": clean_free_text(raw.get("session_id"), findings, "session_id", limit=MAX_SESSION_ID_CHARS),
+        "version": check_int(raw.get("version"), "version", low=1, default=1),
+        "promotion_chain": clean_chain(raw.get("promotion_chain"), findings),
+        "metadata": clean_object(raw.get("metadata"), findings, "metadata"),
+        "forget_reason": clean_free_text(raw.get("forget_reason"), findings, "forget_reason", limit=MAX_REASON_CHARS),
+        "embedding_model": check_text(raw.get("embedding_model"), "embedding_model", limit=MAX_MODEL_CHARS, required=False),
+        "embedding_dim": check_int(raw.get("embedding_dim"), "embedding_dim", low=1, high=65_536) if raw.get("embedding_dim") is not None else None,
+    }
+    for name in MEMORY_TIME_FIELDS:
+        rec[name] = parse_time(raw.get(name), name)
+    return {k: v for k, v in rec.items() if v is not None}
+
+
+def check_vector(raw: Any, field: str, *, dim: int) -> tuple[bytes, np.ndarray]:
+    """An exported vector (base64 of little-endian float32): decodable, `dim` long, finite."""
+    if not isinstance(raw, str):
+        raise InvalidInput(f"{field} must be a base64 string", field=field)
+    try:
+        blob = base64.b64decode(raw, validate=True)
+    except (ValueError, TypeError):
+        raise InvalidInput(f"{field} is not valid base64", field=field) from None
+    if len(blob) != 4 * dim:
+        raise InvalidInput(f"{field} has {len(blob) / 4:g} dimensions; this model has {dim}", field=field)
+    vec = np.frombuffer(blob, dtype="<f4")
+    if not np.isfinite(vec).all():
+        raise InvalidInput(f"{field} holds a number that is not finite (NaN or infinity)", field=field)
+    return blob, vec
+
+
+PURGED_CONTENT = "[forgotten]"
+#: What a purged memory keeps: enough for ids, links and counts to stay consistent, no text.
+PURGED_KEEPS = ("memory_type", "scope", "importance", "confidence", "access_count", "session_id", "created_at", "last_accessed_at")
+
+
+def purged_skeleton(row: dict[str, Any], reason: str | None) -> dict[str, Any]:
+    """The record of a memory purged at once (`forget --purge-now`): no content, summary,
+    category, tags, source, metadata, promotion chain or vector: every field that could
+    hold the text that had to go."""
+    now = now_dt()
+    rec = {k: row[k] for k in PURGED_KEEPS if row.get(k) is not None}
+    rec.update(content=PURGED_CONTENT, tags=[], source={}, metadata={"purged_at": iso(now)}, promotion_chain=[],
+               status="forgotten", forgotten_at=row.get("forgotten_at") or now, status_changed_at=now, updated_at=now,
+               version=int(row.get("version", 1)) + 1)
+    if reason or row.get("forget_reason"):
+        rec["forget_reason"] = reason or row.get("forget_reason")
+    return rec
+
+
 def sanitize_text(text: str | None, findings: list[Finding]) -> str | None:
     """Strip <private> spans and redact secrets; collect what was redacted."""
     if text is None:

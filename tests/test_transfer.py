@@ -95,7 +95,7 @@ def _graph(svc: MemoryService, ctx: RequestContext) -> dict:
 @pytest.fixture
 def exported(fake_service, ctx, tmp_path):
     ids = _populate(fake_service, ctx)
-    path = tmp_path / "out" / "engram.jsonl"
+    path = tmp_path / "engram.jsonl"  # export refuses a directory that does not exist
     res = fake_service.export(ctx, path)
     return fake_service, ids, path, res
 
@@ -206,29 +206,40 @@ def test_import_reports_progress(exported, target):
     assert ("export project" in {c[2] for c in export_calls}) and all(d <= t for d, t, _ in export_calls)
 
 
-@pytest.mark.parametrize("bad,lineno", [("{not json", 3), ("[1, 2]", 2), ('{"no_kind": 1}', 4)])
-def test_a_malformed_line_raises_invalid_input_naming_file_and_line(exported, target, bad, lineno):
-    _src, _ids, path, _res = exported
+@pytest.mark.parametrize("bad,lineno", [("{not json", 3), ("[1, 2]", 2), ('{"no_kind": 1}', 4), ("\udcff", 5)])
+def test_a_malformed_line_is_reported_naming_file_and_line_and_the_rest_imported(exported, target, bad, lineno):
+    _src, _ids, path, res = exported
     dst, dctx = target
     lines = path.read_text().splitlines()
     lines.insert(lineno - 1, bad)
-    path.write_text("\n".join(lines) + "\n")
-    with pytest.raises(InvalidInput) as err:
-        dst.import_(dctx, path)
-    assert f"{path}:{lineno}" in err.value.message
+    path.write_bytes(("\n".join(lines) + "\n").encode("utf-8", "surrogateescape"))
+    out = dst.import_(dctx, path)
+    assert out["counts"]["rejected"] == 1 and out["counts"]["memory"] == res["counts"]["memory"]
+    assert out["rejected"][0]["line"] == lineno and f"{path}:{lineno}" in out["rejected"][0]["error"]
 
 
 def test_a_memory_line_with_a_bad_id_names_the_line(exported, target):
-    _src, _ids, path, _res = exported
+    _src, _ids, path, res = exported
     dst, dctx = target
     lines = path.read_text().splitlines()
     obj = json.loads(lines[1])
     obj["id"] = "x; DELETE memory"
     lines[1] = json.dumps(obj)
     path.write_text("\n".join(lines) + "\n")
+    out = dst.import_(dctx, path)
+    assert [(r["line"], r["field"]) for r in out["rejected"] if r["line"] == 2] == [(2, "id")]
+    assert out["counts"]["memory"] == res["counts"]["memory"] - 1
+
+
+def test_a_file_of_bad_lines_only_is_invalid_input_naming_the_line(target, tmp_path):
+    dst, dctx = target
+    p = tmp_path / "bad.jsonl"
+    p.write_text(json.dumps({"kind": "header", "format": "engram-export", "version": 1}) + "\n"
+                 + json.dumps({"kind": "memory", "scope": "project", "id": new_ulid(), "record": {"memory_type": "semantic", "content": "x",
+                                                                                                  "created_at": "yesterday"}}) + "\n")
     with pytest.raises(InvalidInput) as err:
-        dst.import_(dctx, path)
-    assert "line 2" in err.value.message
+        dst.import_(dctx, p)
+    assert f"{p}:2" in err.value.message and err.value.field == "created_at"
     assert dst.status(dctx)["scopes"]["project"]["total"] == 0
 
 
@@ -311,3 +322,182 @@ def test_import_redacts_secrets_like_store_does(target, tmp_path):
     dump = repr(h.q(q.ALL_MEMORIES)) + repr(h.q(q.ALL_HISTORY))
     assert token.lower() not in dump.lower() and "hunter2-hunter2" not in dump
     assert "the deploy token is" in dump
+
+
+# ------------------------------------------------------------------ issue 12: import applies every store check
+def _line(key: str | None = None, **record) -> dict:
+    rec = {"memory_type": "semantic", "content": "a good memory about the build", "created_at": "2026-01-02T03:04:05Z", **record}
+    return {"kind": "memory", "scope": "project", "id": key or new_ulid(), "record": rec}
+
+
+def _write(path: Path, *objs) -> Path:
+    text = "\n".join(o if isinstance(o, str) else json.dumps(o) for o in objs) + "\n"
+    path.write_bytes(text.encode("utf-8", "surrogatepass"))
+    return path
+
+
+HEADER = {"kind": "header", "format": "engram-export", "version": 1}
+GOOD_VEC = base64.b64encode(FakeEmbedder().embed_query("x").astype("<f4").tobytes()).decode()
+# (bad line, the field the rejection must name): one per class of check `store` applies
+BAD_MEMORY_LINES = [
+    (lambda: _line(content="x" * 200_000), "content"),
+    (lambda: _line(tags=[f"t{i}" for i in range(500)]), "tags"),
+    (lambda: _line(tags=["t" * 100]), "tags"),
+    (lambda: _line(summary="s" * 5_000), "summary"),
+    (lambda: _line(created_at="yesterday"), "created_at"),
+    (lambda: _line(updated_at=12345), "updated_at"),
+    (lambda: _line(forgotten_at="2026-13-45T00:00:00Z"), "forgotten_at"),
+    (lambda: _line(importance=2), "importance"),
+    (lambda: _line(importance="high"), "importance"),
+    (lambda: _line(confidence=float("nan")), "confidence"),
+    (lambda: _line(access_count=-1), "access_count"),
+    (lambda: _line(version="one"), "version"),
+    (lambda: _line(memory_type="dream"), "memory_type"),
+    (lambda: _line(memory_type="working"), "memory_type"),
+    (lambda: _line(status="zombie"), "status"),
+    (lambda: _line(content="\ud800 lone surrogate"), "content"),
+    (lambda: _line(metadata={"k": "\udfff"}), "metadata"),
+    (lambda: _line(tags=["ok", "\ud83d"]), "tags"),
+    (lambda: _line(metadata={"n": 10**30}), "metadata"),
+    (lambda: _line(metadata={"n": float("inf")}), "metadata"),
+    (lambda: _line(metadata="not an object"), "metadata"),
+    (lambda: _line(source=["not", "an", "object"]), "source"),
+    (lambda: _line(promotion_chain="chain"), "promotion_chain"),
+    (lambda: _line(session_id="s" * 1_000), "session_id"),
+    (lambda: _line(forget_reason="r" * 1_000), "forget_reason"),
+    (lambda: _line(content="<private>only private</private>"), "content"),
+    (lambda: _line(content=None), "content"),
+    (lambda: {**_line(embedding_model="fake-hash-384"), "vector_b64": base64.b64encode(b"\0" * 12).decode()}, "vector_b64"),
+    (lambda: {**_line(embedding_model="fake-hash-384"), "vector_b64": "!!! not base64 !!!"}, "vector_b64"),
+    (lambda: {**_line(embedding_model="fake-hash-384"),
+              "vector_b64": base64.b64encode(__import__("numpy").full(384, float("nan"), dtype="<f4").tobytes()).decode()}, "vector_b64"),
+    (lambda: {**_line(), "id": "memory:not-a-ulid"}, "id"),
+    (lambda: {**_line(), "scope": "galaxy"}, "scope"),
+]
+
+
+@pytest.mark.parametrize("make,field", BAD_MEMORY_LINES, ids=[f"{i}-{f}" for i, (_, f) in enumerate(BAD_MEMORY_LINES)])
+def test_a_bad_memory_line_is_rejected_naming_line_and_field_and_the_rest_imported(target, tmp_path, make, field):
+    dst, dctx = target
+    good = _line(content="the good memory is imported")
+    path = _write(tmp_path / "in.jsonl", HEADER, good, make())
+    out = dst.import_(dctx, path)
+    assert out["counts"]["memory"] == 1 and out["counts"]["rejected"] == 1, out
+    bad = out["rejected"][0]
+    assert bad["line"] == 3 and bad["field"] == field and f"{path}:3: {field}" in bad["error"], bad
+    assert dst.get(dctx, good["id"])["content"] == "the good memory is imported"
+    alone = _write(tmp_path / "alone.jsonl", HEADER, make())
+    with pytest.raises(InvalidInput) as err:  # nothing usable at all: a clear argument error, not internal_error
+        dst.import_(dctx, alone)
+    assert err.value.field == field and f"{alone}:2" in err.value.message
+
+
+BAD_GRAPH_LINES = [
+    (lambda m: {"kind": "history", "scope": "project", "memory_id": m, "entry": {"version": "two", "change": "update"}}, "entry.version"),
+    (lambda m: {"kind": "history", "scope": "project", "memory_id": m, "entry": {"version": 1, "change": "update", "changed_at": "noon"}},
+     "entry.changed_at"),
+    (lambda m: {"kind": "history", "scope": "project", "memory_id": m, "entry": {"version": 1, "change": "x" * 500}}, "entry.change"),
+    (lambda m: {"kind": "history", "scope": "project", "memory_id": m,
+                "entry": {"version": 1, "change": "update", "snapshot": {"content": "x" * 200_000}}}, "entry.snapshot.content"),
+    (lambda m: {"kind": "history", "scope": "project", "memory_id": new_ulid(), "entry": {"version": 1, "change": "update"}}, "memory_id"),
+    (lambda m: {"kind": "entity", "scope": "project", "key": "e1", "record": {"name": "n" * 5_000}}, "record.name"),
+    (lambda m: {"kind": "entity", "scope": "project", "key": "e1; DELETE entity", "record": {"name": "x"}}, "key"),
+    (lambda m: {"kind": "entity", "scope": "project", "key": "e1", "record": {"name": "x", "created_at": [1]}}, "record.created_at"),
+    (lambda m: {"kind": "mention", "scope": "project", "memory_id": m, "entity_key": "nowhere"}, "entity_key"),
+    (lambda m: {"kind": "relation", "scope": "project", "from": "ea", "to": "eb", "relation_type": "uses", "weight": "heavy"}, "weight"),
+    (lambda m: {"kind": "relation", "scope": "project", "from": "ea", "to": "eb", "relation_type": "uses", "weight": float("nan")}, "weight"),
+    (lambda m: {"kind": "relation", "scope": "project", "from": "ea", "to": "eb", "relation_type": "uses", "evidence": ["e"] * 500}, "evidence"),
+    (lambda m: {"kind": "relation", "scope": "project", "from": "ea", "to": "eb", "relation_type": "\ud800"}, "relation_type"),
+    (lambda m: {"kind": "link", "scope": "project", "from": m, "to": m, "relation_type": "loves"}, "relation_type"),
+    (lambda m: {"kind": "link", "scope": "project", "from": m, "to": m, "relation_type": "similar_to", "strength": 7}, "strength"),
+    (lambda m: {"kind": "link", "scope": "project", "from": m, "to": new_ulid(), "relation_type": "similar_to"}, "to"),
+    (lambda m: {"kind": "spaceship", "scope": "project"}, "kind"),
+]
+
+
+@pytest.mark.parametrize("make,field", BAD_GRAPH_LINES, ids=[f"{i}-{f}" for i, (_, f) in enumerate(BAD_GRAPH_LINES)])
+def test_a_bad_history_or_graph_line_is_rejected_naming_line_and_field(target, tmp_path, make, field):
+    dst, dctx = target
+    good = _line(content="the good memory is imported")
+    ents = [{"kind": "entity", "scope": "project", "key": k, "record": {"name": k.upper(), "entity_type": "service"}} for k in ("ea", "eb")]
+    path = _write(tmp_path / "in.jsonl", HEADER, good, *ents, make(good["id"]))
+    out = dst.import_(dctx, path)
+    assert out["counts"]["memory"] == 1 and out["counts"]["entity"] == 2 and out["counts"]["rejected"] == 1, out
+    bad = out["rejected"][0]
+    assert bad["line"] == 5 and bad["field"] == field, bad
+
+
+def test_imported_nul_characters_are_removed_as_store_removes_them_and_the_store_stays_usable(target, tmp_path):
+    dst, dctx = target
+    lines = [_line(content="nul in\u0000 content"), _line(summary="nul\u0000 summary"), _line(tags=["a\u0000b"]),
+             _line(metadata={"k\u0000": ["v\u0000", {"deep": "x\u0000"}]}, source={"tool": "E\u0000dit"}, category="fa\u0000ct")]
+    history = {"kind": "history", "scope": "project", "memory_id": lines[0]["id"],
+               "entry": {"version": 1, "change": "update", "snapshot": {"content": "old\u0000", "metadata": {"z": "\u0000"}}}}
+    path = _write(tmp_path / "nul.jsonl", HEADER, *lines, history)
+    out = dst.import_(dctx, path)
+    assert out["counts"]["memory"] == 4 and out["counts"]["history"] == 1 and out["counts"]["rejected"] == 0
+    dump = dst.export(dctx, tmp_path / "again.jsonl")  # every read path still works
+    assert "\\u0000" not in Path(dump["path"]).read_text()
+    assert dst.get(dctx, lines[0]["id"], history=True)["content"] == "nul in content"
+    assert dst.get(dctx, lines[2]["id"])["tags"] == ["ab"]
+    assert {m["id"] for m in dst.recall(dctx, query="nul content summary", limit=10)["memories"]} >= {"memory:" + lines[0]["id"]}
+    assert dst.forget(dctx, lines[3]["id"])["status"] == "forgotten"
+
+
+def test_import_never_holds_the_service_lock_while_it_embeds(tmp_path):
+    """Defect 7: a recall beside a large import waits one small write batch at most."""
+    import threading
+    import time as _time
+
+    class SlowEmbedder(FakeEmbedder):
+        def embed_documents(self, texts):
+            _time.sleep(0.002 * len(texts))  # like the real model: ~2 ms a text, on the other core
+            return super().embed_documents(texts)
+
+    home = tmp_path / "h"
+    home.mkdir()
+    svc = MemoryService(home=home, embedder=SlowEmbedder())
+    ctx = RequestContext(_project(tmp_path, "p"))
+    try:
+        svc.store(ctx, content="warm the store up", type="semantic", scope="project")
+        path = _write(tmp_path / "many.jsonl", HEADER, *[_line(content=f"imported fact {i} about service {i % 31}") for i in range(1500)])
+        holds: list[float] = []
+        inner = svc.lock
+
+        class Timed:
+            depth, since = 0, 0.0
+
+            def __enter__(self):
+                inner.acquire()
+                Timed.depth += 1
+                if Timed.depth == 1:
+                    Timed.since = _time.perf_counter()
+
+            def __exit__(self, *exc):
+                Timed.depth -= 1
+                if Timed.depth == 0:
+                    holds.append(_time.perf_counter() - Timed.since)
+                inner.release()
+
+        svc.lock = Timed()
+        waits: list[float] = []
+        done = threading.Event()
+
+        def recall_loop():
+            while not done.is_set():
+                started = _time.perf_counter()
+                svc.recall(ctx, query="warm store", limit=3)
+                waits.append(_time.perf_counter() - started)
+                _time.sleep(0.02)
+
+        t = threading.Thread(target=recall_loop)
+        t.start()
+        out = svc.import_(ctx, path)
+        done.set()
+        t.join()
+        assert out["counts"]["memory"] == 1500 and out["counts"]["embedded"] == 1500
+        assert len(waits) >= 10, "recalls ran during the import"
+        assert max(holds) < 0.5, f"longest lock hold {max(holds) * 1000:.0f} ms"  # was the whole import (seconds)
+        assert max(waits) < 1.0, f"slowest recall during the import {max(waits) * 1000:.0f} ms"
+    finally:
+        svc.close()
