@@ -325,3 +325,54 @@ def fold(text: str, *, fence: bool = False) -> str:
     """Just the normalised text (for comparisons and key names)."""
     v = build_view(text, fence=fence)
     return text if v is None else v.text
+
+
+# --- tags a reader could take for the context fence or the harness's own markup -------------------
+HARNESS_TAGS = (
+    "engram-memory", "system-reminder", "system", "user-prompt-submit-hook", "command-name", "command-message",
+    "command-args", "command-contents", "local-command-stdout", "local-command-stderr", "local-command-caveat",
+    "bash-input", "bash-stdout", "bash-stderr", "function_calls", "function_results", "tool_use", "tool_result",
+    "invoke", "parameter", "human", "assistant", "important-instruction-reminders", "session-start-hook",
+    "post-tool-use-hook", "user-memory-input", "claude-memory", "instructions",
+)
+_TAG_NAMES = "|".join(  # a separator may be -, _, a blank or nothing (a soft hyphen stood for it)
+    r"[-_\s]?".join(re.escape(part) for part in re.split(r"[-_]", t)) for t in sorted(HARNESS_TAGS, key=len, reverse=True)
+)
+# `<` (already folded from ＜, ‹, &lt; ...), optional `/`, a tag name, its attributes, `>`
+_TAG = re.compile(rf"<\s*/?\s*(?:{_TAG_NAMES})(?![\w-])[^<>\r\n]{{0,200}}>?", re.IGNORECASE)
+
+
+def neutralise_tags(text: str) -> str:
+    """Turn every spelling of a fence or harness tag into bracketed text: ``<system-reminder>``,
+    ``＜/engram-memory＞``, ``&lt;system&gt;``, ``</еngram-memory>`` (Cyrillic е), with soft
+    hyphens or zero-width characters inside, all become ``(...)``.
+
+    Detection runs on the fence view (:func:`build_view` with ``fence=True``); the brackets are
+    replaced in the original text, whatever spelled them, and the rest is kept. ``(`` and ``)``
+    normalise to nothing that reads as a tag, so the result is stable under any normalisation.
+    """
+    if text.isascii() and "<" not in text and "&" not in text:
+        return text
+    view = build_view(text, fence=True)
+    seen = view.text if view is not None else text
+    hits = list(_TAG.finditer(seen))
+    if not hits:
+        return text
+
+    def orig(start: int, end: int) -> tuple[int, int]:
+        return view.span(start, end) if view is not None else (start, end)
+
+    repl: list[tuple[int, int, str]] = []
+    for m in hits:
+        repl.append((*orig(m.start(), m.start() + 1), "("))
+        if m.group(0).endswith(">"):
+            repl.append((*orig(m.end() - 1, m.end()), ")"))
+    out: list[str] = []
+    copied = 0
+    for s, e, rep in sorted(repl):
+        if s < copied:
+            continue
+        out += [text[copied:s], rep]
+        copied = e
+    out.append(text[copied:])
+    return "".join(out)
