@@ -540,3 +540,90 @@ def test_a_lower_cased_password_as_a_whole_tag_is_redacted(tag):
 
     assert redact_tags([tag, "auth"])[0] == ["[REDACTED:password]", "auth"]
     assert check_tags([tag.upper(), "auth"]) == ["[REDACTED:password]", "auth"]
+
+
+# -- capture hooks: redact the whole text first, cut after (issue 12, defect 6) ---------------
+def _key_block(rng_seed: int, lines: int = 12, width: int = 70) -> tuple[str, list[str]]:
+    import random
+
+    rng = random.Random(rng_seed)
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+    body = ["".join(rng.choice(alphabet) for _ in range(width)) for _ in range(lines)]
+    block = "-----BEGIN OPENSSH PRIVATE KEY-----\n" + "\n".join(body) + "\n-----END OPENSSH PRIVATE KEY-----\n"
+    return block, body
+
+
+def _bash(stdout: str = "", stderr: str = "", command: str = "./deploy.sh") -> dict:
+    return {"tool_name": "Bash", "hook_event_name": "PostToolUse", "tool_input": {"command": command},
+            "tool_response": {"stdout": stdout, "stderr": stderr, "interrupted": False}}
+
+
+def _stored(memory: dict | None) -> str:
+    assert memory is not None, "the error output was captured"
+    return json.dumps(memory, ensure_ascii=False)
+
+
+@pytest.mark.parametrize("stream", ["stderr", "stdout"])
+@pytest.mark.parametrize("gap", [0, 40, 100])
+def test_bash_capture_redacts_a_key_whose_begin_line_is_before_the_cut(stream: str, gap: int) -> None:
+    """The error marker comes after the key: cutting 200 characters before it used to leave
+    the BEGIN line out, so the key body was stored."""
+    from engram_mcp.hooks import command_memory
+
+    block, body = _key_block(gap)
+    text = "$ cat ~/.ssh/id_deploy\n" + block + "x" * gap + "\nerror: permission denied (publickey)\n"
+    out = _stored(command_memory(_bash(**{stream: text}), failed=False))
+    assert "permission denied" in out
+    assert not [line for line in body if line[:16] in out], out[:600]
+
+
+def test_bash_capture_redacts_a_secret_whose_key_name_the_cut_would_split() -> None:
+    from engram_mcp.hooks import ERROR_MARKERS, command_memory
+
+    secret = "Xq7!pLm2#Rt9vWz4"
+    prefix = "starting deploy\n"
+    line = f"export DB_PASSWORD={secret}\n"
+    inside_key = len(prefix) + line.index("DB_PASSWORD") + 5
+    filler = "y" * (inside_key + 200 - len(prefix + line) - 1) + "\n"  # the 200-character window starts in `DB_PASSWORD`
+    text = prefix + line + filler + "error: migration failed\n"
+    m = ERROR_MARKERS.search(text)
+    assert m is not None and text.index("DB_PASSWORD") < m.start() - 200 < text.index(secret)
+    out = _stored(command_memory(_bash(stderr=text), failed=False))
+    assert secret not in out and secret[4:] not in out, out
+
+
+def test_failed_bash_capture_redacts_a_long_error_before_cutting_it() -> None:
+    from engram_mcp.hooks import command_memory
+
+    block, body = _key_block(7, lines=40)
+    payload = {"tool_name": "Bash", "hook_event_name": "PostToolUseFailure", "tool_input": {"command": "cat key"},
+               "error": "Exit code 1\n" + "noise line\n" * 500 + block + "fatal: bad key\n"}
+    out = _stored(command_memory(payload, failed=True))
+    assert not [line for line in body if line[:16] in out]
+
+
+def test_a_huge_output_is_bounded_and_still_redacted(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Redacting everything is linear in the output: an 8 MB output is scanned from its end only,
+    cut at a line boundary, and a key body cut there is still redacted."""
+    import time
+
+    from engram_mcp.hooks import command_memory
+
+    block, body = _key_block(11, lines=30)
+    text = "z" * 8_000_000 + "\n" + block + "error: out of memory\n"
+    t0 = time.perf_counter()
+    out = _stored(command_memory(_bash(stdout=text), failed=False))
+    assert time.perf_counter() - t0 < 2.0
+    assert not [line for line in body if line[:16] in out]
+
+
+def test_edit_capture_redacts_a_secret_before_cutting_the_snippet() -> None:
+    from engram_mcp.hooks import file_change_memory
+
+    secret = "Vb3#nQ8zLw2!Kp5t"
+    new = "# settings\n" + "a = 1\n" * 36 + f"DB_PASSWORD={secret}\n"
+    payload = {"tool_name": "Edit", "hook_event_name": "PostToolUse", "cwd": "/p",
+               "tool_input": {"file_path": "/p/settings.env", "old_string": "x", "new_string": new},
+               "tool_response": {"filePath": "/p/settings.env"}}
+    out = _stored(file_change_memory(payload))
+    assert secret not in out and secret[:8] not in out
