@@ -88,7 +88,7 @@ def export(svc: "MemoryService", ctx: "RequestContext", path: Path, *, scopes: t
     for s in scopes:
         check_enum(s, SCOPES, "scopes")
     counts = {"memory": 0, "history": 0, "entity": 0, "mention": 0, "relation": 0, "link": 0}
-    path = Path(path)
+    path = _checked_path(path)
     try:
         fd = _open_private(path)
     except OSError as exc:
@@ -180,6 +180,20 @@ def _open_regular_for_write(path: Path) -> int:
         os.close(fd)
         raise
     return fd
+
+
+def _checked_path(path: Any) -> Path:
+    """A file path the OS can take: text (valid Unicode, no NUL) or a Path."""
+    if not isinstance(path, (str, Path)):
+        raise InvalidInput("path must be a file path string", field="path")
+    text = str(path)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInput("path is not valid Unicode text (it holds a lone surrogate)", field="path") from None
+    if "\x00" in text or not text.strip():
+        raise InvalidInput("path must be a non-empty file path without NUL characters", field="path")
+    return Path(text)
 
 
 MAX_REJECTED_LISTED = 100  # rejected lines named one by one in the answer; the count covers the rest
@@ -283,7 +297,7 @@ def import_(svc: "MemoryService", ctx: "RequestContext", path: Path, *, progress
     recall running beside a large import waits for one batch at most.
     `progress(done, total, label)` is called as lines are read, embedded and written.
     """
-    path = Path(path)
+    path = _checked_path(path)
     if target_scope is not None:
         check_enum(target_scope, SCOPES, "target_scope")
     if not path.is_file():

@@ -134,3 +134,24 @@ EDGES_TO = "SELECT in, out, relation_type, weight FROM relates_to WHERE out IN $
 # batch form of QUEUED_FOR/ENQUEUE for the maintenance pass (one round trip, not two per memory)
 QUEUED_MEMORIES = "SELECT VALUE memory FROM consolidation_queue WHERE reason = $reason AND status = 'pending'"
 ENQUEUE_MANY = "INSERT INTO consolidation_queue $entries RETURN NONE"
+
+# --- repair: records holding NUL (written before it was refused) -----------------------------
+# The engine stores such a string but fails to serialise any answer holding it. The function
+# removes NUL from every string and object key of a value; NUL travels as the parameter $nul
+# (SurrealQL refuses it in a literal, and closures do not see outer parameters, hence the
+# transpose that hands it to each element). Defined, used and removed in one transaction.
+INFO_FOR_DB = "INFO FOR DB"
+DEFINE_DENUL_FUNCTION = """DEFINE FUNCTION OVERWRITE fn::engram_denul($v: any, $nul: string) {
+  RETURN IF type::is::string($v) { string::replace($v, $nul, '') }
+  ELSE IF type::is::array($v) { array::map(array::transpose([$v, array::repeat($nul, array::len($v))]), |$p| fn::engram_denul($p[0], $p[1])) }
+  ELSE IF type::is::object($v) { object::from_entries(array::map(array::transpose([object::entries($v), array::repeat($nul, array::len(object::entries($v)))]), |$p| [string::replace($p[0][0], $p[1], ''), fn::engram_denul($p[0][1], $p[1])])) }
+  ELSE { $v };
+}"""
+REPAIR_NUL_IN_TABLE = (
+    "UPDATE type::table($table) CONTENT fn::engram_denul($this, $nul) WHERE string::contains(<string> $this, $nul) RETURN VALUE id"
+)
+REMOVE_DENUL_FUNCTION = "REMOVE FUNCTION IF EXISTS fn::engram_denul"
+
+# --- purge now: a memory's history and mentions go with its text ---------------------------
+DELETE_HISTORY_OF = "DELETE memory_history WHERE memory = $memory RETURN NONE"
+DELETE_MENTIONS_OF = "DELETE mentions WHERE in = $memory RETURN NONE"

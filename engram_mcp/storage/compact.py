@@ -1,0 +1,291 @@
+"""Compaction: rewrite a datastore so that deleted and overwritten values leave the disk.
+
+SurrealKV (surrealkv 0.9.3 inside surrealdb-core 2.3.10) is an append-only commit log:
+an UPDATE or DELETE appends a new version and the old bytes stay in
+`data/clog/*.clog` for good. Measured here: a value written, updated, deleted, followed
+by 2,000 more writes and a reopen is still in the log byte for byte. The engine has a
+compaction routine, but neither SurrealQL nor the Python SDK reaches it (no statement, no
+method, no environment variable). So `forget --purge-now` compacts by rewriting: every
+namespace, database, definition and row is copied into a fresh datastore beside the old
+one, the copy is checked (row counts per table), and the directories are swapped.
+
+Crash safety (the caller holds the store's LOCK and its mutex; no write runs meanwhile):
+1. the copy is built in `data.compact/`; a crash here leaves a half copy that the next
+   open deletes (no marker yet), and `data/` untouched;
+2. the marker file `COMPACT_READY` is written and fsynced: the copy is complete;
+3. `data/` -> `data.old/`, `data.compact/` -> `data/`, directory fsynced, marker removed;
+4. `data.old/` is overwritten with zeros and deleted.
+`recover()` runs at every open, before the engine sees `data/`, and finishes whatever
+step a crash interrupted: with the marker, the swap is completed; without it, a half
+copy is dropped. At no point is there neither a complete `data/` nor a complete copy.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger("engram.compact")
+
+COMPACT_DIRNAME = "data.compact"
+OLD_DIRNAME = "data.old"
+READY_MARKER = "COMPACT_READY"
+#: Rows read and written per statement while copying (a memory row with its vector is ~3 KB).
+COPY_BATCH_ROWS = 500
+_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+#: Definition kinds of INFO FOR DB, in the order they must be replayed (tables after what they use).
+_DB_DEFINITIONS = ("params", "analyzers", "functions", "models", "configs", "accesses", "users", "tables")
+_TABLE_DEFINITIONS = ("fields", "indexes", "events")
+
+
+class CompactionFailed(Exception):
+    """The copy could not be made or did not match; the original datastore is untouched."""
+
+
+def _safe_name(name: str, what: str) -> str:
+    """Names are formatted into statements (SurrealQL cannot bind them): only plain identifiers."""
+    if not isinstance(name, str) or not _NAME_RE.match(name):
+        raise CompactionFailed(f"{what} name {str(name)[:60]!r} is not a plain identifier; not copied")
+    return name
+
+
+def _one(conn: Any, sql: str, params: dict[str, Any] | None = None) -> Any:
+    """Run one statement and raise on its error (the SDK's query() hides later statements' errors)."""
+    raw = conn.query_raw(sql, params or {})
+    if raw.get("error"):
+        raise CompactionFailed(f"{sql[:60]}: {raw['error']}")
+    result = (raw.get("result") or [{}])[0]
+    if result.get("status") != "OK":
+        raise CompactionFailed(f"{sql[:60]}: {str(result.get('result'))[:300]}")
+    return result.get("result")
+
+
+def _define(conn: Any, statement: str) -> None:
+    """Replay one definition; one that the engine already derived from another (the `[*]`
+    field of an `array<object>` field) is left as it is."""
+    try:
+        _one(conn, statement)
+    except CompactionFailed as exc:
+        if "already exists" not in str(exc):
+            raise
+
+
+def _info(conn: Any, sql: str) -> dict[str, Any]:
+    out = _one(conn, sql)
+    return out if isinstance(out, dict) else {}
+
+
+def copy_datastore(src: Any, dst: Any, *, repair: Any = None) -> dict[str, int]:
+    """Copy every namespace, database, definition and row of `src` into the empty `dst`.
+
+    `repair(ns, db)` is called when a table cannot be read because a stored string holds a
+    NUL (an engine serialisation failure), then the read is retried once. Returns rows
+    copied per `ns/db/table`.
+    """
+    copied: dict[str, int] = {}
+    for ns in _info(src, "INFO FOR ROOT").get("namespaces", {}):
+        _safe_name(ns, "namespace")
+        _one(dst, f"DEFINE NAMESPACE IF NOT EXISTS {ns}")
+        src.use(ns, "engram_compact")
+        dst.use(ns, "engram_compact")
+        for db in _info(src, "INFO FOR NS").get("databases", {}):
+            _safe_name(db, "database")
+            _one(dst, f"DEFINE DATABASE IF NOT EXISTS {db}")
+            src.use(ns, db)
+            dst.use(ns, db)
+            copied.update(_copy_database(src, dst, ns, db, repair))
+    return copied
+
+
+def _copy_database(src: Any, dst: Any, ns: str, db: str, repair: Any) -> dict[str, int]:
+    info = _info(src, "INFO FOR DB")
+    for kind in _DB_DEFINITIONS:
+        for statement in (info.get(kind) or {}).values():
+            _define(dst, statement)
+    copied = {}
+    for table, definition in (info.get("tables") or {}).items():
+        _safe_name(table, "table")
+        tinfo = _info(src, f"INFO FOR TABLE {table}")
+        for kind in _TABLE_DEFINITIONS:
+            for statement in (tinfo.get(kind) or {}).values():
+                _define(dst, statement)
+        relation = "TYPE RELATION" in str(definition).upper()
+        copied[f"{ns}/{db}/{table}"] = _copy_rows(src, dst, ns, db, table, relation, repair)
+    return copied
+
+
+def _copy_rows(src: Any, dst: Any, ns: str, db: str, table: str, relation: bool, repair: Any) -> int:
+    insert = f"INSERT {'RELATION ' if relation else ''}INTO {table} $rows RETURN NONE"
+    start, total = 0, 0
+    while True:
+        sql = f"SELECT * FROM {table} ORDER BY id LIMIT {COPY_BATCH_ROWS} START {start}"
+        try:
+            rows = _one(src, sql) or []
+        except Exception as exc:
+            if repair is None or "null byte" not in str(exc).lower():
+                raise
+            repair(ns, db)
+            src.use(ns, db)
+            rows = _one(src, sql) or []
+        if not rows:
+            return total
+        _one(dst, insert, {"rows": rows})
+        total += len(rows)
+        start += len(rows)
+
+
+def count_rows(conn: Any) -> dict[str, int]:
+    """Rows per `ns/db/table` (the check that a copy is complete)."""
+    counts: dict[str, int] = {}
+    for ns in _info(conn, "INFO FOR ROOT").get("namespaces", {}):
+        conn.use(ns, "engram_compact")
+        for db in _info(conn, "INFO FOR NS").get("databases", {}):
+            conn.use(ns, db)
+            for table in _info(conn, "INFO FOR DB").get("tables") or {}:
+                rows = _one(conn, f"SELECT count() AS n FROM {_safe_name(table, 'table')} GROUP ALL") or []
+                counts[f"{ns}/{db}/{table}"] = int(rows[0]["n"]) if rows else 0
+    return counts
+
+
+def build_copy(src: Any, directory: Path, *, repair: Any = None) -> dict[str, int]:
+    """Steps 1-2: the complete, checked copy in `data.compact/` and the READY marker."""
+    from surrealdb import Surreal
+
+    new = directory / COMPACT_DIRNAME
+    _remove_tree(new)
+    (directory / READY_MARKER).unlink(missing_ok=True)
+    dst = Surreal(f"surrealkv://{new}")
+    try:
+        copied = copy_datastore(src, dst, repair=repair)
+        expected = count_rows(src)
+        got = count_rows(dst)
+    finally:
+        dst.close()
+    if got != expected:
+        _remove_tree(new)
+        diff = {k: (expected.get(k), got.get(k)) for k in set(expected) | set(got) if expected.get(k) != got.get(k)}
+        raise CompactionFailed(f"the copy does not match the store (rows expected, copied): {str(diff)[:300]}")
+    _fsync_tree(new)
+    _write_marker(directory)
+    return copied
+
+
+def swap(directory: Path) -> None:
+    """Steps 3-4: put the copy in place of `data/`, then destroy the old files."""
+    data, new, old = directory / "data", directory / COMPACT_DIRNAME, directory / OLD_DIRNAME
+    _remove_tree(old)
+    if data.exists():
+        os.rename(data, old)
+    os.rename(new, data)
+    _fsync_dir(directory)
+    (directory / READY_MARKER).unlink(missing_ok=True)
+    _fsync_dir(directory)
+    _scrub_tree(old)
+
+
+def recover(directory: Path) -> str | None:
+    """Finish or undo a compaction a crash interrupted (module docstring); None if none was."""
+    data, new, old = directory / "data", directory / COMPACT_DIRNAME, directory / OLD_DIRNAME
+    marker = directory / READY_MARKER
+    action = None
+    if marker.exists():
+        if new.exists():
+            if data.exists() and not old.exists():
+                os.rename(data, old)
+            elif data.exists():
+                _remove_tree(data)  # `old` holds the original; `data` can only be a stray
+            os.rename(new, data)
+            _fsync_dir(directory)
+            action = "finished an interrupted compaction"
+        marker.unlink(missing_ok=True)
+        _fsync_dir(directory)
+    elif new.exists():
+        _remove_tree(new)
+        action = "dropped an incomplete compaction copy"
+    if old.exists():
+        if not data.exists():
+            os.rename(old, data)  # cannot happen by the steps above; never lose the only copy
+            _fsync_dir(directory)
+            action = "restored the datastore from before a compaction"
+        else:
+            _scrub_tree(old)
+            action = action or "removed the datastore left from a compaction"
+    if action:
+        log.warning("store %s: %s", directory, action)
+    return action
+
+
+def _write_marker(directory: Path) -> None:
+    fd = os.open(directory / READY_MARKER, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.write(fd, f"{time.time():.3f}\n".encode())
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    _fsync_dir(directory)
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fsync_tree(root: Path) -> None:
+    for dirpath, _dirs, files in os.walk(root):
+        for name in files:
+            path = Path(dirpath) / name
+            os.chmod(path, 0o600)
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        os.chmod(dirpath, 0o700)
+        _fsync_dir(Path(dirpath))
+
+
+def _scrub_tree(root: Path) -> None:
+    """Overwrite every file with zeros before deleting it: on most filesystems this also
+    clears the blocks the old values were in (an SSD may keep remapped copies)."""
+    for dirpath, _dirs, files in os.walk(root):
+        for name in files:
+            path = Path(dirpath) / name
+            try:
+                if path.is_symlink() or not path.is_file():
+                    continue
+                size = path.stat().st_size
+                with open(path, "r+b", buffering=0) as f:
+                    chunk = b"\0" * (1 << 20)
+                    left = size
+                    while left > 0:
+                        left -= f.write(chunk[: min(left, len(chunk))])
+                    os.fsync(f.fileno())
+            except OSError as exc:
+                log.warning("could not scrub %s: %s", path, exc)
+    _remove_tree(root)
+
+
+def _remove_tree(root: Path) -> None:
+    if root.is_symlink():
+        root.unlink()
+    elif root.exists():
+        shutil.rmtree(root)
+
+
+def data_bytes(directory: Path) -> int:
+    total = 0
+    for dirpath, _dirs, files in os.walk(directory / "data"):
+        for name in files:
+            try:
+                total += (Path(dirpath) / name).stat().st_size
+            except OSError:
+                pass
+    return total
