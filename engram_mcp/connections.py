@@ -315,9 +315,7 @@ class ConnectionServer:
                 return
             line = bytes(conn.buffer[: end + 1])
             del conn.buffer[: end + 1]
-            if not line.strip():
-                continue
-            conn.requests += 1
+            conn.requests += 1  # (a blank line too: it is answered, as the client may wait for it)
             if _is_quick(line):
                 self._answer(conn, line, QUICK_WRITE_TIMEOUT_S)  # never blocks the selector for long
                 if conn.broken:

@@ -40,9 +40,6 @@ STORE_TOOLS = ("store_memory", "update_memory", "reflect_and_consolidate", "prom
 EDIT_TOOLS = ("Write", "Edit", "MultiEdit", "NotebookEdit")
 SNIPPET_CHARS = 240
 ERROR_CHARS = 600
-CAPTURE_SCAN_CHARS = 64 * 1024  # end of a command's output that is redacted and searched for errors
-CLEAN_SCAN_FACTOR = 8  # _clean redacts this many times its limit of a snippet's start ...
-CLEAN_SCAN_MIN_CHARS = 8192  # ... and at least this many characters
 SUBAGENT_REPORT_CHARS = 1500
 SUBAGENT_MIN_CHARS = 200
 TRANSCRIPT_TAIL_BYTES = 2 * 1024 * 1024  # a turn is at the end of the transcript; never read GBs
@@ -67,40 +64,13 @@ ERROR_MARKERS = re.compile(r"Traceback \(most recent call last\)|^(?:error|fatal
 
 # -- small utilities ------------------------------------------------------------------------
 
-def _line_cut(text: str, limit: int, *, tail: bool) -> str:
-    """At most ``limit`` characters from the start (or the end) of ``text``, cut at a line
-    boundary: the line the cut falls in is dropped whole, so no secret is left half-named
-    (``SSWORD=hunter2``) for the redactor to miss."""
-    if len(text) <= limit:
-        return text
-    if tail:
-        part = text[-limit:]
-        nl = part.find("\n")
-        return part[nl + 1:] if nl != -1 else part[part.find(" ") + 1:] if " " in part else ""
-    part = text[:limit]
-    nl = part.rfind("\n")
-    return part[:nl] if nl != -1 else part[: part.rfind(" ")] if " " in part else ""
-
-
 def _clean(text: Any, limit: int) -> str:
-    """Redact secrets and drop <private> spans in the whole text first, then squeeze
-    whitespace and cap the length (a cut made before redacting can hide a secret's key
-    name or a private key's BEGIN line from the redactor)."""
+    """Redact secrets, drop <private> spans, squeeze whitespace, cap length."""
     if not isinstance(text, str):
         text = "" if text is None else json.dumps(text, ensure_ascii=False)
-    # redaction is linear in the text: scan a bounded prefix, cut at a line boundary
-    text = sanitize(_line_cut(text, max(CLEAN_SCAN_FACTOR * limit, CLEAN_SCAN_MIN_CHARS), tail=False)).text
+    text = sanitize(text).text
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _redacted_tail(text: str) -> str:
-    """The redacted end of a command's output: redact first, then let callers cut.
-
-    Only the last ``CAPTURE_SCAN_CHARS`` are scanned (cut at a line boundary), so an output
-    of megabytes costs what 64 KB costs; a private key body cut there is still redacted.
-    """
-    return sanitize(_line_cut(text, CAPTURE_SCAN_CHARS, tail=True)).text
 
 
 def _project_root(payload: dict[str, Any]) -> str:
@@ -217,15 +187,15 @@ def command_memory(payload: dict[str, Any], *, failed: bool) -> dict[str, Any] |
     if failed:
         if payload.get("is_interrupt"):
             return None
-        error = _redacted_tail(str(payload.get("error") or ""))
+        error = str(payload.get("error") or "")
         m = re.match(r"\s*Exit code (\d+)\s*\n?", error)
         code = m.group(1) if m else "?"
         detail = error[m.end():] if m else error
         head = f"Command failed (exit {code}): `{command}`"
     else:
         resp = payload.get("tool_response") if isinstance(payload.get("tool_response"), dict) else {}
-        stderr = _redacted_tail(str(resp.get("stderr") or ""))
-        stdout = _redacted_tail(str(resp.get("stdout") or ""))
+        stderr = str(resp.get("stderr") or "")
+        stdout = str(resp.get("stdout") or "")
         found = ERROR_MARKERS.search(stderr) or ERROR_MARKERS.search(stdout[-4000:])
         if not found:
             return None
@@ -571,37 +541,106 @@ HANDLERS: dict[str, Callable[[Path, dict[str, Any]], dict[str, Any] | None]] = {
 }
 
 
-def read_payload(stream: Iterable[str] | Any) -> dict[str, Any]:
-    raw = stream.read() if hasattr(stream, "read") else "".join(stream)
-    if not raw.strip():
+MAX_PAYLOAD_BYTES = 16 * 1024 * 1024  # hook JSON (a prompt, a tool's output) is far below; never read more
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _scrub(value: Any) -> Any:
+    """`value` with lone surrogates (`"\\ud83d"`: a JS client's emoji cut in half) as U+FFFD:
+    they cannot be written as UTF-8 to the spool, a log or stdout."""
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value) if _SURROGATE.search(value) else value
+    if isinstance(value, dict):
+        return {_scrub(k): _scrub(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_scrub(v) for v in value]
+    return value
+
+
+def read_payload(stream: Iterable[str] | Any, limit: int = MAX_PAYLOAD_BYTES) -> dict[str, Any]:
+    """The hook's JSON object from `stream` (stdin), or ValueError saying why it is unusable.
+
+    At most `limit` bytes are read; invalid UTF-8 becomes U+FFFD and lone surrogates too, so
+    a stray byte does not lose a capture; nesting too deep for the parser, a non-object and
+    anything over the limit are refused (ValueError, never RecursionError or MemoryError).
+    """
+    source = getattr(stream, "buffer", stream)
+    if hasattr(source, "read"):
+        raw = source.read(limit + 1)
+    else:
+        raw = "".join(source)
+    if isinstance(raw, str):
+        raw = raw.encode("utf-8", "surrogatepass")
+    if len(raw) > limit:
+        raise ValueError(f"hook input is larger than {limit // (1024 * 1024)} MiB")
+    text = raw.decode("utf-8", errors="replace")
+    if not text.strip():
         raise ValueError("stdin is empty")
-    payload = json.loads(raw)
+    try:
+        payload = json.loads(text)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
+    except MemoryError:
+        raise ValueError("hook input too large to parse") from None
     if not isinstance(payload, dict):
         raise ValueError(f"expected a JSON object, got {type(payload).__name__}")
-    return payload
+    try:
+        return _scrub(payload)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    return " ".join(str(text).split())[:limit]
+
+
+def _write_output(out: Any) -> None:
+    """Print the hook's answer; if stdout is gone (Claude Code stopped reading), drop it quietly."""
+    try:
+        data = json.dumps(out, ensure_ascii=False)
+        try:
+            encoded = data.encode("utf-8")
+        except UnicodeError:  # a lone surrogate from a stored memory: escaped, still valid JSON
+            encoded = json.dumps(out, ensure_ascii=True).encode()
+        sys.stdout.buffer.write(encoded)
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        try:  # nothing may fail again at exit, when Python flushes stdout
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except OSError:
+            pass
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run one hook; always exit 0 (fail open) unless the event name itself is unknown."""
+    """Run one hook; always exit 0 (fail open) unless the event name itself is unknown.
+
+    Whatever the input or the failure, the hook prints at most one line to stderr (and the
+    hooks log) and never a traceback: a broken engram must never block a session.
+    """
     argv = sys.argv[1:] if argv is None else argv
     event = argv[0] if argv else ""
     handler = HANDLERS.get(event)
     if handler is None:
         print(f"engram: unknown hook event {event!r}; expected one of {', '.join(HANDLERS)}", file=sys.stderr)
         return 2 if not argv else 0
-    user_dir = user_dir_from_env()
+    user_dir: Path | None = None
     try:
-        payload = read_payload(sys.stdin)
-    except ValueError as exc:
-        _log(user_dir, event, f"ignored: hook input is not valid hook JSON ({exc})")
-        return 0
-    try:
+        user_dir = user_dir_from_env()
+        try:
+            payload = read_payload(sys.stdin)
+        except (ValueError, OSError) as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+            _log(user_dir, event, f"ignored: hook input is not valid hook JSON ({_one_line(exc)})")
+            return 0
         out = handler(user_dir, payload)
-    except Exception as exc:  # fail open, but say why
-        _log(user_dir, event, f"skipped: {type(exc).__name__}: {str(exc)[:300]}")
-        return 0
-    if out:
-        sys.stdout.write(json.dumps(out, ensure_ascii=False))
+        if out:
+            _write_output(out)
+    except BaseException as exc:  # fail open, but say why (RecursionError, MemoryError, KeyboardInterrupt...)
+        if isinstance(exc, SystemExit) and exc.code in (0, None):
+            return 0
+        try:
+            _log(user_dir or Path(os.devnull), event, f"skipped: {type(exc).__name__}: {_one_line(exc)}")
+        except BaseException:
+            pass
     return 0
 
 

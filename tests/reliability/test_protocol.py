@@ -492,3 +492,67 @@ def test_daemon_still_exits_when_idle_after_a_fifo_export(sandbox: Sandbox, tmp_
     except subprocess.TimeoutExpired:
         pytest.fail("the daemon did not exit 10 s after its last client")
     assert not socket_of(sandbox).exists()
+
+
+# ---------------------------------------------------------------------- hooks
+HOOK_EVENTS = ["SessionStart", "UserPromptSubmit", "PostToolUse", "PostToolUseFailure", "PreCompact", "Stop", "SubagentStop",
+               "SessionEnd"]
+
+
+def _hook_inputs(project: Path) -> dict[str, bytes]:
+    base = {"session_id": SESSION, "cwd": str(project), "transcript_path": str(project / "none.jsonl")}
+
+    def payload(**extra: Any) -> bytes:
+        return json.dumps({**base, **extra}).encode()
+
+    return {
+        "deep_list": b"[" * HUGE_NESTING,
+        "deep_objects": b'{"a":' * HUGE_NESTING,
+        "deep_closed": b"[" * 5000 + b"]" * 5000,
+        "deep_inside_payload": payload(tool_name="Bash")[:-1] + b', "tool_input": ' + b"[" * 5000 + b"]" * 5000 + b"}",
+        "just_under_the_parser_limit": payload(tool_name="Bash")[:-1] + b', "tool_input": ' + b"[" * 980 + b"]" * 980 + b"}",
+        "huge": payload(prompt="x" * (20 * 1024 * 1024)),
+        "non_utf8": payload(prompt="abc")[:-1] + b', "tool_name": "Bash\xff\xfe", "x": "\xc3\x28"}',
+        "array": b'[{"session_id": "s"}]',
+        "number": b"42",
+        "null": b"null",
+        "string": b'"PostToolUse"',
+        "nul_bytes": b"\x00" * 1000,
+        "lone_surrogates": payload(prompt="fix the \ud83d bug, always use make test", tool_name="Bash",
+                                   tool_input={"command": "make test \ud83d"},
+                                   tool_response={"stderr": "error: boom \udfff", "exit_code": 1}, error="failed \ud83d",
+                                   last_assistant_message="The fix was \ud83d done"),
+    }
+
+
+def test_every_hook_exits_0_without_a_traceback_whatever_its_input(running: Sandbox) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    env = running.env_with(session=SESSION, ENGRAM_PYTHON=PYTHON)
+    inputs = _hook_inputs(running.project)
+    cases = [(event, name) for event in HOOK_EVENTS for name in inputs]
+
+    def run(case: tuple[str, str]) -> tuple[str, str, subprocess.CompletedProcess, float]:
+        event, name = case
+        started = time.monotonic()
+        proc = subprocess.run([str(REPO / "bin" / "engram-hook"), event], input=inputs[name], capture_output=True, env=env,
+                              cwd=str(running.project), timeout=90)
+        return event, name, proc, time.monotonic() - started
+
+    with ThreadPoolExecutor(2) as pool:
+        results = list(pool.map(run, cases))
+    crashes, noisy, slowest = [], [], 0.0
+    for event, name, proc, elapsed in results:
+        err = proc.stderr.decode(errors="replace")
+        slowest = max(slowest, elapsed)
+        if proc.returncode != 0 or "Traceback" in err:
+            crashes.append((event, name, proc.returncode, err[-500:]))
+        elif len([line for line in err.splitlines() if line.strip()]) > 1:
+            noisy.append((event, name, err[:500]))
+        if proc.stdout:
+            json.loads(proc.stdout)  # whatever a hook prints is its JSON answer
+    record("protocol", hook_inputs=len(cases), hook_crashes=len(crashes), hook_noisy=len(noisy),
+           hook_slowest_s=round(slowest, 2))
+    assert not crashes, crashes[:5]
+    assert not noisy, noisy[:5]
+    assert running.call("ping")["pid"] == running.daemon.pid
