@@ -40,6 +40,9 @@ STORE_TOOLS = ("store_memory", "update_memory", "reflect_and_consolidate", "prom
 EDIT_TOOLS = ("Write", "Edit", "MultiEdit", "NotebookEdit")
 SNIPPET_CHARS = 240
 ERROR_CHARS = 600
+CAPTURE_SCAN_CHARS = 64 * 1024  # end of a command's output that is redacted and searched for errors
+CLEAN_SCAN_FACTOR = 8  # _clean redacts this many times its limit of a snippet's start ...
+CLEAN_SCAN_MIN_CHARS = 8192  # ... and at least this many characters
 SUBAGENT_REPORT_CHARS = 1500
 SUBAGENT_MIN_CHARS = 200
 TRANSCRIPT_TAIL_BYTES = 2 * 1024 * 1024  # a turn is at the end of the transcript; never read GBs
@@ -64,13 +67,40 @@ ERROR_MARKERS = re.compile(r"Traceback \(most recent call last\)|^(?:error|fatal
 
 # -- small utilities ------------------------------------------------------------------------
 
+def _line_cut(text: str, limit: int, *, tail: bool) -> str:
+    """At most ``limit`` characters from the start (or the end) of ``text``, cut at a line
+    boundary: the line the cut falls in is dropped whole, so no secret is left half-named
+    (``SSWORD=hunter2``) for the redactor to miss."""
+    if len(text) <= limit:
+        return text
+    if tail:
+        part = text[-limit:]
+        nl = part.find("\n")
+        return part[nl + 1:] if nl != -1 else part[part.find(" ") + 1:] if " " in part else ""
+    part = text[:limit]
+    nl = part.rfind("\n")
+    return part[:nl] if nl != -1 else part[: part.rfind(" ")] if " " in part else ""
+
+
 def _clean(text: Any, limit: int) -> str:
-    """Redact secrets, drop <private> spans, squeeze whitespace, cap length."""
+    """Redact secrets and drop <private> spans in the whole text first, then squeeze
+    whitespace and cap the length (a cut made before redacting can hide a secret's key
+    name or a private key's BEGIN line from the redactor)."""
     if not isinstance(text, str):
         text = "" if text is None else json.dumps(text, ensure_ascii=False)
-    text = sanitize(text).text
+    # redaction is linear in the text: scan a bounded prefix, cut at a line boundary
+    text = sanitize(_line_cut(text, max(CLEAN_SCAN_FACTOR * limit, CLEAN_SCAN_MIN_CHARS), tail=False)).text
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _redacted_tail(text: str) -> str:
+    """The redacted end of a command's output: redact first, then let callers cut.
+
+    Only the last ``CAPTURE_SCAN_CHARS`` are scanned (cut at a line boundary), so an output
+    of megabytes costs what 64 KB costs; a private key body cut there is still redacted.
+    """
+    return sanitize(_line_cut(text, CAPTURE_SCAN_CHARS, tail=True)).text
 
 
 def _project_root(payload: dict[str, Any]) -> str:
@@ -187,15 +217,15 @@ def command_memory(payload: dict[str, Any], *, failed: bool) -> dict[str, Any] |
     if failed:
         if payload.get("is_interrupt"):
             return None
-        error = str(payload.get("error") or "")
+        error = _redacted_tail(str(payload.get("error") or ""))
         m = re.match(r"\s*Exit code (\d+)\s*\n?", error)
         code = m.group(1) if m else "?"
         detail = error[m.end():] if m else error
         head = f"Command failed (exit {code}): `{command}`"
     else:
         resp = payload.get("tool_response") if isinstance(payload.get("tool_response"), dict) else {}
-        stderr = str(resp.get("stderr") or "")
-        stdout = str(resp.get("stdout") or "")
+        stderr = _redacted_tail(str(resp.get("stderr") or ""))
+        stdout = _redacted_tail(str(resp.get("stdout") or ""))
         found = ERROR_MARKERS.search(stderr) or ERROR_MARKERS.search(stdout[-4000:])
         if not found:
             return None
