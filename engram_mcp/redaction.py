@@ -988,8 +988,9 @@ _TOKEN_RULES: tuple[_Rule, ...] = (
 )
 _RULE_TELEGRAM = _Rule(
     "telegram-bot-token",
-    r"(?<![0-9])(?P<s>[0-9]{8,10}:AA[0-9A-Za-z_\-]{32,34})(?![A-Za-z0-9_\-])",
-    hints=(":aa",),
+    r"(?P<s>[0-9]{8,10}:AA[0-9A-Za-z_\-]{32,34})(?![A-Za-z0-9_\-])",
+    ((":aa", 8), (":aa", 9), (":aa", 10)),
+    lb=frozenset("0123456789"),
 )
 _RULE_DISCORD_WEBHOOK = _Rule(
     "discord-webhook",
@@ -1000,6 +1001,7 @@ _RULE_MAILGUN_NEW = _Rule(
     "mailgun-key",
     r"(?P<s>[0-9a-f]{32}-[0-9a-f]{8}-[0-9a-f]{8})(?![A-Za-z0-9_\-])",
     lb=_TOKCH,
+    pre=r"-[0-9a-f]{8}-[0-9a-f]{8}(?![0-9a-f])",
 )
 # A Twilio account SID passed next to its auth token: Client("AC...", "<32 hex>"), -u AC...:<hex>
 _RULE_TWILIO_PAIR = _Rule(
@@ -1072,26 +1074,26 @@ def _positional_rule(command: str, *hints: str) -> _Rule:
 
 
 _CLI_RULES: tuple[_Rule, ...] = (
-    _cmd_rule(r"az[ \t]+login", r"-p[ \t]+|--password[ \t=]+", "az"),
+    _cmd_rule(r"az[ \t]+login", r"-p[ \t]+|--password[ \t=]+", "az login"),
     _cmd_rule(r"ldap(?:search|modify|add|delete|passwd|whoami|compare|modrdn|exop)", r"-w[ \t]*", "ldap"),
     _cmd_rule(r"doctl", r"-t[ \t]+|--access-token[ \t=]+", "doctl"),
     _cmd_rule(r"keytool|jarsigner",
               r"-(?:storepass|keypass|srcstorepass|deststorepass|srckeypass|destkeypass|new)(?::plain)?[ \t]+",
-              "keytool", "jarsigner"),
-    _cmd_rule(r"openssl", r"-k[ \t]+", "openssl"),
-    _cmd_rule(r"sqlcmd|bcp|ipmitool|osql|isql", r"-P[ \t]*", "sqlcmd", "bcp", "ipmitool", "osql", "isql"),
+              "keytool ", "jarsigner "),
+    _cmd_rule(r"openssl", r"-k[ \t]+", "openssl "),
+    _cmd_rule(r"sqlcmd|bcp|ipmitool|osql|isql", r"-P[ \t]*", "sqlcmd ", "bcp ", "ipmitool ", "osql ", "isql "),
     _cmd_rule(r"mongo(?:sh|dump|restore|export|import|stat|top|files)?", r"-p[ \t]+", "mongo"),
-    _cmd_rule(r"twine|poetry[ \t]+publish|flit[ \t]+publish", r"-p[ \t]+", "twine", "publish"),
-    _cmd_rule(r"ssh-keygen", r"-[NP][ \t]+", "ssh-keygen"),
-    _cmd_rule(r"zip|unzip|7z|7za|7zr|rar|unrar", r"-P[ \t]+|-p(?=[^\s-])", "zip", "7z", "rar"),
-    _cmd_rule(r"gh[ \t]+secret[ \t]+set", r"-b[ \t]*|--body[ \t=]+", "secret"),
-    _cmd_rule(r"kubectl[ \t]+create[ \t]+secret", r"--from-literal[ \t=]+[^=\s]+=", "secret"),
-    _cmd_rule(r"docker|podman|nerdctl|buildah|skopeo|helm|oras|regctl|crane", r"--password[ \t=]+|-p[ \t]+", "login"),
-    _positional_rule(r"vault[ \t]+login(?:[ \t]+-[A-Za-z\-]+(?:=\S*)?)*(?![ \t]+(?:-|[A-Za-z_]+=))", "vault"),
-    _positional_rule(r"rabbitmqctl[ \t]+(?:add_user|change_password|authenticate_user)[ \t]+\S+", "rabbitmqctl"),
-    _positional_rule(r"net[ \t]+user[ \t]+[^\s/]+(?=[ \t]+[^\s/*])", "net"),
-    _positional_rule(r"htpasswd(?:[ \t]+-[A-Za-z]*b[A-Za-z]*)(?:[ \t]+-\S+)*[ \t]+\S+[ \t]+\S+", "htpasswd"),
-    _positional_rule(r"mc[ \t]+(?:alias[ \t]+set|config[ \t]+host[ \t]+add)[ \t]+\S+[ \t]+\S+[ \t]+\S+", "mc"),
+    _cmd_rule(r"twine|poetry[ \t]+publish|flit[ \t]+publish", r"-p[ \t]+", "twine ", "publish "),
+    _cmd_rule(r"ssh-keygen", r"-[NP][ \t]+", "ssh-keygen "),
+    _cmd_rule(r"zip|unzip|7z|7za|7zr|rar|unrar", r"-P[ \t]+|-p(?=[^\s-])", "zip ", "7z ", "7za ", "7zr ", "rar "),
+    _cmd_rule(r"gh[ \t]+secret[ \t]+set", r"-b[ \t]*|--body[ \t=]+", "secret set"),
+    _cmd_rule(r"kubectl[ \t]+create[ \t]+secret", r"--from-literal[ \t=]+[^=\s]+=", "create secret"),
+    _cmd_rule(r"docker|podman|nerdctl|buildah|skopeo|helm|oras|regctl|crane", r"--password[ \t=]+|-p[ \t]+", "login "),
+    _positional_rule(r"vault[ \t]+login(?:[ \t]+-[A-Za-z\-]+(?:=\S*)?)*(?![ \t]+(?:-|[A-Za-z_]+=))", "vault login"),
+    _positional_rule(r"rabbitmqctl[ \t]+(?:add_user|change_password|authenticate_user)[ \t]+\S+", "rabbitmqctl "),
+    _positional_rule(r"net[ \t]+user[ \t]+[^\s/]+(?=[ \t]+[^\s/*])", "net user"),
+    _positional_rule(r"htpasswd(?:[ \t]+-[A-Za-z]*b[A-Za-z]*)(?:[ \t]+-\S+)*[ \t]+\S+[ \t]+\S+", "htpasswd "),
+    _positional_rule(r"mc[ \t]+(?:alias[ \t]+set|config[ \t]+host[ \t]+add)[ \t]+\S+[ \t]+\S+[ \t]+\S+", "mc "),
 )
 # openssl/pkcs12-style password arguments: -passin pass:VALUE, -passout pass:VALUE
 _RULE_PASS_ARG = _Rule(

@@ -70,15 +70,21 @@ _FOREIGN_ASCII = tuple(sorted({w for w in _FOREIGN_INDEX if w.isascii()}))
 
 # A value split into adjacent string literals ("ab" "cd", 'ab' + 'cd', "ab" . "cd", across
 # lines), a shell line continuation in the middle of a word, a continuation after a space.
+# (candidates start at the quote, which a regex finds fast; the token characters on both
+# sides are checked in Python: a value cut in two, not "Hello, " + "world")
 _GLUE = re.compile(
     r"""(?P<q>["'])(?:[ \t]*(?:[+.]|\\)?[ \t]*\r?\n[ \t]*[+.]?[ \t]*|[ \t]*[+.][ \t]*|[ \t]+)(?P=q)"""
-    r"|(?<=[^\s\\])\\\r?\n[ \t]*"
-    r"|(?P<sp>[ \t]+\\\r?\n[ \t]*)"
+    r"|\\\r?\n[ \t]*"
 )
+_TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-")
+_YAML_HINT = re.compile(r":[ \t]*[>|][-+0-9]{0,2}[ \t]*\r?\n")
 # A YAML block scalar header (`key: >-`), whose lines are joined into one value.
-_YAML_BLOCK = re.compile(r"(?m)^(?P<ind>[ \t]*)(?:- )?[^\s#:][^:\r\n]{0,80}:[ \t]*(?P<hdr>[>|][-+0-9]{0,2}[ \t]*)(?=\r?\n)")
+# (only under a key that names a secret: joining a script's lines would only cost time)
+_YAML_BLOCK = re.compile(
+    r"(?m)^(?P<ind>[ \t]*)(?:- )?[^\s#:][^:\r\n]{0,80}:[ \t]*(?P<hdr>[>|][-+0-9]{0,2}[ \t]*)(?=\r?\n)"
+)
+_SECRET_KEY_WORD = re.compile(r"pass|pwd|secret|token|key|cred|auth|cert", re.IGNORECASE)
 _ENTITY = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});?")
-_GLUE_HINT = re.compile(r"""["'](?:[ \t]*[+.\\]?[ \t]*\r?\n[ \t]*[+.]?|[ \t]*[+.]|[ \t])[ \t]*["']|\\\r?\n|:[ \t]*[>|]""")
 
 _CHAR_CACHE: dict[str, str] = {}
 
@@ -137,7 +143,8 @@ def _foreign_regex(text: str) -> re.Pattern | None:
     """A regex for the foreign key names present in ``text`` (substring test first: a regex
     of sixty case-insensitive Unicode words is slow on long text)."""
     low = text.lower()
-    present = frozenset(w for w in _FOREIGN_INDEX if w in low)
+    chars = set(low) if not low.isascii() else None
+    present = frozenset(w for w in _FOREIGN_INDEX if (chars is None or w[0] in chars or w.isascii()) and w in low)
     if not present:
         return None
     rx = _FOREIGN_CACHE.get(present)
@@ -150,14 +157,56 @@ def _foreign_regex(text: str) -> re.Pattern | None:
     return rx
 
 
+def _foreign_words(text: str) -> list[tuple[int, int, str]]:
+    """``(start, end, english)`` for each foreign key name in ``text``, found with str.find on
+    the lowered text (a regex alternation of case-insensitive words is slow on long text)."""
+    low = text.lower()
+    if len(low) != len(text):  # a character whose lower case is longer: use the regex
+        rx = _foreign_regex(text)
+        return [] if rx is None else [(m.start(), m.end(), _FOREIGN_INDEX[m.group(0).lower()]) for m in rx.finditer(text)]
+    chars = set(low) if not low.isascii() else None
+    found = []
+    for w, en in _FOREIGN_INDEX.items():
+        if chars is not None and not w.isascii() and w[0] not in chars:
+            continue
+        i = low.find(w)
+        while i != -1:
+            j = i + len(w)
+            if not w.isascii() or ((i == 0 or not low[i - 1].isalpha()) and (j >= len(low) or not low[j].isalpha())):
+                found.append((i, j, en))
+            i = low.find(w, j)
+    found.sort(key=lambda f: (f[0], -(f[1] - f[0])))  # longest first at one position
+    return found
+
+
+def _glue(text: str) -> list[tuple[str, int, int]]:
+    """Split-value glue: ``("quote", start, end)`` between two literals of one value,
+    ``("word", ...)`` a line continuation inside a word, ``("space", ...)`` one after a blank."""
+    out = []
+    n = len(text)
+    for m in _GLUE.finditer(text):
+        s, e = m.span()
+        before = text[s - 1] if s else ""
+        if m.group("q"):
+            if before in _TOKEN_CHARS and e < n and text[e] in _TOKEN_CHARS:
+                out.append(("quote", s, e))
+        elif before in (" ", "\t"):
+            out.append(("space", s, e))
+        elif before and not before.isspace() and before != "\\":
+            out.append(("word", s, e))
+    return out
+
+
 def needs_view(text: str) -> bool:
     """Whether :func:`build_view` could change anything (cheap; most text is plain ASCII)."""
     if not text.isascii():
         return True
-    if _GLUE_HINT.search(text) is not None:
+    if ("\\\n" in text or "\\\r\n" in text or "'" in text or '"' in text) and _glue(text):
+        return True
+    if ":" in text and _YAML_HINT.search(text) is not None:
         return True
     low = text.lower()
-    return any(w in low for w in _FOREIGN_ASCII) and _foreign_regex(text) is not None
+    return any(w in low for w in _FOREIGN_ASCII) and bool(_foreign_words(text))
 
 
 def _edits(text: str, fence: bool) -> list[tuple[int, int, str]]:
@@ -177,20 +226,15 @@ def _edits(text: str, fence: bool) -> list[tuple[int, int, str]]:
             insort(taken, (s, e))
 
     ascii_text = text.isascii()
-    foreign = _foreign_regex(text)
-    if foreign is not None:
-        for m in foreign.finditer(text):
-            add(m.start(), m.end(), _FOREIGN_INDEX[m.group(0).lower()])
+    for s, e, en in _foreign_words(text):
+        add(s, e, en)
     if fence and "&" in text:
         for m in _ENTITY.finditer(text):
             rep = html.unescape(m.group(0))
             if rep != m.group(0):
                 add(m.start(), m.end(), "".join(_nfkc_char(c) if not c.isascii() else c for c in rep))
-    for m in _GLUE.finditer(text):
-        if m.group("q"):
-            add(m.start(), m.end(), "")  # `"ab" "cd"` -> `"abcd"`
-        else:
-            add(m.start(), m.end(), " " if m.group("sp") else "")
+    for kind, s, e in _glue(text):
+        add(s, e, "" if kind != "space" else " ")
     if ":" in text:
         _yaml_blocks(text, add)
     if not ascii_text:
@@ -213,15 +257,15 @@ def _unicode_edits(text: str, add, free, all_letters: bool) -> None:
         elif re.search(f"[A-Za-z0-9][{cls}]|[{cls}][A-Za-z0-9]", text) is None:
             words = iter(())  # no look-alike touches an ASCII letter: plain foreign text
         else:
-            w = r"[\w\u00ad\u200b-\u200d\u2060\ufeff]"
-            words = re.finditer(rf"{w}*(?:[A-Za-z0-9][{cls}]|[{cls}][A-Za-z0-9]){w}*", text)
+            words = _mixed_words(text, re.finditer(f"[A-Za-z0-9][{cls}]|[{cls}][A-Za-z0-9]", text))
         for m in words:
-            for i, ch in enumerate(m.group(0)):
+            start, word = (m.start(), m.group(0)) if isinstance(m, re.Match) else m
+            for i, ch in enumerate(word):
                 if ch.isascii():
                     continue
                 rep = "".join(_LETTERS.get(c, c) for c in changed.get(ch, ch))
                 if rep != ch:
-                    add(m.start() + i, m.start() + i + 1, rep)
+                    add(start + i, start + i + 1, rep)
     if changed:
         cls = "".join(re.escape(c) for c in sorted(changed))
         for m in re.finditer(f"[{cls}]+", text):  # a run is one edit: ｆｕｌｌ -> full
@@ -233,9 +277,32 @@ def _unicode_edits(text: str, add, free, all_letters: bool) -> None:
                     add(m.start() + i, m.start() + i + 1, changed[ch])
 
 
+_WORD_CHAR = re.compile(r"[\w\u00ad\u200b-\u200d\u2060\ufeff]")
+WORD_SCAN_CHARS = 64  # how far a word is followed from a look-alike touching an ASCII letter
+
+
+def _mixed_words(text: str, pairs) -> list[tuple[int, str]]:
+    """The words around each look-alike/ASCII pair (each word once), as (start, word)."""
+    out: list[tuple[int, str]] = []
+    last_end = -1
+    for m in pairs:
+        if m.start() < last_end:
+            continue
+        lo, hi = m.start(), m.end()
+        while lo > 0 and m.start() - lo < WORD_SCAN_CHARS and _WORD_CHAR.match(text, lo - 1):
+            lo -= 1
+        while hi < len(text) and hi - m.end() < WORD_SCAN_CHARS and _WORD_CHAR.match(text, hi):
+            hi += 1
+        out.append((lo, text[lo:hi]))
+        last_end = hi
+    return out
+
+
 def _yaml_blocks(text: str, add) -> None:
     """Join the lines of a YAML block scalar (``key: >-`` then indented lines) into one value."""
     for m in _YAML_BLOCK.finditer(text):
+        if not _SECRET_KEY_WORD.search(text, m.start(), m.start("hdr")) and not _foreign_words(m.group(0)):
+            continue
         indent = len(m.group("ind"))
         pos = m.start("hdr")
         joined = 0
@@ -273,6 +340,8 @@ def windows(text: str, found: list[tuple[int, int, str]], pad: int = 400) -> lis
     """
     out: list[tuple[int, int]] = []
     n = len(text)
+    if found and found[-1][1] - found[0][0] > n // 2 and len(found) > 8:
+        return [(0, n)]  # edits all over the text: one view of it all is cheaper than many
     for s, e, _rep in found:
         lo = text.rfind("\n", max(0, s - pad), s) + 1 or max(0, s - pad)
         nl = text.find("\n", e, min(n, e + pad))
