@@ -106,11 +106,25 @@ def load_conversations(data_file: Path) -> list[dict[str, Any]]:
                 body = f"{t['speaker']}: {t['text']}"
                 if t.get("blip_caption"):
                     body += f" [image: {t['blip_caption']}]"
-                turns.append({"dia_id": t["dia_id"], "dated": f"[{when}] {body}", "plain": body})
+                turns.append({"dia_id": t["dia_id"], "dated": f"[{when}] {body}", "plain": body,
+                              "session": f"{sample['sample_id']}-s{n}", "at": session_time(when, len(turns))})
         questions = [{"qid": f"{sample['sample_id']}#{i}", "question": qa["question"], "category": int(qa["category"])}
                      for i, qa in enumerate(sample["qa"])]
         out.append({"sample_id": sample["sample_id"], "turns": turns, "questions": questions})
     return out
+
+
+def session_time(when: str, index: int) -> str:
+    """When a turn was said: its session's date-time ("1:56 pm on 8 May, 2023") plus `index`
+    seconds, so the turns of a session are stored in order, as a live capture would store them.
+    A date that does not parse falls back to a fixed day (the order is what matters)."""
+    from datetime import datetime, timedelta, timezone
+
+    try:
+        base = datetime.strptime(when.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=timezone.utc)
+    except ValueError:
+        base = datetime(2023, 1, 1, tzinfo=timezone.utc)
+    return iso(base + timedelta(seconds=index))
 
 
 # ------------------------------------------------------------------------------------ engram
@@ -143,9 +157,12 @@ def use_config(svc: MemoryService, root: Path, config: dict[str, Any]) -> dict[s
 
 
 def ingest_import(svc: MemoryService, ctx: RequestContext, turns: list[dict], vecs: np.ndarray, tmp: Path) -> tuple[dict[str, str], dict[str, float]]:
-    """Insert pre-embedded turns through MemoryService.import_ (a JSONL carrying the vectors)."""
+    """Insert pre-embedded turns through MemoryService.import_ (a JSONL carrying the vectors).
+
+    Each turn is an episodic memory of its LoCoMo session (session id and time), as if the
+    conversation had been captured live: turns of one session are neighbours in time.
+    """
     t0 = time.perf_counter()
-    now = iso(now_dt())  # what store() does with created_at unset; one instant for every turn
     model = svc.model_name
     id2dia: dict[str, str] = {}
     path = tmp / "import.jsonl"
@@ -161,8 +178,8 @@ def ingest_import(svc: MemoryService, ctx: RequestContext, turns: list[dict], ve
                 "memory_type": "episodic", "scope": "project", "content": content, "tags": [],
                 "importance": 0.5, "confidence": 0.7, "access_count": 0, "status": "created",
                 "source": {}, "embedding_model": model, "embedding_dim": int(vec.shape[0]), "version": 1,
-                "promotion_chain": [], "metadata": {"dia_id": turn["dia_id"]},
-                "created_at": now, "updated_at": now, "last_accessed_at": now, "status_changed_at": now,
+                "promotion_chain": [], "metadata": {"dia_id": turn["dia_id"]}, "session_id": turn["session"],
+                "created_at": turn["at"], "updated_at": turn["at"], "last_accessed_at": turn["at"], "status_changed_at": turn["at"],
             }
             f.write(json.dumps({"kind": "memory", "scope": "project", "id": key, "record": record,
                                 "vector_b64": base64.b64encode(vector_bytes(vec)).decode()}) + "\n")
@@ -179,8 +196,8 @@ def ingest_import(svc: MemoryService, ctx: RequestContext, turns: list[dict], ve
 def ingest_store(svc: MemoryService, ctx: RequestContext, turns: list[dict]) -> dict[str, str]:
     id2dia = {}
     for turn in turns:
-        r = svc.store(ctx, content=turn["dated"], type="episodic", scope="project",
-                      metadata={"dia_id": turn["dia_id"]}, dedup=False)
+        r = svc.store(ctx, content=turn["dated"], type="episodic", scope="project", metadata={"dia_id": turn["dia_id"]},
+                      dedup=False, session_id=turn["session"], created_at=turn["at"])
         if r["action"] != "created":
             raise RuntimeError(f"store merged {turn['dia_id']} despite dedup=False")
         id2dia[r["memory_id"]] = turn["dia_id"]

@@ -13,9 +13,10 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-PART_FILES = {"tokens": "tokens/tokens.json", "locomo": "locomo/locomo.json", "speed": "speed/speed.json",
+PART_FILES = {"tokens": "tokens/tokens.json", "locomo": "locomo/locomo.json", "coding": "coding/coding_memory.json",
+              "speed": "speed/speed.json",
               "scale": "scale/scale.json", "hooks": "hooks/hooks.json", "stop": "stop/stop.json"}
-SECTIONS = ("Headline", "1. Retrieval quality (LoCoMo)", "2. Speed and scale", "3. Hooks", "4. Token cost per session", "5. The run")
+SECTIONS = ("Headline", "1. Retrieval quality (LoCoMo)", "1b. Retrieval quality (coding memory across scopes)", "2. Speed and scale", "3. Hooks", "4. Token cost per session", "5. The run")
 PLOTS = {"latency": "latency_vs_size.png", "locomo": "locomo.png", "locomo_categories": "locomo_categories.png",
          "hooks": "hooks.png", "tokens": "tokens.png"}
 TARGET_R5, MOONSHOT_R5 = 0.60, 0.70
@@ -121,6 +122,10 @@ def headline(parts: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
     ps = (parts.get("tokens") or {}).get("per_session")
     if ps:
         h["tokens_per_session"] = ps
+    cm = parts.get("coding") or {}
+    if "engram" in cm:
+        h["coding_memory"] = {"engram": cm["engram"]["ALL"], "bm25": cm["bm25_baseline"]["ALL"],
+                              "weakest_kind_R@5": min(v["R@5"] for k, v in cm["engram"].items() if k != "ALL")}
     st = parts.get("stop") or {}
     if "heldout" in st:
         h["stop_trigger"] = {split: st[split]["current"] for split in ("dev", "heldout")}
@@ -177,6 +182,15 @@ def headline_section(h: dict[str, Any], run: dict[str, Any], sizes: list[int]) -
         rows.append(["LoCoMo MRR, categories 1-4, hybrid", f"**{f3(lo['hybrid_MRR'])}**", f"plain BM25 in this run {f3(lo['bm25_MRR'])} (published .367)"])
     else:
         rows.append(["LoCoMo hybrid R@5 / MRR", "not measured", status_note(run, "locomo") or ""])
+    cm = h.get("coding_memory")
+    if cm:
+        e, b = cm["engram"], cm["bm25"]
+        rows.append(["coding memory across scopes: R@5 / hit@1 / MRR@10 / forbidden",
+                     f"**{f3(e['R@5'])} / {f3(e['hit@1'])} / {f3(e['MRR@10'])} / {f3(e['forbidden'])}**",
+                     f"plain BM25 in this run {f3(b['R@5'])} / {f3(b['hit@1'])} / {f3(b['MRR@10'])} / {f3(b['forbidden'])}; "
+                     f"weakest kind R@5 {f3(cm['weakest_kind_R@5'])}"])
+    else:
+        rows.append(["coding memory R@5 / hit@1 / MRR@10", "not measured", status_note(run, "coding") or ""])
     big = [n for n in sizes if n >= 10000] or sizes
     rh = h.get("recall_hybrid_p95_ms")
     rows.append([f"hybrid recall p95 at {' / '.join(fsize(n) for n in big)} memories",
@@ -367,6 +381,19 @@ def stop_headline_row(parts_stop: dict[str, Any] | None, run: dict[str, Any]) ->
 
 def _pct(x: Any) -> str:
     return f"{100 * x:.1f}%" if isinstance(x, (int, float)) else "-"
+
+
+def coding_section(parts: dict[str, Any], run: dict[str, Any], out_dir: Path) -> list[str]:
+    """The coding-memory set: coding/coding_memory.md (written by bench/coding_memory_bench.py)."""
+    L = ["## 1b. Retrieval quality (coding memory across scopes)", ""]
+    note = status_note(run, "coding")
+    if note:
+        return L + [note, ""]
+    md = out_dir / "coding" / "coding_memory.md"
+    if not md.is_file():
+        return L + ["Not measured.", ""]
+    body = md.read_text(encoding="utf-8").splitlines()
+    return L + [line.replace("(coding_memory.png)", "(coding/coding_memory.png)") for line in body[1:]] + [""]
 
 
 def stop_section(parts: dict[str, Any], run: dict[str, Any], out_dir: Path) -> list[str]:
@@ -606,6 +633,7 @@ def write_report(out_dir: Path, run: dict[str, Any]) -> dict[str, Any]:
     L = [f"# engram benchmark report ({run['started_utc']}{', quick' if run['quick'] else ''})", ""]
     L += headline_section(h, run, sizes)
     L += locomo_section(parts, run, plots)
+    L += coding_section(parts, run, out_dir)
     L += speed_section(parts, run, plots)
     L += hooks_section(parts, run, plots)
     L += stop_section(parts, run, out_dir)

@@ -10,6 +10,9 @@ others down, and its peak RSS is its own):
                                   `claude plugin details`, the SessionStart block vs its budget
   locomo  bench/locomo_bench.py   LoCoMo turn-level retrieval (R@1/5/10, MRR, per category) for
                                   keyword, vector and hybrid recall, beside plain BM25 (same run)
+  coding  bench/coding_memory_bench.py  coding-agent memory across project, user and session
+                                  scopes (R@5, hit@1, MRR@10, forbidden per kind) beside its plain
+                                  BM25 baseline (same run), and store-time dedup precision; ~1 min
   speed   bench/speed_bench.py    store, recall per strategy, query embedding, get_memory_context,
                                   disk and RSS at 1k / 10k / 100k memories
   scale   bench/scale_extras.py   graph traversal (1 and 3 hops), promotion of a 200-memory
@@ -19,6 +22,8 @@ others down, and its peak RSS is its own):
   hooks   bench/hooks_bench.py    wall time of every hook process; Stop-hook design token costs
   stop    bench/stop_bench.py     the Stop hook's trigger on the labelled corpus (precision, recall,
                                   nudge rate, dev and held-out halves); ~1 s, same in --quick
+  secrets bench/secrets_bench.py  secret redaction beside detect-secrets: recall on the secrets
+                                  corpus, false positives on the hard negatives, ms per KB; ~15 s
 
 `--quick` (1k memories, 2 LoCoMo conversations, fewer repetitions) checks that everything still
 runs; tests/test_bench_report.py runs it. Writes bench/results/<UTC>/ (or --out): report.md
@@ -49,15 +54,15 @@ for p in (str(ROOT), str(BENCH)):
     if p not in sys.path:
         sys.path.insert(0, p)
 
-PARTS = ("tokens", "locomo", "speed", "scale", "hooks", "stop")
+PARTS = ("tokens", "locomo", "coding", "speed", "scale", "hooks", "stop", "secrets")
 FULL_SIZES = [1000, 10000, 100000]
 QUICK_SIZES = [1000]
 # The LoCoMo runs the report needs (the strategies + the baseline); `--locomo-runs all`
 # adds locomo_bench's fusion variants (hybrid-rrf, keyword weight 0.3 / 0.7), ~3 more minutes.
 LOCOMO_CORE_RUNS = ("bm25-plain", "keyword", "vector", "hybrid")
 TIMEOUTS_S = {  # per part; generous: they only stop a hung part
-    False: {"tokens": 600, "locomo": 2400, "speed": 1800, "scale": 1800, "hooks": 1200, "stop": 300},
-    True: {"tokens": 300, "locomo": 1200, "speed": 900, "scale": 900, "hooks": 900, "stop": 300},
+    False: {"tokens": 600, "locomo": 2400, "coding": 600, "speed": 1800, "scale": 1800, "hooks": 1200, "stop": 300, "secrets": 300},
+    True: {"tokens": 300, "locomo": 1200, "coding": 600, "speed": 900, "scale": 900, "hooks": 900, "stop": 300, "secrets": 300},
 }
 FAIL_ENV = "ENGRAM_BENCH_FAIL_PART"  # tests: make the named part fail on purpose
 BUDGET_S = 20 * 60  # the full suite must finish within 20 minutes on a 2-core machine
@@ -83,6 +88,8 @@ def part_settings(part: str, quick: bool, locomo_runs: str) -> dict[str, Any]:
         argv = ["--no-investigate", "--no-store-compare"] + (["--quick"] if quick else [])
         return {"argv": argv, "runs": list(LOCOMO_CORE_RUNS) if locomo_runs == "core" else "all",
                 "note": "investigation variants and the store()-path comparison are off (run locomo_bench.py alone for them)"}
+    if part == "coding":
+        return {"argv": [], "note": "the whole set in --quick too (454 memories, 200 questions)"}
     if part == "speed":
         opts: dict[str, Any] = {"sizes": sizes}
         if quick:
@@ -95,6 +102,8 @@ def part_settings(part: str, quick: bool, locomo_runs: str) -> dict[str, Any]:
         return {"argv": argv, "stop_design": claude_available()}
     if part == "stop":
         return {"corpus": "tests/data/stop_corpus.jsonl"}
+    if part == "secrets":
+        return {"corpora": ["tests/data/secrets_corpus.jsonl", "tests/data/not_secrets.jsonl"]}
     raise ValueError(part)
 
 
@@ -120,6 +129,10 @@ def run_child(part: str, out: Path, quick: bool, locomo_runs: str) -> int:
                 raise RuntimeError(f"locomo_bench.RUNS lacks some of {LOCOMO_CORE_RUNS}")
             locomo_bench.RUNS[:] = wanted
         return int(locomo_bench.main(settings["argv"] + ["--out", str(out)]) or 0)
+    if part == "coding":
+        import coding_memory_bench
+
+        return int(coding_memory_bench.main(settings["argv"] + ["--out", str(out)]) or 0)
     if part == "speed":
         import speed_bench
 
@@ -147,6 +160,10 @@ def run_child(part: str, out: Path, quick: bool, locomo_runs: str) -> int:
         import stop_bench
 
         return int(stop_bench.main(["--out", str(out)]) or 0)
+    if part == "secrets":
+        import secrets_bench
+
+        return int(secrets_bench.main(["--out", str(out)]) or 0)
     raise ValueError(part)
 
 

@@ -53,10 +53,12 @@ RUNTIME_ENV_VARS: frozenset[str] = frozenset(
     }
 )
 
-#: Scope weights (session/project/user) per retrieval context, from
-#: hierarchical-memory-model.md §6b.
+#: Scope weights (session/project/user) per retrieval context: how much a scope is favoured
+#: among memories of about equal relevance (relative: the largest gets the whole scope prior,
+#: see scoring.py). They never outweigh relevance. "default" was measured: the project's own
+#: answer beats the user's general habits and the live session's notes on a near tie.
 SCOPE_WEIGHT_PROFILES: dict[str, dict[str, float]] = {
-    "default": {"session": 0.50, "project": 0.35, "user": 0.15},
+    "default": {"session": 0.60, "project": 1.00, "user": 0.00},
     "codebase": {"session": 0.20, "project": 0.60, "user": 0.20},
     "preferences": {"session": 0.10, "project": 0.20, "user": 0.70},
     "debugging": {"session": 0.40, "project": 0.40, "user": 0.20},
@@ -65,6 +67,12 @@ SCOPE_WEIGHT_PROFILES: dict[str, dict[str, float]] = {
 }
 
 SCOPES: tuple[str, ...] = ("session", "project", "user")
+
+
+def scale_scope_weights(weights: dict[str, float]) -> dict[str, float]:
+    """Scope weights divided by the largest (all zero stays all zero)."""
+    top = max(float(v) for v in weights.values()) if weights else 0.0
+    return {k: (float(v) / top if top > 0 else 0.0) for k, v in weights.items()}
 
 BOOL_WORDS: dict[str, bool] = {
     "true": True, "1": True, "yes": True, "on": True,
@@ -158,7 +166,7 @@ DEFAULTS: dict[str, object] = {
     "scope_weight_profile": "default",
     "scope_weights": None,
     "fusion": "score",
-    "keyword_weight": 0.5,
+    "keyword_weight": 0.4,
     "rrf_k": 60,
     "candidate_pool": 100,
     "store_dedup_similarity": 0.85,
@@ -240,9 +248,9 @@ class Config:
     sources: dict[str, str] = field(default_factory=dict, compare=False)
 
     def scope_weights_resolved(self) -> dict[str, float]:
-        """Explicit ``scope_weights`` win; otherwise the named profile applies."""
-        weights = self.scope_weights or SCOPE_WEIGHT_PROFILES[self.scope_weight_profile]
-        return dict(weights)
+        """Explicit ``scope_weights`` win; otherwise the named profile applies. Scaled so the
+        favoured scope gets 1.0: the weights say which scope wins a near tie, not by how much."""
+        return scale_scope_weights(self.scope_weights or SCOPE_WEIGHT_PROFILES[self.scope_weight_profile])
 
     def as_dict(self) -> dict[str, Any]:
         """Setting values only (no ``sources``), deep-copied so callers can't mutate us."""

@@ -136,7 +136,7 @@ class StoreRegistry:
         index.bulk_load(rows)
         for link in store.query(ns, db, q.ALL_LINKS) or []:
             if link.get("relation_type") == "supersedes":
-                index.superseded_by[record_key({"id": link["out"]})] = record_key({"id": link["in"]})
+                index.mark_superseded(record_key({"id": link["out"]}), record_key({"id": link["in"]}))
         self.load_seconds[f"{scope}:{db}"] = time.perf_counter() - started
         handle = ScopeHandle(scope, store, ns, db, index, root, session_id)
         self._handles[key] = handle

@@ -1,13 +1,15 @@
-"""Cross-scope hybrid retrieval: candidates, fusion, composite score, dedup.
+"""Cross-scope hybrid retrieval: candidates, fusion, contiguity, priors, dedup.
 
-Per scope: vector top-k and BM25 top-k over the filter mask; every candidate gets
-both signals (a BM25-only hit still gets its cosine, and the reverse) so fusion is
-never lopsided. Fusion is normalised weighted score fusion by default (measured above
-RRF on LoCoMo, see retrieval-calibration.md and bench/), RRF on request. Candidates with
-neither a keyword hit nor a cosine above the relevance floor are dropped (`relevant_mask`):
-they are not returned, not counted in total_matched and not strengthened. Then the
-composite `(0.6 relevance + 0.2 importance + 0.2 recency) * scope_weight`, the
-supersedes rule, and dedup across scopes (same id, then cosine >= 0.90).
+Per scope: vector top-k and BM25 top-k over the filter mask (which hides superseded
+memories unless asked); every candidate gets both signals (a BM25-only hit still gets
+its cosine, and the reverse) so fusion is never lopsided. Fusion is normalised weighted
+score fusion by default (scoring.score_fusion; measured above RRF), RRF on request.
+Candidates with neither a keyword hit nor a cosine above the relevance floor are dropped
+(`relevant_mask`): they are not returned, not counted in total_matched and not
+strengthened. A memory recorded next to a relevant one in the same session then gets a
+share of its neighbour's relevance (temporal contiguity), and the final score adds the
+scope, importance and recency priors (scoring.final_score). Last come the supersedes
+rule (with `include_superseded`) and dedup across scopes (same id, then cosine >= 0.90).
 """
 
 from __future__ import annotations
@@ -21,8 +23,11 @@ import numpy as np
 from .scope_index import STATUS_CODE, Filters, ScopeIndex
 from .scoring import (
     CONSOLIDATED_RANK_FACTOR,
-    composite,
+    adaptive_keyword_weight,
+    CONTIGUITY_WEIGHT,
+    COSINE_FLOOR,
     decay_factors,
+    final_score,
     normalise_max,
     rrf_fusion,
     score_fusion,
@@ -71,12 +76,13 @@ class ScopeView:
 @dataclass
 class RetrievalSettings:
     fusion: str = "score"
-    keyword_weight: float = 0.5
+    keyword_weight: float = 0.4
     rrf_k: int = 60
     candidate_pool: int = 100
     cross_scope_dedup_similarity: float = 0.90
     min_cosine: float = MIN_COSINE
     min_cosine_ratio: float = MIN_COSINE_RATIO
+    contiguity_weight: float = CONTIGUITY_WEIGHT
 
 
 _NO_SLOTS = np.empty(0, dtype=np.int64)
@@ -98,11 +104,17 @@ def _candidates(view: ScopeView, qvec, text: str, mask: np.ndarray, strategy: st
     if strategy in ("keyword", "hybrid") and has_text:
         kw_slots, _, kw_dense = idx.bm25.search_scored(text, pool, mask)
     slots = np.union1d(vec_slots, kw_slots).astype(np.int64, copy=False)
+
+    def signals(which: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(BM25, cosine) of any slots, from what the searches already computed."""
+        kw = idx.bm25.scores_for(text, which, dense=kw_dense) if has_text else np.zeros(which.size)
+        vec = idx.vectors.similarities(qvec, which, scanned=scanned) if qvec is not None else np.full(which.size, np.nan)
+        return np.asarray(kw, dtype=np.float64), np.asarray(vec, dtype=np.float64)
+
     if slots.size == 0:
-        return slots, np.empty(0), np.empty(0), kw_slots, vec_slots
-    kw = idx.bm25.scores_for(text, slots, dense=kw_dense) if has_text else np.zeros(slots.size)
-    vec = idx.vectors.similarities(qvec, slots, scanned=scanned) if qvec is not None else np.full(slots.size, np.nan)
-    return slots, np.asarray(kw, dtype=np.float64), np.asarray(vec, dtype=np.float64), kw_slots, vec_slots
+        return slots, np.empty(0), np.empty(0), kw_slots, vec_slots, signals
+    kw, vec = signals(slots)
+    return slots, kw, vec, kw_slots, vec_slots, signals
 
 
 def _ranks(top: np.ndarray, slots: np.ndarray) -> np.ndarray:
@@ -164,7 +176,7 @@ def rank(
         if not mask.any():
             continue
         eff = "hybrid" if strategy == "graph" else strategy
-        slots, kw, vec, kw_top, vec_top = _candidates(view, qvec, text, mask, eff, settings.candidate_pool)
+        slots, kw, vec, kw_top, vec_top, signals = _candidates(view, qvec, text, mask, eff, settings.candidate_pool)
         if restrict is not None and slots.size == 0:
             slots = np.flatnonzero(mask)[: settings.candidate_pool]
             kw = view.index.bm25.scores_for(text, slots) if text.strip() else np.zeros(slots.size)
@@ -172,24 +184,23 @@ def rank(
             kw, vec = np.asarray(kw, dtype=np.float64), np.asarray(vec, dtype=np.float64)
             kw_top = vec_top = _NO_SLOTS
         if slots.size:
-            parts.append((view, slots, kw, vec, kw_top, vec_top))
+            parts.append((view, slots, kw, vec, kw_top, vec_top, mask, signals))
     if not parts:
         return [], 0
 
     kw_all = np.concatenate([p[2] for p in parts])
     vec_all = np.concatenate([p[3] for p in parts])
-    if strategy == "keyword":
-        relevance = normalise_max(np.maximum(kw_all, 0.0))
-    elif strategy == "vector":
-        relevance = np.clip(np.nan_to_num(vec_all, nan=0.0), 0.0, 1.0)
-    elif settings.fusion == "rrf":
+    fuse = _fusion(strategy, settings, kw_all, vec_all, text)
+    if fuse is None:  # rrf: ranks only exist for candidates
         kr = np.concatenate([_ranks(p[4], p[1]) for p in parts])
         vr = np.concatenate([_ranks(p[5], p[1]) for p in parts])
         relevance = rrf_fusion(kr, vr, settings.rrf_k)
     else:
-        relevance = score_fusion(kw_all, vec_all, settings.keyword_weight)
+        relevance = fuse(kw_all, vec_all)
     if restrict is None:
         keep = relevant_mask(kw_all, vec_all, settings.min_cosine, settings.min_cosine_ratio) & (relevance > 0)
+        if settings.contiguity_weight > 0:
+            relevance = _with_contiguity(parts, relevance, fuse, settings.contiguity_weight)
     else:  # graph: reachability through the query's entities is the relevance evidence
         keep = np.ones(relevance.size, dtype=bool)
 
@@ -197,7 +208,7 @@ def rank(
     # all scopes (one entry per kept candidate, in scope then slot order).
     cols: list[tuple[np.ndarray, ...]] = []
     offset = 0
-    for pi, (view, slots, kw, vec, _kt, _vt) in enumerate(parts):
+    for pi, (view, slots, kw, vec, *_rest) in enumerate(parts):
         n = slots.size
         sel = np.flatnonzero(keep[offset : offset + n])
         rel = relevance[offset : offset + n][sel]
@@ -207,7 +218,7 @@ def rank(
         slots = slots[sel]
         half, last, access, importance = view.index.decay_inputs(slots)
         recency = np.ones(sel.size) if view.frozen else decay_factors(half, now - last, access)
-        final = composite(rel, importance, recency, view.weight)
+        final = final_score(rel, importance, recency, view.weight)
         consolidated = view.index.cols.status_code[slots] == STATUS_CODE["consolidated"]
         final = np.where(consolidated, final * CONSOLIDATED_RANK_FACTOR, final)
         cols.append((np.full(sel.size, pi), slots, rel, final, kw[sel], np.nan_to_num(vec[sel])))
@@ -230,6 +241,58 @@ def rank(
     if len(hits) == limit and hits[-1].score > threshold:
         return hits, matched
     return _finish(views, parts, flat, None, settings, limit), matched
+
+
+def _fusion(strategy: str, settings: RetrievalSettings, kw_all: np.ndarray, vec_all: np.ndarray, text: str):
+    """fn(bm25, cosine) -> relevance, normalised by this recall's candidates (None for RRF).
+
+    The same scale serves the candidates and their session neighbours, so a neighbour's
+    relevance means what a candidate's does.
+    """
+    kw_top = float(np.max(kw_all)) if kw_all.size else 0.0
+    cos = np.nan_to_num(vec_all, nan=-1.0)
+    cos_top = float(cos.max()) if cos.size else 0.0
+    weight = {"keyword": 1.0, "vector": 0.0}.get(strategy, adaptive_keyword_weight(settings.keyword_weight, text))
+    if strategy not in ("keyword", "vector") and settings.fusion == "rrf":
+        return None
+    floor = min(COSINE_FLOOR, settings.min_cosine)
+    cos_top = max(cos_top, floor + 1e-6)
+
+    def fuse(kw: np.ndarray, vec: np.ndarray) -> np.ndarray:
+        # score_fusion normalises by the maxima of what it is given: pin them to the candidates'.
+        k = np.append(np.minimum(np.maximum(kw, 0.0), kw_top), kw_top)
+        v = np.append(np.minimum(np.nan_to_num(vec, nan=-1.0), cos_top), cos_top)
+        return score_fusion(k, v, weight, floor)[:-1]
+
+    return fuse
+
+
+def _with_contiguity(parts, relevance: np.ndarray, fuse, weight: float) -> np.ndarray:
+    """Add `weight` x the relevance of each candidate's best session neighbour.
+
+    Episodes recorded one after the other share their context (the contiguity effect of
+    human episodic memory): the turn that answers a question often sits next to the turn
+    that names its subject. Neighbours outside the candidate pool are scored on the spot.
+    """
+    out = relevance.copy()
+    offset = 0
+    for view, slots, _kw, _vec, _kt, _vt, mask, signals in parts:
+        n = slots.size
+        prev, nxt = view.index.neighbours(slots, mask)
+        linked = np.union1d(prev[prev >= 0], nxt[nxt >= 0])
+        if linked.size:
+            rel_of = dict(zip(slots.tolist(), relevance[offset : offset + n].tolist()))
+            missing = np.array([s for s in linked.tolist() if s not in rel_of], dtype=np.int64)
+            if missing.size:
+                if fuse is None:
+                    rel_of.update({s: 0.0 for s in missing.tolist()})
+                else:
+                    rel_of.update(zip(missing.tolist(), fuse(*signals(missing)).tolist()))
+            best = np.array([max(rel_of.get(p, 0.0) if p >= 0 else 0.0, rel_of.get(q, 0.0) if q >= 0 else 0.0)
+                             for p, q in zip(prev.tolist(), nxt.tolist())])
+            out[offset : offset + n] += weight * best
+        offset += n
+    return out
 
 
 @dataclass

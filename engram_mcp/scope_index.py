@@ -10,13 +10,14 @@ touches the database only to fetch the few records it returns.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 import numpy as np
 
-from .scoring import HALF_LIFE_DAYS, to_epoch
+from .scoring import CONTIGUITY_WINDOW_SECONDS, HALF_LIFE_DAYS, to_epoch
 from .search_index import BM25Index, SlotAllocator, VectorIndex
 from .storage.schema import MEMORY_TYPES, STATUSES
 
@@ -59,6 +60,7 @@ class Filters:
     after: float | None = None  # epoch seconds, on created_at
     before: float | None = None
     statuses: frozenset[str] = field(default_factory=lambda: frozenset(RECALLABLE_STATUSES))
+    include_superseded: bool = False  # by default a memory replaced by a live one is hidden
 
 
 class _Columns:
@@ -101,7 +103,9 @@ class ScopeIndex:
         self.session_of: dict[int, str] = {}
         self.hash_to_slot: dict[str, int] = {}
         self.slot_hash: dict[int, str] = {}
-        self.superseded_by: dict[str, str] = {}  # old ulid -> newer ulid
+        self.superseded_by: dict[str, str] = {}  # old ulid -> newer ulid (write via mark_superseded)
+        # Per session id: (created_at, slot) in time order, for temporal contiguity at recall.
+        self._session_times: dict[str, list[tuple[float, int]]] = {}
         self.without_vector: set[int] = set()  # live slots a reindex should embed
         # Filter support: slots by tag / category (a tag filter costs its slots, not a scan of
         # every memory), and masks cached per filter until a column changes (`_changed`).
@@ -181,8 +185,7 @@ class ScopeIndex:
         c.created_at[slot] = to_epoch(row.get("created_at"))
         c.last_accessed[slot] = to_epoch(row.get("last_accessed_at") or row.get("created_at"))
         self._index_labels(slot, frozenset(row.get("tags") or ()), row.get("category") or None)
-        if row.get("session_id"):
-            self.session_of[slot] = row["session_id"]
+        self._place_in_session(slot, row.get("session_id") or None, float(c.created_at[slot]))
         old_hash = self.slot_hash.pop(slot, None)
         if old_hash is not None and self.hash_to_slot.get(old_hash) == slot:
             del self.hash_to_slot[old_hash]
@@ -205,7 +208,7 @@ class ScopeIndex:
             del self.hash_to_slot[h]
         self._index_labels(slot, frozenset(), None)
         self.tags.pop(slot, None)
-        self.session_of.pop(slot, None)
+        self._place_in_session(slot, None, 0.0)
         self.pending_strengthen.pop(key, None)
         self.slots.release(key)
         self._changed()
@@ -234,6 +237,62 @@ class ScopeIndex:
             if category is not None:
                 self.category[slot] = category
                 self._category_slots.setdefault(category, set()).add(slot)
+
+    def _place_in_session(self, slot: int, session_id: str | None, created_at: float) -> None:
+        """Keep a slot's place in its session's time line (moved or dropped as the record changes)."""
+        old = self.session_of.get(slot)
+        if old is not None:
+            line = self._session_times.get(old, [])
+            for i, (_t, s) in enumerate(line):
+                if s == slot:
+                    if old == session_id and _t == created_at:
+                        return
+                    del line[i]
+                    break
+            if not line:
+                self._session_times.pop(old, None)
+            del self.session_of[slot]
+        if session_id is not None:
+            self.session_of[slot] = session_id
+            bisect.insort(self._session_times.setdefault(session_id, []), (created_at, slot))
+
+    def mark_superseded(self, old_key: str, new_key: str) -> None:
+        """Record that `new_key` replaces `old_key` (hidden from recall while the new one lives)."""
+        if self.superseded_by.get(old_key) != new_key:
+            self.superseded_by[old_key] = new_key
+            self._changed()
+
+    def neighbours(self, slots: np.ndarray, allowed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The memories recorded just before and just after each slot in its session, within
+        CONTIGUITY_WINDOW_SECONDS, skipping those `allowed` (the recall's mask) excludes; -1 where
+        there is none. Memories without a session have no neighbours."""
+        prev = np.full(slots.size, -1, dtype=np.int64)
+        nxt = np.full(slots.size, -1, dtype=np.int64)
+        if not self._session_times:
+            return prev, nxt
+        n = allowed.size
+        for i, slot in enumerate(slots.tolist()):
+            sid = self.session_of.get(slot)
+            if sid is None:
+                continue
+            line = self._session_times[sid]
+            t = float(self.cols.created_at[slot])
+            at = bisect.bisect_left(line, (t, slot))
+            for j in range(at - 1, -1, -1):
+                tj, sj = line[j]
+                if t - tj > CONTIGUITY_WINDOW_SECONDS:
+                    break
+                if sj < n and allowed[sj]:
+                    prev[i] = sj
+                    break
+            for j in range(at + 1, len(line)):
+                tj, sj = line[j]
+                if tj - t > CONTIGUITY_WINDOW_SECONDS:
+                    break
+                if sj < n and allowed[sj]:
+                    nxt[i] = sj
+                    break
+        return prev, nxt
 
     def _changed(self) -> None:
         """A filter column changed: cached masks are stale."""
@@ -291,7 +350,7 @@ class ScopeIndex:
         Cached per filter until a column changes (every write goes through this class's methods,
         which call `_changed`); the caller gets its own copy and may modify it.
         """
-        key = (f.statuses, f.types, f.tags, f.category, f.min_importance, f.after, f.before)
+        key = (f.statuses, f.types, f.tags, f.category, f.min_importance, f.after, f.before, f.include_superseded)
         hit = self._mask_cache.get(key)
         if hit is not None and hit[0] == self._version and hit[1].size == self.slots.size:
             return hit[1].copy()
@@ -324,7 +383,25 @@ class ScopeIndex:
             live &= self._label_mask(self._tag_slots, f.tags, n)
         if f.category is not None:
             live &= self._label_mask(self._category_slots, f.category, n)
+        if not f.include_superseded and self.superseded_by:
+            live &= ~self._superseded_mask(n)
         return live
+
+    def _superseded_mask(self, n: int) -> np.ndarray:
+        """Slots replaced by a memory that is still live (created, active or consolidated).
+
+        A replacement that was forgotten or archived hands the place back to the old memory,
+        so forgetting a wrong correction brings the fact it replaced back.
+        """
+        out = np.zeros(n, dtype=bool)
+        alive = {STATUS_CODE[s] for s in RECALLABLE_STATUSES}
+        for old_key, new_key in self.superseded_by.items():
+            old, new = self.slots.get(old_key), self.slots.get(new_key)
+            if old is None or new is None or old >= n or old == new:
+                continue
+            if int(self.cols.status_code[new]) in alive:
+                out[old] = True
+        return out
 
     @staticmethod
     def _label_mask(index: dict[str, set[int]], wanted: frozenset[str], n: int) -> np.ndarray:

@@ -56,6 +56,8 @@ log = logging.getLogger("engram.service")
 SCOPE_ORDER = ("session", "project", "user")
 MAX_RECALL_LIMIT = 50
 SESSION_TOUCH_SECONDS = 60.0  # last_seen_at is refreshed at most this often per session
+SUPERSEDE_HINT_MIN_COSINE = 0.65  # see MemoryService._supersede_hint
+SUPERSEDE_HINT_PREVIEW_CHARS = 160
 
 
 @dataclass(frozen=True)
@@ -344,6 +346,7 @@ class MemoryService:
                         self._link(h, key, superseded_key, "supersedes")
                     self._note_sighting(h, key)
                     return result
+            hint = None if superseded_key or scope == "session" else self._supersede_hint(h, vec, self.config(ctx.project_root).store_dedup_similarity)
             key = rid or new_ulid()
             now = now_dt()
             record = {
@@ -380,7 +383,7 @@ class MemoryService:
             for src in sources:
                 self._mark_consolidated(ctx, h, key, src)
             self.state.stores += 1
-        return {
+        result = {
             "memory_id": format_memory_id(key),
             "action": "created",
             "scope": scope,
@@ -390,6 +393,32 @@ class MemoryService:
             "warnings": warnings,
             "redactions": findings_summary(findings),
         }
+        if hint:
+            hint["if_it_replaces_it"] = (f"update_memory(memory_id={format_memory_id(key)!r}, "
+                                         f"supersedes={hint['memory_id']!r})")
+            result["possibly_supersedes"] = hint
+        return result
+
+    def _supersede_hint(self, h: ScopeHandle, vec: np.ndarray | None, dedup_similarity: float) -> dict[str, Any] | None:
+        """The live memory of this scope closest to a new one, when it is close enough that the
+        new memory may replace it but not so close that it is a duplicate (merged instead).
+
+        Only a hint: whether the new fact replaces the old one is Claude's call. Measured on
+        coding memory: at cosine 0.65 it names the replaced memory for about half of real
+        replacements and fires for about 7% of other stores.
+        """
+        if vec is None:
+            return None
+        best = h.index.vectors.max_similarity(vec, h.index.live_mask_for())
+        if best is None or not SUPERSEDE_HINT_MIN_COSINE <= best[1] < dedup_similarity:
+            return None
+        key = h.index.key_of(best[0])
+        rows = h.q(q.GET_MEMORY, {"id": key}) if key else None
+        if not rows:
+            return None
+        text = " ".join(str(rows[0].get("content") or "").split())
+        preview = text if len(text) <= SUPERSEDE_HINT_PREVIEW_CHARS else text[:SUPERSEDE_HINT_PREVIEW_CHARS].rsplit(" ", 1)[0] + " …"
+        return {"memory_id": format_memory_id(key), "similarity": round(float(best[1]), 3), "content": preview}
 
     def _find_twin(self, h: ScopeHandle, content: str, vec: np.ndarray | None, threshold: float) -> tuple[str, float] | None:
         """A live memory of the same scope that this content duplicates, if any."""
@@ -467,10 +496,15 @@ class MemoryService:
         category: str | list[str] | None = None,
         time_range: dict[str, str] | None = None,
         include_forgotten: bool = False,
+        include_superseded: bool = False,
         strengthen: bool = True,
         profile: str | None = None,
     ) -> dict[str, Any]:
-        """Hybrid recall across scopes; every returned memory is strengthened."""
+        """Hybrid recall across scopes; every returned memory is strengthened.
+
+        A memory superseded by a live one is left out unless `include_superseded` (then it
+        ranks right below its successor and says `superseded_by`).
+        """
         started = time.perf_counter()
         query = check_text(query, "query", limit=4_000)
         check_enum(strategy, STRATEGIES, "strategy")
@@ -489,6 +523,7 @@ class MemoryService:
             after=to_epoch(after) if after else None,
             before=to_epoch(before) if before else None,
             statuses=frozenset(STATUSES) if include_forgotten else frozenset(RECALLABLE_STATUSES),
+            include_superseded=bool(include_superseded),
         )
         cfg = self.config(ctx.project_root)
         if profile:
@@ -510,10 +545,11 @@ class MemoryService:
             views, scope_warnings = self._views(ctx, scopes, cfg)
             warnings.extend(scope_warnings)
             if profile:
-                from .config import SCOPE_WEIGHT_PROFILES
+                from .config import SCOPE_WEIGHT_PROFILES, scale_scope_weights
 
+                weights = scale_scope_weights(SCOPE_WEIGHT_PROFILES[profile])
                 for v in views:
-                    v.weight = SCOPE_WEIGHT_PROFILES[profile][v.scope]
+                    v.weight = weights[v.scope]
             restrict = None
             if effective == "graph":
                 restrict = graph_ops.reachable_memories(self, ctx, [v.scope for v in views], query)
@@ -573,6 +609,7 @@ class MemoryService:
                     if row.get("status") == "created":
                         row["status"] = "active"
                 rows[(scope, key)] = row
+        superseded = {k: v for view in views for k, v in view.index.superseded_by.items()}
         out = []
         for h in hits:
             row = rows.get((h.scope, h.key))
@@ -580,9 +617,13 @@ class MemoryService:
                 continue
             mem = public_memory(row, frozen=(h.scope == "session"), now=now)
             mem["relevance_score"] = round(h.relevance, 4)
+            mem["similarity"] = round(h.vector, 4)
             mem["score"] = round(h.score, 4)
             if h.also_in:
                 mem["also_in"] = h.also_in
+            newer = superseded.get(h.key)
+            if newer:
+                mem["superseded_by"] = format_memory_id(newer)
             out.append(mem)
         return out
 
@@ -663,9 +704,15 @@ class MemoryService:
         metadata: dict[str, Any] | None = None,
         related_entities: dict[str, Any] | None = None,
         memory_type: str | None = None,
+        supersedes: str | None = None,
     ) -> dict[str, Any]:
-        """Update every copy of a memory; re-embed when the content changes; keep history."""
+        """Update every copy of a memory; re-embed when the content changes; keep history.
+
+        `supersedes` names an older memory this one replaces: in every scope holding both,
+        a `supersedes` link is written and recall hides the older one from then on.
+        """
         findings: list = []
+        superseded_key = parse_memory_id(supersedes, field="supersedes") if supersedes else None
         if content is not None:
             content = sanitize_text(check_text(content, "content", limit=MAX_CONTENT_CHARS), findings)
         if summary is not None:
@@ -738,7 +785,15 @@ class MemoryService:
                     changes.append("related_entities")
                 if remove_entities and graph_ops.unlink_entities(loc.handle, loc.key, remove_entities):
                     changes.append("related_entities")
+                if superseded_key and self._supersede(loc.handle, loc.key, superseded_key):
+                    changes.append("supersedes")
                 updated_fields = sorted(set(updated_fields) | set(changes))
+            if superseded_key and "supersedes" not in updated_fields:
+                if superseded_key == found[0].key:
+                    raise InvalidInput("a memory cannot supersede itself", field="supersedes")
+                if not any(f.handle.index.slot_of(superseded_key) is not None for f in found):
+                    raise InvalidInput(f"supersedes: memory:{superseded_key} is not in a scope holding {memory_id}; "
+                                       "promote one of them first", field="supersedes")
         return {
             "memory_id": format_memory_id(found[0].key),
             "updated_fields": updated_fields,
@@ -813,6 +868,12 @@ class MemoryService:
                 loc.handle.q(q.SET_STATUS, {"ids": [RecordID("memory", src_key)], "status": "consolidated"})
                 loc.handle.index.set_status(src_key, "consolidated")
 
+    def _supersede(self, h: ScopeHandle, new_key: str, old_key: str) -> bool:
+        """Link `new_key` supersedes `old_key` in one scope when both live there (True if written)."""
+        if new_key == old_key or h.index.slot_of(old_key) is None or h.index.superseded_by.get(old_key) == new_key:
+            return False
+        return self._link(h, new_key, old_key, "supersedes")
+
     def _link(self, h: ScopeHandle, a: str, b: str, relation: str, strength: float = 0.5) -> bool:
         from surrealdb import RecordID
 
@@ -821,7 +882,7 @@ class MemoryService:
             return False
         h.q(q.CREATE_LINK, {"a": ra, "b": rb, "relation_type": relation, "strength": float(strength)})
         if relation == "supersedes":
-            h.index.superseded_by[b] = a
+            h.index.mark_superseded(b, a)
         return True
 
     # ------------------------------------------------------------------ status

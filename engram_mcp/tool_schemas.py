@@ -184,6 +184,7 @@ TOOLS: list[dict[str, Any]] = [
                 "tags": _obj({"add": TAGS, "remove": TAGS}),
                 "metadata": {"type": "object", "maxProperties": 32, "description": "keys to merge; null deletes"},
                 "related_entities": _obj({"add": ENTITIES, "remove": _arr(_str(), "entity names")}),
+                "supersedes": {**ID, "description": "older memory this one replaces (hidden from recall)"},
             },
             ["memory_id"],
         ),

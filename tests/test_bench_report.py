@@ -17,8 +17,9 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 RUN_ALL = REPO_ROOT / "bench" / "run_all.py"
-PARTS = ("tokens", "locomo", "speed", "scale", "hooks", "stop")
-SECTIONS = ("## Headline", "## 1. Retrieval quality (LoCoMo)", "## 2. Speed and scale", "## 3. Hooks",
+PARTS = ("tokens", "locomo", "coding", "speed", "scale", "hooks", "stop")
+SECTIONS = ("## Headline", "## 1. Retrieval quality (LoCoMo)", "## 1b. Retrieval quality (coding memory across scopes)",
+            "## 2. Speed and scale", "## 3. Hooks",
             "## 4. Token cost per session", "## 5. The run")
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -47,7 +48,7 @@ def test_quick_suite_writes_the_whole_report(tmp_path: Path) -> None:
     assert text.startswith("# engram benchmark report")
     assert sections_in_order(text) == list(SECTIONS)
     head = text[text.index("## Headline"): text.index("## 1.")]
-    for row in ("LoCoMo turn R@5", "LoCoMo MRR", "hybrid recall p95", "store p95", "PostToolUse hook p95", "SessionStart hook p95",
+    for row in ("LoCoMo turn R@5", "LoCoMo MRR", "coding memory across scopes", "hybrid recall p95", "store p95", "PostToolUse hook p95", "SessionStart hook p95",
                 "tokens per session"):
         assert f"| {row}" in head, row
     assert "not measured" not in head.split("hybrid recall p95")[0]  # LoCoMo numbers are there
@@ -76,6 +77,10 @@ def test_quick_suite_writes_the_whole_report(tmp_path: Path) -> None:
     assert {"bm25-plain", "keyword", "vector", "hybrid"} <= set(locomo["runs"]) and locomo["conversations"] == 2
     for run in locomo["runs"].values():
         assert {"cat1-4", "cat1", "cat2", "cat3", "cat4"} <= set(run["metrics"])
+    coding = json.loads((out / "coding" / "coding_memory.json").read_text())
+    assert coding["queries"] == 200 and {"paraphrase", "cross_scope", "supersede", "session", "ALL"} <= set(coding["engram"])
+    assert set(coding["engram"]) == set(coding["bm25_baseline"])  # the baseline is measured in the same run
+    assert {"groups", "groups_merged", "wrong_merges"} <= set(coding["dedup"])
     scale = json.loads((out / "scale" / "scale.json").read_text())
     assert {"graph_traversal", "maintenance", "promotion", "mcp", "hooks", "disk", "daemon_memory"} <= set(scale["runs"][0])
     tokens = json.loads((out / "tokens" / "tokens.json").read_text())

@@ -7,6 +7,7 @@ import time
 import pytest
 
 from engram_mcp.embeddings import DEFAULT_MODEL, EmbeddingsUnavailable
+from engram_mcp.errors import InvalidInput
 from engram_mcp.service import MemoryService, RequestContext
 
 pytestmark = pytest.mark.slow
@@ -125,7 +126,8 @@ def test_a_memory_present_in_session_and_project_is_returned_once_with_also_in(r
     found = real_service.recall(ctx, query="which feature flag service", limit=5)
     hits = [m for m in found["memories"] if m["id"] == mid]
     assert len(hits) == 1
-    assert hits[0]["scope"] == "session" and hits[0]["also_in"] == ["project"]
+    # the copy in the scope the profile favours is shown (project), and it names the other
+    assert hits[0]["scope"] == "project" and hits[0]["also_in"] == ["session"]
     assert real_service.get(ctx, mid)["also_in"] == ["project"]
 
 
@@ -142,22 +144,61 @@ def test_near_identical_memories_in_project_and_user_are_returned_once(real_serv
     assert {p, p2} <= set(_ids(res))
 
 
-def test_a_superseded_memory_always_ranks_below_its_superseder(real_service, ctx):
+def test_a_superseded_memory_is_hidden_from_recall_unless_asked_for(real_service, ctx):
     old = _store(real_service, ctx, "The API server listens on port 8080 behind nginx", importance=1.0)
     new = _store(real_service, ctx, "Ports were reshuffled in May", supersedes=old, importance=0.1)
     query = "The API server listens on port 8080 behind nginx"
-    res = real_service.recall(ctx, query=query, limit=5, strengthen=False)
+    for strategy in ("hybrid", "keyword", "vector"):
+        order = _ids(real_service.recall(ctx, query=query, strategy=strategy, limit=5, strengthen=False))
+        assert old not in order, strategy  # the outdated fact never reaches Claude by default
+    res = real_service.recall(ctx, query=query, limit=5, strengthen=False, include_superseded=True)
     by_id = {m["id"]: m for m in res["memories"]}
     assert by_id[old]["relevance_score"] > by_id[new]["relevance_score"]  # the old one matches better...
     order = _ids(res)
-    assert order.index(new) < order.index(old)  # ...and still ranks below
-    assert by_id[old]["score"] < by_id[new]["score"]
-    for strategy in ("keyword", "vector"):
-        order = _ids(real_service.recall(ctx, query=query, strategy=strategy, limit=5, strengthen=False))
-        if old in order:
-            assert new in order and order.index(new) < order.index(old), strategy
+    assert order.index(new) < order.index(old)  # ...and still ranks below, saying what replaced it
+    assert by_id[old]["score"] < by_id[new]["score"] and by_id[old]["superseded_by"] == new
     links = real_service.get(ctx, new)["links"]
     assert links == [{"from": new, "to": old, "relation": "supersedes"}]
+    shown = real_service.get(ctx, old)  # still reachable by id
+    assert shown["id"] == old
+
+
+def test_forgetting_the_replacement_brings_the_old_fact_back(real_service, ctx):
+    old = _store(real_service, ctx, "Deploys run from the Jenkins job deploy-prod")
+    new = _store(real_service, ctx, "Deploys run from the GitHub Actions workflow deploy.yml", supersedes=old)
+    assert old not in _ids(real_service.recall(ctx, query="how do deploys run", limit=5, strengthen=False))
+    real_service.forget(ctx, new, reason="wrong correction")
+    assert old in _ids(real_service.recall(ctx, query="how do deploys run", limit=5, strengthen=False))
+
+
+def test_update_memory_can_mark_an_older_memory_superseded(real_service, ctx):
+    old = _store(real_service, ctx, "Python dependencies are managed with Poetry")
+    new = _store(real_service, ctx, "Dependencies moved to uv: uv add, uv sync, uv.lock is committed")
+    assert old in _ids(real_service.recall(ctx, query="how are Python dependencies managed", limit=5, strengthen=False))
+    res = real_service.update(ctx, new, supersedes=old)
+    assert "supersedes" in res["updated_fields"]
+    found = _ids(real_service.recall(ctx, query="how are Python dependencies managed", limit=5, strengthen=False))
+    assert new in found and old not in found
+    with pytest.raises(InvalidInput):
+        real_service.update(ctx, new, supersedes=new)
+    with pytest.raises(InvalidInput):  # a memory that does not exist in its scopes
+        real_service.update(ctx, new, supersedes="memory:01J0000000000000000000000Z")
+
+
+def test_a_new_memory_close_to_an_older_one_comes_back_with_a_supersede_hint(real_service, ctx):
+    old = _store(real_service, ctx, "The staging database runs PostgreSQL 14 on db-staging-1")
+    res = real_service.store(ctx, content="The staging database now runs PostgreSQL 16 on db-staging-2 after the upgrade",
+                             type="semantic", scope="project")
+    assert res["action"] == "created"
+    hint = res["possibly_supersedes"]
+    assert hint["memory_id"] == old and 0.65 <= hint["similarity"] < 0.85
+    assert "PostgreSQL 14" in hint["content"] and "supersedes" in hint["if_it_replaces_it"]
+    unrelated = real_service.store(ctx, content="Frontend bundles are built with Vite and served by Caddy",
+                                   type="semantic", scope="project")
+    assert "possibly_supersedes" not in unrelated
+    explicit = real_service.store(ctx, content="The staging database runs PostgreSQL 17 on db-staging-3",
+                                  type="semantic", scope="project", supersedes=res["memory_id"])
+    assert "possibly_supersedes" not in explicit  # Claude already said what it replaces
 
 
 def test_supersession_survives_a_restart(real_service, home, ctx, real_embedder):
@@ -166,7 +207,9 @@ def test_supersession_survives_a_restart(real_service, home, ctx, real_embedder)
     real_service.close()
     svc = MemoryService(home=home, embedder=real_embedder)
     try:
-        order = _ids(svc.recall(ctx, query="Releases are cut from the develop branch", limit=5, strengthen=False))
+        query = "Releases are cut from the develop branch"
+        assert old not in _ids(svc.recall(ctx, query=query, limit=5, strengthen=False))
+        order = _ids(svc.recall(ctx, query=query, limit=5, strengthen=False, include_superseded=True))
         assert order.index(new) < order.index(old)
     finally:
         svc.close()

@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 
 from engram_mcp.search_index import (
+    BM25_B,
+    BM25_K1,
     ENGLISH_STOP_WORDS,
     BM25Index,
     SlotAllocator,
@@ -46,7 +48,7 @@ QUERIES = [
 ]
 
 
-def reference_bm25(docs: dict[int, str], query: str, k1: float = 1.5, b: float = 0.75) -> dict[int, float]:
+def reference_bm25(docs: dict[int, str], query: str, k1: float = BM25_K1, b: float = BM25_B) -> dict[int, float]:
     """Textbook BM25 with Lucene idf, in plain Python floats, distinct query terms."""
     tokenized = {slot: tokenize(text) for slot, text in docs.items()}
     tokenized = {slot: terms for slot, terms in tokenized.items() if terms}
