@@ -5,9 +5,9 @@ model is a scripted stand-in on loopback (tests/claude_harness.py); everything e
 real: Claude Code 2.1.330, the hooks, the MCP server, the daemon, embedded SurrealDB and
 the offline embedding model.
 
-Session 1 (project A) edits a file, runs a failing command and stores a convention; the
-Stop hook asks Claude to keep the fix, which the scripted model then stores in the
-session scope; SessionEnd promotes it. Session 2 (project A) starts with both in its
+Session 1 (project A) edits a file, runs a failing command and stores a convention and
+the fix (in the session scope); the Stop hook never blocks (tests/test_e2e_stop.py covers
+its note); SessionEnd promotes the fix. Session 2 (project A) starts with both in its
 SessionStart context and recalls them through the tool. Project B never sees project A's
 memories but sees the user-scope one. A broken store never fails a session.
 """
@@ -122,17 +122,14 @@ def test_session_one_captures_stores_and_promotes(world):
         ToolUse("Write", {"file_path": str(a / "src" / "handlers" / "users.py"), "content": "def get_user():\n    return respond({})\n"}),
         ToolUse("Bash", {"command": "python3 -c 'import yaml_not_installed_xyz'", "description": "run tests"}),
         ToolUse("Edit", {"file_path": str(a / "src" / "handlers" / "users.py"), "old_string": "respond({})", "new_string": "respond({'ok': True})"}),
-        Text("Done. The fix was to install the test extra first."),
-        # the Stop hook blocks once (an error was worked around after the last store); its reason is the next prompt
         ToolUse(TOOL + "store_memory", {"content": FIX, "type": "procedural", "scope": "session", "importance": 0.7,
                                         "category": "error_fix", "tags": ["pytest", "setup"]}),
-        Text("Stored the fix."),
+        Text("Done; stored the fix."),
     ]
     result, api = session(world, a, script, "add a users handler and run the tests")
-    assert result["result"] == "Stored the fix.", result
-    assert api.remaining_turns == 0
-    stop_requests = [r for r in api.conversation if STOP_MARKER in json.dumps(r.body["messages"][-1])]
-    assert len(stop_requests) == 1, "the Stop hook must ask exactly once"
+    assert result["result"] == "Done; stored the fix.", result
+    assert api.remaining_turns == 0 and len(api.conversation) == len(script)  # the Stop hook never blocks
+    assert not [r for r in api.conversation if STOP_MARKER in json.dumps(r.body["messages"])]
     errors = {r["tool_use_id"]: r for r in tool_results(api.conversation[-1].body) if r.get("is_error")}
     assert len(errors) == 1 and "yaml_not_installed_xyz" in json.dumps(list(errors.values())), errors  # only the failing command
 
