@@ -233,8 +233,9 @@ def stop_design_costs(turns: int) -> dict[str, Any]:
 
         results["command_reason_tokens"] = (len(STOP_REASON) + 120) // CHARS_PER_TOKEN
         results["note"] = ("prompt design: every turn sends the conversation to a model (no cache across turns for the side "
-                           "request); command design: no model call unless it blocks, then one main-model request whose "
-                           f"prefix is the cached conversation plus a ~{results['command_reason_tokens']}-token reason.")
+                           "request); command design (engram's): no model call and never a block; a turn with unstored "
+                           f"knowledge leaves a ~{results['command_reason_tokens']}-token note that the next prompt's "
+                           "UserPromptSubmit hook carries (not installed in this comparison; see the stop part).")
         del hooks_path
     finally:
         shutil.rmtree(base, ignore_errors=True)
