@@ -141,7 +141,7 @@ CONFIG_SCHEMA: dict[str, Any] = {
         "prompt_recall_limit": _num(1, 10, integer=True, doc="Maximum memories injected per prompt."),
         "capture_file_changes": _flag("Record file edits as session memories."),
         "capture_failed_commands": _flag("Record failed shell commands as session memories."),
-        "stop_hook": _flag("Summarise and consolidate when Claude stops."),
+        "stop_hook": _flag("Note a turn's unstored durable knowledge for the next prompt (never blocks)."),
         "maintenance_interval_hours": _num(0.1, 720, doc="Hours between maintenance runs."),
         "promote_session_min_importance": _num(0, 1, doc="Importance needed to promote session -> project."),
         "promote_session_min_access": _num(0, integer=True, doc="Accesses needed to promote session -> project."),
