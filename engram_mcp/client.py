@@ -27,6 +27,8 @@ DEFAULT_TIMEOUT_S = 120.0
 START_TIMEOUT_S = 60.0
 CONNECT_RETRY_S = 0.05
 PACKAGE_PARENT = Path(__file__).resolve().parent.parent
+MAX_REPLY_BYTES = 64 * 1024 * 1024  # a reply longer than this is a broken daemon, not a result
+READ_CHUNK_BYTES = 256 * 1024
 # bin/engram-bootstrap's environment in ${CLAUDE_PLUGIN_DATA}, and `make setup`'s in a checkout.
 PLUGIN_VENV_PYTHON = Path("venv") / "bin" / "python"
 PLUGIN_VENV_STAMP = Path("venv") / "engram-pyproject.toml"
@@ -146,7 +148,7 @@ class DaemonClient:
         self.start_timeout = start_timeout
         self.client_name = client_name
         self._sock: socket.socket | None = None
-        self._file = None
+        self._buf = bytearray()  # what was read past the last reply line
         self._ids = itertools.count(1)
 
     @property
@@ -161,7 +163,7 @@ class DaemonClient:
             s.close()
             return False
         s.settimeout(self.timeout)
-        self._sock, self._file = s, s.makefile("rwb")
+        self._sock, self._buf = s, bytearray()
         return True
 
     def connect(self, *, wait: float | None = None) -> None:
@@ -181,13 +183,13 @@ class DaemonClient:
         raise DaemonUnavailable(f"engram daemon did not start within {self.start_timeout:.0f}s; see {self.user_dir / 'logs'}")
 
     def close(self) -> None:
-        for obj in (self._file, self._sock):
-            try:
-                if obj is not None:
-                    obj.close()
-            except OSError:
-                pass
-        self._sock = self._file = None
+        try:
+            if self._sock is not None:
+                self._sock.close()
+        except OSError:
+            pass
+        self._sock = None
+        self._buf = bytearray()
 
     def call(self, op: str, args: dict[str, Any] | None = None, *, project_root: str | os.PathLike[str] | None = None,
              session_id: str | None = None, timeout: float | None = None,
@@ -202,32 +204,111 @@ class DaemonClient:
         if on_progress is not None:
             request["progress"] = True
         payload = (json.dumps(request, ensure_ascii=False) + "\n").encode()
+        reply = self._round_trip(payload, request["id"], self.timeout if timeout is None else timeout, on_progress)
+        if reply.get("ok"):
+            return reply.get("result")
+        error = reply.get("error")
+        if not isinstance(error, dict):
+            raise DaemonUnavailable(f"engram daemon did not answer properly: its reply has neither a result nor an error: {_short(reply)}")
+        err = error_from_envelope(error)
+        if err.code == "daemon_busy":  # it closes the connection after saying so
+            self.close()
+        raise err
+
+    def _round_trip(self, payload: bytes, rid: int, timeout_s: float, on_progress: Any) -> dict[str, Any]:
+        """Send a request and read its reply (a JSON object), reconnecting once if the connection
+        was closed before any answer; every failure is a DaemonUnavailable within `timeout_s`."""
         for attempt in (1, 2):
             self.connect()
             try:
-                if timeout is not None:
-                    self._sock.settimeout(timeout)
-                self._file.write(payload)
-                self._file.flush()
-                line = self._file.readline()
-                while line and on_progress is not None and b'"progress"' in line[:40]:
-                    p = json.loads(line).get("progress") or {}
-                    on_progress(int(p.get("done", 0)), p.get("total"), str(p.get("label", "")))
-                    line = self._file.readline()
-                if not line:
-                    raise ConnectionError("daemon closed the connection")
-                break
+                return self._exchange(payload, rid, timeout_s, on_progress)
+            except _BadReply as exc:  # out of step: never retried (the daemon may have applied it)
+                self.close()
+                raise DaemonUnavailable(f"engram daemon did not answer properly: {exc}") from None
+            except socket.timeout:
+                self.close()
+                raise DaemonUnavailable(f"engram daemon did not answer within {timeout_s:.0f}s (timed out)") from None
             except (OSError, ConnectionError) as exc:
                 self.close()
-                if attempt == 2 or isinstance(exc, socket.timeout):
+                if attempt == 2:
                     raise DaemonUnavailable(f"engram daemon did not answer: {exc}") from None
-        response = json.loads(line)
-        if response.get("ok"):
-            return response.get("result")
-        raise error_from_envelope(response.get("error") or {})
+        raise AssertionError("unreachable")
+
+    def _exchange(self, payload: bytes, rid: int, timeout_s: float, on_progress: Any) -> dict[str, Any]:
+        """One request on the open connection. The timeout bounds the whole wait for the reply
+        (not each read, so a daemon dribbling bytes cannot hold a caller forever); each progress
+        line proves the daemon alive and restarts it."""
+        assert self._sock is not None
+        deadline = time.monotonic() + timeout_s
+        self._sock.settimeout(max(timeout_s, 0.001))
+        self._sock.sendall(payload)
+        while True:
+            reply = _decode_reply(self._readline(deadline), rid)
+            if "progress" in reply and "ok" not in reply:
+                if on_progress is not None:
+                    _report_progress(on_progress, reply.get("progress"))
+                deadline = time.monotonic() + timeout_s
+                continue
+            return reply
+
+    def _readline(self, deadline: float) -> bytes:
+        """The next line from the daemon, at most MAX_REPLY_BYTES, before `deadline`."""
+        assert self._sock is not None
+        while True:
+            end = self._buf.find(b"\n")
+            if end >= 0:
+                line = bytes(self._buf[: end + 1])
+                del self._buf[: end + 1]
+                return line
+            if len(self._buf) > MAX_REPLY_BYTES:
+                raise _BadReply(f"its reply is longer than {MAX_REPLY_BYTES // (1024 * 1024)} MiB")
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise socket.timeout("timed out")
+            self._sock.settimeout(remaining)
+            chunk = self._sock.recv(READ_CHUNK_BYTES)
+            if not chunk:
+                if self._buf:
+                    raise _BadReply("it closed the connection in the middle of a reply")
+                raise ConnectionError("daemon closed the connection")
+            self._buf += chunk
 
     def __enter__(self) -> "DaemonClient":
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class _BadReply(Exception):
+    """A reply that cannot be a daemon's answer (not JSON, not an object, another request's, too long)."""
+
+
+def _short(value: Any, limit: int = 120) -> str:
+    text = value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _decode_reply(line: bytes, rid: int) -> dict[str, Any]:
+    try:
+        reply = json.loads(line)
+    except (ValueError, RecursionError) as exc:
+        raise _BadReply(f"its reply is not JSON ({type(exc).__name__}): {_short(line)}") from None
+    if not isinstance(reply, dict):
+        raise _BadReply(f"its reply is not a JSON object: {_short(line)}")
+    if reply.get("id") not in (rid, None):
+        raise _BadReply(f"it answered request {_short(reply.get('id'), 40)} instead of {rid}")
+    return reply
+
+
+def _report_progress(on_progress: Any, progress: Any) -> None:
+    """Pass a progress line on; a malformed one is skipped, never an error of the request."""
+    if not isinstance(progress, dict):
+        return
+    try:
+        done = int(progress.get("done", 0))
+    except (TypeError, ValueError, OverflowError):
+        return
+    total = progress.get("total")
+    on_progress(done, total if isinstance(total, int) else None, str(progress.get("label", "")))

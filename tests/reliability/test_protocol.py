@@ -556,3 +556,104 @@ def test_every_hook_exits_0_without_a_traceback_whatever_its_input(running: Sand
     assert not crashes, crashes[:5]
     assert not noisy, noisy[:5]
     assert running.call("ping")["pid"] == running.daemon.pid
+
+
+# ---------------------------------------------------------------------- the client against a broken daemon
+CLIENT_TIMEOUT_S = 1.5
+
+
+def _fake_daemon(path: Path, behaviour: str, stop: threading.Event) -> None:
+    """Accept connections on `path` and answer every request the broken way `behaviour` names."""
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(str(path))
+    srv.listen(8)
+    srv.settimeout(0.2)
+    conns = []
+    try:
+        while not stop.is_set():
+            try:
+                conn, _ = srv.accept()
+            except socket.timeout:
+                continue
+            conns.append(conn)
+            if behaviour == "never_reads":
+                continue
+            conn.settimeout(5)
+            try:
+                req = json.loads(conn.makefile("rb").readline())
+                rid = req["id"]
+                if behaviour == "not_json":
+                    conn.sendall(b"<html>502 Bad Gateway</html>\n")
+                elif behaviour == "not_an_object":
+                    conn.sendall(b"[1, 2, 3]\n")
+                elif behaviour == "deep_nesting":
+                    conn.sendall(b"[" * HUGE_NESTING + b"\n")
+                elif behaviour == "huge":
+                    chunk = b"A" * (1024 * 1024)
+                    for _ in range(70):
+                        conn.sendall(chunk)
+                elif behaviour == "dribble":
+                    for ch in b'{"id": %d, "ok": true, "result": {}}' % rid:
+                        if stop.wait(0.4):
+                            break
+                        conn.sendall(bytes([ch]))
+                elif behaviour == "wrong_id":
+                    conn.sendall(b'{"id": %d, "ok": true, "result": {"stale": true}}\n' % (rid + 1000))
+                elif behaviour == "no_result_no_error":
+                    conn.sendall(b'{"id": %d}\n' % rid)
+                elif behaviour == "half_a_reply":
+                    conn.sendall(b'{"id": %d, "ok": tr' % rid)
+                    conn.close()
+                elif behaviour == "bad_progress_then_result":
+                    conn.sendall(b'{"id": %d, "progress": {"done": "many", "total": []}}\n' % rid)
+                    conn.sendall(b'{"id": %d, "ok": true, "result": {"fine": true}}\n' % rid)
+                # "silent": read the request, never answer
+            except OSError:
+                pass
+    finally:
+        for c in conns:
+            c.close()
+        srv.close()
+
+
+CLIENT_CASES = ["silent", "never_reads", "not_json", "not_an_object", "deep_nesting", "huge", "dribble", "wrong_id",
+                "no_result_no_error", "half_a_reply", "bad_progress_then_result"]
+
+
+@pytest.mark.parametrize("behaviour", CLIENT_CASES)
+def test_client_gives_a_clear_error_within_its_timeout(tmp_path: Path, behaviour: str) -> None:
+    from engram_mcp.client import DaemonClient
+    from engram_mcp.errors import DaemonUnavailable
+
+    sock_path = tmp_path / "d.sock"
+    stop = threading.Event()
+    server = threading.Thread(target=_fake_daemon, args=(sock_path, behaviour, stop), daemon=True)
+    server.start()
+    while not sock_path.exists():
+        time.sleep(0.01)
+
+    class Client(DaemonClient):
+        @property
+        def path(self) -> Path:
+            return sock_path
+
+    client = Client(tmp_path, autostart=False, timeout=CLIENT_TIMEOUT_S)
+    args = {"content": "x" * (8 * 1024 * 1024)} if behaviour == "never_reads" else {}
+    started = time.monotonic()
+    try:
+        if behaviour == "bad_progress_then_result":
+            seen: list[Any] = []
+            assert client.call("export", {}, on_progress=lambda *a: seen.append(a)) == {"fine": True}
+            return
+        with pytest.raises(DaemonUnavailable) as err:
+            client.call("recall", args)
+    finally:
+        elapsed = time.monotonic() - started
+        client.close()
+        stop.set()
+        server.join(5)
+    message = err.value.message
+    assert message.startswith("engram daemon did not answer"), message  # never queued as "not received"
+    assert len(message) < 400, message
+    assert elapsed < CLIENT_TIMEOUT_S * 2 + 1, f"{behaviour}: {elapsed:.1f}s for a {CLIENT_TIMEOUT_S}s timeout"
+    record("protocol", **{f"client_{behaviour}_s": round(elapsed, 2)})
