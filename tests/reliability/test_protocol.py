@@ -657,3 +657,30 @@ def test_client_gives_a_clear_error_within_its_timeout(tmp_path: Path, behaviour
     assert len(message) < 400, message
     assert elapsed < CLIENT_TIMEOUT_S * 2 + 1, f"{behaviour}: {elapsed:.1f}s for a {CLIENT_TIMEOUT_S}s timeout"
     record("protocol", **{f"client_{behaviour}_s": round(elapsed, 2)})
+
+
+# ---------------------------------------------------------------------- replies that UTF-8 cannot carry
+def test_replies_holding_a_lone_surrogate_are_still_sent() -> None:
+    """A stored text with a lone surrogate must not kill the reply that carries it (it would hang the caller)."""
+    import mcp_types as types
+
+    from engram_mcp.server import _outbound
+
+    reply = types.JSONRPCResponse(jsonrpc="2.0", id=5, result={"content": [{"type": "text", "text": "half \ud83d emoji"}]})
+    line = _outbound(reply)
+    decoded = json.loads(line.decode("utf-8"))
+    assert decoded["id"] == 5 and decoded["result"]["content"][0]["text"] == "half \ufffd emoji"
+
+
+def test_daemon_reply_holding_a_lone_surrogate_is_escaped_not_dropped(tmp_path: Path) -> None:
+    loop = _Loop(tmp_path, max_connections=4, workers=1)
+    loop.handle = lambda line, stream: {"id": 1, "ok": True, "result": {"text": "x\udfff"}}  # type: ignore[method-assign]
+    loop.server.handle = loop.handle
+    try:
+        s = loop.connect()
+        s.sendall(b'{"id": 1, "op": "get"}\n')
+        reply = json.loads(s.makefile("rb").readline())
+        assert reply["ok"] and reply["result"]["text"] == "x\udfff"
+        s.close()
+    finally:
+        loop.close()
