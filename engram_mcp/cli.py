@@ -185,8 +185,19 @@ def cmd_update(app: App) -> int:
 
 def cmd_forget(app: App) -> int:
     a = app.args
+    if a.purge_now:
+        app.out(app.call("forget", {"memory_id": a.id, "reason": a.reason, "undo": a.undo, "purge_now": True}), _purged_line)
+        return EXIT_OK
     app.out(app.call("forget", {"memory_id": a.id, "reason": a.reason, "undo": a.undo}), lambda r: f"{r['memory_id']} is now {r['status']}")
     return EXIT_OK
+
+
+def _purged_line(r: dict[str, Any]) -> str:
+    """What --purge-now did: the copies purged and each store rewritten (or why not)."""
+    stores = "; ".join(f"{c['directory']} rewritten ({c['bytes_before']} -> {c['bytes_after']} bytes, {c['seconds']} s)" for c in r.get("compacted", []))
+    problems = "; ".join(w["message"] for w in r.get("warnings", []))
+    return (f"{r['memory_id']} purged in {', '.join(r['scopes'])}: text, history and vector removed (cannot be undone)"
+            + (f"\n{stores}" if stores else "") + (f"\nnot compacted: {problems}" if problems else ""))
 
 
 def cmd_promote(app: App) -> int:
@@ -321,6 +332,9 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("id")
     f.add_argument("--reason")
     f.add_argument("--undo", action="store_true")
+    f.add_argument("--purge-now", action="store_true",
+                   help="for a secret that slipped through: remove the text and its whole history now and rewrite the store "
+                        "files so the bytes are gone from disk (cannot be undone)")
     f.set_defaults(fn=cmd_forget)
 
     pr = sub.add_parser("promote", help="promote a memory to a broader scope", description="Example: engram promote memory:01J... user")

@@ -203,7 +203,13 @@ class DaemonClient:
         }
         if on_progress is not None:
             request["progress"] = True
-        payload = (json.dumps(request, ensure_ascii=False) + "\n").encode()
+        try:
+            payload = (json.dumps(request, ensure_ascii=False) + "\n").encode()
+        except UnicodeEncodeError:  # a lone surrogate: a byte that is not UTF-8 in an argument, a sliced emoji
+            from .errors import InvalidInput
+
+            raise InvalidInput("an argument is not valid Unicode text (it holds a lone surrogate or a byte that is not UTF-8); "
+                               "send valid UTF-8 text") from None
         reply = self._round_trip(payload, request["id"], self.timeout if timeout is None else timeout, on_progress)
         if reply.get("ok"):
             return reply.get("result")

@@ -299,6 +299,9 @@ class Daemon:
             return {"id": rid, "ok": False, "error": InvalidInput(f"bad arguments: {exc}").envelope()}
         except json.JSONDecodeError as exc:
             return {"id": rid, "ok": False, "error": InvalidInput(f"request is not JSON: {exc.msg}").envelope()}
+        except UnicodeEncodeError:  # a lone surrogate (\ud800) in a path or any text the checks did not see first
+            return {"id": rid, "ok": False, "error": InvalidInput("a text argument is not valid Unicode (it holds a lone surrogate such as "
+                                                                  "\\ud800); send valid UTF-8 text").envelope()}
         except Exception as exc:  # never let one request take the daemon down
             log.error("request failed: %s\n%s", exc, traceback.format_exc())
             return {"id": rid, "ok": False, "error": {"error": "internal_error", "message": f"{type(exc).__name__}: {exc}"[:500], "degraded": False, "retry_possible": True}}

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .errors import InvalidInput, StoreUnavailable
-from .ids import format_memory_id, parse_memory_id, session_db_name
-from .records import check_enum, check_text, iso, now_dt, public_memory
+from .ids import CROCKFORD, format_memory_id, parse_memory_id, session_db_name
+from .records import MAX_REASON_CHARS, check_enum, check_text, clean_free_text, findings_summary, iso, now_dt, public_memory
 from .scope_index import content_hash, record_key
 from .scoring import to_epoch
 from .storage import queries as q
@@ -46,7 +46,8 @@ def _rid(key: str):
 def promote(svc: "MemoryService", ctx: "RequestContext", memory_id: str, target_scope: str, reason: str | None = None) -> dict[str, Any]:
     """Explicit promotion of a memory to a broader scope (always allowed for the user)."""
     check_enum(target_scope, ("project", "user"), "target_scope")
-    reason = check_text(reason, "reason", limit=500, required=False)
+    findings: list = []
+    reason = clean_free_text(reason, findings, "reason", limit=MAX_REASON_CHARS)  # kept in the chain and the log: redacted
     with svc.lock:
         copies = svc.locate(ctx, memory_id)
         if not copies:
@@ -60,7 +61,8 @@ def promote(svc: "MemoryService", ctx: "RequestContext", memory_id: str, target_
             raise InvalidInput("working memories are scratch space and are never promoted", field="memory_id")
         dst = svc.handle(ctx, target_scope)
         result = promote_row(svc, src.handle, src.key, src.row, dst, reason=reason or "explicit")
-    return {"memory_id": format_memory_id(src.key), "previous_scope": src.handle.scope, "new_scope": target_scope, "reason": reason, **result}
+    return {"memory_id": format_memory_id(src.key), "previous_scope": src.handle.scope, "new_scope": target_scope, "reason": reason,
+            **result, "redactions": findings_summary(findings)}
 
 
 def _broadest_source(svc: "MemoryService", ctx: "RequestContext", narrower: list) -> Any:
@@ -298,7 +300,7 @@ def session_start(svc: "MemoryService", ctx: "RequestContext", info: dict[str, A
         skey = session_key(ctx.session_id)
         existing = (project.q(q.GET_SESSION, {"key": skey}) or [None])[0]
         fields = {"session_id": ctx.session_id, "status": "active", "last_seen_at": now_dt(), "info": info}
-        if existing is None:
+        if existing is None or existing.get("status") != "active":  # a new run (a resumed session too): its own summary
             fields["started_at"] = now_dt()
         project.q(q.UPSERT_SESSION, {"key": skey, "fields": fields})
         svc.handle(ctx, "session")
@@ -345,7 +347,7 @@ def session_end(svc: "MemoryService", ctx: "RequestContext", *, summary: str | N
 
     if not ctx.session_id:
         raise InvalidInput("session_end needs a session_id", field="session_id")
-    summary = check_text(summary, "summary", limit=4000, required=False)
+    summary = clean_free_text(summary, [], "summary", limit=4000)  # also kept in session_registry: redacted first
     with svc.lock:
         project = svc.handle(ctx, "project")
         skey = session_key(ctx.session_id)
@@ -356,6 +358,9 @@ def session_end(svc: "MemoryService", ctx: "RequestContext", *, summary: str | N
                 return {"session_id": ctx.session_id, "already_ended": True, "promoted": 0}
             project.q(q.UPSERT_SESSION, {"key": skey, "fields": {"session_id": ctx.session_id, "status": "abandoned" if reason == "recovered" else "completed", "ended_at": now_dt()}})
             return {"session_id": ctx.session_id, "promoted": 0, "note": "no session data"}
+        if reg is None or reg.get("started_at") is None:  # the summary's id needs a run start that a retry sees too
+            reg = {**(reg or {}), "started_at": now_dt()}
+            project.q(q.UPSERT_SESSION, {"key": skey, "fields": {"session_id": ctx.session_id, "started_at": reg["started_at"]}})
         session = svc.handle(ctx, "session")
         cfg = svc.config(ctx.project_root)
         rows = session.q(q.ALL_MEMORIES) or []
@@ -371,9 +376,13 @@ def session_end(svc: "MemoryService", ctx: "RequestContext", *, summary: str | N
         text = summary or _auto_summary(rows)
         summary_id = None
         if text:
+            # One summary per session, whatever happens: its id is derived from the session, so
+            # a resent SessionEnd, a replay from the write queue or a second run after a crash
+            # (summary committed, session not yet dropped) finds it and stores nothing.
             stored = svc.store(
                 ctx, content=text, type="episodic", scope="project", importance=0.4, category="session_summary",
                 tags=["session-summary"], source={"hook": "SessionEnd", "session_id": ctx.session_id}, dedup=False,
+                request_id=summary_memory_key(project.db, ctx.session_id, iso(reg.get("started_at"))),
             )
             summary_id = stored["memory_id"]
         candidates = lifecycle.queue_user_candidates(svc, project, cfg)
@@ -390,6 +399,21 @@ def session_end(svc: "MemoryService", ctx: "RequestContext", *, summary: str | N
         "summary_memory_id": summary_id,
         "user_promotion_candidates": candidates,
     }
+
+
+def summary_memory_key(project_db: str, session_id: str, run_started: str | None) -> str:
+    """The ULID of a session run's summary memory: a function of the project, the session and
+    when this run started (a resumed session is a new run) only; SHA-256 in Crockford base32."""
+    import hashlib
+
+    seed = f"session-summary\x00{project_db}\x00{session_id}\x00{run_started or ''}"
+    value = int.from_bytes(hashlib.sha256(seed.encode()).digest()[:16], "big")
+    value &= (1 << 125) - 1  # 26 base32 characters hold 130 bits; a ULID's first character is 0-7
+    chars = []
+    for _ in range(26):
+        chars.append(CROCKFORD[value & 31])
+        value >>= 5
+    return "".join(reversed(chars))
 
 
 def _qualifies(row: dict[str, Any], cfg) -> bool:

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from . import graph as graph_ops
+from . import records
 from .config import Config, ConfigError, load_config_lenient
 from .embeddings import DEFAULT_DIM, Embedder, EmbeddingsUnavailable, make_embedder
 from .errors import InvalidInput, MemoryNotFound, StoreUnavailable
@@ -298,16 +299,17 @@ class MemoryService:
         if type == "working" and scope != "session":
             raise InvalidInput("working memories are scratch space and live only in scope 'session'", field="type")
         findings: list = []
-        content = sanitize_text(check_text(content, "content", limit=MAX_CONTENT_CHARS), findings)
-        summary = sanitize_text(check_text(summary, "summary", limit=MAX_SUMMARY_CHARS, required=False), findings)
-        if not content or not content.strip() or content.strip() == "[private]":
-            raise InvalidInput("content is empty once <private> spans are removed; nothing to store", field="content")
-        record_tags = check_tags([sanitize_text(t, findings) for t in tags] if isinstance(tags, list) and all(isinstance(t, str) for t in tags) else tags)
+        # the field checks import applies too (records.clean_memory_record): one rule per field
+        content = records.clean_content(content, findings)
+        summary = records.clean_free_text(summary, findings, "summary", limit=MAX_SUMMARY_CHARS)
+        record_tags = records.clean_tags(tags, findings)
         entities = sanitize_obj(check_entities(related_entities), findings)
-        source = sanitize_obj(check_object(source, "source"), findings)
-        metadata = sanitize_obj(check_object(metadata, "metadata"), findings)
+        source = records.clean_object(source, findings, "source")
+        metadata = records.clean_object(metadata, findings, "metadata")
         if category is not None:
-            category = sanitize_text(check_text(category, "category", limit=64), findings).strip().lower().replace(" ", "_")
+            category = records.clean_category(category, findings)
+        if session_id is not None:
+            session_id = records.clean_free_text(session_id, findings, "session_id", limit=records.MAX_SESSION_ID_CHARS)
         imp = check_unit(importance, "importance", 0.5)
         conf = check_unit(confidence, "confidence", 0.7)
         created = parse_time(created_at, "created_at")
@@ -809,9 +811,22 @@ class MemoryService:
         return {"memory_id": format_memory_id(parse_memory_id(memory_id)), "tags": self.get(ctx, memory_id)["tags"]}
 
     # ------------------------------------------------------------------ forget
-    def forget(self, ctx: RequestContext, memory_id: str, *, reason: str | None = None, undo: bool = False) -> dict[str, Any]:
-        """Soft delete (excluded from recall, content kept until purge) or its undo."""
-        reason = check_text(reason, "reason", limit=500, required=False)
+    def forget(self, ctx: RequestContext, memory_id: str, *, reason: str | None = None, undo: bool = False,
+               purge_now: bool = False) -> dict[str, Any]:
+        """Soft delete (excluded from recall, content kept until purge) or its undo.
+
+        `purge_now` is for a secret that slipped through: the text, its history and its
+        paraphrases go at once in every scope, and the stores are compacted so the bytes
+        leave the disk too (`_purge_now`). It cannot be undone.
+        """
+        findings: list = []
+        reason = records.clean_free_text(reason, findings, "reason", limit=records.MAX_REASON_CHARS)
+        if not isinstance(undo, bool) or not isinstance(purge_now, bool):
+            raise InvalidInput("undo and purge_now must be true or false", field="purge_now" if not isinstance(purge_now, bool) else "undo")
+        if purge_now and undo:
+            raise InvalidInput("purge_now cannot be undone, so it cannot be combined with undo", field="purge_now")
+        if purge_now:
+            return self._purge_now(ctx, memory_id, reason, findings)
         with self.lock:
             found = self._locate_one(ctx, memory_id)
             for loc in found:
@@ -843,6 +858,44 @@ class MemoryService:
             "reason": reason,
             "scopes": [f.handle.scope for f in found],
             "undo_hint": None if undo else "forget_memory with undo=true restores it",
+            "redactions": findings_summary(findings),
+        }
+
+    def _purge_now(self, ctx: RequestContext, memory_id: str, reason: str | None, findings: list) -> dict[str, Any]:
+        """Forget and purge every copy now: the record keeps only a skeleton (no text, tags,
+        metadata, vector), its history and entity mentions are deleted, in one transaction
+        per copy; then each store that held a copy is compacted (storage/compact.py), so
+        the old values are gone from the files, not only from the answers."""
+        with self.lock:
+            found = self._locate_one(ctx, memory_id)
+            stores = {}
+            for loc in found:
+                rid = _record_id(loc.key)
+                skeleton = records.purged_skeleton(loc.row, reason)
+                loc.handle.tx([(q.DELETE_HISTORY_OF, {"memory": rid}), (q.DELETE_MENTIONS_OF, {"memory": rid}),
+                               (q.REPLACE_MEMORY, {"id": loc.key, "record": skeleton})])
+                loc.handle.index.upsert({**skeleton, "id": loc.key}, None)
+                self._note_sighting(loc.handle, loc.key, drop=True)
+                stores[loc.handle.store.directory] = loc.handle.store
+            if found and found[0].handle.scope != "user":
+                user = self.registry.user()  # the sighting (fingerprint and vector) lives in the user store
+                stores.setdefault(user.store.directory, user.store)
+            compacted, warnings = [], []
+            for store in stores.values():
+                try:
+                    compacted.append(store.compact())
+                except StoreUnavailable as exc:
+                    warnings.append({"code": "compaction_failed", "message": exc.message})
+        return {
+            "memory_id": format_memory_id(found[0].key),
+            "status": "forgotten",
+            "purged": True,
+            "reason": reason,
+            "scopes": [f.handle.scope for f in found],
+            "compacted": compacted,
+            "warnings": warnings,
+            "undo_hint": None,
+            "redactions": findings_summary(findings),
         }
 
     # ------------------------------------------------------------------ links
@@ -919,6 +972,7 @@ class MemoryService:
                     "entities": _count(h, q.COUNT_ENTITIES),
                     "relationships": _count(h, q.COUNT_RELATIONS),
                     "without_vectors": h.index.missing_vectors,
+                    "repaired_records": h.store.nul_repairs.get((h.ns, h.db), 0),  # NULs removed from old records (storage/store.py)
                     "database_size_bytes": h.store.size_bytes() if scope != "session" else None,
                 }
             emb = self.embedder
@@ -955,6 +1009,12 @@ def _config_stamp(home: Path | None, project_root: Path | None) -> tuple:
         except OSError:
             stamp.append(None)
     return tuple(stamp)
+
+
+def _record_id(key: str) -> Any:
+    from surrealdb import RecordID
+
+    return RecordID("memory", key)
 
 
 def _count(h: ScopeHandle, sql: str) -> int:

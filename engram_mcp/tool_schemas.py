@@ -163,9 +163,9 @@ TOOLS: list[dict[str, Any]] = [
         "name": "forget_memory",
         "description": (
             "Soft-delete a memory: hidden from recall and context, not erased (include_forgotten shows it). "
-            "undo=true restores it."
+            "undo=true restores it. purge_now=true erases a stored secret now, history and disk too (no undo)."
         ),
-        "inputSchema": _obj({"memory_id": ID, "reason": _str(), "undo": BOOL}, ["memory_id"]),
+        "inputSchema": _obj({"memory_id": ID, "reason": _str(), "undo": BOOL, "purge_now": BOOL}, ["memory_id"]),
         "annotations": _annotations("Forget memory", read_only=False, destructive=True, idempotent=True),
     },
     {

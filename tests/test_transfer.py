@@ -136,10 +136,13 @@ def test_export_then_import_into_a_fresh_home_is_lossless(exported, target, ctx)
         assert after_mem[key] == mem, key
     assert after_graph == before_graph
     # the imported store works: supersession, forgotten state, recall
-    hits = [m["id"] for m in dst.recall(dctx, query="AuthService TokenValidator lifetimes", scope="project", strengthen=False)["memories"]]
+    hits = [m["id"] for m in dst.recall(dctx, query="AuthService TokenValidator lifetimes", scope="project", strengthen=False,
+                                        include_superseded=True)["memories"]]
     a, b = ids[0], ids[1]
     assert hits.index(b) < hits.index(a)
     assert ids[3] not in hits
+    default = [m["id"] for m in dst.recall(dctx, query="AuthService TokenValidator lifetimes", scope="project", strengthen=False)["memories"]]
+    assert b in default and a not in default  # a superseded memory is hidden by default
 
 
 def test_a_re_export_equals_the_export_except_the_header(exported, target, tmp_path):

@@ -23,11 +23,13 @@ import logging
 import os
 import resource
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidInput, SchemaTooNew, StorageFull, StoreUnavailable
 from ..paths import dir_bytes, ensure_private_dir, tighten_tree
+from . import compact
 from . import queries as q
 from .schema import CURRENT_SCHEMA_VERSION, MIGRATIONS
 
@@ -74,7 +76,27 @@ def _classify(exc: BaseException, where: str) -> Exception:
         return StoreUnavailable(f"{where}: the store is not writable ({text[:200]}). Check permissions.")
     if "but expected" in low or "must conform to" in low:
         return InvalidInput(f"{where}: {text[:300]}")
+    if isinstance(exc, UnicodeError) or "surrogates not allowed" in low:  # the caller's text, not the store
+        return InvalidInput("a text value is not valid Unicode (it holds a lone surrogate such as \\ud800); send valid UTF-8 text")
     return StoreUnavailable(f"{where}: database error: {text[:300]}")
+
+
+def _holds_nul(exc: BaseException) -> bool:
+    """The engine stores a string holding NUL but then cannot serialise any answer holding it."""
+    return "null byte" in str(exc).lower()
+
+
+def _nul_in(value: Any, depth: int = 0) -> bool:
+    """Whether statement parameters carry a NUL (in a string or an object key)."""
+    if isinstance(value, str):
+        return "\x00" in value
+    if depth > 64:
+        return False
+    if isinstance(value, dict):
+        return any(_nul_in(k, depth + 1) or _nul_in(v, depth + 1) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return any(_nul_in(v, depth + 1) for v in value)
+    return False
 
 
 # Engine errors after which the open engine cannot be trusted: surrealkv keeps failing
@@ -101,6 +123,8 @@ class SurrealStore:
         self._current: tuple[str, str] | None = None
         self._migrated: set[tuple[str, str]] = set()
         self._io_failure: str | None = None  # why the engine was closed after an I/O error
+        self.nul_repairs: dict[tuple[str, str], int] = {}  # records whose NULs were removed, per database
+        self._repairing = False
         self._low_space: tuple[str, int] | None = None  # (why, bytes it needed): the last write refused
 
     # -- lifecycle --------------------------------------------------------------
@@ -167,6 +191,7 @@ class SurrealStore:
                 self._acquire_lock()
             except OSError as exc:
                 raise _classify(exc, f"{self.label} store {self.directory}") from exc
+            self._recover_compaction(self.directory)
             os.environ.setdefault("SURREAL_SYNC_DATA", "true")
             try:
                 from surrealdb import Surreal  # heavy import (~0.3 s): only the owner process pays it
@@ -240,6 +265,10 @@ class SurrealStore:
             try:
                 return self._conn.query(sql, params or {})
             except Exception as exc:
+                if _holds_nul(exc) and _nul_in(params):  # the caller's value, not a stored one: bad input
+                    raise InvalidInput("a text value holds a NUL character, which the store cannot keep") from exc
+                if _holds_nul(exc) and self.repair_nul(ns, db):  # a record written before NULs were refused
+                    return self.query(ns, db, sql, params)
                 raise self._failed(_classify(exc, f"{self.label} store")) from exc
 
     def transaction(self, ns: str, db: str, statements: list[tuple[str, dict[str, Any]]]) -> list[Any]:
@@ -262,6 +291,10 @@ class SurrealStore:
             try:
                 raw = self._conn.query_raw(text, params)
             except Exception as exc:
+                if _holds_nul(exc) and _nul_in(params):
+                    raise InvalidInput("a text value holds a NUL character, which the store cannot keep") from exc
+                if _holds_nul(exc) and self.repair_nul(ns, db):
+                    return self.transaction(ns, db, statements)
                 raise self._failed(_classify(exc, f"{self.label} store")) from exc
             if raw.get("error"):
                 raise self._failed(_classify(RuntimeError(str(raw["error"])), f"{self.label} store"))
@@ -319,6 +352,83 @@ class SurrealStore:
         if isinstance(current, list):
             current = current[0] if current else 0
         return int(current or 0)
+
+    # -- repair and compaction ------------------------------------------------------
+    def repair_nul(self, ns: str, db: str) -> int:
+        """Remove NUL characters from every record of (ns, db) that holds one; the number repaired.
+
+        An older engram (or an import before it checked) could store a string with NUL:
+        the engine keeps it, then fails every read of that record ("to be serialized string
+        contained a null byte"), so export, recall, show and forget of the whole table fail
+        and context drops the project. Reads call this once on that error and retry: the
+        record is rewritten as `store` would have written it (NUL removed, as records.py does
+        for new text), in one transaction, and each repair is logged and counted in
+        `nul_repairs` (engram status shows it).
+        """
+        with self._mutex:
+            if self._repairing:
+                return 0
+            self._repairing = True
+            try:
+                return self._repair_nul(ns, db)
+            finally:
+                self._repairing = False
+
+    def _repair_nul(self, ns: str, db: str) -> int:
+        with self._mutex:
+            self._use(ns, db)
+            tables = list((self._conn.query(q.INFO_FOR_DB) or {}).get("tables") or {})
+            statements = [(q.DEFINE_DENUL_FUNCTION, {})]
+            statements += [(q.REPAIR_NUL_IN_TABLE, {"table": t, "nul": "\x00"}) for t in tables]
+            statements.append((q.REMOVE_DENUL_FUNCTION, {}))
+            try:
+                results = self.transaction(ns, db, statements)
+            except Exception as exc:  # a repair that fails must not hide the original error
+                log.error("%s store %s (%s/%s): NUL repair failed: %s", self.label, self.directory, ns, db, exc)
+                return 0
+            repaired = sum(len(r or []) for r in results[1:-1])
+            if repaired:
+                self.nul_repairs[(ns, db)] = self.nul_repairs.get((ns, db), 0) + repaired
+                log.warning("%s store %s (%s/%s): removed NUL characters from %d records (written by an older engram "
+                            "or a bad import); they are readable again", self.label, self.directory, ns, db, repaired)
+            return repaired
+
+    def compact(self) -> dict[str, Any]:
+        """Rewrite the datastore so that overwritten and deleted values leave the disk (compact.py).
+
+        Holds the store's mutex throughout (no statement runs meanwhile): ~0.5 s per 1,000
+        memories measured here. On failure the original datastore stays and is reopened.
+        """
+        with self._mutex:
+            if self._conn is None:
+                raise StoreUnavailable(f"{self.label} store {self.directory} is not open")
+            started, before = time.perf_counter(), compact.data_bytes(self.directory)
+            try:
+                copied = compact.build_copy(self._conn, self.directory, repair=self.repair_nul)
+            except Exception as exc:
+                self._current = None
+                log.error("%s store %s: compaction failed, the store is unchanged: %s", self.label, self.directory, exc)
+                raise StoreUnavailable(f"{self.label} store {self.directory}: compaction failed ({str(exc)[:200]}); "
+                                       "the store is unchanged") from exc
+            self._conn.close()
+            self._conn, self._current = None, None
+            self._migrated.clear()
+            try:
+                compact.swap(self.directory)
+            finally:
+                from surrealdb import Surreal
+
+                self._conn = Surreal(f"surrealkv://{self.directory / DATA_DIRNAME}")
+            return {"directory": str(self.directory), "rows": sum(copied.values()), "bytes_before": before,
+                    "bytes_after": compact.data_bytes(self.directory), "seconds": round(time.perf_counter() - started, 3)}
+
+    def _recover_compaction(self, checked: Path) -> None:
+        """Finish (or drop) a compaction a crash interrupted, before the engine opens `data/`."""
+        try:
+            compact.recover(checked)
+        except OSError as exc:
+            self._release_lock()
+            raise _classify(exc, f"{self.label} store {self.directory}") from exc
 
     def size_bytes(self) -> int:
         return dir_bytes(self.directory / DATA_DIRNAME)

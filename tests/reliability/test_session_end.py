@@ -1,0 +1,85 @@
+"""Session end is idempotent (issue 12, item 9): Claude Code resends SessionEnd when it gets no
+answer in time, the write queue replays a queued session end, and a crash can come after the
+summary committed but before the session was dropped. In every case the project keeps
+exactly one summary of the session run."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.reliability._support import REPO, Sandbox, hooks_available
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+
+HOOK = REPO / "bin" / "engram-hook"
+
+
+def _hook(sb: Sandbox, event: str, sid: str, **extra) -> subprocess.CompletedProcess:
+    payload = {"session_id": sid, "cwd": str(sb.project), "hook_event_name": event, **extra}
+    env = sb.env_with(session=sid)
+    return subprocess.run([str(HOOK), event], input=json.dumps(payload), env=env, cwd=str(sb.project), capture_output=True,
+                          text=True, timeout=120)
+
+
+def _summaries(sb: Sandbox, tmp: Path) -> list[dict]:
+    out = tmp / f"dump-{len(list(tmp.glob('dump-*')))}.jsonl"
+    sb.call("export", {"path": str(out), "scopes": ["project"]})
+    records = [json.loads(line) for line in out.read_text().splitlines()[1:]]
+    return [r for r in records if r["kind"] == "memory" and r["record"].get("category") == "session_summary"]
+
+
+@pytest.mark.skipif(not hooks_available(), reason="hooks not present")
+def test_a_resent_session_end_keeps_one_summary(running: Sandbox, tmp_path: Path) -> None:
+    sid = "resend-0000-4000-8000-000000000001"
+    assert _hook(running, "SessionStart", sid, source="startup").returncode == 0
+    running.call("store", {"content": "we moved the CI to GitHub Actions", "type": "semantic", "scope": "session",
+                           "importance": 0.8}, session=sid)
+    assert _hook(running, "SessionEnd", sid, reason="other").returncode == 0
+    # a capture the first end did not see (queued by a PostToolUse hook, applied late) reopens the session scope
+    running.call("hook_capture", {"content": "edited .github/workflows/ci.yml", "type": "episodic", "category": "file_change",
+                                  "importance": 0.3}, session=sid)
+    for _ in range(2):  # the client's automatic resend, twice
+        assert _hook(running, "SessionEnd", sid, reason="other").returncode == 0
+    again = running.call("session_end", {}, session=sid)  # and the op itself, once more
+    assert again.get("already_ended") or again.get("promoted") == 0
+    assert len(_summaries(running, tmp_path)) == 1
+
+
+def test_a_crash_after_the_summary_commit_does_not_store_it_twice(sandbox: Sandbox, tmp_path: Path) -> None:
+    """The summary committed, then the process died before the session was dropped: the
+    next session_end (the replay) finds the summary by its id and stores nothing."""
+    from engram_mcp.service import RequestContext
+
+    sid = "crash-0000-4000-8000-000000000002"
+    ctx = RequestContext(sandbox.project, sid)
+    with sandbox.service() as svc:
+        svc.session_start(ctx)
+        svc.store(ctx, content="the release checklist lives in docs/release.md", type="procedural", scope="session", importance=0.9)
+
+        def die(*_a, **_k):
+            raise SystemExit("killed after the summary commit")
+
+        svc.registry.drop_session = die
+        with pytest.raises(SystemExit):
+            svc.session_end(ctx)
+    with sandbox.service() as svc:  # a new process: the session is still there, with its summary committed
+        first = svc.session_end(ctx)
+        assert first["summary_memory_id"]
+        assert svc.session_end(ctx).get("already_ended")
+    sandbox.start_daemon()
+    assert len(_summaries(sandbox, tmp_path)) == 1
+
+
+def test_a_resumed_session_gets_a_summary_of_its_own(running: Sandbox, tmp_path: Path) -> None:
+    """Idempotent per run, not per id: `claude --resume` runs the same session id again."""
+    sid = "resume-0000-4000-8000-000000000003"
+    for text in ("first run: the API moved to /v2", "second run: /v1 is removed in June"):
+        running.call("session_start", {}, session=sid)
+        running.call("store", {"content": text, "type": "semantic", "scope": "session", "importance": 0.8}, session=sid)
+        running.call("session_end", {}, session=sid)
+        running.call("session_end", {}, session=sid)
+    assert len(_summaries(running, tmp_path)) == 2
