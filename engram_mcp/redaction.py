@@ -418,7 +418,8 @@ _KEYCH_SET = _TOKCH | frozenset(".")
 
 class _Rule:
     __slots__ = (
-        "kind", "regex", "anchors", "groups", "check", "decide", "lb", "bounded", "hints", "skip_long_rejects", "pre"
+        "kind", "_pattern", "_flags", "_regex", "anchors", "groups", "check", "decide", "lb", "bounded", "hints",
+        "skip_long_rejects", "_pre", "_pre_regex",
     )
 
     def __init__(
@@ -438,9 +439,15 @@ class _Rule:
         pre: Optional[str] = None,
     ) -> None:
         self.kind = kind
+        # Compiled on first use: a hook process imports this module on every call, and most
+        # rules never run (their literals are not in the text); compiling all of them at
+        # import cost more than the rest of the hook.
+        self._pattern = pattern
+        self._flags = flags
+        self._regex: Optional[re.Pattern] = None
         # pre: a cheap regex (starting with a literal) that must match somewhere first
-        self.pre = re.compile(pre) if pre else None
-        self.regex = re.compile(pattern, flags)
+        self._pre = pre
+        self._pre_regex: Optional[re.Pattern] = None
         # None: scan mode, the pattern starts with a case-sensitive literal and
         # ``Pattern.search`` is fast.  Otherwise (literal, offset) pairs: the
         # regex is tried at ``position_of_literal - offset``.
@@ -461,6 +468,18 @@ class _Rule:
         # hints: extra literals, at least one of which must occur in the text
         self.hints = tuple(h.encode("ascii") for h in hints)
         self.skip_long_rejects = skip_long_rejects
+
+    @property
+    def regex(self) -> re.Pattern:
+        if self._regex is None:
+            self._regex = re.compile(self._pattern, self._flags)
+        return self._regex
+
+    @property
+    def pre(self) -> Optional[re.Pattern]:
+        if self._pre is not None and self._pre_regex is None:
+            self._pre_regex = re.compile(self._pre)
+        return self._pre_regex
 
     def span(self, m: re.Match) -> Decision:
         if self.lb:
@@ -683,7 +702,7 @@ _RULE_AUTH_HEADER = _Rule(
     "bearer-token",
     r"(?i:authorization[\"']?[ \t]*[:=][ \t]*[\"']?"
     r"(?:(?P<scheme>bearer|basic|token|negotiate|ntlm|apikey|sso-key)[ \t]+)?)"
-    rf"(?P<s>{_BEARER_VALUE})",
+    rf"(?P<s>(?(scheme)[^\s\"'<>`]+|{_BEARER_VALUE}))",
     ("authorization",),
     check=_bearer_check,
     lb=_ALNUM | frozenset("_"),
@@ -736,6 +755,8 @@ def _classify(key: str, value: str, *, min_len: int = 4) -> Optional[str]:
         return "password-assignment"
     if _looks_random(v, weak_key=(strength == "weak")):
         return "generic-high-entropy"
+    if strength == "generic" and _password_like(v, strict=True) and not _is_label_like(v):
+        return "password-assignment"
     return None
 
 
@@ -793,6 +814,28 @@ def _is_code_value(m: re.Match, value: str, key_start: int, end: int) -> bool:
     return False
 
 
+_PW_SYMBOLS = frozenset("!@#$%^&*_-+=?~.,;:")
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")
+_CODE_REST = re.compile(r"[ \t]*(?:[-+*/%&|^<>=!.,(\[{?]|(?:if|else|and|or|is|in|for|not|then)\b)")
+
+
+def _password_like(value: str, *, strict: bool = False) -> bool:
+    """A value built like a password or key, whatever follows it: 8-128 characters with a
+    digit, a letter, and mixed case or a symbol (``neDAwlHVBbe0``, ``Yr5FU2Gc1co@``), not a
+    path, URL, version or dotted name."""
+    v = value
+    if not 8 <= len(v) <= 128 or _PATH.match(v) or "://" in v or _is_placeholder(v):
+        return False
+    if not (_DIGIT.search(v) and (_LOWER.search(v) or _UPPER.search(v))):
+        return False
+    if re.fullmatch(r"v?[0-9]+(?:[._-][0-9A-Za-z]+)+", v) or re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+", v):
+        return False  # 1.2.3-rc1, module.attr2
+    mixed = _LOWER.search(v) is not None and _UPPER.search(v) is not None
+    if strict:  # under a name that only contains a secret word (`tokenizer: cl100k_base`)
+        return mixed
+    return mixed or any(c in _PW_SYMBOLS for c in v)
+
+
 def _assignment_decide(m: re.Match) -> Decision:
     text = m.string
     # the key is the whole run of key characters around the keyword anchor
@@ -810,11 +853,20 @@ def _assignment_decide(m: re.Match) -> Decision:
         value = m.group("uv")
         sep = m.group("sep")
         end = m.end("uv")
-        if _CODE_PREFIX.match(value) or _is_code_value(m, value, key_start, end):
+        # a value built like a password under a secret's name is one, even with prose or
+        # more settings after it on the line (`password: Yr5FU2Gc1co@ and the user ...`)
+        strength = _key_strength(key)
+        strong_value = strength is not None and (
+            (strength != "weak" and _password_like(value, strict=strength == "generic"))
+            or _looks_random(value, weak_key=strength == "weak")
+        )
+        if strong_value and sep != ":" and _IDENTIFIER.match(value) and _CODE_REST.match(text, end):
+            strong_value = False  # `token = AccessToken2 if fresh else None`: code, not a value
+        if _CODE_PREFIX.match(value) or (not strong_value and _is_code_value(m, value, key_start, end)):
             return None
         if key.startswith("-") and _METAVAR.match(value):
             return None  # usage text: `--private-key=FILE`
-        if sep == ":":
+        if sep == ":" and not strong_value:
             # YAML / header style: the unquoted value must be the whole rest of the
             # line (or end at a flow-mapping delimiter); otherwise it is prose.
             rest = text[end : end + 256]
@@ -849,6 +901,8 @@ def _flag_decide(m: re.Match) -> Decision:
         return None
     if g == "uv" and (_METAVAR.match(value) or value.isalpha() and value.islower()):
         return None  # argparse metavar `--token TOKEN`, prose `--password option`
+    if g == "uv" and value.startswith("-") and not _password_like(value):
+        return None  # the next flag (`--token -v`), not a value that starts with a dash
     kind = _classify(m.group("key"), value)
     if kind is None:
         return None
@@ -858,7 +912,7 @@ def _flag_decide(m: re.Match) -> Decision:
 _RULE_FLAG = _Rule(
     "password-assignment",
     rf"--(?<![A-Za-z0-9_\-]--)(?P<key>(?=[A-Za-z0-9])[A-Za-z0-9_\-]{{0,64}}?{_KW}[A-Za-z0-9_\-]{{0,64}}+)[ \t]+"
-    rf"(?:{_DQ}|{_SQ}|(?P<uv>(?!-)[^\s\"'`;&|<>()\[\]{{}}]++))",
+    rf"(?:{_DQ}|{_SQ}|(?P<uv>(?!--)[^\s\"'`;&|<>()\[\]{{}}]++))",
     decide=_flag_decide,
 )
 
@@ -1051,12 +1105,12 @@ def _cmd_rule(command: str, flag: str, *hints: str, kind: str = "password-assign
     Anchored on the flag, so every flag of one command is found (``-storepass X -keypass Y``);
     the command is looked for earlier on the same command line.
     """
-    cmd = re.compile(rf"(?<![A-Za-z0-9_\-./])(?:{command})(?![A-Za-z0-9_\-])")
+    cmd_pattern = rf"(?<![A-Za-z0-9_\-./])(?:{command})(?![A-Za-z0-9_\-])"  # compiled on first use (re caches it)
 
     def check(m: re.Match, value: str) -> bool:
         line = _line_before(m.string, m.start())
         segment = re.split(r"[|;&]", line)[-1]
-        return cmd.search(segment) is not None and _value_check(m, value)
+        return re.search(cmd_pattern, segment) is not None and _value_check(m, value)
 
     return _Rule(kind, rf"[ \t](?:{flag}){_VALUE_TAIL}", groups=("sq", "dq", "uv"), check=check, hints=hints)
 
@@ -1119,6 +1173,21 @@ _RULE_STDIN_SECRET = _Rule(
     check=_value_check,
     lb=_TOKCH,
     hints=("stdin", "with-token"),
+)
+_STDIN_TOOLS = (
+    r"(?:docker|podman|nerdctl|buildah|skopeo|helm|oras|crane|regctl|gh|glab|vault|kubectl|sshpass|chpasswd|passwd"
+    r"|gpg|az|aws|gcloud|doctl|heroku|npm|twine|mysql|psql|ldappasswd)(?![A-Za-z0-9_\-])"
+)
+# echo VALUE | podman login ... with the --password-stdin flag cut away: a password-like value
+_RULE_ECHO_LOGIN = _Rule(
+    "password-assignment",
+    r"(?:echo|printf)(?:[ \t]+-[neE]{1,3})*(?:[ \t]+(?:'%s(?:\\n)?'|\"%s(?:\\n)?\"))?[ \t]+" + _VALUE_TAIL
+    + r"[ \t]*\|[ \t]*(?:sudo[ \t]+)?(?:[^\r\n|;&]{0,120}?\blogin\b|" + _STDIN_TOOLS + r")",
+    groups=("sq", "dq", "uv"),
+    # piped into a login or a tool that reads credentials on stdin (even with its flags cut away)
+    check=lambda m, v: _value_check(m, v) and _password_like(v),
+    lb=_TOKCH,
+    hints=("|",),
 )
 _RULE_HERESTRING_SECRET = _Rule(
     "password-assignment",
@@ -1192,7 +1261,7 @@ def _key_arg_decide(m: re.Match) -> Decision:
 # ~/.pgpass: hostname:port:database:username:password
 _RULE_PGPASS = _Rule(
     "password-assignment",
-    r"(?m)^[ \t]*[A-Za-z0-9_.\-*]{1,253}:(?:[0-9]{1,5}|\*):[^:\s]{1,128}:[^:\s]{1,128}:(?P<s>[^\s]{1,512})[ \t]*\r?$",
+    r"(?<![^\s])[A-Za-z0-9_.\-*]{1,253}:(?:[0-9]{1,5}|\*):[^:\s]{1,128}:[^:\s]{1,128}:(?P<s>(?:[^\s:\\]|\\.){1,512})(?![^\s])",
     check=_value_check,
     pre=r":(?:[0-9]{1,5}|\*):[^:\s]{1,128}:[^:\s]{1,128}:",
 )
@@ -1240,7 +1309,7 @@ _PEM_SPLIT = re.compile(r"(?:\s|\\r|\\n)+")
 _B64_BLOCK = re.compile(
     r"(?m)^[ \t]*(?P<s>[A-Za-z0-9+/]{8,76}={0,2}(?:\r?\n|\\n)(?:[ \t]*[A-Za-z0-9+/]{60,76}(?:\r?\n|\\n)){2,}"
     r"(?:[ \t]*[A-Za-z0-9+/]{1,76}={0,2})?)"
-    r"|(?P<sq>(?<![A-Za-z0-9+/])(?:[A-Za-z0-9+/]{64}[ \t]+){3,}[A-Za-z0-9+/]{1,64}={0,2})"
+    r"|(?P<sq>(?<![A-Za-z0-9+/])(?:[A-Za-z0-9+/]{60,76}[ \t]+){3,}[A-Za-z0-9+/]{1,76}={0,2})"
 )
 _B64_LINE = re.compile(r"[A-Za-z0-9+/]{60}")
 _PUBLIC_PEM = re.compile(r"-----(?:BEGIN|END) (?:CERTIFICATE|PUBLIC KEY|RSA PUBLIC KEY|PGP PUBLIC|X509 CRL|CERTIFICATE REQUEST|NEW CERTIFICATE|TRUSTED)")
@@ -1321,6 +1390,9 @@ def _b64_blocks(text: str, counts: Counter) -> str:
 _K8S_SECRET = re.compile(r"""kind["']?[ \t]*:[ \t]*["']?Secret\b""")
 _K8S_DATA_YAML = re.compile(r"(?m)^(?P<ind>[ \t]*)(?:data|stringData):[ \t]*\r?$")
 _K8S_ITEM_YAML = re.compile(r"(?P<ind>[ \t]+)(?P<key>[^\s:#][^:\r\n]{0,252}):[ \t]*(?P<s>[^\s#][^\r\n]{0,8192}?)[ \t]*\r?$", re.M)
+_K8S_DATA_FLAT = re.compile(r"(?<![\w.\-])(?:data|stringData):[ \t]+(?P<pairs>(?:[\w.\-]{1,253}:[ \t]+[^\s]{1,8192}[ \t]*){1,64})")
+_K8S_ITEM_FLAT = re.compile(r"(?P<key>[\w.\-]{1,253}):[ \t]+(?P<s>[^\s]{1,8192})")
+_K8S_TOP_KEYS = frozenset("apiVersion kind metadata type immutable name namespace labels annotations".split())
 _K8S_DATA_JSON = re.compile(r"""["'](?:data|stringData)["'][ \t]*:[ \t]*\{(?P<body>[^{}]{0,65536})\}""")
 _K8S_ITEM_JSON = re.compile(r"""["'][^"'\r\n]{1,253}["'][ \t]*:[ \t]*["'](?P<s>[^"'\r\n]{1,8192})["']""")
 
@@ -1343,6 +1415,12 @@ def _k8s_secrets(text: str, counts: Counter) -> str:
             if nl == -1:
                 break
             pos = nl + 1
+    for m in _K8S_DATA_FLAT.finditer(text):  # a manifest squeezed onto one line
+        for item in _K8S_ITEM_FLAT.finditer(m.group("pairs")):
+            if item.group("key") in _K8S_TOP_KEYS:
+                break
+            if not _is_placeholder(item.group("s")) and _LABEL_MARK not in item.group("s"):
+                spans.append((m.start("pairs") + item.start("s"), m.start("pairs") + item.end("s")))
     for m in _K8S_DATA_JSON.finditer(text):
         base = m.start("body")
         for item in _K8S_ITEM_JSON.finditer(m.group("body")):
@@ -1407,6 +1485,7 @@ _RULES: tuple[_Rule, ...] = (
     _RULE_PASS_ARG,
     _RULE_SMB_USER,
     _RULE_STDIN_SECRET,
+    _RULE_ECHO_LOGIN,
     _RULE_HERESTRING_SECRET,
     _RULE_SET_KEY,
     _RULE_AUTH_TUPLE,

@@ -73,7 +73,7 @@ _FOREIGN_ASCII = tuple(sorted({w for w in _FOREIGN_INDEX if w.isascii()}))
 # (candidates start at the quote, which a regex finds fast; the token characters on both
 # sides are checked in Python: a value cut in two, not "Hello, " + "world")
 _GLUE = re.compile(
-    r"""(?P<q>["'])(?:[ \t]*(?:[+.]|\\)?[ \t]*\r?\n[ \t]*[+.]?[ \t]*|[ \t]*[+.][ \t]*|[ \t]+)(?P=q)"""
+    r"""(?P<q>["'])(?:[ \t]*(?:[+.]|\\)?[ \t]*\r?\n[ \t]*[+.]?[ \t]*|[ \t]*[+.\\][ \t]*|[ \t]+)(?P=q)"""
     r"|\\\r?\n[ \t]*"
 )
 _TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-")
@@ -203,7 +203,7 @@ def needs_view(text: str) -> bool:
         return True
     if ("\\\n" in text or "\\\r\n" in text or "'" in text or '"' in text) and _glue(text):
         return True
-    if ":" in text and _YAML_HINT.search(text) is not None:
+    if ":" in text and (_YAML_HINT.search(text) is not None or _YAML_FLAT.search(text) is not None):
         return True
     low = text.lower()
     return any(w in low for w in _FOREIGN_ASCII) and bool(_foreign_words(text))
@@ -237,6 +237,8 @@ def _edits(text: str, fence: bool) -> list[tuple[int, int, str]]:
         add(s, e, "" if kind != "space" else " ")
     if ":" in text:
         _yaml_blocks(text, add)
+        if ": >" in text or ": |" in text or ":>" in text or ":|" in text:
+            _yaml_flat(text, add)
     if not ascii_text:
         _unicode_edits(text, add, free, fence)
     edits.sort()
@@ -296,6 +298,22 @@ def _mixed_words(text: str, pairs) -> list[tuple[int, str]]:
         out.append((lo, text[lo:hi]))
         last_end = hi
     return out
+
+
+# a block scalar squeezed onto one line: `password: >- Mwz-KB23 n_HwDe1B host: db`
+_YAML_FLAT = re.compile(
+    r"(?i:[\w.\-]*(?:pass|pwd|secret|token|key|cred|auth)[\w.\-]*):[ \t]*(?P<hdr>[>|][-+0-9]{0,2}[ \t]+)"
+    r"(?P<vals>[^\s:]+(?:[ \t]+[^\s:]+){0,8})(?=[ \t]+[^\s]*:|[ \t]*$)",
+    re.M,
+)
+
+
+def _yaml_flat(text: str, add) -> None:
+    for m in _YAML_FLAT.finditer(text):
+        add(m.start("hdr"), m.end("hdr"), "")
+        base = m.start("vals")
+        for gap in re.finditer(r"[ \t]+", m.group("vals")):
+            add(base + gap.start(), base + gap.end(), "")
 
 
 def _yaml_blocks(text: str, add) -> None:
@@ -408,7 +426,7 @@ _TAG_NAMES = "|".join(  # a separator may be -, _, a blank or nothing (a soft hy
     r"[-_\s]?".join(re.escape(part) for part in re.split(r"[-_]", t)) for t in sorted(HARNESS_TAGS, key=len, reverse=True)
 )
 # `<` (already folded from ＜, ‹, &lt; ...), optional `/`, a tag name, its attributes, `>`
-_TAG = re.compile(rf"<\s*/?\s*(?:{_TAG_NAMES})(?![\w-])[^<>\r\n]{{0,200}}>?", re.IGNORECASE)
+_TAG_PATTERN = rf"<\s*/?\s*(?:{_TAG_NAMES})(?![\w-])[^<>\r\n]{{0,200}}>?"  # compiled on first use
 
 
 def neutralise_tags(text: str) -> str:
@@ -424,7 +442,7 @@ def neutralise_tags(text: str) -> str:
         return text
     view = build_view(text, fence=True)
     seen = view.text if view is not None else text
-    hits = list(_TAG.finditer(seen))
+    hits = list(re.finditer(_TAG_PATTERN, seen, re.IGNORECASE))
     if not hits:
         return text
 
