@@ -132,3 +132,23 @@ def test_the_note_is_not_repeated_on_the_turn_after(world):
     assert_not_blocked(api, steps=1)
     assert texts(api)[0].count(NOTE_MARK) <= 1  # at most the earlier turn's, as history
     assert not notes(world)
+
+
+@pytest.mark.parametrize("style,expected", [("json", 2), ("exit2", 1)])
+def test_how_claude_code_delivers_a_blocking_stop_reason(tmp_path, style, expected):
+    """Why engram does not block (docs/architecture.md#stop-hook): Claude Code 2.1.330 hands the reason
+    of a `{"decision": "block", "reason": R}` Stop hook to the model twice ("Stop hook feedback" and
+    "Stop hook blocking error"), the stderr of an exit-2 hook once; either costs one more request."""
+    from tests.claude_harness import write_plugin
+
+    emit = {"json": 'print(json.dumps({"decision": "block", "reason": "REASON-4711 store it"}))',
+            "exit2": 'sys.stderr.write("REASON-4711 store it"); sys.exit(2)'}[style]
+    script = f"import json, sys\np = json.load(sys.stdin)\nif not p.get('stop_hook_active'):\n    {emit}\n"
+    plugin = write_plugin(tmp_path / "probe", "probe", files={"stop.py": script},
+                          hooks={"Stop": [{"hooks": [{"type": "command", "command": f"python3 {tmp_path / 'probe' / 'stop.py'}"}]}]})
+    with FakeAnthropic(["first answer", "second answer"]) as api:
+        proc = run_claude(["-p", "hello", "--output-format", "json", "--plugin-dir", str(plugin)], home=tmp_path / "home",
+                          cwd=git_project(tmp_path / "project"), env_extra=api.env(), timeout=120)
+    assert result_json(proc)["result"] == "second answer"
+    assert len(api.conversation) == 2  # the block cost one more main-model request
+    assert [t.count("REASON-4711") for t in texts(api)] == [0, expected]
