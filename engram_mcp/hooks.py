@@ -572,6 +572,8 @@ HANDLERS: dict[str, Callable[[Path, dict[str, Any]], dict[str, Any] | None]] = {
 
 
 MAX_PAYLOAD_BYTES = 16 * 1024 * 1024  # hook JSON (a prompt, a tool's output) is far below; never read more
+DISCARD_MAX_BYTES = 256 * 1024 * 1024  # the rest of an oversized input is read and dropped, up to this
+DISCARD_CHUNK_BYTES = 1024 * 1024
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -585,6 +587,18 @@ def _scrub(value: Any) -> Any:
     if isinstance(value, list):
         return [_scrub(v) for v in value]
     return value
+
+
+def _discard(source: Any, budget_bytes: int = DISCARD_MAX_BYTES) -> None:
+    """Read the rest of an oversized input without keeping it, so Claude Code's write of it
+    completes instead of failing on a closed pipe (bounded: a stream may be endless)."""
+    if not hasattr(source, "read"):
+        return
+    try:
+        while budget_bytes > 0 and source.read(min(DISCARD_CHUNK_BYTES, budget_bytes)):
+            budget_bytes -= DISCARD_CHUNK_BYTES
+    except (OSError, ValueError):
+        pass
 
 
 def read_payload(stream: Iterable[str] | Any, limit: int = MAX_PAYLOAD_BYTES) -> dict[str, Any]:
@@ -602,6 +616,7 @@ def read_payload(stream: Iterable[str] | Any, limit: int = MAX_PAYLOAD_BYTES) ->
     if isinstance(raw, str):
         raw = raw.encode("utf-8", "surrogatepass")
     if len(raw) > limit:
+        _discard(source)
         raise ValueError(f"hook input is larger than {limit // (1024 * 1024)} MiB")
     text = raw.decode("utf-8", errors="replace")
     if not text.strip():
