@@ -290,7 +290,7 @@ def test_engram_python_starts_the_build_detached_and_serves_the_stand_in(tmp_pat
         while not (data / "stub-runs").exists() and time.monotonic() < deadline:
             time.sleep(0.05)
         [run] = [json.loads(line) for line in (data / "stub-runs").read_text().splitlines()]
-        assert run["argv"] == ["--root", str(root), "--data", str(data)]
+        assert run["argv"] == ["--root", str(root), "--data", str(data), "--unless-running"]
         assert run["ppid"] != s.proc.pid, "the build is not a child of the server (no zombie, not killed with it)"
         is_error, env_ = s.call("recall_memories", {"query": "x"})
         assert is_error and "preparing its Python environment" in env_["message"], "the stale failure was cleared"
@@ -414,3 +414,16 @@ def test_engram_python_serves_the_stand_in_until_the_checkout_venv_is_stamped(tm
         assert "engram_mcp.bootstrap_server" in cmdline and str(root / ".venv") not in cmdline, cmdline
     finally:
         s.close()
+
+
+def test_a_detached_start_while_a_build_runs_leaves_it_to_that_build(sandbox) -> None:
+    """Every session's server start during the build launches bin/engram-bootstrap; those must not queue up behind it."""
+    build = BuildRunning(sandbox["data"])
+    try:
+        started = time.monotonic()
+        proc = subprocess.run([sys.executable, str(REPO / "bin" / "engram-bootstrap"), "--root", str(REPO), "--data",
+                               str(sandbox["data"]), "--unless-running"], capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0 and time.monotonic() - started < 10, proc.stderr
+        assert not (sandbox["data"] / "venv").exists() and not (sandbox["data"] / "bootstrap.log").exists()
+    finally:
+        build.release()

@@ -458,3 +458,88 @@ def test_install_from_a_set_up_checkout_stays_small_and_works(tmp_path: Path) ->
         assert not log.exists() or "skipped" not in log.read_text(), log.read_text()
     finally:
         _stop_daemon(home)
+
+
+# ------------------------------------------------------------------------------ the first session during the build
+def _timed_turn(home: Path, project: Path, script: list, env: dict[str, str], *args: str) -> tuple[dict, FakeAnthropic, float]:
+    """One `claude -p` turn against the scripted API; (its result, the API, its wall time)."""
+    with FakeAnthropic(script) as api:
+        started = time.monotonic()
+        proc = run_claude(["-p", "hello there, what next?", "--output-format", "json", *args], home=home, cwd=project,
+                          env_extra=api.env(**env), timeout=240)
+        took = time.monotonic() - started
+    result = result_json(proc)
+    assert not api.errors and not result["is_error"], result
+    return result, api, took
+
+
+@pytest.mark.slow
+def test_the_first_session_during_the_build_never_waits_and_the_next_one_works(tmp_path: Path) -> None:
+    """The README's first use, with the build caught half-way (the venv has its python, pip has not run).
+
+    `claude mcp list` starts the build; a session then meets the half-built environment: its
+    hooks must return at once (no daemon on that venv, nothing in the logs about its missing
+    modules), its captures and writes go to the queue, and once the build is done the next
+    session runs on it and sees what the first one stored.
+    """
+    plugin = _repo_copy(tmp_path / "engram")
+    assert not (plugin / ".venv").exists()
+    home, project, bare_home = tmp_path / "home", tmp_path / "project", tmp_path / "bare-home"
+    (project / ".git").mkdir(parents=True)
+    data = home / ".claude" / "plugins" / "data" / "engram-engram-dev"
+    user_dir = home / ".claude" / "engram"
+    python, stamp = data / "venv" / "bin" / "python", data / "venv" / "engram-pyproject.toml"
+    hold = tmp_path / "hold-the-build"
+    hold.touch()
+    env = {**_pip_env(), "ENGRAM_TEST_BOOTSTRAP_HOLD": str(hold), "ENGRAM_TEST_FAKE_EMBEDDER": "1",
+           "ENGRAM_DAEMON_IDLE_EXIT_SECONDS": "10"}  # no ENGRAM_PYTHON: the plugin's own environment
+    try:
+        _ok(_claude(home, project, "plugin", "marketplace", "add", str(plugin)))
+        _ok(_claude(home, project, "plugin", "install", PLUGIN, timeout=600))
+        assert "✔ Connected" in _server_line(_ok(_claude(home, project, "mcp", "list", timeout=120, **env)))
+        build_log = data / "bootstrap.log"
+        deadline = time.monotonic() + 180
+        while not (build_log.exists() and "held before installing" in build_log.read_text()) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert python.exists() and not stamp.exists(), "the build is half-way: a python, no packages"
+        assert "held before installing" in build_log.read_text(), build_log.read_text()
+
+        _, _, bare_s = _timed_turn(bare_home, project, ["Hi."], env)  # the first turn of a HOME, as below
+        _, api, first_s = _timed_turn(home, project, ["Hi."], env)
+        print(f"\nfirst session during the build: {first_s:.1f}s for a turn that takes {bare_s:.1f}s without the plugin")
+        assert first_s - bare_s < PLUGIN_OVERHEAD_MAX_S, f"the turn took {first_s:.1f}s, {bare_s:.1f}s without the plugin"
+        assert "engram-memory" not in api.conversation[0].text(), "no context before the environment exists"
+
+        # Captures and writes of a session during the build are queued.
+        preference = "The user prefers tabs over spaces in Makefiles."
+        script = [ToolUse("Write", {"file_path": str(project / "Makefile"), "content": "all:\n\techo hi\n"}),
+                  ToolUse(TOOL + "store_memory", {"content": preference, "type": "semantic", "scope": "user",
+                                                  "importance": 0.8, "category": "preference"}),
+                  "Noted."]
+        _timed_turn(home, project, script, env, "--allowedTools", f"{TOOL[:-2]},Write")
+        queued = sorted(spool.read(p)["op"] for p in spool.pending(user_dir))
+        assert "hook_capture" in queued and "store" in queued, queued
+        logs = user_dir / "logs"
+        hooks_log = (logs / "hooks.log").read_text() if (logs / "hooks.log").exists() else ""
+        for wrong in ("No module named", "did not start", "make setup", "Traceback"):
+            assert wrong not in hooks_log, hooks_log
+        assert not (logs / "engramd.out").exists(), (logs / "engramd.out").read_text()
+        assert not _daemon_running(user_dir), "no daemon on a half-built environment"
+        assert not stamp.exists()
+    finally:
+        hold.unlink(missing_ok=True)  # the build goes on
+
+    deadline = time.monotonic() + BOOTSTRAP_WAIT_S
+    while not stamp.exists() and time.monotonic() < deadline and _bootstrap_running(data):
+        time.sleep(1)
+    log = (data / "bootstrap.log").read_text(errors="replace") if (data / "bootstrap.log").exists() else "(no log)"
+    assert stamp.exists(), "the bootstrap did not finish:\n" + log[-3000:]
+    try:
+        _, api, next_s = _timed_turn(home, project, ["Sure."], env)
+        print(f"next session, on the built environment: {next_s:.1f}s")
+        assert preference in api.conversation[0].text(), "the next session's context has what the first one stored"
+        assert spool.pending(user_dir) == [], "the daemon applied the queue"
+        hooks_log = (user_dir / "logs" / "hooks.log").read_text()
+        assert "No module named" not in hooks_log and "did not start" not in hooks_log, hooks_log
+    finally:
+        _stop_daemon(home)
