@@ -40,17 +40,31 @@ def _modes(path: Path) -> list[str]:
     return bad
 
 
+def _dependencies_hint() -> str:
+    """How to repair missing dependencies, for whoever runs this: a plugin user or a developer."""
+    if (Path(sys.prefix) / "engram-pyproject.toml").exists():  # the plugin's own venv (bin/engram-bootstrap's stamp)
+        return f"delete {sys.prefix} and restart Claude Code: engram builds it again (log: bootstrap.log beside it)"
+    return "set ENGRAM_PYTHON to a Python that has engram's dependencies (in a development checkout: `make setup`)"
+
+
 def run_doctor(project_root: Path, session_id: str | None = None) -> dict[str, Any]:
     from .config import check_config_files
 
     checks = []
     checks.append(_check("python", sys.version_info >= (3, 11), sys.version.split()[0], "install Python 3.11 or newer"))
     missing = [m for m in ("surrealdb", "fastembed", "mcp", "numpy", "Stemmer", "yaml", "jsonschema", "frontmatter") if importlib.util.find_spec(m) is None]
-    checks.append(_check("dependencies", not missing, "all importable" if not missing else f"missing: {', '.join(missing)}", "run `make setup` (or reinstall the plugin)"))
+    checks.append(_check("dependencies", not missing, "all importable" if not missing else f"missing: {', '.join(missing)}", _dependencies_hint()))
     problems = check_config_files(project_root)
-    checks.append(_check("config", not problems, "valid" if not problems else "; ".join(str(p) for p in problems), "edit the file named above (see config.local.md.example)"))
+    errors = [p for p in problems if p.is_error]
+    checks.append(_check("config", not errors, "valid" if not problems else "; ".join(str(p) for p in problems),
+                         "edit the file or variable named above (see config.local.md.example)"))
     udir = user_dir_from_env()
     for label, path in (("user store permissions", udir), ("project store permissions", project_dir(project_root))):
+        if label.startswith("project") and (path.is_symlink() or path.parent.is_symlink()):
+            link = path if path.is_symlink() else path.parent
+            checks.append(_check(label, False, f"{link} is a symbolic link: engram refuses to keep a store through it "
+                                 "(and never changes what it points to)", f"remove the link ({link}); engram then creates a real directory"))
+            continue
         bad = _modes(path)
         checks.append(_check(label, not bad, f"{path} private (0700/0600)" if not bad else f"readable by others: {', '.join(bad[:3])}", f"chmod -R go-rwx {path}"))
     status: dict[str, Any] = {}

@@ -427,3 +427,14 @@ def test_a_detached_start_while_a_build_runs_leaves_it_to_that_build(sandbox) ->
         assert not (sandbox["data"] / "venv").exists() and not (sandbox["data"] / "bootstrap.log").exists()
     finally:
         build.release()
+
+
+def test_doctor_tells_a_plugin_user_how_to_rebuild_not_make_setup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from engram_mcp import doctor
+
+    venv = tmp_path / "data" / "venv"
+    venv.mkdir(parents=True)
+    (venv / "engram-pyproject.toml").write_text("[project]\n")
+    monkeypatch.setattr(sys, "prefix", str(venv))
+    hint = doctor._dependencies_hint()
+    assert "make setup" not in hint and f"delete {venv}" in hint and "restart Claude Code" in hint
