@@ -71,12 +71,15 @@ class StoreRegistry:
         self.load_seconds: dict[str, float] = {}
 
     # -- stores --------------------------------------------------------------------
-    def store_for(self, directory: Path, label: str) -> SurrealStore:
+    def store_for(self, directory: Path, label: str, root: Path | None = None) -> SurrealStore:
+        """The open store of a directory. A project store (`root` given) is checked from the
+        project root down: `.claude` and `.claude/engram` come from the repository, so neither
+        may be a link or belong to someone else (paths.py); the user store from its parent."""
         directory = Path(directory)
         store = self._stores.get(directory)
         if store is not None and store.is_open:
             return store
-        store = SurrealStore(directory, label=label)
+        store = SurrealStore(directory, label=label, trusted=root)
         try:
             store.open()
         except StoreUnavailable as exc:
@@ -126,7 +129,7 @@ class StoreRegistry:
         handle = self._handles.get(key)
         if handle is not None and handle.store.is_open:
             return handle
-        store = self.store_for(directory, scope if scope != "session" else "project")
+        store = self.store_for(directory, scope if scope != "session" else "project", root)
         if ns == SESSION_NS:
             store.execute_ddl(ns, q.DEFINE_DATABASE.format(db=db))
         store.ensure_schema(ns, db)
@@ -146,13 +149,13 @@ class StoreRegistry:
         """Remove a session database (after its promotion) and forget its handle."""
         db = session_db_name(session_id)
         directory = project_dir(root)
-        store = self.store_for(directory, "project")
+        store = self.store_for(directory, "project", root)
         store.execute_ddl(SESSION_NS, q.REMOVE_DATABASE.format(db=db))
         self._handles.pop((directory, SESSION_NS, db), None)
 
     def session_databases(self, root: Path) -> list[str]:
         """Names of the session databases present in a project store."""
-        store = self.store_for(project_dir(root), "project")
+        store = self.store_for(project_dir(root), "project", root)
         info = store.execute_ddl(SESSION_NS, q.LIST_DATABASES) or {}
         dbs = info.get("databases", {}) if isinstance(info, dict) else {}
         return sorted(name for name in dbs if name.startswith("s_"))

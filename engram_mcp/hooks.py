@@ -33,6 +33,7 @@ from typing import Any, Callable, Iterable
 from . import spool
 from . import stop_trigger
 from .client import socket_path, spawn_daemon, user_dir_from_env
+from .paths import make_private_dirs
 from .redaction import sanitize
 
 TOOL_PREFIX = "mcp__plugin_engram_engram__"
@@ -129,8 +130,7 @@ def _rel(path: Any, root: str) -> str:
 def _log(user_dir: Path, event: str, message: str) -> None:
     print(f"engram: {event}: {message}", file=sys.stderr)
     try:
-        logs = user_dir / "logs"
-        logs.mkdir(parents=True, exist_ok=True, mode=0o700)
+        logs = make_private_dirs(user_dir / "logs")  # every level 0700, whatever the umask
         fd = os.open(logs / "hooks.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         try:
             os.write(fd, f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {event} {message}\n".encode("utf-8", "replace"))

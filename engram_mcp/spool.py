@@ -60,8 +60,9 @@ def spool_dir(user_dir: Path) -> Path:
 
 
 def _ensure_dir(path: Path) -> Path:
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
-    return path
+    from .paths import make_private_dirs  # every level 0700, whatever the umask
+
+    return make_private_dirs(path)
 
 
 def _fsync_dir(path: Path) -> None:

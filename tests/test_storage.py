@@ -282,3 +282,79 @@ def test_without_git_the_working_directory_is_the_project(tmp_path):
     plain.mkdir(parents=True)
     assert not any((p / ".git").exists() for p in [plain, *plain.parents])
     assert resolve_project_root(plain) == Path(os.path.realpath(plain))
+
+
+# ---------------------------------------------------------------------- hostile repositories (issue 12)
+def _victim_tree(root: Path) -> tuple[Path, dict[str, tuple[int, int, int]]]:
+    victim = root / "victim"
+    (victim / "bin").mkdir(parents=True)
+    (victim / "bin" / "deploy.sh").write_text("#!/bin/sh\n")
+    os.chmod(victim / "bin" / "deploy.sh", 0o755)
+    os.chmod(victim, 0o755)
+    return victim, _lstat_tree(victim)
+
+
+def _lstat_tree(root: Path) -> dict[str, tuple[int, int, int]]:
+    entries = [root] + [Path(d) / n for d, dirs, files in os.walk(root) for n in dirs + files]
+    return {str(p): (p.lstat().st_mode, p.lstat().st_size, p.lstat().st_mtime_ns) for p in entries}
+
+
+@pytest.mark.parametrize("where", [".claude", ".claude/engram", ".claude/engram/data", ".claude/engram/data/manifest",
+                                   ".claude/engram/LOCK"])
+def test_a_project_store_reached_through_a_link_is_refused_and_the_target_untouched(home, project, tmp_path, where):
+    victim, before = _victim_tree(tmp_path)
+    link = project / where
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(victim / "bin" / "deploy.sh" if where.endswith("LOCK") else victim)
+    svc = MemoryService(home=home, embedder=FakeEmbedder())
+    try:
+        with pytest.raises(StoreUnavailable) as err:
+            svc.store(RequestContext(project, None), content="through a link", type="semantic", scope="project")
+        assert str(link) in err.value.message and "symbolic link" in err.value.message and "Fix:" in err.value.message
+        svc.store(RequestContext(project, None), content="the user scope still works", type="semantic", scope="user")
+        recall = svc.recall(RequestContext(project, None), query="user scope")
+        assert any(w["code"] == "scope_unavailable" for w in recall["warnings"]), recall["warnings"]
+    finally:
+        svc.close()
+    assert _lstat_tree(victim) == before
+    assert link.is_symlink()
+
+
+def test_a_store_directory_of_another_user_is_refused(home, project):
+    if os.getuid() != 0:
+        pytest.skip("needs root to create a directory owned by another user")
+    (project / ".claude").mkdir()
+    os.chown(project / ".claude", 4242, 4242)
+    with pytest.raises(StoreUnavailable) as err:
+        SurrealStore(project_dir(project), label="project", trusted=project).open()
+    assert "owned by uid 4242" in err.value.message
+    assert not (project / ".claude" / "engram").exists()
+
+
+def test_only_what_engram_created_gets_its_mode_changed(home, project):
+    """A real, pre-existing store directory keeps its mode and its foreign files; engram's own are private."""
+    store = project / ".claude" / "engram"
+    (store / "bin").mkdir(parents=True)
+    (store / "bin" / "run.sh").write_text("#!/bin/sh\n")
+    os.chmod(store / "bin" / "run.sh", 0o755)
+    os.chmod(project / ".claude", 0o755)
+    SurrealStore(store, label="project", trusted=project).open().close()
+    assert stat.S_IMODE((store / "bin" / "run.sh").stat().st_mode) == 0o755
+    assert stat.S_IMODE((store / "bin").stat().st_mode) == 0o755
+    assert stat.S_IMODE((project / ".claude").stat().st_mode) == 0o755
+    _assert_private_tree(store / "data")
+    assert stat.S_IMODE((store / "LOCK").stat().st_mode) == 0o600
+
+
+def test_stores_created_under_umask_000_are_private_at_every_level(home, project, ctx):
+    old = os.umask(0)
+    try:
+        svc = MemoryService(home=home, embedder=FakeEmbedder())
+        _fill(svc, ctx, 3)
+        svc.close()
+    finally:
+        os.umask(old)
+    for created in (home / ".claude", project / ".claude"):
+        assert stat.S_IMODE(created.stat().st_mode) == 0o700, created
+    _assert_private_tree(project_dir(project))
+    _assert_private_tree(home / ".claude" / "engram")

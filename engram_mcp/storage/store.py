@@ -28,14 +28,13 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidInput, SchemaTooNew, StorageFull, StoreUnavailable
-from ..paths import dir_bytes, ensure_private_dir, tighten_tree
+from ..paths import DATA_DIRNAME, UnsafePath, dir_bytes, open_private_file_at, prepare_store_dir, tighten_store_data
 from . import compact
 from . import queries as q
 from .schema import CURRENT_SCHEMA_VERSION, MIGRATIONS
 
 log = logging.getLogger("engram.store")
 LOCK_FILENAME = "LOCK"
-DATA_DIRNAME = "data"
 #: Free space every write must leave on the store's filesystem (and under the process's file-size
 #: limit), on top of its own estimated size: room for the engine's log records, manifest updates and
 #: the write that is already in flight when a check passes.
@@ -114,9 +113,12 @@ def _is_io_failure(err: Exception) -> bool:
 class SurrealStore:
     """A datastore directory: `<dir>/data` (SurrealKV) + `<dir>/LOCK`."""
 
-    def __init__(self, directory: Path, *, label: str) -> None:
+    def __init__(self, directory: Path, *, label: str, trusted: Path | None = None) -> None:
         self.directory = Path(directory)
         self.label = label
+        # The part of the path the user chose (a project root); every level below it must be a
+        # real directory of this user's (paths.py). None: the directory's resolved parent.
+        self.trusted = Path(trusted) if trusted is not None else None
         self._conn: Any = None
         self._lock_fd: int | None = None
         self._mutex = threading.RLock()
@@ -186,22 +188,59 @@ class SurrealStore:
         with self._mutex:
             if self._conn is not None:
                 return self
+            dir_fd, checked = self._prepare_directory()
             try:
-                ensure_private_dir(self.directory)
-                self._acquire_lock()
-            except OSError as exc:
-                raise _classify(exc, f"{self.label} store {self.directory}") from exc
-            self._recover_compaction(self.directory)
-            os.environ.setdefault("SURREAL_SYNC_DATA", "true")
-            try:
-                from surrealdb import Surreal  # heavy import (~0.3 s): only the owner process pays it
+                self._recover_compaction(checked)
+                os.environ.setdefault("SURREAL_SYNC_DATA", "true")
+                try:
+                    from surrealdb import Surreal  # heavy import (~0.3 s): only the owner process pays it
 
-                self._conn = Surreal(f"surrealkv://{self.directory / DATA_DIRNAME}")
-            except Exception as exc:  # engine refused: corrupt files, permissions, ...
-                self._release_lock()
-                raise _classify(exc, f"{self.label} store {self.directory}") from exc
-            tighten_tree(self.directory)
+                    self._conn = Surreal(f"surrealkv://{checked / DATA_DIRNAME}")
+                except Exception as exc:  # engine refused: corrupt files, permissions, ...
+                    self._release_lock()
+                    raise _classify(exc, f"{self.label} store {self.directory}") from exc
+                self._tighten_after_open(dir_fd, checked)
+            finally:
+                os.close(dir_fd)
             return self
+
+    def _prepare_directory(self) -> tuple[int, Path]:
+        """Check/create the directory (no links, owned by us), lock it and vet its data tree
+        before the engine, which follows paths, ever sees it. Returns (dir fd, checked path)."""
+        dir_fd, checked = self._guard(lambda: prepare_store_dir(self.directory, trusted=self.trusted))
+        try:
+            self._guard(lambda: self._acquire_lock(dir_fd, checked))
+            try:
+                self._guard(lambda: tighten_store_data(dir_fd, checked))
+            except StoreUnavailable:
+                self._release_lock()
+                raise
+        except BaseException:
+            os.close(dir_fd)
+            raise
+        return dir_fd, checked
+
+    def _tighten_after_open(self, dir_fd: int, checked: Path) -> None:
+        """Private modes for the files the engine just created (it uses the process umask)."""
+        try:
+            self._guard(lambda: tighten_store_data(dir_fd, checked))
+        except StoreUnavailable as exc:
+            if self._conn is None:  # refused (a link appeared meanwhile): already closed
+                raise
+            log.warning("%s store %s: could not tighten modes: %s", self.label, self.directory, exc.message)
+
+    def _guard(self, step: Any) -> Any:
+        """Run a filesystem step; a refusal or OS error becomes a typed StoreUnavailable."""
+        try:
+            return step()
+        except UnsafePath as exc:
+            self.close()
+            raise StoreUnavailable(
+                f"{self.label} store {self.directory} refused: {exc.message}. Until then, writes to it are queued "
+                "and applied once it is fixed, and reads go on without it."
+            ) from None
+        except OSError as exc:
+            raise _classify(exc, f"{self.label} store {self.directory}") from exc
 
     def close(self) -> None:
         with self._mutex:
@@ -223,9 +262,8 @@ class SurrealStore:
             self._io_failure = str(err)
         return err
 
-    def _acquire_lock(self) -> None:
-        path = self.directory / LOCK_FILENAME
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    def _acquire_lock(self, dir_fd: int, checked: Path) -> None:
+        fd = open_private_file_at(dir_fd, LOCK_FILENAME, checked / LOCK_FILENAME)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
