@@ -22,7 +22,7 @@ import numpy as np
 
 from .errors import InvalidInput, StoreUnavailable
 from .ids import CROCKFORD, format_memory_id, parse_memory_id, session_db_name
-from .records import MAX_REASON_CHARS, check_enum, check_text, clean_free_text, findings_summary, iso, now_dt, public_memory
+from .records import MAX_REASON_CHARS, check_enum, check_text, clean_free_text, clean_object, findings_summary, iso, now_dt, public_memory
 from .scope_index import content_hash, record_key
 from .scoring import to_epoch
 from .storage import queries as q
@@ -294,7 +294,7 @@ def session_start(svc: "MemoryService", ctx: "RequestContext", info: dict[str, A
 
     if not ctx.session_id:
         raise InvalidInput("session_start needs a session_id", field="session_id")
-    info = {k: v for k, v in (info or {}).items() if isinstance(v, (str, int, float, bool))}
+    info = _session_info(info)
     with svc.lock:
         project = svc.handle(ctx, "project")
         skey = session_key(ctx.session_id)
@@ -307,6 +307,21 @@ def session_start(svc: "MemoryService", ctx: "RequestContext", info: dict[str, A
         recovered = recover_abandoned(svc, ctx)
         maintenance = lifecycle.maintain_if_due(svc, ctx)
     return {"session_id": ctx.session_id, "resumed": existing is not None, "recovered_sessions": recovered, "maintenance": maintenance}
+
+
+def _session_info(info: Any) -> dict[str, Any]:
+    """What a hook knows about the session (source, model, ...), kept in session_registry:
+    scalars only, each storable (no NUL, valid Unicode, finite) and redacted. A bad value is
+    left out rather than failing the session start: the context must still come."""
+    out: dict[str, Any] = {}
+    for k, v in (info.items() if isinstance(info, dict) else ()):
+        if not isinstance(k, str) or not isinstance(v, (str, int, float, bool)):
+            continue
+        try:
+            out.update(clean_object({k: v}, [], "info"))
+        except InvalidInput:
+            continue
+    return out
 
 
 def recover_abandoned(svc: "MemoryService", ctx: "RequestContext") -> list[dict[str, Any]]:

@@ -83,3 +83,27 @@ def test_a_resumed_session_gets_a_summary_of_its_own(running: Sandbox, tmp_path:
         running.call("session_end", {}, session=sid)
         running.call("session_end", {}, session=sid)
     assert len(_summaries(running, tmp_path)) == 2
+
+
+def test_session_start_info_is_stored_clean_and_never_blocks_the_start(running: Sandbox) -> None:
+    """What a hook passes about the session lands in session_registry: NUL, a lone surrogate,
+    NaN or a token there must neither poison the project store nor fail the start."""
+    sid = "info-0000-4000-8000-000000000004"
+    token = "ghp_" + "Zq8Xw2Lm4Np6Rt1Vy3Ub5Cd7Ef9Gh0Jk2Lm4"
+    line = json.dumps({"id": 1, "op": "session_start", "ctx": {"project_root": str(running.project), "session_id": sid},
+                       "args": {"info": {"source": "start\u0000up", "k\u0000": "v", "bad": "\ud800", "n": float("nan"), "tok": token}}})
+    import socket
+
+    from tests.reliability._support import socket_of
+
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(60)
+        s.connect(str(socket_of(running)))
+        s.sendall(line.encode() + b"\n")
+        answer = json.loads(s.makefile("rb").readline())
+    assert answer["ok"], answer
+    running.call("store", {"content": "the project still reads fine", "type": "semantic", "scope": "project"})
+    assert "reads fine" in running.call("context", {})["context_block"]
+    from tests.reliability._support import find_in_raw, store_dirs
+
+    assert find_in_raw([token], *store_dirs(running)) == {}
