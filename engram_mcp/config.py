@@ -137,7 +137,7 @@ CONFIG_SCHEMA: dict[str, Any] = {
         "relevance_min_cosine_ratio": _num(0, 1, doc="Fraction of the recall's best cosine such a candidate also needs."),
         "context_token_budget": _num(100, 8000, integer=True, doc="Token budget of injected context."),
         "user_prompt_recall": _flag("Recall memories on every user prompt."),
-        "prompt_recall_min_relevance": _num(0, 1, doc="Minimum relevance for prompt recall."),
+        "prompt_recall_min_relevance": _num(0, 1, doc="Minimum cosine similarity between a prompt and a memory it injects."),
         "prompt_recall_limit": _num(1, 10, integer=True, doc="Maximum memories injected per prompt."),
         "capture_file_changes": _flag("Record file edits as session memories."),
         "capture_failed_commands": _flag("Record failed shell commands as session memories."),

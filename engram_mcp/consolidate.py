@@ -26,6 +26,11 @@ if TYPE_CHECKING:
 
 CLUSTER_SIMILARITY = 0.6
 DUPLICATE_SIMILARITY = 0.85
+# A newer fact this close to an older one of the same type (but not a duplicate) may say that
+# the older one changed: the same subject with a newer statement (same cut-off as store's hint).
+CONTRADICTION_SIMILARITY = 0.65
+CONTRADICTION_RECENT = 200  # newest memories checked against all older ones
+PREVIEW_CHARS = 200
 MIN_CLUSTER = 2
 MAX_ITEMS = 25
 STRATEGIES = ("summarize", "extract_patterns", "full")
@@ -96,6 +101,7 @@ def plan(svc: "MemoryService", ctx: "RequestContext", *, strategy: str = "full",
             live = _live_slots(idx)
             for cluster in _clusters(idx, live, DUPLICATE_SIMILARITY)[:MAX_ITEMS]:
                 duplicates.append({"memory_ids": [format_memory_id(idx.key_of(s)) for s in cluster]})
+        contradictions = _contradictions(idx, content) if strategy in ("extract_patterns", "full") else []
         noise = [format_memory_id(idx.key_of(int(s))) for s in np.flatnonzero(
             (idx.cols.status_code[: idx.slots.size] == STATUS_CODE["active"]) & (idx.cols.importance[: idx.slots.size] < 0.15) & (idx.cols.access_count[: idx.slots.size] == 0)
         )][:MAX_ITEMS]
@@ -109,10 +115,54 @@ def plan(svc: "MemoryService", ctx: "RequestContext", *, strategy: str = "full",
         "consolidated_memories": consolidated,
         "patterns_detected": patterns,
         "duplicates": duplicates,
+        "possible_contradictions": contradictions,
         "archive_candidates": noise,
         "queued": candidates,
         "session_stats": {"memories_analyzed": analysed, "consolidated_into": len(consolidated), "patterns_found": len(patterns)},
     }
+
+
+def _contradictions(idx, content) -> list[dict[str, Any]]:
+    """Pairs (older, newer) of live semantic or procedural memories about the same subject that
+    say different things: the newer may supersede the older.
+
+    Only candidates: whether the newer fact replaces the older one (same subject, changed fact)
+    or both hold (two facts about one tool) is for Claude to judge, then `update_memory` with
+    `supersedes` records it. Pairs already linked, and duplicates (merged instead), are left out.
+    """
+    from .records import clip_words
+    from .scope_index import Filters
+
+    live = idx.mask(Filters(types=frozenset(("semantic", "procedural")), statuses=frozenset(("created", "active"))))
+    slots = [int(s) for s in np.flatnonzero(live) if idx.vectors.has(int(s))]
+    if len(slots) < 2:
+        return []
+    created = idx.cols.created_at
+    recent = sorted(slots, key=lambda s: -created[s])[:CONTRADICTION_RECENT]
+    linked = {(new, old) for old, new in idx.superseded_by.items()}
+    out = []
+    for new in recent:
+        older = live & (created[: live.size] < created[new])
+        if not older.any():
+            continue
+        found, sims = idx.vectors.search(idx.vectors.get(new), 1, older)
+        if not found.size or not CONTRADICTION_SIMILARITY <= float(sims[0]) < DUPLICATE_SIMILARITY:
+            continue
+        old = int(found[0])
+        if int(idx.cols.type_code[old]) != int(idx.cols.type_code[new]):
+            continue
+        new_key, old_key = idx.key_of(new), idx.key_of(old)
+        if (new_key, old_key) in linked:
+            continue
+        out.append({
+            "older": {"memory_id": format_memory_id(old_key), "content": clip_words(content(old), PREVIEW_CHARS)},
+            "newer": {"memory_id": format_memory_id(new_key), "content": clip_words(content(new), PREVIEW_CHARS)},
+            "similarity": round(float(sims[0]), 3),
+            "if_newer_replaces_older": f"update_memory(memory_id={format_memory_id(new_key)!r}, supersedes={format_memory_id(old_key)!r})",
+        })
+        if len(out) >= MAX_ITEMS:
+            break
+    return out
 
 
 def consolidate(svc: "MemoryService", ctx: "RequestContext", *, strategy: str = "full", dry_run: bool = False, session_id: str | None = None, scope: str | None = None) -> dict[str, Any]:

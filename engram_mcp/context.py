@@ -15,7 +15,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from .errors import InvalidInput, StoreUnavailable
-from .records import check_tags, public_memory
+from .records import check_tags, clip_words, public_memory
 from .storage import queries as q
 from .textview import neutralise_tags
 
@@ -58,9 +58,7 @@ def fenced(body: str) -> str:
 
 
 def _line(mem: dict[str, Any]) -> str:
-    body = " ".join((mem.get("content") or "").split())
-    if len(body) > ITEM_CHARS:
-        body = body[: ITEM_CHARS - 1] + "…"
+    body = clip_words(mem.get("content") or "", ITEM_CHARS)
     label = " ".join(str(mem.get("category") or mem.get("type")).split())
     return f"- [{defang(label)}, {mem.get('scope')}, {mem['id']}] {defang(body)}"
 
@@ -75,18 +73,24 @@ def _recall(svc, ctx, query: str | None, scope, type_=None, limit=8, category=No
 
 
 def top_by_strength(svc, ctx, scopes, types, limit, category=None) -> list[dict[str, Any]]:
-    """Without a task, the strongest live memories (importance x decay) of the scopes."""
+    """Without a task, the memories recall's priors rank first (scope, importance, recency).
+
+    The same ranking as recall with no query to be relevant to: superseded memories are left
+    out, and the scopes are ranked together, not one after the other.
+    """
     import time
 
     import numpy as np
+    from surrealdb import RecordID
 
     from .scope_index import Filters
-    from .scoring import decay_factors
+    from .scoring import decay_factors, prior
 
     scopes = [scopes] if isinstance(scopes, str) else list(scopes)
     types = [types] if isinstance(types, str) else (list(types) if types else None)
-    picked = []
+    weights = svc.config(ctx.project_root).scope_weights_resolved()
     now = time.time()
+    ranked: list[tuple[float, str, Any, str]] = []
     for scope in scopes:
         if scope == "session" and not ctx.session_id:
             continue
@@ -95,19 +99,55 @@ def top_by_strength(svc, ctx, scopes, types, limit, category=None) -> list[dict[
         except StoreUnavailable:
             continue
         f = Filters(types=frozenset(types) if types else None, category=frozenset([category]) if category else None)
-        mask = h.index.mask(f)
-        slots = np.flatnonzero(mask)
+        slots = np.flatnonzero(h.index.mask(f))
         if slots.size == 0:
             continue
         half, last, access, importance = h.index.decay_inputs(slots)
-        strength = importance * (1.0 if scope == "session" else decay_factors(half, now - last, access))
-        order = slots[np.argsort(-strength, kind="stable")][:limit]
-        keys = [h.index.key_of(int(s)) for s in order]
-        from surrealdb import RecordID
+        recency = np.ones(slots.size) if scope == "session" else decay_factors(half, now - last, access)
+        score = prior(importance, recency, float(weights.get(scope, 0.0)))
+        for i in np.argsort(-score, kind="stable")[:limit].tolist():
+            key = h.index.key_of(int(slots[i]))
+            if key:
+                ranked.append((float(score[i]), scope, h, key))
+    ranked.sort(key=lambda r: -r[0])
+    ranked = ranked[:limit]
+    picked = []
+    for scope in dict.fromkeys(r[1] for r in ranked):
+        h = next(r[2] for r in ranked if r[1] == scope)
+        keys = [r[3] for r in ranked if r[1] == scope]
+        rows = {str(r["id"].id): r for r in h.q(q.GET_MEMORIES, {"ids": [RecordID("memory", k) for k in keys]}) or []}
+        picked.extend((k, public_memory(rows[k], frozen=scope == "session")) for k in keys if k in rows)
+    order = {(r[1], r[3]): n for n, r in enumerate(ranked)}
+    picked.sort(key=lambda kv: order.get((kv[1].get("scope"), kv[0]), len(order)))
+    return [m for _, m in picked]
 
-        rows = {str(r["id"].id): r for r in h.q(q.GET_MEMORIES, {"ids": [RecordID("memory", k) for k in keys if k]}) or []}
-        picked.extend(public_memory(rows[k], frozen=scope == "session") for k in keys if k in rows)
-    return picked[:limit]
+
+class _Shown:
+    """What a block already shows: ids, and vectors to tell near-duplicates (one fact stated
+    twice in other words) so that each is shown once."""
+
+    def __init__(self, svc, ctx, threshold: float) -> None:
+        self.svc, self.ctx, self.threshold = svc, ctx, threshold
+        self.ids: set[str] = set()
+        self.vectors: list[Any] = []
+
+    def _vector(self, mem: dict[str, Any]):
+        try:
+            return self.svc.handle(self.ctx, mem["scope"]).index.vector_of_key(mem["id"].split(":", 1)[1])
+        except (StoreUnavailable, KeyError, IndexError):
+            return None
+
+    def repeats(self, mem: dict[str, Any]) -> bool:
+        if mem["id"] in self.ids:
+            return True
+        vec = self._vector(mem)
+        return vec is not None and any(float(vec @ v) >= self.threshold for v in self.vectors)
+
+    def add(self, mem: dict[str, Any]) -> None:
+        self.ids.add(mem["id"])
+        vec = self._vector(mem)
+        if vec is not None:
+            self.vectors.append(vec)
 
 
 def build_context(
@@ -132,11 +172,19 @@ def build_context(
     with svc.lock:
         gathered: dict[str, list[dict[str, Any]]] = {
             "preferences": _recall(svc, ctx, query, "user", ["semantic", "procedural"], 8) if "preferences" in wanted else [],
-            "project_context": _recall(svc, ctx, query, "project", ["semantic", "episodic"], 10) if "project_context" in wanted else [],
+            "project_context": [m for m in _recall(svc, ctx, query, "project", ["semantic", "episodic"], 12)
+                                if m.get("category") != "session_summary"] if "project_context" in wanted else [],
             "relevant_procedures": _recall(svc, ctx, query, ["project", "user"], "procedural", 6) if "relevant_procedures" in wanted else [],
             "session_history": _session_history(svc, ctx) if "session_history" in wanted else [],
         }
-    seen: set[str] = set()
+        shown = _Shown(svc, ctx, float(svc.config(ctx.project_root).store_dedup_similarity))
+        for name in SECTIONS:  # a memory (or a near-duplicate of it) appears once, in its first section
+            kept = []
+            for m in gathered[name]:
+                if not shown.repeats(m):
+                    shown.add(m)
+                    kept.append(m)
+            gathered[name] = kept
     budget_chars = max_tokens * CHARS_PER_TOKEN
     remaining = budget_chars - len(fenced(""))
     parts: list[str] = []
@@ -147,7 +195,7 @@ def build_context(
     for name in SECTIONS:
         if name not in wanted:
             continue
-        items = [m for m in gathered[name] if m["id"] not in seen or name == "session_history"]
+        items = gathered[name]
         if not items:
             carry += int(budget_chars * SECTION_SHARE[name])
             continue
@@ -162,7 +210,6 @@ def build_context(
             block.append(line)
             spent += len(line)
             n += 1
-            seen.add(mem["id"])
             used.append(mem)
         if n:
             parts.append(title + "".join(block))
@@ -188,14 +235,22 @@ def _session_history(svc, ctx) -> list[dict[str, Any]]:
         pass
     if ctx.session_id:
         try:
+            from .scope_index import Filters, record_key
+
             h = svc.handle(ctx, "session")
+            visible = h.index.mask(Filters())  # recallable and not superseded
             rows = h.q(q.ALL_MEMORIES) or []
-            rows = [r for r in rows if r.get("status") != "forgotten" and r.get("memory_type") != "working"]
+            rows = [r for r in rows if r.get("status") != "forgotten" and r.get("memory_type") != "working"
+                    and _visible(h.index.slot_of(record_key(r)), visible)]
             rows.sort(key=lambda r: r.get("created_at"), reverse=True)
             out.extend(public_memory(r, frozen=True) for r in rows[:6])
         except StoreUnavailable:
             pass
     return out
+
+
+def _visible(slot: int | None, mask) -> bool:
+    return slot is not None and slot < mask.size and bool(mask[slot])
 
 
 def _strengthen_used(svc, ctx, used: list[dict[str, Any]]) -> None:

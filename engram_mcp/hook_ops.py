@@ -107,8 +107,10 @@ def prompt_context(svc: "MemoryService", ctx: "RequestContext", *, prompt: str) 
     limit = int(cfg.prompt_recall_limit)
     found = svc.recall(ctx, query=prompt, limit=min(50, limit * 3), strengthen=False)
     seen = INJECTED.seen(ctx.session_id)
+    # The bar is absolute (cosine similarity to the prompt), not the recall's relevance, which is
+    # relative to the best candidate and so high for the best match of even an unrelated prompt.
     picked = [m for m in found.get("memories") or []
-              if float(m.get("relevance_score") or 0.0) >= cfg.prompt_recall_min_relevance and m["id"] not in seen][:limit]
+              if float(m.get("similarity") or 0.0) >= cfg.prompt_recall_min_relevance and m["id"] not in seen][:limit]
     if not picked:
         return {"additional_context": None, "considered": len(found.get("memories") or [])}
     INJECTED.add(ctx.session_id, [m["id"] for m in picked])

@@ -22,7 +22,19 @@ import numpy as np
 
 from .errors import InvalidInput, StoreUnavailable
 from .ids import CROCKFORD, format_memory_id, parse_memory_id, session_db_name
-from .records import MAX_REASON_CHARS, check_enum, check_text, clean_free_text, clean_object, findings_summary, iso, now_dt, public_memory
+from .records import (
+    MAX_REASON_CHARS,
+    check_enum,
+    check_text,
+    clean_free_text,
+    clean_object,
+    clip_words,
+    count_phrase,
+    findings_summary,
+    iso,
+    now_dt,
+    public_memory,
+)
 from .scope_index import content_hash, record_key
 from .scoring import to_epoch
 from .storage import queries as q
@@ -454,8 +466,7 @@ def _auto_summary(rows: list[dict[str, Any]]) -> str:
     live.sort(key=lambda r: (-float(r.get("importance", 0)), to_epoch(r.get("created_at"))))
     started = min(to_epoch(r.get("created_at")) for r in live)
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(started))
-    lines = [f"Session of {when}: " + ", ".join(f"{n} {t}" for t, n in sorted(counts.items())) + " memories."]
+    lines = [f"Session of {when}: " + ", ".join(count_phrase(n, f"{t} memory") for t, n in sorted(counts.items())) + "."]
     for r in live[:SUMMARY_ITEMS]:
-        first = " ".join((r.get("summary") or r.get("content") or "").split())[:160]
-        lines.append(f"- {first}")
+        lines.append(f"- {clip_words(r.get('summary') or r.get('content') or '', 160)}")
     return "\n".join(lines)

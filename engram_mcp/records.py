@@ -444,3 +444,21 @@ __all__ = [
     "public_memory",
     "jsonable",
 ]
+
+
+def clip_words(text: str, limit: int) -> str:
+    """`text` with blanks folded, cut to at most `limit` characters at a word boundary ("…" marks
+    a cut), so nothing shown to Claude or the user ends mid-word."""
+    flat = " ".join(str(text).split())
+    if len(flat) <= limit:
+        return flat
+    cut = flat[: max(1, limit - 1)]
+    head = cut.rsplit(" ", 1)[0] if " " in cut else cut
+    return head.rstrip(" ,;:") + "…"
+
+
+def count_phrase(n: int, word: str, plural: str | None = None) -> str:
+    """"1 episodic memory", "2 episodic memories": a count with its noun in the right number."""
+    if n == 1:
+        return f"{n} {word}"
+    return f"{n} {plural or (word[:-1] + 'ies' if word.endswith('y') else word + 's')}"

@@ -24,6 +24,7 @@ from .scope_index import STATUS_CODE, Filters, ScopeIndex
 from .scoring import (
     CONSOLIDATED_RANK_FACTOR,
     adaptive_keyword_weight,
+    CONTIGUITY_LAGS,
     CONTIGUITY_WEIGHT,
     COSINE_FLOOR,
     decay_factors,
@@ -268,18 +269,20 @@ def _fusion(strategy: str, settings: RetrievalSettings, kw_all: np.ndarray, vec_
 
 
 def _with_contiguity(parts, relevance: np.ndarray, fuse, weight: float) -> np.ndarray:
-    """Add `weight` x the relevance of each candidate's best session neighbour.
+    """Add, for each lag L = 1..CONTIGUITY_LAGS, `weight / L` x the relevance of the best
+    memory L steps before or after a candidate in its session.
 
     Episodes recorded one after the other share their context (the contiguity effect of
-    human episodic memory): the turn that answers a question often sits next to the turn
-    that names its subject. Neighbours outside the candidate pool are scored on the spot.
+    human episodic memory, which fades with the lag): the turn that answers a question often
+    sits next to, or two turns from, the one that names its subject. Neighbours outside the
+    candidate pool are scored on the spot, on the candidates' scale.
     """
     out = relevance.copy()
     offset = 0
     for view, slots, _kw, _vec, _kt, _vt, mask, signals in parts:
         n = slots.size
-        prev, nxt = view.index.neighbours(slots, mask)
-        linked = np.union1d(prev[prev >= 0], nxt[nxt >= 0])
+        near = view.index.neighbours(slots, mask, CONTIGUITY_LAGS)
+        linked = np.unique(near[near >= 0])
         if linked.size:
             rel_of = dict(zip(slots.tolist(), relevance[offset : offset + n].tolist()))
             missing = np.array([s for s in linked.tolist() if s not in rel_of], dtype=np.int64)
@@ -288,9 +291,10 @@ def _with_contiguity(parts, relevance: np.ndarray, fuse, weight: float) -> np.nd
                     rel_of.update({s: 0.0 for s in missing.tolist()})
                 else:
                     rel_of.update(zip(missing.tolist(), fuse(*signals(missing)).tolist()))
-            best = np.array([max(rel_of.get(p, 0.0) if p >= 0 else 0.0, rel_of.get(q, 0.0) if q >= 0 else 0.0)
-                             for p, q in zip(prev.tolist(), nxt.tolist())])
-            out[offset : offset + n] += weight * best
+            lookup = np.vectorize(lambda s: rel_of.get(int(s), 0.0) if s >= 0 else 0.0, otypes=[np.float64])
+            for lag in range(CONTIGUITY_LAGS):
+                best = np.maximum(lookup(near[lag, 0]), lookup(near[lag, 1]))
+                out[offset : offset + n] += weight / (lag + 1) * best
         offset += n
     return out
 

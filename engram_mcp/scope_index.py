@@ -262,14 +262,14 @@ class ScopeIndex:
             self.superseded_by[old_key] = new_key
             self._changed()
 
-    def neighbours(self, slots: np.ndarray, allowed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The memories recorded just before and just after each slot in its session, within
-        CONTIGUITY_WINDOW_SECONDS, skipping those `allowed` (the recall's mask) excludes; -1 where
-        there is none. Memories without a session have no neighbours."""
-        prev = np.full(slots.size, -1, dtype=np.int64)
-        nxt = np.full(slots.size, -1, dtype=np.int64)
+    def neighbours(self, slots: np.ndarray, allowed: np.ndarray, lags: int = 1) -> np.ndarray:
+        """The memories recorded before and after each slot in its session, up to `lags` steps
+        away and within CONTIGUITY_WINDOW_SECONDS, skipping those `allowed` (the recall's mask)
+        excludes. Returns an int64 array of shape (lags, 2, len(slots)): [lag - 1][0] before,
+        [lag - 1][1] after; -1 where there is none. Memories without a session have none."""
+        out = np.full((lags, 2, slots.size), -1, dtype=np.int64)
         if not self._session_times:
-            return prev, nxt
+            return out
         n = allowed.size
         for i, slot in enumerate(slots.tolist()):
             sid = self.session_of.get(slot)
@@ -278,21 +278,18 @@ class ScopeIndex:
             line = self._session_times[sid]
             t = float(self.cols.created_at[slot])
             at = bisect.bisect_left(line, (t, slot))
-            for j in range(at - 1, -1, -1):
-                tj, sj = line[j]
-                if t - tj > CONTIGUITY_WINDOW_SECONDS:
-                    break
-                if sj < n and allowed[sj]:
-                    prev[i] = sj
-                    break
-            for j in range(at + 1, len(line)):
-                tj, sj = line[j]
-                if tj - t > CONTIGUITY_WINDOW_SECONDS:
-                    break
-                if sj < n and allowed[sj]:
-                    nxt[i] = sj
-                    break
-        return prev, nxt
+            for side, steps in ((0, range(at - 1, -1, -1)), (1, range(at + 1, len(line)))):
+                found = 0
+                for j in steps:
+                    tj, sj = line[j]
+                    if abs(tj - t) > CONTIGUITY_WINDOW_SECONDS:
+                        break
+                    if sj < n and allowed[sj]:
+                        out[found, side, i] = sj
+                        found += 1
+                        if found == lags:
+                            break
+        return out
 
     def _changed(self) -> None:
         """A filter column changed: cached masks are stale."""

@@ -303,3 +303,26 @@ def test_status_counts_memories_stored_without_a_vector_immediately(home, projec
         assert svc.status(ctx)["scopes"]["project"]["without_vectors"] == 1
     finally:
         svc.close()
+
+
+def test_the_consolidation_plan_pairs_a_changed_fact_with_the_one_it_replaces(real_service, ctx):
+    old = _store(real_service, ctx, "CI runs on Jenkins: the pipeline is defined in the Jenkinsfile at the repo root", created_at="2026-01-05T10:00:00Z")
+    _store(real_service, ctx, "Frontend bundles are built with Vite and served by Caddy", created_at="2026-02-01T10:00:00Z")
+    new = _store(real_service, ctx, "CI moved to GitHub Actions: the pipeline is defined in .github/workflows/ci.yml")
+    plan = real_service.consolidate(ctx, scope="project", dry_run=True)
+    pairs = [(p["older"]["memory_id"], p["newer"]["memory_id"]) for p in plan["possible_contradictions"]]
+    assert (old, new) in pairs
+    pair = next(p for p in plan["possible_contradictions"] if p["newer"]["memory_id"] == new)
+    assert "Jenkins" in pair["older"]["content"] and f"supersedes='{old}'" in pair["if_newer_replaces_older"]
+    # acting on it (as the consolidator does) hides the old fact; the plan no longer proposes it
+    real_service.update(ctx, new, supersedes=old)
+    assert old not in _ids(real_service.recall(ctx, query="where is the CI pipeline defined", limit=5, strengthen=False))
+    again = real_service.consolidate(ctx, scope="project", dry_run=True)["possible_contradictions"]
+    assert all(p["older"]["memory_id"] != old for p in again)
+
+
+def test_a_rule_restated_in_other_words_is_stored_once(real_service, ctx):
+    first = real_service.store(ctx, content="Use pnpm, not npm, in this repo", type="procedural", scope="project")
+    second = real_service.store(ctx, content="This repo uses pnpm, not npm: install with pnpm install", type="semantic",
+                                scope="project")
+    assert second["action"] == "merged" and second["memory_id"] == first["memory_id"]

@@ -188,3 +188,48 @@ def test_strengthening_is_written_behind_the_recall_and_seen_by_every_later_stat
         assert mem["access_count"] == 4 and mem["status"] == "active"
     finally:
         again.close()
+
+
+# ------------------------------------------------------------------ temporal contiguity
+def test_a_memory_recorded_next_to_the_answer_in_its_session_ranks_above_an_equal_stranger():
+    rng = np.random.default_rng(7)
+    topic = _unit(rng)
+    idx = ScopeIndex("project", DIM, "m")
+    # the turn that names the subject, then the answer that does not repeat it
+    idx.upsert(_row("K000", "Caroline: I finally went to the support group", session_id="chat-1", created_at=1.7e9),
+               _unit(rng, topic * 60))
+    idx.upsert(_row("K001", "Melanie: that is wonderful, how did it feel?", session_id="chat-1", created_at=1.7e9 + 5),
+               _unit(rng, topic * 8))
+    # equally related on its own, but recorded in another session an hour later
+    idx.upsert(_row("K002", "Melanie: how did the painting class feel?", session_id="chat-2", created_at=1.7e9 + 7200),
+               _unit(rng, topic * 8))
+    view = ScopeView("project", idx, 1.0)
+    query = _unit(rng, topic * 60)
+    plain = RetrievalSettings(contiguity_weight=0.0, min_cosine=-1.0, min_cosine_ratio=0.0)
+    linked = RetrievalSettings(min_cosine=-1.0, min_cosine_ratio=0.0)
+    rel_plain = {h.key: h.relevance for h in rank([view], query, "", Filters(), "vector", plain, 10)[0]}
+    rel_linked = {h.key: h.relevance for h in rank([view], query, "", Filters(), "vector", linked, 10)[0]}
+    assert rel_linked["K001"] > rel_plain["K001"]  # its neighbour K000 is the best match
+    assert rel_linked["K002"] == pytest.approx(rel_plain["K002"])  # no neighbour within the window
+    # a neighbour hidden by the recall's filters lends nothing
+    idx.set_status("K000", "forgotten")
+    rel_hidden = {h.key: h.relevance for h in rank([view], query, "", Filters(), "vector", linked, 10)[0]}
+    assert "K000" not in rel_hidden
+    assert rel_hidden["K001"] == pytest.approx(
+        {h.key: h.relevance for h in rank([view], query, "", Filters(), "vector", plain, 10)[0]}["K001"])
+
+
+def test_session_neighbours_follow_moves_and_removals():
+    idx = ScopeIndex("project", DIM, "m")
+    for i in range(4):
+        idx.upsert(_row(f"K00{i}", f"turn {i}", session_id="s", created_at=1.7e9 + i))
+    slots = np.array([idx.slot_of("K001")])
+    allowed = idx.mask(Filters())
+    near = idx.neighbours(slots, allowed, 2)
+    assert [idx.key_of(int(s)) for s in near[:, 0, 0]] == ["K000", None]
+    assert [idx.key_of(int(s)) for s in near[:, 1, 0]] == ["K002", "K003"]
+    idx.remove("K002")
+    near = idx.neighbours(slots, idx.mask(Filters()), 2)
+    assert [idx.key_of(int(s)) for s in near[:, 1, 0]] == ["K003", None]
+    idx.upsert(_row("K003", "turn 3, moved to another session", session_id="t", created_at=1.7e9 + 3))
+    assert idx.neighbours(slots, idx.mask(Filters()), 1)[0, 1, 0] == -1
