@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -20,23 +21,84 @@ from .errors import EngramError
 from .paths import resolve_project_root
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+DEFAULT_STORE_TYPE = "semantic"
+DEFAULT_STORE_SCOPE = "project"
 
 
 # ------------------------------------------------------------------ rendering
-def _progress(done: int, total: int | None, label: str) -> None:
-    """A one-line progress bar on stderr (only when stderr is a terminal or forced)."""
-    if not (sys.stderr.isatty() or os.environ.get("ENGRAM_PROGRESS")):
-        return
-    width = 30
-    if total:
-        filled = int(width * min(done, total) / total)
-        bar = "#" * filled + "." * (width - filled)
-        sys.stderr.write(f"\r{label:<16} [{bar}] {done}/{total}")
-    else:
-        sys.stderr.write(f"\r{label:<16} {done}")
-    if total and done >= total:
-        sys.stderr.write("\n")
-    sys.stderr.flush()
+PROGRESS_MIN_INTERVAL_S = 0.2  # redraw a bar at most 5 times a second
+PROGRESS_FALLBACK_SIZE = (100, 24)  # columns, lines of a terminal that does not say its size
+
+
+def progress_wanted(json_output: bool) -> bool:
+    """Bars only for a person at a terminal: never with --json, never into a pipe or file
+    (stdout carries the result, stderr carries the bar; both must be terminals)."""
+    return not json_output and sys.stdout.isatty() and sys.stderr.isatty()
+
+
+class ProgressBars:
+    """Progress of a long daemon operation (import, export, reindex, maintain) on stderr:
+    count, rate and ETA, one tqdm bar per phase (the daemon labels each update with its
+    phase, e.g. "import", "embed", "export user"). Does nothing when disabled."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self._bar: Any = None
+        self._label: str | None = None
+
+    def __call__(self, done: int, total: int | None, label: str) -> None:
+        if not self.enabled:
+            return
+        if label == "done":
+            self.close()
+            return
+        if label != self._label or self._bar is None:
+            self.close()
+            from tqdm import tqdm
+
+            # $COLUMNS/$LINES, else the terminal's size, else the fallback: tqdm would take a terminal
+            # that reports 0 x 0 (a bare pseudo-terminal) at its word and draw nothing at all.
+            size = shutil.get_terminal_size(PROGRESS_FALLBACK_SIZE)
+            self._bar = tqdm(total=total, desc=label, unit=" memories", file=sys.stderr,
+                             ncols=size.columns or PROGRESS_FALLBACK_SIZE[0], nrows=size.lines or PROGRESS_FALLBACK_SIZE[1],
+                             mininterval=PROGRESS_MIN_INTERVAL_S, leave=True)
+            self._label = label
+        if total is not None and self._bar.total != total:
+            self._bar.total = total
+        self._bar.update(max(0, done - self._bar.n))
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+        self._bar, self._label = None, None
+
+
+# Tool names in messages written for the MCP interface (the service's errors and hints name
+# the tools Claude calls), and what a person at the command line types instead. Every tool
+# has an entry (tests/test_cli.py checks), so no MCP name reaches a CLI user.
+CLI_FOR_TOOL_PHRASE = (
+    ("forget_memory with undo=true", "`engram forget <id> --undo`"),
+    ("undo=true", "--undo"),
+    ("recall_memories", "`engram recall`"),
+    ("store_memory", "`engram store`"),
+    ("update_memory", "`engram update`"),
+    ("forget_memory", "`engram forget`"),
+    ("promote_memory", "`engram promote`"),
+    ("get_memory_status", "`engram status`"),
+    ("get_memory_context", "`engram context`"),
+    ("reflect_and_consolidate", "`engram consolidate`"),
+    ("search_knowledge_graph", "`engram recall --strategy graph`"),
+    ("include_forgotten", "`engram list --status all`"),
+)
+
+
+def for_cli(text: str) -> str:
+    """A message written for the MCP interface, with each tool name replaced by its CLI command."""
+    if not isinstance(text, str):
+        return text
+    for phrase, command in CLI_FOR_TOOL_PHRASE:
+        text = text.replace(phrase, command)
+    return text
 
 
 def _short(text: str, n: int = 100) -> str:
@@ -47,13 +109,24 @@ def _short(text: str, n: int = 100) -> str:
 def render_memory_line(m: dict[str, Any]) -> str:
     score = f"{m['score']:.3f} " if "score" in m else ""
     cat = f"/{m['category']}" if m.get("category") else ""
-    return f"{score}{m['id']}  [{m['scope']} {m['type']}{cat} imp={m['importance']:.2f} str={m.get('strength', 0):.2f}]  {_short(m['content'])}"
+    old = f"  (superseded by {m['superseded_by']})" if m.get("superseded_by") else ""
+    return f"{score}{m['id']}  [{m['scope']} {m['type']}{cat} imp={m['importance']:.2f} str={m.get('strength', 0):.2f}]  {_short(m['content'])}{old}"
+
+
+def render_stored(r: dict[str, Any]) -> str:
+    """`created memory:... (project semantic)`, then warnings and a possible supersession to act on."""
+    out = f"{r['action']} {r['memory_id']} ({r['scope']} {r['type']})" + "".join(f"\nwarning: {for_cli(w['message'])}" for w in r.get("warnings", []))
+    hint = r.get("possibly_supersedes")
+    if hint:
+        out += (f"\nclose to an older memory {hint['memory_id']} ({hint['similarity']}): {_short(hint['content'])}"
+                f"\nif the new one replaces it: engram update {r['memory_id']} --supersedes {hint['memory_id']}")
+    return out
 
 
 def render_recall(res: dict[str, Any]) -> str:
     lines = [render_memory_line(m) for m in res["memories"]]
     lines.append(f"({len(res['memories'])} of {res['total_matched']} matched, {res['strategy_used']}, {res['query_time_ms']} ms)")
-    lines += [f"warning: {w.get('message')}" for w in res.get("warnings", [])]
+    lines += [f"warning: {for_cli(w.get('message'))}" for w in res.get("warnings", [])]
     return "\n".join(lines)
 
 
@@ -84,6 +157,10 @@ def render_status(s: dict[str, Any]) -> str:
         lines.append(f"  {scope:<8} {info['total']:>6} memories ({types}); {info['entities']} entities{size}")
         if info.get("without_vectors"):
             lines.append(f"           {info['without_vectors']} without vectors: run `engram reindex`")
+    if s.get("config_problem"):
+        detail = "\n           ".join(str(s["config_problem"]).splitlines())
+        lines.append(f"  config   {detail}")
+        lines.append("           engram runs on the defaults for what is broken; fix the file or variable named above")
     e = s["embedding"]
     lines.append(f"  model    {e['model']} ({e['dimensions']}-d){' ERROR: ' + e['error'] if e.get('error') else ''}")
     wq = s.get("write_queue") or {}
@@ -106,6 +183,15 @@ class App:
     def call(self, op: str, payload: dict[str, Any] | None = None, **kw: Any) -> Any:
         return self.client.call(op, payload, project_root=self.project, session_id=self.session, **kw)
 
+    def call_with_progress(self, op: str, payload: dict[str, Any]) -> Any:
+        """A long operation: the daemon streams progress lines before its answer; they are drawn
+        as bars on a terminal (never with --json or into a pipe, see `progress_wanted`)."""
+        bars = ProgressBars(progress_wanted(bool(self.args.json)))
+        try:
+            return self.call(op, payload, on_progress=bars if bars.enabled else None)
+        finally:
+            bars.close()
+
     def out(self, result: Any, human: Callable[[Any], str] | None = None) -> None:
         if self.args.json or human is None:
             print(json.dumps(result, ensure_ascii=False, indent=None if self.args.json else 2, default=str))
@@ -117,25 +203,45 @@ def _csv(value: str | None) -> list[str] | None:
     return [v.strip() for v in value.split(",") if v.strip()] if value else None
 
 
+def _text_argument(text: str) -> str:
+    """The text to store: the argument, or standard input when it is `-` (as cat, git and
+    most tools read it), so long or multi-line text needs no shell quoting."""
+    if text != "-":
+        return text
+    if sys.stdin is None or sys.stdin.isatty():
+        raise EngramError("store -: reads the text from standard input, but none was piped in "
+                          "(e.g. `git log -1 --format=%B | engram store - --type episodic`)")
+    data = sys.stdin.buffer.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise EngramError(f"store -: standard input is not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})") from None
+
+
 def cmd_store(app: App) -> int:
     a = app.args
-    res = app.call("store", {"content": a.text, "type": a.type, "scope": a.scope, "importance": a.importance,
+    res = app.call("store", {"content": _text_argument(a.text), "type": a.type, "scope": a.scope, "importance": a.importance,
                              "tags": _csv(a.tags), "category": a.category, "summary": a.summary, "source": {"tool": "cli"}})
-    app.out(res, lambda r: f"{r['action']} {r['memory_id']} ({r['scope']} {r['type']})" + "".join(f"\nwarning: {w['message']}" for w in r.get("warnings", [])))
+    app.out(res, render_stored)
     return EXIT_OK
 
 
 def _recall_args(a: argparse.Namespace, query: str) -> dict[str, Any]:
     return {k: v for k, v in {"query": query, "scope": _csv(a.scope), "type": _csv(a.type), "limit": a.limit,
-                               "strategy": a.strategy, "category": _csv(a.category), "tags": _csv(a.tags)}.items() if v is not None}
+                               "strategy": a.strategy, "category": _csv(a.category), "tags": _csv(a.tags),
+                               "include_superseded": a.include_superseded or None}.items() if v is not None}
 
 
 def cmd_recall(app: App) -> int:
     a = app.args
     if a.batch:
         return _recall_batch(app)
-    if not a.query:
-        print("engram recall: give a QUERY or --batch FILE.jsonl", file=sys.stderr)
+    if a.query is None:
+        print("engram recall: give a QUERY or --batch FILE.jsonl (to browse without a query: engram list)", file=sys.stderr)
+        return EXIT_USAGE
+    if not a.query.strip():
+        print("engram recall: the query is empty. To see memories without a query, newest first, use "
+              "`engram list` (filters: --scope, --type, --status, --tag, --since, --older-than).", file=sys.stderr)
         return EXIT_USAGE
     app.out(app.call("recall", _recall_args(a, a.query)), render_recall)
     return EXIT_OK
@@ -166,6 +272,55 @@ def _recall_batch(app: App) -> int:
     return EXIT_OK if not failures else EXIT_ERROR
 
 
+def cmd_list(app: App) -> int:
+    """Browse memories newest first, a page at a time (no ranking, nothing strengthened)."""
+    a = app.args
+    payload = {k: v for k, v in {
+        "scope": _csv(a.scope), "type": _csv(a.type), "status": _csv(a.status), "tags": _csv(a.tag),
+        "category": _csv(a.category), "after": _age_bound(a.since, "--since"), "before": _age_bound(a.older_than, "--older-than"),
+        "limit": a.limit, "page": a.page}.items() if v is not None}
+    app.out(app.call("list", payload), lambda r: render_list(r, a))
+    return EXIT_OK
+
+
+AGE_UNITS_S = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def _age_bound(value: str | None, flag: str) -> str | None:
+    """`7d`, `12h`, `30m`, `2w` (that long ago) or an ISO date/date-time -> ISO 8601 (UTC)."""
+    if value is None:
+        return None
+    from datetime import datetime, timedelta, timezone
+
+    text = value.strip().lower()
+    if len(text) >= 2 and text[-1] in AGE_UNITS_S and text[:-1].isdigit():
+        return (datetime.now(timezone.utc) - timedelta(seconds=int(text[:-1]) * AGE_UNITS_S[text[-1]])).isoformat()
+    try:
+        when = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise EngramError(f"{flag} {value[:40]!r}: give an age such as 30m, 12h, 7d or 2w, or a date such as 2026-11-01") from None
+    return (when if when.tzinfo else when.replace(tzinfo=timezone.utc)).isoformat()
+
+
+def render_list(r: dict[str, Any], a: argparse.Namespace) -> str:
+    """One line per memory: bare id (accepted by show/update/forget), date, scope, type, status, preview."""
+    lines = []
+    for m in r["memories"]:
+        bare = str(m["id"]).split(":", 1)[-1]
+        when = str(m.get("created_at") or "")[:16].replace("T", " ")
+        cat = f"/{m['category']}" if m.get("category") else ""
+        lines.append(f"{bare}  {when}  {m['scope']:<7} {m['type'] + cat:<12} {m['status']:<9} {_short(m.get('summary') or m['content'], 80)}")
+    if not r["memories"]:
+        lines.append("(no memories match)" if r["total_matched"] or r["page"] == 1 else f"(page {r['page']} is past the last page, {r['pages']})")
+    else:
+        first = (r["page"] - 1) * r["limit"] + 1
+        lines.append(f"({first}-{first + len(r['memories']) - 1} of {r['total_matched']}, newest first; page {r['page']} of {r['pages']})")
+    if r.get("next_page"):
+        lines.append(f"next page: engram list --page {r['next_page']}" + ("" if a.limit is None else f" --limit {a.limit}") + " (same filters)")
+    lines += [f"warning: {for_cli(w.get('message'))}" for w in r.get("warnings", [])]
+    return "\n".join(lines)
+
+
 def cmd_show(app: App) -> int:
     app.out(app.call("get", {"memory_id": app.args.id, "history": app.args.history}), render_memory)
     return EXIT_OK
@@ -174,7 +329,7 @@ def cmd_show(app: App) -> int:
 def cmd_update(app: App) -> int:
     a = app.args
     payload: dict[str, Any] = {"memory_id": a.id}
-    for key in ("content", "summary", "importance", "category"):
+    for key in ("content", "summary", "importance", "category", "supersedes"):
         if getattr(a, key) is not None:
             payload[key] = getattr(a, key)
     if a.add_tags or a.remove_tags:
@@ -188,7 +343,8 @@ def cmd_forget(app: App) -> int:
     if a.purge_now:
         app.out(app.call("forget", {"memory_id": a.id, "reason": a.reason, "undo": a.undo, "purge_now": True}), _purged_line)
         return EXIT_OK
-    app.out(app.call("forget", {"memory_id": a.id, "reason": a.reason, "undo": a.undo}), lambda r: f"{r['memory_id']} is now {r['status']}")
+    app.out(app.call("forget", {"memory_id": a.id, "reason": a.reason, "undo": a.undo}),
+            lambda r: f"{r['memory_id']} is now {r['status']}" + ("" if a.undo else f"; `engram forget {r['memory_id']} --undo` restores it"))
     return EXIT_OK
 
 
@@ -212,10 +368,22 @@ def cmd_status(app: App) -> int:
     return EXIT_OK
 
 
+def _export_target(file: str) -> Path:
+    """The export file, checked here: a directory that does not exist is a typo far more often
+    than a wish, so it is an error (create it first), never a silent `mkdir -p`."""
+    path = Path(file).expanduser().resolve()
+    if path.is_dir():
+        raise EngramError(f"export: {file} is a directory; give a file name, e.g. {Path(file) / 'memories.jsonl'}")
+    if not path.parent.is_dir():
+        raise EngramError(f"export: the directory {path.parent} does not exist; create it first (mkdir -p {path.parent}) or choose another path")
+    return path
+
+
 def cmd_export(app: App) -> int:
     a = app.args
     scopes = _csv(a.scope) or ["project", "user"]
-    res = app.call("export", {"path": str(Path(a.file).resolve()), "scopes": scopes, "include_vectors": not a.no_vectors}, on_progress=_progress)
+    target = _export_target(a.file)
+    res = app.call_with_progress("export", {"path": str(target), "scopes": scopes, "include_vectors": not a.no_vectors})
     app.out(res, lambda r: f"exported to {r['path']}: " + ", ".join(f"{v} {k}" for k, v in r["counts"].items()))
     return EXIT_OK
 
@@ -223,19 +391,44 @@ def cmd_export(app: App) -> int:
 def cmd_import(app: App) -> int:
     a = app.args
     started = time.perf_counter()
-    res = app.call("import", {"path": str(Path(a.file).resolve()), "target_scope": a.scope}, on_progress=_progress)
+    res = app.call_with_progress("import", {"path": str(Path(a.file).expanduser().resolve()), "target_scope": a.scope})
     res["seconds"] = round(time.perf_counter() - started, 2)
-    app.out(res, lambda r: f"imported from {r['path']} in {r['seconds']} s: " + ", ".join(f"{v} {k}" for k, v in r["counts"].items()))
+    app.out(res, render_import)
     return EXIT_OK
+
+
+def render_import(r: dict[str, Any]) -> str:
+    """Counts, then each line that was not imported (file:line: why), so it can be fixed."""
+    lines = [f"imported from {r['path']} in {r['seconds']} s: " + ", ".join(f"{v} {k}" for k, v in r["counts"].items() if v)]
+    rejected = r.get("rejected") or []
+    for entry in rejected:
+        lines.append(f"not imported: {entry.get('error')}")
+    missing = int(r["counts"].get("rejected", 0)) - len(rejected)
+    if missing > 0:
+        lines.append(f"... and {missing} more lines not imported (see --json)")
+    return "\n".join(lines)
 
 
 def cmd_reindex(app: App) -> int:
-    app.out(app.call("reindex", {}, on_progress=_progress), lambda r: f"re-embedded {r['reindexed']} memories with {r['model']} ({r['failed']} failed)")
+    app.out(app.call_with_progress("reindex", {}), lambda r: f"re-embedded {r['reindexed']} memories with {r['model']} ({r['failed']} failed)")
     return EXIT_OK
 
 
+def render_maintain(r: dict[str, Any]) -> str:
+    lines = []
+    for scope, info in r.items():
+        if isinstance(info, dict) and info.get("error"):
+            lines.append(f"{scope}: not maintained: {info['error']}")
+        elif isinstance(info, dict):
+            moved = ", ".join(f"{k} {v}" for k, v in info.items() if v) or "nothing to change"
+            lines.append(f"{scope}: {moved}")
+        else:
+            lines.append(f"{scope}: {info}")
+    return "\n".join(lines)
+
+
 def cmd_maintain(app: App) -> int:
-    app.out(app.call("maintain"), lambda r: "\n".join(f"{scope}: {info}" for scope, info in r.items()))
+    app.out(app.call_with_progress("maintain", {}), render_maintain)
     return EXIT_OK
 
 
@@ -245,10 +438,43 @@ def cmd_context(app: App) -> int:
     return EXIT_OK
 
 
+def render_consolidation(r: dict[str, Any]) -> str:
+    """The consolidation plan (or what was applied) for a person, one item per line."""
+    applied = r.get("applied")
+    head = f"consolidation of the {r.get('scope')} scope" + (" (applied)" if applied else " (plan only; --apply to carry it out)")
+    lines = [head]
+    for item in r.get("consolidated_memories") or []:
+        lines.append(f"  summarise {len(item.get('derived_from') or [])} episodes -> {_short(item.get('content', ''), 90)}")
+    for p in r.get("patterns_detected") or []:
+        lines.append(f"  pattern x{p.get('frequency')} in {p.get('sessions')} sessions (for {p.get('suggested_scope')}): {_short(p.get('pattern', ''), 80)}")
+    for d in r.get("duplicates") or []:
+        lines.append(f"  duplicates: {', '.join(d.get('memory_ids') or [])}")
+    if r.get("archive_candidates"):
+        lines.append(f"  archive (low importance, never used): {', '.join(r['archive_candidates'])}")
+    for c in r.get("queued") or []:
+        lines.append(f"  queued for review: {c.get('memory_id')} ({c.get('reason')})")
+    if len(lines) == 1:
+        lines.append("  nothing to consolidate")
+    stats = r.get("session_stats") or {}
+    lines.append(f"  {stats.get('memories_analyzed', 0)} memories analysed")
+    if applied:
+        lines.append(f"  applied: {len(applied.get('created') or [])} summaries created, {applied.get('merged', 0)} duplicates merged, "
+                     f"{applied.get('archived', 0)} archived")
+    return "\n".join(lines)
+
+
 def cmd_consolidate(app: App) -> int:
     res = app.call("consolidate", {"strategy": app.args.strategy, "dry_run": not app.args.apply})
-    app.out(res, None)
+    app.out(res, render_consolidation)
     return EXIT_OK
+
+
+def render_daemon(r: dict[str, Any]) -> str:
+    if r.get("stopping"):
+        return "engram daemon stopping"
+    if r.get("pong"):
+        return f"engram daemon running (pid {r.get('pid')}{', ready' if r.get('ready', True) else ', loading'})"
+    return f"engram daemon not running: {r.get('message', '')}".rstrip(": ")
 
 
 def cmd_daemon(app: App) -> int:
@@ -261,7 +487,7 @@ def cmd_daemon(app: App) -> int:
             res = client.call("ping")
     except EngramError as exc:
         res = {"running": False, "message": exc.message}
-    app.out(res, None)
+    app.out(res, render_daemon)
     return EXIT_OK
 
 
@@ -292,17 +518,21 @@ def build_parser() -> argparse.ArgumentParser:
     add = sub.add_parser
     sub.add_parser = lambda *a, **kw: add(*a, parents=[common], **kw)  # --json also after the command
 
-    s = sub.add_parser("store", help="store a memory", description="Store a memory. Example: engram store 'Run tests with make test' --type procedural --scope project --tags testing")
-    s.add_argument("text")
-    s.add_argument("--type", required=True, choices=["episodic", "semantic", "procedural", "working"])
-    s.add_argument("--scope", required=True, choices=["session", "project", "user"])
+    s = sub.add_parser("store", help="store a memory", description="Store a memory. Example: engram store 'Run tests with make test' --type procedural --scope project --tags testing; "
+                       "or pipe the text in: git log -1 --format=%B | engram store - --type episodic")
+    s.add_argument("text", help="the text to remember; - reads it from standard input")
+    s.add_argument("--type", default=DEFAULT_STORE_TYPE, choices=["episodic", "semantic", "procedural", "working"],
+                   help=f"semantic: a fact; procedural: how to do something; episodic: an event; working: scratch (default: {DEFAULT_STORE_TYPE})")
+    s.add_argument("--scope", default=DEFAULT_STORE_SCOPE, choices=["session", "project", "user"],
+                   help=f"project: this codebase; user: everywhere; session: this conversation (default: {DEFAULT_STORE_SCOPE})")
     s.add_argument("--tags", help="comma-separated")
     s.add_argument("--importance", type=float)
     s.add_argument("--category", help="decision, convention, error_fix, preference, ...")
     s.add_argument("--summary")
     s.set_defaults(fn=cmd_store)
 
-    r = sub.add_parser("recall", help="search memories across scopes", description="Recall memories. Example: engram recall 'how do I run the tests' --limit 5")
+    r = sub.add_parser("recall", help="search memories across scopes", description="Recall memories. Example: engram recall 'how do I run the tests' --limit 5 "
+                       "(to browse without a query, newest first: engram list)")
     r.add_argument("query", nargs="?")
     r.add_argument("--scope", help="session,project,user (comma-separated)")
     r.add_argument("--type", help="comma-separated types")
@@ -311,7 +541,23 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--limit", type=int, default=10)
     r.add_argument("--strategy", choices=["hybrid", "vector", "keyword", "graph"], default="hybrid")
     r.add_argument("--batch", help="JSONL file of queries ('-' for stdin): one answer per line")
+    r.add_argument("--include-superseded", action="store_true",
+                   help="also memories replaced by a newer one (hidden by default; each names its successor)")
     r.set_defaults(fn=cmd_recall)
+
+    ls = sub.add_parser("list", help="browse memories newest first, by scope, type, status, tag and age",
+                        description="Browse memories newest first, a page at a time; nothing is ranked or strengthened. "
+                                    "Example: engram list --scope project --type procedural --since 7d")
+    ls.add_argument("--scope", help="session,project,user (comma-separated; default: all)")
+    ls.add_argument("--type", help="episodic,semantic,procedural,working (comma-separated; default: all)")
+    ls.add_argument("--status", help="created,active,consolidated,archived,forgotten or all (default: created,active,consolidated)")
+    ls.add_argument("--tag", help="only memories with any of these tags (comma-separated)")
+    ls.add_argument("--category", help="decision, convention, error_fix, preference, ... (comma-separated)")
+    ls.add_argument("--since", help="created at most this long ago (30m, 12h, 7d, 2w) or since a date (2026-11-01)")
+    ls.add_argument("--older-than", help="created at least this long ago (30m, 12h, 7d, 2w) or before a date")
+    ls.add_argument("--limit", type=int, default=None, help="memories per page (default 20, at most 200)")
+    ls.add_argument("--page", type=int, default=1, help="page number, 1 = newest (default 1)")
+    ls.set_defaults(fn=cmd_list)
 
     sh = sub.add_parser("show", help="show one memory", description="Example: engram show memory:01J... --history")
     sh.add_argument("id")
@@ -326,6 +572,7 @@ def build_parser() -> argparse.ArgumentParser:
     u.add_argument("--category")
     u.add_argument("--add-tags")
     u.add_argument("--remove-tags")
+    u.add_argument("--supersedes", metavar="OLD_ID", help="this memory replaces OLD_ID: recall hides OLD_ID from then on")
     u.set_defaults(fn=cmd_update)
 
     f = sub.add_parser("forget", help="soft-delete a memory (undo with --undo)", description="Example: engram forget memory:01J... --reason outdated")
@@ -364,7 +611,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--max-tokens", type=int, default=1200)
     c.set_defaults(fn=cmd_context)
 
-    co = sub.add_parser("consolidate", help="show (or --apply) the consolidation plan")
+    co = sub.add_parser("consolidate", help="show (or --apply) the consolidation plan", description="Plan a consolidation of the current scope; --apply carries it out.")
     co.add_argument("--strategy", choices=["summarize", "extract_patterns", "full"], default="full")
     co.add_argument("--apply", action="store_true")
     co.set_defaults(fn=cmd_consolidate)
@@ -386,9 +633,9 @@ def main(argv: list[str] | None = None) -> int:
         return args.fn(app)
     except EngramError as exc:
         if getattr(args, "json", False):
-            print(json.dumps(exc.envelope()), file=sys.stderr)
+            print(json.dumps({**exc.envelope(), "message": for_cli(exc.message)}), file=sys.stderr)
         else:
-            print(f"engram: {exc.message}", file=sys.stderr)
+            print(f"engram: {for_cli(exc.message)}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
         return 130

@@ -37,6 +37,9 @@ from frontmatter.default_handlers import YAMLHandler
 
 CONFIG_FILE_NAME = "engram.local.md"
 ENV_PREFIX = "ENGRAM_"
+#: How alike (difflib ratio, 0..1) an unknown ``ENGRAM_*`` name must be to a key to be
+#: reported as a likely typo; 0.8 allows one or two slips in a short key name.
+ENV_NEAR_MISS_SIMILARITY = 0.8
 
 #: ``ENGRAM_*`` variables that carry runtime plumbing, not settings; they must
 #: not be mistaken for misspelt config keys.
@@ -198,9 +201,14 @@ class ConfigProblem:
     source: str  # display path of a file, or "env ENGRAM_X"
     key: str | None  # None when the problem concerns the whole file
     message: str
+    severity: str = "error"  # "warning": reported, but nothing of engram's own was wrong or ignored
 
     def __str__(self) -> str:
-        return f"{self.source}: {self.message}"
+        return f"{self.source}: {'warning: ' if self.severity == 'warning' else ''}{self.message}"
+
+    @property
+    def is_error(self) -> bool:
+        return self.severity != "warning"
 
 
 class ConfigError(ValueError):
@@ -278,8 +286,9 @@ def load_config(
     Raises :class:`ConfigError` listing every problem found in any layer.
     """
     values, sources, problems = _collect(project_root, home, environ)
-    if problems:
-        raise ConfigError(problems)
+    errors = [p for p in problems if p.is_error]
+    if errors:
+        raise ConfigError(errors)
     return Config(**values, sources=sources)
 
 
@@ -406,9 +415,9 @@ def _env_layer(environ: Mapping[str, str], problems: list[ConfigProblem]) -> dic
         source = f"env {name}"
         key = name[len(ENV_PREFIX):].lower()
         if key not in _PROPERTIES:
-            match = difflib.get_close_matches(key, list(_PROPERTIES), n=1)
-            hint = f"; did you mean {ENV_PREFIX}{match[0].upper()}?" if match else ""
-            problems.append(ConfigProblem(source, key, f"unknown setting {name} (no config key '{key}'){hint}"))
+            problem = _unknown_env_var(name, key)
+            if problem is not None:
+                problems.append(problem)
             continue
         try:
             value = _parse_env_value(key, environ[name])
@@ -421,6 +430,17 @@ def _env_layer(environ: Mapping[str, str], problems: list[ConfigProblem]) -> dic
         if not key_problems:
             layer[key] = (source, value)
     return layer
+
+
+def _unknown_env_var(name: str, key: str) -> ConfigProblem | None:
+    """An ``ENGRAM_*`` variable that is no setting: a warning when it looks like a misspelt
+    key, else nothing at all. The prefix is not ours alone (another Claude Code memory tool
+    reads ``ENGRAM_DATA_DIR``, for one), so a variable unlike every key is another tool's."""
+    match = difflib.get_close_matches(key, list(_PROPERTIES), n=1, cutoff=ENV_NEAR_MISS_SIMILARITY)
+    if not match:
+        return None
+    return ConfigProblem(f"env {name}", key, f"unknown setting {name} (no config key '{key}'); did you mean {ENV_PREFIX}{match[0].upper()}?",
+                         severity="warning")
 
 
 def _parse_env_value(key: str, raw: str) -> Any:

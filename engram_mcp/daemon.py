@@ -48,7 +48,7 @@ from .connections import LISTEN_BACKLOG, ConnectionServer
 from .errors import EngramError, InvalidInput, MemoryNotFound, StoreUnavailable
 
 LOCK_NAME = "engramd.lock"
-PROGRESS_OPS = ("export", "import", "reindex")
+PROGRESS_OPS = ("export", "import", "reindex", "maintain")
 # Writes that are queued (and answered as accepted) when their store is unavailable.
 QUEUEABLE_OPS = ("store", "update", "tag", "forget", "link", "promote", "session_end", "hook_capture", "hook_session_end")
 # Replays of these are keyed by the spool entry id (`request_id`), so applying one twice stores once.
@@ -68,7 +68,8 @@ def operations() -> dict[str, Callable[..., Any]]:
     return {
         "ping": lambda s, c, a: {"pong": True, "pid": os.getpid()},
         "store": lambda s, c, a: s.store(c, **a),
-        "recall": lambda s, c, a: s.recall(c, **a),
+        "recall": lambda s, c, a: (lambda fn, kw: fn(c, **kw))(*_recall_route(s, a)),
+        "list": lambda s, c, a: s.list_memories(c, **a),
         "get": lambda s, c, a: s.get(c, **a),
         "update": lambda s, c, a: s.update(c, **a),
         "tag": lambda s, c, a: s.tag(c, **a),
@@ -81,13 +82,49 @@ def operations() -> dict[str, Callable[..., Any]]:
         "consolidate": lambda s, c, a: s.consolidate(c, **a),
         "session_start": lambda s, c, a: s.session_start(c, **a),
         "session_end": lambda s, c, a: s.session_end(c, **a),
-        "maintain": lambda s, c, a: s.maintain(c),
+        "maintain": lambda s, c, a: s.maintain(c, **a),
         "export": lambda s, c, a: s.export(c, **a),
         "import": lambda s, c, a: s.import_(c, **a),
         "reindex": lambda s, c, a: s.reindex(c, **a),
         "shutdown": lambda s, c, a: {"stopping": True},
         **hook_ops.operations(),
     }
+
+
+def _decode_problem(exc: BaseException) -> str:
+    """Why a request line could not be decoded, in a few words."""
+    if isinstance(exc, RecursionError):
+        return "nested too deeply"
+    if isinstance(exc, UnicodeDecodeError):
+        return f"not UTF-8 ({exc.reason} at byte {exc.start})"
+    if isinstance(exc, json.JSONDecodeError):
+        return f"{exc.msg} at column {exc.colno}"
+    return str(exc)[:200]
+
+
+def _recall_route(service: Any, args: dict[str, Any]) -> tuple[Callable[..., Any], dict[str, Any]]:
+    """(operation, its arguments) for a recall request.
+
+    `recall_memories` with mode "list" browses newest first (no query, no ranking, no
+    strengthening) instead of searching: one tool for both keeps the MCP surface lean.
+    The call itself happens in the op table's lambdas, so bad argument names are still
+    told apart from bugs (`_is_argument_error`).
+    """
+    args = dict(args)
+    if args.pop("mode", "search") != "list":
+        if "query" not in args:
+            raise InvalidInput("query is required (or mode 'list' to browse memories newest first)", field="query")
+        if "page" in args:
+            raise InvalidInput("page is a parameter of mode 'list' only", field="page")
+        return service.recall, args
+    time_range = args.pop("time_range", None) or {}
+    include_forgotten = args.pop("include_forgotten", False)
+    args.pop("query", None)
+    args.pop("strategy", None)
+    if args.pop("min_importance", None):
+        raise InvalidInput("min_importance is not a filter of mode 'list'", field="min_importance")
+    args.setdefault("status", "all" if include_forgotten else None)
+    return service.list_memories, {**args, "after": time_range.get("after"), "before": time_range.get("before")}
 
 
 def _decode_problem(exc: BaseException) -> str:

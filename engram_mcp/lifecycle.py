@@ -17,7 +17,7 @@ Session scopes are never decayed: their memories do not decay during the session
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
@@ -61,18 +61,27 @@ def maintain_if_due(svc: "MemoryService", ctx: "RequestContext") -> dict[str, An
     return maintain(svc, ctx)
 
 
-def maintain(svc: "MemoryService", ctx: "RequestContext", *, now: float | None = None) -> dict[str, Any]:
-    """Run the lifecycle pass over the project and user scopes."""
+def maintain(svc: "MemoryService", ctx: "RequestContext", *, now: float | None = None,
+             progress: Callable[[int, int | None, str], None] | None = None) -> dict[str, Any]:
+    """Run the lifecycle pass over the project and user scopes (`progress`: memories done of all, per scope)."""
     now = time.time() if now is None else now
     report: dict[str, Any] = {}
     with svc.lock:
+        handles: dict[str, Any] = {}
         for scope in ("project", "user"):
             try:
-                h = svc.handle(ctx, scope)
+                handles[scope] = svc.handle(ctx, scope)
             except Exception as exc:
                 report[scope] = {"error": str(exc)[:200]}
-                continue
+        total = sum(len(h.index) for h in handles.values())
+        done = 0
+        for scope, h in handles.items():
+            if progress:
+                progress(done, total, "maintain")
             report[scope] = _maintain_scope(h, now, on_purge=_sighting_dropper(svc, h))
+            done += len(h.index)
+        if progress:
+            progress(total, total, "maintain")
         project = svc.handle(ctx, "project")
         project.q(q.SET_META, {"key": MAINTENANCE_META_KEY, "value": {"at": now_dt(), "report": report}})
     return report

@@ -95,7 +95,7 @@ class MemoryService:
         self.user_dir = Path(user_dir) if user_dir else default_user_dir(home)
         self.lock = threading.RLock()
         self.state = ServiceState()
-        self._config_cache: dict[Path | None, tuple[float, Config]] = {}
+        self._config_cache: dict[Path | None, tuple[tuple, Config, str | None]] = {}  # stamp, config, its problem
         self._embedder = embedder
         self._embedder_lock = threading.Lock()
         self.registry = StoreRegistry(self.user_dir, self._new_index)
@@ -111,12 +111,13 @@ class MemoryService:
         stamp = _config_stamp(self.home, project_root)
         cached = self._config_cache.get(project_root)
         if cached and cached[0] == stamp:
+            self.state.config_problem = cached[2]  # this project's problem, not the last one seen elsewhere
             return cached[1]
         cfg, problem = load_config_lenient(project_root, home=self.home)
         if problem is not None:
             log.warning("config: %s; running on defaults for the broken part", problem)
         self.state.config_problem = str(problem) if problem is not None else None
-        self._config_cache[project_root] = (stamp, cfg)
+        self._config_cache[project_root] = (stamp, cfg, self.state.config_problem)
         return cfg
 
     @property
@@ -941,6 +942,8 @@ class MemoryService:
     # ------------------------------------------------------------------ status
     def status(self, ctx: RequestContext) -> dict[str, Any]:
         """Health and counts across the caller's scopes; never raises for a broken store."""
+        self.config(ctx.project_root)  # reads and validates the config files now: status reports their state, not a stale one
+        config_problem = self.state.config_problem
         with self.lock:
             scopes: dict[str, Any] = {}
             degraded = []
@@ -992,7 +995,7 @@ class MemoryService:
                     "error": self.state.embedding_error,
                 },
                 "current_session": {"session_id": ctx.session_id} if ctx.session_id else None,
-                "config_problem": self.state.config_problem,
+                "config_problem": config_problem,
             }
 
 
@@ -1029,18 +1032,19 @@ def _bind_operations() -> None:
     Each concept keeps its home (graph.py, promotion.py, ...); the service exposes them
     under one name so the daemon's dispatch table and in-process callers see one API.
     """
-    from . import consolidate, context, lifecycle, promotion, transfer
+    from . import browse, consolidate, context, lifecycle, promotion, transfer
 
     MemoryService.graph_search = lambda self, ctx, **kw: graph_ops.search(self, ctx, **kw)
     MemoryService.promote = lambda self, ctx, memory_id, target_scope, reason=None: promotion.promote(self, ctx, memory_id, target_scope, reason)
     MemoryService.session_start = lambda self, ctx, info=None: promotion.session_start(self, ctx, info)
     MemoryService.session_end = lambda self, ctx, summary=None: promotion.session_end(self, ctx, summary=summary)
     MemoryService.context = lambda self, ctx, **kw: context.build_context(self, ctx, **kw)
-    MemoryService.maintain = lambda self, ctx: lifecycle.maintain(self, ctx)
+    MemoryService.maintain = lambda self, ctx, progress=None: lifecycle.maintain(self, ctx, progress=progress)
     MemoryService.consolidate = lambda self, ctx, **kw: consolidate.consolidate(self, ctx, **kw)
     MemoryService.export = lambda self, ctx, path, **kw: transfer.export(self, ctx, Path(path), **kw)
     MemoryService.import_ = lambda self, ctx, path, **kw: transfer.import_(self, ctx, Path(path), **kw)
     MemoryService.reindex = lambda self, ctx, **kw: transfer.reindex(self, ctx, **kw)
+    MemoryService.list_memories = lambda self, ctx, **kw: browse.list_memories(self, ctx, **kw)
 
 
 _bind_operations()

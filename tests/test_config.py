@@ -226,10 +226,19 @@ def test_runtime_env_vars_are_ignored(home: Path) -> None:
     assert {"ENGRAM_HOME", "ENGRAM_SESSION_ID", "ENGRAM_TEST_FAKE_EMBEDDER", "ENGRAM_PYTHON"} <= RUNTIME_ENV_VARS
 
 
-def test_unknown_engram_env_var_is_an_error_with_a_suggestion(home: Path) -> None:
-    [problem] = problems_of(None, home, {"ENGRAM_CONTEXT_BUDGET": "800"})
-    assert problem.source == "env ENGRAM_CONTEXT_BUDGET"
+def test_misspelt_engram_env_var_is_a_warning_with_a_suggestion(home: Path) -> None:
+    [problem] = check_config_files(None, home=home, environ={"ENGRAM_CONTEXT_BUDGET": "800"})
+    assert problem.source == "env ENGRAM_CONTEXT_BUDGET" and problem.severity == "warning" and not problem.is_error
     assert "did you mean ENGRAM_CONTEXT_TOKEN_BUDGET?" in problem.message
+    assert load_config(home=home, environ={"ENGRAM_CONTEXT_BUDGET": "800"}).as_dict() == DEFAULTS  # a warning, not an error
+
+
+@pytest.mark.parametrize("name", ["ENGRAM_DATA_DIR", "ENGRAM_API_KEY", "ENGRAM_DB_PATH", "ENGRAM_URL", "ENGRAM_NOPE"])
+def test_engram_env_vars_of_other_tools_are_not_reported(home: Path, name: str) -> None:
+    """The ENGRAM_ prefix is shared (another Claude Code memory tool reads ENGRAM_DATA_DIR):
+    a variable unlike every setting belongs to someone else and is not engram's problem."""
+    assert check_config_files(None, home=home, environ={name: "/somewhere"}) == []
+    assert load_config(home=home, environ={name: "/somewhere"}).as_dict() == DEFAULTS
 
 
 def test_environ_defaults_to_os_environ(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -359,8 +368,8 @@ def test_scope_weights_must_have_all_three_scopes_in_range(home: Path) -> None:
 def test_check_config_files_returns_problems_without_raising(home: Path, project: Path) -> None:
     write_user(home, "fusion: mix\n")
     write(project_config_path(project), "---\nrrf_k: [\n---\n")
-    problems = check_config_files(project, home=home, environ={"ENGRAM_NOPE": "1"})
-    assert [p.source for p in problems] == [USER_FILE, str(project_config_path(project)), "env ENGRAM_NOPE"]
+    problems = check_config_files(project, home=home, environ={"ENGRAM_FUSON": "1"})
+    assert [p.source for p in problems] == [USER_FILE, str(project_config_path(project)), "env ENGRAM_FUSON"]
     assert check_config_files(project, home=home / "elsewhere", environ={}) == [
         problems[1]
     ]
