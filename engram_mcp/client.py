@@ -9,7 +9,6 @@ session, so it never becomes a zombie of a short-lived hook) and waits for it.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import json
 import os
@@ -22,6 +21,8 @@ from typing import Any
 from .errors import DaemonUnavailable, error_from_envelope
 
 SOCKET_NAME = "engramd.sock"
+#: In the user directory: the private directory holding the socket when its direct path is too long.
+SOCKET_DIR_RECORD = "engramd.sockdir"
 MAX_SOCKET_PATH = 100  # AF_UNIX paths are limited to ~104-108 bytes
 DEFAULT_TIMEOUT_S = 120.0
 START_TIMEOUT_S = 60.0
@@ -42,21 +43,94 @@ def user_dir_from_env(home: Path | None = None) -> Path:
     return (home or Path.home()) / ".claude" / "engram"
 
 
-def socket_path(user_dir: Path) -> Path:
-    """`<user_dir>/engramd.sock`, or a private /tmp directory when that path is too long."""
+def socket_path(user_dir: Path, *, create: bool = False) -> Path:
+    """Where the daemon of `user_dir` listens: `<user_dir>/engramd.sock` when that fits AF_UNIX.
+
+    When it is too long, the socket lives in a private directory the daemon made with a random
+    name (`mkdtemp`: 0700, ours, unguessable, so no other local user can take or squat it), in
+    `$XDG_RUNTIME_DIR` when that is a private directory of ours, else in /tmp. Its path is
+    recorded in `<user_dir>/engramd.sockdir` (the user directory is 0700), which is how clients
+    find it; a recorded directory is used only while it is still a real 0700 directory owned by
+    this user. Only the daemon (`create=True`, holding the user directory's lock) makes one;
+    without a usable record a client gets the too-long path, fails to connect, and starts the
+    daemon, which records a new directory.
+    """
     override = os.environ.get("ENGRAM_SOCKET")
     if override:
         return Path(override)
     direct = Path(user_dir) / SOCKET_NAME
-    if len(str(direct)) <= MAX_SOCKET_PATH:
+    if _fits(direct):
         return direct
-    digest = hashlib.sha256(str(Path(user_dir).resolve()).encode()).hexdigest()[:16]
-    base = Path("/tmp") / f"engram-{os.getuid()}"
-    base.mkdir(mode=0o700, exist_ok=True)
-    st = base.stat()
-    if st.st_uid != os.getuid() or st.st_mode & 0o077:
-        raise DaemonUnavailable(f"{base} is not a private directory owned by you; refusing to use it for the engram socket")
-    return base / f"{digest}.sock"
+    recorded = _recorded_socket_dir(Path(user_dir))
+    if recorded is not None:
+        return recorded / SOCKET_NAME
+    if not create:
+        return direct
+    return _new_socket_dir(Path(user_dir)) / SOCKET_NAME
+
+
+def _fits(path: Path) -> bool:
+    return len(os.fsencode(str(path))) <= MAX_SOCKET_PATH
+
+
+def _private_dir_ok(path: Path) -> bool:
+    """A real directory (not a link), owned by this user, with no access for anyone else."""
+    import stat
+
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077
+
+
+def _recorded_socket_dir(user_dir: Path) -> Path | None:
+    """The socket directory the daemon recorded, if it is still private and short enough."""
+    try:
+        fd = os.open(user_dir / SOCKET_DIR_RECORD, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        raw = os.read(fd, 4096).decode("utf-8", "replace").strip()
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    path = Path(raw)
+    if not raw or not path.is_absolute() or not _fits(path / SOCKET_NAME) or not _private_dir_ok(path):
+        return None
+    return path
+
+
+def _new_socket_dir(user_dir: Path) -> Path:
+    """Make a fresh private socket directory and record it (the daemon only, under its lock)."""
+    import tempfile
+
+    bases = [os.environ.get("XDG_RUNTIME_DIR"), os.environ.get("TMPDIR"), "/tmp"]
+    for base in bases:
+        if not base or not os.path.isabs(base) or not _fits(Path(base) / "engram-0000-xxxxxxxx" / SOCKET_NAME):
+            continue
+        if base == os.environ.get("XDG_RUNTIME_DIR") and not _private_dir_ok(Path(base)):
+            continue  # a runtime directory that is not ours alone is no better than /tmp
+        try:
+            made = Path(tempfile.mkdtemp(prefix=f"engram-{os.getuid()}-", dir=base))
+        except OSError:
+            continue
+        os.chmod(made, 0o700)  # mkdtemp's mode is masked by the umask
+        if not _private_dir_ok(made):
+            continue
+        tmp = user_dir / f".{SOCKET_DIR_RECORD}.{os.getpid()}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            os.write(fd, str(made).encode())
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, user_dir / SOCKET_DIR_RECORD)
+        return made
+    raise DaemonUnavailable(f"the socket path {user_dir / SOCKET_NAME} is too long for a Unix socket and no private "
+                            "directory could be made for it in $XDG_RUNTIME_DIR, $TMPDIR or /tmp; set ENGRAM_SOCKET "
+                            "to a short path in a directory only you can write")
 
 
 def plugin_env_python(data: Path, root: Path = PACKAGE_PARENT) -> Path | None:
@@ -120,9 +194,9 @@ def spawn_daemon(user_dir: Path, python: str | None = None) -> "subprocess.Popen
     python = python or find_python()
     if python is None:
         return None
-    user_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-    logs = user_dir / "logs"
-    logs.mkdir(exist_ok=True, mode=0o700)
+    from .paths import make_private_dirs  # every level 0700, whatever the umask
+
+    logs = make_private_dirs(user_dir / "logs")
     env = dict(os.environ)
     env["PYTHONPATH"] = str(PACKAGE_PARENT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env["ENGRAM_HOME"] = str(user_dir)

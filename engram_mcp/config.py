@@ -14,17 +14,25 @@ is always reported against the file or variable that caused it.  All problems
 are collected first and raised together in one :class:`ConfigError`: fixing a
 config file one error per run is miserable.
 
-This module imports nothing else from ``engram_mcp`` so that every other
-module (hooks, daemon, CLI) can load configuration without import cycles.
+This module imports nothing else from ``engram_mcp`` but the standard-library-only
+``paths`` helpers, so that every other module (hooks, daemon, CLI) can load
+configuration without import cycles.
+
+Config files are untrusted input (a repository commits its ``.claude``): the project
+file is never read through a link, at most 64 KiB is read, YAML anchors and aliases
+are refused (an alias bomb of a few hundred bytes expands to gigabytes), and messages
+echo only a clipped prefix of any value.
 """
 
 from __future__ import annotations
 
 import copy
 import difflib
+import errno
 import json
 import math
 import os
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +42,8 @@ import frontmatter
 import jsonschema
 import yaml
 from frontmatter.default_handlers import YAMLHandler
+
+from .paths import describe
 
 CONFIG_FILE_NAME = "engram.local.md"
 ENV_PREFIX = "ENGRAM_"
@@ -332,15 +342,15 @@ def _collect(
     sources = {key: "default" for key in values}
     problems: list[ConfigProblem] = []
 
-    paths = [user_config_path(home)]
+    paths: list[tuple[Path, Path | None]] = [(user_config_path(home), None)]
     if project_root is not None:
-        paths.append(project_config_path(Path(project_root)))
-    for path in paths:
+        paths.append((project_config_path(Path(project_root)), Path(project_root)))
+    for path, within in paths:
         display = _display_path(path, home)
-        layer, file_problems = _read_file(path, display)
+        layer, file_problems = _read_file(path, display, within=within)
         problems += file_problems
         layer_problems = _validate(layer, display)
-        problems += layer_problems
+        problems += _capped(layer_problems, display)
         rejected = {problem.key for problem in layer_problems}
         for key, value in layer.items():
             if key in _PROPERTIES and key not in rejected:  # keep the merged result well-typed
@@ -360,20 +370,76 @@ def _display_path(path: Path, home: Path) -> str:
         return str(path)
 
 
-def _read_file(path: Path, display: str) -> tuple[dict[str, Any], list[ConfigProblem]]:
-    """Frontmatter of one config file as a dict; a missing file is an empty layer."""
-    if not path.is_file():
-        return {}, []
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        return {}, [ConfigProblem(display, None, f"cannot read file: {exc}")]
+#: A config file is a few hundred bytes; anything past this is not read (hostile or mistaken).
+MAX_CONFIG_FILE_BYTES = 64 * 1024
+#: Bounds on the YAML a config file may hold: nesting depth and number of nodes. With aliases
+#: and anchors refused, these keep parsing and every message about the values small.
+MAX_YAML_DEPTH = 20
+MAX_YAML_NODES = 5000
+#: Problems reported per file; the rest are counted (a file of 5,000 unknown keys is one mistake).
+MAX_PROBLEMS_PER_FILE = 20
+#: Characters of a value or key echoed in a message.
+SHOWN_VALUE_CHARS = 80
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
-    handler = YAMLHandler()  # explicit: a body starting with "{" must not be taken for JSON
+
+class _UntrustedYAMLHandler(YAMLHandler):
+    """YAML frontmatter as untrusted input: no aliases or anchors, bounded depth and size.
+
+    An alias bomb (a few hundred bytes of `&a [*b, *b, ...]`) expands to billions of nodes
+    the moment anything walks it (validation, json.dumps of an error message), which stalled
+    the daemon for every project. Events are vetted before anything is built.
+    """
+
+    def load(self, fm: str, **kwargs: object) -> Any:
+        _vet_yaml_events(fm)
+        kwargs.setdefault("Loader", _YAML_LOADER)
+        return super().load(fm, **kwargs)
+
+
+def _vet_yaml_events(fm: str) -> None:
+    """Refuse anchors, aliases, deep nesting and too many nodes (raises a marked YAMLError)."""
+    depth = nodes = 0
+    for event in yaml.parse(fm, Loader=_YAML_LOADER):
+        refusal = None
+        if isinstance(event, yaml.AliasEvent):
+            refusal = "YAML aliases (*name) are not allowed in engram config files"
+        elif isinstance(event, yaml.NodeEvent):
+            nodes += 1
+            if event.anchor is not None:
+                refusal = "YAML anchors (&name) are not allowed in engram config files"
+            elif nodes > MAX_YAML_NODES:
+                refusal = f"more than {MAX_YAML_NODES} YAML values"
+            elif isinstance(event, yaml.CollectionStartEvent):
+                depth += 1
+                if depth > MAX_YAML_DEPTH:
+                    refusal = f"YAML nested deeper than {MAX_YAML_DEPTH} levels"
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+        if refusal is not None:
+            raise yaml.MarkedYAMLError(problem=refusal, problem_mark=event.start_mark)
+
+
+def _read_file(path: Path, display: str, *, within: Path | None = None) -> tuple[dict[str, Any], list[ConfigProblem]]:
+    """Frontmatter of one config file as a dict; a missing file is an empty layer.
+
+    `within` is the project root for the project file: the repository decides what is at
+    `.claude/engram.local.md`, so neither `.claude` nor the file may be a link there.
+    """
+    try:
+        text = _read_config_text(path, display, within)
+    except _Unreadable as exc:
+        return {}, [ConfigProblem(display, None, str(exc))]
+    if text is None:
+        return {}, []
+
+    handler = _UntrustedYAMLHandler()  # explicit: a body starting with "{" must not be taken for JSON
     try:
         post = frontmatter.loads(text, handler=handler)
     except yaml.YAMLError as exc:
         return {}, [ConfigProblem(display, None, _yaml_error_message(text, exc))]
+    except (ValueError, TypeError, RecursionError, OverflowError) as exc:  # e.g. a date 2024-13-45, a 5,000-digit int
+        return {}, [ConfigProblem(display, None, f"broken YAML frontmatter: {_clip(str(exc))}")]
 
     stripped = text.strip()
     if not post.metadata and handler.detect(stripped):
@@ -382,10 +448,95 @@ def _read_file(path: Path, display: str) -> tuple[dict[str, Any], list[ConfigPro
             raw = handler.load(handler.split(stripped)[0])
         except ValueError:
             return {}, [ConfigProblem(display, None, "YAML frontmatter opened with '---' is never closed by '---'")]
+        except yaml.YAMLError as exc:
+            return {}, [ConfigProblem(display, None, _yaml_error_message(text, exc))]
         if raw is not None and not isinstance(raw, dict):
             kind = type(raw).__name__
             return {}, [ConfigProblem(display, None, f"YAML frontmatter must be a mapping of key: value, not a {kind}")]
-    return {str(key): value for key, value in post.metadata.items()}, []
+    return {_clip(str(key)): value for key, value in post.metadata.items()}, []
+
+
+class _Unreadable(Exception):
+    """A config file that exists but is not read; the message says why and what to do."""
+
+
+def _read_config_text(path: Path, display: str, within: Path | None) -> str | None:
+    """The file's text (at most MAX_CONFIG_FILE_BYTES), or None when there is no file."""
+    try:
+        fd = _open_config(path, within)
+    except FileNotFoundError:
+        return None
+    except _Unreadable:
+        raise
+    except OSError as exc:
+        raise _Unreadable(f"cannot read file: {exc.strerror or exc}") from None
+    if fd is None:
+        return None
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise _Unreadable("is a directory, not a config file; running on the defaults")
+        if not stat.S_ISREG(st.st_mode):
+            raise _Unreadable("is not a regular file (a fifo, socket or device); not read, running on the defaults")
+        data = os.read(fd, MAX_CONFIG_FILE_BYTES + 1)
+    except OSError as exc:
+        raise _Unreadable(f"cannot read file: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+    if len(data) > MAX_CONFIG_FILE_BYTES:
+        raise _Unreadable(f"is larger than {MAX_CONFIG_FILE_BYTES // 1024} KiB, far more than any engram config; "
+                          "not read, running on the defaults")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _Unreadable(f"cannot read file: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+
+
+def _open_config(path: Path, within: Path | None) -> int | None:
+    """A read descriptor of the config file (never blocking on a fifo); links refused below `within`."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
+    if within is None:
+        return os.open(path, flags)  # the user's own file: a link there is the user's choice
+    parts = Path(path).relative_to(within).parts
+    fd = os.open(within, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    shown = Path(within)
+    try:
+        for i, part in enumerate(parts):
+            last = i == len(parts) - 1
+            shown = shown / part
+            try:
+                child = os.open(part, (flags if last else flags | os.O_DIRECTORY) | os.O_NOFOLLOW, dir_fd=fd)
+            except OSError as exc:
+                if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
+                    raise
+                what = describe(shown, dir_fd=fd, name=part)
+                if "symbolic link" not in what:
+                    os.close(fd)
+                    return None  # `.claude` is a plain file: there is no config below it
+                raise _Unreadable(
+                    f"not read: {shown} {what}; engram reads a project's config only from a regular file inside the "
+                    "project, never through a link a repository may have committed. Running on the defaults. "
+                    f"Fix: replace {shown} with a regular file (or a real directory)"
+                ) from None
+            os.close(fd)
+            fd = child
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _clip(text: str, limit: int = SHOWN_VALUE_CHARS) -> str:
+    """At most `limit` characters of untrusted text for a message (an ellipsis marks the cut)."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _capped(problems: list[ConfigProblem], source: str) -> list[ConfigProblem]:
+    """The first MAX_PROBLEMS_PER_FILE problems of a file, then one line counting the rest."""
+    if len(problems) <= MAX_PROBLEMS_PER_FILE:
+        return problems
+    more = len(problems) - MAX_PROBLEMS_PER_FILE
+    return problems[:MAX_PROBLEMS_PER_FILE] + [ConfigProblem(source, None, f"... and {more} more problems in this file")]
 
 
 def _yaml_error_message(text: str, exc: yaml.YAMLError) -> str:
@@ -498,6 +649,7 @@ def _validate(layer: Mapping[str, Any], source: str) -> list[ConfigProblem]:
 
 
 def _unknown_key_message(key: str) -> str:
+    key = _clip(key)
     match = difflib.get_close_matches(key, list(_PROPERTIES), n=1)
     hint = f"; did you mean '{match[0]}'?" if match else "; see config.local.md.example for the known keys"
     return f"unknown key '{key}'{hint}"
@@ -505,7 +657,7 @@ def _unknown_key_message(key: str) -> str:
 
 def _error_message(error: jsonschema.ValidationError, path: list[str]) -> str:
     """Message naming the key, the bad value and what would have been accepted."""
-    name = ".".join(path)
+    name = _clip(".".join(path))
     shown = _show(error.instance)
     allowed = _allowed(error.schema)
     if error.validator == "enum":
@@ -519,8 +671,8 @@ def _error_message(error: jsonschema.ValidationError, path: list[str]) -> str:
         return f"key '{name}' is missing {', '.join(map(repr, missing))}; required: {', '.join(error.validator_value)}"
     if error.validator == "additionalProperties":
         extra = [k for k in error.instance if k not in error.schema.get("properties", {})]
-        return f"key '{name}' has unknown entries {', '.join(map(repr, extra))}; allowed: {', '.join(error.schema['properties'])}"
-    return f"key '{name}' = {shown} is invalid ({error.message}); allowed: {allowed}"
+        return f"key '{name}' has unknown entries {_clip(', '.join(repr(_clip(str(e))) for e in extra), 200)}; allowed: {', '.join(error.schema['properties'])}"
+    return f"key '{name}' = {shown} is invalid ({_clip(error.message, 200)}); allowed: {allowed}"
 
 
 def _types(schema: Mapping[str, Any]) -> list[str]:
@@ -564,13 +716,39 @@ def _json_type(value: Any) -> str:
 
 
 def _show(value: Any) -> str:
-    """Render a value as in the example message: strings quoted, others as JSON."""
+    """Render a value as in the example message (strings quoted, others as JSON), clipped:
+    the value is untrusted and may be large, so only a bounded prefix is ever serialised."""
+    return _clip(_render_bounded(value, SHOWN_VALUE_CHARS + 1))
+
+
+def _render_bounded(value: Any, budget: int) -> str:
+    """JSON-like text of `value`, stopping once about `budget` characters are produced."""
     if isinstance(value, str):
-        return repr(value)
+        return repr(value[:budget])
+    if isinstance(value, dict):
+        parts, used = [], 0
+        for key, item in value.items():
+            if used > budget:
+                parts.append("…")
+                break
+            part = f"{json.dumps(str(key)[:budget])}: {_render_bounded(item, budget - used)}"
+            parts.append(part)
+            used += len(part) + 2
+        return "{" + ", ".join(parts) + "}"
+    if isinstance(value, (list, tuple)):
+        parts, used = [], 0
+        for item in value:
+            if used > budget:
+                parts.append("…")
+                break
+            part = _render_bounded(item, budget - used)
+            parts.append(part)
+            used += len(part) + 2
+        return "[" + ", ".join(parts) + "]"
     try:
-        return json.dumps(value, default=str)
+        return json.dumps(value, default=str)[:budget]
     except (TypeError, ValueError):
-        return repr(value)
+        return repr(value)[:budget]
 
 
 def _normalise(key: str, value: Any) -> Any:

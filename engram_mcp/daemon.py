@@ -45,6 +45,7 @@ from typing import Any, Callable
 from . import spool
 from .client import socket_path
 from .connections import LISTEN_BACKLOG, ConnectionServer
+from .paths import make_private_dirs
 from .errors import EngramError, InvalidInput, MemoryNotFound, StoreUnavailable
 
 LOCK_NAME = "engramd.lock"
@@ -194,7 +195,7 @@ class Daemon:
 
     # -- lifecycle ------------------------------------------------------------------
     def run(self) -> int:
-        self.user_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        make_private_dirs(self.user_dir)
         lock_fd = os.open(self.user_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -202,7 +203,7 @@ class Daemon:
             return 0  # another daemon owns this user directory
         os.ftruncate(lock_fd, 0)
         os.pwrite(lock_fd, str(os.getpid()).encode(), 0)
-        path = socket_path(self.user_dir)
+        path = socket_path(self.user_dir, create=True)  # under the lock: the only writer of its record
         if path.exists() or path.is_symlink():
             path.unlink()
         server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -561,8 +562,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="engramd", description="engram owner process (started on demand by clients)")
     parser.add_argument("--user-dir", type=Path, required=True)
     args = parser.parse_args(argv)
-    logs = args.user_dir / "logs"
-    logs.mkdir(parents=True, exist_ok=True, mode=0o700)
+    os.umask(0o077)  # what the owner process and its engine create is private, whatever umask it inherited
+    logs = make_private_dirs(args.user_dir / "logs")
     handler = logging.FileHandler(logs / "engramd.log")
     os.chmod(logs / "engramd.log", 0o600)
     logging.basicConfig(level=logging.INFO, handlers=[handler], format="%(asctime)s %(levelname)s %(name)s: %(message)s")

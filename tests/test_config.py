@@ -425,3 +425,106 @@ def test_example_file_used_as_a_config_file_loads_the_defaults(home: Path) -> No
     config = load_config(home=home, environ={})
     assert config.as_dict() == DEFAULTS
     assert config.sources["log_level"] == USER_FILE
+
+
+# --------------------------------------------------------------------------- hostile files (issue 12)
+
+ALIAS_BOMB = "---\na: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n" + "".join(
+    f"{n}: &{n} [{','.join([f'*{p}'] * 9)}]\n" for p, n in zip("abcdefgh", "bcdefghi")) + "scope_weights: *i\n---\n"
+HOSTILE_SECONDS = 0.5
+HOSTILE_PEAK_BYTES = 20 * 1024 * 1024
+
+
+def _lenient_measured(project: Path, home: Path) -> tuple[Config, list[ConfigProblem], float, int]:
+    import time
+    import tracemalloc
+
+    from engram_mcp.config import load_config_lenient
+
+    tracemalloc.start()
+    started = time.perf_counter()
+    try:
+        config, error = load_config_lenient(project, home=home, environ={})
+        seconds = time.perf_counter() - started
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    return config, (error.problems if error else []), seconds, peak
+
+
+@pytest.mark.parametrize("text", [
+    ALIAS_BOMB,
+    "---\nfusion: &x rrf\nrrf_k: 5\n---\n",  # an anchor alone
+    "---\nscope_weights: {session: 0.2, project: 0.3, user: 0.5}\nfusion: *undefined\n---\n",
+], ids=["alias-bomb", "anchor", "alias"])
+def test_yaml_aliases_and_anchors_are_refused_at_once_with_bounded_memory(home: Path, project: Path, text: str) -> None:
+    write(project_config_path(project), text)
+    config, problems, seconds, peak = _lenient_measured(project, home)
+    assert seconds < HOSTILE_SECONDS and peak < HOSTILE_PEAK_BYTES, (seconds, peak)
+    assert config.as_dict() == DEFAULTS
+    assert len(problems) == 1 and problems[0].source == str(project_config_path(project))
+    assert "are not allowed" in problems[0].message and "line" in problems[0].message, problems[0].message
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("---\nscope_weights: " + "[" * 30 + "]" * 30 + "\n---\n", "nested deeper"),
+    ("---\nrrf_k: [" + ", ".join(["1"] * 6000) + "]\n---\n", "more than"),
+    ("---\n" + "k: v\n" * 20_000 + "---\n", "larger than 64 KiB"),
+    ("---\nrrf_k: " + "9" * 6000 + "\n---\n", "broken YAML"),
+    ("---\nlog_level: 2024-13-45\n---\n", "broken YAML"),
+    (b"---\nfusion: \xff\xfe\n---\n", "not UTF-8"),
+], ids=["deep", "many-nodes", "oversize", "huge-int", "bad-date", "not-utf8"])
+def test_hostile_config_files_are_refused_quickly_and_named(home: Path, project: Path, text: str | bytes, expected: str) -> None:
+    path = project_config_path(project)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
+    config, problems, seconds, peak = _lenient_measured(project, home)
+    assert seconds < HOSTILE_SECONDS and peak < HOSTILE_PEAK_BYTES, (seconds, peak)
+    assert config.as_dict() == DEFAULTS
+    assert any(expected in p.message for p in problems), [p.message for p in problems]
+
+
+def test_messages_never_echo_a_large_untrusted_value(home: Path, project: Path) -> None:
+    write_project(project, f"fusion: {'z' * 30_000}\nscope_weights: {{session: 0.1, project: 0.1, user: 0.1, {'q' * 1000}: 1}}\n")
+    problems = problems_of(project, home)
+    assert len(str(ConfigError(problems))) < 2000, str(ConfigError(problems))[:3000]
+    assert any("fusion" in p.message and "…" in p.message for p in problems)
+    assert any("scope_weights" in p.message and "…" in p.message for p in problems)
+    write_project(project, "".join(f"unknown_{i}_{'k' * 200}: [1, 2]\n" for i in range(60)))
+    problems = problems_of(project, home)
+    assert len(str(ConfigError(problems))) < 8000
+    assert problems[-1].message == "... and 40 more problems in this file"
+
+
+def test_a_linked_project_config_is_refused_and_never_read(home: Path, project: Path, tmp_path: Path) -> None:
+    outside = write(tmp_path / "outside.md", "---\ncontext_token_budget: 100\n---\n")
+    (project / ".claude").mkdir()
+    project_config_path(project).symlink_to(outside)
+    problems = problems_of(project, home)
+    assert len(problems) == 1 and "symbolic link" in problems[0].message and "defaults" in problems[0].message
+    assert str(project_config_path(project)) in problems[0].message and "Fix:" in problems[0].message
+
+
+def test_a_linked_dot_claude_directory_is_refused_for_the_project_config(home: Path, project: Path, tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    write(elsewhere / "engram.local.md", "---\ncontext_token_budget: 100\n---\n")
+    (project / ".claude").symlink_to(elsewhere)
+    problems = problems_of(project, home)
+    assert "symbolic link" in problems[0].message and str(project / ".claude") in problems[0].message
+
+
+def test_the_users_own_config_may_be_a_link(home: Path, tmp_path: Path) -> None:
+    dotfiles = write(tmp_path / "dotfiles" / "engram.local.md", "---\ncontext_token_budget: 900\n---\n")
+    user_config_path(home).parent.mkdir(parents=True)
+    user_config_path(home).symlink_to(dotfiles)
+    assert load_config(home=home, environ={}).context_token_budget == 900
+
+
+def test_a_fifo_or_directory_as_config_is_reported_without_blocking(home: Path, project: Path) -> None:
+    (project / ".claude").mkdir()
+    os.mkfifo(project_config_path(project))
+    problems = problems_of(project, home)
+    assert "not a regular file" in problems[0].message
+    os.unlink(project_config_path(project))
+    project_config_path(project).mkdir()
+    assert "is a directory" in problems_of(project, home)[0].message
