@@ -81,6 +81,11 @@ BAD_LINES: list[tuple[str, bytes, Any]] = [
     ("nul_in_method", b'{"jsonrpc":"2.0","id":120,"method":"ping\\u0000"}', 120),
     ("unknown_method", _line(_req(121, "no/such/method")), 121),
     ("bad_escape", b'{"jsonrpc":"2.0","id":122,"method":"ping","params":{"x":"\\q"}}', 122),
+    ("bom_prefix", b"\xef\xbb\xbf" + _line(_req(123, "ping")), 123),
+    ("two_messages_on_one_line", _line(_req(124, "ping")) + _line(_req(125, "ping")), 124),
+    ("id_is_true", b'{"jsonrpc":"2.0","id":true,"method":"ping"}', None),
+    ("nan_in_tool_argument", b'{"jsonrpc":"2.0","id":126,"method":"tools/call","params":{"name":"' + TOOL.encode()
+     + b'","arguments":{"query":"x","limit":NaN}}}', "tool_error"),
     ("surrogate_notification", _line({"jsonrpc": "2.0", "method": "notifications/x\ud83d"}), "silent"),
     ("garbage_notification", b'{"jsonrpc":"2.0","method":5}', "silent"),
 ]
