@@ -866,7 +866,8 @@ class MemoryService:
         """Forget and purge every copy now: the record keeps only a skeleton (no text, tags,
         metadata, vector), its history and entity mentions are deleted, in one transaction
         per copy; then each store that held a copy is compacted (storage/compact.py), so
-        the old values are gone from the files, not only from the answers."""
+        the old values are gone from the files, not only from the answers. The compaction
+        runs after the service lock is released: it copies while recalls go on."""
         with self.lock:
             found = self._locate_one(ctx, memory_id)
             stores = {}
@@ -881,12 +882,12 @@ class MemoryService:
             if found and found[0].handle.scope != "user":
                 user = self.registry.user()  # the sighting (fingerprint and vector) lives in the user store
                 stores.setdefault(user.store.directory, user.store)
-            compacted, warnings = [], []
-            for store in stores.values():
-                try:
-                    compacted.append(store.compact())
-                except StoreUnavailable as exc:
-                    warnings.append({"code": "compaction_failed", "message": exc.message})
+        compacted, warnings = [], []
+        for store in stores.values():
+            try:
+                compacted.append(store.compact())
+            except StoreUnavailable as exc:
+                warnings.append({"code": "compaction_failed", "message": exc.message})
         return {
             "memory_id": format_memory_id(found[0].key),
             "status": "forgotten",

@@ -11,7 +11,10 @@ one, the copy is checked (row counts per table), and the directories are swapped
 
 Crash safety (the caller holds the store's LOCK and its mutex; no write runs meanwhile):
 1. the copy is built in `data.compact/`; a crash here leaves a half copy that the next
-   open deletes (no marker yet), and `data/` untouched;
+   open deletes (no marker yet), and `data/` untouched. It is first made while other
+   statements still run (reads and writes interleave, page by page); if anything was written
+   meanwhile (the store's write counter moved), it is made again holding the store, so
+   the marker is only ever put on a copy of the current data;
 2. the marker file `COMPACT_READY` is written and fsynced: the copy is complete;
 3. `data/` -> `data.old/`, `data.compact/` -> `data/`, directory fsynced, marker removed;
 4. `data.old/` is overwritten with zeros and deleted.
@@ -36,7 +39,9 @@ COMPACT_DIRNAME = "data.compact"
 OLD_DIRNAME = "data.old"
 READY_MARKER = "COMPACT_READY"
 #: Rows read and written per statement while copying (a memory row with its vector is ~3 KB).
-COPY_BATCH_ROWS = 500
+#: Pages are read in the table's own key order: `ORDER BY id` with START made a 5,000-memory
+#: copy 4.2 s instead of 0.8 s here.
+COPY_BATCH_ROWS = 1000
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 #: Definition kinds of INFO FOR DB, in the order they must be replayed (tables after what they use).
 _DB_DEFINITIONS = ("params", "analyzers", "functions", "models", "configs", "accesses", "users", "tables")
@@ -123,7 +128,7 @@ def _copy_rows(src: Any, dst: Any, ns: str, db: str, table: str, relation: bool,
     insert = f"INSERT {'RELATION ' if relation else ''}INTO {table} $rows RETURN NONE"
     start, total = 0, 0
     while True:
-        sql = f"SELECT * FROM {table} ORDER BY id LIMIT {COPY_BATCH_ROWS} START {start}"
+        sql = f"SELECT * FROM {table} LIMIT {COPY_BATCH_ROWS} START {start}"
         try:
             rows = _one(src, sql) or []
         except Exception as exc:
@@ -152,8 +157,10 @@ def count_rows(conn: Any) -> dict[str, int]:
     return counts
 
 
-def build_copy(src: Any, directory: Path, *, repair: Any = None) -> dict[str, int]:
-    """Steps 1-2: the complete, checked copy in `data.compact/` and the READY marker."""
+def build_copy(src: Any, directory: Path, *, repair: Any = None, mark: bool = True) -> dict[str, int]:
+    """Step 1 (and 2 with `mark`): the complete, checked copy in `data.compact/` (and the READY
+    marker). A copy made while writes may still happen is built without the marker: it is
+    marked only once it is known to be current (`write_marker`), or it could replace newer data."""
     from surrealdb import Surreal
 
     new = directory / COMPACT_DIRNAME
@@ -171,8 +178,15 @@ def build_copy(src: Any, directory: Path, *, repair: Any = None) -> dict[str, in
         diff = {k: (expected.get(k), got.get(k)) for k in set(expected) | set(got) if expected.get(k) != got.get(k)}
         raise CompactionFailed(f"the copy does not match the store (rows expected, copied): {str(diff)[:300]}")
     _fsync_tree(new)
-    _write_marker(directory)
+    if mark:
+        write_marker(directory)
     return copied
+
+
+def drop_copy(directory: Path) -> None:
+    """Forget a copy that will not be used (a failed or abandoned compaction)."""
+    (directory / READY_MARKER).unlink(missing_ok=True)
+    _remove_tree(directory / COMPACT_DIRNAME)
 
 
 def swap(directory: Path) -> None:
@@ -220,7 +234,8 @@ def recover(directory: Path) -> str | None:
     return action
 
 
-def _write_marker(directory: Path) -> None:
+def write_marker(directory: Path) -> None:
+    """Step 2: the copy in `data.compact/` is complete and current; from here a crash completes the swap."""
     fd = os.open(directory / READY_MARKER, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
         os.write(fd, f"{time.time():.3f}\n".encode())

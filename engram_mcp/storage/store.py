@@ -110,6 +110,26 @@ def _is_io_failure(err: Exception) -> bool:
     return isinstance(err, StoreUnavailable) and any(m in str(err).lower() for m in _IO_FAILURE_MARKERS)
 
 
+class _StoreConn:
+    """The store's engine as compact.py reads it: each statement under the store's mutex,
+    so a copy interleaves with other statements instead of holding them all up."""
+
+    def __init__(self, store: "SurrealStore") -> None:
+        self._store = store
+        self._target: tuple[str, str] | None = None
+
+    def use(self, ns: str, db: str) -> None:
+        self._target = (ns, db)
+
+    def query_raw(self, sql: str, params: dict[str, Any] | None = None) -> Any:
+        with self._store._mutex:
+            if self._store._conn is None:
+                raise StoreUnavailable(f"{self._store.label} store {self._store.directory} was closed during compaction")
+            if self._target is not None:
+                self._store._use(*self._target)
+            return self._store._conn.query_raw(sql, params or {})
+
+
 class SurrealStore:
     """A datastore directory: `<dir>/data` (SurrealKV) + `<dir>/LOCK`."""
 
@@ -127,6 +147,8 @@ class SurrealStore:
         self._io_failure: str | None = None  # why the engine was closed after an I/O error
         self.nul_repairs: dict[tuple[str, str], int] = {}  # records whose NULs were removed, per database
         self._repairing = False
+        self._write_seq = 0  # statements that may have written: a compaction copy is current if it did not move
+        self._compacting = threading.Lock()  # one compaction of this store at a time (one `data.compact/`)
         self._low_space: tuple[str, int] | None = None  # (why, bytes it needed): the last write refused
 
     # -- lifecycle --------------------------------------------------------------
@@ -300,6 +322,7 @@ class SurrealStore:
             self._use(ns, db)
             if _is_write(sql):
                 self._check_room(params)
+                self._write_seq += 1
             try:
                 return self._conn.query(sql, params or {})
             except Exception as exc:
@@ -326,6 +349,7 @@ class SurrealStore:
         with self._mutex:
             self._use(ns, db)
             self._check_room(params)
+            self._write_seq += 1
             try:
                 raw = self._conn.query_raw(text, params)
             except Exception as exc:
@@ -352,6 +376,7 @@ class SurrealStore:
             self._current = (ns, "engram_bootstrap")
             if _is_write(sql):
                 self._check_room(None)
+                self._write_seq += 1
             try:
                 return self._conn.query(sql)
             except Exception as exc:
@@ -434,31 +459,46 @@ class SurrealStore:
     def compact(self) -> dict[str, Any]:
         """Rewrite the datastore so that overwritten and deleted values leave the disk (compact.py).
 
-        Holds the store's mutex throughout (no statement runs meanwhile): ~0.5 s per 1,000
-        memories measured here. On failure the original datastore stays and is reopened.
+        The copy is made page by page while other statements go on (a recall is not held up:
+        5,000 memories take ~3-6 s to copy here); if nothing was written meanwhile, only the
+        swap holds the store (~0.1 s). If something was, the copy is made again holding the
+        store throughout. On failure the original datastore stays and stays open.
         """
-        with self._mutex:
+        with self._compacting:
             if self._conn is None:
                 raise StoreUnavailable(f"{self.label} store {self.directory} is not open")
             started, before = time.perf_counter(), compact.data_bytes(self.directory)
+            seq = self._write_seq
             try:
-                copied = compact.build_copy(self._conn, self.directory, repair=self.repair_nul)
+                copied = compact.build_copy(_StoreConn(self), self.directory, repair=self.repair_nul, mark=False)
+            except compact.CompactionFailed:
+                copied = None  # a count that moved under a write: made again below, holding the store
             except Exception as exc:
-                self._current = None
-                log.error("%s store %s: compaction failed, the store is unchanged: %s", self.label, self.directory, exc)
-                raise StoreUnavailable(f"{self.label} store {self.directory}: compaction failed ({str(exc)[:200]}); "
-                                       "the store is unchanged") from exc
-            self._conn.close()
-            self._conn, self._current = None, None
-            self._migrated.clear()
-            try:
-                compact.swap(self.directory)
-            finally:
-                from surrealdb import Surreal
+                raise self._compaction_failed(exc) from exc
+            with self._mutex:
+                try:
+                    if copied is None or self._write_seq != seq:
+                        copied = compact.build_copy(_StoreConn(self), self.directory, repair=self.repair_nul, mark=False)
+                    compact.write_marker(self.directory)
+                except Exception as exc:
+                    raise self._compaction_failed(exc) from exc
+                self._conn.close()
+                self._conn, self._current = None, None
+                self._migrated.clear()
+                try:
+                    compact.swap(self.directory)
+                finally:
+                    from surrealdb import Surreal
 
-                self._conn = Surreal(f"surrealkv://{self.directory / DATA_DIRNAME}")
+                    self._conn = Surreal(f"surrealkv://{self.directory / DATA_DIRNAME}")
             return {"directory": str(self.directory), "rows": sum(copied.values()), "bytes_before": before,
                     "bytes_after": compact.data_bytes(self.directory), "seconds": round(time.perf_counter() - started, 3)}
+
+    def _compaction_failed(self, exc: BaseException) -> StoreUnavailable:
+        self._current = None
+        compact.drop_copy(self.directory)
+        log.error("%s store %s: compaction failed, the store is unchanged: %s", self.label, self.directory, exc)
+        return StoreUnavailable(f"{self.label} store {self.directory}: compaction failed ({str(exc)[:200]}); the store is unchanged")
 
     def _recover_compaction(self, checked: Path) -> None:
         """Finish (or drop) a compaction a crash interrupted, before the engine opens `data/`."""

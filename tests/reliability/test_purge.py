@@ -201,19 +201,67 @@ def test_a_failed_copy_leaves_the_store_as_it_was(tmp_path: Path, monkeypatch: p
     from engram_mcp.storage import compact
 
     store = _store_with(tmp_path)
-    real, calls = compact.count_rows, []
+    from engram_mcp.storage.store import _StoreConn
 
-    def short_copy(conn):  # the store counts as it is, the copy comes up one row short
-        calls.append(conn)
+    real = compact.count_rows
+
+    def short_copy(conn):  # the store counts as it is, every copy comes up one row short
         counts = real(conn)
-        return counts if len(calls) == 1 else {**counts, "project/p_test/memory": counts["project/p_test/memory"] - 1}
+        return counts if isinstance(conn, _StoreConn) else {**counts, "project/p_test/memory": counts["project/p_test/memory"] - 1}
 
     monkeypatch.setattr(compact, "count_rows", short_copy)
     with pytest.raises(StoreUnavailable):
         store.compact()
     try:
         assert _count(store) == 50
-        assert not (store.directory / compact.COMPACT_DIRNAME).exists()
+        assert not (store.directory / compact.COMPACT_DIRNAME).exists() and not (store.directory / compact.READY_MARKER).exists()
     finally:
         store.close()
     shutil.rmtree(tmp_path / "store")
+
+
+def test_writes_and_recalls_during_a_purge_are_kept_and_not_held_up(sandbox: Sandbox) -> None:
+    """The compaction copies while other requests run; a write made meanwhile must be in the
+    store afterwards (the stale copy is made again, never swapped in), and a recall waits
+    for one statement, not for the whole copy."""
+    import threading
+    import time
+
+    from engram_mcp.service import RequestContext
+
+    ctx = RequestContext(sandbox.project)
+    needle = _needle("busy")
+    with sandbox.service() as svc:
+        for i in range(1500):
+            svc.store(ctx, content=f"background fact {i}: worker {i % 37} drains queue {i % 11}", type="semantic", scope="project",
+                      dedup=False)
+        mid = svc.store(ctx, content=f"leaked {needle}", type="semantic", scope="project")["memory_id"]
+        stop, written, waits = threading.Event(), [], []
+
+        def writer():
+            while not stop.is_set():
+                written.append(svc.store(ctx, content=f"written during the purge {len(written)}", type="episodic", scope="project",
+                                         dedup=False)["memory_id"])
+
+        def reader():
+            while not stop.is_set():
+                t0 = time.perf_counter()
+                svc.recall(ctx, query="worker drains queue", limit=3)
+                waits.append(time.perf_counter() - t0)
+
+        threads = [threading.Thread(target=writer), threading.Thread(target=reader)]
+        for t in threads:
+            t.start()
+        time.sleep(0.2)
+        out = svc.forget(ctx, mid, purge_now=True)
+        stop.set()
+        for t in threads:
+            t.join()
+        assert out["compacted"] and not out["warnings"]
+        assert written and waits
+        h = svc.handle(ctx, "project")
+        present = {r["id"].id for r in h.q("SELECT id FROM memory")}
+        assert {w[7:] for w in written} <= present, "a write made during the compaction was lost"
+        record("purge", concurrent_writes=len(written), recalls_during=len(waits), recall_max_ms=round(max(waits) * 1000, 1),
+               compaction_seconds=out["compacted"][0]["seconds"])
+    assert _raw_hits(sandbox, sandbox.project, needle) == {}
