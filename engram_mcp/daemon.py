@@ -117,6 +117,8 @@ def _recall_route(service: Any, args: dict[str, Any]) -> tuple[Callable[..., Any
             raise InvalidInput("query is required (or mode 'list' to browse memories newest first)", field="query")
         if "page" in args:
             raise InvalidInput("page is a parameter of mode 'list' only", field="page")
+        if isinstance(args["query"], str) and not args["query"].strip():
+            raise InvalidInput("query is empty; to browse memories without a query, newest first, use mode 'list'", field="query")
         return service.recall, args
     time_range = args.pop("time_range", None) or {}
     include_forgotten = args.pop("include_forgotten", False)

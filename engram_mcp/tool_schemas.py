@@ -122,7 +122,7 @@ TOOLS: list[dict[str, Any]] = [
         "name": "recall_memories",
         "description": (
             "Search memories across scopes, ranked by relevance, importance and recency; forgotten ones only "
-            "with include_forgotten. Results count as accessed. mode list: newest first, no query, not counted, by page."
+            "with include_forgotten. Results count as accessed. mode list: newest first, no query."
         ),
         "inputSchema": _obj(
             {
@@ -137,7 +137,7 @@ TOOLS: list[dict[str, Any]] = [
                 "time_range": _obj({"after": _str(), "before": _str()}, description="ISO 8601"),
                 "include_forgotten": BOOL,
                 "mode": _enum(["search", "list"]),
-                "page": {"type": "integer", "minimum": 1},
+                "page": {"type": "integer"},  # checked by the daemon (1 or more)
             },
         ),
         "annotations": _annotations("Recall memories", read_only=True),

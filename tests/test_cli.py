@@ -327,3 +327,20 @@ def test_export_into_a_missing_directory_is_an_error(env, tmp_path: Path) -> Non
     proc = env.cli("export", str(target), check=False)
     assert proc.returncode == 1 and "does not exist" in proc.stderr and str(target.parent) in proc.stderr
     assert not (tmp_path / "no").exists()
+
+
+def test_an_empty_recall_query_over_mcp_names_the_list_mode(tmp_path: Path) -> None:
+    from engram_mcp.daemon import Daemon
+    from engram_mcp.embeddings import FakeEmbedder
+    from engram_mcp.service import MemoryService, RequestContext
+    from tests.daemon_env import daemon_request
+
+    (tmp_path / "p" / ".git").mkdir(parents=True)
+    d = Daemon(tmp_path / "u")
+    d.service = MemoryService(home=tmp_path, user_dir=tmp_path / "u", embedder=FakeEmbedder())
+    d.ready.set()
+    try:
+        answer = daemon_request(d, "recall", {"query": "  "}, RequestContext(tmp_path / "p"))
+        assert answer["error"]["error"] == "invalid_input" and "mode 'list'" in answer["error"]["message"]
+    finally:
+        d.service.close()
