@@ -16,7 +16,8 @@ Detectors:
   detect-secrets          Yelp's detect-secrets (PyPI), default plugins and filters, file scan
   gitleaks-rules          gitleaks' default rule set read as data (its config/gitleaks.toml, MIT),
                           the regexes compiled with Python's re, keywords, entropy and allowlists
-                          applied; only with --gitleaks-config (the rules are not shipped)
+                          applied; only with --gitleaks-config (TOML, or the same structure as
+                          JSON; the rules are not shipped)
   engram+detect-secrets   engram first, then what detect-secrets still finds is removed too
   engram+gitleaks-rules   the same with gitleaks' rules (with --gitleaks-config)
 
@@ -132,7 +133,8 @@ def gitleaks_detector(config: Path) -> tuple[Detector, float, dict[str, Any]]:
     import tomllib
 
     t0 = time.perf_counter()
-    cfg = tomllib.loads(config.read_text(encoding="utf-8"))
+    text = config.read_text(encoding="utf-8")
+    cfg = json.loads(text) if config.suffix == ".json" else tomllib.loads(text)  # the same structure either way
     glob = cfg.get("allowlist") or {}
     global_allow = [re.compile(*_go_to_python(r)) for r in glob.get("regexes", [])]
     global_stop = [s.lower() for s in glob.get("stopwords", [])]

@@ -1011,7 +1011,8 @@ _TOKEN_RULES: tuple[_Rule, ...] = (
     _token_rule("vault-token", r"hv[sbr]\.[A-Za-z0-9_\-]{24,512}", "hvs.", "hvb.", "hvr."),
     _token_rule("docker-token", r"dckr_(?:pat|oat)_[A-Za-z0-9_\-]{20,128}", "dckr_"),
     _token_rule("digitalocean-token", r"do[opr]_v1_[a-f0-9]{64}", "dop_v1_", "doo_v1_", "dor_v1_"),
-    _token_rule("huggingface-token", r"(?:hf|api_org)_[A-Za-z0-9]{30,40}", "hf_", "api_org_", check=_mixed_check),
+    _token_rule("huggingface-token", r"(?:hf|api_org)_[A-Za-z0-9]{30,40}", "hf_", "api_org_",
+                check=lambda m, v: _mixed_check(m, v) or (len(v.split("_")[-1]) == 34 and _shannon(v.split("_")[-1]) >= 3.5)),
     _token_rule("age-secret-key", r"AGE-SECRET-KEY-1[02-9AC-HJ-NP-Z]{58}", "age-secret-key-1"),
     _token_rule("mailgun-key", r"key-[0-9a-z]{32}", "key-", check=_mixed_check),
     _token_rule("api-token", r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}", "shpat_", "shpca_", "shppa_", "shpss_"),
@@ -1307,9 +1308,9 @@ _PEM_SPLIT = re.compile(r"(?:\s|\\r|\\n)+")
 # Lines of a key body whose BEGIN and END lines were cut away: 3+ lines of base64 (PEM
 # wraps at 64, OpenSSH at 70, others at 60-76), the first and last possibly cut.
 _B64_BLOCK = re.compile(
-    r"(?m)^[ \t]*(?P<s>[A-Za-z0-9+/]{8,76}={0,2}(?:\r?\n|\\n)(?:[ \t]*[A-Za-z0-9+/]{60,76}(?:\r?\n|\\n)){2,}"
+    r"(?m)^[ \t]*(?P<s>(?:[A-Za-z0-9+/]{8,76}={0,2}(?:\r?\n|\\n))?(?:[ \t]*[A-Za-z0-9+/]{60,76}(?:\r?\n|\\n)){2,}"
     r"(?:[ \t]*[A-Za-z0-9+/]{1,76}={0,2})?)"
-    r"|(?P<sq>(?<![A-Za-z0-9+/])(?:[A-Za-z0-9+/]{60,76}[ \t]+){3,}[A-Za-z0-9+/]{1,76}={0,2})"
+    r"|(?P<sq>(?<![A-Za-z0-9+/])(?:[A-Za-z0-9+/]{60,76}[ \t]+){2,}[A-Za-z0-9+/]{1,76}={0,2})"
 )
 _B64_LINE = re.compile(r"[A-Za-z0-9+/]{60}")
 _PUBLIC_PEM = re.compile(r"-----(?:BEGIN|END) (?:CERTIFICATE|PUBLIC KEY|RSA PUBLIC KEY|PGP PUBLIC|X509 CRL|CERTIFICATE REQUEST|NEW CERTIFICATE|TRUSTED)")
@@ -1793,7 +1794,7 @@ def tag_secret_kind(tag: str) -> str | None:
     """
     if _LABEL_MARK in tag:
         return None
-    upper = redact(tag.upper()).findings  # a lower-cased AKIA.../sk_live_... token
+    upper = redact(tag.upper()).findings or redact(tag).findings  # a lower-cased AKIA.../sk_live_.../hf_... token
     if upper:
         return upper[0].kind
     if _looks_random(tag):
@@ -1810,6 +1811,33 @@ _VOWELS = frozenset("aeiou")
 #: Shortest tag part judged by :func:`_looks_like_password`: 8 is the usual minimum password length,
 #: and shorter parts are mostly names with a version (``py311``, ``log4j``, ``i18next``).
 PASSWORD_MIN_CHARS = 8
+#: Shortest letters-only tag part judged as a random fragment (fewer than a quarter vowels and
+#: six consonants in a row): shorter ones are abbreviations.
+GIBBERISH_MIN_CHARS = 12
+
+
+_ALPHA_RUN = re.compile(r"[a-z]+")
+_CONSONANT_RUN_3 = re.compile(r"[bcdfghjklmnpqrstvwxz]{3,}")
+_CONSONANT_RUN_6 = re.compile(r"[bcdfghjklmnpqrstvwxz]{6,}")
+
+
+def _split_password(tag: str) -> bool:
+    """A lower-cased password that separators cut into short parts (``uim00d_crzu9``,
+    ``6x10-lgmavje``): 10-40 characters once joined, letters and digits switching at least
+    twice, and no letter run that reads like a word (``utf8mb4_unicode``, ``p95-latency``,
+    ``claude-3-5-sonnet`` stay names)."""
+    if " " in tag or not re.search(r"[-_.]", tag):
+        return False
+    joined = re.sub(r"[-_.]", "", tag)
+    if not 10 <= len(joined) <= 40 or not joined.isalnum() or not _DIGIT.search(joined):
+        return False
+    runs = [r for r in _ALPHA_RUN.findall(tag) if len(r) >= 4]
+    if not runs:
+        return False  # sha256-abc123: too little text to tell a name from a password
+    for r in runs:
+        if not _CONSONANT_RUN_3.search(r) and _VOWELS.intersection(r):
+            return False  # a pronounceable word: part of a name
+    return len(_CHAR_CLASS_RUNS.findall(joined)) - 1 >= 2
 
 
 def _looks_like_password(tag: str) -> bool:
@@ -1822,7 +1850,13 @@ def _looks_like_password(tag: str) -> bool:
     (``v919bdjysh``). Parts without a digit are left alone: a label of letters is a word
     or a name, however odd it looks.
     """
+    if _split_password(tag.lower()):
+        return True
     for part in _TAG_PARTS.split(tag.lower()):
+        if len(part) >= GIBBERISH_MIN_CHARS and part.isalpha() and _CONSONANT_RUN_6.search(part) and (
+            sum(c in _VOWELS for c in part) < 0.25 * len(part)
+        ):
+            return True  # letters no word has: a random key fragment (`jmdnwbatccqcfocl`)
         if len(part) < PASSWORD_MIN_CHARS or not _DIGIT.search(part) or not _LOWER.search(part):
             continue
         runs = _CHAR_CLASS_RUNS.findall(part)

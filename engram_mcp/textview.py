@@ -17,7 +17,6 @@ Standard library only, and nothing is built unless the text needs it: hooks impo
 
 from __future__ import annotations
 
-import html
 import re
 import unicodedata
 from bisect import bisect_right, insort
@@ -203,7 +202,7 @@ def needs_view(text: str) -> bool:
         return True
     if ("\\\n" in text or "\\\r\n" in text or "'" in text or '"' in text) and _glue(text):
         return True
-    if ":" in text and (_YAML_HINT.search(text) is not None or _YAML_FLAT.search(text) is not None):
+    if ":" in text and (_YAML_HINT.search(text) is not None or (_has_flat_yaml(text) and _YAML_FLAT.search(text))):
         return True
     low = text.lower()
     return any(w in low for w in _FOREIGN_ASCII) and bool(_foreign_words(text))
@@ -229,6 +228,8 @@ def _edits(text: str, fence: bool) -> list[tuple[int, int, str]]:
     for s, e, en in _foreign_words(text):
         add(s, e, en)
     if fence and "&" in text:
+        import html  # here, not at import: html.entities is a large table and hooks never need it
+
         for m in _ENTITY.finditer(text):
             rep = html.unescape(m.group(0))
             if rep != m.group(0):
@@ -237,7 +238,7 @@ def _edits(text: str, fence: bool) -> list[tuple[int, int, str]]:
         add(s, e, "" if kind != "space" else " ")
     if ":" in text:
         _yaml_blocks(text, add)
-        if ": >" in text or ": |" in text or ":>" in text or ":|" in text:
+        if _has_flat_yaml(text):
             _yaml_flat(text, add)
     if not ascii_text:
         _unicode_edits(text, add, free, fence)
@@ -306,6 +307,11 @@ _YAML_FLAT = re.compile(
     r"(?P<vals>[^\s:]+(?:[ \t]+[^\s:]+){0,8})(?=[ \t]+[^\s]*:|[ \t]*$)",
     re.M,
 )
+
+
+def _has_flat_yaml(text: str) -> bool:
+    """Cheap test before the (slow, case-insensitive) flat block-scalar regex."""
+    return ": >" in text or ": |" in text or ":>" in text or ":|" in text
 
 
 def _yaml_flat(text: str, add) -> None:

@@ -521,9 +521,13 @@ def test_redact_obj_never_raises_and_is_idempotent(obj):
 NAME_TAGS = ("python3.11 postgres16 ubuntu2204 log4shell i18next web3auth es2022 iso8601 base64url sha256sum "
              "oauth2proxy node18lts vue3router x86_64 utf8mb4_unicode syncthing2 sqlalchemy2 nextjs14 release-2024-05 "
              "bug-12345 gpt-4o claude-3-5-sonnet k8s v1.2.3 s3-bucket rfc7231 pep440 edition2021 sprint42 q3-2025 "
-             "typescript5 elasticsearch8 tensorflow2 100k-bench p95-latency").split()
+             "typescript5 elasticsearch8 tensorflow2 100k-bench p95-latency sha256-abc123 web3-auth oauth2-proxy "
+             "node-18-alpine python-3.12-slim py3-none-any arm64-darwin linux-x86_64-gnu issue-4521-fix "
+             "internationalization strengthlessness kubernetes-operator").split()
 PASSWORD_TAGS = ["tr0ub4dor&3phnc", "nedawlhvbbe0", "os4irvdzdy", "v919bdjysh", "kvdhaiuwjjhchkr8", "0kutn5j0wju",
-                 "zswtq9k3tkcan", "ofu2ajyewq95"]
+                 "zswtq9k3tkcan", "ofu2ajyewq95",
+                 # cut by separators into parts too short to judge alone (issue 12)
+                 "uim00d_crzu9", "6x10-lgmavje", "x006syakpqn-b", "jmdnwbatccqcfocl"]
 
 
 @pytest.mark.parametrize("tag", NAME_TAGS)
