@@ -75,7 +75,8 @@ AGENTS = ("memory-consolidator",)
 # engram CLI, since no MCP tool returns a memory by id.
 CLI_SHOW = 'Bash(CLAUDE_PLUGIN_DATA="${CLAUDE_PLUGIN_DATA}" "${CLAUDE_PLUGIN_ROOT}/bin/engram-python" -m engram_mcp.cli show:*)'
 # Claude Code tools a command may name besides engram's: the Agent tool (to run the consolidator).
-BUILTIN_ALLOWED = {"Agent", CLI_SHOW}
+# AskUserQuestion: /engram:forget confirms within its own turn (tests/test_forget_command.py).
+BUILTIN_ALLOWED = {"Agent", CLI_SHOW, "AskUserQuestion"}
 
 # Budgets for the always-on context, in tokens estimated as characters / 4 (rounded up), the same
 # estimate as the tools/list budget in tool_schemas.py:
