@@ -166,8 +166,8 @@ def _open_regular_for_write(path: Path) -> int:
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o600)
     except OSError as exc:
-        if exc.errno == errno.ENXIO:  # a FIFO nobody reads
-            raise OSError(errno.EINVAL, f"{path} is a FIFO, not a regular file") from None
+        if exc.errno == errno.ENXIO:  # a FIFO nobody reads, or a socket
+            raise OSError(errno.EINVAL, f"{path} is a FIFO or a socket, not a regular file") from None
         if exc.errno == errno.ELOOP:
             raise OSError(errno.EINVAL, f"{path} is a symbolic link; give the path of a regular file") from None
         raise

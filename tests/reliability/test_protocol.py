@@ -251,7 +251,10 @@ def test_daemon_export_to_a_fifo_or_device_is_refused_at_once(running: Sandbox, 
     reader_fd = None
     link = tmp_path / "link.jsonl"
     link.symlink_to(tmp_path / "target.jsonl")
-    cases = {"fifo_without_reader": fifo, "fifo_with_reader": fifo, "device": Path("/dev/null"), "symlink": link}
+    unix = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    unix.bind(str(tmp_path / "export.sock"))
+    cases = {"fifo_without_reader": fifo, "fifo_with_reader": fifo, "device": Path("/dev/null"), "full_device": Path("/dev/full"),
+             "symlink": link, "socket": tmp_path / "export.sock"}
     tried = 0
     try:
         for name, path in cases.items():
@@ -268,6 +271,7 @@ def test_daemon_export_to_a_fifo_or_device_is_refused_at_once(running: Sandbox, 
     finally:
         if reader_fd is not None:
             os.close(reader_fd)
+        unix.close()
     assert not (tmp_path / "target.jsonl").exists(), "the export followed the symlink"
     # a regular file still works, and the daemon has no request stuck
     out = tmp_path / "real.jsonl"
