@@ -50,6 +50,7 @@ EVICT_IDLE_S = 1.0
 WRITE_TIMEOUT_S = 30.0
 QUICK_WRITE_TIMEOUT_S = 0.2  # replies written on the selector thread (nudges, pings, refusals)
 TICK_S = 1.0
+ACCEPT_PAUSE_S = 0.2  # after accept() fails (out of descriptors)
 QUICK_REQUEST_BYTES = 512
 QUICK_OPS = ("drain", "ping", "shutdown")  # answered without waiting for anything
 
@@ -174,6 +175,8 @@ class ConnectionServer:
         self.conns: dict[int, _Conn] = {}
         self._done: list[_Conn] = []  # connections whose request finished (from workers)
         self._done_lock = threading.Lock()
+        self._refused = 0
+        self._accept_paused_until = 0.0
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
@@ -195,9 +198,13 @@ class ConnectionServer:
                         self._read(key.data)
                 self._resume_finished()
                 now = time.monotonic()
+                self._resume_accepting(now)
                 if now - last_tick >= TICK_S:
                     last_tick = now
                     self._expire(now)
+                    if self._refused:
+                        log.warning("refused %d connections: %d open (the limit)", self._refused, len(self.conns))
+                        self._refused = 0
                     self.on_tick()
         finally:
             self.close()
@@ -220,8 +227,9 @@ class ConnectionServer:
                 sock, _ = self.listener.accept()
             except (BlockingIOError, InterruptedError):
                 return
-            except OSError as exc:  # EMFILE and the like: refuse for now, keep serving
-                log.warning("accept failed: %s", exc)
+            except OSError as exc:  # EMFILE and the like: make room or pause accepting, never spin
+                if not self._evict_idlest(time.monotonic()):
+                    self._pause_accepting(exc)
                 return
             now = time.monotonic()
             if len(self.conns) >= self.max_connections and not self._evict_idlest(now):
@@ -244,8 +252,22 @@ class ConnectionServer:
             except (KeyError, ValueError):
                 pass
 
+    def _pause_accepting(self, exc: OSError) -> None:
+        """Stop watching the listener for `ACCEPT_PAUSE_S` (it stays readable: the loop would spin)."""
+        log.warning("accept failed (%s); pausing new connections for %.1fs", exc, ACCEPT_PAUSE_S)
+        self._accept_paused_until = time.monotonic() + ACCEPT_PAUSE_S
+        try:
+            self.sel.unregister(self.listener)
+        except (KeyError, ValueError):
+            pass
+
+    def _resume_accepting(self, now: float) -> None:
+        if self._accept_paused_until and now >= self._accept_paused_until:
+            self._accept_paused_until = 0.0
+            self.sel.register(self.listener, selectors.EVENT_READ, "listen")
+
     def _refuse(self, sock: socket.socket) -> None:
-        log.warning("refusing a connection: %d connections open (the limit)", len(self.conns))
+        self._refused += 1  # logged once per tick: a flood must not flood the log too
         try:
             sock.settimeout(QUICK_WRITE_TIMEOUT_S)
             sock.sendall(busy_line(self.max_connections))

@@ -693,3 +693,49 @@ def test_daemon_reply_holding_a_lone_surrogate_is_escaped_not_dropped(tmp_path: 
         s.close()
     finally:
         loop.close()
+
+
+def test_loop_out_of_descriptors_pauses_accepting_instead_of_spinning(tmp_path: Path) -> None:
+    """accept() failing with EMFILE leaves the listener readable: the loop must back off, then recover."""
+    import errno
+
+    class Exhausted:
+        """The real listener, whose accept() fails as if the process had no descriptor left."""
+
+        def __init__(self, real: socket.socket) -> None:
+            self.real, self.failing, self.calls = real, True, 0
+
+        def accept(self) -> tuple[socket.socket, Any]:
+            self.calls += 1
+            if self.failing:
+                raise OSError(errno.EMFILE, "Too many open files")
+            return self.real.accept()
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.real, name)
+
+    loop = _Loop(tmp_path, max_connections=8, workers=1)
+    loop.stopping.set()
+    loop.thread.join(5)  # restart it on the exhausted listener
+    from engram_mcp.connections import ConnectionServer
+
+    loop.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    (tmp_path / "loop.sock").unlink()
+    loop.listener.bind(str(loop.path))
+    loop.listener.listen(8)
+    exhausted = Exhausted(loop.listener)
+    loop.stopping = threading.Event()
+    loop.server = ConnectionServer(exhausted, loop.handle, loop.stopping, on_tick=lambda: None, on_count=loop._count,
+                                   on_stop=loop.stopping.set, max_connections=8, workers=1)  # type: ignore[arg-type]
+    loop.thread = threading.Thread(target=loop.server.serve, daemon=True)
+    loop.thread.start()
+    try:
+        waiting = loop.connect()  # queued in the backlog; accept() keeps failing
+        time.sleep(1.0)
+        assert exhausted.calls < 50, f"accept() called {exhausted.calls} times in 1 s: the loop spins"
+        exhausted.failing = False  # descriptors are back
+        waiting.sendall(b'{"id": 1, "op": "ping"}\n')
+        assert json.loads(waiting.makefile("rb").readline())["id"] == 1
+        waiting.close()
+    finally:
+        loop.close()
