@@ -202,7 +202,9 @@ def needs_view(text: str) -> bool:
         return True
     if ("\\\n" in text or "\\\r\n" in text or "'" in text or '"' in text) and _glue(text):
         return True
-    if ":" in text and (_YAML_HINT.search(text) is not None or (_has_flat_yaml(text) and _YAML_FLAT.search(text))):
+    if ":" in text and _YAML_HINT.search(text) is not None:
+        return True
+    if _has_flat_yaml(text) and _flat_yaml_matches(text):
         return True
     low = text.lower()
     return any(w in low for w in _FOREIGN_ASCII) and bool(_foreign_words(text))
@@ -301,21 +303,32 @@ def _mixed_words(text: str, pairs) -> list[tuple[int, str]]:
     return out
 
 
-# a block scalar squeezed onto one line: `password: >- Mwz-KB23 n_HwDe1B host: db`
+# a block scalar squeezed onto one line: `password: >- Mwz-KB23 n_HwDe1B host: db` (found from
+# the `: >` literal; the key before it must name a secret)
 _YAML_FLAT = re.compile(
-    r"(?i:[\w.\-]*(?:pass|pwd|secret|token|key|cred|auth)[\w.\-]*):[ \t]*(?P<hdr>[>|][-+0-9]{0,2}[ \t]+)"
-    r"(?P<vals>[^\s:]+(?:[ \t]+[^\s:]+){0,8})(?=[ \t]+[^\s]*:|[ \t]*$)",
-    re.M,
+    r":[ \t]*(?P<hdr>[>|][-+0-9]{0,2}[ \t]+)(?P<vals>[^\s:]+(?:[ \t]+[^\s:]+){0,8})(?=[ \t]+[^\s]*:|[ \t]*$)", re.M
 )
 
 
 def _has_flat_yaml(text: str) -> bool:
-    """Cheap test before the (slow, case-insensitive) flat block-scalar regex."""
+    """Cheap test before the flat block-scalar search."""
     return ": >" in text or ": |" in text or ":>" in text or ":|" in text
 
 
-def _yaml_flat(text: str, add) -> None:
+def _flat_yaml_matches(text: str) -> list[re.Match]:
+    out = []
     for m in _YAML_FLAT.finditer(text):
+        k = m.start()
+        j = k
+        while j > 0 and k - j < 80 and (text[j - 1].isalnum() or text[j - 1] in "_.-"):
+            j -= 1
+        if _SECRET_KEY_WORD.search(text, j, k):
+            out.append(m)
+    return out
+
+
+def _yaml_flat(text: str, add) -> None:
+    for m in _flat_yaml_matches(text):
         add(m.start("hdr"), m.end("hdr"), "")
         base = m.start("vals")
         for gap in re.finditer(r"[ \t]+", m.group("vals")):
@@ -356,6 +369,10 @@ def edits(text: str, *, fence: bool = False) -> list[tuple[int, int, str]]:
     return _edits(text, fence)
 
 
+MAX_VIEW_WINDOWS = 3  # separate windows worth viewing before one view of the whole text is cheaper ...
+WINDOW_CHARS_PER_EXTRA = 8000  # ... plus one more window per this many characters of text
+
+
 def windows(text: str, found: list[tuple[int, int, str]], pad: int = 400) -> list[tuple[int, int]]:
     """Merged spans of whole lines around each edit (at most ``pad`` characters each side).
 
@@ -374,6 +391,8 @@ def windows(text: str, found: list[tuple[int, int, str]], pad: int = 400) -> lis
             out[-1] = (out[-1][0], max(out[-1][1], hi))
         else:
             out.append((lo, hi))
+    if len(out) > max(MAX_VIEW_WINDOWS, n // WINDOW_CHARS_PER_EXTRA):
+        return [(0, n)]  # each window costs a pass of every rule: past a few, one view of it all is cheaper
     return out
 
 
