@@ -67,6 +67,9 @@ WRITE_BATCH = 16
 #: Graph and history lines applied per lock hold (each costs one to three small statements).
 DEFERRED_BATCH = 16
 EMBED_BATCH = 64
+#: Memories read per lock hold by export: 250 records with vectors took 40-100 ms here, 100
+#: take 15-40 ms (the whole export used to hold the lock: 1.1 s at 5,000 memories).
+EXPORT_PAGE = 100
 ENTITY_KEY_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 Progress = Callable[[int, int | None, str], None]
 
@@ -93,33 +96,47 @@ def export(svc: "MemoryService", ctx: "RequestContext", path: Path, *, scopes: t
         fd = _open_private(path)
     except OSError as exc:
         raise InvalidInput(f"cannot write the export to {path}: {exc.strerror or exc}", field="path") from None
-    with svc.lock, open(fd, "w", encoding="utf-8") as out:
+    with open(fd, "w", encoding="utf-8") as out:
         out.write(json.dumps({"kind": "header", "format": EXPORT_FORMAT, "version": EXPORT_VERSION,
                               "schema_version": CURRENT_SCHEMA_VERSION, "model": svc.model_name, "scopes": list(scopes)}) + "\n")
         for scope in scopes:
             if scope == "session" and not ctx.session_id:
                 continue
-            h = svc.handle(ctx, scope)
-            _export_memories(h, scope, out, counts, include_vectors, progress)
-            for kind, lines in _export_graph_lines(h, scope).items():
+            with svc.lock:
+                h = svc.handle(ctx, scope)
+                keys = sorted(h.index.keys())  # the derived index holds every memory's key (a query for them: ~180 ms at 5k)
+            _export_memories(svc, h, scope, keys, out, counts, include_vectors, progress)
+            with svc.lock:
+                graph = _export_graph_lines(h, scope)
+            for kind, lines in graph.items():
                 for line in lines:
                     out.write(json.dumps(line, ensure_ascii=False) + "\n")
                 counts[kind] += len(lines)
     return {"path": str(path), "counts": counts}
 
 
-def _export_memories(h: "ScopeHandle", scope: str, out, counts: dict[str, int], include_vectors: bool, progress: Progress | None) -> None:
-    rows = sorted(h.q(q.ALL_MEMORIES) or [], key=record_key)
-    total = len(rows)
-    for i, row in enumerate(rows):
+def _export_memories(svc: "MemoryService", h: "ScopeHandle", scope: str, keys: list[str], out, counts: dict[str, int],
+                     include_vectors: bool, progress: Progress | None) -> None:
+    """The memories that existed when the export began, EXPORT_PAGE records per lock hold
+    (written to the file outside it), in key order; one removed meanwhile is left out."""
+    total = len(keys)
+    for start in range(0, total, EXPORT_PAGE):
+        page = keys[start : start + EXPORT_PAGE]
+        with svc.lock:
+            rows = sorted(h.q(q.GET_MEMORIES, {"ids": [_rid("memory", k) for k in page]}) or [], key=record_key)
+        _write_memory_lines(rows, scope, out, counts, include_vectors)
+        if progress:
+            progress(min(start + EXPORT_PAGE, total), total, f"export {scope}")
+
+
+def _write_memory_lines(rows: list[dict[str, Any]], scope: str, out, counts: dict[str, int], include_vectors: bool) -> None:
+    for row in rows:
         rec = {k: v for k, v in row.items() if k not in ("id", "embedding")}
         line = {"kind": "memory", "scope": scope, "id": record_key(row), "record": jsonable(rec)}
         if include_vectors and row.get("embedding"):
             line["vector_b64"] = base64.b64encode(bytes(row["embedding"])).decode()
         out.write(json.dumps(line, ensure_ascii=False) + "\n")
         counts["memory"] += 1
-        if progress and (i % 500 == 0 or i == total - 1):
-            progress(i + 1, total, f"export {scope}")
 
 
 def _export_graph_lines(h: "ScopeHandle", scope: str) -> dict[str, list[dict[str, Any]]]:

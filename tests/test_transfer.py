@@ -502,5 +502,9 @@ def test_import_never_holds_the_service_lock_while_it_embeds(tmp_path):
         assert len(waits) >= 10, "recalls ran during the import"
         assert max(holds) < 0.5, f"longest lock hold {max(holds) * 1000:.0f} ms"  # was the whole import (seconds)
         assert max(waits) < 1.0, f"slowest recall during the import {max(waits) * 1000:.0f} ms"
+        holds.clear()
+        out = svc.export(ctx, tmp_path / "all.jsonl")  # export reads page by page too
+        assert out["counts"]["memory"] == 1501
+        assert max(holds) < 0.5, f"longest lock hold of the export {max(holds) * 1000:.0f} ms"
     finally:
         svc.close()
