@@ -1064,6 +1064,13 @@ _RULE_TWILIO_PAIR = _Rule(
     r"AC(?<![A-Za-z0-9]AC)[0-9a-f]{32}[\"']?[ \t]*[,:][ \t]*[\"']?(?P<s>[0-9a-f]{32})(?![A-Za-z0-9])",
 )
 
+# Twilio's auth token as a literal next to a client call: Client(account_sid, "<32 hex>")
+_RULE_TWILIO_CLIENT = _Rule(
+    "twilio-key",
+    r"(?:Client|TwilioRestClient)\((?P<args>[^()\r\n]{0,160}?)[\"'](?P<s>[0-9a-f]{32})[\"']",
+    hints=("twilio",),
+)
+
 # --- headers, command-line secrets, credential files --------------------------------------
 
 _HDR_VALUE = r"""(?:(?P<q>["'])[ \t]*(?P<key>[A-Za-z0-9_.\-]{1,64})[ \t]*:[ \t]*(?P<s>[^"'\r\n]{1,2048}?)[ \t]*(?P=q)"""
@@ -1269,7 +1276,7 @@ _RULE_PGPASS = _Rule(
 # PuTTY .ppk: the Private-Lines block and its MAC
 _RULE_PPK = _Rule(
     "private-key",
-    r"Private-Lines:[ \t]*[0-9]{1,3}(?P<s>(?:(?:\s|\\n)+[A-Za-z0-9+/]{4,}={0,2})+(?:(?:\s|\\n)+Private-(?:MAC|Hash):[ \t]*[0-9a-fA-F]{16,128})?)",
+    r"Private-Lines:[ \t]*[0-9]{1,3}(?P<s>(?:(?:\s|\\n)+(?!Private-)[A-Za-z0-9+/]{4,}={0,2})+(?:(?:\s|\\n)+Private-(?:MAC|Hash):[ \t]*[0-9a-fA-F]{16,128})?)",
     ("private-lines:",),
 )
 # ~/.docker/config.json: "auth": "<base64 of user:password>"
@@ -1468,6 +1475,7 @@ _RULES: tuple[_Rule, ...] = (
     _RULE_DISCORD_WEBHOOK,
     _RULE_MAILGUN_NEW,
     _RULE_TWILIO_PAIR,
+    _RULE_TWILIO_CLIENT,
     _RULE_OPENAI,
     _RULE_JWT,
     _RULE_PPK,
