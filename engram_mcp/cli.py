@@ -209,13 +209,13 @@ def _text_argument(text: str) -> str:
     if text != "-":
         return text
     if sys.stdin is None or sys.stdin.isatty():
-        raise EngramError("store -: reads the text from standard input, but none was piped in "
+        raise EngramError("-: reads the text from standard input, but none was piped in "
                           "(e.g. `git log -1 --format=%B | engram store - --type episodic`)")
     data = sys.stdin.buffer.read()
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise EngramError(f"store -: standard input is not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})") from None
+        raise EngramError(f"-: standard input is not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})") from None
 
 
 def cmd_store(app: App) -> int:
@@ -332,6 +332,8 @@ def cmd_update(app: App) -> int:
     for key in ("content", "summary", "importance", "category", "supersedes"):
         if getattr(a, key) is not None:
             payload[key] = getattr(a, key)
+    if payload.get("content") == "-":
+        payload["content"] = _text_argument("-")
     if a.add_tags or a.remove_tags:
         payload["tags"] = {"add": _csv(a.add_tags) or [], "remove": _csv(a.remove_tags) or []}
     app.out(app.call("update", payload), lambda r: f"updated {r['memory_id']} (version {r['version']}): {', '.join(r['updated_fields']) or 'no change'}")
@@ -538,8 +540,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--type", help="comma-separated types")
     r.add_argument("--category")
     r.add_argument("--tags")
-    r.add_argument("--limit", type=int, default=10)
-    r.add_argument("--strategy", choices=["hybrid", "vector", "keyword", "graph"], default="hybrid")
+    r.add_argument("--limit", type=int, default=10, help="memories to return, 1 to 50 (default: 10)")
+    r.add_argument("--strategy", choices=["hybrid", "vector", "keyword", "graph"], default="hybrid", help="(default: hybrid)")
     r.add_argument("--batch", help="JSONL file of queries ('-' for stdin): one answer per line")
     r.add_argument("--include-superseded", action="store_true",
                    help="also memories replaced by a newer one (hidden by default; each names its successor)")
@@ -566,7 +568,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     u = sub.add_parser("update", help="update a memory (keeps history)", description="Example: engram update memory:01J... --importance 0.9 --add-tags infra")
     u.add_argument("id")
-    u.add_argument("--content")
+    u.add_argument("--content", help="the new text; - reads it from standard input")
     u.add_argument("--summary")
     u.add_argument("--importance", type=float)
     u.add_argument("--category")
@@ -608,11 +610,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser("context", help="print the memory context block")
     c.add_argument("--task")
-    c.add_argument("--max-tokens", type=int, default=1200)
+    c.add_argument("--max-tokens", type=int, default=1200, help="size of the block (default: 1200)")
     c.set_defaults(fn=cmd_context)
 
     co = sub.add_parser("consolidate", help="show (or --apply) the consolidation plan", description="Plan a consolidation of the current scope; --apply carries it out.")
-    co.add_argument("--strategy", choices=["summarize", "extract_patterns", "full"], default="full")
+    co.add_argument("--strategy", choices=["summarize", "extract_patterns", "full"], default="full", help="(default: full)")
     co.add_argument("--apply", action="store_true")
     co.set_defaults(fn=cmd_consolidate)
 

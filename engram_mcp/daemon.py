@@ -106,39 +106,25 @@ def _decode_problem(exc: BaseException) -> str:
 def _recall_route(service: Any, args: dict[str, Any]) -> tuple[Callable[..., Any], dict[str, Any]]:
     """(operation, its arguments) for a recall request.
 
-    `recall_memories` with mode "list" browses newest first (no query, no ranking, no
-    strengthening) instead of searching: one tool for both keeps the MCP surface lean.
-    The call itself happens in the op table's lambdas, so bad argument names are still
-    told apart from bugs (`_is_argument_error`).
+    `recall_memories` without a query browses newest first (no ranking, no strengthening):
+    one tool for both keeps the MCP surface lean (every schema character is context). The
+    call itself happens in the op table's lambdas, so bad argument names are still told
+    apart from bugs (`_is_argument_error`).
     """
     args = dict(args)
-    if args.pop("mode", "search") != "list":
-        if "query" not in args:
-            raise InvalidInput("query is required (or mode 'list' to browse memories newest first)", field="query")
+    if "query" in args:
         if "page" in args:
-            raise InvalidInput("page is a parameter of mode 'list' only", field="page")
+            raise InvalidInput("page is for browsing (no query) only", field="page")
         if isinstance(args["query"], str) and not args["query"].strip():
-            raise InvalidInput("query is empty; to browse memories without a query, newest first, use mode 'list'", field="query")
+            raise InvalidInput("query is empty; to browse memories newest first, leave query out", field="query")
         return service.recall, args
     time_range = args.pop("time_range", None) or {}
     include_forgotten = args.pop("include_forgotten", False)
-    args.pop("query", None)
     args.pop("strategy", None)
     if args.pop("min_importance", None):
-        raise InvalidInput("min_importance is not a filter of mode 'list'", field="min_importance")
+        raise InvalidInput("min_importance is a filter of a search (with a query) only", field="min_importance")
     args.setdefault("status", "all" if include_forgotten else None)
     return service.list_memories, {**args, "after": time_range.get("after"), "before": time_range.get("before")}
-
-
-def _decode_problem(exc: BaseException) -> str:
-    """Why a request line could not be decoded, in a few words."""
-    if isinstance(exc, RecursionError):
-        return "nested too deeply"
-    if isinstance(exc, UnicodeDecodeError):
-        return f"not UTF-8 ({exc.reason} at byte {exc.start})"
-    if isinstance(exc, json.JSONDecodeError):
-        return f"{exc.msg} at column {exc.colno}"
-    return str(exc)[:200]
 
 
 ARGUMENT_ERRORS = ("unexpected keyword", "required positional", "required keyword", "positional argument", "multiple values for")

@@ -122,7 +122,7 @@ TOOLS: list[dict[str, Any]] = [
         "name": "recall_memories",
         "description": (
             "Search memories across scopes, ranked by relevance, importance and recency; forgotten ones only "
-            "with include_forgotten. Results count as accessed. mode list: newest first, no query."
+            "with include_forgotten. Results count as accessed. No query: newest first."
         ),
         "inputSchema": _obj(
             {
@@ -136,7 +136,6 @@ TOOLS: list[dict[str, Any]] = [
                 "category": _str(),
                 "time_range": _obj({"after": _str(), "before": _str()}, description="ISO 8601"),
                 "include_forgotten": BOOL,
-                "mode": _enum(["search", "list"]),
                 "page": {"type": "integer"},  # checked by the daemon (1 or more)
             },
         ),

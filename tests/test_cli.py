@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -136,7 +138,7 @@ def test_recall_with_an_empty_query_names_engram_list(env) -> None:
 
 
 def test_recall_list_mode_goes_through_the_daemon_op_table(tmp_path: Path) -> None:
-    """The MCP surface: recall_memories with mode 'list' browses (same daemon op as `engram list`)."""
+    """The MCP surface: recall_memories without a query browses (same service call as `engram list`)."""
     from engram_mcp.daemon import Daemon
     from engram_mcp.embeddings import FakeEmbedder
     from engram_mcp.service import MemoryService, RequestContext
@@ -150,12 +152,12 @@ def test_recall_list_mode_goes_through_the_daemon_op_table(tmp_path: Path) -> No
     try:
         a = daemon_request(d, "store", {"content": "alpha fact", "type": "semantic", "scope": "project"}, ctx)["result"]["memory_id"]
         b = daemon_request(d, "store", {"content": "beta fact", "type": "semantic", "scope": "user"}, ctx)["result"]["memory_id"]
-        listed = daemon_request(d, "recall", {"mode": "list", "limit": 1, "page": 2}, ctx)
+        listed = daemon_request(d, "recall", {"limit": 1, "page": 2}, ctx)
         assert listed["ok"] and [m["id"] for m in listed["result"]["memories"]] == [a]
         assert listed["result"]["total_matched"] == 2
-        missing = daemon_request(d, "recall", {"limit": 3}, ctx)
-        assert missing["error"]["error"] == "invalid_input" and "mode 'list'" in missing["error"]["message"]
-        wrong = daemon_request(d, "recall", {"mode": "list", "nonsense": 1}, ctx)
+        paged_search = daemon_request(d, "recall", {"query": "fact", "page": 2}, ctx)
+        assert paged_search["error"]["error"] == "invalid_input" and paged_search["error"]["field"] == "page"
+        wrong = daemon_request(d, "recall", {"nonsense": 1}, ctx)
         assert wrong["error"]["error"] == "invalid_input" and "nonsense" in wrong["error"]["message"]
         assert b
     finally:
@@ -307,6 +309,11 @@ def test_store_dash_reads_standard_input_and_defaults_are_stated(env) -> None:
     assert _json(env.cli("--json", "show", stored["memory_id"]))["content"] == text
     helptext = " ".join(env.cli("store", "--help").stdout.split())
     assert "default: semantic" in helptext and "default: project" in helptext and "standard input" in helptext
+    env.cli("update", stored["memory_id"], "--content", "-", input="The release checklist has three steps")
+    assert _json(env.cli("--json", "show", stored["memory_id"]))["content"] == "The release checklist has three steps"
+    bad = subprocess.run([sys.executable, "-m", "engram_mcp.cli", "store", "-"], input=b"caf\xe9\n", capture_output=True,
+                         cwd=str(env.project), env=env.env, timeout=120)
+    assert bad.returncode == 1 and b"UTF-8" in bad.stderr and b"Traceback" not in bad.stderr
 
 
 def test_consolidate_and_daemon_stop_speak_to_people_unless_json(tmp_path: Path) -> None:
@@ -329,7 +336,7 @@ def test_export_into_a_missing_directory_is_an_error(env, tmp_path: Path) -> Non
     assert not (tmp_path / "no").exists()
 
 
-def test_an_empty_recall_query_over_mcp_names_the_list_mode(tmp_path: Path) -> None:
+def test_an_empty_recall_query_over_mcp_says_how_to_browse(tmp_path: Path) -> None:
     from engram_mcp.daemon import Daemon
     from engram_mcp.embeddings import FakeEmbedder
     from engram_mcp.service import MemoryService, RequestContext
@@ -341,6 +348,6 @@ def test_an_empty_recall_query_over_mcp_names_the_list_mode(tmp_path: Path) -> N
     d.ready.set()
     try:
         answer = daemon_request(d, "recall", {"query": "  "}, RequestContext(tmp_path / "p"))
-        assert answer["error"]["error"] == "invalid_input" and "mode 'list'" in answer["error"]["message"]
+        assert answer["error"]["error"] == "invalid_input" and "leave query out" in answer["error"]["message"]
     finally:
         d.service.close()

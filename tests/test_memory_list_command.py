@@ -1,6 +1,6 @@
 """`/engram:memory list` in the real Claude Code CLI: browsing what engram knows, newest first.
 
-The command calls `recall_memories` with mode "list" (issue 13, item 4); the model is a
+The command calls `recall_memories` without a query (issue 13, item 4); the model is a
 scripted stand-in for the Messages API (tests/claude_harness.py), the MCP server, the owner
 process and the store are real.
 """
@@ -45,7 +45,7 @@ def test_memory_list_browses_newest_first_with_filters(claude_cli, claude_home, 
         return json.loads(proc.stdout)
 
     seen: dict[str, Any] = {"attempts": 0}
-    call = ToolUse(PREFIX + "recall_memories", {"mode": "list", "type": "procedural", "limit": 2})
+    call = ToolUse(PREFIX + "recall_memories", {"type": "procedural", "limit": 2})
 
     def turn(body: dict) -> Any:
         results = tool_results(body)
@@ -73,7 +73,7 @@ def test_memory_list_browses_newest_first_with_filters(claude_cli, claude_home, 
         stop_daemon(claude_home / ".claude" / "engram")
 
     assert not api.errors and result["permission_denials"] == [], (api.errors, result)
-    assert "mode" in seen["command"] and "list" in seen["command"]  # the command tells the model how to list
+    assert "without a query" in seen["command"]  # the command tells the model how to list
     assert not seen["is_error"], seen["result"]
     listed = json.loads(seen["result"])
     assert [m["id"] for m in listed["memories"]] == [newer, older]  # newest first, the semantic one filtered out
