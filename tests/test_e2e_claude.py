@@ -192,3 +192,33 @@ def test_a_broken_project_store_never_fails_a_session(world, breakage):
     assert result["result"] == "still fine" and result["is_error"] is False
     answer = tool_text(api.conversation[-1])
     assert "degraded" in answer or "queued" in answer, answer  # the tool said what happened
+
+
+def _tree_state(root: Path) -> dict[str, tuple]:
+    entries = [root] + [Path(d) / n for d, dirs, files in os.walk(root) for n in dirs + files]
+    return {str(p): (p.lstat().st_mode, p.lstat().st_size, p.lstat().st_mtime_ns) for p in entries}
+
+
+@pytest.mark.parametrize("link", [".claude/engram", ".claude"])
+def test_a_repository_that_commits_a_link_changes_nothing_it_points_to(world, link):
+    """Opening a repository whose `.claude/engram` (or `.claude`) is a committed link to a directory of
+    the user's: the session runs, the store is refused and says why, the target keeps its files and modes."""
+    victim = world["base"] / f"victim-{link.replace('/', '-')}"
+    (victim / "bin").mkdir(parents=True)
+    (victim / "bin" / "deploy.sh").write_text("#!/bin/sh\necho deploy\n")
+    os.chmod(victim / "bin" / "deploy.sh", 0o755)
+    os.chmod(victim, 0o755)
+    before = _tree_state(victim)
+    project = git_project(world["base"] / f"linked-{link.replace('/', '-')}")
+    (project / link).parent.mkdir(parents=True, exist_ok=True)
+    (project / link).symlink_to(victim)
+    result, api = session(world, project, [
+        ToolUse(TOOL + "store_memory", {"content": "A note in a repository with a committed link.", "type": "semantic",
+                                        "scope": "project"}),
+        "still fine",
+    ])
+    assert result["result"] == "still fine" and result["is_error"] is False
+    answer = tool_text(api.conversation[-1])
+    assert "queued" in answer and "symbolic link" in answer, answer
+    assert _tree_state(victim) == before, "engram wrote or chmodded through the committed link"
+    assert os.access(victim / "bin" / "deploy.sh", os.X_OK)
