@@ -438,8 +438,10 @@ def test_consolidate_runs_the_consolidator_with_only_its_tools_and_no_prompts(cl
     plugin = lean_plugin(tmp_path, with_server=True)
     agent_meta, agent_body = split_frontmatter((REPO_ROOT / "agents" / "memory-consolidator.md").read_text())
     seen: dict[str, Any] = {"refused": 0}
-    launch = ToolUse("Agent", {"subagent_type": f"{PLUGIN}:memory-consolidator", "description": "consolidate memory",
-                               "prompt": "Consolidate the project scope. Dry run: yes.", "run_in_background": False})
+
+    def launch() -> ToolUse:  # a fresh tool_use id each time: Claude Code drops a repeated one as interrupted
+        return ToolUse("Agent", {"subagent_type": f"{PLUGIN}:memory-consolidator", "description": "consolidate memory",
+                                 "prompt": "Consolidate the project scope. Dry run: yes.", "run_in_background": False})
 
     def turn(body: dict) -> Any:
         text = json.dumps(body["messages"])
@@ -447,12 +449,13 @@ def test_consolidate_runs_the_consolidator_with_only_its_tools_and_no_prompts(cl
             assert "engram:memory-consolidator" in command_text(body)
             if "Subagent hand-back" in text:
                 return "done"
-            if "would be spawned with zero tools" in text:
+            last = json.dumps(body["messages"][-1])
+            if "would be spawned with zero tools" in last:
                 # `claude -p` sends the first request before the MCP server has connected; an agent
                 # spawned then has none of its tools and is refused. Wait and try again.
                 seen["refused"] += 1
                 time.sleep(1)
-            return launch
+            return launch()
         done = len(tool_results(body))  # the subagent
         if done == 0:
             seen["tools"] = [t for t in tool_names(body) if t != "DeferredToolPlaceholder"]
@@ -464,7 +467,7 @@ def test_consolidate_runs_the_consolidator_with_only_its_tools_and_no_prompts(cl
         return "- **Scope / dry run**: project, yes, 0 analysed."
 
     try:
-        with FakeAnthropic([turn] * 30) as api:
+        with FakeAnthropic([turn] * 60) as api:  # room for up to 20 refused launches (2 turns each) on a slow start
             result = result_json(run_claude(
                 ["-p", f"/{PLUGIN}:consolidate --dry-run", "--output-format", "json", "--plugin-dir", plugin],
                 home=claude_home, cwd=claude_project, env_extra=api.env(**engram_env()), timeout=180))
