@@ -237,8 +237,9 @@ def _read_lines(path: Path) -> Iterator[_Line]:
                 continue
             try:
                 obj = json.loads(raw.decode("utf-8"))
-            except UnicodeDecodeError:
-                yield _Line(n, None, "not valid UTF-8")
+            except UnicodeDecodeError as exc:
+                yield _Line(n, None, f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1}); "
+                                     "save the file as UTF-8 (e.g. iconv -f latin1 -t utf-8) and import it again")
                 continue
             except (json.JSONDecodeError, RecursionError) as exc:
                 yield _Line(n, None, f"not valid JSON ({getattr(exc, 'msg', 'nested too deeply')})")

@@ -247,6 +247,7 @@ def test_import_of_a_non_utf8_file_names_the_file_and_the_line(env, tmp_path: Pa
     proc = env.cli("import", str(bad), check=False)
     assert proc.returncode == 1
     assert f"{bad}:1" in proc.stderr and "UTF-8" in proc.stderr and "UnicodeDecodeError" not in proc.stderr
+    assert "0xe9" in proc.stderr and "save the file as UTF-8" in proc.stderr  # what is wrong and the fix
     mixed = tmp_path / "mixed.jsonl"
     good = _memory_lines(1, "utf8").encode()
     mixed.write_bytes(good + b"\xff\xfe broken\n")
