@@ -291,7 +291,7 @@ class DaemonClient:
         if not isinstance(error, dict):
             raise DaemonUnavailable(f"engram daemon did not answer properly: its reply has neither a result nor an error: {_short(reply)}")
         err = error_from_envelope(error)
-        if err.code == "daemon_busy":  # it closes the connection after saying so
+        if err.code == "daemon_unavailable":  # the daemon itself refused (busy): it closes the connection
             self.close()
         raise err
 

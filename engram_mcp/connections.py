@@ -12,7 +12,9 @@ backlog filled so hook nudges got EAGAIN. Here one selector thread owns every co
   (no request in flight, nothing half-sent, idle > `EVICT_IDLE_S`) is closed to make
   room: clients reconnect transparently (`DaemonClient` retries once on a closed
   connection, and a closed idle connection never had a request in flight). Only when every
-  connection is active does a newcomer get a `daemon_busy` error line and get closed.
+  connection is active does a newcomer get a "busy" error line and get closed: code
+  `daemon_unavailable`, so callers treat it as the daemon being out of reach (retry later;
+  writes are queued in the spool, as the daemon never read them).
 - Timeouts: a connection that sends nothing within `UNUSED_TIMEOUT_S`, or stops half way
   through a request for `PARTIAL_TIMEOUT_S`, or stays idle `IDLE_TIMEOUT_S`, is closed; a
   reply the client does not read within `WRITE_TIMEOUT_S` closes its connection (the
@@ -59,7 +61,7 @@ Handler = Callable[[bytes, Any], dict[str, Any]]
 
 def busy_line(limit: int) -> bytes:
     """The error a connection over the cap receives before it is closed."""
-    err = {"error": "daemon_busy", "message": f"engram daemon is busy: all {limit} connections are in use; try again shortly",
+    err = {"error": "daemon_unavailable", "message": f"engram daemon is busy: all {limit} connections are in use; try again shortly",
            "degraded": True, "retry_possible": True}
     return (json.dumps({"id": None, "ok": False, "error": err}) + "\n").encode()
 

@@ -12,7 +12,7 @@ the indexes; everyone else is a thin client on a 0600 Unix socket.
 - Serialisation: MemoryService holds one lock around every engine access.
 - Bounded: one selector thread holds every connection and a small worker pool runs
   requests (`connections.py`): idle connections cost no thread, nudges and pings never
-  wait for a worker, and a connection over the cap is told `daemon_busy` and closed.
+  wait for a worker, and a connection over the cap is told "busy" and closed.
 - No orphans: it exits after `daemon_idle_exit_seconds` with no client connected and no
   request, on SIGTERM/SIGINT, or when its user directory disappears.
 - Degradation: a write whose store cannot be used (locked by another process, corrupt,

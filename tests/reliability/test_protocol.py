@@ -402,7 +402,8 @@ def test_loop_over_the_cap_gets_a_busy_reply_and_idle_connections_make_room(tmp_
         time.sleep(0.5)
         extra = loop.connect()
         busy = json.loads(extra.makefile("rb").readline())
-        assert busy["ok"] is False and busy["error"]["error"] == "daemon_busy" and busy["error"]["retry_possible"], busy
+        assert busy["ok"] is False and busy["error"]["error"] == "daemon_unavailable" and busy["error"]["retry_possible"], busy
+        assert "busy" in busy["error"]["message"], busy
         assert extra.recv(10) == b"", "the refused connection is closed"
         extra.close()
         loop.release.set()  # the four requests finish; their connections become idle
