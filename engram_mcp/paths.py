@@ -313,7 +313,29 @@ def tighten_store_data(store_fd: int, shown: Path) -> None:
     someone else under `data/` is refused (the engine would follow or share it). Files with
     other hard links are left alone: their mode is not only ours.
     """
-    for root, dirs, files, root_fd in os.fwalk(DATA_DIRNAME, dir_fd=store_fd, follow_symlinks=False):
+    _tighten_store_tree(store_fd, shown, DATA_DIRNAME)
+
+
+def vet_store_entries(store_fd: int, shown: Path, *names: str) -> None:
+    """Check entries engram keeps beside `data/` (a compaction's copy, old copy and marker).
+
+    A repository can commit them too, as links: recovering an interrupted compaction renames,
+    overwrites and deletes them, so each one present must be engram's own, like `data/`: no
+    link, owned by this user, and a directory's whole tree vetted (`UnsafePath` otherwise).
+    """
+    for name in names:
+        try:
+            st = os.stat(name, dir_fd=store_fd, follow_symlinks=False)
+        except FileNotFoundError:
+            continue
+        if stat.S_ISDIR(st.st_mode):
+            _tighten_store_tree(store_fd, shown, name)
+        else:
+            _tighten_entry(store_fd, name, shown / name)
+
+
+def _tighten_store_tree(store_fd: int, shown: Path, top: str) -> None:
+    for root, dirs, files, root_fd in os.fwalk(top, dir_fd=store_fd, follow_symlinks=False):
         where = shown / root
         st = _check_owner(root_fd, where)
         if stat.S_IMODE(st.st_mode) != STORE_DIR_MODE:
@@ -331,8 +353,8 @@ def _tighten_entry(dir_fd: int, name: str, shown: Path) -> None:
     if stat.S_ISDIR(st.st_mode):
         return
     if not stat.S_ISREG(st.st_mode):
-        raise UnsafePath(shown, describe(shown, dir_fd=dir_fd, name=name) + " inside the store's data directory",
-                         f"remove {shown}; the store's data directory holds only the engine's own files")
+        raise UnsafePath(shown, describe(shown, dir_fd=dir_fd, name=name) + " inside the store directory",
+                         f"remove {shown}; engram's store holds only its own files there")
     if st.st_uid != os.getuid():
         raise UnsafePath(shown, f"is owned by uid {st.st_uid}, not by you (uid {os.getuid()})")
     if stat.S_IMODE(st.st_mode) == STORE_FILE_MODE or st.st_nlink != 1:

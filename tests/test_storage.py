@@ -358,3 +358,25 @@ def test_stores_created_under_umask_000_are_private_at_every_level(home, project
         assert stat.S_IMODE(created.stat().st_mode) == 0o700, created
     _assert_private_tree(project_dir(project))
     _assert_private_tree(home / ".claude" / "engram")
+
+
+@pytest.mark.parametrize("plant", ["data.old", "data.compact+marker", "marker"])
+def test_a_committed_compaction_leftover_link_is_refused_before_recovery_touches_it(project, tmp_path, plant):
+    """Recovery of an interrupted compaction renames, zero-fills and deletes data.old/, data.compact/
+    and COMPACT_READY: a repository committing them as links to the user's files must not get them scrubbed."""
+    victim, before = _victim_tree(tmp_path)
+    content = (victim / "bin" / "deploy.sh").read_bytes()
+    store = project / ".claude" / "engram"
+    store.mkdir(parents=True)
+    if plant == "data.old":
+        (store / "data.old").symlink_to(victim)
+    elif plant == "data.compact+marker":
+        (store / "data.compact").symlink_to(victim)
+        (store / "COMPACT_READY").write_text("1\n")
+    else:
+        (store / "COMPACT_READY").symlink_to(victim / "bin" / "deploy.sh")
+    with pytest.raises(StoreUnavailable) as err:
+        SurrealStore(store, label="project", trusted=project).open()
+    assert "symbolic link" in err.value.message
+    assert (victim / "bin" / "deploy.sh").read_bytes() == content
+    assert _lstat_tree(victim) == before

@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidInput, SchemaTooNew, StorageFull, StoreUnavailable
-from ..paths import DATA_DIRNAME, UnsafePath, dir_bytes, open_private_file_at, prepare_store_dir, tighten_store_data
+from ..paths import (DATA_DIRNAME, UnsafePath, dir_bytes, open_private_file_at, prepare_store_dir, tighten_store_data,
+                     vet_store_entries)
 from . import compact
 from . import queries as q
 from .schema import CURRENT_SCHEMA_VERSION, MIGRATIONS
@@ -212,7 +213,7 @@ class SurrealStore:
                 return self
             dir_fd, checked = self._prepare_directory()
             try:
-                self._recover_compaction(checked)
+                self._recover_compaction(dir_fd, checked)
                 os.environ.setdefault("SURREAL_SYNC_DATA", "true")
                 try:
                     from surrealdb import Surreal  # heavy import (~0.3 s): only the owner process pays it
@@ -500,13 +501,22 @@ class SurrealStore:
         log.error("%s store %s: compaction failed, the store is unchanged: %s", self.label, self.directory, exc)
         return StoreUnavailable(f"{self.label} store {self.directory}: compaction failed ({str(exc)[:200]}); the store is unchanged")
 
-    def _recover_compaction(self, checked: Path) -> None:
-        """Finish (or drop) a compaction a crash interrupted, before the engine opens `data/`."""
+    def _recover_compaction(self, dir_fd: int, checked: Path) -> None:
+        """Finish (or drop) a compaction a crash interrupted, before the engine opens `data/`.
+
+        Recovery renames, zero-fills and deletes `data.compact/`, `data.old/` and the marker by
+        path, so each must first be engram's own (a repository can commit them as links to the
+        user's files); the `data/` it may swap in is vetted again before the engine sees it.
+        """
+        entries = (compact.COMPACT_DIRNAME, compact.OLD_DIRNAME, compact.READY_MARKER)
+        self._guard(lambda: vet_store_entries(dir_fd, checked, *entries))
         try:
-            compact.recover(checked)
+            acted = compact.recover(checked)
         except OSError as exc:
             self._release_lock()
             raise _classify(exc, f"{self.label} store {self.directory}") from exc
+        if acted:
+            self._guard(lambda: tighten_store_data(dir_fd, checked))
 
     def size_bytes(self) -> int:
         return dir_bytes(self.directory / DATA_DIRNAME)

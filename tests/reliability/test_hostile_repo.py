@@ -119,6 +119,12 @@ def _link_gitignore(project: Path, victim: Path) -> Path:
     return project / ".claude" / "engram" / ".gitignore"
 
 
+def _link_compaction_leftover(project: Path, victim: Path) -> Path:
+    """What an interrupted compaction leaves (data.old/): recovery zero-fills and deletes it."""
+    (_real_store(project) / "data.old").symlink_to(victim)
+    return project / ".claude" / "engram" / "data.old"
+
+
 #: Where a repository can put a link, and whether engram must refuse the store for it (a
 #: committed `.gitignore` link is harmless as long as nothing is written through it).
 LINKS: dict[str, tuple[Callable[[Path, Path], Path], bool]] = {
@@ -128,6 +134,7 @@ LINKS: dict[str, tuple[Callable[[Path, Path], Path], bool]] = {
     "engine-subdir": (_link_engine_dir, True),
     "lock-file": (_link_lock, True),
     "gitignore": (_link_gitignore, False),
+    "compaction-leftover": (_link_compaction_leftover, True),
 }
 
 
@@ -187,7 +194,8 @@ def test_a_committed_link_never_lets_engram_touch_what_it_points_to(running: San
     assert _snapshot(victim) == before
     store = project / ".claude" / "engram"
     if store.is_dir() and not store.is_symlink():
-        assert stat.S_IMODE(store.lstat().st_mode) == 0o700 or where in ("data-dir", "engine-subdir", "lock-file", "gitignore")
+        assert stat.S_IMODE(store.lstat().st_mode) == 0o700 or where in ("data-dir", "engine-subdir", "lock-file", "gitignore",
+                                                                          "compaction-leftover")
     record("hostile_repo", **{f"link_{where}_victim_untouched": 1})
 
 
