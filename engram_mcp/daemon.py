@@ -120,6 +120,7 @@ def _recall_route(service: Any, args: dict[str, Any]) -> tuple[Callable[..., Any
         return service.recall, args
     time_range = args.pop("time_range", None) or {}
     include_forgotten = args.pop("include_forgotten", False)
+    args.pop("include_superseded", None)  # browsing lists every memory, superseded ones too
     args.pop("strategy", None)
     if args.pop("min_importance", None):
         raise InvalidInput("min_importance is a filter of a search (with a query) only", field="min_importance")

@@ -136,6 +136,7 @@ TOOLS: list[dict[str, Any]] = [
                 "category": _str(),
                 "time_range": _obj({"after": _str(), "before": _str()}, description="ISO 8601"),
                 "include_forgotten": BOOL,
+                "include_superseded": BOOL,
                 "page": {"type": "integer"},  # checked by the daemon (1 or more)
             },
         ),
@@ -184,7 +185,7 @@ TOOLS: list[dict[str, Any]] = [
                 "tags": _obj({"add": TAGS, "remove": TAGS}),
                 "metadata": {"type": "object", "maxProperties": 32, "description": "keys to merge; null deletes"},
                 "related_entities": _obj({"add": ENTITIES, "remove": _arr(_str(), "entity names")}),
-                "supersedes": {**ID, "description": "older memory this one replaces (hidden from recall)"},
+                "supersedes": {**ID, "description": "memory it replaces"},
             },
             ["memory_id"],
         ),
