@@ -362,7 +362,7 @@ def save_stop_note(user_dir: Path, payload: dict[str, Any], signals: list[str]) 
     if path is None:
         return None
     folder = path.parent
-    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    make_private_dirs(folder)  # every level 0700, whatever the umask
     now = time.time()
     for old in folder.iterdir():  # notes, and a crashed writer's or reader's leftovers (*.tmp, *.taken)
         try:
