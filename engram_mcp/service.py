@@ -11,6 +11,7 @@ engine lose updates); embedding runs outside the lock so two cores are used.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from dataclasses import dataclass, field
@@ -870,6 +871,7 @@ class MemoryService:
         runs after the service lock is released: it copies while recalls go on."""
         with self.lock:
             found = self._locate_one(ctx, memory_id)
+            texts = _purged_texts(found)
             stores = {}
             for loc in found:
                 rid = _record_id(loc.key)
@@ -882,6 +884,7 @@ class MemoryService:
             if found and found[0].handle.scope != "user":
                 user = self.registry.user()  # the sighting (fingerprint and vector) lives in the user store
                 stores.setdefault(user.store.directory, user.store)
+        spool_removed = _scrub_spool(self.user_dir, found[0].key, texts)
         compacted, warnings = [], []
         for store in stores.values():
             try:
@@ -895,6 +898,7 @@ class MemoryService:
             "reason": reason,
             "scopes": [f.handle.scope for f in found],
             "compacted": compacted,
+            "queued_entries_removed": spool_removed,
             "warnings": warnings,
             "undo_hint": None,
             "redactions": findings_summary(findings),
@@ -1013,6 +1017,57 @@ def _config_stamp(home: Path | None, project_root: Path | None) -> tuple:
         except OSError:
             stamp.append(None)
     return tuple(stamp)
+
+
+#: A purged text shorter than this is not searched for in the write queue (it would match unrelated entries).
+MIN_SCRUB_CHARS = 12
+
+
+def _purged_texts(found: list[Located]) -> set[str]:
+    """The texts a purge erases, to find them in the write queue too: every copy's content
+    and summary, and every earlier version's."""
+    texts: set[str] = set()
+    for loc in found:
+        rows = [loc.row] + [e.get("snapshot") or {} for e in loc.handle.q(q.HISTORY_OF, {"memory": _record_id(loc.key)}) or []]
+        for row in rows:
+            for name in ("content", "summary"):
+                value = row.get(name)
+                if isinstance(value, str) and len(value.strip()) >= MIN_SCRUB_CHARS and value != records.PURGED_CONTENT:
+                    texts.add(value)
+    return texts
+
+
+def _scrub_spool(user_dir: Path, key: str, texts: set[str]) -> int:
+    """Remove write-queue entries (pending or rejected) that would bring a purged text back or
+    keep it on disk: any entry for the purged memory id, any entry holding one of its texts."""
+    import json as _json
+
+    from . import spool
+
+    mid = format_memory_id(key)
+    removed = 0
+    folders = [spool.spool_dir(user_dir), spool.spool_dir(user_dir) / spool.REJECTED_DIR_NAME]
+    for folder in folders:
+        try:
+            names = [n for n in os.listdir(folder) if n.endswith(spool.ENTRY_SUFFIX)]
+        except OSError:
+            continue
+        for name in names:
+            path = folder / name
+            try:
+                raw = path.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+            try:
+                entry = _json.loads(raw)
+            except ValueError:
+                entry = {}
+            args = entry.get("args") if isinstance(entry, dict) and isinstance(entry.get("args"), dict) else {}
+            decoded = _json.dumps(entry, ensure_ascii=False) if entry else raw
+            if name[: -len(spool.ENTRY_SUFFIX)] == key or args.get("memory_id") in (mid, key) or any(t in decoded for t in texts):
+                path.unlink(missing_ok=True)
+                removed += 1
+    return removed
 
 
 def _record_id(key: str) -> Any:

@@ -265,3 +265,26 @@ def test_writes_and_recalls_during_a_purge_are_kept_and_not_held_up(sandbox: San
         record("purge", concurrent_writes=len(written), recalls_during=len(waits), recall_max_ms=round(max(waits) * 1000, 1),
                compaction_seconds=out["compacted"][0]["seconds"])
     assert _raw_hits(sandbox, sandbox.project, needle) == {}
+
+
+def test_purge_now_also_removes_the_text_from_the_write_queue(sandbox: Sandbox) -> None:
+    """A rejected queue entry holding the text, or a pending edit of the purged memory, would
+    keep the secret on disk (or write it back when replayed): the purge removes them."""
+    from engram_mcp import spool
+    from engram_mcp.service import RequestContext
+
+    ctx = RequestContext(sandbox.project)
+    needle, later = _needle("queued"), _needle("pending-edit")
+    with sandbox.service() as svc:
+        mid = svc.store(ctx, content=f"the backup passphrase is {needle}", type="semantic", scope="project")["memory_id"]
+        ctx_json = {"project_root": str(sandbox.project), "session_id": None}
+        spool.enqueue(sandbox.user_dir, "update", {"memory_id": mid, "content": f"the passphrase is now {later}"}, ctx_json)
+        bad = spool.enqueue(sandbox.user_dir, "store", {"content": f"the backup passphrase is {needle}", "type": "nonsense"}, ctx_json)
+        spool.reject(spool.spool_dir(sandbox.user_dir) / f"{bad}{spool.ENTRY_SUFFIX}", "invalid type")
+        keep = spool.enqueue(sandbox.user_dir, "store", {"content": "an unrelated queued memory", "type": "semantic",
+                                                         "scope": "project"}, ctx_json)
+        assert set(_raw_hits(sandbox, sandbox.project, needle, later)) == {needle, later}
+        out = svc.forget(ctx, mid, purge_now=True)
+        assert out["queued_entries_removed"] == 2
+    assert _raw_hits(sandbox, sandbox.project, needle, later) == {}
+    assert [p.name for p in spool.pending(sandbox.user_dir)] == [f"{keep}{spool.ENTRY_SUFFIX}"]
