@@ -227,7 +227,10 @@ class ConfigError(ValueError):
     def __init__(self, problems: list[ConfigProblem]) -> None:
         self.problems = list(problems)
         count = len(self.problems)
-        header = f"invalid engram configuration ({count} problem{'s' if count != 1 else ''}):"
+        if all(not p.is_error for p in self.problems):  # only warnings (a likely misspelt variable): nothing is invalid
+            header = f"engram configuration: {count} warning{'s' if count != 1 else ''}:"
+        else:
+            header = f"invalid engram configuration ({count} problem{'s' if count != 1 else ''}):"
         super().__init__("\n".join([header, *(f"  {p}" for p in self.problems)]))
 
 

@@ -231,6 +231,10 @@ def test_misspelt_engram_env_var_is_a_warning_with_a_suggestion(home: Path) -> N
     assert problem.source == "env ENGRAM_CONTEXT_BUDGET" and problem.severity == "warning" and not problem.is_error
     assert "did you mean ENGRAM_CONTEXT_TOKEN_BUDGET?" in problem.message
     assert load_config(home=home, environ={"ENGRAM_CONTEXT_BUDGET": "800"}).as_dict() == DEFAULTS  # a warning, not an error
+    from engram_mcp.config import load_config_lenient
+
+    _, reported = load_config_lenient(None, home=home, environ={"ENGRAM_CONTEXT_BUDGET": "800"})
+    assert str(reported).startswith("engram configuration: 1 warning") and "invalid" not in str(reported)
 
 
 @pytest.mark.parametrize("name", ["ENGRAM_DATA_DIR", "ENGRAM_API_KEY", "ENGRAM_DB_PATH", "ENGRAM_URL", "ENGRAM_NOPE"])
