@@ -66,7 +66,10 @@ def session_start(svc: "MemoryService", ctx: "RequestContext", *, source: str = 
     """Open/resume the session, recover abandoned ones, maintain when due, build the context block."""
     if not isinstance(source, str) or len(source) > 40:
         raise InvalidInput("source must be a short string", field="source")
-    opened = svc.session_start(ctx, {"source": source})
+    try:
+        opened = svc.session_start(ctx, {"source": source})
+    except StoreUnavailable as exc:  # the project store is unusable (refused, locked, corrupt): the other scopes still help
+        opened = {"degraded": True, "warning": exc.message}
     full_budget = budget = int(svc.config(ctx.project_root).context_token_budget)
     snapshot = _compact_snapshot(svc, ctx) if source == "compact" else None
     block_parts: list[str] = []

@@ -439,6 +439,9 @@ def compact_snapshot(entries: list[dict[str, Any]], root: str) -> str | None:
 def on_session_start(user_dir: Path, payload: dict[str, Any]) -> dict[str, Any] | None:
     source = payload.get("source") if isinstance(payload.get("source"), str) else "startup"
     result = ask(user_dir, "hook_session_start", {"source": source}, payload, wait_s=SESSION_START_WAIT_S)
+    opened = (result or {}).get("session")
+    if isinstance(opened, dict) and opened.get("warning"):
+        _log(user_dir, "SessionStart", f"degraded: {str(opened['warning'])[:600]}")
     block = (result or {}).get("additional_context")
     if not block:
         return None

@@ -39,7 +39,7 @@ _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 _NOFOLLOW_DIR_FLAGS = _DIR_FLAGS | os.O_NOFOLLOW
 #: Opening a file only to read or fix its mode: never through a link, never blocking on a FIFO.
 _NOFOLLOW_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-_LINK_TARGET_SHOWN_CHARS = 200
+_LINK_TARGET_SHOWN_CHARS = 80  # the target is the repository's text: named, not echoed at length
 
 
 class UnsafePath(Exception):

@@ -167,9 +167,13 @@ def test_a_committed_link_never_lets_engram_touch_what_it_points_to(running: San
     link = make_link(project, victim)
     session = f"hostile-{where}"
 
+    running.call("store", {"content": "The user prefers answers that start with the command (zebu marker).", "type": "semantic",
+                           "scope": "user", "importance": 0.95, "category": "preference"})
     if hooks_available():
         started = _hook(running, "SessionStart", project, session, source="startup")
         assert started.returncode == 0, started.stderr
+        context = json.loads(started.stdout or "{}").get("hookSpecificOutput", {}).get("additionalContext", "")
+        assert "zebu marker" in context, f"SessionStart still gives the user scope's context: {started.stdout[:500]}"
     stored = running.cli("store", f"hostile repository probe {where} quokka", "--type", "semantic", "--scope", "project",
                          "--json", cwd=project)
     answer = json.loads(stored.stdout)
