@@ -382,27 +382,30 @@ def test_check_config_files_returns_problems_without_raising(home: Path, project
 # --------------------------------------------------------------------------- scope weights
 
 
-def test_scope_weight_profiles_match_the_spec() -> None:
-    assert SCOPE_WEIGHT_PROFILES["default"] == {"session": 0.50, "project": 0.35, "user": 0.15}
+def test_scope_weight_profiles_say_which_scope_wins_a_near_tie() -> None:
+    # measured default: the project's own answer first, then the live session, then the user's habits
+    assert SCOPE_WEIGHT_PROFILES["default"] == {"session": 0.60, "project": 1.00, "user": 0.00}
     assert SCOPE_WEIGHT_PROFILES["architecture"] == {"session": 0.15, "project": 0.65, "user": 0.20}
     assert set(SCOPE_WEIGHT_PROFILES) == set(CONFIG_SCHEMA["properties"]["scope_weight_profile"]["enum"])
     for weights in SCOPE_WEIGHT_PROFILES.values():
-        assert sum(weights.values()) == pytest.approx(1.0)
+        assert set(weights) == {"session", "project", "user"} and max(weights.values()) > 0
 
 
-def test_scope_weights_resolved_follows_the_profile(home: Path) -> None:
+def test_scope_weights_resolved_follows_the_profile_scaled_to_its_favourite(home: Path) -> None:
     write_user(home, "scope_weight_profile: preferences\n")
     config = load_config(home=home, environ={})
-    assert config.scope_weights_resolved() == {"session": 0.10, "project": 0.20, "user": 0.70}
+    assert config.scope_weights_resolved() == pytest.approx({"session": 0.10 / 0.7, "project": 0.20 / 0.7, "user": 1.0})
 
 
 def test_explicit_scope_weights_override_the_profile(home: Path) -> None:
     write_user(home, "scope_weight_profile: codebase\nscope_weights: {session: 0.6, project: 0.3, user: 0.1}\n")
     config = load_config(home=home, environ={})
-    assert config.scope_weights_resolved() == {"session": 0.6, "project": 0.3, "user": 0.1}
+    assert config.scope_weights_resolved() == pytest.approx({"session": 1.0, "project": 0.5, "user": 0.1 / 0.6})
     resolved = config.scope_weights_resolved()
     resolved["user"] = 1.0
-    assert config.scope_weights_resolved()["user"] == 0.1
+    assert config.scope_weights_resolved()["user"] == pytest.approx(0.1 / 0.6)
+    write_user(home, "scope_weights: {session: 0, project: 0, user: 0}\n")  # all equal: no scope is favoured
+    assert load_config(home=home, environ={}).scope_weights_resolved() == {"session": 0.0, "project": 0.0, "user": 0.0}
 
 
 # --------------------------------------------------------------------------- example file
