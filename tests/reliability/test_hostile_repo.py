@@ -409,6 +409,7 @@ def test_a_recorded_socket_directory_that_is_not_private_is_never_used(tmp_path:
         assert planted not in path.parents and path.parent != planted.resolve(), path
         assert sb.call("ping")["pong"]
         assert not (planted.exists() and any(p.name.endswith(".sock") for p in planted.iterdir()))
+        record("hostile_repo", **{f"socket_record_{tamper}_ignored": 1})
     finally:
         sb.cleanup()
 
@@ -457,6 +458,7 @@ def test_another_user_cannot_disable_engram_by_squatting_tmp(tmp_path: Path) -> 
         st = made.lstat()
         assert st.st_uid == SQUAT_UID and stat.S_IMODE(st.st_mode) == 0o700 and stat.S_ISDIR(st.st_mode)
         assert made != squat
+        record("hostile_repo", socket_squatted_tmp_survived=1)
     finally:
         squat.rmdir()
         shutil.rmtree(base, ignore_errors=True)
