@@ -383,30 +383,33 @@ def _pct(x: Any) -> str:
     return f"{100 * x:.1f}%" if isinstance(x, (int, float)) else "-"
 
 
-def coding_section(parts: dict[str, Any], run: dict[str, Any], out_dir: Path) -> list[str]:
-    """The coding-memory set: coding/coding_memory.md (written by bench/coding_memory_bench.py)."""
-    L = ["## 1b. Retrieval quality (coding memory across scopes)", ""]
-    note = status_note(run, "coding")
+def part_markdown(run: dict[str, Any], out_dir: Path, part: str, heading: str, md_name: str) -> list[str]:
+    """A part's own markdown report (<part>/<md_name>), under `heading`: its title line dropped,
+    its own headings one level down, its relative image links pointing into the part's folder."""
+    L = [heading, ""]
+    note = status_note(run, part)
     if note:
         return L + [note, ""]
-    md = out_dir / "coding" / "coding_memory.md"
+    md = out_dir / part / md_name
     if not md.is_file():
         return L + ["Not measured.", ""]
-    body = md.read_text(encoding="utf-8").splitlines()
-    return L + [line.replace("(coding_memory.png)", "(coding/coding_memory.png)") for line in body[1:]] + [""]
+    body = md.read_text(encoding="utf-8").splitlines()[1:]
+    out = []
+    for line in body:
+        if line.startswith("# "):
+            line = "#### " + line[2:]
+        out.append(line.replace("](", f"]({part}/") if line.startswith("![") else line)
+    return L + out + [""]
+
+
+def coding_section(parts: dict[str, Any], run: dict[str, Any], out_dir: Path) -> list[str]:
+    """The coding-memory set (written by bench/coding_memory_bench.py)."""
+    return part_markdown(run, out_dir, "coding", "## 1b. Retrieval quality (coding memory across scopes)", "coding_memory.md")
 
 
 def stop_section(parts: dict[str, Any], run: dict[str, Any], out_dir: Path) -> list[str]:
-    """The Stop trigger on the labelled corpus: stop/stop.md (written by bench/stop_bench.py), one level down."""
-    L = ["### Stop hook trigger on the labelled corpus", ""]
-    note = status_note(run, "stop")
-    if note:
-        return L + [note, ""]
-    md = out_dir / "stop" / "stop.md"
-    if not md.is_file():
-        return L + ["Not measured.", ""]
-    body = md.read_text(encoding="utf-8").splitlines()
-    return L + [line.replace("# ", "#### ", 1) if line.startswith("# ") else line for line in body[1:]] + [""]
+    """The Stop trigger on the labelled corpus (written by bench/stop_bench.py)."""
+    return part_markdown(run, out_dir, "stop", "### Stop hook trigger on the labelled corpus", "stop.md")
 
 
 def tokens_section(parts: dict[str, Any], run: dict[str, Any], plots: dict[str, str]) -> list[str]:
