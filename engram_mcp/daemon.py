@@ -58,6 +58,7 @@ NOT_REPLAYABLE = ("ping", "shutdown", "drain", "export", "import", "reindex")
 DRAIN_POLL_S = 10.0  # look for entries queued without a nudge
 DRAIN_RETRY_MIN_S, DRAIN_RETRY_MAX_S = 2.0, 60.0  # backoff while a store stays unavailable
 DRAIN_FIRST_WAIT_S = 2.0  # a request waits at most this long for a running drain pass
+READY_WAIT_S = 60.0  # a request waits this long for the service to load, then is answered (writes queued)
 MAX_REPLAY_ATTEMPTS = 3  # unexpected (non-engram) errors before an entry is rejected
 log = logging.getLogger("engram.daemon")
 
@@ -292,10 +293,12 @@ class Daemon:
                 return {"id": rid, "ok": True, "result": {"stopping": True}, "_stop": True}
             if op == "ping":
                 return {"id": rid, "ok": True, "result": {"pong": True, "pid": os.getpid(), "ready": self.ready.is_set()}}
-            self.ready.wait()
+            ready = self.ready.wait(READY_WAIT_S)  # bounded: a worker is never held by a start that hangs
             raw_ctx = req.get("ctx") or {}
             if self.service is None:
-                down = StoreUnavailable(self.startup_error or "engram daemon is not ready")
+                starting = (f"engram daemon is still starting after {READY_WAIT_S:.0f}s (loading its stores and "
+                            "embedding model); try again shortly")
+                down = StoreUnavailable(self.startup_error or (starting if not ready else "engram daemon is not ready"))
                 if op in QUEUEABLE_OPS and isinstance(raw_ctx, dict):
                     return {"id": rid, "ok": True, "result": self._queue(op, args, raw_ctx, down)}
                 raise down

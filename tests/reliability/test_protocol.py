@@ -740,3 +740,25 @@ def test_loop_out_of_descriptors_pauses_accepting_instead_of_spinning(tmp_path: 
         waiting.close()
     finally:
         loop.close()
+
+
+def test_daemon_request_waits_a_bounded_time_for_a_start_that_hangs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A service that never finishes loading must not hold requests (and workers) forever:
+    reads are answered memory_unavailable, writes are queued in the spool."""
+    import engram_mcp.daemon as daemon
+    from engram_mcp import spool
+
+    monkeypatch.setattr(daemon, "READY_WAIT_S", 0.5)
+    d = daemon.Daemon(tmp_path / "user")  # its service is never loaded: ready is never set
+    project = tmp_path / "proj"
+    (project / ".git").mkdir(parents=True)
+    ctx = {"project_root": str(project), "session_id": None}
+    started = time.monotonic()
+    read = d._handle_line(json.dumps({"id": 1, "op": "recall", "args": {"query": "x"}, "ctx": ctx}).encode())
+    write = d._handle_line(json.dumps({"id": 2, "op": "store", "args": {"content": "kept for later", "type": "semantic",
+                                                                        "scope": "project"}, "ctx": ctx}).encode())
+    assert time.monotonic() - started < 3
+    assert read["ok"] is False and read["error"]["error"] == "memory_unavailable", read
+    assert "still starting" in read["error"]["message"], read
+    assert write["ok"] is True and write["result"]["queued"] is True, write
+    assert len(spool.pending(tmp_path / "user")) == 1
