@@ -255,7 +255,9 @@ def test_first_use_connects_at_once_and_the_real_server_follows(installed) -> No
 
     The test holds the build's lock for the first session's checks, as a build started by
     another window would: the stand-in certainly sees the build running (a warm pip cache
-    could otherwise finish it first), and the build itself starts when the lock is released.
+    could otherwise finish it first), and the servers started meanwhile leave the build to
+    that one (their detached starts exit). When the lock is released without a finished
+    build (the other window's build died), the next server start builds.
     """
     plugin, home, project = installed
     data = home / ".claude" / "plugins" / "data" / "engram-engram-dev"
@@ -310,8 +312,10 @@ def test_first_use_connects_at_once_and_the_real_server_follows(installed) -> No
         assert not _daemon_running(user_dir), "no daemon runs before the environment exists"
         assert not stamp.exists(), "the build waits for the lock"
     finally:
-        lock.close()  # the build (started detached by the first session) goes ahead
+        lock.close()  # the "other window's build" ends without a stamp
 
+    assert not (data / "bootstrap.log").exists(), "no second build queued behind the running one"
+    assert "✔ Connected" in _server_line(_ok(_claude(home, project, "mcp", "list", timeout=120, **env)))  # builds now
     released = time.monotonic()
     deadline = released + BOOTSTRAP_WAIT_S
     time.sleep(1)
