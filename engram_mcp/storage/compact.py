@@ -29,6 +29,7 @@ import logging
 import os
 import re
 import shutil
+import stat
 import time
 from pathlib import Path
 from typing import Any
@@ -207,6 +208,12 @@ def recover(directory: Path) -> str | None:
     data, new, old = directory / "data", directory / COMPACT_DIRNAME, directory / OLD_DIRNAME
     marker = directory / READY_MARKER
     action = None
+    for path in (new, old):  # only trees engram made are used: a link (a hostile checkout) is removed, never followed
+        if path.is_symlink() or (path.exists() and not _is_own_tree(path)):
+            _remove_tree(path) if path.is_symlink() else shutil.rmtree(path, ignore_errors=True)
+            action = f"removed {path.name}, which engram did not make"
+    if marker.is_symlink():
+        marker.unlink()
     if marker.exists():
         if new.exists():
             if data.exists() and not old.exists():
@@ -232,6 +239,20 @@ def recover(directory: Path) -> str | None:
     if action:
         log.warning("store %s: %s", directory, action)
     return action
+
+
+def _is_own_tree(root: Path) -> bool:
+    """A real directory of this user's holding only regular files and directories of this user's."""
+    uid = os.getuid()
+    for dirpath, dirs, files in os.walk(root, followlinks=False):
+        for name in [dirpath, *(os.path.join(dirpath, n) for n in dirs + files)]:
+            try:
+                st = os.lstat(name)
+            except OSError:
+                return False
+            if st.st_uid != uid or not (stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode)):
+                return False
+    return True
 
 
 def write_marker(directory: Path) -> None:
@@ -269,23 +290,36 @@ def _fsync_tree(root: Path) -> None:
 
 def _scrub_tree(root: Path) -> None:
     """Overwrite every file with zeros before deleting it: on most filesystems this also
-    clears the blocks the old values were in (an SSD may keep remapped copies)."""
-    for dirpath, _dirs, files in os.walk(root):
+    clears the blocks the old values were in (an SSD may keep remapped copies).
+
+    Only what engram wrote is zeroed: a link (to anywhere) is removed, never followed; a
+    file owned by someone else or with other hard links is only unlinked."""
+    if root.is_symlink() or not root.is_dir():
+        _remove_tree(root)
+        return
+    for dirpath, _dirs, files in os.walk(root, followlinks=False):
         for name in files:
-            path = Path(dirpath) / name
-            try:
-                if path.is_symlink() or not path.is_file():
-                    continue
-                size = path.stat().st_size
-                with open(path, "r+b", buffering=0) as f:
-                    chunk = b"\0" * (1 << 20)
-                    left = size
-                    while left > 0:
-                        left -= f.write(chunk[: min(left, len(chunk))])
-                    os.fsync(f.fileno())
-            except OSError as exc:
-                log.warning("could not scrub %s: %s", path, exc)
+            _zero_file(Path(dirpath) / name)
     _remove_tree(root)
+
+
+def _zero_file(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW)
+    except OSError:
+        return  # a link, or gone: nothing of ours to zero
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid() or st.st_nlink != 1:
+            return
+        chunk, left = b"\0" * (1 << 20), st.st_size
+        while left > 0:
+            left -= os.write(fd, chunk[: min(left, len(chunk))])
+        os.fsync(fd)
+    except OSError as exc:
+        log.warning("could not scrub %s: %s", path, exc)
+    finally:
+        os.close(fd)
 
 
 def _remove_tree(root: Path) -> None:

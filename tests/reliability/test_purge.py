@@ -288,3 +288,40 @@ def test_purge_now_also_removes_the_text_from_the_write_queue(sandbox: Sandbox) 
         assert out["queued_entries_removed"] == 2
     assert _raw_hits(sandbox, sandbox.project, needle, later) == {}
     assert [p.name for p in spool.pending(sandbox.user_dir)] == [f"{keep}{spool.ENTRY_SUFFIX}"]
+
+
+def test_a_compaction_leftover_that_is_a_link_is_removed_never_followed(tmp_path: Path) -> None:
+    """A repository can commit `.claude/engram/data.compact` (or `data.old`) as a link, with a
+    READY marker: the next open must neither swap it in nor zero what it points at."""
+    from engram_mcp.storage import compact
+    from engram_mcp.storage.store import SurrealStore
+
+    store = _store_with(tmp_path, n=5)
+    directory = store.directory
+    store.close()
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "deploy.sh").write_text("#!/bin/sh\necho deploy\n")
+    os.symlink(victim, directory / compact.COMPACT_DIRNAME)
+    os.symlink(victim, directory / compact.OLD_DIRNAME)
+    (directory / compact.READY_MARKER).write_text("1\n")
+    from engram_mcp.errors import StoreUnavailable
+
+    try:  # refused with the link named (paths.py), or opened with its own data: never through the link
+        again = SurrealStore(directory, label="project").open()
+    except StoreUnavailable as exc:
+        assert "link" in exc.message
+    else:
+        try:
+            assert _count(again) == 5
+        finally:
+            again.close()
+    assert (victim / "deploy.sh").read_text() == "#!/bin/sh\necho deploy\n"
+    assert compact.recover(directory) is not None  # the leftovers themselves: links removed, not followed
+    assert not (directory / compact.COMPACT_DIRNAME).is_symlink() and not (directory / compact.OLD_DIRNAME).is_symlink()
+    assert (victim / "deploy.sh").read_text() == "#!/bin/sh\necho deploy\n"
+    again = SurrealStore(directory, label="project").open()
+    try:
+        assert _count(again) == 5
+    finally:
+        again.close()
