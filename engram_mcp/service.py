@@ -908,6 +908,7 @@ class MemoryService:
     def link(self, ctx: RequestContext, from_id: str, to_id: str, relation: str, *, strength: float = 0.5) -> dict[str, Any]:
         """Record a memory -> memory relation (supersedes, contradicts, derived_from, similar_to)."""
         check_enum(relation, LINK_TYPES, "relation")
+        strength = records.check_weight(strength, "strength", 0.5)  # as import checks it: a finite number from 0 to 1
         with self.lock:
             src = self._locate_one(ctx, from_id)[0]
             dst_key = parse_memory_id(to_id, field="to_id")

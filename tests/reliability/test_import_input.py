@@ -276,3 +276,17 @@ def test_a_queued_forget_of_a_poisoned_record_applies(sandbox: Sandbox) -> None:
 
     assert wait_for(lambda: sandbox.call("get", {"memory_id": ids["summary"]})["status"] == "forgotten", timeout=60)
     assert not list((sandbox.user_dir / "spool" / "rejected").glob("*")) if (sandbox.user_dir / "spool" / "rejected").exists() else True
+
+
+def test_a_link_strength_is_checked_as_import_checks_it(shared: Sandbox) -> None:
+    """The same rule on both paths: a NaN stored by `link` was exported as NaN and then
+    rejected by the import of that very export."""
+    project = fresh_project(shared, "link-weight")
+    a = shared.call("store", {"content": "alpha: the cache is Redis", "type": "semantic", "scope": "project"}, project=project)["memory_id"]
+    b = shared.call("store", {"content": "beta: sessions expire after 15 minutes", "type": "semantic", "scope": "project"},
+                    project=project)["memory_id"]
+    for bad in (float("nan"), float("inf"), 5, -1, "strong", True):
+        with pytest.raises(EngramError) as err:
+            shared.call("link", {"from_id": a, "to_id": b, "relation": "similar_to", "strength": bad}, project=project)
+        assert err.value.code == "invalid_input" and err.value.field == "strength"
+    assert shared.call("link", {"from_id": a, "to_id": b, "relation": "similar_to", "strength": 0.3}, project=project)["created"]
