@@ -24,6 +24,7 @@ from .errors import InvalidInput, StoreUnavailable
 from .ids import CROCKFORD, format_memory_id, parse_memory_id, session_db_name
 from .records import (
     MAX_REASON_CHARS,
+    MAX_TAGS,
     check_enum,
     check_text,
     clean_free_text,
@@ -128,7 +129,7 @@ def promote_row(svc: "MemoryService", src: "ScopeHandle", key: str, row: dict[st
             new = svc._editable(trow)
             new["access_count"] = int(trow.get("access_count", 0)) + max(1, int(row.get("access_count", 0)))
             new["importance"] = max(float(trow.get("importance", 0.5)), float(row.get("importance", 0.5)))
-            new["tags"] = list(dict.fromkeys(list(trow.get("tags") or []) + list(row.get("tags") or [])))
+            new["tags"] = list(dict.fromkeys(list(trow.get("tags") or []) + list(row.get("tags") or [])))[:MAX_TAGS]
             new["last_accessed_at"] = now_dt()
             new["confidence"] = min(1.0, float(trow.get("confidence", 0.7)) + 0.05)
             new["promotion_chain"] = list(trow.get("promotion_chain") or []) + [{**entry, "action": "merged", "similarity": round(similarity, 4)}]

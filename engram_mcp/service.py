@@ -457,7 +457,7 @@ class MemoryService:
         new["access_count"] = int(row.get("access_count", 0)) + 1
         new["last_accessed_at"] = now_dt()
         new["importance"] = max(float(row.get("importance", 0.5)), importance)
-        new["tags"] = list(dict.fromkeys(list(row.get("tags") or []) + tags))
+        new["tags"] = list(dict.fromkeys(list(row.get("tags") or []) + tags))[: records.MAX_TAGS]  # a merge never grows past the limit
         meta = dict(row.get("metadata") or {})
         merges = list(meta.get("merged", []))[-19:]
         merges.append({"at": iso(now_dt()), "similarity": round(similarity, 4), "content": content[:500], "session_id": session_id,
@@ -763,6 +763,9 @@ class MemoryService:
                 if add_tags or remove_tags:
                     cur = [t for t in (row.get("tags") or []) if t not in remove_tags]
                     new["tags"] = list(dict.fromkeys(cur + add_tags))
+                    if len(new["tags"]) > records.MAX_TAGS:  # the limit store and import apply, on the result
+                        raise InvalidInput(f"tags: a memory has at most {records.MAX_TAGS} tags; this would make {len(new['tags'])}. "
+                                           "Remove some first.", field="tags")
                     if new["tags"] != list(row.get("tags") or []):
                         changes.append("tags")
                 if meta_patch:

@@ -290,3 +290,19 @@ def test_a_link_strength_is_checked_as_import_checks_it(shared: Sandbox) -> None
             shared.call("link", {"from_id": a, "to_id": b, "relation": "similar_to", "strength": bad}, project=project)
         assert err.value.code == "invalid_input" and err.value.field == "strength"
     assert shared.call("link", {"from_id": a, "to_id": b, "relation": "similar_to", "strength": 0.3}, project=project)["created"]
+
+
+def test_tags_stay_within_the_limit_on_every_path(shared: Sandbox) -> None:
+    """Store and import refuse more than 32 tags; an update that adds tags, a merge into a
+    near-duplicate and a promotion merge must not grow a memory past it either."""
+    project = fresh_project(shared, "tags")
+    first = [f"a{i}" for i in range(30)]
+    mid = shared.call("store", {"content": "the tag limit holds on updates", "type": "semantic", "scope": "project", "tags": first},
+                      project=project)["memory_id"]
+    with pytest.raises(EngramError) as err:
+        shared.call("update", {"memory_id": mid, "tags": {"add": [f"b{i}" for i in range(10)]}}, project=project)
+    assert err.value.code == "invalid_input" and err.value.field == "tags"
+    merged = shared.call("store", {"content": "the tag limit holds on updates", "type": "semantic", "scope": "project",
+                                   "tags": [f"c{i}" for i in range(20)]}, project=project)
+    assert merged["action"] == "merged"
+    assert len(shared.call("get", {"memory_id": mid}, project=project)["tags"]) <= 32
