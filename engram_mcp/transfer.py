@@ -713,8 +713,8 @@ def reindex(svc: "MemoryService", ctx: "RequestContext", *, scopes: tuple[str, .
             continue
         with svc.lock:
             h = svc.handle(ctx, scope)
-            keys = [record_key(r) for r in h.q(q.INDEX_ROWS) or []
-                    if r.get("status") != "forgotten" and (not r.get("embedding") or r.get("embedding_model") != model)]
+            # the derived index knows which live memories lack a vector of this model: no table scan under the lock
+            keys = sorted(k for k in (h.index.key_of(s) for s in list(h.index.without_vector)) if k)
         for i in range(0, len(keys), EMBED_BATCH):
             chunk = keys[i : i + EMBED_BATCH]
             with svc.lock:
