@@ -45,6 +45,8 @@ FREE_SPACE_RESERVE_BYTES = 64 * 1024
 WRITE_AMPLIFICATION = 3
 #: With this much room, writes are not sized at all (no import batch comes near it).
 AMPLE_ROOM_BYTES = 256 * 1024 * 1024
+#: Compaction copies made while writes go on before one is made holding the store (compact()).
+COMPACT_OPTIMISTIC_TRIES = 2
 _READ_STATEMENTS = frozenset({"SELECT", "INFO", "RETURN"})
 
 
@@ -461,39 +463,53 @@ class SurrealStore:
         """Rewrite the datastore so that overwritten and deleted values leave the disk (compact.py).
 
         The copy is made page by page while other statements go on (a recall is not held up:
-        5,000 memories take ~3-6 s to copy here); if nothing was written meanwhile, only the
-        swap holds the store (~0.1 s). If something was, the copy is made again holding the
-        store throughout. On failure the original datastore stays and stays open.
+        5,000 memories take ~2-6 s to copy here); if nothing was written meanwhile, only the
+        swap holds the store (~0.1 s). After COMPACT_OPTIMISTIC_TRIES copies that a write
+        overtook, the copy is made holding the store throughout. On failure the original
+        datastore stays and stays open.
         """
         with self._compacting:
             if self._conn is None:
                 raise StoreUnavailable(f"{self.label} store {self.directory} is not open")
             started, before = time.perf_counter(), compact.data_bytes(self.directory)
-            seq = self._write_seq
-            try:
-                copied = compact.build_copy(_StoreConn(self), self.directory, repair=self.repair_nul, mark=False)
-            except compact.CompactionFailed:
-                copied = None  # a count that moved under a write: made again below, holding the store
-            except Exception as exc:
-                raise self._compaction_failed(exc) from exc
-            with self._mutex:
+            copied = None
+            for _attempt in range(COMPACT_OPTIMISTIC_TRIES):
+                seq = self._write_seq
                 try:
-                    if copied is None or self._write_seq != seq:
-                        copied = compact.build_copy(_StoreConn(self), self.directory, repair=self.repair_nul, mark=False)
-                    compact.write_marker(self.directory)
+                    copied = compact.build_copy(_StoreConn(self), self.directory, repair=self.repair_nul, mark=False)
+                except compact.CompactionFailed:
+                    continue  # a count that moved under a write: try again
                 except Exception as exc:
                     raise self._compaction_failed(exc) from exc
-                self._conn.close()
-                self._conn, self._current = None, None
-                self._migrated.clear()
-                try:
-                    compact.swap(self.directory)
-                finally:
-                    from surrealdb import Surreal
-
-                    self._conn = Surreal(f"surrealkv://{self.directory / DATA_DIRNAME}")
+                with self._mutex:
+                    if self._write_seq == seq:
+                        self._swap_in()
+                        break
+            else:
+                with self._mutex:
+                    try:
+                        copied = compact.build_copy(_StoreConn(self), self.directory, repair=self.repair_nul, mark=False)
+                    except Exception as exc:
+                        raise self._compaction_failed(exc) from exc
+                    self._swap_in()
             return {"directory": str(self.directory), "rows": sum(copied.values()), "bytes_before": before,
                     "bytes_after": compact.data_bytes(self.directory), "seconds": round(time.perf_counter() - started, 3)}
+
+    def _swap_in(self) -> None:
+        """Mark the current copy, close the engine, swap the directories, reopen (mutex held)."""
+        try:
+            compact.write_marker(self.directory)
+        except Exception as exc:
+            raise self._compaction_failed(exc) from exc
+        self._conn.close()
+        self._conn, self._current = None, None
+        self._migrated.clear()
+        try:
+            compact.swap(self.directory)
+        finally:
+            from surrealdb import Surreal
+
+            self._conn = Surreal(f"surrealkv://{self.directory / DATA_DIRNAME}")
 
     def _compaction_failed(self, exc: BaseException) -> StoreUnavailable:
         self._current = None
