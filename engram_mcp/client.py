@@ -69,6 +69,25 @@ def socket_path(user_dir: Path, *, create: bool = False) -> Path:
     return _new_socket_dir(Path(user_dir)) / SOCKET_NAME
 
 
+def clear_stale_socket(path: Path) -> None:
+    """Remove the socket a dead daemon left at `path`; refuse to remove anything else.
+
+    `ENGRAM_SOCKET` (and so the path) can come from an environment a repository set through
+    its Claude Code settings: unlinking whatever is there would delete any file of the user's.
+    """
+    import stat
+
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if not stat.S_ISSOCK(st.st_mode):
+        kind = "a symbolic link" if stat.S_ISLNK(st.st_mode) else "a directory" if stat.S_ISDIR(st.st_mode) else "a file"
+        raise DaemonUnavailable(f"{path} exists and is {kind}, not a socket; engram will not replace it. "
+                                "Remove it, or point ENGRAM_SOCKET at a path of its own")
+    os.unlink(path)
+
+
 def _fits(path: Path) -> bool:
     return len(os.fsencode(str(path))) <= MAX_SOCKET_PATH
 
@@ -200,7 +219,7 @@ def spawn_daemon(user_dir: Path, python: str | None = None) -> "subprocess.Popen
     env = dict(os.environ)
     env["PYTHONPATH"] = str(PACKAGE_PARENT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env["ENGRAM_HOME"] = str(user_dir)
-    log_fd = os.open(logs / "engramd.out", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    log_fd = os.open(logs / "engramd.out", os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
     try:
         return subprocess.Popen(
             [python, "-m", "engram_mcp.daemon", "--user-dir", str(user_dir)],

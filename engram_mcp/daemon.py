@@ -43,10 +43,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 from . import spool
-from .client import socket_path
+from .client import clear_stale_socket, socket_path
 from .connections import LISTEN_BACKLOG, ConnectionServer
 from .paths import make_private_dirs
-from .errors import EngramError, InvalidInput, MemoryNotFound, StoreUnavailable
+from .errors import DaemonUnavailable, EngramError, InvalidInput, MemoryNotFound, StoreUnavailable
 
 LOCK_NAME = "engramd.lock"
 PROGRESS_OPS = ("export", "import", "reindex", "maintain")
@@ -186,7 +186,7 @@ class Daemon:
     # -- lifecycle ------------------------------------------------------------------
     def run(self) -> int:
         make_private_dirs(self.user_dir)
-        lock_fd = os.open(self.user_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
+        lock_fd = os.open(self.user_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         try:
             fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -194,8 +194,11 @@ class Daemon:
         os.ftruncate(lock_fd, 0)
         os.pwrite(lock_fd, str(os.getpid()).encode(), 0)
         path = socket_path(self.user_dir, create=True)  # under the lock: the only writer of its record
-        if path.exists() or path.is_symlink():
-            path.unlink()
+        try:
+            clear_stale_socket(path)  # a dead daemon's socket, never any other file
+        except DaemonUnavailable as exc:
+            log.error("%s", exc.message)
+            return 1
         server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         old_umask = os.umask(0o177)
         try:
@@ -556,8 +559,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     os.umask(0o077)  # what the owner process and its engine create is private, whatever umask it inherited
     logs = make_private_dirs(args.user_dir / "logs")
-    handler = logging.FileHandler(logs / "engramd.log")
-    os.chmod(logs / "engramd.log", 0o600)
+    log_fd = os.open(logs / "engramd.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    handler = logging.StreamHandler(os.fdopen(log_fd, "a", encoding="utf-8"))  # never through a link
     logging.basicConfig(level=logging.INFO, handlers=[handler], format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     return Daemon(args.user_dir).run()
 

@@ -131,7 +131,7 @@ def _log(user_dir: Path, event: str, message: str) -> None:
     print(f"engram: {event}: {message}", file=sys.stderr)
     try:
         logs = make_private_dirs(user_dir / "logs")  # every level 0700, whatever the umask
-        fd = os.open(logs / "hooks.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        fd = os.open(logs / "hooks.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
         try:
             os.write(fd, f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {event} {message}\n".encode("utf-8", "replace"))
         finally:

@@ -464,3 +464,25 @@ def test_another_user_cannot_disable_engram_by_squatting_tmp(tmp_path: Path) -> 
         shutil.rmtree(base, ignore_errors=True)
         if made is not None and made.is_dir() and made.parent == Path("/tmp") and made.name.startswith(f"engram-{SQUAT_UID}-"):
             shutil.rmtree(made, ignore_errors=True)
+
+
+@pytest.mark.parametrize("kind", ["file", "link"])
+def test_the_daemon_never_deletes_a_file_at_the_socket_path(tmp_path: Path, kind: str) -> None:
+    """ENGRAM_SOCKET can come from an environment a repository sets (Claude Code project settings):
+    the daemon replaces only a stale socket there, never the user's file or link."""
+    sb = make_sandbox(tmp_path / "sockfile")
+    victim = tmp_path / "important.txt"
+    victim.write_text("the user's file\n")
+    target = victim if kind == "file" else tmp_path / "a-link"
+    if kind == "link":
+        target.symlink_to(victim)
+    env = dict(sb.env, ENGRAM_SOCKET=str(target))
+    sb.user_dir.mkdir(parents=True, mode=0o700)
+    done = subprocess.run([PYTHON, "-m", "engram_mcp.daemon", "--user-dir", str(sb.user_dir)], env=env, capture_output=True,
+                          text=True, timeout=60, cwd=str(tmp_path))
+    assert done.returncode != 0
+    assert victim.read_text() == "the user's file\n" and os.path.lexists(target)
+    if kind == "link":
+        assert target.is_symlink()
+    assert "not a socket" in (sb.user_dir / "logs" / "engramd.log").read_text()
+    record("hostile_repo", **{f"socket_path_{kind}_kept": 1})
