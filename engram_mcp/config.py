@@ -577,7 +577,7 @@ def _env_layer(environ: Mapping[str, str], problems: list[ConfigProblem]) -> dic
             value = _parse_env_value(key, environ[name])
         except ValueError as exc:
             allowed = _allowed(_PROPERTIES[key])
-            problems.append(ConfigProblem(source, key, f"key '{key}' = {environ[name]!r} {exc}; allowed: {allowed}"))
+            problems.append(ConfigProblem(source, key, f"key '{key}' = {_clip(environ[name])!r} {exc}; allowed: {allowed}"))
             continue
         key_problems = _validate({key: value}, source)
         problems += key_problems
@@ -630,6 +630,8 @@ def _parse_env_value(key: str, raw: str) -> Any:
             return json.loads(text)
         except json.JSONDecodeError as exc:
             raise ValueError(f"is not valid JSON ({exc.msg})") from None
+        except RecursionError:
+            raise ValueError("is not valid JSON (nested too deeply)") from None
     return text
 
 

@@ -535,3 +535,11 @@ def test_a_fifo_or_directory_as_config_is_reported_without_blocking(home: Path, 
     os.unlink(project_config_path(project))
     project_config_path(project).mkdir()
     assert "is a directory" in problems_of(project, home)[0].message
+
+
+def test_a_hostile_environment_value_is_a_clipped_problem_not_a_crash(home: Path) -> None:
+    deep = "[" * 100_000 + "]" * 100_000
+    problems = problems_of(None, home, {"ENGRAM_SCOPE_WEIGHTS": deep, "ENGRAM_RRF_K": "x" * 100_000})
+    assert {p.key for p in problems} == {"scope_weights", "rrf_k"}
+    assert any("nested too deeply" in p.message for p in problems)
+    assert len(str(ConfigError(problems))) < 2000
