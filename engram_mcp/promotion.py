@@ -26,7 +26,6 @@ from .records import (
     MAX_REASON_CHARS,
     MAX_TAGS,
     check_enum,
-    check_text,
     clean_free_text,
     clean_object,
     clip_words,
