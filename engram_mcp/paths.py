@@ -203,17 +203,7 @@ def open_private_dir(path: Path, *, trusted: Path) -> tuple[int, Path]:
     return fd, shown
 
 
-def ensure_private_dir(path: Path, *, trusted: Path | None = None) -> Path:
-    """Create/check a store directory (see `prepare_store_dir`) and return its checked path.
-
-    `trusted` defaults to the directory's resolved parent (a path the user chose).
-    """
-    fd, checked = prepare_store_dir(path, trusted=trusted)
-    os.close(fd)
-    return checked
-
-
-def store_trust_split(path: Path, trusted: Path | None) -> tuple[Path, Path]:
+def _store_trust_split(path: Path, trusted: Path | None) -> tuple[Path, Path]:
     """(path, trusted ancestor): without one given, the resolved parent of the resolved path."""
     if trusted is not None:
         return Path(path), Path(trusted)
@@ -227,7 +217,7 @@ def prepare_store_dir(path: Path, *, trusted: Path | None = None) -> tuple[int, 
     Returns (fd of the store directory, its checked path); raises `UnsafePath` for a link or
     a foreign entry at any level below `trusted`, OSError for what the system refuses.
     """
-    path, trusted = store_trust_split(path, trusted)
+    path, trusted = _store_trust_split(path, trusted)
     fd, checked = open_private_dir(path, trusted=trusted)
     try:
         if not _exists_at(fd, ".gitignore"):
@@ -265,16 +255,6 @@ def write_private_file_at(dir_fd: int, name: str, text: str) -> None:
     finally:
         os.close(fd)
     os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-
-
-def write_private_file(path: Path, text: str) -> None:
-    """`write_private_file_at` for a path whose directory the caller already trusts."""
-    path = Path(path)
-    dir_fd = os.open(path.parent, _DIR_FLAGS)
-    try:
-        write_private_file_at(dir_fd, path.name, text)
-    finally:
-        os.close(dir_fd)
 
 
 def open_private_file_at(dir_fd: int, name: str, shown: Path | str) -> int:
