@@ -879,7 +879,9 @@ class MemoryService:
             for loc in found:
                 rid = _record_id(loc.key)
                 skeleton = records.purged_skeleton(loc.row, reason)
+                entities = loc.handle.q(q.ENTITIES_MENTIONED_BY, {"memory": rid}) or []
                 loc.handle.tx([(q.DELETE_HISTORY_OF, {"memory": rid}), (q.DELETE_MENTIONS_OF, {"memory": rid}),
+                               (q.DELETE_ORPHAN_ENTITIES, {"entities": entities}),
                                (q.REPLACE_MEMORY, {"id": loc.key, "record": skeleton})])
                 loc.handle.index.upsert({**skeleton, "id": loc.key}, None)
                 self._note_sighting(loc.handle, loc.key, drop=True)

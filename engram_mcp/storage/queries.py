@@ -155,3 +155,9 @@ REMOVE_DENUL_FUNCTION = "REMOVE FUNCTION IF EXISTS fn::engram_denul"
 # --- purge now: a memory's history and mentions go with its text ---------------------------
 DELETE_HISTORY_OF = "DELETE memory_history WHERE memory = $memory RETURN NONE"
 DELETE_MENTIONS_OF = "DELETE mentions WHERE in = $memory RETURN NONE"
+ENTITIES_MENTIONED_BY = "SELECT VALUE out FROM mentions WHERE in = $memory"
+# an entity no other memory mentions goes with the purged one (its name may be the secret), edges too
+DELETE_ORPHAN_ENTITIES = (
+    "FOR $e IN $entities { IF count((SELECT id FROM mentions WHERE out = $e)) = 0 { "
+    "DELETE relates_to WHERE in = $e OR out = $e RETURN NONE; DELETE $e RETURN NONE; }; }"
+)
