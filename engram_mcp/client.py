@@ -136,7 +136,11 @@ def _new_socket_dir(user_dir: Path) -> Path:
         except OSError:
             continue
         os.chmod(made, 0o700)  # mkdtemp's mode is masked by the umask
-        if not _private_dir_ok(made):
+        if not _private_dir_ok(made) or not _fits(made / SOCKET_NAME):
+            try:
+                os.rmdir(made)
+            except OSError:
+                pass
             continue
         tmp = user_dir / f".{SOCKET_DIR_RECORD}.{os.getpid()}.tmp"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
