@@ -107,3 +107,27 @@ def test_session_start_info_is_stored_clean_and_never_blocks_the_start(running: 
     from tests.reliability._support import find_in_raw, store_dirs
 
     assert find_in_raw([token], *store_dirs(running)) == {}
+
+
+def test_a_session_end_queued_twice_is_applied_once(sandbox: Sandbox, tmp_path: Path) -> None:
+    """The hook queues SessionEnd when the daemon cannot do it in time, and Claude Code resends
+    it: both entries replay, one summary results."""
+    from engram_mcp import spool
+
+    sid = "queued-0000-4000-8000-000000000005"
+    sandbox.start_daemon()
+    sandbox.call("session_start", {}, session=sid)
+    sandbox.call("store", {"content": "the staging cluster moved to eu-west-3", "type": "semantic", "scope": "session",
+                           "importance": 0.8}, session=sid)
+    sandbox.stop_daemon()
+    ctx = {"project_root": str(sandbox.project), "session_id": sid}
+    spool.enqueue(sandbox.user_dir, "hook_session_end", {"reason": "other"}, ctx)
+    # a capture queued after it (a PostToolUse that finished late), then the resent end
+    spool.enqueue(sandbox.user_dir, "hook_capture", {"content": "edited deploy/eu-west-3.tf", "type": "episodic",
+                                                     "category": "file_change", "importance": 0.3}, ctx)
+    spool.enqueue(sandbox.user_dir, "hook_session_end", {"reason": "other"}, ctx)
+    sandbox.start_daemon()
+    from tests.reliability._support import wait_for
+
+    assert wait_for(lambda: not spool.pending(sandbox.user_dir), timeout=60)
+    assert len(_summaries(sandbox, tmp_path)) == 1
