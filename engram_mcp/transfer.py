@@ -359,7 +359,7 @@ def _check_lines(run: _Run) -> tuple[list[_Memory], list[_Memory], list[tuple[in
             run.tick(n, None, "check")
         kind = obj["kind"]
         if kind == "header":
-            if header_seen or obj.get("format") != EXPORT_FORMAT or not isinstance(obj.get("version", 0), int) or obj.get("version", 0) > EXPORT_VERSION:
+            if header_seen or obj.get("format") != EXPORT_FORMAT or _header_version(obj) > EXPORT_VERSION:
                 raise InvalidInput(f"{run.path}:{n}: not an engram export of a version this engram reads", field="path")
             header_seen = True
             continue
@@ -384,6 +384,14 @@ def _check_lines(run: _Run) -> tuple[list[_Memory], list[_Memory], list[tuple[in
         seen.add((scope, key))
         (to_embed if mem.vector is None and rec.get("status") != "forgotten" else ready).append(mem)
     return ready, to_embed, deferred
+
+
+def _header_version(obj: dict[str, Any]) -> int:
+    """The export version a header states (a number, or a string of one); unreadable counts as too new."""
+    try:
+        return int(obj.get("version", 0))
+    except (TypeError, ValueError, OverflowError):
+        return EXPORT_VERSION + 1
 
 
 def _checked_record(obj: dict[str, Any], findings: list, scope: str) -> tuple[dict[str, Any], bool]:
