@@ -57,6 +57,7 @@ class ForgetModel:
     def __init__(self, memory_id: str) -> None:
         self.memory_id = memory_id
         self.asked_with_the_tool = False
+        self.confirmed_in_advance = False
 
     def __call__(self, body: dict[str, Any]) -> Any:
         messages = [m for m in body["messages"] if m["role"] in ("user", "assistant")]  # (2.1.330 adds role: system ones)
@@ -68,12 +69,15 @@ class ForgetModel:
             if FORGET in said and ID.search(said.split(FORGET, 1)[1].split("</command-args>")[0]):
                 return self._show_then_forget(messages)
             if FORGET in said:
+                self.confirmed_in_advance = "--yes" in said.split(FORGET, 1)[1][:40] and "`--yes`" in self._command_text(messages)
                 return ToolUse(TOOL + "recall_memories", {"query": "the staging host", "limit": 10})
             return self._forget() if "all" in said.lower() else Text("Kept.")
         called = self._tool_names(messages[-2])
         result = results[-1]
         if called.get(result["tool_use_id"]) == TOOL + "recall_memories":
             listing = f"1. {self.memory_id} (project, semantic): {MEMORY}"
+            if self.confirmed_in_advance:
+                return [Text(listing), self._forget()]
             if "AskUserQuestion" in self._command_text(messages):
                 self.asked_with_the_tool = True
                 return [Text(listing), ToolUse("AskUserQuestion", {"questions": [{
@@ -209,9 +213,15 @@ def test_interactive_session_asks_and_forgets_in_the_same_turn(world) -> None:
         try:
             assert "manualmodeon" in _screen_until(fd, r"manualmodeon", 60), "the prompt is ready"
             os.write(fd, f"{FORGET} the staging host".encode())
-            time.sleep(1.0)
+            _screen_until(fd, r"thestaginghost", 15)  # typed into the prompt
+            time.sleep(0.5)
             os.write(fd, b"\r")
-            screen = _screen_until(fd, r"Forgetthese1memories\?|Replyallornone", 90)
+            asked = r"Forgetthese1memories\?.*Entertoselect|Replyallornone"  # the question's dialog, drawn whole
+            screen = _screen_until(fd, asked, 30)
+            if not re.search(asked, screen) and not api.conversation:
+                os.write(fd, b"\r")  # the first Enter only completed the command's name in the menu
+                screen = _screen_until(fd, asked, 90)
+            time.sleep(0.5)
             if not model.asked_with_the_tool:
                 os.write(fd, b"all\r")  # the old text: the user answers in a later message
             else:
@@ -226,3 +236,16 @@ def test_interactive_session_asks_and_forgets_in_the_same_turn(world) -> None:
     assert not re.search(r"Doyouwantto|requestedpermissions", screen), "a permission dialog interrupted the command:\n" + screen[-1500:]
     assert model.asked_with_the_tool, "the confirmation came from the AskUserQuestion tool in the command's own turn"
     assert status(world) == "forgotten", screen[-1500:]
+
+
+def test_print_mode_with_yes_forgets_the_matches_in_one_invocation(world) -> None:
+    """`/engram:forget --yes <query>`: confirmed in advance, so a script forgets in one run, and is told what."""
+    model = ForgetModel(world["id"])
+    with FakeAnthropic([model] * 8) as api:
+        result = result_json(run_claude(["-p", f"{FORGET} --yes the staging host", "--output-format", "json", "--plugin-dir",
+                                         world["plugin"]], home=world["home"], cwd=world["project"],
+                                        env_extra=api.env(**world["env"]), timeout=180))
+    assert not api.errors, api.errors
+    assert result["permission_denials"] == [] and not model.asked_with_the_tool
+    assert status(world) == "forgotten"
+    assert world["id"] in result["result"] and "undo: true" in result["result"]
