@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .client import DaemonClient, user_dir_from_env
-from .errors import EngramError
+from .errors import EngramError, InvalidInput
 from .paths import resolve_project_root
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
@@ -375,9 +375,10 @@ def _export_target(file: str) -> Path:
     than a wish, so it is an error (create it first), never a silent `mkdir -p`."""
     path = Path(file).expanduser().resolve()
     if path.is_dir():
-        raise EngramError(f"export: {file} is a directory; give a file name, e.g. {Path(file) / 'memories.jsonl'}")
+        raise InvalidInput(f"export: {file} is a directory; give a file name, e.g. {Path(file) / 'memories.jsonl'}", field="file")
     if not path.parent.is_dir():
-        raise EngramError(f"export: the directory {path.parent} does not exist; create it first (mkdir -p {path.parent}) or choose another path")
+        raise InvalidInput(f"export: the directory {path.parent} does not exist; create it first (mkdir -p {path.parent}) "
+                           "or choose another path", field="file")
     return path
 
 

@@ -126,9 +126,11 @@ def _recall_route(service: Any, args: dict[str, Any]) -> tuple[Callable[..., Any
     if args.pop("min_importance", None):
         raise InvalidInput("min_importance is a filter of a search (with a query) only", field="min_importance")
     args.setdefault("status", "all" if include_forgotten else None)
+    args.setdefault("limit", RECALL_DEFAULT_LIMIT)  # the tool's stated default; `engram list` passes its own
     return service.list_memories, {**args, "after": time_range.get("after"), "before": time_range.get("before")}
 
 
+RECALL_DEFAULT_LIMIT = 10  # recall_memories' `limit` default, for a search and a browse alike
 ARGUMENT_ERRORS = ("unexpected keyword", "required positional", "required keyword", "positional argument", "multiple values for")
 
 
