@@ -445,11 +445,19 @@ def test_another_user_cannot_disable_engram_by_squatting_tmp(tmp_path: Path) -> 
         if level == base:
             break
         os.chown(level, SQUAT_UID, SQUAT_UID)
+    # The checkout may sit in a directory the other uid cannot enter (a CI clone under a 0700
+    # temp dir): give it a readable copy of the package.
+    pkg = base / "pkg"
+    shutil.copytree(REPO / "engram_mcp", pkg / "engram_mcp", ignore=shutil.ignore_patterns("__pycache__"))
+    for root, dirs, files in os.walk(pkg):
+        os.chmod(root, 0o755)
+        for name in files:
+            os.chmod(os.path.join(root, name), 0o644)
     squat.mkdir(mode=0o755)  # owned by root: the "other user"
     made: Path | None = None
     try:
         env = {"PATH": "/usr/bin:/bin", "HOME": str(base), "ENGRAM_HOME": str(user_dir)}
-        out = subprocess.run([system_python, "-S", "-c", SQUAT_CHECK, str(REPO), str(user_dir)], capture_output=True, text=True,
+        out = subprocess.run([system_python, "-S", "-c", SQUAT_CHECK, str(pkg), str(user_dir)], capture_output=True, text=True,
                              timeout=60, env=env, preexec_fn=lambda: (os.setgid(SQUAT_UID), os.setuid(SQUAT_UID)))
         assert out.returncode == 0, out.stderr[-2000:]
         first, again = out.stdout.split()
