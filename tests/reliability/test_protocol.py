@@ -572,12 +572,13 @@ def test_every_hook_exits_0_without_a_traceback_whatever_its_input(running: Sand
 CLIENT_TIMEOUT_S = 1.5
 
 
-def _fake_daemon(path: Path, behaviour: str, stop: threading.Event) -> None:
+def _fake_daemon(path: Path, behaviour: str, stop: threading.Event, ready: threading.Event) -> None:
     """Accept connections on `path` and answer every request the broken way `behaviour` names."""
     srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     srv.bind(str(path))
     srv.listen(8)
     srv.settimeout(0.2)
+    ready.set()  # the socket file exists from bind(), but connections are refused until listen()
     conns = []
     try:
         while not stop.is_set():
@@ -636,11 +637,10 @@ def test_client_gives_a_clear_error_within_its_timeout(tmp_path: Path, behaviour
     from engram_mcp.errors import DaemonUnavailable
 
     sock_path = tmp_path / "d.sock"
-    stop = threading.Event()
-    server = threading.Thread(target=_fake_daemon, args=(sock_path, behaviour, stop), daemon=True)
+    stop, ready = threading.Event(), threading.Event()
+    server = threading.Thread(target=_fake_daemon, args=(sock_path, behaviour, stop, ready), daemon=True)
     server.start()
-    while not sock_path.exists():
-        time.sleep(0.01)
+    assert ready.wait(10)
 
     class Client(DaemonClient):
         @property
