@@ -284,17 +284,17 @@ def _with_contiguity(parts, relevance: np.ndarray, fuse, weight: float) -> np.nd
         near = view.index.neighbours(slots, mask, CONTIGUITY_LAGS)
         linked = np.unique(near[near >= 0])
         if linked.size:
-            rel_of = dict(zip(slots.tolist(), relevance[offset : offset + n].tolist()))
-            missing = np.array([s for s in linked.tolist() if s not in rel_of], dtype=np.int64)
-            if missing.size:
-                if fuse is None:
-                    rel_of.update({s: 0.0 for s in missing.tolist()})
-                else:
-                    rel_of.update(zip(missing.tolist(), fuse(*signals(missing)).tolist()))
-            lookup = np.vectorize(lambda s: rel_of.get(int(s), 0.0) if s >= 0 else 0.0, otypes=[np.float64])
+            # relevance of every linked slot: from the candidates (slots are sorted), else scored now
+            rel = relevance[offset : offset + n]
+            at = np.minimum(np.searchsorted(slots, linked), n - 1)
+            known = slots[at] == linked
+            linked_rel = np.where(known, rel[at], 0.0)
+            if fuse is not None and not known.all():
+                linked_rel[~known] = fuse(*signals(linked[~known]))
+            where = np.searchsorted(linked, np.maximum(near, 0))
+            near_rel = np.where(near >= 0, linked_rel[np.minimum(where, linked.size - 1)], 0.0)
             for lag in range(CONTIGUITY_LAGS):
-                best = np.maximum(lookup(near[lag, 0]), lookup(near[lag, 1]))
-                out[offset : offset + n] += weight / (lag + 1) * best
+                out[offset : offset + n] += weight / (lag + 1) * np.maximum(near_rel[lag, 0], near_rel[lag, 1])
         offset += n
     return out
 

@@ -271,8 +271,9 @@ class ScopeIndex:
         if not self._session_times:
             return out
         n = allowed.size
+        session_of = self.session_of
         for i, slot in enumerate(slots.tolist()):
-            sid = self.session_of.get(slot)
+            sid = session_of.get(slot)
             if sid is None:
                 continue
             line = self._session_times[sid]
