@@ -18,6 +18,7 @@ from typing import Any, Callable
 
 from .client import DaemonClient, user_dir_from_env
 from .errors import EngramError, InvalidInput
+from .ids import short_id
 from .paths import resolve_project_root
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
@@ -303,10 +304,11 @@ def _age_bound(value: str | None, flag: str) -> str | None:
 
 
 def render_list(r: dict[str, Any], a: argparse.Namespace) -> str:
-    """One line per memory: bare id (accepted by show/update/forget), date, scope, type, status, preview."""
+    """One line per memory: short id (accepted by show/update/forget/promote), date, scope, type,
+    status, preview (`--json` keeps the full ids)."""
     lines = []
     for m in r["memories"]:
-        bare = str(m["id"]).split(":", 1)[-1]
+        bare = short_id(str(m["id"]).split(":", 1)[-1])
         when = str(m.get("created_at") or "")[:16].replace("T", " ")
         cat = f"/{m['category']}" if m.get("category") else ""
         lines.append(f"{bare}  {when}  {m['scope']:<7} {m['type'] + cat:<12} {m['status']:<9} {_short(m.get('summary') or m['content'], 80)}")

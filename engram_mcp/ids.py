@@ -20,6 +20,26 @@ CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 ULID_RE = re.compile(r"^[0-9A-HJKMNP-TV-Z]{26}$")
 SESSION_ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
 MEMORY_TABLE = "memory"
+# A short id is the end of a ULID (its random part): `engram list` shows 8 characters, and any
+# 6 to 25 that match one memory of the caller's scopes are accepted where an id is.
+SHORT_ID_CHARS = 8
+SHORT_ID_RE = re.compile(r"^[0-9A-HJKMNP-TV-Z]{6,25}$")
+
+
+def short_id(key: str) -> str:
+    """The short form of a bare ULID (its last SHORT_ID_CHARS characters)."""
+    return key[-SHORT_ID_CHARS:]
+
+
+def as_short_id(raw: object) -> str | None:
+    """The upper-cased short id `raw` spells (with or without `memory:`), or None."""
+    if not isinstance(raw, str):
+        return None
+    text = raw.strip()
+    if text.startswith(f"{MEMORY_TABLE}:"):
+        text = text[len(MEMORY_TABLE) + 1 :]
+    text = text.strip("⟨⟩`").upper()
+    return text if SHORT_ID_RE.match(text) else None
 
 
 def new_ulid(now_ms: int | None = None) -> str:

@@ -291,6 +291,10 @@ class SlotAllocator:
     def get(self, key: str) -> int | None:
         return self._slots.get(key)
 
+    def keys(self) -> Iterable[str]:
+        """The keys that hold a slot (a live view: do not write while iterating)."""
+        return self._slots.keys()
+
     def key_at(self, slot: int) -> str | None:
         if 0 <= slot < len(self._keys):
             return self._keys[slot]

@@ -26,7 +26,7 @@ from .config import Config, ConfigError, load_config_lenient
 from .embeddings import DEFAULT_DIM, Embedder, EmbeddingsUnavailable, make_embedder
 from .errors import InvalidInput, MemoryNotFound, StoreUnavailable
 from .handles import ScopeHandle, StoreRegistry
-from .ids import format_memory_id, new_ulid, parse_memory_id
+from .ids import as_short_id, format_memory_id, new_ulid, parse_memory_id
 from .paths import user_dir as default_user_dir
 from .records import (
     MAX_CONTENT_CHARS,
@@ -244,8 +244,18 @@ class MemoryService:
         note_project_sighting(self, h, key, drop=drop)
 
     def locate(self, ctx: RequestContext, memory_id: str, *, scopes: tuple[str, ...] = SCOPE_ORDER) -> list[Located]:
-        """Every copy of a memory id visible to the caller, most specific scope first."""
-        key = parse_memory_id(memory_id)
+        """Every copy of a memory id visible to the caller, most specific scope first.
+
+        A short id (the end of a ULID, as `engram list` shows it) is accepted when exactly one
+        memory of these scopes ends with it.
+        """
+        try:
+            key = parse_memory_id(memory_id)
+        except InvalidInput:
+            short = as_short_id(memory_id)
+            if short is None:
+                raise
+            key = self._resolve_short_id(ctx, short, scopes)
         found = []
         for scope in scopes:
             if scope == "session" and not ctx.session_id:
@@ -260,6 +270,27 @@ class MemoryService:
             if rows:
                 found.append(Located(h, key, rows[0]))
         return found
+
+    def _resolve_short_id(self, ctx: RequestContext, short: str, scopes: tuple[str, ...]) -> str:
+        """The one memory key of the caller's scopes that ends with `short` (a scan of the
+        derived index's keys: milliseconds at 100k, and only when a short id is given)."""
+        keys: set[str] = set()
+        for scope in scopes:
+            if scope == "session" and not ctx.session_id:
+                continue
+            try:
+                h = self.handle(ctx, scope)
+            except StoreUnavailable:
+                continue
+            keys.update(k for k in h.index.slots.keys() if k.endswith(short))
+        if not keys:
+            raise MemoryNotFound(f"No memory id ends with {short} in this project's session, project or user scopes; "
+                                 "`engram list` shows the ids.")
+        if len(keys) > 1:
+            shown = ", ".join(sorted(f"memory:{k}" for k in keys)[:5])
+            raise InvalidInput(f"{short} matches {len(keys)} memories ({shown}); give more characters of the id",
+                               field="memory_id")
+        return keys.pop()
 
     def _locate_one(self, ctx: RequestContext, memory_id: str) -> list[Located]:
         found = self.locate(ctx, memory_id)

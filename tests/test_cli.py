@@ -121,10 +121,15 @@ def test_list_browses_newest_first_with_filters_and_pages(tmp_path: Path) -> Non
         assert all(m["access_count"] == 0 for m in _json(e.cli("--json", "list", "--status", "all"))["memories"])
         human = e.cli("list", "--limit", "2").stdout
         first = human.splitlines()[0]
-        assert first.startswith(proc_id.split(":")[1]) and "procedural" in first and "Deploy with make deploy" in first
+        short = first.split()[0]
+        assert len(short) == 8 and proc_id.endswith(short)  # a short id
+        assert "procedural" in first and "Deploy with make deploy" in first
         assert "page 1 of 3" in human and "engram list --page 2" in human
-        shown = _json(e.cli("--json", "show", first.split()[0]))  # the id printed is one `show` accepts
+        shown = _json(e.cli("--json", "show", short))  # the id printed is one `show` accepts
         assert shown["id"] == proc_id
+        assert _json(e.cli("--json", "update", short.lower(), "--importance", "0.9"))["memory_id"] == proc_id
+        missing = e.cli("show", "ZZZZZZZZ", check=False)
+        assert missing.returncode != 0 and "engram list" in missing.stderr
         bad = e.cli("list", "--since", "yesterdayish", check=False)
         assert bad.returncode == 1 and "--since" in bad.stderr
     finally:

@@ -345,3 +345,20 @@ def test_an_update_or_tag_that_changes_nothing_writes_no_version_and_no_history(
     res = fake_service.update(ctx, mid, importance=0.7, tags={"add": ["ci"]})
     assert res["updated_fields"] == ["importance"] and res["version"] == 2
     assert len(fake_service.get(ctx, mid, history=True)["history"]) == 1
+
+
+def test_a_short_id_names_one_memory_and_an_ambiguous_one_is_refused(fake_service, ctx):
+    from engram_mcp.errors import InvalidInput, MemoryNotFound
+
+    a = fake_service.store(ctx, content="Deploys go through Nomad", type="semantic", scope="project",
+                           request_id="01J000000000000000A0QBCDEF")["memory_id"]
+    fake_service.store(ctx, content="The CI runs on GitHub Actions", type="semantic", scope="user",
+                       request_id="01J000000000000000A1QBCDEF")
+    assert fake_service.get(ctx, "0QBCDEF")["id"] == a  # unique among the caller's scopes, any case
+    assert fake_service.get(ctx, "memory:0qbcdef")["id"] == a
+    with pytest.raises(InvalidInput, match="matches 2 memories"):
+        fake_service.get(ctx, "QBCDEF")
+    with pytest.raises(MemoryNotFound, match="engram list"):
+        fake_service.get(ctx, "ZZZZZZZZ")
+    with pytest.raises(InvalidInput):  # five characters are not an id at all
+        fake_service.get(ctx, "BCDEF")
