@@ -776,6 +776,12 @@ class MemoryService:
         version = None
         with self.lock:
             found = self._locate_one(ctx, memory_id)
+            if superseded_key:  # checked before anything is written: a refused update changes nothing
+                if superseded_key == found[0].key:
+                    raise InvalidInput("a memory cannot supersede itself", field="supersedes")
+                if not any(f.handle.index.slot_of(superseded_key) is not None for f in found):
+                    raise InvalidInput(f"supersedes: memory:{superseded_key} is not in a scope holding {memory_id}; "
+                                       "promote one of them first", field="supersedes")
             for loc in found:
                 row = loc.row
                 if row.get("status") == "forgotten" and content is None and row.get("content") == "[forgotten]":
@@ -826,12 +832,7 @@ class MemoryService:
                 if superseded_key and self._supersede(loc.handle, loc.key, superseded_key):
                     changes.append("supersedes")
                 updated_fields = sorted(set(updated_fields) | set(changes))
-            if superseded_key and "supersedes" not in updated_fields:
-                if superseded_key == found[0].key:
-                    raise InvalidInput("a memory cannot supersede itself", field="supersedes")
-                if not any(f.handle.index.slot_of(superseded_key) is not None for f in found):
-                    raise InvalidInput(f"supersedes: memory:{superseded_key} is not in a scope holding {memory_id}; "
-                                       "promote one of them first", field="supersedes")
+
         return {
             "memory_id": format_memory_id(found[0].key),
             "updated_fields": updated_fields,

@@ -182,7 +182,10 @@ def test_update_memory_can_mark_an_older_memory_superseded(real_service, ctx):
     with pytest.raises(InvalidInput):
         real_service.update(ctx, new, supersedes=new)
     with pytest.raises(InvalidInput):  # a memory that does not exist in its scopes
-        real_service.update(ctx, new, supersedes="memory:01J0000000000000000000000Z")
+        real_service.update(ctx, new, content="Dependencies moved to pip-tools", importance=0.2,
+                            supersedes="memory:01J0000000000000000000000Z")
+    kept = real_service.get(ctx, new)  # a refused update changes nothing, not even its other fields
+    assert kept["content"].startswith("Dependencies moved to uv") and kept["importance"] == 0.5
 
 
 def test_a_new_memory_close_to_an_older_one_comes_back_with_a_supersede_hint(real_service, ctx):
