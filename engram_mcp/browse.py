@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .errors import InvalidInput, StoreUnavailable
+from .errors import InvalidInput
 from .records import check_tags, parse_time, public_memory
 from .scope_index import RECALLABLE_STATUSES, Filters, record_key
 from .scoring import to_epoch
@@ -121,14 +121,7 @@ def list_memories(
     warnings: list[dict[str, Any]] = []
     with svc.lock:
         total, candidates, handles = 0, [], {}
-        for name in scopes:
-            if name == "session" and not ctx.session_id:
-                continue
-            try:
-                h = svc.handle(ctx, name)
-            except StoreUnavailable as exc:
-                warnings.append({"code": "scope_unavailable", "scope": name, "message": exc.message})
-                continue
+        for name, h in svc.open_scopes(ctx, scopes, warnings):
             handles[name] = h
             count, newest = _newest(h.index, filters, want)
             total += count

@@ -90,15 +90,10 @@ def top_by_strength(svc, ctx, scopes, types, limit, category=None) -> list[dict[
     types = [types] if isinstance(types, str) else (list(types) if types else None)
     weights = svc.config(ctx.project_root).scope_weights_resolved()
     now = time.time()
-    ranked: list[tuple[float, str, Any, str]] = []
-    for scope in scopes:
-        if scope == "session" and not ctx.session_id:
-            continue
-        try:
-            h = svc.handle(ctx, scope)
-        except StoreUnavailable:
-            continue
-        f = Filters(types=frozenset(types) if types else None, category=frozenset([category]) if category else None)
+    ranked: list[tuple[float, str, str]] = []
+    handles = dict(svc.open_scopes(ctx, scopes))
+    f = Filters(types=frozenset(types) if types else None, category=frozenset([category]) if category else None)
+    for scope, h in handles.items():
         slots = np.flatnonzero(h.index.mask(f))
         if slots.size == 0:
             continue
@@ -108,18 +103,17 @@ def top_by_strength(svc, ctx, scopes, types, limit, category=None) -> list[dict[
         for i in np.argsort(-score, kind="stable")[:limit].tolist():
             key = h.index.key_of(int(slots[i]))
             if key:
-                ranked.append((float(score[i]), scope, h, key))
+                ranked.append((float(score[i]), scope, key))
     ranked.sort(key=lambda r: -r[0])
     ranked = ranked[:limit]
-    picked = []
-    for scope in dict.fromkeys(r[1] for r in ranked):
-        h = next(r[2] for r in ranked if r[1] == scope)
-        keys = [r[3] for r in ranked if r[1] == scope]
-        rows = {str(r["id"].id): r for r in h.q(q.GET_MEMORIES, {"ids": [RecordID("memory", k) for k in keys]}) or []}
-        picked.extend((k, public_memory(rows[k], frozen=scope == "session")) for k in keys if k in rows)
-    order = {(r[1], r[3]): n for n, r in enumerate(ranked)}
-    picked.sort(key=lambda kv: order.get((kv[1].get("scope"), kv[0]), len(order)))
-    return [m for _, m in picked]
+    keys_of: dict[str, list[str]] = {}
+    for _score, scope, key in ranked:
+        keys_of.setdefault(scope, []).append(key)
+    found: dict[tuple[str, str], dict[str, Any]] = {}
+    for scope, keys in keys_of.items():
+        for row in handles[scope].q(q.GET_MEMORIES, {"ids": [RecordID("memory", k) for k in keys]}) or []:
+            found[(scope, str(row["id"].id))] = public_memory(row, frozen=scope == "session")
+    return [found[(scope, key)] for _score, scope, key in ranked if (scope, key) in found]
 
 
 class _Shown:

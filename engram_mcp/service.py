@@ -16,7 +16,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 import numpy as np
 
@@ -198,20 +198,30 @@ class MemoryService:
         """Open the scopes a read needs; a scope that cannot open becomes a warning."""
         self._touch_session(ctx.project_root, ctx.session_id)  # a recall is activity too
         weights = cfg.scope_weights_resolved()
-        views, warnings = [], []
-        for scope in scopes:
-            if scope == "session" and not ctx.session_id:
-                continue
-            try:
-                h = self.handle(ctx, scope)
-            except StoreUnavailable as exc:
-                warnings.append({"code": "scope_unavailable", "scope": scope, "message": exc.message})
-                continue
+        views: list[ScopeView] = []
+        warnings: list[dict[str, Any]] = []
+        for scope, h in self.open_scopes(ctx, scopes, warnings):
             refused = h.store.failure  # readable, but not writable: recall strengthening waits too
             if refused:
                 warnings.append({"code": "scope_read_only", "scope": scope, "message": refused})
             views.append(ScopeView(scope, h.index, float(weights[scope]), frozen=(scope == "session")))
         return views, warnings
+
+    def open_scopes(self, ctx: RequestContext, scopes: Iterable[str],
+                    warnings: list[dict[str, Any]] | None = None) -> list[tuple[str, ScopeHandle]]:
+        """(scope, handle) for each of `scopes` this caller can read: the session scope only when
+        the caller has a session; a store that cannot open is left out, and named in `warnings`
+        (code scope_unavailable) when a list is given."""
+        opened = []
+        for scope in scopes:
+            if scope == "session" and not ctx.session_id:
+                continue
+            try:
+                opened.append((scope, self.handle(ctx, scope)))
+            except StoreUnavailable as exc:
+                if warnings is not None:
+                    warnings.append({"code": "scope_unavailable", "scope": scope, "message": exc.message})
+        return opened
 
     def _touch_session(self, project_root: Path, session_id: str | None) -> None:
         """Refresh session_registry.last_seen_at on activity, at most once a minute per session.
@@ -257,13 +267,7 @@ class MemoryService:
                 raise
             key = self._resolve_short_id(ctx, short, scopes)
         found = []
-        for scope in scopes:
-            if scope == "session" and not ctx.session_id:
-                continue
-            try:
-                h = self.handle(ctx, scope)
-            except StoreUnavailable:
-                continue
+        for _scope, h in self.open_scopes(ctx, scopes):
             if h.index.slot_of(key) is None:
                 continue
             rows = h.q(q.GET_MEMORY, {"id": key}) or []
@@ -275,13 +279,7 @@ class MemoryService:
         """The one memory key of the caller's scopes that ends with `short` (a scan of the
         derived index's keys: milliseconds at 100k, and only when a short id is given)."""
         keys: set[str] = set()
-        for scope in scopes:
-            if scope == "session" and not ctx.session_id:
-                continue
-            try:
-                h = self.handle(ctx, scope)
-            except StoreUnavailable:
-                continue
+        for _scope, h in self.open_scopes(ctx, scopes):
             keys.update(k for k in h.index.slots.keys() if k.endswith(short))
         if not keys:
             raise MemoryNotFound(f"No memory id ends with {short} in this project's session, project or user scopes; "
