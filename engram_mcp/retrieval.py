@@ -29,7 +29,6 @@ from .scoring import (
     COSINE_FLOOR,
     decay_factors,
     final_score,
-    normalise_max,
     rrf_fusion,
     score_fusion,
 )
@@ -260,10 +259,7 @@ def _fusion(strategy: str, settings: RetrievalSettings, kw_all: np.ndarray, vec_
     cos_top = max(cos_top, floor + 1e-6)
 
     def fuse(kw: np.ndarray, vec: np.ndarray) -> np.ndarray:
-        # score_fusion normalises by the maxima of what it is given: pin them to the candidates'.
-        k = np.append(np.minimum(np.maximum(kw, 0.0), kw_top), kw_top)
-        v = np.append(np.minimum(np.nan_to_num(vec, nan=-1.0), cos_top), cos_top)
-        return score_fusion(k, v, weight, floor)[:-1]
+        return score_fusion(kw, vec, weight, floor, keyword_top=kw_top, cosine_top=cos_top)
 
     return fuse
 

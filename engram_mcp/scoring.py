@@ -106,13 +106,8 @@ def final_score(relevance: np.ndarray, importance: np.ndarray, recency: np.ndarr
     return relevance + prior(importance, recency, scope_weight)
 
 
-def normalise_max(scores: np.ndarray) -> np.ndarray:
-    """Scale non-negative scores into [0, 1] by their maximum (0 stays 0)."""
-    top = float(scores.max()) if scores.size else 0.0
-    return scores / top if top > 0 else np.zeros_like(scores)
-
-
-def score_fusion(keyword: np.ndarray, vector: np.ndarray, keyword_weight: float, cosine_floor: float = COSINE_FLOOR) -> np.ndarray:
+def score_fusion(keyword: np.ndarray, vector: np.ndarray, keyword_weight: float, cosine_floor: float = COSINE_FLOOR, *,
+                 keyword_top: float | None = None, cosine_top: float | None = None) -> np.ndarray:
     """Normalised weighted score fusion of BM25 and cosine over one recall's candidates.
 
     BM25 has no fixed scale, so it is divided by the best keyword score among the candidates.
@@ -121,12 +116,16 @@ def score_fusion(keyword: np.ndarray, vector: np.ndarray, keyword_weight: float,
     0-1 BM25 part let the keyword side decide almost alone (paraphrases, which share no word
     with the memory, then lost to any memory sharing one). Measured on coding memory and
     LoCoMo: this scaling beat raw cosine, min-max over the candidates and z-scores. A caller
-    that lowers the relevance floor below COSINE_FLOOR passes its own `cosine_floor`.
+    that lowers the relevance floor below COSINE_FLOOR passes its own `cosine_floor`; one that
+    scores memories beside the candidates passes the candidates' bests as `keyword_top` and
+    `cosine_top` (the scale then stays the candidates', and nothing scores above 1).
     """
-    kw = normalise_max(np.maximum(keyword, 0.0))
+    kw = np.maximum(np.asarray(keyword, dtype=np.float64), 0.0)
+    k_top = (float(kw.max()) if kw.size else 0.0) if keyword_top is None else keyword_top
+    kw = np.minimum(kw, k_top) / k_top if k_top > 0 else np.zeros_like(kw)
     cos = np.nan_to_num(np.asarray(vector, dtype=np.float64), nan=cosine_floor)
-    top = float(cos.max()) if cos.size else cosine_floor
-    span = top - cosine_floor
+    c_top = (float(cos.max()) if cos.size else cosine_floor) if cosine_top is None else cosine_top
+    span = c_top - cosine_floor
     vec = np.clip((cos - cosine_floor) / span, 0.0, 1.0) if span > 1e-9 else np.zeros_like(cos)
     return keyword_weight * kw + (1.0 - keyword_weight) * vec
 

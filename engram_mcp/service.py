@@ -642,7 +642,6 @@ class MemoryService:
                     if row.get("status") == "created":
                         row["status"] = "active"
                 rows[(scope, key)] = row
-        superseded = {k: v for view in views for k, v in view.index.superseded_by.items()}
         out = []
         for h in hits:
             row = rows.get((h.scope, h.key))
@@ -654,7 +653,7 @@ class MemoryService:
             mem["score"] = round(h.score, 4)
             if h.also_in:
                 mem["also_in"] = h.also_in
-            newer = superseded.get(h.key)
+            newer = next((v.index.superseded_by[h.key] for v in reversed(views) if h.key in v.index.superseded_by), None)
             if newer:
                 mem["superseded_by"] = format_memory_id(newer)
             out.append(mem)
