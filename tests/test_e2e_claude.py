@@ -46,6 +46,17 @@ PREFERENCE = "The user prefers short answers with the command first."
 STOP_MARKER = "engram memory check"
 
 
+def install_engram(home: Path, base: Path) -> dict[str, str]:
+    """Install engram from a shipped copy of the repository into `home`, as a user would (marketplace
+    add + install); returns the environment its sessions run with (this test run's Python)."""
+    source = plugin_copy(base / "engram-src")
+    env = {"ENGRAM_PYTHON": sys.executable}
+    for args in (["plugin", "marketplace", "add", str(source)], ["plugin", "install", f"engram@{MARKETPLACE}"]):
+        proc = run_claude(args, home=home, cwd=base, env_extra=env, timeout=120)
+        assert proc.returncode == 0, f"claude {' '.join(args)}:\n{proc.stdout}\n{proc.stderr}"
+    return env
+
+
 def plugin_copy(dest: Path) -> Path:
     """The repository as git would ship it (tracked + new files, no .venv/node_modules)."""
     files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO,
@@ -71,11 +82,7 @@ def world(tmp_path_factory, claude_cli_path):
     base = tmp_path_factory.mktemp("e2e")
     home = base / "home"
     home.mkdir()
-    source = plugin_copy(base / "engram-src")
-    env = {"ENGRAM_PYTHON": sys.executable}
-    for args in (["plugin", "marketplace", "add", str(source)], ["plugin", "install", f"engram@{MARKETPLACE}"]):
-        proc = run_claude(args, home=home, cwd=base, env_extra=env, timeout=120)
-        assert proc.returncode == 0, f"claude {' '.join(args)}:\n{proc.stdout}\n{proc.stderr}"
+    env = install_engram(home, base)
     w = {"home": home, "base": base, "env": env, "a": git_project(base / "project-a"), "b": git_project(base / "project-b")}
     yield w
     stop_daemon(home / ".claude" / "engram")

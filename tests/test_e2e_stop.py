@@ -17,14 +17,13 @@ with `claude -p --continue`:
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.claude_harness import FakeAnthropic, Text, ToolUse, git_project, result_json, run_claude
 from tests.daemon_env import stop_daemon
-from tests.test_e2e_claude import MARKETPLACE, TOOL, plugin_copy
+from tests.test_e2e_claude import TOOL, install_engram
 
 pytestmark = [pytest.mark.claude, pytest.mark.slow]
 
@@ -42,11 +41,7 @@ def world(tmp_path_factory):
     base = tmp_path_factory.mktemp("e2e-stop")
     home = base / "home"
     home.mkdir()
-    source = plugin_copy(base / "engram-src")
-    env = {"ENGRAM_PYTHON": sys.executable}
-    for args in (["plugin", "marketplace", "add", str(source)], ["plugin", "install", f"engram@{MARKETPLACE}"]):
-        proc = run_claude(args, home=home, cwd=base, env_extra=env, timeout=120)
-        assert proc.returncode == 0, f"claude {' '.join(args)}:\n{proc.stdout}\n{proc.stderr}"
+    env = install_engram(home, base)
     w = {"home": home, "env": env, "project": git_project(base / "project"), "turns": 0}
     yield w
     stop_daemon(home / ".claude" / "engram")
