@@ -37,7 +37,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import RESULTS_DIR, SHARED_BENCH, latency_summary, machine_info, utc_stamp, write_json, write_jsonl  # noqa: E402
@@ -274,7 +274,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--no-dedup", action="store_true", help="skip the store-time dedup measurement")
-    ap.add_argument("--quick", action="store_true", help="same as a full run (the set is small); accepted for run_all")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     if not (args.data / "memories.jsonl").is_file():
