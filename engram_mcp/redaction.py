@@ -1172,11 +1172,14 @@ _RULE_SMB_USER = _Rule(
     check=_not_placeholder,
     hints=("%",),
 )
+# `echo VALUE |` / `printf '%s' VALUE |`: a value piped into the next command
+_ECHO_VALUE_PIPE = (
+    r"(?:echo|printf)(?:[ \t]+-[neE]{1,3})*(?:[ \t]+(?:'%s(?:\\n)?'|\"%s(?:\\n)?\"))?[ \t]+" + _VALUE_TAIL + r"[ \t]*\|"
+)
 # echo VALUE | docker login --password-stdin (printf, here-strings, any login tool)
 _RULE_STDIN_SECRET = _Rule(
     "password-assignment",
-    r"(?:echo|printf)(?:[ \t]+-[neE]{1,3})*(?:[ \t]+(?:'%s(?:\\n)?'|\"%s(?:\\n)?\"))?[ \t]+" + _VALUE_TAIL
-    + r"[ \t]*\|[^\r\n|;&]{0,300}?(?:--password-stdin|--token-stdin|--with-token|-password-stdin|--secret-stdin|--stdin)",
+    _ECHO_VALUE_PIPE + r"[^\r\n|;&]{0,300}?(?:--password-stdin|--token-stdin|--with-token|-password-stdin|--secret-stdin|--stdin)",
     groups=("sq", "dq", "uv"),
     check=_value_check,
     lb=_TOKCH,
@@ -1189,8 +1192,7 @@ _STDIN_TOOLS = (
 # echo VALUE | podman login ... with the --password-stdin flag cut away: a password-like value
 _RULE_ECHO_LOGIN = _Rule(
     "password-assignment",
-    r"(?:echo|printf)(?:[ \t]+-[neE]{1,3})*(?:[ \t]+(?:'%s(?:\\n)?'|\"%s(?:\\n)?\"))?[ \t]+" + _VALUE_TAIL
-    + r"[ \t]*\|[ \t]*(?:sudo[ \t]+)?(?:[^\r\n|;&]{0,120}?\blogin\b|" + _STDIN_TOOLS + r")",
+    _ECHO_VALUE_PIPE + r"[ \t]*(?:sudo[ \t]+)?(?:[^\r\n|;&]{0,120}?\blogin\b|" + _STDIN_TOOLS + r")",
     groups=("sq", "dq", "uv"),
     # piped into a login or a tool that reads credentials on stdin (even with its flags cut away)
     check=lambda m, v: _value_check(m, v) and _password_like(v),
