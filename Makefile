@@ -8,7 +8,7 @@ STAMP := $(VENV)/.engram-stamp
 CLAUDE_CLI := tests/claude-cli
 CLAUDE := $(CLAUDE_CLI)/node_modules/.bin/claude
 
-.PHONY: setup demo test test-fast bench bench-quick stress clean
+.PHONY: setup demo lint test test-fast bench bench-quick stress clean
 
 setup: $(STAMP) $(CLAUDE)
 
@@ -25,7 +25,12 @@ $(CLAUDE): $(CLAUDE_CLI)/package-lock.json
 demo: $(STAMP)
 	$(PY) scripts/demo.py
 
-test: setup
+# The package's declared shape: lint and format (ruff).
+lint: $(STAMP)
+	$(VENV)/bin/ruff check engram_mcp
+	$(VENV)/bin/ruff format --check engram_mcp
+
+test: setup lint
 	$(PY) -m pytest -q -p no:cacheprovider
 
 test-fast: $(STAMP)

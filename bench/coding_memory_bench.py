@@ -43,8 +43,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import RESULTS_DIR, SHARED_BENCH, latency_summary, machine_info, utc_stamp, write_json, write_jsonl  # noqa: E402
 
 try:
-    from engram_mcp.ids import new_ulid
-    from engram_mcp.service import MemoryService, RequestContext
+    from engram_mcp.core.ids import new_ulid
+    from engram_mcp.services.service import MemoryService, RequestContext
 except ImportError as exc:  # e.g. a module another engineer is still writing
     sys.exit(f"cannot import engram_mcp ({exc}); retry when the package imports cleanly")
 

@@ -20,7 +20,7 @@ import time
 from common import RESULTS_DIR, SHARED_BENCH, machine_info, utc_stamp, write_json
 
 import speed_bench as sb
-from engram_mcp.embeddings import DEFAULT_MODEL, make_embedder
+from engram_mcp.index.embeddings import DEFAULT_MODEL, make_embedder
 
 
 def main() -> int:

@@ -37,7 +37,7 @@ sys.path.insert(0, str(REPO_ROOT))
 
 import numpy as np  # noqa: E402
 
-from engram_mcp.client import DaemonClient  # noqa: E402
+from engram_mcp.daemon.client import DaemonClient  # noqa: E402
 
 HOOK = REPO_ROOT / "bin" / "engram-hook"
 INPUTS = REPO_ROOT / "tests" / "data" / "claude_hook_inputs"
@@ -157,7 +157,7 @@ def wall_times(n_memories: int, repeats: int) -> dict[str, Any]:
             ends.append(elapsed)
         results["SessionEnd"] = pcts(ends)
         out["hooks"] = results
-        imports = subprocess.run([sys.executable, "-S", "-X", "importtime", "-c", "import engram_mcp.hooks"], env={**world.env, "PYTHONPATH": str(REPO_ROOT)},
+        imports = subprocess.run([sys.executable, "-S", "-X", "importtime", "-c", "import engram_mcp.interfaces.hooks"], env={**world.env, "PYTHONPATH": str(REPO_ROOT)},
                                  capture_output=True, text=True)
         out["hook_import_modules"] = sum(1 for line in imports.stderr.splitlines() if line.startswith("import time:")) - 1
     finally:
@@ -177,7 +177,7 @@ def stop_design_costs(turns: int) -> dict[str, Any]:
     from tests.claude_harness import FakeAnthropic, ToolUse, git_project, run_claude, write_plugin
 
     base = Path(tempfile.mkdtemp(prefix="engram-stopbench-"))
-    reading = REPO_ROOT / "engram_mcp" / "retrieval.py"  # a realistic file read into the conversation
+    reading = REPO_ROOT / "engram_mcp" / "index" / "retrieval.py"  # a realistic file read into the conversation
     # Turn kinds: quiet work, a stated convention, an error and its fix (the last two have knowledge to keep).
     prompts = ["read retrieval.py and summarise it", "From now on always run ruff before committing.", "run the tests",
                "read retrieval.py again and list its functions", "thanks, that is all"][:turns]
@@ -228,8 +228,8 @@ def stop_design_costs(turns: int) -> dict[str, Any]:
             }
             print(f"  Stop design {design:8s}: side requests {sum(side_tokens):7d} tokens, blocked turns {blocks}, "
                   f"extra main-request tokens {sum(extra_main_tokens)}", flush=True)
-        hooks_path = REPO_ROOT / "engram_mcp" / "hooks.py"
-        from engram_mcp.hooks import STOP_REASON
+        hooks_path = REPO_ROOT / "engram_mcp" / "interfaces" / "hooks.py"
+        from engram_mcp.interfaces.hooks import STOP_REASON
 
         results["command_reason_tokens"] = (len(STOP_REASON) + 120) // CHARS_PER_TOKEN
         results["note"] = ("prompt design: every turn sends the conversation to a model (no cache across turns for the side "

@@ -60,11 +60,11 @@ from common import (  # noqa: E402
 )
 
 try:
-    from engram_mcp.ids import new_ulid
-    from engram_mcp.records import iso, now_dt, sanitize_text, vector_bytes
-    from engram_mcp.scoring import rrf_fusion, score_fusion
-    from engram_mcp.search_index import BM25Index
-    from engram_mcp.service import MemoryService, RequestContext
+    from engram_mcp.core.ids import new_ulid
+    from engram_mcp.services.records import iso, now_dt, sanitize_text, vector_bytes
+    from engram_mcp.index.scoring import rrf_fusion, score_fusion
+    from engram_mcp.index.search_index import BM25Index
+    from engram_mcp.services.service import MemoryService, RequestContext
 except ImportError as exc:  # e.g. a module another engineer is still writing
     sys.exit(f"cannot import engram_mcp ({exc}); retry when the package imports cleanly")
 
@@ -282,7 +282,7 @@ def fuse(kw_all: np.ndarray, cos_all: np.ndarray, *, w: float = 0.5, pool: int =
 
     Candidates = union of the vector top-`pool` and the BM25 top-`pool` (positive scores), every
     candidate carrying both signals, as `retrieval._candidates` does. Fusion:
-      cos_norm "engram": whatever `engram_mcp.scoring.score_fusion` does today (fusion "rrf":
+      cos_norm "engram": whatever `engram_mcp.index.scoring.score_fusion` does today (fusion "rrf":
                          `scoring.rrf_fusion`), so the simulation follows the code under test;
       "pool": BM25 / max over candidates + cosine min-max over the candidate pool;
       "all":  BM25 / max over candidates + cosine min-max over every memory of the scope;
@@ -559,8 +559,8 @@ def code_fingerprint() -> dict[str, str]:
     """sha256 prefixes of the modules whose behaviour these numbers measure (files change under us)."""
     import hashlib
 
-    mods = ("retrieval.py", "scoring.py", "search_index.py", "scope_index.py", "service.py", "embeddings.py")
-    return {m: hashlib.sha256((REPO_ROOT / "engram_mcp" / m).read_bytes()).hexdigest()[:12] for m in mods}
+    files = sorted((REPO_ROOT / "engram_mcp" / "index").glob("*.py")) + sorted((REPO_ROOT / "engram_mcp" / "services").glob("*.py"))
+    return {str(f.relative_to(REPO_ROOT / "engram_mcp")): hashlib.sha256(f.read_bytes()).hexdigest()[:12] for f in files}
 
 
 def main(argv: list[str] | None = None) -> int:

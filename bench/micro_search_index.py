@@ -1,4 +1,4 @@
-"""Micro-benchmark of engram_mcp/search_index.py at 1k / 10k / 100k synthetic memories.
+"""Micro-benchmark of engram_mcp/index/search_index.py at 1k / 10k / 100k synthetic memories.
 
 Why: the recall budget (p95 <= 15 ms at 10k, <= 30 ms at 100k, including ~3 ms query embedding and a
 DB fetch) and the store budget (<= 20 ms) leave the in-memory indexes a few milliseconds; this
@@ -28,8 +28,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from engram_mcp import search_index as si  # noqa: E402
-from engram_mcp.search_index import BM25Index, VectorIndex, tokenize  # noqa: E402
+from engram_mcp.index import search_index as si  # noqa: E402
+from engram_mcp.index.search_index import BM25Index, VectorIndex, tokenize  # noqa: E402
 
 RESULTS_PATH = ROOT / "bench" / "results" / "micro_search_index.json"
 DIM = 384

@@ -140,7 +140,7 @@ class World:
         return self.project / ".claude" / "engram"
 
     def daemon_pid(self) -> int | None:
-        from engram_mcp.client import DaemonClient
+        from engram_mcp.daemon.client import DaemonClient
 
         try:
             with DaemonClient(self.user_dir, autostart=False, timeout=30) as c:
@@ -149,7 +149,7 @@ class World:
             return None
 
     def shutdown_daemon(self) -> None:
-        from engram_mcp.client import DaemonClient, socket_path
+        from engram_mcp.daemon.client import DaemonClient, socket_path
 
         try:
             DaemonClient(self.user_dir, autostart=False, timeout=30).call("shutdown")
@@ -181,7 +181,7 @@ def pooled_vectors(pool: np.ndarray, n: int, rng: np.random.Generator, noise: fl
 
 
 def memory_line(key: str, scope: str, rec: dict[str, Any], vec: np.ndarray) -> str:
-    from engram_mcp.records import vector_bytes
+    from engram_mcp.services.records import vector_bytes
 
     return json.dumps({"kind": "memory", "scope": scope, "id": key, "record": rec,
                        "vector_b64": base64.b64encode(vector_bytes(vec)).decode()})
@@ -189,7 +189,7 @@ def memory_line(key: str, scope: str, rec: dict[str, Any], vec: np.ndarray) -> s
 
 def fill(svc, ctx, n: int, pool: np.ndarray, model: str, tmp: Path, rnd: random.Random, rng: np.random.Generator) -> dict[str, Any]:
     """N project memories (+100 user ones) with vectors, then the graph; returns keys and timings."""
-    from engram_mcp.ids import new_ulid
+    from engram_mcp.core.ids import new_ulid
 
     now = datetime.now(timezone.utc)
     path = tmp / "fill.jsonl"
@@ -230,8 +230,8 @@ def build_graph(svc, ctx, keys: list[str], rnd: random.Random, batch: int = 500)
     """
     from surrealdb import RecordID
 
-    from engram_mcp.graph import name_key
-    from engram_mcp.records import now_dt
+    from engram_mcp.services.graph import name_key
+    from engram_mcp.services.records import now_dt
     from engram_mcp.storage import queries as q
 
     h = svc.handle(ctx, "project")
@@ -292,8 +292,8 @@ def measure_maintenance(svc, ctx, passes: int) -> dict[str, Any]:
 def measure_promotion(svc, ctx_project, pool: np.ndarray, project_vecs_sample: np.ndarray, model: str, tmp: Path, repeats: int,
                       rnd: random.Random, rng: np.random.Generator) -> dict[str, Any]:
     """session_end of sessions holding SESSION_MEMORIES memories each."""
-    from engram_mcp.ids import new_ulid
-    from engram_mcp.service import RequestContext
+    from engram_mcp.core.ids import new_ulid
+    from engram_mcp.services.service import RequestContext
 
     runs = []
     times = []
@@ -330,7 +330,7 @@ async def _mcp_first_recall(world: World, query: str) -> dict[str, Any]:
     from mcp.client.session import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
-    params = StdioServerParameters(command=sys.executable, args=["-m", "engram_mcp.server"], env=world.env, cwd=str(world.project))
+    params = StdioServerParameters(command=sys.executable, args=["-m", "engram_mcp.interfaces.server"], env=world.env, cwd=str(world.project))
     started = time.perf_counter()
     with open(os.devnull, "w") as errlog:
         async with stdio_client(params, errlog=errlog) as (read, write):
@@ -386,7 +386,7 @@ def measure_hooks(world: World, repeats: int) -> dict[str, Any]:
 
 # ------------------------------------------------------------------------------------ driver
 def run_size(n: int, embedder, pool: np.ndarray, models: Path, tmp: Path, quick: bool, seed: int) -> dict[str, Any]:
-    from engram_mcp.service import MemoryService, RequestContext
+    from engram_mcp.services.service import MemoryService, RequestContext
 
     rnd, rng = random.Random(seed + n), np.random.default_rng(seed + n)
     world = World(tmp / f"n{n}", models)
@@ -411,7 +411,7 @@ def run_size(n: int, embedder, pool: np.ndarray, models: Path, tmp: Path, quick:
         say(f"[{n}] session_end of {SESSION_MEMORIES} memories (ms): {[r['ms'] for r in result['promotion']['runs']]}")
     finally:
         svc.close()
-    from engram_mcp.paths import dir_bytes
+    from engram_mcp.core.paths import dir_bytes
 
     store_bytes = dir_bytes(world.project_store_dir())
     result["disk"] = {"project_store_bytes": store_bytes, "bytes_per_memory": round(store_bytes / max(n, 1), 1),
@@ -435,7 +435,7 @@ def run_size(n: int, embedder, pool: np.ndarray, models: Path, tmp: Path, quick:
 
 
 def run_scale(sizes: list[int], out_dir: Path | None = None, quick: bool = False, seed: int = 11) -> dict[str, Any]:
-    from engram_mcp.embeddings import DEFAULT_MODEL, FastEmbedEmbedder
+    from engram_mcp.index.embeddings import DEFAULT_MODEL, FastEmbedEmbedder
 
     started = time.perf_counter()
     tmp = Path(tempfile.mkdtemp(prefix="engram-scale-"))

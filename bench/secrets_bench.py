@@ -12,7 +12,7 @@ Measured for each detector (issue 12 asked whether an established scanner should
     cost (a hook process pays it on every call).
 
 Detectors:
-  engram                  engram_mcp.redaction.sanitize, what every write path uses
+  engram                  engram_mcp.core.redaction.sanitize, what every write path uses
   detect-secrets          Yelp's detect-secrets (PyPI), default plugins and filters, file scan
   gitleaks-rules          gitleaks' default rule set read as data (its config/gitleaks.toml, MIT),
                           the regexes compiled with Python's re, keywords, entropy and allowlists
@@ -73,7 +73,7 @@ def remove(text: str, values: list[str]) -> str:
 # ------------------------------------------------------------------------------------ detectors
 def engram_detector() -> tuple[Detector, float]:
     t0 = time.perf_counter()
-    from engram_mcp.redaction import sanitize
+    from engram_mcp.core.redaction import sanitize
 
     return (lambda text: sanitize(text).text), time.perf_counter() - t0
 
@@ -197,7 +197,7 @@ def chain(first: Detector, second: Detector) -> Detector:
 def speed_text() -> str:
     corpus = load("secrets_corpus.jsonl")
     negatives = load("not_secrets.jsonl")
-    code = (ROOT / "engram_mcp" / "service.py").read_text(encoding="utf-8")
+    code = (ROOT / "engram_mcp" / "services" / "service.py").read_text(encoding="utf-8")
     mix = "\n".join([code[:8000]] + [e["context"] for e in corpus[::3]] + [n["text"] for n in negatives])
     return (mix * (SPEED_TEXT_CHARS // len(mix) + 1))[:SPEED_TEXT_CHARS]
 

@@ -14,7 +14,7 @@ that does not matter for speed.
 Then, per size, on top of that project store plus 50 user and 50 session memories:
   - store (project scope, dedup on, query embedding included): p50/p95/p99;
   - recall across the three scopes (hybrid, vector, keyword; limit 10; strengthening on,
-    i.e. the write-behind of engram_mcp/strengthen.py runs as in production): p50/p95/p99;
+    i.e. the write-behind of engram_mcp/services/strengthen.py runs as in production): p50/p95/p99;
   - the query embedding alone and `context` (session-start context) p50/p95/p99;
   - import rate with vectors, cold index load on reopen, disk bytes per memory, RSS.
 Once per run: embedding throughput of new text on the query session (1 thread) and the bulk
@@ -118,7 +118,7 @@ def noisy_vectors(base: np.ndarray, n: int, rng: np.random.Generator, start: int
 def write_fill_export(path: Path, n: int, base: np.ndarray, model: str, rnd: random.Random, rng: np.random.Generator,
                       *, with_vectors: bool = True, chunk: int = 10_000) -> None:
     """An engram export of n synthetic project memories (with noisy copies of `base` vectors)."""
-    from engram_mcp.ids import new_ulid
+    from engram_mcp.core.ids import new_ulid
 
     types = ("episodic", "semantic", "procedural")
     with open(path, "w", encoding="utf-8") as f:
@@ -141,7 +141,7 @@ def write_fill_export(path: Path, n: int, base: np.ndarray, model: str, rnd: ran
 
 def measure_embedding(embedder, texts: Sequence[str], queries: Sequence[str]) -> dict[str, Any]:
     """Docs/s of new text on the 1-thread query session and on the bulk session; query latency."""
-    from engram_mcp import embeddings as emb
+    from engram_mcp.index import embeddings as emb
 
     out: dict[str, Any] = {"load_avg_1m": round(os.getloadavg()[0], 2), "texts": len(texts),
                            "batch_size": getattr(embedder, "batch_size", None)}
@@ -175,7 +175,7 @@ def measure_embedding(embedder, texts: Sequence[str], queries: Sequence[str]) ->
 
 def measure_import_embedding(embedder, tmp: Path, n: int, rnd: random.Random, rng: np.random.Generator) -> dict[str, Any]:
     """Import of n memories whose export carries no vectors (each is embedded)."""
-    from engram_mcp.service import MemoryService, RequestContext
+    from engram_mcp.services.service import MemoryService, RequestContext
 
     home, project = tmp / "home-embed-import", tmp / "proj-embed-import"
     home.mkdir()
@@ -198,7 +198,7 @@ def measure_import_embedding(embedder, tmp: Path, n: int, rnd: random.Random, rn
 def run_size(n: int, embedder, base: np.ndarray, tmp: Path, rnd: random.Random, rng: np.random.Generator, *,
              queries: int = 200, stores: int = 200, contexts: int = 50, log: Callable[[str], None] = print) -> dict[str, Any]:
     """Fill a project store with n memories and measure store / recall / context on it."""
-    from engram_mcp.service import MemoryService, RequestContext
+    from engram_mcp.services.service import MemoryService, RequestContext
 
     home, project = tmp / f"home{n}", tmp / f"proj{n}"
     home.mkdir()
@@ -280,7 +280,7 @@ def run_speed(sizes: Sequence[int] = (1000, 10000), out_dir: Path | None = None,
               contexts: int = 50, distinct_vectors: int = DISTINCT_VECTORS, embed_import: int = 500, seed: int = 7,
               embedder=None, log: Callable[[str], None] = print) -> dict[str, Any]:
     """Run the speed benchmark at each size; with `out_dir`, also write speed.json / speed.md there."""
-    from engram_mcp.embeddings import DEFAULT_MODEL, make_embedder
+    from engram_mcp.index.embeddings import DEFAULT_MODEL, make_embedder
 
     rnd, rng = random.Random(seed), np.random.default_rng(seed)
     tmp = Path(tempfile.mkdtemp(prefix="engram-speed-"))

@@ -29,8 +29,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from engram_mcp import hooks, stop_trigger  # noqa: E402
-from engram_mcp.context import estimate_tokens  # noqa: E402
+from engram_mcp.interfaces import hooks, stop_trigger  # noqa: E402
+from engram_mcp.services.context import estimate_tokens  # noqa: E402
 
 CORPUS = ROOT / "tests" / "data" / "stop_corpus.jsonl"
 RESULTS_DIR = ROOT / "bench" / "results"
@@ -49,7 +49,7 @@ ISSUE_PROMPTS = (
     "Please never push directly to main in this repo",
 )
 
-# The trigger this one replaced (engram_mcp/hooks.py before issue 13), kept to measure against.
+# The trigger this one replaced (engram_mcp/interfaces/hooks.py before issue 13), kept to measure against.
 LEGACY_USER_CUES = re.compile(r"\b(always|never|from now on|prefer|convention|we use|make sure|don't|do not|remember|"
                               r"instead of|should be|must)\b", re.IGNORECASE)
 LEGACY_ANSWER_CUES = re.compile(r"\b(root cause|the fix|fixed (?:it|by|the)|workaround|turned out|the issue was|the problem was|"

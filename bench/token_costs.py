@@ -5,7 +5,7 @@ Three parts, tokens estimated as ceil(characters / 4) everywhere (no tokenizer i
 the same estimate as the budgets in tool_schemas.py, context.py and tests/test_plugin_markdown.py):
 
 * tools/list: the MCP server's tools/list result as sent on the wire (compact JSON), measured
-  by spawning `python -m engram_mcp.server` and listing its tools with the official SDK client,
+  by spawning `python -m engram_mcp.interfaces.server` and listing its tools with the official SDK client,
   exactly as tests/test_mcp_server.py::test_tools_list_costs_at_most_2000_tokens does. Claude
   Code defers MCP tool schemas by default (only names are sent until a tool is looked up), so
   this is the cost with tool search off, an upper bound otherwise.
@@ -56,7 +56,7 @@ async def _list_tools(env: dict[str, str], cwd: Path):
     from mcp.client.session import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
-    params = StdioServerParameters(command=sys.executable, args=["-m", "engram_mcp.server"], env=env, cwd=str(cwd))
+    params = StdioServerParameters(command=sys.executable, args=["-m", "engram_mcp.interfaces.server"], env=env, cwd=str(cwd))
     with open(os.devnull, "w") as errlog:
         async with stdio_client(params, errlog=errlog) as (read, write):
             async with ClientSession(read, write, read_timeout_seconds=120) as session:
@@ -193,9 +193,9 @@ PROCEDURES = [
 
 
 def session_start_cost(tmp: Path) -> dict[str, Any]:
-    from engram_mcp import hook_ops
-    from engram_mcp.embeddings import DEFAULT_MODEL, FastEmbedEmbedder
-    from engram_mcp.service import MemoryService, RequestContext
+    from engram_mcp.services import hook_ops
+    from engram_mcp.index.embeddings import DEFAULT_MODEL, FastEmbedEmbedder
+    from engram_mcp.services.service import MemoryService, RequestContext
 
     home, project = tmp / "ss-home", tmp / "ss-project"
     (project / ".git").mkdir(parents=True)

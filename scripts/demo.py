@@ -33,8 +33,8 @@ def main() -> int:
     subprocess.run(["git", "init", "-q", str(project)], check=True)
     os.environ["HOME"] = str(home)
     os.environ.pop("ENGRAM_HOME", None)
-    from engram_mcp.client import DaemonClient
-    from engram_mcp.scoring import strength
+    from engram_mcp.daemon.client import DaemonClient
+    from engram_mcp.index.scoring import strength
 
     user_dir = home / ".claude" / "engram"
     client = DaemonClient(user_dir, client_name="demo")

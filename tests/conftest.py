@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from engram_mcp.embeddings import DEFAULT_MODEL, FakeEmbedder, FastEmbedEmbedder
-from engram_mcp.service import MemoryService, RequestContext
+from engram_mcp.index.embeddings import DEFAULT_MODEL, FakeEmbedder, FastEmbedEmbedder
+from engram_mcp.services.service import MemoryService, RequestContext
 
 SESSION_ID = "sess-1"
 
@@ -78,7 +78,7 @@ def real_service(home: Path, real_embedder: FastEmbedEmbedder):
 @pytest.fixture
 def daemon(fake_service):
     """An in-process Daemon serving `fake_service` (no socket): drive it with daemon_env.daemon_request."""
-    from engram_mcp.daemon import Daemon
+    from engram_mcp.daemon.process import Daemon
 
     d = Daemon(fake_service.user_dir)
     d.service = fake_service

@@ -8,7 +8,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from engram_mcp.client import DaemonClient
+from engram_mcp.daemon.client import DaemonClient
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -28,7 +28,7 @@ class Env:
         return DaemonClient(self.user_dir, client_name=name)
 
     def cli(self, *args: str, input: str | None = None, check: bool = True, cwd: Path | None = None) -> subprocess.CompletedProcess:
-        proc = subprocess.run([sys.executable, "-m", "engram_mcp.cli", *args], cwd=str(cwd or self.project), env=self.env,
+        proc = subprocess.run([sys.executable, "-m", "engram_mcp.interfaces.cli", *args], cwd=str(cwd or self.project), env=self.env,
                               input=input, capture_output=True, text=True, timeout=300)
         if check and proc.returncode != 0:
             raise AssertionError(f"engram {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
@@ -61,7 +61,7 @@ def stop_daemon(user_dir: Path, *, wait_s: float = 15.0) -> None:
     """Ask the daemon of `user_dir` to stop (if one runs) and wait until its socket is gone."""
     import time
 
-    from engram_mcp.client import socket_path
+    from engram_mcp.daemon.client import socket_path
 
     try:
         DaemonClient(user_dir, autostart=False, timeout=10).call("shutdown")

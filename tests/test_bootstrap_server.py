@@ -1,6 +1,6 @@
-"""The stand-in MCP server of a fresh install (engram_mcp/bootstrap_server.py), over real pipes.
+"""The stand-in MCP server of a fresh install (engram_mcp/interfaces/bootstrap_server.py), over real pipes.
 
-It runs as `python -S -P -m engram_mcp.bootstrap_server` (no site-packages: any python3 >= 3.11
+It runs as `python -S -P -m engram_mcp.interfaces.bootstrap_server` (no site-packages: any python3 >= 3.11
 must do), so these tests run it that way too: an import of the mcp SDK or jsonschema would
 fail here. They check that it answers like the real server (initialize, tools/list), that a
 tool call while the environment is being built gets the structured "preparing" error, that
@@ -23,10 +23,11 @@ from typing import Any
 
 import pytest
 
-from engram_mcp import bootstrap_server, spool
-from engram_mcp.client import socket_path
-from engram_mcp.tool_calls import _Validators
-from engram_mcp.tool_schemas import TOOLS
+from engram_mcp.interfaces import bootstrap_server
+from engram_mcp.core import spool
+from engram_mcp.daemon.client import socket_path
+from engram_mcp.interfaces.tool_calls import _Validators
+from engram_mcp.interfaces.tool_schemas import TOOLS
 from tests.daemon_env import stop_daemon
 
 pytestmark = pytest.mark.timeout(180)
@@ -102,7 +103,7 @@ def sandbox(tmp_path: Path) -> dict[str, Any]:
 
 
 def shim(sandbox: dict[str, Any], **extra_env: str) -> Shim:
-    cmd = [sys.executable, "-S", "-P", "-m", "engram_mcp.bootstrap_server", "--root", str(REPO), "--data", str(sandbox["data"])]
+    cmd = [sys.executable, "-S", "-P", "-m", "engram_mcp.interfaces.bootstrap_server", "--root", str(REPO), "--data", str(sandbox["data"])]
     return Shim(cmd, {**sandbox["env"], **extra_env}, sandbox["project"])
 
 
@@ -160,7 +161,7 @@ def test_protocol_versions_and_answers_match_the_real_server(sandbox) -> None:
 
     assert bootstrap_server.PROTOCOL_VERSIONS == HANDSHAKE_PROTOCOL_VERSIONS
     # The real server; ENGRAM_PYTHON=/bin/false keeps its warm-up from starting a daemon.
-    real = Shim([sys.executable, "-m", "engram_mcp.server"], {**sandbox["env"], "ENGRAM_PYTHON": "/bin/false"}, sandbox["project"])
+    real = Shim([sys.executable, "-m", "engram_mcp.interfaces.server"], {**sandbox["env"], "ENGRAM_PYTHON": "/bin/false"}, sandbox["project"])
     stand_in = shim(sandbox)
     try:
         for version in ("2024-11-05", "2025-11-25", "1999-01-01"):
@@ -282,7 +283,7 @@ def test_engram_python_starts_the_build_detached_and_serves_the_stand_in(tmp_pat
     (data / "bootstrap.failed").write_text("an old failure\n")
     env = {k: v for k, v in sandbox["env"].items() if k != "PYTHONPATH"}
     env["CLAUDE_PLUGIN_DATA"] = str(data)
-    s = Shim(["/bin/sh", str(root / "bin" / "engram-python"), "-m", "engram_mcp.server"], env, sandbox["project"])
+    s = Shim(["/bin/sh", str(root / "bin" / "engram-python"), "-m", "engram_mcp.interfaces.server"], env, sandbox["project"])
     try:
         assert s.initialize()["serverInfo"]["name"] == "engram"
         assert s.result("tools/list") == {"tools": TOOLS}
@@ -296,7 +297,7 @@ def test_engram_python_starts_the_build_detached_and_serves_the_stand_in(tmp_pat
         assert is_error and "preparing its Python environment" in env_["message"], "the stale failure was cleared"
     finally:
         s.close()
-    cli = subprocess.run(["/bin/sh", str(root / "bin" / "engram-python"), "-m", "engram_mcp.cli", "status"], env=env,
+    cli = subprocess.run(["/bin/sh", str(root / "bin" / "engram-python"), "-m", "engram_mcp.interfaces.cli", "status"], env=env,
                          capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert cli.returncode == 1 and "stub bootstrap: no network" in cli.stderr, "the CLI waits for the build and reports it"
     assert len((data / "stub-runs").read_text().splitlines()) == 2
@@ -407,11 +408,11 @@ def test_engram_python_serves_the_stand_in_until_the_checkout_venv_is_stamped(tm
     half_built_venv(root)  # root/venv: moved to where make setup puts it
     (root / "venv").rename(root / ".venv")
     env = {k: v for k, v in sandbox["env"].items() if k != "PYTHONPATH"} | {"CLAUDE_PLUGIN_DATA": str(sandbox["data"])}
-    s = Shim(["/bin/sh", str(root / "bin" / "engram-python"), "-m", "engram_mcp.server"], env, sandbox["project"])
+    s = Shim(["/bin/sh", str(root / "bin" / "engram-python"), "-m", "engram_mcp.interfaces.server"], env, sandbox["project"])
     try:
         assert s.initialize()["serverInfo"]["name"] == "engram"
         cmdline = Path(f"/proc/{s.proc.pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-        assert "engram_mcp.bootstrap_server" in cmdline and str(root / ".venv") not in cmdline, cmdline
+        assert "engram_mcp.interfaces.bootstrap_server" in cmdline and str(root / ".venv") not in cmdline, cmdline
     finally:
         s.close()
 
@@ -430,7 +431,7 @@ def test_a_detached_start_while_a_build_runs_leaves_it_to_that_build(sandbox) ->
 
 
 def test_doctor_tells_a_plugin_user_how_to_rebuild_not_make_setup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from engram_mcp import doctor
+    from engram_mcp.interfaces import doctor
 
     venv = tmp_path / "data" / "venv"
     venv.mkdir(parents=True)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engram_mcp.embeddings import FakeEmbedder
-from engram_mcp.handles import ScopeHandle
-from engram_mcp.service import MemoryService, RequestContext
+from engram_mcp.index.embeddings import FakeEmbedder
+from engram_mcp.services.handles import ScopeHandle
+from engram_mcp.services.service import MemoryService, RequestContext
 
 MEMORIES = 300
 PAGE = 7

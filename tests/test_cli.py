@@ -144,9 +144,9 @@ def test_recall_with_an_empty_query_names_engram_list(env) -> None:
 
 def test_recall_list_mode_goes_through_the_daemon_op_table(tmp_path: Path) -> None:
     """The MCP surface: recall_memories without a query browses (same service call as `engram list`)."""
-    from engram_mcp.daemon import Daemon
-    from engram_mcp.embeddings import FakeEmbedder
-    from engram_mcp.service import MemoryService, RequestContext
+    from engram_mcp.daemon.process import Daemon
+    from engram_mcp.index.embeddings import FakeEmbedder
+    from engram_mcp.services.service import MemoryService, RequestContext
     from tests.daemon_env import daemon_request
 
     (tmp_path / "p" / ".git").mkdir(parents=True)
@@ -175,7 +175,7 @@ PROGRESS_MEMORIES = 1200  # enough for several progress updates of the real mode
 
 def _memory_lines(n: int, tag: str) -> str:
     """An import file of `n` distinct memories without vectors (so the import embeds them)."""
-    from engram_mcp.ids import new_ulid
+    from engram_mcp.core.ids import new_ulid
 
     words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet"]
     out = []
@@ -195,7 +195,7 @@ def _on_a_terminal(env, *args: str) -> str:
     import sys
 
     master, slave = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "engram_mcp.cli", *args], stdin=slave, stdout=slave, stderr=slave,
+    proc = subprocess.Popen([sys.executable, "-m", "engram_mcp.interfaces.cli", *args], stdin=slave, stdout=slave, stderr=slave,
                             cwd=str(env.project), env={**env.env, "COLUMNS": "120"})
     os.close(slave)
     chunks = []
@@ -262,7 +262,7 @@ def test_import_of_a_non_utf8_file_names_the_file_and_the_line(env, tmp_path: Pa
 
 
 def test_cli_errors_name_cli_commands_not_mcp_tools(env) -> None:
-    from engram_mcp.tool_schemas import TOOL_NAMES
+    from engram_mcp.interfaces.tool_schemas import TOOL_NAMES
 
     for args in (("show", "memory:nope"), ("show", "memory:01ARZ3NDEKTSV4RRFFQ69G5FAV"), ("forget", "01ARZ3NDEKTSV4RRFFQ69G5FAV")):
         proc = env.cli(*args, check=False)
@@ -271,7 +271,7 @@ def test_cli_errors_name_cli_commands_not_mcp_tools(env) -> None:
         assert "engram recall" in proc.stderr, proc.stderr
     as_json = env.cli("--json", "show", "memory:nope", check=False)
     assert "engram recall" in json.loads(as_json.stderr)["message"]
-    from engram_mcp.cli import CLI_FOR_TOOL_PHRASE, for_cli
+    from engram_mcp.interfaces.cli import CLI_FOR_TOOL_PHRASE, for_cli
 
     for tool in TOOL_NAMES:  # every MCP tool has a CLI rendering, so none reaches a CLI user
         assert tool not in for_cli(f"use {tool} to do it"), tool
@@ -317,7 +317,7 @@ def test_store_dash_reads_standard_input_and_defaults_are_stated(env) -> None:
     assert "default: semantic" in helptext and "default: project" in helptext and "standard input" in helptext
     env.cli("update", stored["memory_id"], "--content", "-", input="The release checklist has three steps")
     assert _json(env.cli("--json", "show", stored["memory_id"]))["content"] == "The release checklist has three steps"
-    bad = subprocess.run([sys.executable, "-m", "engram_mcp.cli", "store", "-"], input=b"caf\xe9\n", capture_output=True,
+    bad = subprocess.run([sys.executable, "-m", "engram_mcp.interfaces.cli", "store", "-"], input=b"caf\xe9\n", capture_output=True,
                          cwd=str(env.project), env=env.env, timeout=120)
     assert bad.returncode == 1 and b"UTF-8" in bad.stderr and b"Traceback" not in bad.stderr
 
@@ -343,9 +343,9 @@ def test_export_into_a_missing_directory_is_an_error(env, tmp_path: Path) -> Non
 
 
 def test_an_empty_recall_query_over_mcp_says_how_to_browse(tmp_path: Path) -> None:
-    from engram_mcp.daemon import Daemon
-    from engram_mcp.embeddings import FakeEmbedder
-    from engram_mcp.service import MemoryService, RequestContext
+    from engram_mcp.daemon.process import Daemon
+    from engram_mcp.index.embeddings import FakeEmbedder
+    from engram_mcp.services.service import MemoryService, RequestContext
     from tests.daemon_env import daemon_request
 
     (tmp_path / "p" / ".git").mkdir(parents=True)

@@ -1,4 +1,4 @@
-"""Behaviour of engram's layered configuration (engram_mcp/config.py)."""
+"""Behaviour of engram's layered configuration (engram_mcp/core/config.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import frontmatter
 import jsonschema
 import pytest
 
-from engram_mcp.config import (
+from engram_mcp.core.config import (
     CONFIG_SCHEMA,
     DEFAULTS,
     RUNTIME_ENV_VARS,
@@ -231,7 +231,7 @@ def test_misspelt_engram_env_var_is_a_warning_with_a_suggestion(home: Path) -> N
     assert problem.source == "env ENGRAM_CONTEXT_BUDGET" and problem.severity == "warning" and not problem.is_error
     assert "did you mean ENGRAM_CONTEXT_TOKEN_BUDGET?" in problem.message
     assert load_config(home=home, environ={"ENGRAM_CONTEXT_BUDGET": "800"}).as_dict() == DEFAULTS  # a warning, not an error
-    from engram_mcp.config import load_config_lenient
+    from engram_mcp.core.config import load_config_lenient
 
     _, reported = load_config_lenient(None, home=home, environ={"ENGRAM_CONTEXT_BUDGET": "800"})
     assert str(reported).startswith("engram configuration: 1 warning") and "invalid" not in str(reported)
@@ -446,7 +446,7 @@ def _lenient_measured(project: Path, home: Path) -> tuple[Config, list[ConfigPro
     import time
     import tracemalloc
 
-    from engram_mcp.config import load_config_lenient
+    from engram_mcp.core.config import load_config_lenient
 
     tracemalloc.start()
     started = time.perf_counter()

@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from engram_mcp.context import FENCE_CLOSE, FENCE_OPEN, PREAMBLE, SECTION_TITLES, estimate_tokens
-from engram_mcp.errors import InvalidInput
+from engram_mcp.services.context import FENCE_CLOSE, FENCE_OPEN, PREAMBLE, SECTION_TITLES, estimate_tokens
+from engram_mcp.core.errors import InvalidInput
 
 # anything a model could read as the closing tag: any case, spaces or line breaks inside
 CLOSING = re.compile(r"<\s*/\s*engram-memory\s*>", re.IGNORECASE)
@@ -139,7 +139,7 @@ def _ids_in(block: str) -> list[str]:
 
 
 def test_a_session_summary_shows_once_in_the_next_session(real_service, project):
-    from engram_mcp.service import RequestContext
+    from engram_mcp.services.service import RequestContext
 
     first = RequestContext(project, "sess-first")
     real_service.session_start(first)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from engram_mcp import graph
-from engram_mcp.errors import MemoryNotFound
+from engram_mcp.services import graph
+from engram_mcp.core.errors import MemoryNotFound
 from tests.daemon_env import daemon_request
 
 

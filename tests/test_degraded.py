@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from engram_mcp import spool
-from engram_mcp.client import DaemonClient, socket_path
-from engram_mcp.errors import StoreUnavailable
+from engram_mcp.core import spool
+from engram_mcp.daemon.client import DaemonClient, socket_path
+from engram_mcp.core.errors import StoreUnavailable
 from tests.daemon_env import REPO, Env, make_env
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
@@ -276,7 +276,8 @@ def test_mcp_server_queues_a_write_when_the_daemon_cannot_be_reached(tmp_path: P
     import anyio
     import mcp_types as types
 
-    from engram_mcp import client, server
+    from engram_mcp.daemon import client
+    from engram_mcp.interfaces import server
 
     user_dir = tmp_path / "home" / ".claude" / "engram"
     project = tmp_path / "proj"

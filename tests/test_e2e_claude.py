@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from engram_mcp.client import DaemonClient
+from engram_mcp.daemon.client import DaemonClient
 from tests.claude_harness import (
     FakeAnthropic,
     Text,

@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engram_mcp import embeddings as emb
-from engram_mcp.embeddings import (
+from engram_mcp.index import embeddings as emb
+from engram_mcp.index.embeddings import (
     DEFAULT_DIM,
     DEFAULT_MODEL,
     EmbeddingsUnavailable,
@@ -191,7 +191,7 @@ def test_concurrent_first_use_from_four_threads_loads_the_model_once(tmp_path: P
 @pytest.mark.slow
 def test_concurrent_processes_assemble_one_valid_model_directory(tmp_path: Path) -> None:
     code = (
-        "import sys; from engram_mcp.embeddings import assemble_builtin_model as a; "
+        "import sys; from engram_mcp.index.embeddings import assemble_builtin_model as a; "
         "print(a(sys.argv[1]))"
     )
     root = Path(__file__).resolve().parents[1]
@@ -309,7 +309,7 @@ def test_the_fake_embedder_is_deterministic_across_instances() -> None:
 
 
 def test_the_fake_embedder_gives_the_same_vector_in_another_process() -> None:
-    code = "from engram_mcp.embeddings import FakeEmbedder; print(FakeEmbedder().embed_query('hello world').tobytes().hex())"
+    code = "from engram_mcp.index.embeddings import FakeEmbedder; print(FakeEmbedder().embed_query('hello world').tobytes().hex())"
     root = Path(__file__).resolve().parents[1]
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
     out = subprocess.run([sys.executable, "-c", code], cwd=root, env=env, capture_output=True, text=True, check=True)

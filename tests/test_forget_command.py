@@ -101,7 +101,7 @@ class ForgetModel:
 
     def _show_then_forget(self, messages: list[dict[str, Any]]) -> ToolUse:
         """The id path: show the memory with the command's own CLI line (pre-approved), then forget."""
-        line = next(line for line in self._command_text(messages).splitlines() if "engram_mcp.cli show <id>" in line)
+        line = next(line for line in self._command_text(messages).splitlines() if "engram_mcp.interfaces.cli show <id>" in line)
         command = line.strip().strip("`").replace("<id>", self.memory_id)
         return ToolUse("Bash", {"command": command[command.index("CLAUDE_PLUGIN_DATA="):], "description": "show the memory"})
 
@@ -123,7 +123,7 @@ def world(tmp_path: Path):
     project = git_project(tmp_path / "project")
     plugin = lean_plugin(tmp_path / "plugins", with_server=True)
     env = engram_env(ENGRAM_DAEMON_IDLE_EXIT_SECONDS="20")
-    stored = subprocess.run([sys.executable, "-m", "engram_mcp.cli", "store", MEMORY, "--type", "semantic", "--scope", "project",
+    stored = subprocess.run([sys.executable, "-m", "engram_mcp.interfaces.cli", "store", MEMORY, "--type", "semantic", "--scope", "project",
                              "--json"], env=isolated_env(home, **env), cwd=project, capture_output=True, text=True, timeout=120)
     assert stored.returncode == 0, stored.stdout + stored.stderr
     yield {"home": home, "project": project, "plugin": plugin, "env": env, "id": json.loads(stored.stdout)["memory_id"]}
@@ -131,7 +131,7 @@ def world(tmp_path: Path):
 
 
 def status(world: dict[str, Any]) -> str:
-    shown = subprocess.run([sys.executable, "-m", "engram_mcp.cli", "show", world["id"], "--json"],
+    shown = subprocess.run([sys.executable, "-m", "engram_mcp.interfaces.cli", "show", world["id"], "--json"],
                            env=isolated_env(world["home"], **world["env"]), cwd=world["project"],
                            capture_output=True, text=True, timeout=120)
     assert shown.returncode == 0, shown.stdout + shown.stderr

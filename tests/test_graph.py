@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from engram_mcp.errors import InvalidInput
-from engram_mcp.scope_index import record_key
+from engram_mcp.core.errors import InvalidInput
+from engram_mcp.index.scope_index import record_key
 from engram_mcp.storage import queries as q
 
 
@@ -157,10 +157,10 @@ def test_a_target_and_a_later_mention_of_it_are_one_entity(fake_service, ctx):
 def test_a_store_from_before_one_node_per_name_stays_readable_and_converges(home, project, ctx):
     """Schema v2 keyed entities by (name, type): 'Beta' could be two nodes. After the v3
     migration both are still found by name, and new links go to the typed one."""
-    from engram_mcp.embeddings import FakeEmbedder
-    from engram_mcp.ids import entity_key
-    from engram_mcp.paths import project_dir, project_id
-    from engram_mcp.service import MemoryService
+    from engram_mcp.index.embeddings import FakeEmbedder
+    from engram_mcp.core.ids import entity_key
+    from engram_mcp.core.paths import project_dir, project_id
+    from engram_mcp.services.service import MemoryService
     from engram_mcp.storage.schema import MIGRATIONS
     from engram_mcp.storage.store import SurrealStore
 

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from engram_mcp import hooks, spool
+from engram_mcp.interfaces import hooks
+from engram_mcp.core import spool
 from tests.daemon_env import REPO, make_env
 
 HOOK = REPO / "bin" / "engram-hook"

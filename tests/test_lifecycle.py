@@ -8,9 +8,10 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from surrealdb import RecordID
 
-from engram_mcp import lifecycle, scoring
-from engram_mcp.embeddings import FakeEmbedder
-from engram_mcp.service import MemoryService, RequestContext
+from engram_mcp.services import lifecycle
+from engram_mcp.index import scoring
+from engram_mcp.index.embeddings import FakeEmbedder
+from engram_mcp.services.service import MemoryService, RequestContext
 
 DAY = 86_400.0
 HALF_LIVES = {"working": 1 / 24, "episodic": 1.0, "semantic": 7.0, "procedural": 30.0}
@@ -281,8 +282,8 @@ def test_a_purge_leaves_no_copy_of_the_forgotten_text(store):
 
 def test_seen_in_projects_counts_identical_content_without_vectors():
     """The fingerprint path of "seen in >= 2 projects": same text (blanks and case aside), no vector needed."""
-    from engram_mcp.promotion import Sightings, projects_seen
-    from engram_mcp.scope_index import content_hash
+    from engram_mcp.services.promotion import Sightings, projects_seen
+    from engram_mcp.index.scope_index import content_hash
 
     s = Sightings(["p_other", "p_third"], [content_hash("Use uv for  Python envs"), content_hash("something else")], None)
     assert projects_seen(s, "p_me", "use uv for python envs", None, 0.85) == {"p_me", "p_other"}
@@ -291,7 +292,7 @@ def test_seen_in_projects_counts_identical_content_without_vectors():
 
 def test_maintenance_queues_each_decayed_memory_once_across_passes(fake_service, ctx):
     """The batch queueing path: a second pass does not queue the same memory again."""
-    from engram_mcp import lifecycle
+    from engram_mcp.services import lifecycle
     from engram_mcp.storage import queries as q
 
     h = fake_service.handle(ctx, "project")

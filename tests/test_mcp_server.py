@@ -1,6 +1,6 @@
 """The MCP server over real stdio, driven by the SDK's own client.
 
-Each test spawns `python -m engram_mcp.server` the way Claude Code does (project dir, session
+Each test spawns `python -m engram_mcp.interfaces.server` the way Claude Code does (project dir, session
 id and an isolated HOME in the environment) and talks MCP to it; the server forwards to one
 engram daemon per module, which the module fixture shuts down at the end. Every tool and every
 resource is exercised, and so is every kind of invalid input.
@@ -22,8 +22,8 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 
-from engram_mcp.client import DaemonClient, socket_path
-from engram_mcp.tool_schemas import SCHEMAS, TOOL_NAMES
+from engram_mcp.daemon.client import DaemonClient, socket_path
+from engram_mcp.interfaces.tool_schemas import SCHEMAS, TOOL_NAMES
 from tests.daemon_env import stop_daemon
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -94,7 +94,7 @@ def env(engram_home, project: Path) -> dict[str, str]:
 
 @asynccontextmanager
 async def mcp_session(env: dict[str, str]) -> AsyncIterator[ClientSession]:
-    params = StdioServerParameters(command=PYTHON, args=["-m", "engram_mcp.server"], env=env, cwd=env["CLAUDE_PROJECT_DIR"])
+    params = StdioServerParameters(command=PYTHON, args=["-m", "engram_mcp.interfaces.server"], env=env, cwd=env["CLAUDE_PROJECT_DIR"])
     with open(os.devnull, "w") as errlog:
         async with stdio_client(params, errlog=errlog) as (read, write):
             async with ClientSession(read, write, read_timeout_seconds=180) as session:
@@ -207,7 +207,7 @@ async def test_tools_list_costs_at_most_2000_tokens(env):
 async def test_spawn_to_initialize_reply_median_over_five_runs(env):
     timings = []
     for _ in range(5):
-        params = StdioServerParameters(command=PYTHON, args=["-m", "engram_mcp.server"], env=env, cwd=env["CLAUDE_PROJECT_DIR"])
+        params = StdioServerParameters(command=PYTHON, args=["-m", "engram_mcp.interfaces.server"], env=env, cwd=env["CLAUDE_PROJECT_DIR"])
         started = time.perf_counter()
         with open(os.devnull, "w") as errlog:
             async with stdio_client(params, errlog=errlog) as (read, write):

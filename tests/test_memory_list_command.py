@@ -39,7 +39,7 @@ def test_memory_list_browses_newest_first_with_filters(claude_cli, claude_home, 
     env = isolated_env(claude_home, **engram_env())
 
     def cli(*args: str) -> dict[str, Any]:
-        proc = subprocess.run([sys.executable, "-m", "engram_mcp.cli", *args, "--json"], cwd=claude_project, env=env,
+        proc = subprocess.run([sys.executable, "-m", "engram_mcp.interfaces.cli", *args, "--json"], cwd=claude_project, env=env,
                               capture_output=True, text=True, timeout=120)
         assert proc.returncode == 0, proc.stderr
         return json.loads(proc.stdout)

@@ -27,7 +27,7 @@ What these tests established with Claude Code 2.1.330 (pinned in tests/claude-cl
   virtualenv in `${CLAUDE_PLUGIN_DATA}/venv` with `bin/engram-bootstrap` (pip, from PyPI).
   That build takes ~40-60 s here, longer than Claude Code waits for an MCP server (30 s,
   "connection timed out after 30000ms"), so for the MCP server it starts the build detached
-  and serves the standard-library stand-in `engram_mcp/bootstrap_server.py` meanwhile: the
+  and serves the standard-library stand-in `engram_mcp/interfaces/bootstrap_server.py` meanwhile: the
   first session connects at once with the real tools, calls say the environment is being
   prepared, writes are queued; the next start runs the real server, whose daemon applies
   the queued writes.
@@ -53,9 +53,9 @@ from pathlib import Path
 
 import pytest
 
-from engram_mcp import spool
-from engram_mcp.client import socket_path
-from engram_mcp.paths import lock_held
+from engram_mcp.core import spool
+from engram_mcp.daemon.client import socket_path
+from engram_mcp.core.paths import lock_held
 from tests.daemon_env import stop_daemon
 from tests.claude_harness import (
     CLAUDE_CLI_DIR,
@@ -168,8 +168,8 @@ def test_install_copies_the_plugin_and_reports_its_components(installed) -> None
     record = json.loads((home / ".claude" / "plugins" / "installed_plugins.json").read_text())["plugins"][PLUGIN][0]
     cache = Path(record["installPath"])
     assert cache == home / ".claude" / "plugins" / "cache" / MARKETPLACE / "engram" / record["version"]
-    for rel in (".claude-plugin/plugin.json", ".mcp.json", "bin/engram-python", "bin/engram-bootstrap", "engram_mcp/server.py",
-                "engram_mcp/bootstrap_server.py", "pyproject.toml"):
+    for rel in (".claude-plugin/plugin.json", ".mcp.json", "bin/engram-python", "bin/engram-bootstrap", "engram_mcp/interfaces/server.py",
+                "engram_mcp/interfaces/bootstrap_server.py", "pyproject.toml"):
         assert (cache / rel).is_file(), f"{rel} missing from the installed copy"
     assert not (cache / ".venv").exists(), "the installed copy has no virtualenv: first use must build one"
     assert not (cache / "package.json").exists(), "a root package.json makes Claude Code run npm in every install"
@@ -187,7 +187,7 @@ def test_mcp_list_reports_the_server_connected(installed) -> None:
     out = _ok(_claude(home, project, "mcp", "list", timeout=120, ENGRAM_PYTHON=sys.executable,
                       ENGRAM_TEST_FAKE_EMBEDDER="1", ENGRAM_DAEMON_IDLE_EXIT_SECONDS="10"))
     line = _server_line(out)
-    assert f"{plugin / PAYLOAD_DIR}/bin/engram-python -m engram_mcp.server" in line, "the server runs from the plugin root"
+    assert f"{plugin / PAYLOAD_DIR}/bin/engram-python -m engram_mcp.interfaces.server" in line, "the server runs from the plugin root"
     assert "✔ Connected" in line, out
     _stop_daemon(home)
 
@@ -222,7 +222,7 @@ def test_first_use_without_a_usable_python_says_what_to_do(installed, tmp_path: 
     plugin, home, project = installed
     env = {"PATH": _fake_path(tmp_path, python3), "HOME": str(tmp_path), "CLAUDE_PLUGIN_DATA": str(tmp_path / "data")}
     started = time.monotonic()
-    proc = subprocess.run(["/bin/sh", str(plugin / "bin" / "engram-python"), "-m", "engram_mcp.server"], env=env,
+    proc = subprocess.run(["/bin/sh", str(plugin / "bin" / "engram-python"), "-m", "engram_mcp.interfaces.server"], env=env,
                           stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1 and proc.stdout == ""
     assert "engram: needs Python 3.11 or newer to set itself up, but " + expected in proc.stderr
@@ -238,11 +238,11 @@ def _bootstrap_running(data: Path) -> bool:
 
 
 def _server_over_stdio(plugin: Path, home: Path, project: Path, data: Path, **env: str) -> Shim:
-    """`bin/engram-python -m engram_mcp.server` started as Claude Code starts it (.mcp.json)."""
+    """`bin/engram-python -m engram_mcp.interfaces.server` started as Claude Code starts it (.mcp.json)."""
     root = plugin / PAYLOAD_DIR
     full = isolated_env(home, CLAUDE_PLUGIN_ROOT=str(root), CLAUDE_PLUGIN_DATA=str(data), PYTHONPATH=str(root),
                         CLAUDE_PROJECT_DIR=str(project), CLAUDE_CODE_SESSION_ID="first-session", **env)
-    return Shim([str(root / "bin" / "engram-python"), "-m", "engram_mcp.server"], full, project)
+    return Shim([str(root / "bin" / "engram-python"), "-m", "engram_mcp.interfaces.server"], full, project)
 
 
 def _cmdline(pid: int) -> str:
@@ -274,12 +274,12 @@ def test_first_use_connects_at_once_and_the_real_server_follows(installed) -> No
         first = _server_line(_ok(_claude(home, project, "mcp", "list", timeout=120, **env)))
         first_s = time.monotonic() - started
         assert "✔ Connected" in first, first
-        assert f"{plugin / PAYLOAD_DIR}/bin/engram-python -m engram_mcp.server" in first
+        assert f"{plugin / PAYLOAD_DIR}/bin/engram-python -m engram_mcp.interfaces.server" in first
 
         shim = _server_over_stdio(plugin, home, project, data, **env)
         try:
             shim.initialize()
-            assert "engram_mcp.bootstrap_server" in _cmdline(shim.proc.pid), "the stand-in (engram-python has exec'd it)"
+            assert "engram_mcp.interfaces.bootstrap_server" in _cmdline(shim.proc.pid), "the stand-in (engram-python has exec'd it)"
             shim_tools = shim.result("tools/list")
             is_error, preparing = shim.call("recall_memories", {"query": "which database does billing use"})
             is_error_w, queued = shim.call("store_memory", {"content": "Billing runs on PostgreSQL 16", "type": "semantic", "scope": "project"})
@@ -335,7 +335,7 @@ def test_first_use_connects_at_once_and_the_real_server_follows(installed) -> No
     real = _server_over_stdio(plugin, home, project, data, **env)
     try:
         real.initialize()
-        assert f"{data}/venv/bin/python -m engram_mcp.server" in _cmdline(real.proc.pid), "the real server now"
+        assert f"{data}/venv/bin/python -m engram_mcp.interfaces.server" in _cmdline(real.proc.pid), "the real server now"
         assert real.result("tools/list") == shim_tools, "the stand-in listed exactly the real tools"
         is_error, found = real.call("recall_memories", {"query": "which database does billing use"})
         _, deploys = real.call("recall_memories", {"query": "how do deploys go"})
@@ -437,18 +437,18 @@ def test_install_from_a_set_up_checkout_stays_small_and_works(tmp_path: Path) ->
         assert size < INSTALLED_MAX_BYTES, f"the install copied {size / 1e6:.0f} MB: {top}"
         assert not {".venv", "tests", "node_modules", ".git", "bench"} & set(top), top
         for rel in (".claude-plugin/plugin.json", ".mcp.json", "hooks/hooks.json", "bin/engram-python", "bin/engram-hook",
-                    "bin/engram-bootstrap", "engram_mcp/server.py", "engram_mcp/hooks.py", "commands/forget.md",
+                    "bin/engram-bootstrap", "engram_mcp/interfaces/server.py", "engram_mcp/interfaces/hooks.py", "commands/forget.md",
                     "skills/using-memory/SKILL.md", "agents/memory-consolidator.md", "pyproject.toml", "README.md"):
             assert (cache / rel).is_file() and not (cache / rel).is_symlink(), f"{rel} missing from the installed copy"
 
         listed = _ok(_claude(home, project, "plugin", "list"))
         assert f"Read from: {checkout / PAYLOAD_DIR}" in listed, listed
         line = _server_line(_ok(_claude(home, project, "mcp", "list", timeout=120, **env)))
-        assert "✔ Connected" in line and f"{checkout / PAYLOAD_DIR}/bin/engram-python -m engram_mcp.server" in line, line
+        assert "✔ Connected" in line and f"{checkout / PAYLOAD_DIR}/bin/engram-python -m engram_mcp.interfaces.server" in line, line
 
         # The hooks run (on the checkout's .venv): SessionStart brings a stored preference into the session.
         preference = "The user prefers tabs over spaces in Makefiles."
-        store = subprocess.run([str(checkout / ".venv" / "bin" / "python"), "-m", "engram_mcp.cli", "store", preference,
+        store = subprocess.run([str(checkout / ".venv" / "bin" / "python"), "-m", "engram_mcp.interfaces.cli", "store", preference,
                                 "--type", "semantic", "--scope", "user", "--importance", "0.9"],
                                env=isolated_env(home, PYTHONPATH=str(checkout), **env), cwd=project,
                                capture_output=True, text=True, timeout=120)

@@ -1,7 +1,7 @@
 """The plugin's markdown surface: commands/, skills/ and agents/.
 
 Checked without Claude Code: every file has YAML frontmatter with the fields it needs; the tools
-it names exist in ``engram_mcp/tool_schemas.py`` under the plugin prefix; the engram tool and
+it names exist in ``engram_mcp/interfaces/tool_schemas.py`` under the plugin prefix; the engram tool and
 argument names in the prose exist; no absolute paths; the always-on token cost stays in budget.
 Checked with the real CLI (marker ``claude``, FakeAnthropic as the model): strict validation of
 the components, what the model sees in every session, commands expanding, the consolidator
@@ -47,8 +47,8 @@ from typing import Any
 import pytest
 import yaml
 
-from engram_mcp.cli import build_parser
-from engram_mcp.tool_schemas import TOOL_NAMES, TOOLS
+from engram_mcp.interfaces.cli import build_parser
+from engram_mcp.interfaces.tool_schemas import TOOL_NAMES, TOOLS
 from tests.daemon_env import stop_daemon
 from tests.claude_harness import (
     REPO_ROOT,
@@ -73,7 +73,7 @@ AGENTS = ("memory-consolidator",)
 
 # The one shell command the plugin pre-approves: showing a memory (and its history) with the
 # engram CLI, since no MCP tool returns a memory by id.
-CLI_SHOW = 'Bash(CLAUDE_PLUGIN_DATA="${CLAUDE_PLUGIN_DATA}" "${CLAUDE_PLUGIN_ROOT}/bin/engram-python" -m engram_mcp.cli show:*)'
+CLI_SHOW = 'Bash(CLAUDE_PLUGIN_DATA="${CLAUDE_PLUGIN_DATA}" "${CLAUDE_PLUGIN_ROOT}/bin/engram-python" -m engram_mcp.interfaces.cli show:*)'
 # Claude Code tools a command may name besides engram's: the Agent tool (to run the consolidator).
 # AskUserQuestion: /engram:forget confirms within its own turn (tests/test_forget_command.py).
 BUILTIN_ALLOWED = {"Agent", CLI_SHOW, "AskUserQuestion"}
@@ -233,7 +233,7 @@ def test_the_cli_command_the_markdown_runs_exists():
     assert (args.command, args.history) == ("show", True)
     for key, (meta, body) in components().items():
         if CLI_SHOW in tool_list(meta.get("allowed-tools", "")):
-            assert 'CLAUDE_PLUGIN_DATA="${CLAUDE_PLUGIN_DATA}" "${CLAUDE_PLUGIN_ROOT}/bin/engram-python" -m engram_mcp.cli show <id>' in body, key
+            assert 'CLAUDE_PLUGIN_DATA="${CLAUDE_PLUGIN_DATA}" "${CLAUDE_PLUGIN_ROOT}/bin/engram-python" -m engram_mcp.interfaces.cli show <id>' in body, key
 
 
 def _schema_words() -> set[str]:
@@ -430,7 +430,7 @@ def test_commands_expand_with_their_arguments_and_plugin_paths(claude_cli, claud
     assert first_line in text
     assert "$ARGUMENTS" not in text and "${CLAUDE_" not in text
     if "CLAUDE_PLUGIN_ROOT" in body:
-        assert f'"{plugin}/bin/engram-python" -m engram_mcp.cli show' in text
+        assert f'"{plugin}/bin/engram-python" -m engram_mcp.interfaces.cli show' in text
 
 
 @pytest.mark.claude
@@ -490,7 +490,7 @@ def test_memory_inspect_shows_a_memory_with_its_history_through_the_cli(claude_c
     env = isolated_env(claude_home, **engram_env())
 
     def cli(*args: str) -> dict[str, Any]:
-        proc = subprocess.run([sys.executable, "-m", "engram_mcp.cli", *args, "--json"], cwd=claude_project, env=env,
+        proc = subprocess.run([sys.executable, "-m", "engram_mcp.interfaces.cli", *args, "--json"], cwd=claude_project, env=env,
                               capture_output=True, text=True, timeout=120)
         assert proc.returncode == 0, proc.stderr
         return json.loads(proc.stdout)

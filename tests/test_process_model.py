@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from engram_mcp.service import MemoryService, RequestContext
+from engram_mcp.services.service import MemoryService, RequestContext
 from engram_mcp.storage import queries as q
 from tests.daemon_env import REPO, make_env
 
@@ -23,7 +23,7 @@ OPS_PER_WORKER = 250
 WORKER = textwrap.dedent(
     """
     import json, random, sys
-    from engram_mcp.client import DaemonClient
+    from engram_mcp.daemon.client import DaemonClient
     from pathlib import Path
     user_dir, project, worker, n = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
     words = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa".split()
@@ -84,7 +84,7 @@ def test_four_processes_interleaving_stores_and_recalls_lose_nothing(tmp_path: P
 
 
 def _fake():
-    from engram_mcp.embeddings import FakeEmbedder
+    from engram_mcp.index.embeddings import FakeEmbedder
 
     return FakeEmbedder()
 

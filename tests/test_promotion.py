@@ -6,9 +6,9 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from engram_mcp import promotion
-from engram_mcp.errors import InvalidInput, MemoryNotFound
-from engram_mcp.service import MemoryService, RequestContext
+from engram_mcp.services import promotion
+from engram_mcp.core.errors import InvalidInput, MemoryNotFound
+from engram_mcp.services.service import MemoryService, RequestContext
 from engram_mcp.storage import queries as q
 
 pytestmark = pytest.mark.slow
@@ -305,7 +305,7 @@ def test_a_half_applied_merge_is_not_merged_twice(real_service, ctx, project, mo
 
 def test_a_memory_seen_in_two_projects_becomes_a_user_candidate(real_service, tmp_path):
     """DECISIONS.md, project -> user: "recalled in >= 3 sessions *or seen in >= 2 projects*"."""
-    from engram_mcp import lifecycle
+    from engram_mcp.services import lifecycle
 
     roots = []
     for name in ("alpha", "beta"):

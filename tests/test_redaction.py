@@ -1,4 +1,4 @@
-"""Tests for engram_mcp.redaction: secrets must never be stored in clear."""
+"""Tests for engram_mcp.core.redaction: secrets must never be stored in clear."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engram_mcp.redaction import (
+from engram_mcp.core.redaction import (
     SECRET_KINDS,
     Finding,
     RedactionResult,
@@ -532,15 +532,15 @@ PASSWORD_TAGS = ["tr0ub4dor&3phnc", "nedawlhvbbe0", "os4irvdzdy", "v919bdjysh", 
 
 @pytest.mark.parametrize("tag", NAME_TAGS)
 def test_a_name_with_digits_is_a_tag_not_a_secret(tag):
-    from engram_mcp.redaction import tag_secret_kind
+    from engram_mcp.core.redaction import tag_secret_kind
 
     assert tag_secret_kind(tag) is None
 
 
 @pytest.mark.parametrize("tag", PASSWORD_TAGS)
 def test_a_lower_cased_password_as_a_whole_tag_is_redacted(tag):
-    from engram_mcp.records import check_tags
-    from engram_mcp.redaction import redact_tags
+    from engram_mcp.services.records import check_tags
+    from engram_mcp.core.redaction import redact_tags
 
     assert redact_tags([tag, "auth"])[0] == ["[REDACTED:password]", "auth"]
     assert check_tags([tag.upper(), "auth"]) == ["[REDACTED:password]", "auth"]
@@ -572,7 +572,7 @@ def _stored(memory: dict | None) -> str:
 def test_bash_capture_redacts_a_key_whose_begin_line_is_before_the_cut(stream: str, gap: int) -> None:
     """The error marker comes after the key: cutting 200 characters before it used to leave
     the BEGIN line out, so the key body was stored."""
-    from engram_mcp.hooks import command_memory
+    from engram_mcp.interfaces.hooks import command_memory
 
     block, body = _key_block(gap)
     text = "$ cat ~/.ssh/id_deploy\n" + block + "x" * gap + "\nerror: permission denied (publickey)\n"
@@ -582,7 +582,7 @@ def test_bash_capture_redacts_a_key_whose_begin_line_is_before_the_cut(stream: s
 
 
 def test_bash_capture_redacts_a_secret_whose_key_name_the_cut_would_split() -> None:
-    from engram_mcp.hooks import ERROR_MARKERS, command_memory
+    from engram_mcp.interfaces.hooks import ERROR_MARKERS, command_memory
 
     secret = "Xq7!pLm2#Rt9vWz4"
     prefix = "starting deploy\n"
@@ -597,7 +597,7 @@ def test_bash_capture_redacts_a_secret_whose_key_name_the_cut_would_split() -> N
 
 
 def test_failed_bash_capture_redacts_a_long_error_before_cutting_it() -> None:
-    from engram_mcp.hooks import command_memory
+    from engram_mcp.interfaces.hooks import command_memory
 
     block, body = _key_block(7, lines=40)
     payload = {"tool_name": "Bash", "hook_event_name": "PostToolUseFailure", "tool_input": {"command": "cat key"},
@@ -611,7 +611,7 @@ def test_a_huge_output_is_bounded_and_still_redacted(monkeypatch: pytest.MonkeyP
     cut at a line boundary, and a key body cut there is still redacted."""
     import time
 
-    from engram_mcp.hooks import command_memory
+    from engram_mcp.interfaces.hooks import command_memory
 
     block, body = _key_block(11, lines=30)
     text = "z" * 8_000_000 + "\n" + block + "error: out of memory\n"
@@ -622,7 +622,7 @@ def test_a_huge_output_is_bounded_and_still_redacted(monkeypatch: pytest.MonkeyP
 
 
 def test_edit_capture_redacts_a_secret_before_cutting_the_snippet() -> None:
-    from engram_mcp.hooks import file_change_memory
+    from engram_mcp.interfaces.hooks import file_change_memory
 
     secret = "Vb3#nQ8zLw2!Kp5t"
     new = "# settings\n" + "a = 1\n" * 36 + f"DB_PASSWORD={secret}\n"

@@ -6,9 +6,9 @@ import time
 
 import pytest
 
-from engram_mcp.embeddings import DEFAULT_MODEL, EmbeddingsUnavailable
-from engram_mcp.errors import InvalidInput
-from engram_mcp.service import MemoryService, RequestContext
+from engram_mcp.index.embeddings import DEFAULT_MODEL, EmbeddingsUnavailable
+from engram_mcp.core.errors import InvalidInput
+from engram_mcp.services.service import MemoryService, RequestContext
 
 pytestmark = pytest.mark.slow
 

@@ -9,10 +9,10 @@ import time
 import numpy as np
 import pytest
 
-from engram_mcp import retrieval
-from engram_mcp.retrieval import RetrievalSettings, ScopeView, rank, relevant_mask
-from engram_mcp.scope_index import Filters, ScopeIndex
-from engram_mcp.service import MemoryService, RequestContext
+from engram_mcp.index import retrieval
+from engram_mcp.index.retrieval import RetrievalSettings, ScopeView, rank, relevant_mask
+from engram_mcp.index.scope_index import Filters, ScopeIndex
+from engram_mcp.services.service import MemoryService, RequestContext
 from engram_mcp.storage import queries as q
 
 DIM = 384
@@ -59,7 +59,7 @@ def test_rank_returns_nothing_when_nothing_is_related():
 
 
 def test_the_floor_is_a_config_key(tmp_path):
-    from engram_mcp.config import load_config
+    from engram_mcp.core.config import load_config
 
     cfg = load_config(None, home=tmp_path, environ={})
     assert (cfg.relevance_min_cosine, cfg.relevance_min_cosine_ratio) == (0.20, 0.50)
@@ -148,7 +148,7 @@ def test_building_hits_for_the_best_candidates_only_gives_the_full_ranking(monke
 # ------------------------------------------------------------------ write-behind strengthening
 @pytest.fixture
 def svc(home):
-    from engram_mcp.embeddings import FakeEmbedder
+    from engram_mcp.index.embeddings import FakeEmbedder
 
     s = MemoryService(home=home, embedder=FakeEmbedder())
     yield s
@@ -180,7 +180,7 @@ def test_strengthening_is_written_behind_the_recall_and_seen_by_every_later_stat
     assert _raw_access_count(svc, ctx, mid) == 3
     svc.recall(ctx, query="deploy pipeline GitHub Actions")
     svc.close()  # close writes what is pending
-    from engram_mcp.embeddings import FakeEmbedder
+    from engram_mcp.index.embeddings import FakeEmbedder
 
     again = MemoryService(home=home, embedder=FakeEmbedder())
     try:

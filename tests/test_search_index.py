@@ -1,4 +1,4 @@
-"""Behaviour of the in-memory retrieval primitives (engram_mcp/search_index.py)."""
+"""Behaviour of the in-memory retrieval primitives (engram_mcp/index/search_index.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from engram_mcp.search_index import (
+from engram_mcp.index.search_index import (
     BM25_B,
     BM25_K1,
     ENGLISH_STOP_WORDS,
@@ -599,7 +599,7 @@ class _QuantizedVectorIndex(_SmallBlockVectorIndex):
 @pytest.fixture(params=["numkong", "numpy"])
 def kernels(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """The int8 scan with NumKong's kernels, and with the numpy fallback used when it is missing."""
-    import engram_mcp.search_index as si
+    import engram_mcp.index.search_index as si
 
     if request.param == "numpy":
         monkeypatch.setattr(si, "_NUMKONG", [None])

@@ -8,10 +8,10 @@ from datetime import datetime
 import numpy as np
 import pytest
 
-from engram_mcp.errors import InvalidInput
-from engram_mcp.ids import new_ulid
-from engram_mcp.records import MAX_CONTENT_CHARS
-from engram_mcp.service import RequestContext
+from engram_mcp.core.errors import InvalidInput
+from engram_mcp.core.ids import new_ulid
+from engram_mcp.services.records import MAX_CONTENT_CHARS
+from engram_mcp.services.service import RequestContext
 from engram_mcp.storage import queries as q
 
 AWS_KEY = "AKIAZ7Q3XK2LMN4PQRST"
@@ -348,7 +348,7 @@ def test_an_update_or_tag_that_changes_nothing_writes_no_version_and_no_history(
 
 
 def test_a_short_id_names_one_memory_and_an_ambiguous_one_is_refused(fake_service, ctx):
-    from engram_mcp.errors import InvalidInput, MemoryNotFound
+    from engram_mcp.core.errors import InvalidInput, MemoryNotFound
 
     a = fake_service.store(ctx, content="Deploys go through Nomad", type="semantic", scope="project",
                            request_id="01J000000000000000A0QBCDEF")["memory_id"]

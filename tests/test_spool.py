@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from engram_mcp import spool
-from engram_mcp.daemon import Daemon
-from engram_mcp.errors import InvalidInput
-from engram_mcp.ids import new_ulid
-from engram_mcp.service import RequestContext
+from engram_mcp.core import spool
+from engram_mcp.daemon.process import Daemon
+from engram_mcp.core.errors import InvalidInput
+from engram_mcp.core.ids import new_ulid
+from engram_mcp.services.service import RequestContext
 from engram_mcp.storage import queries as q
 from tests.daemon_env import REPO, daemon_request
 
@@ -67,7 +67,7 @@ WRITER = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from engram_mcp import spool
+    from engram_mcp.core import spool
     d = Path(sys.argv[1])
     print("ready", flush=True)
     i = 0
@@ -160,7 +160,7 @@ def test_invalid_entries_are_rejected_with_their_error_and_the_rest_applies(daem
 def test_unavailable_store_queues_writes_and_keeps_them_in_order(daemon, fake_service, ctx: RequestContext) -> None:
     import fcntl
 
-    from engram_mcp.paths import project_dir
+    from engram_mcp.core.paths import project_dir
 
     udir = fake_service.user_dir
     lock_path = project_dir(ctx.project_root) / "LOCK"

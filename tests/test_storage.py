@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from engram_mcp.embeddings import FakeEmbedder
-from engram_mcp.errors import SchemaTooNew, StorageFull, StoreUnavailable
-from engram_mcp.ids import new_ulid
-from engram_mcp.paths import project_dir, project_id, resolve_project_root
-from engram_mcp.service import MemoryService, RequestContext
+from engram_mcp.index.embeddings import FakeEmbedder
+from engram_mcp.core.errors import SchemaTooNew, StorageFull, StoreUnavailable
+from engram_mcp.core.ids import new_ulid
+from engram_mcp.core.paths import project_dir, project_id, resolve_project_root
+from engram_mcp.services.service import MemoryService, RequestContext
 from engram_mcp.storage import queries as q
 from engram_mcp.storage.schema import CURRENT_SCHEMA_VERSION, MIGRATIONS
 from engram_mcp.storage.store import SurrealStore

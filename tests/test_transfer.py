@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from engram_mcp.embeddings import FakeEmbedder
-from engram_mcp.errors import InvalidInput
-from engram_mcp.ids import new_ulid
-from engram_mcp.scope_index import record_key
-from engram_mcp.service import MemoryService, RequestContext
+from engram_mcp.index.embeddings import FakeEmbedder
+from engram_mcp.core.errors import InvalidInput
+from engram_mcp.core.ids import new_ulid
+from engram_mcp.index.scope_index import record_key
+from engram_mcp.services.service import MemoryService, RequestContext
 from engram_mcp.storage import queries as q
 
 
@@ -55,7 +55,7 @@ def _populate(svc: MemoryService, ctx: RequestContext) -> list[str]:
 def _snapshot(svc: MemoryService, ctx: RequestContext, ids: list[str]) -> dict:
     """Every copy of every memory: the project copy as `get` shows it (history, entities, links,
     also_in, vector), the user copy from its own row and history."""
-    from engram_mcp.records import jsonable, public_memory
+    from engram_mcp.services.records import jsonable, public_memory
 
     out = {}
     pctx = RequestContext(ctx.project_root)  # no session: project copies first

@@ -2,7 +2,7 @@
 
 Values always travel as `$params`. The only identifiers that are not parameters are
 namespace/database names (SurrealQL cannot bind them), and those are produced and
-validated by `engram_mcp.ids` from hashes and a strict alphabet, never taken from
+validated by `engram_mcp.core.ids` from hashes and a strict alphabet, never taken from
 user text. Field names in patches come from code, never from input.
 """
 
@@ -35,7 +35,7 @@ STRENGTHEN = (
     "metadata.recall_sessions = IF $session_id IS NONE THEN metadata.recall_sessions "
     "ELSE array::union(metadata.recall_sessions ?? [], [$session_id]) END RETURN NONE"
 )
-# Recall strengthening written behind (engram_mcp/strengthen.py): one entry per memory with its
+# Recall strengthening written behind (engram_mcp/services/strengthen.py): one entry per memory with its
 # number of recalls since the last write, the last recall time and the recalling sessions.
 # UPDATE never creates: a memory deleted in the meantime is skipped.
 STRENGTHEN_BATCH = (
@@ -44,9 +44,7 @@ STRENGTHEN_BATCH = (
     "metadata.recall_sessions = IF array::len($b.sessions) = 0 THEN metadata.recall_sessions "
     "ELSE array::union(metadata.recall_sessions ?? [], $b.sessions) END RETURN NONE; }"
 )
-SET_STATUS = (
-    "UPDATE $ids SET status = $status, status_changed_at = time::now() RETURN NONE"
-)
+SET_STATUS = "UPDATE $ids SET status = $status, status_changed_at = time::now() RETURN NONE"
 COUNT_BY_TYPE_STATUS = "SELECT memory_type, status, count() AS n FROM memory GROUP BY memory_type, status"
 COUNT_MEMORIES = "SELECT count() AS n FROM memory GROUP ALL"
 
@@ -68,12 +66,18 @@ ALL_ENTITIES = "SELECT * FROM entity"
 FIND_MENTION = "SELECT VALUE id FROM mentions WHERE in = $memory AND out = $entity AND relationship = $relationship"
 RELATE_MENTION = "RELATE $memory->mentions->$entity SET relationship = $relationship RETURN NONE"
 UNLINK_MENTIONS_BY_NAME = "DELETE mentions WHERE in = $memory AND out IN $entities RETURN BEFORE"
-MENTIONS_OF_MEMORY = "SELECT out.name AS name, out.entity_type AS entity_type, relationship FROM mentions WHERE in = $memory"
+MENTIONS_OF_MEMORY = (
+    "SELECT out.name AS name, out.entity_type AS entity_type, relationship FROM mentions WHERE in = $memory"
+)
 MEMORIES_OF_ENTITIES = "SELECT in AS memory, out AS entity, relationship FROM mentions WHERE out IN $entities"
 ALL_MENTIONS = "SELECT in, out, relationship, created_at FROM mentions"
 FIND_RELATION = "SELECT VALUE id FROM relates_to WHERE in = $a AND out = $b AND relation_type = $relation_type"
-RELATE_ENTITIES = "RELATE $a->relates_to->$b SET relation_type = $relation_type, weight = $weight, evidence = $evidence RETURN NONE"
-ADD_RELATION_EVIDENCE = "UPDATE $id SET evidence = array::union(evidence, $evidence), weight = math::min([1.0, weight + 0.1]) RETURN NONE"
+RELATE_ENTITIES = (
+    "RELATE $a->relates_to->$b SET relation_type = $relation_type, weight = $weight, evidence = $evidence RETURN NONE"
+)
+ADD_RELATION_EVIDENCE = (
+    "UPDATE $id SET evidence = array::union(evidence, $evidence), weight = math::min([1.0, weight + 0.1]) RETURN NONE"
+)
 EDGES_TOUCHING = "SELECT in, out, relation_type, weight FROM relates_to WHERE in IN $frontier OR out IN $frontier"
 ALL_RELATIONS = "SELECT in, out, relation_type, weight, evidence, created_at FROM relates_to"
 COUNT_ENTITIES = "SELECT count() AS n FROM entity GROUP ALL"
@@ -93,20 +97,28 @@ RECENT_SESSIONS = "SELECT * FROM session_registry WHERE status = 'completed' ORD
 CREATE_PROMOTION_LOG = "CREATE promotion_log CONTENT $entry RETURN NONE"
 PROMOTIONS_OF = "SELECT * FROM promotion_log WHERE memory_id = $memory_id"
 ENQUEUE = "CREATE consolidation_queue CONTENT $entry RETURN NONE"
-QUEUED_FOR = "SELECT VALUE id FROM consolidation_queue WHERE memory = $memory AND reason = $reason AND status = 'pending'"
+QUEUED_FOR = (
+    "SELECT VALUE id FROM consolidation_queue WHERE memory = $memory AND reason = $reason AND status = 'pending'"
+)
 PENDING_QUEUE = "SELECT * FROM consolidation_queue WHERE status = 'pending' ORDER BY priority DESC LIMIT $limit"
 COMPLETE_QUEUE = "UPDATE consolidation_queue SET status = 'completed', processed_at = time::now() WHERE memory IN $memories AND status = 'pending' RETURN NONE"
 
 # --- graph: one node per case-folded name (schema v3) ----------------------------------
 ENTITIES_BY_NAME_KEY = "SELECT * FROM entity WHERE name_key = $name_key"
 UPSERT_ENTITY_NODE = "UPSERT type::thing('entity', $key) MERGE $record RETURN NONE"
-SET_ENTITY_TYPE = "UPDATE type::thing('entity', $key) SET entity_type = $entity_type, updated_at = time::now() RETURN NONE"
-BUMP_ENTITY_MENTIONS = "UPDATE type::thing('entity', $key) SET mention_count += $n, updated_at = time::now() RETURN NONE"
+SET_ENTITY_TYPE = (
+    "UPDATE type::thing('entity', $key) SET entity_type = $entity_type, updated_at = time::now() RETURN NONE"
+)
+BUMP_ENTITY_MENTIONS = (
+    "UPDATE type::thing('entity', $key) SET mention_count += $n, updated_at = time::now() RETURN NONE"
+)
 GET_ENTITY = "SELECT * FROM type::thing('entity', $key)"
 
 # --- import: restore graph rows with their own timestamps ------------------------------
 IMPORT_ENTITY = "CREATE type::thing('entity', $key) CONTENT $record RETURN NONE"
-IMPORT_MENTION = "RELATE $memory->mentions->$entity SET relationship = $relationship, created_at = $created_at RETURN NONE"
+IMPORT_MENTION = (
+    "RELATE $memory->mentions->$entity SET relationship = $relationship, created_at = $created_at RETURN NONE"
+)
 IMPORT_RELATION = (
     "RELATE $a->relates_to->$b SET relation_type = $relation_type, weight = $weight, evidence = $evidence, "
     "created_at = $created_at RETURN NONE"
@@ -147,9 +159,7 @@ DEFINE_DENUL_FUNCTION = """DEFINE FUNCTION OVERWRITE fn::engram_denul($v: any, $
   ELSE IF type::is::object($v) { object::from_entries(array::map(array::transpose([object::entries($v), array::repeat($nul, array::len(object::entries($v)))]), |$p| [string::replace($p[0][0], $p[1], ''), fn::engram_denul($p[0][1], $p[1])])) }
   ELSE { $v };
 }"""
-REPAIR_NUL_IN_TABLE = (
-    "UPDATE type::table($table) CONTENT fn::engram_denul($this, $nul) WHERE string::contains(<string> $this, $nul) RETURN VALUE id"
-)
+REPAIR_NUL_IN_TABLE = "UPDATE type::table($table) CONTENT fn::engram_denul($this, $nul) WHERE string::contains(<string> $this, $nul) RETURN VALUE id"
 REMOVE_DENUL_FUNCTION = "REMOVE FUNCTION IF EXISTS fn::engram_denul"
 
 # --- purge now: a memory's history and mentions go with its text ---------------------------

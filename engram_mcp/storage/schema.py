@@ -157,7 +157,10 @@ def _statements(block: str) -> list[str]:
 MIGRATIONS: list[tuple[int, str, list[str]]] = [
     (1, "base schema: memory, history, graph, sessions, promotion, queue", _statements(_BASE)),
     (2, "category field for the fine-grained kind (decision, convention, ...)", _statements(_ADD_CATEGORY)),
-    (3, "entity.name_key (one node per case-folded name); project_sighting (seen in >= 2 projects)",
-     _statements(_ENTITY_NAME_KEY_AND_SIGHTINGS)),
+    (
+        3,
+        "entity.name_key (one node per case-folded name); project_sighting (seen in >= 2 projects)",
+        _statements(_ENTITY_NAME_KEY_AND_SIGHTINGS),
+    ),
 ]
 CURRENT_SCHEMA_VERSION = MIGRATIONS[-1][0]

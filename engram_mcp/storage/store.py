@@ -27,12 +27,19 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..errors import InvalidInput, SchemaTooNew, StorageFull, StoreUnavailable
-from ..paths import (DATA_DIRNAME, UnsafePath, dir_bytes, open_private_file_at, prepare_store_dir, tighten_store_data,
-                     vet_store_entries)
-from . import compact
-from . import queries as q
-from .schema import CURRENT_SCHEMA_VERSION, MIGRATIONS
+from engram_mcp.core.errors import InvalidInput, SchemaTooNew, StorageFull, StoreUnavailable
+from engram_mcp.core.paths import (
+    DATA_DIRNAME,
+    UnsafePath,
+    dir_bytes,
+    open_private_file_at,
+    prepare_store_dir,
+    tighten_store_data,
+    vet_store_entries,
+)
+from engram_mcp.storage import compact
+from engram_mcp.storage import queries as q
+from engram_mcp.storage.schema import CURRENT_SCHEMA_VERSION, MIGRATIONS
 
 log = logging.getLogger("engram.store")
 LOCK_FILENAME = "LOCK"
@@ -72,14 +79,18 @@ def _classify(exc: BaseException, where: str) -> Exception:
     text = str(exc)
     low = text.lower()
     full = ("no space left", "no storage space", "disk full", "quota exceeded", "file too large")
-    if any(s in low for s in full) or (isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)):
+    if any(s in low for s in full) or (
+        isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+    ):
         return StorageFull(f"{where}: the disk is full ({text[:200]}). Free some space; writes are kept and retried.")
     if "read-only" in low or "permission denied" in low or "readonly" in low:
         return StoreUnavailable(f"{where}: the store is not writable ({text[:200]}). Check permissions.")
     if "but expected" in low or "must conform to" in low:
         return InvalidInput(f"{where}: {text[:300]}")
     if isinstance(exc, UnicodeError) or "surrogates not allowed" in low:  # the caller's text, not the store
-        return InvalidInput("a text value is not valid Unicode (it holds a lone surrogate such as \\ud800); send valid UTF-8 text")
+        return InvalidInput(
+            "a text value is not valid Unicode (it holds a lone surrogate such as \\ud800); send valid UTF-8 text"
+        )
     return StoreUnavailable(f"{where}: database error: {text[:300]}")
 
 
@@ -104,7 +115,17 @@ def _nul_in(value: Any, depth: int = 0) -> bool:
 # Engine errors after which the open engine cannot be trusted: surrealkv keeps failing
 # every later transaction ("fsync failed") even once space is freed, and only a reopen
 # (which repairs the log's torn tail) recovers. Measured on a full tmpfs.
-_IO_FAILURE_MARKERS = ("io error", "fsync", "no space left", "no storage space", "read-only", "readonly", "permission denied", "file too large", "corrupt")
+_IO_FAILURE_MARKERS = (
+    "io error",
+    "fsync",
+    "no space left",
+    "no storage space",
+    "read-only",
+    "readonly",
+    "permission denied",
+    "file too large",
+    "corrupt",
+)
 
 
 def _is_io_failure(err: Exception) -> bool:
@@ -127,7 +148,9 @@ class _StoreConn:
     def query_raw(self, sql: str, params: dict[str, Any] | None = None) -> Any:
         with self._store._mutex:
             if self._store._conn is None:
-                raise StoreUnavailable(f"{self._store.label} store {self._store.directory} was closed during compaction")
+                raise StoreUnavailable(
+                    f"{self._store.label} store {self._store.directory} was closed during compaction"
+                )
             if self._target is not None:
                 self._store._use(*self._target)
             return self._store._conn.query_raw(sql, params or {})
@@ -282,7 +305,9 @@ class SurrealStore:
     def _failed(self, err: Exception) -> Exception:
         """After an I/O failure, close the engine so the next use reopens (and repairs) it."""
         if _is_io_failure(err) and self._conn is not None:
-            log.warning("%s store %s failed (%s); closing it, it will be reopened on next use", self.label, self.directory, err)
+            log.warning(
+                "%s store %s failed (%s); closing it, it will be reopened on next use", self.label, self.directory, err
+            )
             self.close()
             self._io_failure = str(err)
         return err
@@ -455,8 +480,15 @@ class SurrealStore:
             repaired = sum(len(r or []) for r in results[1:-1])
             if repaired:
                 self.nul_repairs[(ns, db)] = self.nul_repairs.get((ns, db), 0) + repaired
-                log.warning("%s store %s (%s/%s): removed NUL characters from %d records (written by an older engram "
-                            "or a bad import); they are readable again", self.label, self.directory, ns, db, repaired)
+                log.warning(
+                    "%s store %s (%s/%s): removed NUL characters from %d records (written by an older engram "
+                    "or a bad import); they are readable again",
+                    self.label,
+                    self.directory,
+                    ns,
+                    db,
+                    repaired,
+                )
             return repaired
 
     def compact(self) -> dict[str, Any]:
@@ -488,12 +520,19 @@ class SurrealStore:
             else:
                 with self._mutex:
                     try:
-                        copied = compact.build_copy(_StoreConn(self), self.directory, repair=self.repair_nul, mark=False)
+                        copied = compact.build_copy(
+                            _StoreConn(self), self.directory, repair=self.repair_nul, mark=False
+                        )
                     except Exception as exc:
                         raise self._compaction_failed(exc) from exc
                     self._swap_in()
-            return {"directory": str(self.directory), "rows": sum(copied.values()), "bytes_before": before,
-                    "bytes_after": compact.data_bytes(self.directory), "seconds": round(time.perf_counter() - started, 3)}
+            return {
+                "directory": str(self.directory),
+                "rows": sum(copied.values()),
+                "bytes_before": before,
+                "bytes_after": compact.data_bytes(self.directory),
+                "seconds": round(time.perf_counter() - started, 3),
+            }
 
     def _swap_in(self) -> None:
         """Mark the current copy, close the engine, swap the directories, reopen (mutex held)."""
@@ -515,7 +554,9 @@ class SurrealStore:
         self._current = None
         compact.drop_copy(self.directory)
         log.error("%s store %s: compaction failed, the store is unchanged: %s", self.label, self.directory, exc)
-        return StoreUnavailable(f"{self.label} store {self.directory}: compaction failed ({str(exc)[:200]}); the store is unchanged")
+        return StoreUnavailable(
+            f"{self.label} store {self.directory}: compaction failed ({str(exc)[:200]}); the store is unchanged"
+        )
 
     def _recover_compaction(self, dir_fd: int, checked: Path) -> None:
         """Finish (or drop) a compaction a crash interrupted, before the engine opens `data/`.

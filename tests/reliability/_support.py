@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from engram_mcp.client import DaemonClient, socket_path
+from engram_mcp.daemon.client import DaemonClient, socket_path
 
 REPO = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable
@@ -35,7 +35,7 @@ def scaled(ci: int, stress: int) -> int:
 
 
 def hooks_available() -> bool:
-    return (REPO / "engram_mcp" / "hooks.py").is_file()
+    return (REPO / "engram_mcp" / "interfaces" / "hooks.py").is_file()
 
 
 # ---------------------------------------------------------------------- counters
@@ -114,7 +114,7 @@ class Sandbox:
         self.daemon_log = self.root / "daemon.out"
         with open(self.daemon_log, "ab") as out:
             self.daemon = subprocess.Popen(
-                [PYTHON, "-m", "engram_mcp.daemon", "--user-dir", str(self.user_dir)],
+                [PYTHON, "-m", "engram_mcp.daemon.process", "--user-dir", str(self.user_dir)],
                 env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True, cwd=str(self.root),
                 preexec_fn=preexec_fn,
             )
@@ -171,7 +171,7 @@ class Sandbox:
     # -- processes --------------------------------------------------------------------
     def cli(self, *args: str, cwd: Path | None = None, env: dict[str, str] | None = None, check: bool = True,
             input: str | None = None) -> subprocess.CompletedProcess:
-        proc = subprocess.run([PYTHON, "-m", "engram_mcp.cli", *args], cwd=str(cwd or self.project), env=env or self.env,
+        proc = subprocess.run([PYTHON, "-m", "engram_mcp.interfaces.cli", *args], cwd=str(cwd or self.project), env=env or self.env,
                               input=input, capture_output=True, text=True, timeout=300)
         if check and proc.returncode != 0:
             raise AssertionError(f"engram {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
@@ -180,8 +180,8 @@ class Sandbox:
     # -- in-process view (daemon stopped) ------------------------------------------------
     @contextlib.contextmanager
     def service(self) -> Iterator[Any]:
-        from engram_mcp.embeddings import FakeEmbedder
-        from engram_mcp.service import MemoryService
+        from engram_mcp.index.embeddings import FakeEmbedder
+        from engram_mcp.services.service import MemoryService
 
         assert self.daemon is None or self.daemon.poll() is not None, "stop the daemon first: one owner per store"
         svc = MemoryService(home=self.home, embedder=FakeEmbedder())
@@ -235,7 +235,7 @@ class InProcessMCP:
     def __init__(self, sandbox: Sandbox) -> None:
         from anyio.from_thread import start_blocking_portal
 
-        from engram_mcp.server import build_server
+        from engram_mcp.interfaces.server import build_server
 
         self.sandbox = sandbox
         self.server = build_server(sandbox.user_dir)
@@ -343,7 +343,7 @@ def all_rows(handle: Any, sql: str) -> list[dict[str, Any]]:
 
 
 def key_of(row: dict[str, Any]) -> str:
-    from engram_mcp.scope_index import record_key
+    from engram_mcp.index.scope_index import record_key
 
     return record_key(row)
 

@@ -25,9 +25,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engram_mcp.errors import EngramError
-from engram_mcp.redaction import sanitize
-from engram_mcp.tool_schemas import ID_PATTERN, SCHEMAS, TOOL_NAMES
+from engram_mcp.core.errors import EngramError
+from engram_mcp.core.redaction import sanitize
+from engram_mcp.interfaces.tool_schemas import ID_PATTERN, SCHEMAS, TOOL_NAMES
 from tests.reliability._support import (
     PYTHON,
     REPO,
@@ -432,7 +432,7 @@ async def test_real_stdio_server_survives_a_batch_of_hostile_calls(fuzz: Fuzz, a
     from mcp.shared.exceptions import MCPError
 
     env = fuzz.sandbox.env_with(session=SESSION)
-    params = StdioServerParameters(command=PYTHON, args=["-m", "engram_mcp.server"], env=env, cwd=str(fuzz.sandbox.project))
+    params = StdioServerParameters(command=PYTHON, args=["-m", "engram_mcp.interfaces.server"], env=env, cwd=str(fuzz.sandbox.project))
     errlog_path = tmp_path / "server.stderr"
     cases = _stdio_cases(fuzz.pool)
     answered = 0
@@ -515,7 +515,7 @@ NOT_AN_OBJECT = 7  # the first inputs are not a JSON object at all: the hook mus
 HOOK_EVENTS = ["SessionStart", "UserPromptSubmit", "PostToolUse", "PostToolUseFailure", "PreCompact", "Stop", "SubagentStop", "SessionEnd"]
 
 
-@pytest.mark.skipif(not hooks_available(), reason="engram_mcp/hooks.py is being written by another engineer")
+@pytest.mark.skipif(not hooks_available(), reason="engram_mcp/interfaces/hooks.py is being written by another engineer")
 def test_malformed_hook_input_gives_a_clear_message_and_never_a_traceback(fuzz: Fuzz) -> None:
     from concurrent.futures import ThreadPoolExecutor
 

@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from engram_mcp import spool
-from engram_mcp.service import RequestContext
+from engram_mcp.core import spool
+from engram_mcp.services.service import RequestContext
 from engram_mcp.storage import queries as q
 from tests.reliability._support import PYTHON, STRESS, Sandbox, hooks_available, key_of, record, scaled
 

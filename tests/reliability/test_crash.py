@@ -22,10 +22,10 @@ from typing import Any
 
 import pytest
 
-from engram_mcp.errors import EngramError
-from engram_mcp.ids import new_ulid, session_db_name
-from engram_mcp.paths import project_dir, project_id
-from engram_mcp.service import RequestContext
+from engram_mcp.core.errors import EngramError
+from engram_mcp.core.ids import new_ulid, session_db_name
+from engram_mcp.core.paths import project_dir, project_id
+from engram_mcp.services.service import RequestContext
 from engram_mcp.storage import queries as q
 from engram_mcp.storage.schema import CURRENT_SCHEMA_VERSION, MIGRATIONS
 from engram_mcp.storage.store import SurrealStore

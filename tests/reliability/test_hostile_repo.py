@@ -25,7 +25,7 @@ from typing import Any, Callable
 
 import pytest
 
-from engram_mcp.client import SOCKET_DIR_RECORD, DaemonClient, socket_path
+from engram_mcp.daemon.client import SOCKET_DIR_RECORD, DaemonClient, socket_path
 from tests.daemon_env import stop_daemon
 from tests.reliability._support import (
     PYTHON,
@@ -333,10 +333,10 @@ def test_everything_engram_creates_is_private_under_umask_000(tmp_path: Path) ->
                                       env=env, preexec_fn=_umask_zero)
                 assert done.returncode == 0, done.stderr
         for scope in ("project", "user"):
-            done = subprocess.run([PYTHON, "-m", "engram_mcp.cli", "store", f"umask probe for the {scope} scope", "--type", "semantic", "--scope", scope],
+            done = subprocess.run([PYTHON, "-m", "engram_mcp.interfaces.cli", "store", f"umask probe for the {scope} scope", "--type", "semantic", "--scope", scope],
                                   cwd=str(project), env=env, capture_output=True, text=True, timeout=300, preexec_fn=_umask_zero)
             assert done.returncode == 0, done.stdout + done.stderr
-        subprocess.run([PYTHON, "-m", "engram_mcp.cli", "status"], cwd=str(project), env=env, capture_output=True, timeout=300,
+        subprocess.run([PYTHON, "-m", "engram_mcp.interfaces.cli", "status"], cwd=str(project), env=env, capture_output=True, timeout=300,
                        preexec_fn=_umask_zero, check=True)
         problems = []
         for claude in (sb.home / ".claude", project / ".claude"):
@@ -374,7 +374,7 @@ def test_a_too_long_socket_path_uses_a_fresh_private_directory_that_clients_find
         assert (user_dir / SOCKET_DIR_RECORD).read_text().strip() == str(path.parent)
         assert sb.call("ping")["pong"]
         # a client without XDG_RUNTIME_DIR (another terminal, cron) finds the same daemon
-        out = subprocess.run([PYTHON, "-m", "engram_mcp.cli", "status"], cwd=str(sb.project), capture_output=True, text=True,
+        out = subprocess.run([PYTHON, "-m", "engram_mcp.interfaces.cli", "status"], cwd=str(sb.project), capture_output=True, text=True,
                              env={k: v for k, v in sb.env.items() if k != "XDG_RUNTIME_DIR"}, timeout=120)
         assert out.returncode == 0 and "connected" in out.stdout, out.stdout + out.stderr
     finally:
@@ -419,7 +419,7 @@ SQUAT_CHECK = """
 import sys
 from pathlib import Path
 sys.path.insert(0, sys.argv[1])
-from engram_mcp.client import socket_path
+from engram_mcp.daemon.client import socket_path
 user_dir = Path(sys.argv[2])
 made = socket_path(user_dir, create=True) if "create" in socket_path.__code__.co_varnames else socket_path(user_dir)
 print(made)
@@ -486,7 +486,7 @@ def test_the_daemon_never_deletes_a_file_at_the_socket_path(tmp_path: Path, kind
         target.symlink_to(victim)
     env = dict(sb.env, ENGRAM_SOCKET=str(target))
     sb.user_dir.mkdir(parents=True, mode=0o700)
-    done = subprocess.run([PYTHON, "-m", "engram_mcp.daemon", "--user-dir", str(sb.user_dir)], env=env, capture_output=True,
+    done = subprocess.run([PYTHON, "-m", "engram_mcp.daemon.process", "--user-dir", str(sb.user_dir)], env=env, capture_output=True,
                           text=True, timeout=60, cwd=str(tmp_path))
     assert done.returncode != 0
     assert victim.read_text() == "the user's file\n" and os.path.lexists(target)

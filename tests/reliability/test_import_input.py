@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from engram_mcp.errors import EngramError
-from engram_mcp.ids import new_ulid
+from engram_mcp.core.errors import EngramError
+from engram_mcp.core.ids import new_ulid
 from tests.reliability._support import Sandbox, fresh_project, record
 from tests.test_transfer import BAD_GRAPH_LINES, BAD_MEMORY_LINES, HEADER, _line, _write
 
@@ -42,7 +42,7 @@ class Tally:
 def _cli_json(sb: Sandbox, project: Path, tally: Tally, *args: str) -> tuple[int, Any]:
     env = sb.env_with(project=project)
     try:
-        proc = subprocess.run([sb_python(), "-m", "engram_mcp.cli", "--json", *args], cwd=str(project), env=env,
+        proc = subprocess.run([sb_python(), "-m", "engram_mcp.interfaces.cli", "--json", *args], cwd=str(project), env=env,
                               capture_output=True, text=True, timeout=CLI_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         tally.hangs += 1
@@ -200,8 +200,8 @@ def _poison(sb: Sandbox, project: Path) -> dict[str, str]:
     (straight into the engine, past today's checks). Returns their ids by what they poison."""
     from surrealdb import RecordID
 
-    from engram_mcp.records import now_dt
-    from engram_mcp.service import RequestContext
+    from engram_mcp.services.records import now_dt
+    from engram_mcp.services.service import RequestContext
     from engram_mcp.storage import queries as q
 
     ctx = RequestContext(project)
@@ -265,7 +265,7 @@ def test_a_store_poisoned_by_an_older_version_stays_usable(shared: Sandbox) -> N
 
 def test_a_queued_forget_of_a_poisoned_record_applies(sandbox: Sandbox) -> None:
     """A forget queued while the daemon was away is replayed against a record holding NUL."""
-    from engram_mcp import spool
+    from engram_mcp.core import spool
 
     ids = _poison(sandbox, sandbox.project)
     entry = spool.enqueue(sandbox.user_dir, "forget", {"memory_id": ids["summary"], "reason": "queued"},

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from engram_mcp.ids import new_ulid
+from engram_mcp.core.ids import new_ulid
 from tests.reliability._support import PYTHON, make_sandbox, record, scaled
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
@@ -41,7 +41,7 @@ def test_recall_stays_fast_while_a_real_daemon_imports_and_embeds(tmp_path: Path
                        "tags": ["bulk"], "created_at": "2026-01-02T03:04:05Z"}
                 f.write(json.dumps({"kind": "memory", "scope": "project", "id": new_ulid(), "record": rec}) + "\n")
         started = time.perf_counter()
-        importer = subprocess.Popen([PYTHON, "-m", "engram_mcp.cli", "--json", "import", str(path)], cwd=str(sb.project),
+        importer = subprocess.Popen([PYTHON, "-m", "engram_mcp.interfaces.cli", "--json", "import", str(path)], cwd=str(sb.project),
                                     env=sb.env_with(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         waits: list[float] = []
         with sb.client(timeout=60, name="recaller") as c:

@@ -267,7 +267,7 @@ def _children(pid: int) -> list[int]:
 
 def test_nothing_listens_on_tcp_or_udp(running: Sandbox) -> None:
     env = running.env_with(session="net-session")
-    server = subprocess.Popen([PYTHON, "-m", "engram_mcp.server"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+    server = subprocess.Popen([PYTHON, "-m", "engram_mcp.interfaces.server"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                               stderr=subprocess.DEVNULL, env=env, cwd=str(running.project))
     try:
         init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {},

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from engram_mcp.errors import EngramError
+from engram_mcp.core.errors import EngramError
 from tests.reliability._support import PYTHON, REPO, Sandbox, record, socket_of
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
@@ -195,7 +195,7 @@ def _stderr_is_clean(path: Path) -> str:
 
 def test_mcp_server_answers_every_bad_line_and_keeps_serving(running: Sandbox, tmp_path: Path) -> None:
     env = running.env_with(session=SESSION)
-    client = LineClient([PYTHON, "-m", "engram_mcp.server"], env, running.project, tmp_path / "server.err")
+    client = LineClient([PYTHON, "-m", "engram_mcp.interfaces.server"], env, running.project, tmp_path / "server.err")
     try:
         counts = _attack_stdio(client)
         tools = client.request(_req(2, "tools/list"))
@@ -218,7 +218,7 @@ def test_bootstrap_stand_in_answers_every_bad_line_and_keeps_serving(sandbox: Sa
     data = tmp_path / "plugin-data"
     data.mkdir()
     env = sandbox.env_with(session=SESSION)
-    argv = [PYTHON, "-S", "-m", "engram_mcp.bootstrap_server", "--root", str(REPO), "--data", str(data)]
+    argv = [PYTHON, "-S", "-m", "engram_mcp.interfaces.bootstrap_server", "--root", str(REPO), "--data", str(data)]
     client = LineClient(argv, env, sandbox.project, tmp_path / "standin.err")
     try:
         counts = _attack_stdio(client)
@@ -281,7 +281,7 @@ def test_daemon_export_to_a_fifo_or_device_is_refused_at_once(running: Sandbox, 
 
 
 def test_daemon_idle_connections_cannot_starve_hooks_or_threads(running: Sandbox) -> None:
-    from engram_mcp.hooks import nudge
+    from engram_mcp.interfaces.hooks import nudge
 
     path = socket_of(running)
     pid = running.daemon.pid
@@ -330,7 +330,7 @@ def test_daemon_answers_garbage_lines_with_invalid_input(running: Sandbox) -> No
             unclear += 1
         assert error["error"] == "invalid_input", (name, error)
     # a line over the size limit is refused without being buffered whole, and the daemon lives on
-    from engram_mcp.connections import MAX_REQUEST_BYTES
+    from engram_mcp.daemon.connections import MAX_REQUEST_BYTES
 
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
         s.settimeout(REPLY_TIMEOUT_S)
@@ -352,7 +352,7 @@ class _Loop:
     """`connections.ConnectionServer` on a real Unix socket with a handler that can be made slow."""
 
     def __init__(self, tmp: Path, **kw: Any) -> None:
-        from engram_mcp.connections import ConnectionServer
+        from engram_mcp.daemon.connections import ConnectionServer
 
         self.path = tmp / "loop.sock"
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -389,7 +389,7 @@ class _Loop:
 
 
 def test_loop_over_the_cap_gets_a_busy_reply_and_idle_connections_make_room(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import engram_mcp.connections as connections
+    import engram_mcp.daemon.connections as connections
 
     monkeypatch.setattr(connections, "EVICT_IDLE_S", 0.3)
     loop = _Loop(tmp_path, max_connections=4, workers=2)
@@ -445,7 +445,7 @@ def test_loop_pipelined_requests_are_answered_in_order_and_nudges_skip_the_queue
 
 
 def test_loop_times_out_stalled_and_silent_connections(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import engram_mcp.connections as connections
+    import engram_mcp.daemon.connections as connections
 
     monkeypatch.setattr(connections, "PARTIAL_TIMEOUT_S", 0.5)
     monkeypatch.setattr(connections, "UNUSED_TIMEOUT_S", 0.5)
@@ -633,8 +633,8 @@ CLIENT_CASES = ["silent", "never_reads", "not_json", "not_an_object", "deep_nest
 
 @pytest.mark.parametrize("behaviour", CLIENT_CASES)
 def test_client_gives_a_clear_error_within_its_timeout(tmp_path: Path, behaviour: str) -> None:
-    from engram_mcp.client import DaemonClient
-    from engram_mcp.errors import DaemonUnavailable
+    from engram_mcp.daemon.client import DaemonClient
+    from engram_mcp.core.errors import DaemonUnavailable
 
     sock_path = tmp_path / "d.sock"
     stop, ready = threading.Event(), threading.Event()
@@ -674,7 +674,7 @@ def test_replies_holding_a_lone_surrogate_are_still_sent() -> None:
     """A stored text with a lone surrogate must not kill the reply that carries it (it would hang the caller)."""
     import mcp_types as types
 
-    from engram_mcp.server import _outbound
+    from engram_mcp.interfaces.server import _outbound
 
     reply = types.JSONRPCResponse(jsonrpc="2.0", id=5, result={"content": [{"type": "text", "text": "half \ud83d emoji"}]})
     line = _outbound(reply)
@@ -718,7 +718,7 @@ def test_loop_out_of_descriptors_pauses_accepting_instead_of_spinning(tmp_path: 
     loop = _Loop(tmp_path, max_connections=8, workers=1)
     loop.stopping.set()
     loop.thread.join(5)  # restart it on the exhausted listener
-    from engram_mcp.connections import ConnectionServer
+    from engram_mcp.daemon.connections import ConnectionServer
 
     loop.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     (tmp_path / "loop.sock").unlink()
@@ -745,8 +745,8 @@ def test_loop_out_of_descriptors_pauses_accepting_instead_of_spinning(tmp_path: 
 def test_daemon_request_waits_a_bounded_time_for_a_start_that_hangs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A service that never finishes loading must not hold requests (and workers) forever:
     reads are answered memory_unavailable, writes are queued in the spool."""
-    import engram_mcp.daemon as daemon
-    from engram_mcp import spool
+    import engram_mcp.daemon.process as daemon
+    from engram_mcp.core import spool
 
     monkeypatch.setattr(daemon, "READY_WAIT_S", 0.5)
     d = daemon.Daemon(tmp_path / "user")  # its service is never loaded: ready is never set

@@ -114,7 +114,7 @@ def test_reasons_are_redacted_on_every_path(shared: Sandbox) -> None:
 def test_fields_only_import_writes_are_redacted(shared: Sandbox) -> None:
     """Forget reason, promotion chain, session id, history change text and snapshot, entity and
     relation types, evidence: each carries its own secret; none reaches the store."""
-    from engram_mcp.ids import new_ulid
+    from engram_mcp.core.ids import new_ulid
 
     project = fresh_project(shared, "import-secrets")
     token = lambda i: "ghp_" + f"{i:02d}" + "Zq8Xw2Lm4Np6Rt1Vy3Ub5Cd7Ef9Gh0Jk2"  # noqa: E731
@@ -199,7 +199,7 @@ def test_a_compaction_interrupted_at_any_step_is_finished_or_dropped_at_the_next
 
 
 def test_a_failed_copy_leaves_the_store_as_it_was(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from engram_mcp.errors import StoreUnavailable
+    from engram_mcp.core.errors import StoreUnavailable
     from engram_mcp.storage import compact
 
     store = _store_with(tmp_path)
@@ -229,7 +229,7 @@ def test_writes_and_recalls_during_a_purge_are_kept_and_not_held_up(sandbox: San
     import threading
     import time
 
-    from engram_mcp.service import RequestContext
+    from engram_mcp.services.service import RequestContext
 
     ctx = RequestContext(sandbox.project)
     needle = _needle("busy")
@@ -272,8 +272,8 @@ def test_writes_and_recalls_during_a_purge_are_kept_and_not_held_up(sandbox: San
 def test_purge_now_also_removes_the_text_from_the_write_queue(sandbox: Sandbox) -> None:
     """A rejected queue entry holding the text, or a pending edit of the purged memory, would
     keep the secret on disk (or write it back when replayed): the purge removes them."""
-    from engram_mcp import spool
-    from engram_mcp.service import RequestContext
+    from engram_mcp.core import spool
+    from engram_mcp.services.service import RequestContext
 
     ctx = RequestContext(sandbox.project)
     needle, later = _needle("queued"), _needle("pending-edit")
@@ -307,7 +307,7 @@ def test_a_compaction_leftover_that_is_a_link_is_removed_never_followed(tmp_path
     os.symlink(victim, directory / compact.COMPACT_DIRNAME)
     os.symlink(victim, directory / compact.OLD_DIRNAME)
     (directory / compact.READY_MARKER).write_text("1\n")
-    from engram_mcp.errors import StoreUnavailable
+    from engram_mcp.core.errors import StoreUnavailable
 
     try:  # refused with the link named (paths.py), or opened with its own data: never through the link
         again = SurrealStore(directory, label="project").open()

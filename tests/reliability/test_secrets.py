@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from engram_mcp.redaction import sanitize
+from engram_mcp.core.redaction import sanitize
 from tests.reliability._support import (
     PYTHON,
     REPO,
@@ -259,7 +259,7 @@ def test_no_secret_in_any_answer(leaked: dict[str, Any]) -> None:
 def test_redaction_is_visible_in_what_was_stored(leaked: dict[str, Any]) -> None:
     sb: Sandbox = leaked["sandbox"]
     with sb.service() as svc:
-        from engram_mcp.service import RequestContext
+        from engram_mcp.services.service import RequestContext
 
         for mid in leaked["ids"]:
             mem = svc.get(RequestContext(sb.project, SESSION), mid, history=True)
@@ -364,7 +364,7 @@ def test_writes_queued_while_the_daemon_is_down_are_redacted_on_disk(sandbox: Sa
 
 
 def _no_autostart(pool: Any, sb: Sandbox) -> Any:
-    from engram_mcp.client import DaemonClient
+    from engram_mcp.daemon.client import DaemonClient
 
     def acquire() -> DaemonClient:
         c = DaemonClient(sb.user_dir, autostart=False, client_name="mcp")

@@ -52,7 +52,7 @@ def test_a_resent_session_end_keeps_one_summary(running: Sandbox, tmp_path: Path
 def test_a_crash_after_the_summary_commit_does_not_store_it_twice(sandbox: Sandbox, tmp_path: Path) -> None:
     """The summary committed, then the process died before the session was dropped: the
     next session_end (the replay) finds the summary by its id and stores nothing."""
-    from engram_mcp.service import RequestContext
+    from engram_mcp.services.service import RequestContext
 
     sid = "crash-0000-4000-8000-000000000002"
     ctx = RequestContext(sandbox.project, sid)
@@ -112,7 +112,7 @@ def test_session_start_info_is_stored_clean_and_never_blocks_the_start(running: 
 def test_a_session_end_queued_twice_is_applied_once(sandbox: Sandbox, tmp_path: Path) -> None:
     """The hook queues SessionEnd when the daemon cannot do it in time, and Claude Code resends
     it: both entries replay, one summary results."""
-    from engram_mcp import spool
+    from engram_mcp.core import spool
 
     sid = "queued-0000-4000-8000-000000000005"
     sandbox.start_daemon()

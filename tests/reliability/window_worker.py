@@ -208,7 +208,7 @@ class Window:
         return proc
 
     async def cli(self, sid: str, *args: str) -> tuple[bool, Any]:
-        proc = await self.run_proc([sys.executable, "-m", "engram_mcp.cli", "--json", "--session", sid, *args])
+        proc = await self.run_proc([sys.executable, "-m", "engram_mcp.interfaces.cli", "--json", "--session", sid, *args])
         ok = proc.returncode == 0
         self.emit(ev="op", via="cli", kind=args[0], ok=ok)
         if not ok:
@@ -276,7 +276,7 @@ class Window:
     # -- session lifecycle ----------------------------------------------------------------------
     async def check_captures(self, sid: str) -> None:
         """Every capture acknowledged in this session is in the session scope exactly once (once drained)."""
-        from engram_mcp.client import DaemonClient
+        from engram_mcp.daemon.client import DaemonClient
 
         pending = [c for c in self.captures if c["session"] == sid]
         deadline = time.monotonic() + 60
@@ -306,7 +306,7 @@ class Window:
             ok = proc.returncode == 0
             result: Any = None
         else:
-            from engram_mcp.client import DaemonClient
+            from engram_mcp.daemon.client import DaemonClient
 
             with DaemonClient(Path(self.env["ENGRAM_HOME"]), autostart=False, client_name=f"end{self.w}") as c:
                 result = await anyio.to_thread.run_sync(lambda: c.call("session_end", {}, project_root=self.project, session_id=sid))
@@ -335,7 +335,7 @@ class Window:
                 ctx = json.loads(out)["hookSpecificOutput"]["additionalContext"]
                 if not ctx.startswith("<engram-memory>"):
                     self.anomaly("session start context not fenced", block=ctx[:200])
-        params = StdioServerParameters(command=sys.executable, args=["-m", "engram_mcp.server"], env=env, cwd=self.project)
+        params = StdioServerParameters(command=sys.executable, args=["-m", "engram_mcp.interfaces.server"], env=env, cwd=self.project)
         side = SIDE_WEIGHTS_HOOKS if self.hooks else SIDE_WEIGHTS_CLI
         with open(self.cfg["out"] + f".server{e}.stderr", "w") as errlog:
             async with stdio_client(params, errlog=errlog) as (read, write):

@@ -1,0 +1,795 @@
+"""Layered, schema-validated configuration for engram.
+
+Settings live in markdown files with YAML frontmatter (``engram.local.md``) so
+they sit next to Claude Code's own ``.claude/*.local.md`` files and can carry
+human-readable notes in their body.  Precedence, lowest first:
+
+1. built-in :data:`DEFAULTS`
+2. user level ``~/.claude/engram.local.md``
+3. project level ``<project_root>/.claude/engram.local.md``
+4. environment variables ``ENGRAM_<KEY_IN_UPPER_CASE>``
+
+Every layer is validated on its own against :data:`CONFIG_SCHEMA`, so a problem
+is always reported against the file or variable that caused it.  All problems
+are collected first and raised together in one :class:`ConfigError`: fixing a
+config file one error per run is miserable.
+
+This module imports nothing else from ``engram_mcp`` but the standard-library-only
+``paths`` helpers, so that every other module (hooks, daemon, CLI) can load
+configuration without import cycles.
+
+Config files are untrusted input (a repository commits its ``.claude``): the project
+file is never read through a link, at most 64 KiB is read, YAML anchors and aliases
+are refused (an alias bomb of a few hundred bytes expands to gigabytes), and messages
+echo only a clipped prefix of any value.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import errno
+import json
+import math
+import os
+import stat
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import frontmatter
+import jsonschema
+import yaml
+from frontmatter.default_handlers import YAMLHandler
+
+from engram_mcp.core.paths import describe
+
+CONFIG_FILE_NAME = "engram.local.md"
+ENV_PREFIX = "ENGRAM_"
+#: How alike (difflib ratio, 0..1) an unknown ``ENGRAM_*`` name must be to a key to be
+#: reported as a likely typo; 0.8 allows one or two slips in a short key name.
+ENV_NEAR_MISS_SIMILARITY = 0.8
+
+#: ``ENGRAM_*`` variables that carry runtime plumbing, not settings; they must
+#: not be mistaken for misspelt config keys.
+RUNTIME_ENV_VARS: frozenset[str] = frozenset(
+    {
+        "ENGRAM_HOME",
+        "ENGRAM_PROJECT_ROOT",
+        "ENGRAM_SESSION_ID",
+        "ENGRAM_SOCKET",
+        "ENGRAM_LOG_FILE",
+        "ENGRAM_DAEMON",
+        "ENGRAM_TEST_FAKE_EMBEDDER",
+        "ENGRAM_PYTHON",
+    }
+)
+
+#: Scope weights (session/project/user) per retrieval context: how much a scope is favoured
+#: among memories of about equal relevance (relative: the largest gets the whole scope prior,
+#: see scoring.py). They never outweigh relevance. "default" was measured: the project's own
+#: answer beats the user's general habits and the live session's notes on a near tie.
+SCOPE_WEIGHT_PROFILES: dict[str, dict[str, float]] = {
+    "default": {"session": 0.60, "project": 1.00, "user": 0.00},
+    "codebase": {"session": 0.20, "project": 0.60, "user": 0.20},
+    "preferences": {"session": 0.10, "project": 0.20, "user": 0.70},
+    "debugging": {"session": 0.40, "project": 0.40, "user": 0.20},
+    "new_project": {"session": 0.30, "project": 0.10, "user": 0.60},
+    "architecture": {"session": 0.15, "project": 0.65, "user": 0.20},
+}
+
+SCOPES: tuple[str, ...] = ("session", "project", "user")
+
+
+def scale_scope_weights(weights: dict[str, float]) -> dict[str, float]:
+    """Scope weights divided by the largest (all zero stays all zero)."""
+    top = max(float(v) for v in weights.values()) if weights else 0.0
+    return {k: (float(v) / top if top > 0 else 0.0) for k, v in weights.items()}
+
+
+BOOL_WORDS: dict[str, bool] = {
+    "true": True,
+    "1": True,
+    "yes": True,
+    "on": True,
+    "false": False,
+    "0": False,
+    "no": False,
+    "off": False,
+}
+
+
+def _num(lo: float, hi: float | None = None, *, integer: bool = False, doc: str) -> dict[str, Any]:
+    """Schema for a bounded number; keeps the property table below readable."""
+    schema: dict[str, Any] = {"type": "integer" if integer else "number", "minimum": lo, "description": doc}
+    if hi is not None:
+        schema["maximum"] = hi
+    return schema
+
+
+def _flag(doc: str) -> dict[str, Any]:
+    return {"type": "boolean", "description": doc}
+
+
+_UNIT = {"type": "number", "minimum": 0, "maximum": 1}
+
+#: The single source of truth for which keys exist and what they accept.
+CONFIG_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "engram configuration",
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "embedding_model": {
+            "type": "string",
+            "minLength": 1,
+            "description": "Embedding model: the built-in offline model or any fastembed model name.",
+        },
+        "embedding_model_path": {
+            "type": ["string", "null"],
+            "minLength": 1,
+            "description": "Directory holding a custom ONNX embedding model.",
+        },
+        "embedding_cache_dir": {
+            "type": ["string", "null"],
+            "minLength": 1,
+            "description": "fastembed cache directory; null means <user_dir>/models.",
+        },
+        "scope_weight_profile": {
+            "type": "string",
+            "enum": list(SCOPE_WEIGHT_PROFILES),
+            "description": "Named scope weighting used when scope_weights is null.",
+        },
+        "scope_weights": {
+            "type": ["object", "null"],
+            "properties": {scope: dict(_UNIT) for scope in SCOPES},
+            "required": list(SCOPES),
+            "additionalProperties": False,
+            "description": "Explicit session/project/user weights; overrides scope_weight_profile.",
+        },
+        "fusion": {
+            "type": "string",
+            "enum": ["score", "rrf"],
+            "description": "How keyword and vector results are merged.",
+        },
+        "keyword_weight": _num(0, 1, doc="Weight of BM25 in score fusion; vector gets 1 - this."),
+        "rrf_k": _num(1, integer=True, doc="k constant of reciprocal rank fusion."),
+        "candidate_pool": _num(10, 1000, integer=True, doc="Candidates per strategy per scope."),
+        "store_dedup_similarity": _num(0.5, 1, doc="Similarity above which a stored memory is a duplicate."),
+        "cross_scope_dedup_similarity": _num(0.5, 1, doc="Similarity above which recall drops cross-scope duplicates."),
+        "relevance_min_cosine": _num(
+            -1, 1, doc="Cosine a recall candidate without a keyword hit needs to count as relevant."
+        ),
+        "relevance_min_cosine_ratio": _num(
+            0, 1, doc="Fraction of the recall's best cosine such a candidate also needs."
+        ),
+        "context_token_budget": _num(100, 8000, integer=True, doc="Token budget of injected context."),
+        "user_prompt_recall": _flag("Recall memories on every user prompt."),
+        "prompt_recall_min_relevance": _num(
+            0, 1, doc="Minimum cosine similarity between a prompt and a memory it injects."
+        ),
+        "prompt_recall_limit": _num(1, 10, integer=True, doc="Maximum memories injected per prompt."),
+        "capture_file_changes": _flag("Record file edits as session memories."),
+        "capture_failed_commands": _flag("Record failed shell commands as session memories."),
+        "stop_hook": _flag("Note a turn's unstored durable knowledge for the next prompt (never blocks)."),
+        "maintenance_interval_hours": _num(0.1, 720, doc="Hours between maintenance runs."),
+        "promote_session_min_importance": _num(0, 1, doc="Importance needed to promote session -> project."),
+        "promote_session_min_access": _num(0, integer=True, doc="Accesses needed to promote session -> project."),
+        "promote_user_min_importance": _num(0, 1, doc="Importance needed to promote project -> user."),
+        "promote_user_min_sessions": _num(1, integer=True, doc="Sessions needed to promote project -> user."),
+        "abandoned_session_hours": _num(0.01, 720, doc="Hours after which an unclosed session is abandoned."),
+        "daemon_idle_exit_seconds": _num(10, 86400, integer=True, doc="Idle seconds before the daemon exits."),
+        "log_level": {
+            "type": "string",
+            "enum": ["debug", "info", "warning", "error"],
+            "description": "Logging verbosity.",
+        },
+    },
+}
+
+_PROPERTIES: dict[str, dict[str, Any]] = CONFIG_SCHEMA["properties"]
+_VALIDATOR = jsonschema.Draft202012Validator(CONFIG_SCHEMA)
+
+DEFAULTS: dict[str, object] = {
+    "embedding_model": "engram/all-MiniLM-L6-v2-int8",
+    "embedding_model_path": None,
+    "embedding_cache_dir": None,
+    "scope_weight_profile": "default",
+    "scope_weights": None,
+    "fusion": "score",
+    "keyword_weight": 0.4,
+    "rrf_k": 60,
+    "candidate_pool": 100,
+    "store_dedup_similarity": 0.85,
+    "cross_scope_dedup_similarity": 0.90,
+    "relevance_min_cosine": 0.20,
+    "relevance_min_cosine_ratio": 0.50,
+    "context_token_budget": 1200,
+    "user_prompt_recall": True,
+    "prompt_recall_min_relevance": 0.35,
+    "prompt_recall_limit": 3,
+    "capture_file_changes": True,
+    "capture_failed_commands": True,
+    "stop_hook": True,
+    "maintenance_interval_hours": 24.0,
+    "promote_session_min_importance": 0.5,
+    "promote_session_min_access": 2,
+    "promote_user_min_importance": 0.7,
+    "promote_user_min_sessions": 3,
+    "abandoned_session_hours": 12.0,
+    "daemon_idle_exit_seconds": 900,
+    "log_level": "info",
+}
+
+
+@dataclass(frozen=True)
+class ConfigProblem:
+    """One thing wrong with the configuration, attributed to where it came from."""
+
+    source: str  # display path of a file, or "env ENGRAM_X"
+    key: str | None  # None when the problem concerns the whole file
+    message: str
+    severity: str = "error"  # "warning": reported, but nothing of engram's own was wrong or ignored
+
+    def __str__(self) -> str:
+        return f"{self.source}: {'warning: ' if self.severity == 'warning' else ''}{self.message}"
+
+    @property
+    def is_error(self) -> bool:
+        return self.severity != "warning"
+
+
+class ConfigError(ValueError):
+    """All configuration problems at once, so they can be fixed in one pass."""
+
+    def __init__(self, problems: list[ConfigProblem]) -> None:
+        self.problems = list(problems)
+        count = len(self.problems)
+        if all(not p.is_error for p in self.problems):  # only warnings (a likely misspelt variable): nothing is invalid
+            header = f"engram configuration: {count} warning{'s' if count != 1 else ''}:"
+        else:
+            header = f"invalid engram configuration ({count} problem{'s' if count != 1 else ''}):"
+        super().__init__("\n".join([header, *(f"  {p}" for p in self.problems)]))
+
+
+@dataclass(frozen=True)
+class Config:
+    """Effective, validated settings; see :data:`CONFIG_SCHEMA` for meanings."""
+
+    embedding_model: str
+    embedding_model_path: str | None
+    embedding_cache_dir: str | None
+    scope_weight_profile: str
+    scope_weights: dict[str, float] | None
+    fusion: str
+    keyword_weight: float
+    rrf_k: int
+    candidate_pool: int
+    store_dedup_similarity: float
+    cross_scope_dedup_similarity: float
+    relevance_min_cosine: float
+    relevance_min_cosine_ratio: float
+    context_token_budget: int
+    user_prompt_recall: bool
+    prompt_recall_min_relevance: float
+    prompt_recall_limit: int
+    capture_file_changes: bool
+    capture_failed_commands: bool
+    stop_hook: bool
+    maintenance_interval_hours: float
+    promote_session_min_importance: float
+    promote_session_min_access: int
+    promote_user_min_importance: float
+    promote_user_min_sessions: int
+    abandoned_session_hours: float
+    daemon_idle_exit_seconds: int
+    log_level: str
+    sources: dict[str, str] = field(default_factory=dict, compare=False)
+
+    def scope_weights_resolved(self) -> dict[str, float]:
+        """Explicit ``scope_weights`` win; otherwise the named profile applies. Scaled so the
+        favoured scope gets 1.0: the weights say which scope wins a near tie, not by how much."""
+        return scale_scope_weights(self.scope_weights or SCOPE_WEIGHT_PROFILES[self.scope_weight_profile])
+
+    def as_dict(self) -> dict[str, Any]:
+        """Setting values only (no ``sources``), deep-copied so callers can't mutate us."""
+        return {key: copy.deepcopy(getattr(self, key)) for key in _PROPERTIES}
+
+
+def user_config_path(home: Path | None = None) -> Path:
+    """User-level config file: ``~/.claude/engram.local.md``."""
+    return (home if home is not None else Path.home()) / ".claude" / CONFIG_FILE_NAME
+
+
+def project_config_path(project_root: Path) -> Path:
+    """Project-level config file: ``<project_root>/.claude/engram.local.md``."""
+    return Path(project_root) / ".claude" / CONFIG_FILE_NAME
+
+
+def load_config(
+    project_root: Path | None = None,
+    *,
+    home: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Config:
+    """Merge all layers and return the effective :class:`Config`.
+
+    Raises :class:`ConfigError` listing every problem found in any layer.
+    """
+    values, sources, problems = _collect(project_root, home, environ)
+    errors = [p for p in problems if p.is_error]
+    if errors:
+        raise ConfigError(errors)
+    return Config(**values, sources=sources)
+
+
+def load_config_lenient(
+    project_root: Path | None = None,
+    *,
+    home: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> tuple[Config, ConfigError | None]:
+    """Like :func:`load_config`, but a broken file or key falls back to the defaults.
+
+    Memory must keep working when a config file is garbled: the daemon runs on what is
+    valid and reports the problems (status, doctor, logs) instead of failing every call.
+    """
+    values, sources, problems = _collect(project_root, home, environ)
+    return Config(**values, sources=sources), (ConfigError(problems) if problems else None)
+
+
+def check_config_files(
+    project_root: Path | None,
+    *,
+    home: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> list[ConfigProblem]:
+    """Problems in every layer, for ``engram doctor``; never raises."""
+    try:
+        return _collect(project_root, home, environ)[2]
+    except Exception as exc:  # doctor must report, not crash
+        return [ConfigProblem("config", None, f"unexpected error while checking configuration: {exc!r}")]
+
+
+# --------------------------------------------------------------------------- internals
+
+
+def _collect(
+    project_root: Path | None, home: Path | None, environ: Mapping[str, str] | None
+) -> tuple[dict[str, Any], dict[str, str], list[ConfigProblem]]:
+    """Read every layer in precedence order; later layers overwrite earlier ones."""
+    home = home if home is not None else Path.home()
+    values: dict[str, Any] = copy.deepcopy(DEFAULTS)
+    sources = {key: "default" for key in values}
+    problems: list[ConfigProblem] = []
+
+    paths: list[tuple[Path, Path | None]] = [(user_config_path(home), None)]
+    if project_root is not None:
+        paths.append((project_config_path(Path(project_root)), Path(project_root)))
+    for path, within in paths:
+        display = _display_path(path, home)
+        layer, file_problems = _read_file(path, display, within=within)
+        problems += file_problems
+        layer_problems = _validate(layer, display)
+        problems += _capped(layer_problems, display)
+        rejected = {problem.key for problem in layer_problems}
+        for key, value in layer.items():
+            if key in _PROPERTIES and key not in rejected:  # keep the merged result well-typed
+                values[key], sources[key] = value, display
+
+    for key, (source, value) in _env_layer(os.environ if environ is None else environ, problems).items():
+        values[key], sources[key] = value, source
+
+    return {key: _normalise(key, value) for key, value in values.items()}, sources, problems
+
+
+def _display_path(path: Path, home: Path) -> str:
+    """Show paths under home as ``~/...``: shorter and what users actually type."""
+    try:
+        return "~/" + path.relative_to(home).as_posix()
+    except ValueError:
+        return str(path)
+
+
+#: A config file is a few hundred bytes; anything past this is not read (hostile or mistaken).
+MAX_CONFIG_FILE_BYTES = 64 * 1024
+#: Bounds on the YAML a config file may hold: nesting depth and number of nodes. With aliases
+#: and anchors refused, these keep parsing and every message about the values small.
+MAX_YAML_DEPTH = 20
+MAX_YAML_NODES = 5000
+#: Problems reported per file; the rest are counted (a file of 5,000 unknown keys is one mistake).
+MAX_PROBLEMS_PER_FILE = 20
+#: Characters of a value or key echoed in a message.
+SHOWN_VALUE_CHARS = 80
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _UntrustedYAMLHandler(YAMLHandler):
+    """YAML frontmatter as untrusted input: no aliases or anchors, bounded depth and size.
+
+    An alias bomb (a few hundred bytes of `&a [*b, *b, ...]`) expands to billions of nodes
+    the moment anything walks it (validation, json.dumps of an error message), which stalled
+    the daemon for every project. Events are vetted before anything is built.
+    """
+
+    def load(self, fm: str, **kwargs: object) -> Any:
+        _vet_yaml_events(fm)
+        kwargs.setdefault("Loader", _YAML_LOADER)
+        return super().load(fm, **kwargs)
+
+
+def _vet_yaml_events(fm: str) -> None:
+    """Refuse anchors, aliases, deep nesting and too many nodes (raises a marked YAMLError)."""
+    depth = nodes = 0
+    for event in yaml.parse(fm, Loader=_YAML_LOADER):
+        refusal = None
+        if isinstance(event, yaml.AliasEvent):
+            refusal = "YAML aliases (*name) are not allowed in engram config files"
+        elif isinstance(event, yaml.NodeEvent):
+            nodes += 1
+            if event.anchor is not None:
+                refusal = "YAML anchors (&name) are not allowed in engram config files"
+            elif nodes > MAX_YAML_NODES:
+                refusal = f"more than {MAX_YAML_NODES} YAML values"
+            elif isinstance(event, yaml.CollectionStartEvent):
+                depth += 1
+                if depth > MAX_YAML_DEPTH:
+                    refusal = f"YAML nested deeper than {MAX_YAML_DEPTH} levels"
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+        if refusal is not None:
+            raise yaml.MarkedYAMLError(problem=refusal, problem_mark=event.start_mark)
+
+
+def _read_file(path: Path, display: str, *, within: Path | None = None) -> tuple[dict[str, Any], list[ConfigProblem]]:
+    """Frontmatter of one config file as a dict; a missing file is an empty layer.
+
+    `within` is the project root for the project file: the repository decides what is at
+    `.claude/engram.local.md`, so neither `.claude` nor the file may be a link there.
+    """
+    try:
+        text = _read_config_text(path, display, within)
+    except _Unreadable as exc:
+        return {}, [ConfigProblem(display, None, str(exc))]
+    if text is None:
+        return {}, []
+
+    handler = _UntrustedYAMLHandler()  # explicit: a body starting with "{" must not be taken for JSON
+    try:
+        post = frontmatter.loads(text, handler=handler)
+    except yaml.YAMLError as exc:
+        return {}, [ConfigProblem(display, None, _yaml_error_message(text, exc))]
+    except (ValueError, TypeError, RecursionError, OverflowError) as exc:  # e.g. a date 2024-13-45, a 5,000-digit int
+        return {}, [ConfigProblem(display, None, f"broken YAML frontmatter: {_clip(str(exc))}")]
+
+    stripped = text.strip()
+    if not post.metadata and handler.detect(stripped):
+        # python-frontmatter silently drops unclosed or non-mapping frontmatter.
+        try:
+            raw = handler.load(handler.split(stripped)[0])
+        except ValueError:
+            return {}, [ConfigProblem(display, None, "YAML frontmatter opened with '---' is never closed by '---'")]
+        except yaml.YAMLError as exc:
+            return {}, [ConfigProblem(display, None, _yaml_error_message(text, exc))]
+        if raw is not None and not isinstance(raw, dict):
+            kind = type(raw).__name__
+            return {}, [ConfigProblem(display, None, f"YAML frontmatter must be a mapping of key: value, not a {kind}")]
+    return {_clip(str(key)): value for key, value in post.metadata.items()}, []
+
+
+class _Unreadable(Exception):
+    """A config file that exists but is not read; the message says why and what to do."""
+
+
+def _read_config_text(path: Path, display: str, within: Path | None) -> str | None:
+    """The file's text (at most MAX_CONFIG_FILE_BYTES), or None when there is no file."""
+    try:
+        fd = _open_config(path, within)
+    except FileNotFoundError:
+        return None
+    except _Unreadable:
+        raise
+    except OSError as exc:
+        raise _Unreadable(f"cannot read file: {exc.strerror or exc}") from None
+    if fd is None:
+        return None
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise _Unreadable("is a directory, not a config file; running on the defaults")
+        if not stat.S_ISREG(st.st_mode):
+            raise _Unreadable("is not a regular file (a fifo, socket or device); not read, running on the defaults")
+        data = os.read(fd, MAX_CONFIG_FILE_BYTES + 1)
+    except OSError as exc:
+        raise _Unreadable(f"cannot read file: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+    if len(data) > MAX_CONFIG_FILE_BYTES:
+        raise _Unreadable(
+            f"is larger than {MAX_CONFIG_FILE_BYTES // 1024} KiB, far more than any engram config; "
+            "not read, running on the defaults"
+        )
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _Unreadable(f"cannot read file: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+
+
+def _open_config(path: Path, within: Path | None) -> int | None:
+    """A read descriptor of the config file (never blocking on a fifo); links refused below `within`."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
+    if within is None:
+        return os.open(path, flags)  # the user's own file: a link there is the user's choice
+    parts = Path(path).relative_to(within).parts
+    fd = os.open(within, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    shown = Path(within)
+    try:
+        for i, part in enumerate(parts):
+            last = i == len(parts) - 1
+            shown = shown / part
+            try:
+                child = os.open(part, (flags if last else flags | os.O_DIRECTORY) | os.O_NOFOLLOW, dir_fd=fd)
+            except OSError as exc:
+                if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
+                    raise
+                what = describe(shown, dir_fd=fd, name=part)
+                if "symbolic link" not in what:
+                    os.close(fd)
+                    return None  # `.claude` is a plain file: there is no config below it
+                raise _Unreadable(
+                    f"not read: {shown} {what}; engram reads a project's config only from a regular file inside the "
+                    "project, never through a link a repository may have committed. Running on the defaults. "
+                    f"Fix: replace {shown} with a regular file (or a real directory)"
+                ) from None
+            os.close(fd)
+            fd = child
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _clip(text: str, limit: int = SHOWN_VALUE_CHARS) -> str:
+    """At most `limit` characters of untrusted text for a message (an ellipsis marks the cut)."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _capped(problems: list[ConfigProblem], source: str) -> list[ConfigProblem]:
+    """The first MAX_PROBLEMS_PER_FILE problems of a file, then one line counting the rest."""
+    if len(problems) <= MAX_PROBLEMS_PER_FILE:
+        return problems
+    more = len(problems) - MAX_PROBLEMS_PER_FILE
+    return problems[:MAX_PROBLEMS_PER_FILE] + [
+        ConfigProblem(source, None, f"... and {more} more problems in this file")
+    ]
+
+
+def _yaml_error_message(text: str, exc: yaml.YAMLError) -> str:
+    """Translate a YAML error into a message with a line number of the *file*.
+
+    PyYAML counts lines inside the frontmatter block, and python-frontmatter
+    strips the text first, so both offsets are added back here.
+    """
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    if mark is None:
+        return f"broken YAML frontmatter: {problem}"
+    stripped = text.strip()
+    leading_lines = text[: len(text) - len(text.lstrip())].count("\n")
+    opening = YAMLHandler.FM_BOUNDARY.search(stripped)
+    fm_start = stripped.count("\n", 0, opening.end()) if opening else 0
+    line = leading_lines + fm_start + mark.line + 1
+    return f"broken YAML frontmatter at line {line}, column {mark.column + 1}: {problem}"
+
+
+def _env_layer(environ: Mapping[str, str], problems: list[ConfigProblem]) -> dict[str, tuple[str, Any]]:
+    """Parse ``ENGRAM_*`` variables into typed values, appending problems found."""
+    layer: dict[str, tuple[str, Any]] = {}
+    for name in sorted(environ):
+        if not name.startswith(ENV_PREFIX) or name in RUNTIME_ENV_VARS:
+            continue
+        source = f"env {name}"
+        key = name[len(ENV_PREFIX) :].lower()
+        if key not in _PROPERTIES:
+            problem = _unknown_env_var(name, key)
+            if problem is not None:
+                problems.append(problem)
+            continue
+        try:
+            value = _parse_env_value(key, environ[name])
+        except ValueError as exc:
+            allowed = _allowed(_PROPERTIES[key])
+            problems.append(
+                ConfigProblem(source, key, f"key '{key}' = {_clip(environ[name])!r} {exc}; allowed: {allowed}")
+            )
+            continue
+        key_problems = _validate({key: value}, source)
+        problems += key_problems
+        if not key_problems:
+            layer[key] = (source, value)
+    return layer
+
+
+def _unknown_env_var(name: str, key: str) -> ConfigProblem | None:
+    """An ``ENGRAM_*`` variable that is no setting: a warning when it looks like a misspelt
+    key, else nothing at all. The prefix is not ours alone (another Claude Code memory tool
+    reads ``ENGRAM_DATA_DIR``, for one), so a variable unlike every key is another tool's."""
+    match = difflib.get_close_matches(key, list(_PROPERTIES), n=1, cutoff=ENV_NEAR_MISS_SIMILARITY)
+    if not match:
+        return None
+    return ConfigProblem(
+        f"env {name}",
+        key,
+        f"unknown setting {name} (no config key '{key}'); did you mean {ENV_PREFIX}{match[0].upper()}?",
+        severity="warning",
+    )
+
+
+def _parse_env_value(key: str, raw: str) -> Any:
+    """Convert an environment string to the schema type of ``key``.
+
+    For nullable keys an empty value or ``null`` means null; objects and arrays
+    are JSON.  Range checks are left to the schema.
+    """
+    types = _types(_PROPERTIES[key])
+    text = raw.strip()
+    if "null" in types and text.lower() in ("", "null", "none"):
+        return None
+    main = types[0]
+    if main == "boolean":
+        if text.lower() not in BOOL_WORDS:
+            raise ValueError("is not a boolean")
+        return BOOL_WORDS[text.lower()]
+    if main == "integer":
+        try:
+            return int(text)
+        except ValueError:
+            raise ValueError("is not an integer") from None
+    if main == "number":
+        try:
+            number = float(text)
+        except ValueError:
+            raise ValueError("is not a number") from None
+        if not math.isfinite(number):
+            raise ValueError("is not a finite number")
+        return number
+    if main in ("object", "array"):
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"is not valid JSON ({exc.msg})") from None
+        except RecursionError:
+            raise ValueError("is not valid JSON (nested too deeply)") from None
+    return text
+
+
+def _validate(layer: Mapping[str, Any], source: str) -> list[ConfigProblem]:
+    """Validate one layer with the schema and phrase each error for humans."""
+    problems: list[ConfigProblem] = []
+    errors = sorted(_VALIDATOR.iter_errors(dict(layer)), key=lambda e: [str(p) for p in e.absolute_path])
+    # A wrong type makes every other complaint about the same value noise (null also fails enum).
+    mistyped = {tuple(e.absolute_path) for e in errors if e.validator == "type"}
+    for error in errors:
+        if tuple(error.absolute_path) in mistyped and error.validator != "type":
+            continue
+        path = [str(p) for p in error.absolute_path]
+        if not path:  # root level: only additionalProperties can fail here
+            for key in sorted(k for k in layer if k not in _PROPERTIES):
+                problems.append(ConfigProblem(source, key, _unknown_key_message(key)))
+            continue
+        problems.append(ConfigProblem(source, path[0], _error_message(error, path)))
+    return problems
+
+
+def _unknown_key_message(key: str) -> str:
+    key = _clip(key)
+    match = difflib.get_close_matches(key, list(_PROPERTIES), n=1)
+    hint = f"; did you mean '{match[0]}'?" if match else "; see config.local.md.example for the known keys"
+    return f"unknown key '{key}'{hint}"
+
+
+def _error_message(error: jsonschema.ValidationError, path: list[str]) -> str:
+    """Message naming the key, the bad value and what would have been accepted."""
+    name = _clip(".".join(path))
+    shown = _show(error.instance)
+    allowed = _allowed(error.schema)
+    if error.validator == "enum":
+        return f"key '{name}' = {shown} is not allowed; allowed: {allowed}"
+    if error.validator in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
+        return f"key '{name}' = {shown} is out of range; allowed: {allowed}"
+    if error.validator == "type":
+        return f"key '{name}' = {shown} has the wrong type ({_json_type(error.instance)}); allowed: {allowed}"
+    if error.validator == "required":
+        missing = [s for s in error.validator_value if s not in error.instance]
+        return f"key '{name}' is missing {', '.join(map(repr, missing))}; required: {', '.join(error.validator_value)}"
+    if error.validator == "additionalProperties":
+        extra = [k for k in error.instance if k not in error.schema.get("properties", {})]
+        return f"key '{name}' has unknown entries {_clip(', '.join(repr(_clip(str(e))) for e in extra), 200)}; allowed: {', '.join(error.schema['properties'])}"
+    return f"key '{name}' = {shown} is invalid ({_clip(error.message, 200)}); allowed: {allowed}"
+
+
+def _types(schema: Mapping[str, Any]) -> list[str]:
+    """Schema types with the non-null one first."""
+    types = schema.get("type", "string")
+    types = [types] if isinstance(types, str) else list(types)
+    return sorted(types, key=lambda t: t == "null")
+
+
+def _allowed(schema: Mapping[str, Any]) -> str:
+    """Human description of what a (sub)schema accepts."""
+    if "enum" in schema:
+        return ", ".join(map(str, schema["enum"]))
+    types = _types(schema)
+    main = types[0]
+    if main in ("integer", "number"):
+        noun = "an integer" if main == "integer" else "a number"
+        low, high = schema.get("minimum"), schema.get("maximum")
+        if low is not None and high is not None:
+            text = f"{noun} from {low} to {high}"
+        elif low is not None:
+            text = f"{noun} >= {low}"
+        else:
+            text = noun
+    elif main == "boolean":
+        text = "true or false (env: true/false/1/0/yes/no/on/off)"
+    elif main == "object":
+        entries = ", ".join(schema.get("properties", {}))
+        text = f"an object with number entries {entries}, each from 0 to 1"
+    elif main == "string":
+        text = "a non-empty string" if schema.get("minLength") else "a string"
+    else:
+        text = main
+    return text + (" or null" if "null" in types else "")
+
+
+def _json_type(value: Any) -> str:
+    """Name a Python value by its YAML/JSON type, as users wrote it."""
+    names = {bool: "boolean", int: "integer", float: "number", str: "string", dict: "object", list: "array"}
+    return "null" if value is None else names.get(type(value), type(value).__name__)
+
+
+def _show(value: Any) -> str:
+    """Render a value as in the example message (strings quoted, others as JSON), clipped:
+    the value is untrusted and may be large, so only a bounded prefix is ever serialised."""
+    return _clip(_render_bounded(value, SHOWN_VALUE_CHARS + 1))
+
+
+def _render_bounded(value: Any, budget: int) -> str:
+    """JSON-like text of `value`, stopping once about `budget` characters are produced."""
+    if isinstance(value, str):
+        return repr(value[:budget])
+    if isinstance(value, dict):
+        parts, used = [], 0
+        for key, item in value.items():
+            if used > budget:
+                parts.append("…")
+                break
+            part = f"{json.dumps(str(key)[:budget])}: {_render_bounded(item, budget - used)}"
+            parts.append(part)
+            used += len(part) + 2
+        return "{" + ", ".join(parts) + "}"
+    if isinstance(value, (list, tuple)):
+        parts, used = [], 0
+        for item in value:
+            if used > budget:
+                parts.append("…")
+                break
+            part = _render_bounded(item, budget - used)
+            parts.append(part)
+            used += len(part) + 2
+        return "[" + ", ".join(parts) + "]"
+    try:
+        return json.dumps(value, default=str)[:budget]
+    except (TypeError, ValueError):
+        return repr(value)[:budget]
+
+
+def _normalise(key: str, value: Any) -> Any:
+    """Give number keys float values even when written as ``24``, so types are stable."""
+    main = _types(_PROPERTIES[key])[0]
+    if main == "number" and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if key == "scope_weights" and isinstance(value, dict):
+        return {scope: float(weight) for scope, weight in value.items()}
+    return value

@@ -1,0 +1,388 @@
+"""Where engram keeps things, and how it keeps them private.
+
+Project root = the nearest ancestor (of the realpath of the working directory) that
+holds a `.git` entry, else the working directory itself. A `.git` *file* marks a git
+worktree or submodule checkout: each worktree is its own project with its own store,
+because its files (and so what is true about them) can differ from the main checkout.
+Resolving realpath first makes symlinked and relative paths to one project map to one
+store. We walk the tree instead of running `git` because hooks have a ~100 ms budget.
+
+Stores are directories created 0700 with files 0600, and each store directory holds a
+`.gitignore` containing `*` so the project store never reaches git without touching
+the user's own `.gitignore`.
+
+A repository is untrusted input: it can commit `.claude`, `.claude/engram` or anything
+inside it as a symbolic link to any directory of the user's. So below the *trusted* part of
+a store path (the project root, or the user directory's parent, both chosen by the user)
+every level is opened one at a time relative to its parent's descriptor, never through a
+link (`O_NOFOLLOW | O_DIRECTORY`), and must be a real directory owned by this user; anything
+else is refused with `UnsafePath`, naming the path, why, and what to do. Modes are set only
+on what engram creates (explicitly, so the umask never decides) and on what the engine
+creates under `data/`; nothing is ever changed through a link or outside the store.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+
+from engram_mcp.core.ids import project_db_name
+
+STORE_DIR_MODE = 0o700
+STORE_FILE_MODE = 0o600
+ENGRAM_DIRNAME = "engram"
+DATA_DIRNAME = "data"
+GITIGNORE_TEXT = "# engram memory store: personal, never committed\n*\n"
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+_NOFOLLOW_DIR_FLAGS = _DIR_FLAGS | os.O_NOFOLLOW
+#: Opening a file only to read or fix its mode: never through a link, never blocking on a FIFO.
+_NOFOLLOW_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_LINK_TARGET_SHOWN_CHARS = 80  # the target is the repository's text: named, not echoed at length
+
+
+class UnsafePath(Exception):
+    """A path engram would create or open is not a real directory/file of this user's.
+
+    `message` names the path, why it is refused and what to do; engram then works without
+    it (a store is reported unavailable, writes are queued; a config file is ignored).
+    """
+
+    def __init__(self, path: Path | str, reason: str, fix: str | None = None) -> None:
+        self.path = str(path)
+        self.reason = reason
+        self.fix = fix or f"remove or rename {self.path}; engram then creates what it needs there itself"
+        self.message = (
+            f"{self.path} {reason}; engram only uses a real directory (or file) owned by you there, so it never "
+            f"writes or changes permissions through a link a repository may have committed. Fix: {self.fix}"
+        )
+        super().__init__(self.message)
+
+
+def resolve_project_root(cwd: str | os.PathLike[str] | None = None) -> Path:
+    """The project root for a working directory (see module docstring)."""
+    env_root = os.environ.get("ENGRAM_PROJECT_ROOT")
+    start = Path(env_root if (cwd is None and env_root) else (cwd or os.getcwd()))
+    real = Path(os.path.realpath(start))
+    probe = real
+    while True:
+        if (probe / ".git").exists():
+            return probe
+        if probe.parent == probe:
+            return real
+        probe = probe.parent
+
+
+def project_id(project_root: Path) -> str:
+    """The SurrealDB database name of a project (`p_<hash>`)."""
+    return project_db_name(os.path.realpath(project_root))
+
+
+def user_dir(home: Path | None = None) -> Path:
+    """The user store directory: `$ENGRAM_HOME` or `~/.claude/engram`."""
+    env = os.environ.get("ENGRAM_HOME")
+    if env and home is None:
+        return Path(env).expanduser()
+    return (home or Path.home()) / ".claude" / ENGRAM_DIRNAME
+
+
+def project_dir(project_root: Path) -> Path:
+    """The project store directory: `<project>/.claude/engram`."""
+    return Path(project_root) / ".claude" / ENGRAM_DIRNAME
+
+
+# ---------------------------------------------------------------------- private directories
+def make_private_dirs(path: Path) -> Path:
+    """Create `path` and its missing parents, each exactly 0700 whatever the umask.
+
+    For paths the user chose (the user directory, its logs and queue): existing levels are
+    used as they are, links included. `Path.mkdir(parents=True, mode=...)` would create the
+    parents with the umask's mode (0777 under umask 000), hence one level at a time.
+    """
+    path = Path(path)
+    missing: list[Path] = []
+    probe = path
+    while not os.path.lexists(probe) and probe.parent != probe:
+        missing.append(probe)
+        probe = probe.parent
+    for directory in reversed(missing):
+        try:
+            os.mkdir(directory, STORE_DIR_MODE)
+        except FileExistsError:
+            continue  # made meanwhile by someone else (another engram process): not ours to chmod
+        _set_mode_nofollow(directory, STORE_DIR_MODE)
+    return path
+
+
+def _set_mode_nofollow(path: Path, mode: int) -> None:
+    """chmod a directory engram just created, through a descriptor opened without following links."""
+    fd = os.open(path, _NOFOLLOW_DIR_FLAGS)
+    try:
+        if stat.S_IMODE(os.fstat(fd).st_mode) != mode:
+            os.fchmod(fd, mode)
+    finally:
+        os.close(fd)
+
+
+def describe(path: Path | str, *, dir_fd: int | None = None, name: str | None = None) -> str:
+    """What is at a path, in words, without following it (for refusal messages)."""
+    try:
+        st = os.stat(name if name is not None else path, dir_fd=dir_fd, follow_symlinks=False)
+    except OSError as exc:
+        return f"cannot be inspected ({exc.strerror})"
+    if stat.S_ISLNK(st.st_mode):
+        try:
+            target = os.readlink(name if name is not None else path, dir_fd=dir_fd)
+        except OSError:
+            target = "?"
+        return f"is a symbolic link (to {target[:_LINK_TARGET_SHOWN_CHARS]!r})"
+    if stat.S_ISDIR(st.st_mode):
+        return "is a directory"
+    if stat.S_ISREG(st.st_mode):
+        return "is a regular file"
+    return "is a special file (fifo, socket or device)"
+
+
+def _check_owner(fd: int, shown: Path | str) -> os.stat_result:
+    st = os.fstat(fd)
+    if st.st_uid != os.getuid():
+        raise UnsafePath(shown, f"is owned by uid {st.st_uid}, not by you (uid {os.getuid()})")
+    return st
+
+
+def open_dir_at(parent_fd: int, name: str, shown: Path | str, *, create: bool) -> tuple[int, bool]:
+    """A descriptor of directory `name` inside `parent_fd`, never reached through a link.
+
+    Created 0700 when missing (and `create`); else it must be a real directory owned by
+    this user. Returns (fd, created); the caller closes fd.
+    """
+    created = False
+    if create:
+        try:
+            os.mkdir(name, STORE_DIR_MODE, dir_fd=parent_fd)
+            created = True
+        except FileExistsError:
+            pass
+    try:
+        fd = os.open(name, _NOFOLLOW_DIR_FLAGS, dir_fd=parent_fd)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise UnsafePath(shown, describe(shown, dir_fd=parent_fd, name=name) + ", not a directory") from None
+        raise
+    try:
+        st = _check_owner(fd, shown)
+        if created and stat.S_IMODE(st.st_mode) != STORE_DIR_MODE:
+            os.fchmod(fd, STORE_DIR_MODE)  # mkdir's mode is masked by the umask
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, created
+
+
+def open_private_dir(path: Path, *, trusted: Path) -> tuple[int, Path]:
+    """Open (creating as needed) the directory `path` below the `trusted` ancestor.
+
+    `trusted` is the part the user chose (a project root, the user directory's parent): it
+    is created 0700 if missing and followed as it is. Every level below it is opened with
+    `open_dir_at` (no links, owned by this user). Returns (fd of `path`, its checked path,
+    with `trusted` resolved); the caller closes fd.
+    """
+    path, trusted = Path(path), Path(trusted)
+    parts = path.relative_to(trusted).parts
+    make_private_dirs(trusted)
+    shown = Path(os.path.realpath(trusted))
+    fd = os.open(shown, _DIR_FLAGS)
+    try:
+        for part in parts:
+            shown = shown / part
+            child, _created = open_dir_at(fd, part, shown, create=True)
+            os.close(fd)
+            fd = child
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, shown
+
+
+def _store_trust_split(path: Path, trusted: Path | None) -> tuple[Path, Path]:
+    """(path, trusted ancestor): without one given, the resolved parent of the resolved path."""
+    if trusted is not None:
+        return Path(path), Path(trusted)
+    real = Path(os.path.realpath(path))
+    return real, real.parent
+
+
+def prepare_store_dir(path: Path, *, trusted: Path | None = None) -> tuple[int, Path]:
+    """Make `path` a usable store directory: real, owned by this user, with `.gitignore` and `data/`.
+
+    Returns (fd of the store directory, its checked path); raises `UnsafePath` for a link or
+    a foreign entry at any level below `trusted`, OSError for what the system refuses.
+    """
+    path, trusted = _store_trust_split(path, trusted)
+    fd, checked = open_private_dir(path, trusted=trusted)
+    try:
+        if not _exists_at(fd, ".gitignore"):
+            write_private_file_at(fd, ".gitignore", GITIGNORE_TEXT)
+        data_fd, _created = open_dir_at(fd, DATA_DIRNAME, checked / DATA_DIRNAME, create=True)
+        os.close(data_fd)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, checked
+
+
+def _exists_at(dir_fd: int, name: str) -> bool:
+    try:
+        os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def write_private_file_at(dir_fd: int, name: str, text: str) -> None:
+    """Write a 0600 file atomically inside `dir_fd` (temp file + rename): readers never see
+    half a file, and a link planted at either name is replaced, never written through."""
+    tmp = f".{name}.{os.getpid()}.tmp"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(tmp, flags, STORE_FILE_MODE, dir_fd=dir_fd)
+    except FileExistsError:  # left by a crash of this pid's predecessor
+        os.unlink(tmp, dir_fd=dir_fd)
+        fd = os.open(tmp, flags, STORE_FILE_MODE, dir_fd=dir_fd)
+    try:
+        os.fchmod(fd, STORE_FILE_MODE)
+        os.write(fd, text.encode("utf-8"))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+
+
+def open_private_file_at(dir_fd: int, name: str, shown: Path | str) -> int:
+    """Open (creating 0600) a read/write file engram owns inside `dir_fd` (the store's LOCK).
+
+    Never through a link; an existing file must be a regular file owned by this user. Its
+    mode is set only when engram creates it.
+    """
+    base = os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+    try:
+        try:
+            fd = os.open(name, base | os.O_CREAT | os.O_EXCL, STORE_FILE_MODE, dir_fd=dir_fd)
+            os.fchmod(fd, STORE_FILE_MODE)
+            return fd
+        except FileExistsError:
+            fd = os.open(name, base, dir_fd=dir_fd)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENXIO, errno.EISDIR):
+            raise UnsafePath(shown, describe(shown, dir_fd=dir_fd, name=name) + ", not a regular file") from None
+        raise
+    try:
+        st = _check_owner(fd, shown)
+        if not stat.S_ISREG(st.st_mode):
+            raise UnsafePath(shown, "is not a regular file")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def tighten_store_data(store_fd: int, shown: Path) -> None:
+    """Give what the storage engine created under `data/` private modes (0700/0600).
+
+    The engine creates its files with the process umask; this runs at each open. It walks
+    by descriptor and never follows a link; a link, a special file or an entry owned by
+    someone else under `data/` is refused (the engine would follow or share it). Files with
+    other hard links are left alone: their mode is not only ours.
+    """
+    _tighten_store_tree(store_fd, shown, DATA_DIRNAME)
+
+
+def vet_store_entries(store_fd: int, shown: Path, *names: str) -> None:
+    """Check entries engram keeps beside `data/` (a compaction's copy, old copy and marker).
+
+    A repository can commit them too, as links: recovering an interrupted compaction renames,
+    overwrites and deletes them, so each one present must be engram's own, like `data/`: no
+    link, owned by this user, and a directory's whole tree vetted (`UnsafePath` otherwise).
+    """
+    for name in names:
+        try:
+            st = os.stat(name, dir_fd=store_fd, follow_symlinks=False)
+        except FileNotFoundError:
+            continue
+        if stat.S_ISDIR(st.st_mode):
+            _tighten_store_tree(store_fd, shown, name)
+        else:
+            _tighten_entry(store_fd, name, shown / name)
+
+
+def _tighten_store_tree(store_fd: int, shown: Path, top: str) -> None:
+    for root, dirs, files, root_fd in os.fwalk(top, dir_fd=store_fd, follow_symlinks=False):
+        where = shown / root
+        st = _check_owner(root_fd, where)
+        if stat.S_IMODE(st.st_mode) != STORE_DIR_MODE:
+            os.fchmod(root_fd, STORE_DIR_MODE)
+        for name in dirs + files:  # fwalk lists a link to a directory among `dirs` (and skips it)
+            _tighten_entry(root_fd, name, where / name)
+
+
+def _tighten_entry(dir_fd: int, name: str, shown: Path) -> None:
+    """One entry of the data tree: directories are checked when walked, files here."""
+    try:
+        st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return  # removed by the engine meanwhile
+    if stat.S_ISDIR(st.st_mode):
+        return
+    if not stat.S_ISREG(st.st_mode):
+        raise UnsafePath(
+            shown,
+            describe(shown, dir_fd=dir_fd, name=name) + " inside the store directory",
+            f"remove {shown}; engram's store holds only its own files there",
+        )
+    if st.st_uid != os.getuid():
+        raise UnsafePath(shown, f"is owned by uid {st.st_uid}, not by you (uid {os.getuid()})")
+    if stat.S_IMODE(st.st_mode) == STORE_FILE_MODE or st.st_nlink != 1:
+        return
+    try:
+        fd = os.open(name, _NOFOLLOW_FILE_FLAGS, dir_fd=dir_fd)
+    except OSError:
+        return  # vanished or unreadable: nothing to tighten through
+    try:
+        now = os.fstat(fd)
+        if (now.st_dev, now.st_ino) == (st.st_dev, st.st_ino):
+            os.fchmod(fd, STORE_FILE_MODE)
+    finally:
+        os.close(fd)
+
+
+def lock_held(path: Path) -> bool:
+    """Whether another process holds an exclusive flock on `path` (a running daemon or build).
+
+    Takes a shared lock without waiting and lets it go at once; a missing file is "not held".
+    """
+    import fcntl
+
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # releases our shared lock, if we got it
+    return False
+
+
+def dir_bytes(path: Path) -> int:
+    """Bytes of the files below `path` (files that vanish meanwhile count as 0)."""
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.path.getsize(os.path.join(root, name))
+            except OSError:
+                pass
+    return total

@@ -1,0 +1,1905 @@
+"""Secret redaction for everything engram stores.
+
+Every path that persists text (tool outputs, failed commands, notes, metadata)
+must go through :func:`sanitize` (strings) or :func:`redact_obj` (JSON-like
+objects).  The module is standard-library only and does no work at import time
+beyond compiling regular expressions, because it runs inside hook processes
+whose whole budget is about 100 ms.
+
+Behaviour summary
+-----------------
+* ``strip_private`` removes ``<private>...</private>`` spans (case-insensitive,
+  multi-line, nesting-aware; an unclosed ``<private>`` hides everything up to
+  the end of the text).  Each outermost span becomes ``[private]``.  A stray
+  closing tag without an opening one is left as is.
+* ``redact`` replaces each secret with ``[REDACTED:<kind>]``.  Rules run from the
+  most specific (provider token formats, PEM blocks) to the most generic
+  (``key=value`` assignments, then the entropy fallback), and no rule ever
+  matches inside an earlier ``[REDACTED:...]`` label, so a secret is never
+  wrapped twice and ``sanitize`` is idempotent.
+* Where a secret sits inside a larger structure only the secret is replaced:
+  the key of an assignment (``DB_PASSWORD=[REDACTED:password-assignment]``),
+  the scheme/user/host of a URL
+  (``postgres://admin:[REDACTED:url-credentials]@db:5432/x``), the
+  ``Authorization: Bearer`` prefix, the ``https://hooks.slack.com/services/``
+  prefix, the ``AccountKey=`` name, ...
+
+Deliberate choices (documented so that tests and reviewers agree):
+* Placeholders are left alone: ``<your-password>``, ``${TOKEN}``, ``$API_KEY``,
+  ``$(cmd)``, ``{{ vault_pw }}``, ``%s``, ``{password}``, ``xxx``, ``****``,
+  ``your_token_here``, elided examples (``hf_...``), ``None``/``null``/``true``,
+  type names (``str``, ``SecretStr``), argparse metavars (``--token TOKEN``),
+  values already masked by a tool (``[hidden]``) and colour codes.
+* Digit-free values that *name* a secret instead of being one are kept:
+  ``password``, ``my-secret``, ``db_password``, ``ExpiredToken``,
+  ``X-Auth-Token``, ``mysecretpassword``; likewise ``https://user:password@host``.
+  Weak but real passwords are redacted: ``changeme``, ``hunter2``, ``admin``,
+  ``postgres``, ``letmein``.
+* Assignment values shorter than 4 characters are not redacted (``token: 5``);
+  all-digit values shorter than 8 are kept for token/key names (``token=2936``
+  is a token id) but redacted for password names (PINs).  URL passwords of any
+  length are redacted.
+* Code is not a secret: attribute chains and calls (``args.token``,
+  ``os.environ["X"]``, ``get_password()``), keyword arguments and dict entries
+  passing a variable (``f(password=password, ...)``, ``{"token": token}``),
+  indented ``name = variable`` assignments, expressions (``TOKEN = A ^ B``),
+  type annotations (``token: AccessToken``).  A hard-coded *literal* in code
+  (``password = "hunter2"``) is redacted.
+* Unquoted multi-word values are only partly covered: in ``password: correct
+  horse`` (YAML) the value is treated as prose and kept; in ``PASS=correct
+  horse`` only the first word is redacted.  Quote such values.
+* ``generic-high-entropy`` is a conservative fallback: base64/hex/url-safe
+  values of 16+ characters with mixed character classes and high Shannon
+  entropy, under a key naming a key/secret/token/password/credential.  Hex under
+  a plain ``key`` (cache keys, digests), UUIDs, paths and camelCase names are
+  kept.
+* ``password`` in prose without an assigned value is never touched, and
+  certificates / public keys (``-----BEGIN CERTIFICATE-----``, ``ssh-ed25519``,
+  ``publicKeyToken``) are not secrets.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from bisect import bisect_right
+from collections import Counter
+from dataclasses import dataclass
+
+from engram_mcp.core import textview
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing is not imported at runtime (hook start-up budget)
+    from typing import Any, Callable, Iterable, Optional
+
+    Decision = Optional[tuple[str, int, int]]  # (kind, start, end) in the current text
+
+__all__ = [
+    "Finding",
+    "RedactionResult",
+    "SECRET_KINDS",
+    "redact",
+    "strip_private",
+    "sanitize",
+    "redact_obj",
+]
+
+SECRET_KINDS: tuple[str, ...] = (
+    "private-key",
+    "gcp-service-account",
+    "aws-access-key",
+    "aws-secret-key",
+    "github-token",
+    "gitlab-token",
+    "slack-token",
+    "slack-webhook",
+    "stripe-key",
+    "anthropic-key",
+    "openai-key",
+    "google-api-key",
+    "azure-key",
+    "npm-token",
+    "pypi-token",
+    "twilio-key",
+    "sendgrid-key",
+    "jwt",
+    "google-oauth",
+    "vault-token",
+    "docker-token",
+    "digitalocean-token",
+    "huggingface-token",
+    "telegram-bot-token",
+    "discord-webhook",
+    "age-secret-key",
+    "mailgun-key",
+    "api-token",
+    "k8s-secret",
+    "url-credentials",
+    "bearer-token",
+    "password-assignment",
+    "generic-high-entropy",
+)
+
+_KIND_ORDER = {k: i for i, k in enumerate(SECRET_KINDS)}
+_LABEL_MARK = "[REDACTED:"
+PRIVATE_PLACEHOLDER = "[private]"
+
+
+@dataclass(frozen=True)
+class Finding:
+    kind: str
+    count: int
+
+
+@dataclass(frozen=True)
+class RedactionResult:
+    text: str
+    findings: tuple[Finding, ...] = ()
+
+    @property
+    def redacted(self) -> bool:
+        return bool(self.findings)
+
+
+def label_for(kind: str) -> str:
+    """The visible placeholder of a redacted secret, ``[REDACTED:<kind>]``."""
+    return f"{_LABEL_MARK}{kind}]"
+
+
+def _findings(counts: Counter) -> tuple[Finding, ...]:
+    return tuple(Finding(kind, n) for kind, n in sorted(counts.items(), key=lambda kv: _KIND_ORDER.get(kv[0], 99)) if n)
+
+
+# ---------------------------------------------------------------------------
+# <private> spans
+# ---------------------------------------------------------------------------
+
+# <private>, <PRIVATE reason="pii">, </private>; not <private-key> or <private_notes>
+_PRIVATE_TAG = re.compile(r"<\s*+(/?)\s*+private(?:\s[^<>]*+)?>", re.IGNORECASE)
+
+
+def strip_private(text: str) -> str:
+    """Replace every outermost ``<private>...</private>`` span with ``[private]``.
+
+    Nesting-aware; an unclosed opening tag hides the rest of the text.
+    """
+    if not text or "<" not in text:
+        return text
+    lowered = text.lower()
+    if "private" not in lowered:
+        return text
+    out: list[str] = []
+    depth = 0
+    pos = 0  # start of the not-yet-emitted visible text
+    for m in _PRIVATE_TAG.finditer(text):
+        closing = m.group(1) == "/"
+        if not closing:
+            if depth == 0:
+                out.append(text[pos : m.start()])
+            depth += 1
+        elif depth > 0:
+            depth -= 1
+            if depth == 0:
+                out.append(PRIVATE_PLACEHOLDER)
+                pos = m.end()
+        # a stray closing tag at depth 0 is left in the visible text
+    if depth > 0:
+        out.append(PRIVATE_PLACEHOLDER)
+    else:
+        out.append(text[pos:])
+    return "".join(out)
+
+
+# ---------------------------------------------------------------------------
+# helpers used by validators
+# ---------------------------------------------------------------------------
+
+_UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+_HEX = re.compile(r"^[0-9a-fA-F]+$")
+_PATH = re.compile(r"^(?:~|\.{1,2})?/[^\s:]*$|^[A-Za-z]:\\[^\s]*$")
+_SAME_CHAR = re.compile(r"^(.)\1*$", re.S)
+_MASK = re.compile(r"^[xX*•.#_\-:/]+$")
+_PLACEHOLDER_SHAPES = re.compile(
+    r"""^(?:
+        [$%{<]                 # $VAR ${VAR} $(cmd) %s %(x)s {x} {{x}} <your-token>
+      | \[.*\]$                # [hidden] [private]
+      | your[_\-\s.]           # your_token_here
+      | (?:insert|enter|replace|put|add)[_\-\s](?:your|the|a|here)
+    )""",
+    re.X | re.I | re.S,
+)
+_PLACEHOLDER_ANYWHERE = re.compile(
+    r"\$\{|\{\{|\}\}|<[^<>]*>|\$\("  # ${X} {{x}} <token> $(cmd)
+    r"|%\([A-Za-z_]\w*\)[sdr]|%[-#0 +]?[0-9]*(?:\.[0-9]*)?[sdfr](?![A-Za-z0-9])"  # %(name)s %s %0.f
+    r"|\{[A-Za-z_]?[\w.]*(?:![rsa])?(?::[^{}]*)?\}"  # {} {0} {name} {x!r}
+)
+_COLOR = re.compile(r"^(?:[a-z]+ )*#[0-9a-fA-F]{3,8}(?: [a-z:#0-9]+)*$")  # `bold #f00` (styles)
+_PLACEHOLDER_WORDS = frozenset(
+    """
+    null none nil true false yes no on off undefined empty blank required optional
+    str string bytes int integer bool boolean number float any object secretstr
+    secret_str redacted hidden masked removed omitted filtered placeholder example
+    sample todo tbd fixme replace_me replaceme replace-me n/a na unset notset
+    not_set default env environment prompt ask stdin keyring inherit auto
+    """.split()
+)
+_CODE_PREFIX = re.compile(
+    r"^(?:self|cls|this|os|sys|args|opts|options|config|cfg|conf|settings|env|"
+    r"process|request|req|ctx|context|params|kwargs|secrets|vars|app|props|state|"
+    r"data|creds|credentials|getpass|keyring|environ|st|window|document|import)\.",
+)
+_SECRET_WORD = re.compile(r"pass|pwd|secret|token|key|cred|auth", re.I)
+_WORDY_SEGMENT = re.compile(r"^[A-Za-z][a-z]{2,}$")
+_LOWER_RUN = re.compile(r"[a-z]{10}")
+_TOKEN_CHARSET = re.compile(r"^[A-Za-z0-9+/=_\-.~]+$")
+_DIGIT = re.compile(r"[0-9]")
+_LOWER = re.compile(r"[a-z]")
+_UPPER = re.compile(r"[A-Z]")
+
+
+def _is_placeholder(value: str) -> bool:
+    v = value.strip()
+    if len(v) < 1:
+        return True
+    if _LABEL_MARK in v or v == PRIVATE_PLACEHOLDER:
+        return True
+    if _PLACEHOLDER_SHAPES.match(v) or _PLACEHOLDER_ANYWHERE.search(v):
+        return True
+    if _SAME_CHAR.match(v) or _MASK.match(v):
+        return True
+    if v.lower() in _PLACEHOLDER_WORDS or _COLOR.match(v):
+        return True
+    if v.endswith(("...", "\u2026")) and len(v.rstrip(".\u2026")) <= 8:
+        return True  # elided example: `hf_...`, `sk-...`
+    return False
+
+
+_WORD_SPLIT = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
+_LABEL_WORDS = frozenset(
+    "password passwords passwd pass pwd secret secrets token tokens key keys apikey "
+    "auth credential credentials creds".split()
+)
+
+
+def _is_label_like(value: str) -> bool:
+    """A digit-free value naming a secret rather than being one.
+
+    ``ExpiredToken``, ``X-Xet-Access-Token``, ``my-secret``, ``db_password``,
+    ``mysecretpassword``, ``Missing user or pass``: these are identifiers, header
+    names, messages or documentation placeholders.  ``hunter2``, ``monkey`` or
+    ``changeme`` are not label-like and get redacted.
+    """
+    if len(value) > 64 or _DIGIT.search(value):
+        return False
+    for w in _WORD_SPLIT.findall(value):
+        lw = w.lower()
+        if lw in _LABEL_WORDS or "password" in lw or "secret" in lw or "token" in lw:
+            return True
+    return False
+
+
+def _shannon(value: str) -> float:
+    n = len(value)
+    if not n:
+        return 0.0
+    counts = Counter(value)
+    return -sum(c / n * math.log2(c / n) for c in counts.values())
+
+
+def _looks_random(value: str, weak_key: bool = False) -> bool:
+    """Conservative test used by the ``generic-high-entropy`` fallback."""
+    v = value
+    if len(v) < 16 or len(v) > 4096 or len(set(v)) < 8:
+        return False  # fewer than 8 distinct characters cannot reach the entropy threshold
+    if not _TOKEN_CHARSET.match(v) or "://" in v:
+        return False  # generic secrets are base64 / hex / url-safe tokens
+    if _UUID.match(v) or _PATH.match(v):
+        return False
+    has_digit = _DIGIT.search(v) is not None
+    has_lower = _LOWER.search(v) is not None
+    has_upper = _UPPER.search(v) is not None
+    if not (has_digit and (has_lower or has_upper)) and not (has_lower and has_upper and len(v) >= 20):
+        return False
+    if _LOWER_RUN.search(v):
+        return False  # a run of 10+ lowercase letters is a word, e.g. a namespaced name
+    segments = re.split(r"[-_.:/]", v)
+    if sum(1 for s in segments if _WORDY_SEGMENT.match(s)) >= 2:
+        return False  # e.g. Linux-node-modules-<sha>: a composed name, not a secret
+    words = sum(len(w) for w in _WORD_SPLIT.findall(v) if len(w) >= 4 and not w.isdigit() and not w.isupper())
+    if words >= 0.6 * len(v):
+        return False  # camelCase identifiers: subjectKeyIdentifier
+    is_hex = bool(_HEX.match(v))
+    if weak_key and is_hex:
+        return False  # `key: <sha>` is usually a cache key / digest
+    threshold = 3.0 if is_hex else 3.4
+    return _shannon(v) >= threshold
+
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_NON_ALNUM = re.compile(r"[^a-z0-9]+")
+_STRONG_KEY = re.compile(
+    r"(?:passw(?:or)?d|passphrase|secret|token|"
+    r"(?:^|_)(?:pwd|pass|pw)|"
+    r"(?:^|_)(?:api|access|secret|private|auth|encryption|signing|master|client|app|"
+    r"account|service|license|sas|session|webhook|subscription|functions|admin|deploy|install|integration|"
+    r"ingest|write|master)_?key|apikey)$"
+)
+_KEY_SUFFIX = re.compile(r"(?:_?v?[0-9]++|_(?:old|new|prev|previous|next|current|bak|backup|prod|dev|test|staging))++$")
+_GENERIC_EXCLUDED_TAIL = frozenset(
+    """
+    id ids name names file files path paths dir url uri type types count len length
+    size limit max min ttl expiry expires expiration timeout header field env var
+    prefix suffix format version policy usage budget index idx column col table
+    enabled enable disabled required ref refs arn location source store
+    """.split()
+)
+_GENERIC_EXCLUDED_ANY = frozenset(
+    "public pub cache sort primary foreign partition lookup hotkey idempotency shortcut keyboard keycode keymap".split()
+)
+
+
+def _normalize_key(key: str) -> str:
+    return _NON_ALNUM.sub("_", _CAMEL.sub("_", key).lower()).strip("_")
+
+
+_KEY_CACHE: dict = {}
+
+
+def _key_strength(key: str) -> Optional[str]:
+    """Return 'strong', 'generic', 'weak' or None for an assignment key."""
+    try:
+        return _KEY_CACHE[key]
+    except KeyError:
+        pass
+    result = _key_strength_uncached(key)
+    if len(_KEY_CACHE) >= 4096:
+        _KEY_CACHE.clear()
+    _KEY_CACHE[key] = result
+    return result
+
+
+def _key_strength_uncached(key: str) -> Optional[str]:
+    norm = _normalize_key(key)
+    if not norm:
+        return None
+    comps = [c for c in norm.split("_") if c]
+    if "public" in comps or "pub" in comps or "publishable" in comps:
+        return None  # publicKeyToken, public_key, pub_key: not secrets
+    # `password2`, `API_KEY_V2`, `DB_PASSWORD_OLD` name the same kind of value
+    if _STRONG_KEY.search(_KEY_SUFFIX.sub("", norm) or norm):
+        return "strong"
+    if not comps or comps[-1] in _GENERIC_EXCLUDED_TAIL:
+        return None
+    if any(c in _GENERIC_EXCLUDED_ANY for c in comps):
+        return None
+    strong_word = False
+    weak_word = False
+    for c in comps:
+        if any(w in c for w in ("secret", "token", "passw", "credential", "apikey", "privkey")):
+            strong_word = True
+        elif c in ("creds", "auth", "pwd", "pass", "pw", "sk") or c.endswith("key") or c == "keys":
+            weak_word = True
+    if strong_word:
+        return "generic"
+    if weak_word:
+        return "weak"
+    return None
+
+
+# ---------------------------------------------------------------------------
+# rules
+# ---------------------------------------------------------------------------
+#
+# Performance (a 20 KB tool output must cost a few milliseconds, and crafted
+# input must not go quadratic).  Python's ``re`` only skips ahead quickly when a
+# pattern starts with a case-sensitive literal, so:
+# * most rules start with such a literal (``AKIA``, ``ghp_``, ``://``, ``--``)
+#   and are run with ``Pattern.search``;
+# * case-insensitive rules have *anchors*: lowercase literals located with
+#   ``bytes.find`` on an ASCII-lowercased copy of the text, where the regex is
+#   then tried with ``Pattern.match``.
+# Boundaries that a leading look-behind would express are checked in Python
+# (``lb`` = characters that must not precede the match), and every open-ended
+# repetition that could be retried from many positions is bounded.
+
+_ALNUM = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+_TOKCH = _ALNUM | frozenset("_-")
+_KEYCH_SET = _TOKCH | frozenset(".")
+
+
+class _Rule:
+    __slots__ = (
+        "kind",
+        "_pattern",
+        "_flags",
+        "_regex",
+        "anchors",
+        "groups",
+        "check",
+        "decide",
+        "lb",
+        "bounded",
+        "hints",
+        "skip_long_rejects",
+        "_pre",
+        "_pre_regex",
+    )
+
+    def __init__(
+        self,
+        kind: str,
+        pattern: str,
+        anchors: Optional[Iterable[Any]] = None,
+        *,
+        flags: int = 0,
+        groups: tuple[str, ...] = ("s",),
+        check: Optional[Callable[[re.Match, str], bool]] = None,
+        decide: Optional[Callable[[re.Match], Decision]] = None,
+        lb: frozenset = frozenset(),
+        bounded: bool = False,
+        hints: Iterable[str] = (),
+        skip_long_rejects: bool = False,
+        pre: Optional[str] = None,
+    ) -> None:
+        self.kind = kind
+        # Compiled on first use: a hook process imports this module on every call, and most
+        # rules never run (their literals are not in the text); compiling all of them at
+        # import cost more than the rest of the hook.
+        self._pattern = pattern
+        self._flags = flags
+        self._regex: Optional[re.Pattern] = None
+        # pre: a cheap regex (starting with a literal) that must match somewhere first
+        self._pre = pre
+        self._pre_regex: Optional[re.Pattern] = None
+        # None: scan mode, the pattern starts with a case-sensitive literal and
+        # ``Pattern.search`` is fast.  Otherwise (literal, offset) pairs: the
+        # regex is tried at ``position_of_literal - offset``.
+        self.anchors = (
+            None
+            if anchors is None
+            else tuple((a.encode("ascii"), 0) if isinstance(a, str) else (a[0].encode("ascii"), a[1]) for a in anchors)
+        )
+        self.groups = groups
+        self.check = check
+        self.decide = decide
+        self.lb = lb
+        # bounded: a match may not extend past the next anchor (PEM blocks)
+        self.bounded = bounded
+        # hints: extra literals, at least one of which must occur in the text
+        self.hints = tuple(h.encode("ascii") for h in hints)
+        self.skip_long_rejects = skip_long_rejects
+
+    @property
+    def regex(self) -> re.Pattern:
+        if self._regex is None:
+            self._regex = re.compile(self._pattern, self._flags)
+        return self._regex
+
+    @property
+    def pre(self) -> Optional[re.Pattern]:
+        if self._pre is not None and self._pre_regex is None:
+            self._pre_regex = re.compile(self._pre)
+        return self._pre_regex
+
+    def span(self, m: re.Match) -> Decision:
+        if self.lb:
+            start = m.start()
+            if start and m.string[start - 1] in self.lb:
+                return None
+        if self.decide is not None:
+            return self.decide(m)
+        for g in self.groups:
+            value = m.group(g)
+            if value is not None:
+                if self.check is not None and not self.check(m, value):
+                    return None
+                return self.kind, m.start(g), m.end(g)
+        return None
+
+
+def _not_placeholder(_m: re.Match, value: str) -> bool:
+    return not _is_placeholder(value)
+
+
+# --- private keys -----------------------------------------------------------
+
+_PEM_BODY = r"[A-Za-z0-9+/=\s\\:,.\-]"
+_PEM_KIND = r"[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?"
+# An unterminated block (output cut short) is redacted up to where its base64 ends. Lines may
+# be separated by blank lines (PGP armour headers) or, once whitespace was squeezed (entity
+# names, one-line snippets), by plain spaces.
+_PEM_FALLBACK = (
+    r"(?:(?:(?:[ \t]*(?:\r?\n|\\r\\n|\\n))++[ \t]*|[ \t]++)?"
+    r"(?:[A-Z][A-Za-z\-]{1,40}:[^\r\n\\]{0,200}|[A-Za-z0-9+/]{16,}+={0,2}|=[A-Za-z0-9+/]{4}))*+"
+)
+
+
+def _pem_check(m: re.Match, value: str) -> bool:
+    body = m.group("body") or ""
+    return sum(ch.isalnum() for ch in body) >= 16
+
+
+def _quoted_before(m: re.Match, _value: str) -> bool:
+    start = m.start()
+    return start > 0 and m.string[start - 1] == m.group("q")
+
+
+_RULE_GCP_KEY = _Rule(
+    "gcp-service-account",
+    r"""private_key(?P<q>["'])[ \t]*:[ \t]*(?P=q)(?P<s>-----BEGIN[^"'\r\n]*)""",
+    check=_quoted_before,
+)
+_RULE_GCP_KEY_ID = _Rule(
+    "gcp-service-account",
+    r"""private_key_id(?P<q>["'])[ \t]*:[ \t]*(?P=q)(?P<s>[0-9a-fA-F]{16,64})(?P=q)""",
+    check=_quoted_before,
+)
+_RULE_PEM = _Rule(
+    "private-key",
+    rf"(?P<s>-----BEGIN (?:{_PEM_KIND})-----"
+    rf"(?P<body>{_PEM_BODY}*?-----END (?:{_PEM_KIND})-----|{_PEM_FALLBACK}))",
+    ("-----begin ",),
+    check=_pem_check,
+    bounded=True,
+)
+
+# --- provider token formats -------------------------------------------------
+
+_AWS_PREFIXES = ("AKIA", "ASIA", "ABIA", "ACCA", "AGPA", "AIDA", "AIPA", "ANPA", "ANVA", "AROA", "APKA", "ASCA")
+_RULE_AWS_ID = _Rule(
+    "aws-access-key",
+    rf"(?P<s>(?:{'|'.join(_AWS_PREFIXES)})(?<![A-Za-z0-9]....)[A-Z0-9]{{16}})(?![A-Za-z0-9])",
+)
+_RULE_AWS_SECRET = _Rule(
+    "aws-secret-key",
+    r"(?i:secret[_\-]?access[_\-]?key[\"']?[ \t]*(?:=>|=|:)[ \t]*[\"']?)"
+    r"(?P<s>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])",
+    ("secret",),
+)
+_RULE_ANTHROPIC = _Rule(
+    "anthropic-key",
+    r"(?P<s>sk-ant-(?<![A-Za-z0-9_\-]sk-ant-)[A-Za-z0-9_\-]{20,300})",
+)
+
+
+def _openai_check(_m: re.Match, value: str) -> bool:
+    body = value[3:]
+    return any(ch.isdigit() for ch in body) and any(ch.isalpha() for ch in body) and _shannon(body) >= 3.0
+
+
+_RULE_OPENAI = _Rule(
+    "openai-key",
+    r"(?P<s>sk-(?<![A-Za-z0-9_\-]sk-)(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_\-]{20,300})",
+    check=_openai_check,
+)
+_RULE_STRIPE = _Rule(
+    "stripe-key",
+    r"(?P<s>(?:(?:sk|rk)_(?:live|test)|pk_live)_[A-Za-z0-9]{10,255}|whsec_[A-Za-z0-9]{20,255})(?![A-Za-z0-9_\-])",
+    (("k_live_", 1), ("k_test_", 1), "whsec_"),
+    lb=_TOKCH,
+)
+_RULE_GITHUB = _Rule(
+    "github-token",
+    r"(?P<s>gh[pousr]_(?<![A-Za-z0-9_\-]....)[A-Za-z0-9]{30,255}"
+    r"|github_pat_(?<![A-Za-z0-9_\-]github_pat_)[A-Za-z0-9_]{22,255})(?![A-Za-z0-9_\-])",
+)
+_RULE_GITLAB = _Rule(
+    "gitlab-token",
+    r"(?P<s>gl(?<![A-Za-z0-9_\-]gl)(?:pat|dt|rt|ptt|ft|soat|cbt|imt)-[A-Za-z0-9_\-]{20,200}"
+    r"(?:\.[A-Za-z0-9_\-]{2,64}){0,4})",
+)
+_RULE_SLACK_WEBHOOK = _Rule(
+    "slack-webhook",
+    r"(?i:hooks\.slack\.com/(?:services|workflows|triggers)/)(?P<s>[A-Za-z0-9_/\-]{16,})",
+    ("hooks.slack.com/",),
+)
+_RULE_SLACK = _Rule(
+    "slack-token",
+    r"(?P<s>x(?<![A-Za-z0-9_\-]x)(?:ox[abeoprs]-[A-Za-z0-9\-]{10,300}|app-[0-9]-[A-Za-z0-9\-]{10,300}))",
+)
+_RULE_GOOGLE = _Rule(
+    "google-api-key",
+    r"(?P<s>AIza(?<![A-Za-z0-9_\-]AIza)[0-9A-Za-z_\-]{35})(?![A-Za-z0-9_\-])",
+)
+_RULE_AZURE = _Rule(
+    "azure-key",
+    r"(?i:AccountKey|SharedAccessKey|SharedSecret|PrimaryKey|SecondaryKey)[ \t]*=[ \t]*"
+    r"(?P<s>[A-Za-z0-9+/]{20,200}={0,2})",
+    ("accountkey", "sharedaccesskey", "sharedsecret", "primarykey", "secondarykey"),
+    lb=_ALNUM,
+)
+
+
+def _sas_check(m: re.Match, _value: str) -> bool:
+    start = m.start()
+    return start > 0 and m.string[start - 1] in "?&"
+
+
+_RULE_AZURE_SAS = _Rule(
+    "azure-key",
+    r"sig=(?P<s>[A-Za-z0-9%+/=]{16,512})",
+    check=_sas_check,
+)
+_RULE_NPM = _Rule(
+    "npm-token",
+    r"(?P<s>npm_(?<![A-Za-z0-9_\-]npm_)[A-Za-z0-9]{36})(?![A-Za-z0-9])",
+)
+_RULE_NPM_AUTH = _Rule(
+    "npm-token",
+    r"_auth(?:Token)?[\"']?=[\"']?(?P<s>[^\s\"'`<>(){}\[\];,&|]+)(?![(\[])",
+    check=_not_placeholder,
+    lb=_KEYCH_SET,
+)
+_RULE_PYPI = _Rule(
+    "pypi-token",
+    r"(?P<s>pypi-AgE(?<![A-Za-z0-9_\-]pypi-AgE)[A-Za-z0-9_\-]{40,1024})",
+)
+_RULE_TWILIO = _Rule(
+    "twilio-key",
+    r"(?P<s>SK(?<![A-Za-z0-9]SK)[0-9a-fA-F]{32})(?![A-Za-z0-9])",
+)
+_RULE_SENDGRID = _Rule(
+    "sendgrid-key",
+    r"(?P<s>SG\.(?<![A-Za-z0-9]SG\.)[A-Za-z0-9_\-]{16,32}\.[A-Za-z0-9_\-]{16,64})(?![A-Za-z0-9_\-])",
+)
+_RULE_JWT = _Rule(
+    "jwt",
+    r"(?P<s>eyJ(?<![A-Za-z0-9_\-]eyJ)[A-Za-z0-9_\-]{8,8192}\.[A-Za-z0-9_\-]{8,16384}\.[A-Za-z0-9_\-]{0,4096})",
+)
+
+# --- structural secrets -------------------------------------------------------
+
+_SCHEME_CH = _ALNUM | frozenset("+.-")
+
+
+# documentation spelling of a URL with credentials: https://user:password@host
+_URL_PLACEHOLDERS = frozenset("password pass passwd pwd pw secret pass123 token".split())
+
+
+def _url_check(m: re.Match, value: str) -> bool:
+    # the scheme lies before the anchor: walk back over scheme characters
+    text = m.string
+    i = start = m.start()
+    while i > 0 and text[i - 1] in _SCHEME_CH and start - i <= 30:
+        i -= 1
+    if start - i < 2 or not text[i].isalpha():
+        return False
+    return not _is_placeholder(value) and value.lower() not in _URL_PLACEHOLDERS
+
+
+_RULE_URL = _Rule(
+    "url-credentials",
+    r"://(?P<user>[^\s:/?#@\[\]\"'<>]{0,256}):(?P<s>[^\s/?#\"'<>]{1,256})@(?=[A-Za-z0-9\[_])",
+    check=_url_check,
+)
+
+_BEARER_VALUE = r"[A-Za-z0-9\-._~+/]+=*"
+
+
+def _bearer_check(m: re.Match, value: str) -> bool:
+    if _is_placeholder(value) or len(value) < 4:
+        return False
+    if m.group("scheme"):
+        return True
+    # no scheme: must look like an opaque credential
+    return len(value) >= 16 and any(ch.isdigit() for ch in value) and _shannon(value) >= 3.0
+
+
+def _bare_bearer_check(_m: re.Match, value: str) -> bool:
+    return (
+        len(value) >= 16
+        and any(ch.isdigit() for ch in value)
+        and any(ch.isalpha() for ch in value)
+        and _shannon(value) >= 3.0
+    )
+
+
+_RULE_AUTH_HEADER = _Rule(
+    "bearer-token",
+    r"(?i:authorization[\"']?[ \t]*[:=][ \t]*[\"']?"
+    r"(?:(?P<scheme>bearer|basic|token|negotiate|ntlm|apikey|sso-key)[ \t]+)?)"
+    rf"(?P<s>(?(scheme)[^\s\"'<>`]+|{_BEARER_VALUE}))",
+    ("authorization",),
+    check=_bearer_check,
+    lb=_ALNUM | frozenset("_"),
+)
+_RULE_BARE_BEARER = _Rule(
+    "bearer-token",
+    rf"(?i:bearer|basic)[ \t]+(?P<s>{_BEARER_VALUE})",
+    ("bearer", "basic"),
+    check=_bare_bearer_check,
+    lb=_TOKCH,
+)
+
+# --- assignments ------------------------------------------------------------------
+
+_KW_ANCHORS = ("pass", "pwd", "secret", "token", "key", "cred", "auth")
+_KW = r"(?i:pass|pwd|secret|token|key|cred|auth)"
+# An unquoted value: separators ; & , | belong to the value unless they look like
+# a delimiter (followed by whitespace, end, another delimiter or a `key=`).
+_UNQUOTED = (
+    r"(?:[^\s\"'`<>(){}\[\];&,|]"
+    r"|[;&,|](?![ \t\r\n]|$|[;&,|]|[A-Za-z_][A-Za-z0-9_.\-]{0,64}=)){1,4096}+"
+)
+_DQ = r'"(?P<dq>(?:[^"\\\r\n]|\\.){1,1024})"'
+_SQ = r"'(?P<sq>(?:[^'\\\r\n]|\\.){1,1024})'"
+
+
+def _line_before(text: str, pos: int, limit: int = 1024) -> str:
+    """The current line up to ``pos`` (at most ``limit`` characters of it)."""
+    lo = max(0, pos - limit)
+    start = text.rfind("\n", lo, pos) + 1 or lo
+    return text[start:pos]
+
+
+_PASSWORDISH = re.compile(r"pass|pwd|pin|phrase")
+
+
+def _classify(key: str, value: str, *, min_len: int = 4) -> Optional[str]:
+    """Kind for ``key = value`` or None when it is not a secret."""
+    strength = _key_strength(key)
+    if strength is None:
+        return None
+    v = value.strip()
+    if len(v) < min_len or _is_placeholder(v) or _PATH.match(v) or _is_label_like(v):
+        return None
+    if _is_placeholder(v.rstrip(":.,;")):
+        return None  # `token: str:` in a docstring
+    if v.isdigit() and len(v) < 8 and not _PASSWORDISH.search(_normalize_key(key)):
+        return None  # `token=2936` is a token id, `max_key=100` a number; PINs stay secret
+    if strength == "strong":
+        return "password-assignment"
+    if _looks_random(v, weak_key=(strength == "weak")):
+        return "generic-high-entropy"
+    if strength == "generic" and _password_like(v, strict=True) and not _is_label_like(v):
+        return "password-assignment"
+    return None
+
+
+_NAME = re.compile(
+    r"^[A-Za-z_][A-Za-z_]*$"  # a digit-free name
+    r"|^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+$"  # an attribute chain
+)
+_CAMEL_TYPE_RE = re.compile(r"^[A-Z][A-Za-z0-9]*[a-z][A-Z][A-Za-z0-9]*$")
+
+
+def _camel_type(value: str) -> bool:
+    # bounded: the pattern backtracks quadratically on long inputs
+    return len(value) <= 64 and _CAMEL_TYPE_RE.match(value) is not None
+
+
+_CODE_WORDS = frozenset("await yield lambda not new typeof function async self cls this".split())
+
+
+def _is_code_value(m: re.Match, value: str, key_start: int, end: int) -> bool:
+    """True when an unquoted assigned value is a program identifier, not a secret.
+
+    Only digit-free names qualify (``value``, ``db_password``, ``args.token``):
+    random-looking values such as ``a8Fk29dLq0`` or ``hunter2`` stay secrets.
+    """
+    text = m.string
+    spaced_eq = m.group("sep") != ":" and bool(m.group("sp1")) and bool(m.group("sp2"))
+    if spaced_eq and not _NAME.match(value) and not _camel_type(value):
+        # `N = 16000 // 320`: anything followed by more code on the line
+        nl = text.find("\n", end, end + 512)
+        rest = text[end : nl if nl != -1 else end + 512].strip()
+        return bool(rest) and rest[0] not in "#;"
+    if not (_NAME.match(value) or _camel_type(value)):
+        return False
+    sep = m.group("sep")
+    if value in _CODE_WORDS:
+        return True
+    if m.group("kq"):
+        return True  # `"password": password` is a dict literal, not JSON
+    follower = text[end : end + 2]
+    if follower[:1] == ")" or (follower[:1] == "," and follower[1:2] in ("", " ", "\t", "\r", "\n")):
+        return True  # `f(password=password, ...)`, `{"k": v, ...}`
+    if sep == ":":
+        # `token: AccessToken` (a type annotation)
+        return bool(_camel_type(value) and _SECRET_WORD.search(value))
+    spaced = bool(m.group("sp1")) and bool(m.group("sp2"))
+    if spaced:
+        nl = text.find("\n", end, end + 512)
+        rest = text[end : nl if nl != -1 else end + 512].strip()
+        if rest and rest[0] not in "#;":
+            return True  # an expression: `TOKEN = CHAR ^ CTL`
+        if "." in value or _SECRET_WORD.search(value):
+            return True  # `password = args.password`, `token = new_token`
+        if _line_before(text, key_start).strip(" \t") or text[key_start - 1 : key_start] in (" ", "\t"):
+            return True  # indented or preceded by code: `    password = value`
+    return False
+
+
+_PW_SYMBOLS = frozenset("!@#$%^&*_-+=?~.,;:")
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")
+_CODE_REST = re.compile(r"[ \t]*(?:[-+*/%&|^<>=!.,(\[{?]|(?:if|else|and|or|is|in|for|not|then)\b)")
+
+
+def _password_like(value: str, *, strict: bool = False) -> bool:
+    """A value built like a password or key, whatever follows it: 8-128 characters with a
+    digit, a letter, and mixed case or a symbol (``neDAwlHVBbe0``, ``Yr5FU2Gc1co@``), not a
+    path, URL, version or dotted name."""
+    v = value
+    if not 8 <= len(v) <= 128 or _PATH.match(v) or "://" in v or _is_placeholder(v):
+        return False
+    if not (_DIGIT.search(v) and (_LOWER.search(v) or _UPPER.search(v))):
+        return False
+    if re.fullmatch(r"v?[0-9]+(?:[._-][0-9A-Za-z]+)+", v) or re.fullmatch(
+        r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+", v
+    ):
+        return False  # 1.2.3-rc1, module.attr2
+    mixed = _LOWER.search(v) is not None and _UPPER.search(v) is not None
+    if strict:  # under a name that only contains a secret word (`tokenizer: cl100k_base`)
+        return mixed
+    return mixed or any(c in _PW_SYMBOLS for c in v)
+
+
+def _assignment_decide(m: re.Match) -> Decision:
+    text = m.string
+    # the key is the whole run of key characters around the keyword anchor
+    key_start = m.start()
+    limit = key_start - 128
+    while key_start > 0 and key_start > limit and text[key_start - 1] in _KEYCH_SET:
+        key_start -= 1
+    key = text[key_start : m.end("krest")]
+    if m.group("dq") is not None:
+        g = "dq"
+    elif m.group("sq") is not None:
+        g = "sq"
+    else:
+        g = "uv"
+        value = m.group("uv")
+        sep = m.group("sep")
+        end = m.end("uv")
+        # a value built like a password under a secret's name is one, even with prose or
+        # more settings after it on the line (`password: Yr5FU2Gc1co@ and the user ...`)
+        strength = _key_strength(key)
+        strong_value = strength is not None and (
+            (strength != "weak" and _password_like(value, strict=strength == "generic"))
+            or _looks_random(value, weak_key=strength == "weak")
+        )
+        if strong_value and sep != ":" and _IDENTIFIER.match(value) and _CODE_REST.match(text, end):
+            strong_value = False  # `token = AccessToken2 if fresh else None`: code, not a value
+        if _CODE_PREFIX.match(value) or (not strong_value and _is_code_value(m, value, key_start, end)):
+            return None
+        if key.startswith("-") and _METAVAR.match(value):
+            return None  # usage text: `--private-key=FILE`
+        if sep == ":" and not strong_value:
+            # YAML / header style: the unquoted value must be the whole rest of the
+            # line (or end at a flow-mapping delimiter); otherwise it is prose.
+            rest = text[end : end + 256]
+            stripped = rest.lstrip(" \t")
+            if stripped and stripped[0] not in "\r\n#,}]":
+                return None
+    kind = _classify(key, m.group(g))
+    if kind is None:
+        return None
+    return kind, m.start(g), m.end(g)
+
+
+_RULE_ASSIGN = _Rule(
+    "password-assignment",
+    rf"{_KW}(?P<krest>[A-Za-z0-9_.\-]{{0,64}}+)(?P<kq>[\"']?)"
+    r"(?P<sp1>[ \t]*)(?P<sep>=>|:=|=(?!=)|:(?![:/]))(?P<sp2>[ \t]*)"
+    rf"(?:{_DQ}|{_SQ}|(?P<uv>{_UNQUOTED})(?![(\[]))",
+    _KW_ANCHORS,
+    decide=_assignment_decide,
+    skip_long_rejects=True,
+)
+
+_METAVAR = re.compile(r"^[A-Z][A-Z_\-]*$")
+
+
+def _flag_decide(m: re.Match) -> Decision:
+    for g in ("dq", "sq", "uv"):
+        value = m.group(g)
+        if value is not None:
+            break
+    else:  # pragma: no cover - the regex guarantees one group
+        return None
+    if g == "uv" and (_METAVAR.match(value) or value.isalpha() and value.islower()):
+        return None  # argparse metavar `--token TOKEN`, prose `--password option`
+    if g == "uv" and value.startswith("-") and not _password_like(value):
+        return None  # the next flag (`--token -v`), not a value that starts with a dash
+    kind = _classify(m.group("key"), value)
+    if kind is None:
+        return None
+    return kind, m.start(g), m.end(g)
+
+
+_RULE_FLAG = _Rule(
+    "password-assignment",
+    rf"--(?<![A-Za-z0-9_\-]--)(?P<key>(?=[A-Za-z0-9])[A-Za-z0-9_\-]{{0,64}}?{_KW}[A-Za-z0-9_\-]{{0,64}}+)[ \t]+"
+    rf"(?:{_DQ}|{_SQ}|(?P<uv>(?!--)[^\s\"'`;&|<>()\[\]{{}}]++))",
+    decide=_flag_decide,
+)
+
+
+def _xml_decide(m: re.Match) -> Decision:
+    kind = _classify(m.group("tag"), m.group("s"))
+    if kind is None:
+        return None
+    return kind, m.start("s"), m.end("s")
+
+
+_RULE_XML = _Rule(
+    "password-assignment",
+    rf"<(?P<tag>[A-Za-z0-9_.:\-]{{0,64}}?{_KW}[A-Za-z0-9_.\-]{{0,64}}+)>(?P<s>[^<\r\n]{{1,1024}})</(?P=tag)>",
+    decide=_xml_decide,
+    hints=("</",),
+)
+
+_CMD_VALUE = r"""(?:'(?P<sq>[^'\r\n]*)'|"(?P<dq>[^"\r\n]*)"|(?P<uv>[^\s'"]+))"""
+_CMD_SPAN = r"[^\r\n|;&]{0,512}?"
+
+
+def _cmd_check(_m: re.Match, value: str) -> bool:
+    return bool(value) and not _is_placeholder(value)
+
+
+_RULE_MYSQL = _Rule(
+    "password-assignment",
+    rf"(?:mysql|mariadb)[a-z\-]{{0,8}}\b{_CMD_SPAN}[ \t]-p{_CMD_VALUE}",
+    groups=("sq", "dq", "uv"),
+    check=_cmd_check,
+    lb=_TOKCH,
+)
+_RULE_SSHPASS = _Rule(
+    "password-assignment",
+    rf"sshpass[ \t]+-p[ \t]*{_CMD_VALUE}",
+    groups=("sq", "dq", "uv"),
+    check=_cmd_check,
+    lb=_TOKCH,
+)
+_RULE_REDIS = _Rule(
+    "password-assignment",
+    rf"redis-cli\b{_CMD_SPAN}[ \t]-a[ \t]+{_CMD_VALUE}",
+    groups=("sq", "dq", "uv"),
+    check=_cmd_check,
+    lb=_TOKCH,
+)
+_LOGIN_CMDS = ("docker", "podman", "nerdctl", "buildah", "skopeo", "helm", "oras")
+_RULE_LOGIN_P = _Rule(
+    "password-assignment",
+    rf"(?:{'|'.join(_LOGIN_CMDS)})(?:[ \t]+registry)?[ \t]+login\b{_CMD_SPAN}[ \t]-p[ \t]+{_CMD_VALUE}",
+    groups=("sq", "dq", "uv"),
+    check=_cmd_check,
+    lb=_TOKCH,
+    hints=("login",),
+)
+_CURL_CMD = re.compile(r"(?<![A-Za-z0-9_\-])(?:curl|wget)\b")
+
+
+def _curl_check(m: re.Match, value: str) -> bool:
+    # anchored on the flag; the command must be curl/wget earlier on the same line
+    line = _line_before(m.string, m.start())
+    return _CURL_CMD.search(line) is not None and not _is_placeholder(value)
+
+
+_RULE_CURL_USER = _Rule(
+    "password-assignment",
+    r"-(?<=[ \t]-)(?:u|-user|-http-user)[ \t=]*['\"]?(?P<user>[^\s:'\"]+):(?P<s>[^\s'\"]+)",
+    check=_curl_check,
+)
+_RULE_NETRC = _Rule(
+    "password-assignment",
+    r"login[ \t]+\S+\s+(?:account[ \t]+\S+\s+)?password[ \t]+(?P<s>[^\s\"'<>]+)",
+    check=_cmd_check,
+    lb=_TOKCH,
+)
+
+# --- provider token formats added for issue 12 ----------------------------------
+# Each starts with a fixed prefix, found with bytes.find on the lowered text (cheap), and
+# must not be preceded or followed by token characters.
+
+
+def _token_rule(kind: str, pattern: str, *anchors: str, check: Optional[Callable] = None) -> _Rule:
+    return _Rule(kind, rf"(?P<s>{pattern})(?![A-Za-z0-9_\-])", anchors, check=check, lb=_TOKCH)
+
+
+def _mixed_check(_m: re.Match, value: str) -> bool:
+    body = value.split("_", 1)[-1]
+    return bool(_DIGIT.search(body) or (_LOWER.search(body) and _UPPER.search(body))) and _shannon(body) >= 3.0
+
+
+_TOKEN_RULES: tuple[_Rule, ...] = (
+    _token_rule("google-oauth", r"ya29\.[0-9A-Za-z_\-.]{20,2048}", "ya29."),
+    _token_rule("google-oauth", r"GOCSPX-[0-9A-Za-z_\-]{24,40}", "gocspx-"),
+    _token_rule("google-oauth", r"1//0[0-9A-Za-z_\-]{38,512}", "1//0"),
+    _token_rule("vault-token", r"hv[sbr]\.[A-Za-z0-9_\-]{24,512}", "hvs.", "hvb.", "hvr."),
+    _token_rule("docker-token", r"dckr_(?:pat|oat)_[A-Za-z0-9_\-]{20,128}", "dckr_"),
+    _token_rule("digitalocean-token", r"do[opr]_v1_[a-f0-9]{64}", "dop_v1_", "doo_v1_", "dor_v1_"),
+    _token_rule(
+        "huggingface-token",
+        r"(?:hf|api_org)_[A-Za-z0-9]{30,40}",
+        "hf_",
+        "api_org_",
+        check=lambda m, v: _mixed_check(m, v) or (len(v.split("_")[-1]) == 34 and _shannon(v.split("_")[-1]) >= 3.5),
+    ),
+    _token_rule("age-secret-key", r"AGE-SECRET-KEY-1[02-9AC-HJ-NP-Z]{58}", "age-secret-key-1"),
+    _token_rule("mailgun-key", r"key-[0-9a-z]{32}", "key-", check=_mixed_check),
+    _token_rule("api-token", r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}", "shpat_", "shpca_", "shppa_", "shpss_"),
+    _token_rule("api-token", r"lin_(?:api|oauth)_[A-Za-z0-9]{32,64}", "lin_api_", "lin_oauth_"),
+    _token_rule("api-token", r"PMAK-[a-f0-9]{24}-[a-f0-9]{34}", "pmak-"),
+    _token_rule("api-token", r"gl(?:sa|c)_[A-Za-z0-9+/_=]{32,400}", "glsa_", "glc_", check=_mixed_check),
+    _token_rule("api-token", r"sntr[ysu]_[A-Za-z0-9+/=_\-]{40,400}", "sntrys_", "sntryu_", "sntrs_"),
+    _token_rule("api-token", r"dapi[a-f0-9]{32}(?:-[0-9])?", "dapi", check=_mixed_check),
+    _token_rule("api-token", r"NRAK-[A-Z0-9]{27}", "nrak-"),
+    _token_rule("api-token", r"pul-[a-f0-9]{40}", "pul-"),
+    _token_rule(
+        "api-token", r"dp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,44}", "dp.pt.", "dp.st.", "dp.sa.", "dp.ct."
+    ),
+    _token_rule("api-token", r"ATATT3[A-Za-z0-9_\-=]{100,300}", "atatt3"),
+    _token_rule("api-token", r"figd_[A-Za-z0-9_\-]{40}", "figd_"),
+    _token_rule("api-token", r"pscale_(?:tkn|pw|oauth)_[A-Za-z0-9_\-.=]{32,64}", "pscale_"),
+    _token_rule("api-token", r"HRKU-[A-Za-z0-9_\-]{30,80}", "hrku-"),
+    _token_rule("api-token", r"sbp_[a-f0-9]{40}", "sbp_"),
+    _token_rule("api-token", r"xai-[A-Za-z0-9]{60,100}", "xai-", check=_mixed_check),
+    _token_rule("api-token", r"gsk_[A-Za-z0-9]{48,56}", "gsk_", check=_mixed_check),
+    _token_rule("api-token", r"r8_[A-Za-z0-9]{37}", "r8_", check=_mixed_check),
+    _token_rule("api-token", r"pplx-[a-zA-Z0-9]{48}", "pplx-"),
+    _token_rule("api-token", r"ntn_[0-9]{11}[A-Za-z0-9]{35}", "ntn_"),
+    _token_rule("api-token", r"LTAI[A-Za-z0-9]{12,20}", "ltai", check=_mixed_check),
+    _token_rule("api-token", r"sq0(?:atp|csp)-[0-9A-Za-z_\-]{22,43}", "sq0atp-", "sq0csp-"),
+    _token_rule(
+        "api-token", r"(?:FlyV1 )?fm[12][ar]?_[A-Za-z0-9+/=_\-]{40,800}", "fm1_", "fm2_", "fm1a_", "fm1r_", "fm2_"
+    ),
+    _token_rule("api-token", r"[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=\-]{60,70}", (".atlasv1.", 14)),  # type: ignore[arg-type]
+    _token_rule("api-token", r"EAA[A-Za-z0-9]{90,400}", "eaa", check=_mixed_check),
+    _token_rule("api-token", r"sk_[a-f0-9]{48}", "sk_"),  # ElevenLabs-style
+)
+_RULE_TELEGRAM = _Rule(
+    "telegram-bot-token",
+    r"(?P<s>[0-9]{8,10}:AA[0-9A-Za-z_\-]{32,34})(?![A-Za-z0-9_\-])",
+    ((":aa", 8), (":aa", 9), (":aa", 10)),
+    lb=frozenset("0123456789"),
+)
+_RULE_DISCORD_WEBHOOK = _Rule(
+    "discord-webhook",
+    r"(?i:discord(?:app)?\.com/api(?:/v[0-9]{1,2})?/webhooks/)(?P<s>[0-9]{17,20}/[A-Za-z0-9_\-]{60,80})",
+    ("discord",),
+)
+_RULE_MAILGUN_NEW = _Rule(
+    "mailgun-key",
+    r"(?P<s>[0-9a-f]{32}-[0-9a-f]{8}-[0-9a-f]{8})(?![A-Za-z0-9_\-])",
+    lb=_TOKCH,
+    pre=r"-[0-9a-f]{8}-[0-9a-f]{8}(?![0-9a-f])",
+)
+# A Twilio account SID passed next to its auth token: Client("AC...", "<32 hex>"), -u AC...:<hex>
+_RULE_TWILIO_PAIR = _Rule(
+    "twilio-key",
+    r"AC(?<![A-Za-z0-9]AC)[0-9a-f]{32}[\"']?[ \t]*[,:][ \t]*[\"']?(?P<s>[0-9a-f]{32})(?![A-Za-z0-9])",
+)
+
+# Twilio's auth token as a literal next to a client call: Client(account_sid, "<32 hex>")
+_RULE_TWILIO_CLIENT = _Rule(
+    "twilio-key",
+    r"(?:Client|TwilioRestClient)\((?P<args>[^()\r\n]{0,160}?)[\"'](?P<s>[0-9a-f]{32})[\"']",
+    hints=("twilio",),
+)
+
+# --- headers, command-line secrets, credential files --------------------------------------
+
+_HDR_VALUE = r"""(?:(?P<q>["'])[ \t]*(?P<key>[A-Za-z0-9_.\-]{1,64})[ \t]*:[ \t]*(?P<s>[^"'\r\n]{1,2048}?)[ \t]*(?P=q)"""
+_HDR_VALUE += r"""|(?P<key2>[A-Za-z0-9_.\-]{1,64}):[ \t]*(?P<s2>[^\s"']{1,2048}))"""
+
+
+def _header_decide(m: re.Match) -> Decision:
+    key = m.group("key") or m.group("key2")
+    g = "s" if m.group("s") is not None else "s2"
+    value = m.group(g)
+    if _normalize_key(key) in ("authorization", "proxy_authorization"):
+        return None  # the Authorization rule keeps the scheme word visible
+    if _key_strength(key) is None:
+        return None
+    v = value.strip()
+    if len(v) < 4 or _is_placeholder(v) or _is_label_like(v):
+        return None
+    return "password-assignment", m.start(g), m.start(g) + len(value.rstrip())
+
+
+# curl/wget/http -H "X-API-Key: ...", --header 'X-Vault-Token: ...', --header=...
+_RULE_HEADER_FLAG = _Rule(
+    "password-assignment",
+    r"-(?<=[\s\"'=]-)(?:H|-header)(?:[ \t]+|=|(?=[\"']))" + _HDR_VALUE,
+    decide=_header_decide,
+    hints=("-h",),
+)
+
+_VALUE_TAIL = r"""(?:'(?P<sq>[^'\r\n]{1,512})'|"(?P<dq>[^"\r\n]{1,512})"|(?P<uv>[^\s'"`;&|<>()]{1,1024}))"""
+
+
+def _value_check(_m: re.Match, value: str) -> bool:
+    v = value.strip()
+    return len(v) >= 4 and not _is_placeholder(v) and not _PATH.match(v) and not _is_label_like(v)
+
+
+def _cmd_rule(command: str, flag: str, *hints: str, kind: str = "password-assignment") -> _Rule:
+    """``command ... flag VALUE`` on one command line (no | ; & between them).
+
+    Anchored on the flag, so every flag of one command is found (``-storepass X -keypass Y``);
+    the command is looked for earlier on the same command line.
+    """
+    cmd_pattern = rf"(?<![A-Za-z0-9_\-./])(?:{command})(?![A-Za-z0-9_\-])"  # compiled on first use (re caches it)
+
+    def check(m: re.Match, value: str) -> bool:
+        line = _line_before(m.string, m.start())
+        segment = re.split(r"[|;&]", line)[-1]
+        return re.search(cmd_pattern, segment) is not None and _value_check(m, value)
+
+    return _Rule(kind, rf"[ \t](?:{flag}){_VALUE_TAIL}", groups=("sq", "dq", "uv"), check=check, hints=hints)
+
+
+def _positional_rule(command: str, *hints: str) -> _Rule:
+    """``command args VALUE``: the value is the next word after the command and its arguments."""
+    return _Rule(
+        "password-assignment",
+        rf"(?:{command})[ \t]+{_VALUE_TAIL}",
+        groups=("sq", "dq", "uv"),
+        check=_value_check,
+        lb=_TOKCH | frozenset("/."),
+        hints=hints,
+    )
+
+
+_CLI_RULES: tuple[_Rule, ...] = (
+    _cmd_rule(r"az[ \t]+login", r"-p[ \t]+|--password[ \t=]+", "az login"),
+    _cmd_rule(r"ldap(?:search|modify|add|delete|passwd|whoami|compare|modrdn|exop)", r"-w[ \t]*", "ldap"),
+    _cmd_rule(r"doctl", r"-t[ \t]+|--access-token[ \t=]+", "doctl"),
+    _cmd_rule(
+        r"keytool|jarsigner",
+        r"-(?:storepass|keypass|srcstorepass|deststorepass|srckeypass|destkeypass|new)(?::plain)?[ \t]+",
+        "keytool ",
+        "jarsigner ",
+    ),
+    _cmd_rule(r"openssl", r"-k[ \t]+", "openssl "),
+    _cmd_rule(r"sqlcmd|bcp|ipmitool|osql|isql", r"-P[ \t]*", "sqlcmd ", "bcp ", "ipmitool ", "osql ", "isql "),
+    _cmd_rule(r"mongo(?:sh|dump|restore|export|import|stat|top|files)?", r"-p[ \t]+", "mongo"),
+    _cmd_rule(r"twine|poetry[ \t]+publish|flit[ \t]+publish", r"-p[ \t]+", "twine ", "publish "),
+    _cmd_rule(r"ssh-keygen", r"-[NP][ \t]+", "ssh-keygen "),
+    _cmd_rule(r"zip|unzip|7z|7za|7zr|rar|unrar", r"-P[ \t]+|-p(?=[^\s-])", "zip ", "7z ", "7za ", "7zr ", "rar "),
+    _cmd_rule(r"gh[ \t]+secret[ \t]+set", r"-b[ \t]*|--body[ \t=]+", "secret set"),
+    _cmd_rule(r"kubectl[ \t]+create[ \t]+secret", r"--from-literal[ \t=]+[^=\s]+=", "create secret"),
+    _cmd_rule(r"docker|podman|nerdctl|buildah|skopeo|helm|oras|regctl|crane", r"--password[ \t=]+|-p[ \t]+", "login "),
+    _positional_rule(r"vault[ \t]+login(?:[ \t]+-[A-Za-z\-]+(?:=\S*)?)*(?![ \t]+(?:-|[A-Za-z_]+=))", "vault login"),
+    _positional_rule(r"rabbitmqctl[ \t]+(?:add_user|change_password|authenticate_user)[ \t]+\S+", "rabbitmqctl "),
+    _positional_rule(r"net[ \t]+user[ \t]+[^\s/]+(?=[ \t]+[^\s/*])", "net user"),
+    _positional_rule(r"htpasswd(?:[ \t]+-[A-Za-z]*b[A-Za-z]*)(?:[ \t]+-\S+)*[ \t]+\S+[ \t]+\S+", "htpasswd "),
+    _positional_rule(r"mc[ \t]+(?:alias[ \t]+set|config[ \t]+host[ \t]+add)[ \t]+\S+[ \t]+\S+[ \t]+\S+", "mc "),
+)
+# openssl/pkcs12-style password arguments: -passin pass:VALUE, -passout pass:VALUE
+_RULE_PASS_ARG = _Rule(
+    "password-assignment",
+    r"-(?<=[ \t\"']-)(?:passin|passout|pass|password|passphrase|srcpass|deststorepass|storepass)[ \t=]+pass:"
+    + _VALUE_TAIL,
+    groups=("sq", "dq", "uv"),
+    check=_value_check,
+    hints=("pass:",),
+)
+# smbclient -U user%password, rpcclient -U 'DOM\user%password', --user=user%password
+_RULE_SMB_USER = _Rule(
+    "password-assignment",
+    r"-(?<=[ \t]-)(?:U|-user(?:name)?)(?:[ \t]+|=)?[\"']?[^\s%\"'/]{1,128}%(?P<s>[^\s\"']{1,512})",
+    check=_not_placeholder,
+    hints=("%",),
+)
+# `echo VALUE |` / `printf '%s' VALUE |`: a value piped into the next command
+_ECHO_VALUE_PIPE = (
+    r"(?:echo|printf)(?:[ \t]+-[neE]{1,3})*(?:[ \t]+(?:'%s(?:\\n)?'|\"%s(?:\\n)?\"))?[ \t]+" + _VALUE_TAIL + r"[ \t]*\|"
+)
+# echo VALUE | docker login --password-stdin (printf, here-strings, any login tool)
+_RULE_STDIN_SECRET = _Rule(
+    "password-assignment",
+    _ECHO_VALUE_PIPE
+    + r"[^\r\n|;&]{0,300}?(?:--password-stdin|--token-stdin|--with-token|-password-stdin|--secret-stdin|--stdin)",
+    groups=("sq", "dq", "uv"),
+    check=_value_check,
+    lb=_TOKCH,
+    hints=("stdin", "with-token"),
+)
+_STDIN_TOOLS = (
+    r"(?:docker|podman|nerdctl|buildah|skopeo|helm|oras|crane|regctl|gh|glab|vault|kubectl|sshpass|chpasswd|passwd"
+    r"|gpg|az|aws|gcloud|doctl|heroku|npm|twine|mysql|psql|ldappasswd)(?![A-Za-z0-9_\-])"
+)
+# echo VALUE | podman login ... with the --password-stdin flag cut away: a password-like value
+_RULE_ECHO_LOGIN = _Rule(
+    "password-assignment",
+    _ECHO_VALUE_PIPE + r"[ \t]*(?:sudo[ \t]+)?(?:[^\r\n|;&]{0,120}?\blogin\b|" + _STDIN_TOOLS + r")",
+    groups=("sq", "dq", "uv"),
+    # piped into a login or a tool that reads credentials on stdin (even with its flags cut away)
+    check=lambda m, v: _value_check(m, v) and _password_like(v),
+    lb=_TOKCH,
+    hints=("|",),
+)
+_RULE_HERESTRING_SECRET = _Rule(
+    "password-assignment",
+    r"(?:--password-stdin|--token-stdin|--with-token|--stdin)[^\r\n|;&]{0,200}?<<<[ \t]*" + _VALUE_TAIL,
+    groups=("sq", "dq", "uv"),
+    check=_value_check,
+    hints=("<<<",),
+)
+# `set KEY VALUE` of a config tool: aws configure set aws_secret_access_key V, npm config
+# set _authToken V, dotnet user-secrets set "Stripe:SecretKey" V, CONFIG SET requirepass V
+_RULE_SET_KEY = _Rule(
+    "password-assignment",
+    r"set[ \t]+(?:--?[A-Za-z][A-Za-z\-]*[ \t]+)*(?P<kq>[\"']?)(?P<key>[A-Za-z0-9_.:/@\-]{1,128})(?P=kq)[ \t]+"
+    + _VALUE_TAIL,
+    ("set ", "set\t"),
+    decide=lambda m: _set_decide(m),
+    lb=_TOKCH,
+)
+
+
+def _set_decide(m: re.Match) -> Decision:
+    for g in ("dq", "sq", "uv"):
+        value = m.group(g)
+        if value is not None:
+            break
+    else:  # pragma: no cover
+        return None
+    key = m.group("key")
+    if key == "requirepass" or key == "masterauth":
+        key = "password"
+    if g == "uv" and value.isalpha() and value.islower():
+        return None  # prose: `set token expiry ...`
+    if _key_strength(key.replace(":", "_").replace("/", "_")) is None:
+        return None
+    if not _value_check(m, value):
+        return None
+    kind = _classify(key, value) or ("password-assignment" if _key_strength(key) == "strong" else None)
+    return None if kind is None else (kind, m.start(g), m.end(g))
+
+
+# requests/httpx auth=("user", "secret"), HTTPBasicAuth("user", "secret"), BasicAuth(...)
+_RULE_AUTH_TUPLE = _Rule(
+    "password-assignment",
+    r"(?:auth|Auth)[ \t]*[=(][ \t]*\(?[ \t]*(?P<uq>[\"'])[^\"'\r\n]{0,128}(?P=uq)[ \t]*,[ \t]*(?P<q>[\"'])(?P<s>[^\"'\r\n]{4,512})(?P=q)",
+    ("auth",),
+    check=_value_check,
+)
+# define('DB_PASSWORD', 'x'), setenv("API_TOKEN", "x"), config.set("secret", "x")
+_RULE_KEY_ARG = _Rule(
+    "password-assignment",
+    rf"{_KW}(?P<krest>[A-Za-z0-9_.\-]{{0,64}}+)(?P<kq>[\"'])[ \t]*,[ \t]*(?P<q>[\"'])(?P<s>[^\"'\r\n]{{1,1024}})(?P=q)",
+    _KW_ANCHORS,
+    decide=lambda m: _key_arg_decide(m),
+    hints=(",",),
+)
+
+
+def _key_arg_decide(m: re.Match) -> Decision:
+    text = m.string
+    key_start = m.start()
+    while key_start > 0 and m.start() - key_start < 64 and text[key_start - 1] in _KEYCH_SET:
+        key_start -= 1
+    if key_start == 0 or text[key_start - 1] != m.group("kq"):
+        return None  # the key must be a quoted string: define('DB_PASSWORD', '...')
+    value = m.group("s")
+    if value.isalpha() and value.islower():
+        return None  # a pair of words in code: ("password", "incorrect")
+    kind = _classify(text[key_start : m.end("krest")], value)
+    return None if kind is None else (kind, m.start("s"), m.end("s"))
+
+
+# ~/.pgpass: hostname:port:database:username:password
+_RULE_PGPASS = _Rule(
+    "password-assignment",
+    r"(?<![^\s])[A-Za-z0-9_.\-*]{1,253}:(?:[0-9]{1,5}|\*):[^:\s]{1,128}:[^:\s]{1,128}:(?P<s>(?:[^\s:\\]|\\.){1,512})(?![^\s])",
+    check=_value_check,
+    pre=r":(?:[0-9]{1,5}|\*):[^:\s]{1,128}:[^:\s]{1,128}:",
+)
+# PuTTY .ppk: the Private-Lines block and its MAC
+_RULE_PPK = _Rule(
+    "private-key",
+    r"Private-Lines:[ \t]*[0-9]{1,3}(?P<s>(?:(?:\s|\\n)+(?!Private-)[A-Za-z0-9+/]{4,}={0,2})+(?:(?:\s|\\n)+Private-(?:MAC|Hash):[ \t]*[0-9a-fA-F]{16,128})?)",
+    ("private-lines:",),
+)
+# ~/.docker/config.json: "auth": "<base64 of user:password>"
+_RULE_DOCKER_AUTH = _Rule(
+    "password-assignment",
+    r"\"auth\"[ \t]*:[ \t]*\"(?P<s>[A-Za-z0-9+/]{8,1024}={0,2})\"",
+    ('"auth"',),
+    check=_value_check,
+)
+
+# --- documentation examples -------------------------------------------------------------------
+# Published example credentials (AWS, Stripe, ... documentation) are not secrets. AWS marks its
+# examples with EXAMPLE in capitals; a random key never spells that out.
+_DOC_EXAMPLES = frozenset(
+    """
+    AKIAIOSFODNN7EXAMPLE AKIAI44QH8DHBEXAMPLE wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY
+    je7MtGbClwBF/2Zp9Utk/h3yCo8nvbEXAMPLEKEY sk_test_4eC39HqLyjWDarjtT1zdp7dc
+    pk_test_TYooMQauvdEDq54NiTphI7jx sk_test_BQokikJOvBiI2HlWgH4olfQ2 rk_test_4eC39HqLyjWDarjtT1zdp7dc
+    xoxb-not-a-real-token-this-will-not-work ghp_16C7e42F292c6912E7710c838347Ae178B4a
+    eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwiaWF0IjoxNTE2MjM5MDIyfQ.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c
+    """.split()
+)
+_EXAMPLE_MARK = re.compile(r"EXAMPLE|(?i:example|sample|dummy|fake|placeholder)(?:[_\-]?(?:key|token|secret))")
+
+
+def _is_doc_example(value: str) -> bool:
+    """A value published as a documentation example (``AKIAIOSFODNN7EXAMPLE``)."""
+    return value in _DOC_EXAMPLES or _EXAMPLE_MARK.search(value) is not None
+
+
+# --- private key bodies without their BEGIN line ------------------------------------------------
+_PEM_END = re.compile(r"-----END (?:[A-Z0-9 ]{0,40})PRIVATE KEY(?: BLOCK)?-----")
+_B64_TOKEN = re.compile(r"[A-Za-z0-9+/]{4,}={0,2}")
+_PEM_HEADER_TOKEN = re.compile(r"(?:Proc-Type|DEK-Info|Comment|Version|Hash|Charset):")
+_PEM_SPLIT = re.compile(r"(?:\s|\\r|\\n)+")
+# Lines of a key body whose BEGIN and END lines were cut away: 3+ lines of base64 (PEM
+# wraps at 64, OpenSSH at 70, others at 60-76), the first and last possibly cut.
+_B64_BLOCK = re.compile(
+    r"(?m)^[ \t]*(?P<s>(?:[A-Za-z0-9+/]{8,76}={0,2}(?:\r?\n|\\n))?(?:[ \t]*[A-Za-z0-9+/]{60,76}(?:\r?\n|\\n)){2,}"
+    r"(?:[ \t]*[A-Za-z0-9+/]{1,76}={0,2})?)"
+    r"|(?P<sq>(?<![A-Za-z0-9+/])(?:[A-Za-z0-9+/]{60,76}[ \t]+){2,}[A-Za-z0-9+/]{1,76}={0,2})"
+)
+_B64_LINE = re.compile(r"[A-Za-z0-9+/]{60}")
+_PUBLIC_PEM = re.compile(
+    r"-----(?:BEGIN|END) (?:CERTIFICATE|PUBLIC KEY|RSA PUBLIC KEY|PGP PUBLIC|X509 CRL|CERTIFICATE REQUEST|NEW CERTIFICATE|TRUSTED)"
+)
+
+
+def _headless_pem(text: str, counts: Counter) -> str:
+    """Redact key bodies whose BEGIN line is gone (output cut before it) or both ends are."""
+    if "-----END " in text:
+        text = _headless_with_end(text, counts)
+    if len(text) >= 180 and _B64_LINE.search(text):
+        text = _b64_blocks(text, counts)
+    return text
+
+
+def _headless_with_end(text: str, counts: Counter) -> str:
+    out: list[str] = []
+    copied = 0
+    for m in _PEM_END.finditer(text):
+        start = m.start()
+        pos = start
+        alnum = 0
+        tokens = list(_PEM_SPLIT.finditer(text, max(copied, start - 16384), start))
+        # walk back over whitespace-separated tokens that are key material
+        cursor = start
+        for sep in reversed(tokens):
+            tok = text[sep.end() : cursor]
+            if tok and not (
+                _B64_TOKEN.fullmatch(tok)
+                and (len(tok) >= 16 or re.search(r"[0-9+/]", tok))
+                or _PEM_HEADER_TOKEN.fullmatch(tok)
+                or re.fullmatch(r"[A-Z0-9,\-]{1,40}", tok)
+            ):
+                break
+            alnum += len(tok)
+            pos = sep.end() if tok else pos
+            cursor = sep.start()
+        else:
+            tok = text[max(copied, cursor - 128) : cursor]
+            tail = re.search(r"[A-Za-z0-9+/=]+$", tok)
+            if tail:
+                alnum += len(tail.group(0))
+                pos = cursor - len(tail.group(0))
+        if alnum < 16 or _LABEL_MARK in text[pos:start]:
+            continue
+        out.append(text[copied:pos])
+        out.append(label_for("private-key"))
+        copied = m.end()
+        counts["private-key"] += 1
+    if not out:
+        return text
+    out.append(text[copied:])
+    return "".join(out)
+
+
+def _b64_blocks(text: str, counts: Counter) -> str:
+    out: list[str] = []
+    copied = 0
+    for m in _B64_BLOCK.finditer(text):
+        g = "s" if m.group("s") is not None else "sq"
+        block = m.group(g)
+        start, end = m.start(g), m.end(g)
+        if start < copied or not (_DIGIT.search(block) and _LOWER.search(block) and _UPPER.search(block)):
+            continue
+        before = text[max(0, start - 16384) : start]
+        last = before.rfind("-----BEGIN ")
+        if last != -1 and _PUBLIC_PEM.match(before, last) and "-----END " not in before[last + 11 :]:
+            continue  # inside a certificate or public key
+        after = text[end : end + 200].lstrip()
+        if _PUBLIC_PEM.match(after):
+            continue
+        out.append(text[copied:start])
+        out.append(label_for("private-key"))
+        copied = end
+        counts["private-key"] += 1
+    if not out:
+        return text
+    out.append(text[copied:])
+    return "".join(out)
+
+
+# --- Kubernetes Secret manifests ------------------------------------------------------------------
+_K8S_SECRET = re.compile(r"""kind["']?[ \t]*:[ \t]*["']?Secret\b""")
+_K8S_DATA_YAML = re.compile(r"(?m)^(?P<ind>[ \t]*)(?:data|stringData):[ \t]*\r?$")
+_K8S_ITEM_YAML = re.compile(
+    r"(?P<ind>[ \t]+)(?P<key>[^\s:#][^:\r\n]{0,252}):[ \t]*(?P<s>[^\s#][^\r\n]{0,8192}?)[ \t]*\r?$", re.M
+)
+_K8S_DATA_FLAT = re.compile(
+    r"(?<![\w.\-])(?:data|stringData):[ \t]+(?P<pairs>(?:[\w.\-]{1,253}:[ \t]+[^\s]{1,8192}[ \t]*){1,64})"
+)
+_K8S_ITEM_FLAT = re.compile(r"(?P<key>[\w.\-]{1,253}):[ \t]+(?P<s>[^\s]{1,8192})")
+_K8S_TOP_KEYS = frozenset("apiVersion kind metadata type immutable name namespace labels annotations".split())
+_K8S_DATA_JSON = re.compile(r"""["'](?:data|stringData)["'][ \t]*:[ \t]*\{(?P<body>[^{}]{0,65536})\}""")
+_K8S_ITEM_JSON = re.compile(r"""["'][^"'\r\n]{1,253}["'][ \t]*:[ \t]*["'](?P<s>[^"'\r\n]{1,8192})["']""")
+
+
+def _k8s_secrets(text: str, counts: Counter) -> str:
+    """Redact every value under ``data:`` / ``stringData:`` of a Kubernetes Secret (YAML or JSON)."""
+    if not _K8S_SECRET.search(text):
+        return text
+    spans: list[tuple[int, int]] = []
+    for m in _K8S_DATA_YAML.finditer(text):
+        indent = len(m.group("ind"))
+        pos = m.end() + 1
+        while pos < len(text):
+            item = _K8S_ITEM_YAML.match(text, pos)
+            if item is None or len(item.group("ind")) <= indent:
+                break
+            if not _is_placeholder(item.group("s")) and _LABEL_MARK not in item.group("s"):
+                spans.append(item.span("s"))
+            nl = text.find("\n", item.end())
+            if nl == -1:
+                break
+            pos = nl + 1
+    for m in _K8S_DATA_FLAT.finditer(text):  # a manifest squeezed onto one line
+        for item in _K8S_ITEM_FLAT.finditer(m.group("pairs")):
+            if item.group("key") in _K8S_TOP_KEYS:
+                break
+            if not _is_placeholder(item.group("s")) and _LABEL_MARK not in item.group("s"):
+                spans.append((m.start("pairs") + item.start("s"), m.start("pairs") + item.end("s")))
+    for m in _K8S_DATA_JSON.finditer(text):
+        base = m.start("body")
+        for item in _K8S_ITEM_JSON.finditer(m.group("body")):
+            if not _is_placeholder(item.group("s")) and _LABEL_MARK not in item.group("s"):
+                spans.append((base + item.start("s"), base + item.end("s")))
+    if not spans:
+        return text
+    out: list[str] = []
+    copied = 0
+    for s, e in sorted(spans):
+        if s < copied:
+            continue
+        out += [text[copied:s], label_for("k8s-secret")]
+        copied = e
+        counts["k8s-secret"] += 1
+    out.append(text[copied:])
+    return "".join(out)
+
+
+_RULES: tuple[_Rule, ...] = (
+    # containers first so their content gets the container's kind
+    _RULE_GCP_KEY,
+    _RULE_GCP_KEY_ID,
+    _RULE_PEM,
+    # provider formats (specific before general: anthropic before openai)
+    _RULE_AWS_ID,
+    _RULE_AWS_SECRET,
+    _RULE_ANTHROPIC,
+    _RULE_STRIPE,
+    _RULE_GITHUB,
+    _RULE_GITLAB,
+    _RULE_SLACK_WEBHOOK,
+    _RULE_SLACK,
+    _RULE_GOOGLE,
+    _RULE_AZURE,
+    _RULE_AZURE_SAS,
+    _RULE_NPM,
+    _RULE_NPM_AUTH,
+    _RULE_PYPI,
+    _RULE_TWILIO,
+    _RULE_SENDGRID,
+    *_TOKEN_RULES,
+    _RULE_TELEGRAM,
+    _RULE_DISCORD_WEBHOOK,
+    _RULE_MAILGUN_NEW,
+    _RULE_TWILIO_PAIR,
+    _RULE_TWILIO_CLIENT,
+    _RULE_OPENAI,
+    _RULE_JWT,
+    _RULE_PPK,
+    # structure-based
+    _RULE_URL,
+    _RULE_AUTH_HEADER,
+    _RULE_BARE_BEARER,
+    _RULE_MYSQL,
+    _RULE_SSHPASS,
+    _RULE_REDIS,
+    _RULE_LOGIN_P,
+    _RULE_CURL_USER,
+    _RULE_NETRC,
+    _RULE_HEADER_FLAG,
+    *_CLI_RULES,
+    _RULE_PASS_ARG,
+    _RULE_SMB_USER,
+    _RULE_STDIN_SECRET,
+    _RULE_ECHO_LOGIN,
+    _RULE_HERESTRING_SECRET,
+    _RULE_SET_KEY,
+    _RULE_AUTH_TUPLE,
+    _RULE_DOCKER_AUTH,
+    _RULE_PGPASS,
+    _RULE_KEY_ARG,
+    _RULE_XML,
+    _RULE_FLAG,
+    # generic last: password-assignment / generic-high-entropy
+    _RULE_ASSIGN,
+)
+
+_LABEL_RE = re.compile(r"\[REDACTED:[a-z0-9\-]*\]?")
+
+
+def _overlaps(spans: list, start: int, end: int) -> bool:
+    i = bisect_right(spans, (start, float("inf"))) - 1
+    if i >= 0 and spans[i][1] > start:
+        return True
+    return i + 1 < len(spans) and spans[i + 1][0] < end
+
+
+def _anchor_positions(low: bytes, anchors: tuple) -> list[int]:
+    found: list[int] = []
+    find = low.find
+    for a, offset in anchors:
+        i = find(a)
+        while i != -1:
+            if i >= offset:
+                found.append(i - offset)
+            i = find(a, i + 1)
+    if len(anchors) > 1:
+        found = sorted(set(found))
+    return found
+
+
+def _apply(rule: _Rule, text: str, low: bytes, counts: Counter, spans: Optional[list] = None) -> str:
+    n = len(text)
+    pieces: list[str] = []
+    copied = 0  # end of the text already copied to `pieces`
+    resume = 0  # no match may start before this (end of the last redaction)
+    labels: Optional[list] = None
+    if rule.pre is not None and rule.pre.search(text) is None:
+        return text
+    if rule.anchors is None:
+        positions = None
+        search = rule.regex.search
+    else:
+        positions = _anchor_positions(low, rule.anchors)
+        if not positions:
+            return text
+        match = rule.regex.match
+    idx = -1
+    while True:
+        if positions is None:
+            m = search(text, resume)
+            if m is None:
+                break
+            resume = m.start() + 1  # a rejected candidate must not hide a later one
+        else:
+            idx += 1
+            if idx >= len(positions):
+                break
+            p = positions[idx]
+            if p < resume or (rule.lb and p and text[p - 1] in rule.lb):
+                continue
+            endpos = positions[idx + 1] if rule.bounded and idx + 1 < len(positions) else n
+            m = match(text, p, endpos)
+            if m is None:
+                continue
+        decision = rule.span(m)
+        if decision is None:
+            if rule.skip_long_rejects and m.end() - m.start() > 256:
+                # a long rejected value (a blob, minified code) is not re-scanned
+                # from every anchor inside it: that would be quadratic
+                resume = m.end()
+            continue
+        kind, start, end = decision
+        if _is_doc_example(text[start:end]):
+            continue
+        if labels is None:
+            # spans of labels written by earlier rules: nothing may be redacted in them
+            labels = [x.span() for x in _LABEL_RE.finditer(text)] if _LABEL_MARK in text else []
+        if start < copied or (labels and _overlaps(labels, start, end)):
+            continue
+        pieces.append(text[copied:start])
+        pieces.append(label_for(kind))
+        if spans is not None:
+            spans.append((start, end, kind))
+        copied = end
+        resume = max(m.end(), end)
+        counts[kind] += 1
+    if not pieces:
+        return text
+    pieces.append(text[copied:])
+    return "".join(pieces)
+
+
+def _ascii_lower(text: str) -> bytes:
+    # same length as `text` (one byte per code point), ASCII letters lowered
+    return text.encode("ascii", "replace").lower()
+
+
+def _run_rules(text: str, counts: Counter) -> str:
+    low = _ascii_lower(text)
+    for rule in _RULES:
+        if rule.hints and not any(h in low for h in rule.hints):
+            continue
+        new = _apply(rule, text, low, counts)
+        if new is not text:
+            text = new
+            low = _ascii_lower(text)
+    return text
+
+
+def _redact_counts(text: str, counts: Counter) -> str:
+    if not text:
+        return text
+    if textview.needs_view(text):
+        # first, so that a value split in two literals is found whole, not as its first half
+        text = _redact_view(text, counts)
+    text = _run_rules(text, counts)
+    if "Secret" in text:
+        text = _k8s_secrets(text, counts)
+    return _headless_pem(text, counts)
+
+
+def _view_spans(view: str, counts: Counter) -> list[tuple[int, int, str]]:
+    """Run the rules on a normalised view; the redacted spans, in view coordinates.
+
+    ``placed`` holds ``(cur_start, cur_end, view_start, view_end, kind)`` for each label
+    written so far, so a span found in the partly redacted text maps back to the view.
+    """
+    placed: list[tuple[int, int, int, int, str]] = []
+    text = view
+    low = _ascii_lower(text)
+    for rule in _RULES:
+        if rule.hints and not any(h in low for h in rule.hints):
+            continue
+        found: list[tuple[int, int, str]] = []
+        new = _apply(rule, text, low, counts, found)
+        if not found:
+            continue
+        entries = [(cs, ce, vs, ve, kind, False) for cs, ce, vs, ve, kind in placed]
+        for s, e, kind in found:
+            entries.append((s, e, _to_view(s, placed), _to_view(e, placed), kind, True))
+        entries.sort()
+        shift = 0
+        placed = []
+        for cs, ce, vs, ve, kind, fresh in entries:
+            length = len(label_for(kind)) if fresh else ce - cs
+            placed.append((cs + shift, cs + shift + length, vs, ve, kind))
+            if fresh:
+                shift += length - (ce - cs)
+        text = new
+        low = _ascii_lower(text)
+    return [(vs, ve, kind) for _cs, _ce, vs, ve, kind in placed]
+
+
+def _to_view(pos: int, placed: list[tuple[int, int, int, int, str]]) -> int:
+    shift = 0
+    for cs, ce, vs, ve, _kind in placed:
+        if ce <= pos:
+            shift += (ve - vs) - (ce - cs)
+    return pos + shift
+
+
+def _redact_view(text: str, counts: Counter) -> str:
+    """Secrets hidden by look-alikes, format characters, foreign key names or split literals.
+
+    The rules run again on :func:`textview.build_view`'s normalised text; each finding is
+    mapped back to the original characters it came from, which are replaced.
+    """
+    found = textview.edits(text)
+    if not found:
+        return text
+    regions: list[tuple[int, int, str]] = []
+    for lo, hi in textview.windows(text, found):
+        local = [(s - lo, e - lo, rep) for s, e, rep in found if s >= lo and e <= hi]
+        view = textview.view_from_edits(text[lo:hi], local)
+        if view is None:
+            continue
+        for vs, ve, kind in _view_spans(view.text, counts):
+            s, e = view.span(vs, ve)
+            regions.append((s + lo, e + lo, kind))
+    if not regions:
+        return text
+    regions.sort()
+    out: list[str] = []
+    copied = 0
+    for s, e, kind in regions:
+        if s < copied:  # two findings on the same original characters: one label
+            counts[kind] -= 1
+            continue
+        out += [text[copied:s], label_for(kind)]
+        copied = e
+    out.append(text[copied:])
+    return "".join(out)
+
+
+# ---------------------------------------------------------------------------
+# public API
+# ---------------------------------------------------------------------------
+
+
+def redact(text: str) -> RedactionResult:
+    """Replace every detected secret with ``[REDACTED:<kind>]``."""
+    if not isinstance(text, str):
+        raise TypeError(f"redact() expects str, got {type(text).__name__}")
+    counts: Counter = Counter()
+    out = _redact_counts(text, counts)
+    return RedactionResult(out, _findings(counts))
+
+
+def sanitize(text: str) -> RedactionResult:
+    """``strip_private`` then ``redact``: the one call every storing path uses."""
+    if not isinstance(text, str):
+        raise TypeError(f"sanitize() expects str, got {type(text).__name__}")
+    return redact(strip_private(text))
+
+
+def _sanitize_pair(key: Any, value: str, counts: Counter) -> str:
+    """Sanitize a string value, using its dict key as context."""
+    counts_before = sum(counts.values())
+    out = _redact_counts(strip_private(value), counts)
+    if sum(counts.values()) != counts_before or not isinstance(key, str):
+        return out
+    # the value alone did not reveal a secret: `{"password": "hunter2"}`
+    if _normalize_key(key) in ("authorization", "proxy_authorization"):
+        v = out.strip()
+        scheme, _, cred = v.partition(" ")
+        if cred and scheme.lower() in ("bearer", "basic", "token", "negotiate", "ntlm"):
+            if not _is_placeholder(cred) and len(cred) >= 4:
+                counts["bearer-token"] += 1
+                return f"{scheme} {label_for('bearer-token')}"
+        elif v and not _is_placeholder(v) and len(v) >= 8:
+            counts["bearer-token"] += 1
+            return label_for("bearer-token")
+        return out
+    if _CODE_PREFIX.match(out.strip()):
+        return out
+    kind = _classify(key, out)
+    if kind is None:
+        return out
+    counts[kind] += 1
+    return label_for(kind)
+
+
+def _walk(obj: Any, counts: Counter, key: Any = None) -> Any:
+    if isinstance(obj, str):
+        return _sanitize_pair(key, obj, counts)
+    if isinstance(obj, dict):
+        new: dict = {}
+        for k, v in obj.items():
+            nk = _redact_counts(strip_private(k), counts) if isinstance(k, str) else k
+            if nk != k and nk in new:  # two secret keys redacted to the same label
+                n = 2
+                while f"{nk}#{n}" in new:
+                    n += 1
+                nk = f"{nk}#{n}"
+            new[nk] = _walk(v, counts, k)
+        return new
+    if isinstance(obj, list):
+        return [_walk(v, counts, key) for v in obj]
+    if isinstance(obj, tuple):
+        return tuple(_walk(v, counts, key) for v in obj)
+    return obj
+
+
+def redact_obj(obj: Any) -> tuple[Any, tuple[Finding, ...]]:
+    """Recursively sanitize every string in dicts/lists/tuples.
+
+    Dict keys are used as context: ``{"password": "hunter2"}`` is redacted even
+    though ``hunter2`` alone is not recognisable.  Returns ``(new_obj,
+    findings)``; the input is not modified.  Non-string scalars are kept.
+    """
+    counts: Counter = Counter()
+    new = _walk(obj, counts)
+    return new, _findings(counts)
+
+
+def redact_tags(tags: Any) -> tuple[Any, tuple[Finding, ...]]:
+    """``redact_obj`` for a tag list, plus tags that are themselves a secret (:func:`tag_secret_kind`)."""
+    new, findings = redact_obj(tags)
+    if not isinstance(new, list):
+        return new, findings
+    counts: Counter = Counter({f.kind: f.count for f in findings})
+    out = []
+    for tag in new:
+        kind = tag_secret_kind(tag) if isinstance(tag, str) else None
+        if kind is not None:
+            counts[kind] += 1
+            tag = label_for(kind)
+        out.append(tag)
+    return out, _findings(counts)
+
+
+def tag_secret_kind(tag: str) -> str | None:
+    """The kind of secret a whole tag is, or None.
+
+    A tag is a short label with no context around it, and tags are stored lower-cased, so
+    the case-sensitive provider patterns (``AKIA...``, ``sk_live_...``) are tried on the
+    upper-cased tag, then the entropy test, then :func:`_looks_like_password` for what is
+    left: a lower-cased password or key fragment pasted as a tag.
+    """
+    if _LABEL_MARK in tag:
+        return None
+    upper = redact(tag.upper()).findings or redact(tag).findings  # a lower-cased AKIA.../sk_live_.../hf_... token
+    if upper:
+        return upper[0].kind
+    if _looks_random(tag):
+        return "generic-high-entropy"
+    if _looks_like_password(tag):
+        return "password"
+    return None
+
+
+_TAG_PARTS = re.compile(r"[\s\-_./:+]+")
+_CHAR_CLASS_RUNS = re.compile(r"[a-z]+|[0-9]+|[^a-z0-9]+")
+_CONSONANT_RUN_5 = re.compile(r"[bcdfghjklmnpqrstvwxz]{5,}")
+_VOWELS = frozenset("aeiou")
+#: Shortest tag part judged by :func:`_looks_like_password`: 8 is the usual minimum password length,
+#: and shorter parts are mostly names with a version (``py311``, ``log4j``, ``i18next``).
+PASSWORD_MIN_CHARS = 8
+#: Shortest letters-only tag part judged as a random fragment (fewer than a quarter vowels and
+#: six consonants in a row): shorter ones are abbreviations.
+GIBBERISH_MIN_CHARS = 12
+
+
+_ALPHA_RUN = re.compile(r"[a-z]+")
+_CONSONANT_RUN_3 = re.compile(r"[bcdfghjklmnpqrstvwxz]{3,}")
+_CONSONANT_RUN_6 = re.compile(r"[bcdfghjklmnpqrstvwxz]{6,}")
+
+
+def _split_password(tag: str) -> bool:
+    """A lower-cased password that separators cut into short parts (``uim00d_crzu9``,
+    ``6x10-lgmavje``): 10-40 characters once joined, letters and digits switching at least
+    twice, and no letter run that reads like a word (``utf8mb4_unicode``, ``p95-latency``,
+    ``claude-3-5-sonnet`` stay names)."""
+    if " " in tag or not re.search(r"[-_.]", tag):
+        return False
+    joined = re.sub(r"[-_.]", "", tag)
+    if not 10 <= len(joined) <= 40 or not joined.isalnum() or not _DIGIT.search(joined):
+        return False
+    runs = [r for r in _ALPHA_RUN.findall(tag) if len(r) >= 4]
+    if not runs:
+        return False  # sha256-abc123: too little text to tell a name from a password
+    for r in runs:
+        if not _CONSONANT_RUN_3.search(r) and _VOWELS.intersection(r):
+            return False  # a pronounceable word: part of a name
+    return len(_CHAR_CLASS_RUNS.findall(joined)) - 1 >= 2
+
+
+def _looks_like_password(tag: str) -> bool:
+    """A lower-cased tag part that mixes letters and digits like a password, not like a name.
+
+    Names with digits switch between letters and digits at most twice (``postgres16``,
+    ``log4shell``, ``oauth2proxy``) and their letters are pronounceable. A password part
+    switches three or more times (``tr0ub4dor&3``), or carries letters no word has: five
+    consonants in a row (``nedawlhvbbe0``) or five or more letters without a vowel
+    (``v919bdjysh``). Parts without a digit are left alone: a label of letters is a word
+    or a name, however odd it looks.
+    """
+    if _split_password(tag.lower()):
+        return True
+    for part in _TAG_PARTS.split(tag.lower()):
+        if (
+            len(part) >= GIBBERISH_MIN_CHARS
+            and part.isalpha()
+            and _CONSONANT_RUN_6.search(part)
+            and (sum(c in _VOWELS for c in part) < 0.25 * len(part))
+        ):
+            return True  # letters no word has: a random key fragment (`jmdnwbatccqcfocl`)
+        if len(part) < PASSWORD_MIN_CHARS or not _DIGIT.search(part) or not _LOWER.search(part):
+            continue
+        runs = _CHAR_CLASS_RUNS.findall(part)
+        if len(runs) - 1 >= 3:
+            return True
+        for run in runs:
+            if len(run) >= 5 and run.isalpha():
+                if _CONSONANT_RUN_5.search(run) or not _VOWELS.intersection(run):
+                    return True
+    return False

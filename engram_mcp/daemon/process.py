@@ -1,0 +1,633 @@
+"""engramd: the one process per user that owns the stores.
+
+Why a daemon (docs/architecture.md, "Process model"): SurrealKV may be opened by one
+process only (two corrupt it), Claude Code runs one MCP server per window plus a
+process per hook, and the embedding model and the retrieval indexes cost seconds to
+load. So one owner process per user store directory holds every store, the model and
+the indexes; everyone else is a thin client on a 0600 Unix socket.
+
+- Single instance: an exclusive flock on `<user_dir>/engramd.lock`; a second daemon exits.
+- Fast availability: the socket is bound before the heavy imports; requests wait until
+  the service is ready.
+- Serialisation: MemoryService holds one lock around every engine access.
+- Bounded: one selector thread holds every connection and a small worker pool runs
+  requests (`connections.py`): idle connections cost no thread, nudges and pings never
+  wait for a worker, and a connection over the cap is told "busy" and closed.
+- No orphans: it exits after `daemon_idle_exit_seconds` with no client connected and no
+  request, on SIGTERM/SIGINT, or when its user directory disappears.
+- Degradation: a write whose store cannot be used (locked by another process, corrupt,
+  disk full, not writable) is queued durably in the spool (`spool.py`) and answered
+  `{"queued": true, "degraded": true}`; reads answer with a `degraded` envelope naming the
+  cause, or with the scopes that work plus a warning. A drain thread applies the spool
+  oldest first: once the service is loaded, on every `drain` nudge (hooks send one and
+  hang up without reading), before each request while entries are pending, and on its
+  own timer with backoff. Entries whose store is still unavailable stay for later (they
+  never keep the daemon alive: idleness counts only clients); invalid ones move to
+  `spool/rejected/` with their error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import json
+import logging
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+import traceback
+from pathlib import Path
+from typing import Any, Callable
+
+from engram_mcp.core import spool
+from engram_mcp.core.errors import DaemonUnavailable, EngramError, InvalidInput, MemoryNotFound, StoreUnavailable
+from engram_mcp.core.paths import make_private_dirs
+from engram_mcp.daemon.client import clear_stale_socket, socket_path
+from engram_mcp.daemon.connections import LISTEN_BACKLOG, ConnectionServer
+
+LOCK_NAME = "engramd.lock"
+PROGRESS_OPS = ("export", "import", "reindex", "maintain")
+# Writes that are queued (and answered as accepted) when their store is unavailable.
+QUEUEABLE_OPS = (
+    "store",
+    "update",
+    "tag",
+    "forget",
+    "link",
+    "promote",
+    "session_end",
+    "hook_capture",
+    "hook_session_end",
+)
+# Replays of these are keyed by the spool entry id (`request_id`), so applying one twice stores once.
+KEYED_OPS = ("store", "hook_capture")
+NOT_REPLAYABLE = ("ping", "shutdown", "drain", "export", "import", "reindex")
+DRAIN_POLL_S = 10.0  # look for entries queued without a nudge
+DRAIN_RETRY_MIN_S, DRAIN_RETRY_MAX_S = 2.0, 60.0  # backoff while a store stays unavailable
+DRAIN_FIRST_WAIT_S = 2.0  # a request waits at most this long for a running drain pass
+READY_WAIT_S = 60.0  # a request waits this long for the service to load, then is answered (writes queued)
+MAX_REPLAY_ATTEMPTS = 3  # unexpected (non-engram) errors before an entry is rejected
+log = logging.getLogger("engram.daemon")
+
+
+def operations() -> dict[str, Callable[..., Any]]:
+    """op name -> fn(service, ctx, args). The daemon's whole API surface."""
+    from engram_mcp.services import hook_ops
+
+    return {
+        "ping": lambda s, c, a: {"pong": True, "pid": os.getpid()},
+        "store": lambda s, c, a: s.store(c, **a),
+        "recall": lambda s, c, a: (lambda fn, kw: fn(c, **kw))(*_recall_route(s, a)),
+        "list": lambda s, c, a: s.list_memories(c, **a),
+        "get": lambda s, c, a: s.get(c, **a),
+        "update": lambda s, c, a: s.update(c, **a),
+        "tag": lambda s, c, a: s.tag(c, **a),
+        "forget": lambda s, c, a: s.forget(c, **a),
+        "link": lambda s, c, a: s.link(c, **a),
+        "promote": lambda s, c, a: s.promote(c, **a),
+        "status": lambda s, c, a: s.status(c),
+        "context": lambda s, c, a: s.context(c, **a),
+        "graph": lambda s, c, a: s.graph_search(c, **a),
+        "consolidate": lambda s, c, a: s.consolidate(c, **a),
+        "session_start": lambda s, c, a: s.session_start(c, **a),
+        "session_end": lambda s, c, a: s.session_end(c, **a),
+        "maintain": lambda s, c, a: s.maintain(c, **a),
+        "export": lambda s, c, a: s.export(c, **a),
+        "import": lambda s, c, a: s.import_(c, **a),
+        "reindex": lambda s, c, a: s.reindex(c, **a),
+        "shutdown": lambda s, c, a: {"stopping": True},
+        **hook_ops.operations(),
+    }
+
+
+def _decode_problem(exc: BaseException) -> str:
+    """Why a request line could not be decoded, in a few words."""
+    if isinstance(exc, RecursionError):
+        return "nested too deeply"
+    if isinstance(exc, UnicodeDecodeError):
+        return f"not UTF-8 ({exc.reason} at byte {exc.start})"
+    if isinstance(exc, json.JSONDecodeError):
+        return f"{exc.msg} at column {exc.colno}"
+    return str(exc)[:200]
+
+
+def _recall_route(service: Any, args: dict[str, Any]) -> tuple[Callable[..., Any], dict[str, Any]]:
+    """(operation, its arguments) for a recall request.
+
+    `recall_memories` without a query browses newest first (no ranking, no strengthening):
+    one tool for both keeps the MCP surface lean (every schema character is context). The
+    call itself happens in the op table's lambdas, so bad argument names are still told
+    apart from bugs (`_is_argument_error`).
+    """
+    args = dict(args)
+    if "query" in args:
+        if "page" in args:
+            raise InvalidInput("page is for browsing (no query) only", field="page")
+        if isinstance(args["query"], str) and not args["query"].strip():
+            raise InvalidInput("query is empty; to browse memories newest first, leave query out", field="query")
+        return service.recall, args
+    time_range = args.pop("time_range", None) or {}
+    include_forgotten = args.pop("include_forgotten", False)
+    args.pop("include_superseded", None)  # browsing lists every memory, superseded ones too
+    args.pop("strategy", None)
+    if args.pop("min_importance", None):
+        raise InvalidInput("min_importance is a filter of a search (with a query) only", field="min_importance")
+    args.setdefault("status", "all" if include_forgotten else None)
+    args.setdefault("limit", RECALL_DEFAULT_LIMIT)  # the tool's stated default; `engram list` passes its own
+    return service.list_memories, {**args, "after": time_range.get("after"), "before": time_range.get("before")}
+
+
+RECALL_DEFAULT_LIMIT = 10  # recall_memories' `limit` default, for a search and a browse alike
+ARGUMENT_ERRORS = (
+    "unexpected keyword",
+    "required positional",
+    "required keyword",
+    "positional argument",
+    "multiple values for",
+)
+
+
+def _is_argument_error(exc: TypeError) -> bool:
+    """True when the caller sent bad argument names, not when engine code hit a TypeError.
+
+    A call whose keywords do not bind fails before the callee's frame starts, so below the
+    frame that caught it (a request or a spool replay) the traceback holds only dispatch
+    lambdas (the daemon's op table and the service's bound operations); a TypeError raised
+    deeper is a bug and must surface as one.
+    """
+    if not any(s in str(exc) for s in ARGUMENT_ERRORS):
+        return False
+    frames = []
+    tb = exc.__traceback__
+    while tb is not None:
+        frames.append(tb.tb_frame.f_code.co_name)
+        tb = tb.tb_next
+    return all(name == "<lambda>" for name in frames[1:])
+
+
+def _project_key(raw_ctx: dict[str, Any]) -> str:
+    """The project an entry writes to, resolved like a request's (hooks may send a subdirectory)."""
+    from engram_mcp.core.paths import resolve_project_root
+
+    root = raw_ctx.get("project_root")
+    if not isinstance(root, str) or not root:
+        return ""
+    try:
+        return str(resolve_project_root(root))
+    except (OSError, ValueError):
+        return root
+
+
+class Daemon:
+    def __init__(self, user_dir: Path) -> None:
+        self.user_dir = user_dir
+        self.ready = threading.Event()
+        self.stopping = threading.Event()
+        self.service = None
+        self.ops = operations()
+        self.connections = 0
+        self.last_activity = time.monotonic()
+        self.idle_exit_s = 900.0
+        self._conn_lock = threading.Lock()
+        self.startup_error: str | None = None
+        self._drain_lock = threading.Lock()
+        self._drain_wanted = threading.Event()
+        self._drain_wanted.set()  # drain once as soon as the service is loaded
+        self._drain_retry_at = 0.0
+        self._attempts: dict[str, int] = {}
+        self._entry_keys: dict[str, str] = {}  # spool file name -> project root (entries are immutable)
+        self.queue_state: dict[str, Any] = {"blocked": {}, "last_drain_at": None, "applied": 0, "rejected": 0}
+
+    # -- lifecycle ------------------------------------------------------------------
+    def run(self) -> int:
+        make_private_dirs(self.user_dir)
+        lock_fd = os.open(self.user_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return 0  # another daemon owns this user directory
+        os.ftruncate(lock_fd, 0)
+        os.pwrite(lock_fd, str(os.getpid()).encode(), 0)
+        path = socket_path(self.user_dir, create=True)  # under the lock: the only writer of its record
+        try:
+            clear_stale_socket(path)  # a dead daemon's socket, never any other file
+        except DaemonUnavailable as exc:
+            log.error("%s", exc.message)
+            return 1
+        server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        old_umask = os.umask(0o177)
+        try:
+            server.bind(str(path))
+        finally:
+            os.umask(old_umask)
+        os.chmod(path, 0o600)
+        server.listen(LISTEN_BACKLOG)
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: self.stopping.set())
+        threading.Thread(target=self._load_service, daemon=True).start()
+        threading.Thread(target=self._drain_loop, name="engram-drain", daemon=True).start()
+        log.info("engramd %d listening on %s", os.getpid(), path)
+        try:
+            ConnectionServer(
+                server,
+                self._request,
+                self.stopping,
+                on_tick=self._check_idle,
+                on_count=self._set_connections,
+                on_stop=self.stopping.set,
+            ).serve()
+        finally:
+            server.close()
+            try:
+                path.unlink()
+            except OSError:
+                pass
+            self._drain_wanted.set()  # wake the drain thread: it sees `stopping` and ends
+            if self.service is not None:
+                with self._drain_lock, self.service.lock:  # a replay in flight finishes first
+                    self.service.close()
+            fcntl.flock(lock_fd, fcntl.LOCK_UN)
+            os.close(lock_fd)
+            log.info("engramd %d stopped", os.getpid())
+        return 0
+
+    def _load_service(self) -> None:
+        try:
+            from engram_mcp.core.config import load_config
+            from engram_mcp.services.service import MemoryService
+
+            try:
+                self.idle_exit_s = float(load_config(None).daemon_idle_exit_seconds)
+            except Exception as exc:  # a broken config file must not stop memory
+                log.warning("config: %s", exc)
+            self.service = MemoryService(user_dir=self.user_dir)
+        except Exception as exc:
+            self.startup_error = f"engram daemon failed to start: {exc}"
+            log.exception("startup failed")
+        finally:
+            self.ready.set()
+
+    def _check_idle(self) -> None:
+        if not self.user_dir.exists():
+            log.info("user directory vanished; exiting")
+            self.stopping.set()
+            return
+        with self._conn_lock:
+            idle = self.connections == 0 and time.monotonic() - self.last_activity > self.idle_exit_s
+        if idle:
+            log.info("idle for %.0fs; exiting", self.idle_exit_s)
+            self.stopping.set()
+
+    # -- requests ---------------------------------------------------------------------
+    def _set_connections(self, count: int) -> None:
+        """The socket loop's connection count (idle exit waits for none)."""
+        with self._conn_lock:
+            self.connections = count
+            self.last_activity = time.monotonic()
+
+    def _request(self, line: bytes, stream: Any) -> dict[str, Any]:
+        """One request line from the socket loop (`connections.py`): its response."""
+        self.last_activity = time.monotonic()
+        try:
+            return self._handle_line(line, stream)
+        finally:
+            self.last_activity = time.monotonic()
+
+    def _handle_line(self, line: bytes, stream: Any = None) -> dict[str, Any]:
+        rid = None
+        try:
+            try:
+                req = json.loads(line)
+            except (ValueError, RecursionError) as exc:  # not UTF-8, not JSON, nested too deeply
+                raise InvalidInput(f"request is not JSON: {_decode_problem(exc)}") from None
+            if not isinstance(req, dict):
+                raise InvalidInput("request must be a JSON object")
+            rid = req.get("id")
+            op = req.get("op")
+            if op == "drain":  # a nudge: never blocks (hooks hang up without reading the answer)
+                self._drain_wanted.set()
+                return {"id": rid, "ok": True, "result": {"draining": True}}
+            fn = self.ops.get(op)
+            if fn is None:
+                raise InvalidInput(f"unknown operation {str(op)[:40]!r}")
+            args = req.get("args") or {}
+            if not isinstance(args, dict):
+                raise InvalidInput("args must be an object")
+            if op == "shutdown":
+                return {"id": rid, "ok": True, "result": {"stopping": True}, "_stop": True}
+            if op == "ping":
+                return {
+                    "id": rid,
+                    "ok": True,
+                    "result": {"pong": True, "pid": os.getpid(), "ready": self.ready.is_set()},
+                }
+            ready = self.ready.wait(READY_WAIT_S)  # bounded: a worker is never held by a start that hangs
+            raw_ctx = req.get("ctx") or {}
+            if self.service is None:
+                starting = (
+                    f"engram daemon is still starting after {READY_WAIT_S:.0f}s (loading its stores and "
+                    "embedding model); try again shortly"
+                )
+                down = StoreUnavailable(self.startup_error or (starting if not ready else "engram daemon is not ready"))
+                if op in QUEUEABLE_OPS and isinstance(raw_ctx, dict):
+                    return {"id": rid, "ok": True, "result": self._queue(op, args, raw_ctx, down)}
+                raise down
+            if not isinstance(raw_ctx, dict):
+                raise InvalidInput("ctx must be an object")
+            ctx = self._context(raw_ctx)
+            self._drain_first()
+            if req.get("progress") and stream is not None and op in PROGRESS_OPS:
+                args = {**args, "progress": self._progress_writer(rid, stream)}
+            try:
+                result = fn(self.service, ctx, args)
+            except (StoreUnavailable, MemoryNotFound) as exc:
+                cause = exc if isinstance(exc, StoreUnavailable) else self._unavailable(ctx, exc)
+                if cause is None:
+                    raise
+                if op not in QUEUEABLE_OPS:
+                    raise cause from None
+                result = self._queue(
+                    op, args, {"project_root": str(ctx.project_root), "session_id": ctx.session_id}, cause
+                )
+            if op == "status" and isinstance(result, dict):
+                result = self._with_queue_status(result)
+            return {"id": rid, "ok": True, "result": result}
+        except EngramError as exc:
+            return {"id": rid, "ok": False, "error": exc.envelope()}
+        except TypeError as exc:
+            if not _is_argument_error(exc):
+                log.error("request failed: %s\n%s", exc, traceback.format_exc())
+                return {
+                    "id": rid,
+                    "ok": False,
+                    "error": {
+                        "error": "internal_error",
+                        "message": f"TypeError: {exc}"[:500],
+                        "degraded": False,
+                        "retry_possible": True,
+                    },
+                }
+            return {"id": rid, "ok": False, "error": InvalidInput(f"bad arguments: {exc}").envelope()}
+        except json.JSONDecodeError as exc:
+            return {"id": rid, "ok": False, "error": InvalidInput(f"request is not JSON: {exc.msg}").envelope()}
+        except UnicodeEncodeError:  # a lone surrogate (\ud800) in a path or any text the checks did not see first
+            return {
+                "id": rid,
+                "ok": False,
+                "error": InvalidInput(
+                    "a text argument is not valid Unicode (it holds a lone surrogate such as "
+                    "\\ud800); send valid UTF-8 text"
+                ).envelope(),
+            }
+        except Exception as exc:  # never let one request take the daemon down
+            log.error("request failed: %s\n%s", exc, traceback.format_exc())
+            return {
+                "id": rid,
+                "ok": False,
+                "error": {
+                    "error": "internal_error",
+                    "message": f"{type(exc).__name__}: {exc}"[:500],
+                    "degraded": False,
+                    "retry_possible": True,
+                },
+            }
+
+    # -- the write queue --------------------------------------------------------------
+    def _unavailable(self, ctx: Any, exc: EngramError) -> StoreUnavailable | None:
+        """A not-found that may only mean the memory is in a store that cannot be opened now."""
+        cause = self._unavailable_cause(ctx)
+        if cause is None:
+            return None
+        return StoreUnavailable(f"{exc.message} It may be in a store that is unavailable: {cause}")
+
+    def _unavailable_cause(self, ctx: Any) -> str | None:
+        from engram_mcp.core.paths import project_dir
+
+        failures = self.service.registry.failures() if self.service is not None else {}
+        dirs = [str(self.service.registry.user_dir)] if self.service is not None else []
+        if ctx is not None:
+            dirs.append(str(project_dir(ctx.project_root)))
+        causes = [failures[d] for d in dirs if d in failures]
+        return "; ".join(causes) or None
+
+    def _queue(self, op: str, args: dict[str, Any], ctx: dict[str, Any], cause: EngramError) -> dict[str, Any]:
+        """Queue a write whose store is unavailable; the answer says so (accepted, not applied)."""
+        clean = {k: v for k, v in args.items() if k != "progress"}
+        ctx = {"project_root": ctx.get("project_root"), "session_id": ctx.get("session_id")}
+        try:
+            eid = spool.enqueue(self.user_dir, op, clean, ctx, reason=f"{cause.code}: {cause.message}"[:500])
+        except (OSError, ValueError) as exc:
+            err = StoreUnavailable(f"{cause.message} The write could not be queued either ({exc}); it was not saved.")
+            err.code = cause.code
+            raise err from None
+        log.warning("queued %s %s: %s", op, eid, cause.message)
+        message = f"{cause.message} The {op} was saved to the write queue and will be applied when the store is available again."
+        return spool.queued_answer(eid, cause.code, message, keyed=op in KEYED_OPS)
+
+    def _with_queue_status(self, status: dict[str, Any]) -> dict[str, Any]:
+        counts = spool.count(self.user_dir)
+        blocked = sorted(set(self.queue_state["blocked"].values()))
+        status["write_queue"] = {
+            **counts,
+            "blocked_by": blocked[:3],
+            "last_drain_at": self.queue_state["last_drain_at"],
+            "spool_dir": str(spool.spool_dir(self.user_dir)),
+        }
+        conn = status.get("connection")
+        if counts["pending"] and blocked and isinstance(conn, dict):
+            conn["status"] = "degraded"
+        return status
+
+    def _drain_first(self) -> None:
+        """Apply pending entries before a request, so it sees them and they keep their order."""
+        try:
+            if time.monotonic() < self._drain_retry_at or not spool.pending(self.user_dir):
+                return
+            self.drain_spool(wait=DRAIN_FIRST_WAIT_S)
+        except Exception:  # the request itself must still be served
+            log.exception("draining the write queue before a request failed")
+
+    def _drain_loop(self) -> None:
+        self.ready.wait()
+        if self.service is None:
+            return  # nothing can be applied; the entries wait for a daemon that starts
+        retry = DRAIN_RETRY_MIN_S
+        delay = DRAIN_POLL_S
+        while not self.stopping.is_set():
+            self._drain_wanted.wait(delay)
+            self._drain_wanted.clear()
+            if self.stopping.is_set():
+                return
+            try:
+                report = self.drain_spool()
+            except Exception:
+                log.exception("draining the write queue failed")
+                report = {"kept": 1}
+            if report.get("kept"):
+                delay, retry = retry, min(retry * 2, DRAIN_RETRY_MAX_S)
+                self.stopping.wait(1.0)  # nudges must not turn a broken store into a busy loop
+            else:
+                delay, retry = DRAIN_POLL_S, DRAIN_RETRY_MIN_S
+
+    def drain_spool(self, *, wait: float | None = None) -> dict[str, Any]:
+        """Apply queued writes oldest first. Applied entries are deleted, invalid ones rejected
+        (moved to `spool/rejected/` with the error), and entries whose store is unavailable kept,
+        with every later entry of the same project, so each project keeps its order."""
+        report: dict[str, Any] = {"applied": 0, "rejected": 0, "kept": 0, "blocked": {}}
+        if not self._drain_lock.acquire(timeout=-1 if wait is None else wait):
+            return report
+        try:
+            if self.service is None:
+                return report
+            blocked: dict[str, str] = report["blocked"]
+            for path in spool.pending(self.user_dir):
+                if self.stopping.is_set():
+                    break
+                key = self._entry_keys.get(path.name)
+                if key is not None and key in blocked:
+                    report["kept"] += 1
+                    continue
+                try:
+                    entry = spool.read(path)
+                except (OSError, ValueError) as exc:
+                    spool.reject(path, f"unreadable spool entry: {exc}")
+                    report["rejected"] += 1
+                    continue
+                if entry is None:
+                    continue
+                raw_ctx = entry.get("ctx") if isinstance(entry.get("ctx"), dict) else {}
+                key = _project_key(raw_ctx)
+                self._entry_keys[path.name] = key
+                if key in blocked:
+                    report["kept"] += 1
+                    continue
+                outcome, detail = self._replay(entry, raw_ctx)
+                if outcome == "applied":
+                    spool.done(path)
+                    report["applied"] += 1
+                elif outcome == "rejected":
+                    spool.reject(path, detail)
+                    report["rejected"] += 1
+                    log.warning("rejected queued %s %s: %s", entry.get("op"), entry.get("id"), detail)
+                else:
+                    blocked[key] = detail
+                    report["kept"] += 1
+            names = {p.name for p in spool.pending(self.user_dir)}
+            self._entry_keys = {k: v for k, v in self._entry_keys.items() if k in names}
+            self._attempts = {k: v for k, v in self._attempts.items() if f"{k}{spool.ENTRY_SUFFIX}" in names}
+            self.queue_state.update(blocked=dict(blocked), last_drain_at=time.time())
+            self.queue_state["applied"] += report["applied"]
+            self.queue_state["rejected"] += report["rejected"]
+            self._drain_retry_at = time.monotonic() + 1.0 if report["kept"] else 0.0
+        finally:
+            self._drain_lock.release()
+        if report["applied"] or report["rejected"]:
+            log.info(
+                "write queue: applied %d, rejected %d, kept %d", report["applied"], report["rejected"], report["kept"]
+            )
+        return report
+
+    def _replay(self, entry: dict[str, Any], raw_ctx: dict[str, Any]) -> tuple[str, str]:
+        """Apply one spool entry: ("applied" | "rejected" | "kept", why)."""
+        op, eid = entry.get("op"), str(entry.get("id") or "")
+        fn = self.ops.get(op)
+        if fn is None or op in NOT_REPLAYABLE:
+            return "rejected", f"invalid_input: operation {str(op)[:40]!r} cannot be replayed"
+        args = entry.get("args")
+        if not isinstance(args, dict):
+            return "rejected", "invalid_input: args must be an object"
+        args = dict(args)
+        if op in KEYED_OPS:
+            args.setdefault("request_id", eid)
+            queued_at = entry.get("queued_at")
+            if op in KEYED_OPS and "created_at" not in args and isinstance(queued_at, (int, float)):
+                from datetime import datetime, timezone
+
+                args["created_at"] = datetime.fromtimestamp(queued_at, timezone.utc).isoformat()
+        ctx = None
+        try:
+            root = raw_ctx.get("project_root")
+            if isinstance(root, str) and root and not Path(root).is_dir():
+                return "rejected", f"invalid_input: the project directory {root} no longer exists"
+            ctx = self._context(raw_ctx)
+            fn(self.service, ctx, args)
+            return "applied", ""
+        except MemoryNotFound as exc:
+            cause = self._unavailable_cause(ctx)
+            return ("kept", cause) if cause else ("rejected", f"{exc.code}: {exc.message}")
+        except StoreUnavailable as exc:
+            return "kept", exc.message
+        except EngramError as exc:
+            return "rejected", f"{exc.code}: {exc.message}"
+        except TypeError as exc:
+            if _is_argument_error(exc):
+                return "rejected", f"invalid_input: bad arguments: {exc}"
+            return self._unexpected(eid, exc)
+        except Exception as exc:
+            return self._unexpected(eid, exc)
+
+    def _unexpected(self, eid: str, exc: Exception) -> tuple[str, str]:
+        """An unexpected error may be transient: retry a few times, then set the entry aside."""
+        log.error("replaying %s failed: %s\n%s", eid, exc, traceback.format_exc())
+        self._attempts[eid] = self._attempts.get(eid, 0) + 1
+        message = f"internal_error: {type(exc).__name__}: {exc}"[:500]
+        if self._attempts[eid] >= MAX_REPLAY_ATTEMPTS:
+            return "rejected", f"{message} (after {MAX_REPLAY_ATTEMPTS} attempts)"
+        return "kept", message
+
+    @staticmethod
+    def _progress_writer(rid: Any, stream: Any) -> Callable[[int, int | None, str], None]:
+        """Stream `{"id", "progress"}` lines ahead of the final answer (long imports/exports)."""
+        last = [0.0]
+
+        def emit(done: int, total: int | None, label: str) -> None:
+            now = time.monotonic()
+            if now - last[0] < 0.1 and (total is None or done < total):
+                return
+            last[0] = now
+            try:
+                stream.write(
+                    (
+                        json.dumps({"id": rid, "progress": {"done": done, "total": total, "label": label}}) + "\n"
+                    ).encode()
+                )
+                stream.flush()
+            except OSError:
+                pass
+
+        return emit
+
+    @staticmethod
+    def _context(raw: dict[str, Any]):
+        from engram_mcp.core.ids import session_db_name
+        from engram_mcp.core.paths import resolve_project_root
+        from engram_mcp.services.service import RequestContext
+
+        root = raw.get("project_root")
+        if root is not None and not isinstance(root, str):
+            raise InvalidInput("ctx.project_root must be a path string")
+        sid = raw.get("session_id")
+        if sid is not None:
+            session_db_name(sid)  # validates
+        return RequestContext(resolve_project_root(root) if root else resolve_project_root(os.getcwd()), sid)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="engramd", description="engram owner process (started on demand by clients)")
+    parser.add_argument("--user-dir", type=Path, required=True)
+    args = parser.parse_args(argv)
+    os.umask(0o077)  # what the owner process and its engine create is private, whatever umask it inherited
+    logs = make_private_dirs(args.user_dir / "logs")
+    log_fd = os.open(logs / "engramd.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    handler = logging.StreamHandler(os.fdopen(log_fd, "a", encoding="utf-8"))  # never through a link
+    logging.basicConfig(
+        level=logging.INFO, handlers=[handler], format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    return Daemon(args.user_dir).run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

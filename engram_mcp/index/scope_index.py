@@ -1,0 +1,434 @@
+"""The in-memory retrieval index of one scope database.
+
+SurrealDB is the system of record; this is a derived index, rebuilt from the records
+when a store is opened and updated on every write, because the engine's own BM25 and
+HNSW indexes are too slow and too large here (environment.md: 9 GB for 10k rows,
+common-word BM25 queries of 400 ms). It holds, per memory slot: the vector, the BM25
+postings and the columns the filters and the composite score need, so a recall
+touches the database only to fetch the few records it returns.
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+import numpy as np
+
+from engram_mcp.index.scoring import CONTIGUITY_WINDOW_SECONDS, HALF_LIFE_DAYS, to_epoch
+from engram_mcp.index.search_index import BM25Index, SlotAllocator, VectorIndex
+from engram_mcp.storage.schema import MEMORY_TYPES, STATUSES
+
+TYPE_CODE = {t: i for i, t in enumerate(MEMORY_TYPES)}
+STATUS_CODE = {s: i for i, s in enumerate(STATUSES)}
+RECALLABLE_STATUSES = ("created", "active", "consolidated")
+LIVE_STATUSES = ("created", "active")  # what store-time dedup may merge into
+HALF_LIFE_BY_CODE = np.array([HALF_LIFE_DAYS[t] for t in MEMORY_TYPES], dtype=np.float64)
+
+
+def record_key(row: dict[str, Any]) -> str:
+    """The bare ULID of a row coming from the engine (`id` is a RecordID)."""
+    rid = row.get("id")
+    key = getattr(rid, "id", None) or getattr(rid, "record_id", None)
+    if key is None:
+        text = str(rid)
+        key = text.split(":", 1)[1] if ":" in text else text
+    return str(key)
+
+
+def index_text(row: dict[str, Any]) -> str:
+    """What BM25 sees: content, summary, category and tags."""
+    parts = [row.get("content") or "", row.get("summary") or "", row.get("category") or ""]
+    parts.extend(row.get("tags") or [])
+    return " ".join(p for p in parts if p)
+
+
+def content_hash(text: str) -> str:
+    return hashlib.sha256(" ".join(text.split()).casefold().encode()).hexdigest()[:24]
+
+
+@dataclass
+class Filters:
+    """Recall filters, already validated by the service."""
+
+    types: frozenset[str] | None = None
+    tags: frozenset[str] | None = None
+    category: frozenset[str] | None = None
+    min_importance: float = 0.0
+    after: float | None = None  # epoch seconds, on created_at
+    before: float | None = None
+    statuses: frozenset[str] = field(default_factory=lambda: frozenset(RECALLABLE_STATUSES))
+    include_superseded: bool = False  # by default a memory replaced by a live one is hidden
+
+
+class _Columns:
+    """Growable numpy columns kept in step with the slot allocator."""
+
+    def __init__(self, capacity: int = 1024) -> None:
+        self.type_code = np.zeros(capacity, dtype=np.int8)
+        self.status_code = np.full(capacity, -1, dtype=np.int8)
+        self.importance = np.zeros(capacity, dtype=np.float32)
+        self.access_count = np.zeros(capacity, dtype=np.int32)
+        self.created_at = np.zeros(capacity, dtype=np.float64)
+        self.last_accessed = np.zeros(capacity, dtype=np.float64)
+
+    def ensure(self, size: int) -> None:
+        cap = self.type_code.shape[0]
+        if size <= cap:
+            return
+        new_cap = max(size, cap * 2)
+        for name in ("type_code", "status_code", "importance", "access_count", "created_at", "last_accessed"):
+            old = getattr(self, name)
+            fill = -1 if name == "status_code" else 0
+            grown = np.full(new_cap, fill, dtype=old.dtype)
+            grown[:cap] = old
+            setattr(self, name, grown)
+
+
+class ScopeIndex:
+    """Vector + BM25 + filter columns for one scope database."""
+
+    def __init__(self, scope: str, dim: int, model_name: str) -> None:
+        self.scope = scope
+        self.dim = dim
+        self.model_name = model_name
+        self.slots = SlotAllocator()
+        self.vectors = VectorIndex(dim)
+        self.bm25 = BM25Index()
+        self.cols = _Columns()
+        self.tags: dict[int, frozenset[str]] = {}
+        self.category: dict[int, str] = {}
+        self.session_of: dict[int, str] = {}
+        self.hash_to_slot: dict[str, int] = {}
+        self.slot_hash: dict[int, str] = {}
+        self.superseded_by: dict[str, str] = {}  # old ulid -> newer ulid (write via mark_superseded)
+        # Per session id: (created_at, slot) in time order, for temporal contiguity at recall.
+        self._session_times: dict[str, list[tuple[float, int]]] = {}
+        self.without_vector: set[int] = set()  # live slots a reindex should embed
+        # Filter support: slots by tag / category (a tag filter costs its slots, not a scan of
+        # every memory), and masks cached per filter until a column changes (`_changed`).
+        self._tag_slots: dict[str, set[int]] = {}
+        self._category_slots: dict[str, set[int]] = {}
+        self._version = 0
+        self._mask_cache: dict[tuple, tuple[int, np.ndarray]] = {}
+        # Strengthening applied here at recall time but not yet written to the engine
+        # (write-behind, see `add_pending_strengthen`): key -> [count, last access, session ids].
+        self.pending_strengthen: dict[str, list] = {}
+
+    @property
+    def missing_vectors(self) -> int:
+        return len(self.without_vector)
+
+    @missing_vectors.setter
+    def missing_vectors(self, _value: int) -> None:
+        """Kept for callers that reset the count; the set above is the truth."""
+
+    # -- writes -------------------------------------------------------------------
+    def upsert(self, row: dict[str, Any], vector: np.ndarray | None = None) -> int:
+        """Index one record (from the engine or about to be written)."""
+        self._changed()
+        slot = self._upsert_columns(row)
+        self.bm25.set(slot, index_text(row))
+        vec = vector if vector is not None else self._vector_of(row)
+        if vec is not None:
+            self.vectors.set(slot, vec)
+            self.without_vector.discard(slot)
+        else:
+            self.vectors.clear(slot)
+            if row.get("status") != "forgotten":
+                self.without_vector.add(slot)
+            else:
+                self.without_vector.discard(slot)
+        return slot
+
+    def _vector_of(self, row: dict[str, Any]) -> np.ndarray | None:
+        blob = row.get("embedding")
+        if not blob or row.get("embedding_model") not in (None, self.model_name):
+            return None
+        vec = np.frombuffer(bytes(blob), dtype="<f4")
+        return vec if vec.shape[0] == self.dim else None
+
+    def bulk_load(self, rows: Iterable[dict[str, Any]]) -> int:
+        """Index many rows at once (store open); returns how many lack a usable vector."""
+        rows = list(rows)
+        self._changed()
+        vec_slots, vecs, text_slots, texts = [], [], [], []
+        missing = 0
+        for row in rows:
+            vec = self._vector_of(row)
+            slot = self._upsert_columns(row)
+            text_slots.append(slot)
+            texts.append(index_text(row))
+            if vec is not None:
+                vec_slots.append(slot)
+                vecs.append(vec)
+            elif row.get("status") != "forgotten":
+                missing += 1
+                self.without_vector.add(slot)
+        if texts:
+            self.bm25.set_many(np.array(text_slots, dtype=np.int64), texts)
+        if vecs:
+            self.vectors.set_many(np.array(vec_slots, dtype=np.int64), np.vstack(vecs).astype(np.float32))
+        return missing
+
+    def _upsert_columns(self, row: dict[str, Any]) -> int:
+        """Slot, filter columns and exact-content hash of a record (shared by upsert and bulk_load)."""
+        slot = self.slots.slot_for(record_key(row))
+        self.cols.ensure(self.slots.size)
+        c = self.cols
+        c.type_code[slot] = TYPE_CODE.get(row.get("memory_type", "semantic"), 1)
+        c.status_code[slot] = STATUS_CODE.get(row.get("status", "created"), 0)
+        c.importance[slot] = float(row.get("importance", 0.5))
+        c.access_count[slot] = int(row.get("access_count", 0))
+        c.created_at[slot] = to_epoch(row.get("created_at"))
+        c.last_accessed[slot] = to_epoch(row.get("last_accessed_at") or row.get("created_at"))
+        self._index_labels(slot, frozenset(row.get("tags") or ()), row.get("category") or None)
+        self._place_in_session(slot, row.get("session_id") or None, float(c.created_at[slot]))
+        old_hash = self.slot_hash.pop(slot, None)
+        if old_hash is not None and self.hash_to_slot.get(old_hash) == slot:
+            del self.hash_to_slot[old_hash]
+        if row.get("status") != "forgotten" and row.get("content"):
+            h = content_hash(row["content"])
+            self.hash_to_slot[h] = slot
+            self.slot_hash[slot] = h
+        return slot
+
+    def remove(self, key: str) -> None:
+        slot = self.slots.get(key)
+        if slot is None:
+            return
+        self.vectors.clear(slot)
+        self.bm25.clear(slot)
+        self.cols.status_code[slot] = -1
+        self.without_vector.discard(slot)
+        h = self.slot_hash.pop(slot, None)
+        if h is not None and self.hash_to_slot.get(h) == slot:
+            del self.hash_to_slot[h]
+        self._index_labels(slot, frozenset(), None)
+        self.tags.pop(slot, None)
+        self._place_in_session(slot, None, 0.0)
+        self.pending_strengthen.pop(key, None)
+        self.slots.release(key)
+        self._changed()
+
+    def _index_labels(self, slot: int, tags: frozenset[str], category: str | None) -> None:
+        """Set a slot's tags and category, keeping the tag/category -> slots maps in step."""
+        old_tags = self.tags.get(slot, frozenset())
+        for t in old_tags - tags:
+            members = self._tag_slots.get(t)
+            if members is not None:
+                members.discard(slot)
+                if not members:
+                    del self._tag_slots[t]
+        for t in tags - old_tags:
+            self._tag_slots.setdefault(t, set()).add(slot)
+        self.tags[slot] = tags
+        old_cat = self.category.get(slot)
+        if old_cat != category:
+            if old_cat is not None:
+                members = self._category_slots.get(old_cat)
+                if members is not None:
+                    members.discard(slot)
+                    if not members:
+                        del self._category_slots[old_cat]
+                del self.category[slot]
+            if category is not None:
+                self.category[slot] = category
+                self._category_slots.setdefault(category, set()).add(slot)
+
+    def _place_in_session(self, slot: int, session_id: str | None, created_at: float) -> None:
+        """Keep a slot's place in its session's time line (moved or dropped as the record changes)."""
+        old = self.session_of.get(slot)
+        if old is not None:
+            line = self._session_times.get(old, [])
+            for i, (_t, s) in enumerate(line):
+                if s == slot:
+                    if old == session_id and _t == created_at:
+                        return
+                    del line[i]
+                    break
+            if not line:
+                self._session_times.pop(old, None)
+            del self.session_of[slot]
+        if session_id is not None:
+            self.session_of[slot] = session_id
+            bisect.insort(self._session_times.setdefault(session_id, []), (created_at, slot))
+
+    def mark_superseded(self, old_key: str, new_key: str) -> None:
+        """Record that `new_key` replaces `old_key` (hidden from recall while the new one lives)."""
+        if self.superseded_by.get(old_key) != new_key:
+            self.superseded_by[old_key] = new_key
+            self._changed()
+
+    def neighbours(self, slots: np.ndarray, allowed: np.ndarray, lags: int = 1) -> np.ndarray:
+        """The memories recorded before and after each slot in its session, up to `lags` steps
+        away and within CONTIGUITY_WINDOW_SECONDS, skipping those `allowed` (the recall's mask)
+        excludes. Returns an int64 array of shape (lags, 2, len(slots)): [lag - 1][0] before,
+        [lag - 1][1] after; -1 where there is none. Memories without a session have none."""
+        out = np.full((lags, 2, slots.size), -1, dtype=np.int64)
+        if not self._session_times:
+            return out
+        n = allowed.size
+        session_of = self.session_of
+        for i, slot in enumerate(slots.tolist()):
+            sid = session_of.get(slot)
+            if sid is None:
+                continue
+            line = self._session_times[sid]
+            t = float(self.cols.created_at[slot])
+            at = bisect.bisect_left(line, (t, slot))
+            for side, steps in ((0, range(at - 1, -1, -1)), (1, range(at + 1, len(line)))):
+                found = 0
+                for j in steps:
+                    tj, sj = line[j]
+                    if abs(tj - t) > CONTIGUITY_WINDOW_SECONDS:
+                        break
+                    if sj < n and allowed[sj]:
+                        out[found, side, i] = sj
+                        found += 1
+                        if found == lags:
+                            break
+        return out
+
+    def _changed(self) -> None:
+        """A filter column changed: cached masks are stale."""
+        self._version += 1
+        if self._mask_cache:
+            self._mask_cache.clear()
+
+    def touch(self, keys: Iterable[str], now: float) -> None:
+        """Mirror a recall's strengthening (access_count + 1, last access now)."""
+        created, active = STATUS_CODE["created"], STATUS_CODE["active"]
+        for key in keys:
+            slot = self.slots.get(key)
+            if slot is None:
+                continue
+            self.cols.access_count[slot] += 1
+            self.cols.last_accessed[slot] = now
+            if self.cols.status_code[slot] == created:
+                self.cols.status_code[slot] = active
+                self._changed()
+
+    def add_pending_strengthen(self, keys: Iterable[str], now: float, session_id: str | None) -> None:
+        """Remember a recall's strengthening until it is written to the engine (`take_pending_strengthen`)."""
+        pending = self.pending_strengthen
+        for key in keys:
+            entry = pending.get(key)
+            if entry is None:
+                pending[key] = [1, now, {session_id} if session_id else set()]
+            else:
+                entry[0] += 1
+                entry[1] = max(entry[1], now)
+                if session_id:
+                    entry[2].add(session_id)
+
+    def take_pending_strengthen(self) -> dict[str, list]:
+        """Hand over (and forget) the strengthening not yet written."""
+        pending, self.pending_strengthen = self.pending_strengthen, {}
+        return pending
+
+    def set_status(self, key: str, status: str) -> None:
+        slot = self.slots.get(key)
+        if slot is not None:
+            self.cols.status_code[slot] = STATUS_CODE[status]
+            self._changed()
+
+    # -- reads --------------------------------------------------------------------
+    def __len__(self) -> int:
+        return int(self.slots.live_count)
+
+    def keys(self) -> list[str]:
+        return [k for k in (self.slots.key_at(s) for s in range(self.slots.size)) if k is not None]
+
+    def mask(self, f: Filters) -> np.ndarray:
+        """Boolean mask over slots that pass every filter (applied before top-k).
+
+        Cached per filter until a column changes (every write goes through this class's methods,
+        which call `_changed`); the caller gets its own copy and may modify it.
+        """
+        key = (f.statuses, f.types, f.tags, f.category, f.min_importance, f.after, f.before, f.include_superseded)
+        hit = self._mask_cache.get(key)
+        if hit is not None and hit[0] == self._version and hit[1].size == self.slots.size:
+            return hit[1].copy()
+        live = self._build_mask(f)
+        if len(self._mask_cache) >= 32:
+            self._mask_cache.clear()
+        self._mask_cache[key] = (self._version, live)
+        return live.copy()
+
+    def _build_mask(self, f: Filters) -> np.ndarray:
+        n = self.slots.size
+        c = self.cols
+        live = self.slots.live_mask[:n].copy()
+        codes = [STATUS_CODE[s] for s in f.statuses]
+        if len(codes) < len(STATUS_CODE):
+            lut = np.zeros(256, dtype=bool)  # status code (int8, -1 = free slot) -> allowed
+            lut[np.array(codes, dtype=np.int64) % 256] = True
+            live &= lut[c.status_code[:n].astype(np.int64) % 256]
+        else:
+            live &= c.status_code[:n] >= 0
+        if f.types is not None:
+            live &= np.isin(c.type_code[:n], np.array([TYPE_CODE[t] for t in f.types], dtype=np.int8))
+        if f.min_importance > 0:
+            live &= c.importance[:n] >= f.min_importance
+        if f.after is not None:
+            live &= c.created_at[:n] >= f.after
+        if f.before is not None:
+            live &= c.created_at[:n] <= f.before
+        if f.tags is not None:
+            live &= self._label_mask(self._tag_slots, f.tags, n)
+        if f.category is not None:
+            live &= self._label_mask(self._category_slots, f.category, n)
+        if not f.include_superseded and self.superseded_by:
+            live &= ~self._superseded_mask(n)
+        return live
+
+    def _superseded_mask(self, n: int) -> np.ndarray:
+        """Slots replaced by a memory that is still live (created, active or consolidated).
+
+        A replacement that was forgotten or archived hands the place back to the old memory,
+        so forgetting a wrong correction brings the fact it replaced back.
+        """
+        out = np.zeros(n, dtype=bool)
+        alive = {STATUS_CODE[s] for s in RECALLABLE_STATUSES}
+        for old_key, new_key in self.superseded_by.items():
+            old, new = self.slots.get(old_key), self.slots.get(new_key)
+            if old is None or new is None or old >= n or old == new:
+                continue
+            if int(self.cols.status_code[new]) in alive:
+                out[old] = True
+        return out
+
+    @staticmethod
+    def _label_mask(index: dict[str, set[int]], wanted: frozenset[str], n: int) -> np.ndarray:
+        out = np.zeros(n, dtype=bool)
+        members = [index[w] for w in wanted if w in index]
+        if members:
+            slots = np.fromiter(set().union(*members), dtype=np.int64)
+            out[slots[slots < n]] = True
+        return out
+
+    def live_mask_for(self, statuses: tuple[str, ...] = LIVE_STATUSES) -> np.ndarray:
+        return self.mask(Filters(statuses=frozenset(statuses)))
+
+    def key_of(self, slot: int) -> str | None:
+        return self.slots.key_at(int(slot))
+
+    def slot_of(self, key: str) -> int | None:
+        return self.slots.get(key)
+
+    def vector_of_key(self, key: str) -> np.ndarray | None:
+        slot = self.slots.get(key)
+        return None if slot is None else self.vectors.get(slot)
+
+    def decay_inputs(self, slots: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(half_life_days, last_accessed, access_count, importance) for slots."""
+        c = self.cols
+        return (
+            HALF_LIFE_BY_CODE[c.type_code[slots]],
+            c.last_accessed[slots],
+            c.access_count[slots].astype(np.float64),
+            c.importance[slots].astype(np.float64),
+        )

@@ -1,0 +1,177 @@
+"""Decay, strength, fusion and the final ranking score.
+
+strength  = importance * exp(-ln2 * days_since_access / (half_life(type) * (1 + 0.2 * access_count)))
+relevance = kw_weight * bm25 / best_bm25 + (1 - kw_weight) * (cos - COSINE_FLOOR) / (best_cos - COSINE_FLOOR)
+final     = relevance + SCOPE_PRIOR * scope_weight + IMPORTANCE_PRIOR * (importance - 0.5)
+            + RECENCY_PRIOR * recency
+
+Relevance to the query comes first; scope, importance and recency are small priors that
+break ties and settle conflicts (their whole range, 0.36, is less than the relevance gap
+between a relevant memory and a loosely related one). The numbers were calibrated by
+measurement on multi-scope coding memory and on LoCoMo together (docs/architecture.md,
+"Ranking"). `recency` is the decay factor itself (strength / importance): how fresh the
+memory is for its type, extended by every recall. Session memories do not decay during
+their session. Everything here is pure and vectorised so the retrieval path stays in numpy.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from datetime import datetime, timezone
+
+import numpy as np
+
+LN2 = math.log(2.0)
+SECONDS_PER_DAY = 86_400.0
+HALF_LIFE_DAYS: dict[str, float] = {
+    "working": 1.0 / 24.0,  # ~1 hour
+    "episodic": 1.0,
+    "semantic": 7.0,
+    "procedural": 30.0,
+}
+ACCESS_HALF_LIFE_BONUS = 0.2  # each recall extends the effective half-life by 20%
+# Priors added to relevance (which lies in about [0, 1.3]): the favoured scope of the profile
+# gets SCOPE_PRIOR, importance 1.0 gets +IMPORTANCE_PRIOR / 2 and 0.0 as much below, a memory
+# fresh for its type gets RECENCY_PRIOR. Measured: larger priors let user habits and session
+# notes push out the project's own answer; smaller ones lose the ties they exist to break.
+SCOPE_PRIOR = 0.15
+IMPORTANCE_PRIOR = 0.225
+RECENCY_PRIOR = 0.09
+# Cosine below which MiniLM calls two short texts unrelated; the vector part of relevance is
+# measured from here to the best candidate's cosine (a fixed floor, unlike min-max over the
+# candidates, keeps its meaning whether a store holds 50 memories or 100,000).
+COSINE_FLOOR = 0.10
+# Temporal contiguity: a memory recorded right before or after a relevant one, in the same
+# session, shares its context; it gets CONTIGUITY_WEIGHT / lag of its best neighbour's relevance
+# at lags 1..CONTIGUITY_LAGS (measured on LoCoMo: lag 2 adds +.02 R@5, lag 3 nothing more).
+CONTIGUITY_WEIGHT = 0.3
+CONTIGUITY_LAGS = 2
+CONTIGUITY_WINDOW_SECONDS = 3_600.0
+
+# Lifecycle thresholds (memory-model.md §4)
+CONSOLIDATE_BELOW_STRENGTH = 0.3
+CONSOLIDATE_MIN_ACCESS = 2
+ARCHIVE_BELOW_STRENGTH = 0.1
+FORGET_BELOW_STRENGTH = 0.01
+ACTIVATE_AFTER_SECONDS = 3_600.0
+REACTIVATE_AT_STRENGTH = 0.3
+CONSOLIDATED_RANK_FACTOR = 0.85  # consolidated memories are queryable at lower priority
+
+
+def now_utc() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def to_epoch(value: datetime | float | int | None) -> float:
+    """Seconds since the epoch for datetimes from the engine (always tz-aware)."""
+    if value is None:
+        return 0.0
+    if isinstance(value, (int, float)):
+        return float(value)
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=timezone.utc)
+    return value.timestamp()
+
+
+def decay_factor(memory_type: str, seconds_since_access: float, access_count: int, *, frozen: bool = False) -> float:
+    """exp(-ln2 * days / effective_half_life); 1.0 while `frozen` (live session)."""
+    if frozen:
+        return 1.0
+    half_life = HALF_LIFE_DAYS.get(memory_type, 3.0) * (1.0 + ACCESS_HALF_LIFE_BONUS * max(0, access_count))
+    days = max(0.0, seconds_since_access) / SECONDS_PER_DAY
+    return math.exp(-LN2 * days / half_life)
+
+
+def strength(
+    importance: float, memory_type: str, seconds_since_access: float, access_count: int, *, frozen: bool = False
+) -> float:
+    return importance * decay_factor(memory_type, seconds_since_access, access_count, frozen=frozen)
+
+
+def decay_factors(
+    half_lives_days: np.ndarray, seconds_since_access: np.ndarray, access_counts: np.ndarray
+) -> np.ndarray:
+    """Vectorised decay_factor for many memories at once."""
+    effective = half_lives_days * (1.0 + ACCESS_HALF_LIFE_BONUS * np.maximum(access_counts, 0))
+    days = np.maximum(seconds_since_access, 0.0) / SECONDS_PER_DAY
+    return np.exp(-LN2 * days / effective)
+
+
+def prior(importance: np.ndarray, recency: np.ndarray, scope_weight: float | np.ndarray) -> np.ndarray:
+    """What ranks memories of equal relevance: scope (0-1, from the profile), importance, recency."""
+    return SCOPE_PRIOR * scope_weight + IMPORTANCE_PRIOR * (importance - 0.5) + RECENCY_PRIOR * recency
+
+
+def final_score(
+    relevance: np.ndarray, importance: np.ndarray, recency: np.ndarray, scope_weight: float | np.ndarray
+) -> np.ndarray:
+    """Relevance first, priors second (see the module docstring)."""
+    return relevance + prior(importance, recency, scope_weight)
+
+
+def score_fusion(
+    keyword: np.ndarray,
+    vector: np.ndarray,
+    keyword_weight: float,
+    cosine_floor: float = COSINE_FLOOR,
+    *,
+    keyword_top: float | None = None,
+    cosine_top: float | None = None,
+) -> np.ndarray:
+    """Normalised weighted score fusion of BM25 and cosine over one recall's candidates.
+
+    BM25 has no fixed scale, so it is divided by the best keyword score among the candidates.
+    Cosine is measured from COSINE_FLOOR (unrelated) up to the best candidate's cosine: MiniLM
+    puts relevant and unrelated coding memories only 0.2-0.4 apart, so raw cosine next to a
+    0-1 BM25 part let the keyword side decide almost alone (paraphrases, which share no word
+    with the memory, then lost to any memory sharing one). Measured on coding memory and
+    LoCoMo: this scaling beat raw cosine, min-max over the candidates and z-scores. A caller
+    that lowers the relevance floor below COSINE_FLOOR passes its own `cosine_floor`; one that
+    scores memories beside the candidates passes the candidates' bests as `keyword_top` and
+    `cosine_top` (the scale then stays the candidates', and nothing scores above 1).
+    """
+    kw = np.maximum(np.asarray(keyword, dtype=np.float64), 0.0)
+    k_top = (float(kw.max()) if kw.size else 0.0) if keyword_top is None else keyword_top
+    kw = np.minimum(kw, k_top) / k_top if k_top > 0 else np.zeros_like(kw)
+    cos = np.nan_to_num(np.asarray(vector, dtype=np.float64), nan=cosine_floor)
+    c_top = (float(cos.max()) if cos.size else cosine_floor) if cosine_top is None else cosine_top
+    span = c_top - cosine_floor
+    vec = np.clip((cos - cosine_floor) / span, 0.0, 1.0) if span > 1e-9 else np.zeros_like(cos)
+    return keyword_weight * kw + (1.0 - keyword_weight) * vec
+
+
+_QUERY_TOKEN = re.compile(r"\S+")
+_WORDISH = re.compile(r"[A-Za-z][a-z]*(?:'[a-z]+)?[?.,!:;]*")
+
+
+def identifier_share(query: str) -> float:
+    """Share of a query's tokens that are codes rather than words (hashes, versions, paths,
+    snake_case/camelCase names, flags, error codes).
+
+    MiniLM has no meaning for `9f3ac21e` or `SQLX_OFFLINE`: on such tokens its cosine is
+    noise between look-alike strings, while BM25 matches them exactly. A query made only of
+    codes is therefore ranked by its keywords; natural-language queries keep the fusion.
+    """
+    tokens = [t.strip("`'\"()[]{}<>") for t in _QUERY_TOKEN.findall(query)]
+    tokens = [t for t in tokens if t]
+    if not tokens:
+        return 0.0
+    codes = sum(1 for t in tokens if not _WORDISH.fullmatch(t) and any(c.isalnum() for c in t))
+    return codes / len(tokens)
+
+
+def adaptive_keyword_weight(keyword_weight: float, query: str) -> float:
+    """The fusion's BM25 weight, raised toward 1 by the query's share of codes (see above)."""
+    return keyword_weight + (1.0 - keyword_weight) * identifier_share(query) ** 2
+
+
+def rrf_fusion(keyword_ranks: np.ndarray, vector_ranks: np.ndarray, k: int) -> np.ndarray:
+    """Reciprocal rank fusion; ranks are 1-based, 0 means 'not in that list'.
+
+    Returned values are rescaled into [0, 1] by the best possible score so they can
+    feed the composite; never threshold on them (they bunch together).
+    """
+    kw = np.where(keyword_ranks > 0, 1.0 / (k + keyword_ranks), 0.0)
+    vec = np.where(vector_ranks > 0, 1.0 / (k + vector_ranks), 0.0)
+    return (kw + vec) / (2.0 / (k + 1))

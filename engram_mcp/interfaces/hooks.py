@@ -1,0 +1,740 @@
+"""Claude Code hook entry points: ``python -m engram_mcp.interfaces.hooks <EventName>`` (stdin: hook JSON).
+
+Every hook fails open: whatever goes wrong (no daemon, broken store, garbled input), the
+process exits 0 with nothing on stdout, so a broken engram never blocks or breaks a
+Claude Code session. Problems go to stderr (visible in ``claude --debug``) and to
+``~/.claude/engram/logs/hooks.log``.
+
+Two speeds:
+  * Capture hooks (PostToolUse, PostToolUseFailure, SubagentStop, PreCompact) run on the
+    hot path of a session. They never wait for the stores: they redact, append one entry
+    to the durable spool (`spool.py`, fsync'd) and nudge the daemon, which embeds and
+    stores it a moment later. Standard library + `redaction` only; ~50 ms.
+  * Context hooks (SessionStart, UserPromptSubmit, SessionEnd) need answers, so they ask
+    the daemon (`client.py`), starting it when needed, within their timeout.
+
+Stop is a command hook, not a prompt hook (see `docs/architecture.md#stop-hook`): a
+cheap scan of this turn's transcript (`stop_trigger`) decides whether the turn produced
+knowledge worth keeping that was not stored; if so it leaves a one-line note that the next
+UserPromptSubmit hands to the main Claude, which has the whole context. It never blocks:
+no extra model request, no transcript upload.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from engram_mcp.core import spool
+from engram_mcp.core.paths import make_private_dirs
+from engram_mcp.core.redaction import sanitize
+from engram_mcp.daemon.client import socket_path, spawn_daemon, user_dir_from_env
+from engram_mcp.interfaces import stop_trigger
+
+TOOL_PREFIX = "mcp__plugin_engram_engram__"
+STORE_TOOLS = ("store_memory", "update_memory", "reflect_and_consolidate", "promote_memory")
+EDIT_TOOLS = ("Write", "Edit", "MultiEdit", "NotebookEdit")
+SNIPPET_CHARS = 240
+ERROR_CHARS = 600
+CAPTURE_SCAN_CHARS = 64 * 1024  # end of a command's output that is redacted and searched for errors
+CLEAN_SCAN_FACTOR = 8  # _clean redacts this many times its limit of a snippet's start ...
+CLEAN_SCAN_MIN_CHARS = 8192  # ... and at least this many characters
+SUBAGENT_REPORT_CHARS = 1500
+SUBAGENT_MIN_CHARS = 200
+TRANSCRIPT_TAIL_BYTES = 2 * 1024 * 1024  # a turn is at the end of the transcript; never read GBs
+SNAPSHOT_PROMPTS = 3
+NUDGE_TIMEOUT_S = 0.2
+SESSION_START_WAIT_S = 25.0
+PROMPT_WAIT_S = 6.0
+SESSION_END_WAIT_S = 50.0
+STOP_CONFIG_WAIT_S = 1.0
+MIN_PROMPT_CHARS = 12
+
+IMPORTANCE_FILE_CHANGE = 0.3
+IMPORTANCE_FAILED_COMMAND = 0.45
+IMPORTANCE_SUBAGENT_REPORT = 0.4
+IMPORTANCE_COMPACT_SNAPSHOT = 0.6
+
+STOP_NOTES_DIR = "stop-notes"  # under the user dir: one pending note per session, for the next prompt
+STOP_NOTE_MAX_AGE_S = 7 * 24 * 3600  # a note nobody picked up within a week is dropped
+TOOL_OUTPUT_CHARS = 400
+ERROR_MARKERS = re.compile(r"Traceback \(most recent call last\)|^(?:error|fatal|FAILED|E  )\b|\berror:", re.MULTILINE)
+
+
+# -- small utilities ------------------------------------------------------------------------
+
+
+def _line_cut(text: str, limit: int, *, tail: bool) -> str:
+    """At most ``limit`` characters from the start (or the end) of ``text``, cut at a line
+    boundary: the line the cut falls in is dropped whole, so no secret is left half-named
+    (``SSWORD=hunter2``) for the redactor to miss."""
+    if len(text) <= limit:
+        return text
+    if tail:
+        part = text[-limit:]
+        nl = part.find("\n")
+        return part[nl + 1 :] if nl != -1 else part[part.find(" ") + 1 :] if " " in part else ""
+    part = text[:limit]
+    nl = part.rfind("\n")
+    return part[:nl] if nl != -1 else part[: part.rfind(" ")] if " " in part else ""
+
+
+def _clean(text: Any, limit: int) -> str:
+    """Redact secrets and drop <private> spans in the whole text first, then squeeze
+    whitespace and cap the length (a cut made before redacting can hide a secret's key
+    name or a private key's BEGIN line from the redactor)."""
+    if not isinstance(text, str):
+        text = "" if text is None else json.dumps(text, ensure_ascii=False)
+    # redaction is linear in the text: scan a bounded prefix, cut at a line boundary
+    text = sanitize(_line_cut(text, max(CLEAN_SCAN_FACTOR * limit, CLEAN_SCAN_MIN_CHARS), tail=False)).text
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _redacted_tail(text: str) -> str:
+    """The redacted end of a command's output: redact first, then let callers cut.
+
+    Only the last ``CAPTURE_SCAN_CHARS`` are scanned (cut at a line boundary), so an output
+    of megabytes costs what 64 KB costs; a private key body cut there is still redacted.
+    """
+    return sanitize(_line_cut(text, CAPTURE_SCAN_CHARS, tail=True)).text
+
+
+def _project_root(payload: dict[str, Any]) -> str:
+    cwd = payload.get("cwd")
+    return str(os.environ.get("CLAUDE_PROJECT_DIR") or (cwd if isinstance(cwd, str) and cwd else os.getcwd()))
+
+
+def _session_id(payload: dict[str, Any]) -> str | None:
+    sid = payload.get("session_id") or os.environ.get("CLAUDE_CODE_SESSION_ID")
+    return sid if isinstance(sid, str) and sid else None
+
+
+def _ctx(payload: dict[str, Any]) -> dict[str, Any]:
+    return {"project_root": _project_root(payload), "session_id": _session_id(payload), "client": "hook"}
+
+
+def _rel(path: Any, root: str) -> str:
+    if not isinstance(path, str) or not path:
+        return "?"
+    try:
+        return os.path.relpath(path, root) if os.path.isabs(path) and path.startswith(root.rstrip("/") + "/") else path
+    except ValueError:
+        return path
+
+
+def _log(user_dir: Path, event: str, message: str) -> None:
+    print(f"engram: {event}: {message}", file=sys.stderr)
+    try:
+        logs = make_private_dirs(user_dir / "logs")  # every level 0700, whatever the umask
+        fd = os.open(logs / "hooks.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
+        try:
+            os.write(fd, f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {event} {message}\n".encode("utf-8", "replace"))
+        finally:
+            os.close(fd)
+    except OSError:
+        pass
+
+
+# -- talking to the daemon --------------------------------------------------------------------
+
+
+def nudge(user_dir: Path) -> None:
+    """Tell the daemon there is spool to drain; start it if it is not running. Never waits."""
+    import socket
+
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(NUDGE_TIMEOUT_S)
+    try:
+        s.connect(str(socket_path(user_dir)))
+        s.sendall(b'{"id":0,"op":"drain","args":{},"ctx":{}}\n')
+    except OSError:
+        spawn_daemon(user_dir)  # detached; None while engram's Python environment is not complete (no stamp)
+    finally:
+        s.close()
+
+
+def capture(user_dir: Path, payload: dict[str, Any], memory: dict[str, Any]) -> str:
+    """Queue one session memory durably and wake the daemon."""
+    ctx = _ctx(payload)
+    if not ctx["session_id"]:
+        raise ValueError("hook input has no session_id")
+    entry = spool.enqueue(user_dir, "hook_capture", memory, ctx, reason="hook")
+    nudge(user_dir)
+    return entry
+
+
+def ask(
+    user_dir: Path, op: str, args: dict[str, Any], payload: dict[str, Any], *, wait_s: float, autostart: bool = True
+) -> Any:
+    """One synchronous daemon call, bounded by `wait_s`; starts the daemon if needed and allowed."""
+    from engram_mcp.daemon.client import DaemonClient
+
+    ctx = _ctx(payload)
+    with DaemonClient(
+        user_dir, autostart=autostart, timeout=wait_s, start_timeout=wait_s, client_name="hook"
+    ) as client:
+        return client.call(op, args, project_root=ctx["project_root"], session_id=ctx["session_id"], timeout=wait_s)
+
+
+# -- what the capture hooks record --------------------------------------------------------------
+
+
+def file_change_memory(payload: dict[str, Any]) -> dict[str, Any] | None:
+    """Write/Edit/MultiEdit → 'Edited src/app.py: `old` → `new`' (episodic, session)."""
+    tool = payload.get("tool_name")
+    inp = payload.get("tool_input") if isinstance(payload.get("tool_input"), dict) else {}
+    resp = payload.get("tool_response") if isinstance(payload.get("tool_response"), dict) else {}
+    root = _project_root(payload)
+    path = inp.get("file_path") or inp.get("notebook_path") or resp.get("filePath")
+    rel = _rel(path, root)
+    if tool == "Write":
+        verb = "Created" if resp.get("type") == "create" else "Rewrote"
+        lines = str(inp.get("content") or "").count("\n") + (0 if str(inp.get("content") or "").endswith("\n") else 1)
+        content = f"{verb} {rel} ({lines} lines)."
+    elif tool == "Edit":
+        content = f"Edited {rel}: `{_clean(inp.get('old_string'), SNIPPET_CHARS)}` → `{_clean(inp.get('new_string'), SNIPPET_CHARS)}`."
+    elif tool == "MultiEdit":
+        edits = inp.get("edits") if isinstance(inp.get("edits"), list) else []
+        first = edits[0] if edits and isinstance(edits[0], dict) else {}
+        content = (
+            f"Edited {rel} ({len(edits)} edits), e.g. `{_clean(first.get('old_string'), SNIPPET_CHARS // 2)}` → "
+            f"`{_clean(first.get('new_string'), SNIPPET_CHARS // 2)}`."
+        )
+    elif tool == "NotebookEdit":
+        content = f"Edited notebook {rel}."
+    else:
+        return None
+    ext = os.path.splitext(rel)[1].lstrip(".").lower()
+    tags = ["file-change"] + ([ext] if ext and re.fullmatch(r"[a-z0-9]{1,10}", ext) else [])
+    return {
+        "content": _clean(content, 2 * SNIPPET_CHARS + 200),
+        "type": "episodic",
+        "importance": IMPORTANCE_FILE_CHANGE,
+        "category": "file_change",
+        "tags": tags,
+        "source": {"hook": payload.get("hook_event_name") or "PostToolUse", "tool": tool, "file": _clean(rel, 300)},
+    }
+
+
+def command_memory(payload: dict[str, Any], *, failed: bool) -> dict[str, Any] | None:
+    """A failed Bash command (or one that printed an error) → episodic session memory."""
+    inp = payload.get("tool_input") if isinstance(payload.get("tool_input"), dict) else {}
+    command = _clean(inp.get("command"), SNIPPET_CHARS)
+    if failed:
+        if payload.get("is_interrupt"):
+            return None
+        error = _redacted_tail(str(payload.get("error") or ""))
+        m = re.match(r"\s*Exit code (\d+)\s*\n?", error)
+        code = m.group(1) if m else "?"
+        detail = error[m.end() :] if m else error
+        head = f"Command failed (exit {code}): `{command}`"
+    else:
+        resp = payload.get("tool_response") if isinstance(payload.get("tool_response"), dict) else {}
+        stderr = _redacted_tail(str(resp.get("stderr") or ""))
+        stdout = _redacted_tail(str(resp.get("stdout") or ""))
+        found = ERROR_MARKERS.search(stderr) or ERROR_MARKERS.search(stdout[-4000:])
+        if not found:
+            return None
+        source_text = stderr if ERROR_MARKERS.search(stderr) else stdout[-4000:]
+        detail = source_text[max(0, found.start() - 200) :]
+        head = f"Command reported errors: `{command}`"
+    tail = _clean(detail, ERROR_CHARS)
+    return {
+        "content": f"{head}{' — ' + tail if tail else ''}",
+        "type": "episodic",
+        "importance": IMPORTANCE_FAILED_COMMAND,
+        "category": "error",
+        "tags": ["failed-command"],
+        "source": {"hook": payload.get("hook_event_name") or "PostToolUse", "tool": "Bash"},
+    }
+
+
+# -- transcripts --------------------------------------------------------------------------------
+
+
+def read_transcript_tail(path: Any) -> list[dict[str, Any]]:
+    """The last ~2 MB of a Claude Code transcript (JSONL), as message entries."""
+    if not isinstance(path, str) or not path:
+        return []
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            size = fh.tell()
+            fh.seek(max(0, size - TRANSCRIPT_TAIL_BYTES))
+            raw = fh.read()
+    except OSError:
+        return []
+    lines = raw.split(b"\n")
+    if size > TRANSCRIPT_TAIL_BYTES:
+        lines = lines[1:]  # the first line is probably cut
+    out = []
+    for line in lines:
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if (
+            isinstance(entry, dict)
+            and entry.get("type") in ("user", "assistant")
+            and isinstance(entry.get("message"), dict)
+        ):
+            out.append(entry)
+    return out
+
+
+def _blocks(entry: dict[str, Any]) -> list[dict[str, Any]]:
+    content = entry["message"].get("content")
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+
+
+def _is_prompt(entry: dict[str, Any]) -> bool:
+    """A real user prompt, not a tool result or a hook/system injection."""
+    if entry.get("type") != "user" or entry.get("isMeta"):
+        return False
+    blocks = _blocks(entry)
+    return bool(blocks) and all(b.get("type") == "text" for b in blocks)
+
+
+def last_turn(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Entries from the last real user prompt to the end."""
+    for i in range(len(entries) - 1, -1, -1):
+        if _is_prompt(entries[i]):
+            return entries[i:]
+    return entries
+
+
+def _result_text(content: Any) -> str:
+    """The text of a tool_result's content (a string or a list of blocks), capped."""
+    if isinstance(content, list):
+        content = " ".join(str(b.get("text") or "") for b in content if isinstance(b, dict))
+    return str(content or "")[:TOOL_OUTPUT_CHARS]
+
+
+def turn_facts(turn: list[dict[str, Any]]) -> dict[str, Any]:
+    """What happened in a turn: prompt, final answer, tool events (failed or not), engram stores.
+
+    `events` pairs each tool_use with its tool_result (``failed`` = the result is an error);
+    `stored` is true when any engram store-family tool was called in the turn.
+    """
+    facts: dict[str, Any] = {"prompt": "", "answer": "", "tools": [], "events": [], "stored": False}
+    by_id: dict[str, dict[str, Any]] = {}
+    for entry in turn:
+        for b in _blocks(entry):
+            kind = b.get("type")
+            if entry["type"] == "user" and kind == "text" and _is_prompt(entry):
+                facts["prompt"] += str(b.get("text") or "") + "\n"
+            elif entry["type"] == "assistant" and kind == "text":
+                facts["answer"] = str(b.get("text") or "")
+            elif kind == "tool_use":
+                name = str(b.get("name") or "")
+                event = {
+                    "name": name,
+                    "input": b.get("input") if isinstance(b.get("input"), dict) else {},
+                    "failed": False,
+                    "output": "",
+                }
+                facts["tools"].append(name)
+                facts["events"].append(event)
+                by_id[str(b.get("id") or "")] = event
+                facts["stored"] = facts["stored"] or stop_trigger.is_store_tool(name)
+            elif kind == "tool_result":
+                event = by_id.get(str(b.get("tool_use_id") or ""))
+                if event is not None:
+                    event["failed"] = bool(b.get("is_error"))
+                    event["output"] = _result_text(b.get("content"))
+    return facts
+
+
+def stop_signals(facts: dict[str, Any]) -> list[str]:
+    """Why this turn may hold unstored durable knowledge (keys of `stop_trigger.SIGNAL_TEXT`); empty when not."""
+    return stop_trigger.stop_signals(facts)
+
+
+# The note the next prompt carries (~70 tokens with the signals; measured in bench/stop_bench.py).
+STOP_NOTE = (
+    "engram memory check: the previous turn may hold durable knowledge not stored yet ({signals}). "
+    "If it will matter in later sessions, store it now with engram's store_memory (type, scope, importance, "
+    "tags), then continue; otherwise ignore this note and do not mention it."
+)
+STOP_REASON = STOP_NOTE  # the name bench/hooks_bench.py reads
+
+
+def stop_note(signals: list[str]) -> str:
+    """The one-line nudge for these signals."""
+    return STOP_NOTE.format(signals="; ".join(stop_trigger.SIGNAL_TEXT.get(s, s) for s in signals))
+
+
+def _note_path(user_dir: Path, payload: dict[str, Any]) -> Path | None:
+    sid = _session_id(payload)
+    if not sid:
+        return None
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", sid)[:120]
+    return user_dir / STOP_NOTES_DIR / f"{safe}.json"
+
+
+def save_stop_note(user_dir: Path, payload: dict[str, Any], signals: list[str]) -> Path | None:
+    """Leave the nudge for this session's next prompt (replacing an unread one) and drop stale notes."""
+    path = _note_path(user_dir, payload)
+    if path is None:
+        return None
+    folder = path.parent
+    make_private_dirs(folder)  # every level 0700, whatever the umask
+    now = time.time()
+    for old in folder.iterdir():  # notes, and a crashed writer's or reader's leftovers (*.tmp, *.taken)
+        try:
+            if now - old.stat().st_mtime > STOP_NOTE_MAX_AGE_S:
+                old.unlink()
+        except OSError:
+            pass
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.write(fd, json.dumps({"signals": signals, "created": now}).encode())
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    return path
+
+
+def take_stop_note(user_dir: Path, payload: dict[str, Any]) -> str | None:
+    """The pending nudge of this session, at most once (claimed by an atomic rename), or None.
+
+    An engram slash command consumes it silently: the user is doing the memory work already.
+    """
+    path = _note_path(user_dir, payload)
+    if path is None or not path.exists():
+        return None
+    claimed = path.with_suffix(f".{os.getpid()}.taken")
+    try:
+        os.rename(path, claimed)
+    except OSError:
+        return None  # another process took it, or it vanished
+    try:
+        data = json.loads(claimed.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        data = {}
+    finally:
+        try:
+            claimed.unlink()
+        except OSError:
+            pass
+    prompt = payload.get("prompt") if isinstance(payload.get("prompt"), str) else ""
+    signals = [s for s in data.get("signals") or [] if s in stop_trigger.SIGNAL_TEXT] if isinstance(data, dict) else []
+    if not signals or stop_trigger.is_engram_command(prompt):
+        return None
+    if time.time() - float(data.get("created") or 0) > STOP_NOTE_MAX_AGE_S:
+        return None
+    return stop_note(signals)
+
+
+def compact_snapshot(entries: list[dict[str, Any]], root: str) -> str | None:
+    """What Claude was doing before compaction: recent prompts, files touched, last answer."""
+    prompts = [" ".join(str(b.get("text") or "") for b in _blocks(e)) for e in entries if _is_prompt(e)]
+    files: list[str] = []
+    for e in entries:
+        for b in _blocks(e):
+            if b.get("type") == "tool_use" and b.get("name") in EDIT_TOOLS and isinstance(b.get("input"), dict):
+                rel = _rel(b["input"].get("file_path") or b["input"].get("notebook_path"), root)
+                if rel not in files:
+                    files.append(rel)
+    answers = [
+        b.get("text") for e in entries if e["type"] == "assistant" for b in _blocks(e) if b.get("type") == "text"
+    ]
+    if not prompts and not files:
+        return None
+    parts = ["Working context saved before compaction."]
+    if prompts:
+        parts.append("Recent requests: " + " | ".join(_clean(p, 300) for p in prompts[-SNAPSHOT_PROMPTS:]))
+    if files:
+        parts.append("Files touched: " + ", ".join(_clean(f, 120) for f in files[-15:]))
+    if answers:
+        parts.append("Last step: " + _clean(answers[-1], 400))
+    return "\n".join(parts)
+
+
+# -- handlers -------------------------------------------------------------------------------------
+
+
+def on_session_start(user_dir: Path, payload: dict[str, Any]) -> dict[str, Any] | None:
+    source = payload.get("source") if isinstance(payload.get("source"), str) else "startup"
+    result = ask(user_dir, "hook_session_start", {"source": source}, payload, wait_s=SESSION_START_WAIT_S)
+    opened = (result or {}).get("session")
+    if isinstance(opened, dict) and opened.get("warning"):
+        _log(user_dir, "SessionStart", f"degraded: {str(opened['warning'])[:600]}")
+    block = (result or {}).get("additional_context")
+    if not block:
+        return None
+    return {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": block}}
+
+
+def on_user_prompt(user_dir: Path, payload: dict[str, Any]) -> dict[str, Any] | None:
+    prompt = payload.get("prompt")
+    if not isinstance(prompt, str) or len(prompt.strip()) < MIN_PROMPT_CHARS or prompt.lstrip().startswith("/"):
+        return None
+    result = ask(user_dir, "hook_prompt", {"prompt": sanitize(prompt).text[:4000]}, payload, wait_s=PROMPT_WAIT_S)
+    block = (result or {}).get("additional_context")
+    if not block:
+        return None
+    return {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": block}}
+
+
+def on_prompt_submit(user_dir: Path, payload: dict[str, Any]) -> dict[str, Any] | None:
+    """UserPromptSubmit: the relevant memories (`on_user_prompt`) plus the Stop hook's pending note, if any."""
+    note = take_stop_note(user_dir, payload)
+    try:
+        out = on_user_prompt(user_dir, payload)
+    except Exception as exc:
+        if not note:
+            raise
+        _log(user_dir, "UserPromptSubmit", f"no memories: {type(exc).__name__}: {str(exc)[:300]}")
+        out = None
+    if not note:
+        return out
+    context = (out or {}).get("hookSpecificOutput", {}).get("additionalContext")
+    joined = f"{context}\n{note}" if context else note
+    return {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": joined}}
+
+
+def on_post_tool_use(user_dir: Path, payload: dict[str, Any]) -> None:
+    tool = payload.get("tool_name")
+    memory = command_memory(payload, failed=False) if tool == "Bash" else file_change_memory(payload)
+    if memory:
+        capture(user_dir, payload, memory)
+
+
+def on_post_tool_failure(user_dir: Path, payload: dict[str, Any]) -> None:
+    if payload.get("tool_name") == "Bash":
+        memory = command_memory(payload, failed=True)
+        if memory:
+            capture(user_dir, payload, memory)
+
+
+def on_pre_compact(user_dir: Path, payload: dict[str, Any]) -> None:
+    text = compact_snapshot(read_transcript_tail(payload.get("transcript_path")), _project_root(payload))
+    if text:
+        capture(
+            user_dir,
+            payload,
+            {
+                "content": text,
+                "type": "working",
+                "importance": IMPORTANCE_COMPACT_SNAPSHOT,
+                "category": "compact_snapshot",
+                "tags": ["pre-compact"],
+                "source": {"hook": "PreCompact", "trigger": str(payload.get("trigger") or "")[:20]},
+                "dedup": False,
+            },
+        )
+
+
+def on_stop(user_dir: Path, payload: dict[str, Any]) -> dict[str, Any] | None:
+    """Leave a nudge for the next prompt when the turn holds unstored durable knowledge. Never blocks.
+
+    Blocking would cost one more main-model request per flagged turn and, as a JSON
+    ``decision: block``, Claude Code hands the reason to the model twice; the note costs ~70
+    input tokens of the next request (see docs/architecture.md#stop-hook).
+    """
+    if payload.get("stop_hook_active") or os.environ.get("ENGRAM_STOP_HOOK", "").lower() in ("0", "false", "no", "off"):
+        return None
+    facts = turn_facts(last_turn(read_transcript_tail(payload.get("transcript_path"))))
+    if not facts["answer"] and isinstance(payload.get("last_assistant_message"), str):
+        facts["answer"] = payload["last_assistant_message"]
+    signals = stop_signals(facts)
+    if signals and _stop_enabled(user_dir, payload):
+        save_stop_note(user_dir, payload, signals)
+    return None
+
+
+def _stop_enabled(user_dir: Path, payload: dict[str, Any]) -> bool:
+    """The `stop_hook` config key, asked of a running daemon (default on when none answers)."""
+    try:
+        cfg = ask(user_dir, "hook_config", {}, payload, wait_s=STOP_CONFIG_WAIT_S, autostart=False)
+        return bool((cfg or {}).get("stop_hook", True))
+    except Exception:
+        return True
+
+
+def on_subagent_stop(user_dir: Path, payload: dict[str, Any]) -> None:
+    """Keep a subagent's final report as an episodic session memory when it has substance.
+
+    Cheaper than blocking the subagent (which may not even have the engram tools): the
+    report is one spool entry, and the main Claude, or SessionEnd, decides what lasts.
+    """
+    if payload.get("stop_hook_active"):
+        return None
+    report = payload.get("last_assistant_message")
+    if not isinstance(report, str):
+        entries = read_transcript_tail(payload.get("agent_transcript_path") or payload.get("transcript_path"))
+        texts = [
+            b.get("text") for e in entries if e["type"] == "assistant" for b in _blocks(e) if b.get("type") == "text"
+        ]
+        report = texts[-1] if texts else ""
+    if len(report.strip()) < SUBAGENT_MIN_CHARS:
+        return None
+    agent = str(payload.get("agent_type") or payload.get("subagent_type") or "subagent")[:40]
+    capture(
+        user_dir,
+        payload,
+        {
+            "content": f"Subagent {agent} reported: {_clean(report, SUBAGENT_REPORT_CHARS)}",
+            "type": "episodic",
+            "importance": IMPORTANCE_SUBAGENT_REPORT,
+            "category": "subagent_report",
+            "tags": ["subagent"],
+            "source": {"hook": "SubagentStop", "agent": agent},
+        },
+    )
+    return None
+
+
+def on_session_end(user_dir: Path, payload: dict[str, Any]) -> None:
+    reason = str(payload.get("reason") or "session_end")[:40]
+    try:
+        ask(user_dir, "hook_session_end", {"reason": reason}, payload, wait_s=SESSION_END_WAIT_S)
+    except Exception as exc:
+        # The daemon could not do it now: queue it; the next daemon applies it after the
+        # session's queued observations (the spool is applied oldest first).
+        spool.enqueue(user_dir, "hook_session_end", {"reason": reason}, _ctx(payload), reason=f"deferred: {exc}"[:200])
+        raise
+
+
+HANDLERS: dict[str, Callable[[Path, dict[str, Any]], dict[str, Any] | None]] = {
+    "SessionStart": on_session_start,
+    "UserPromptSubmit": on_prompt_submit,
+    "PostToolUse": on_post_tool_use,
+    "PostToolUseFailure": on_post_tool_failure,
+    "PreCompact": on_pre_compact,
+    "Stop": on_stop,
+    "SubagentStop": on_subagent_stop,
+    "SessionEnd": on_session_end,
+}
+
+
+MAX_PAYLOAD_BYTES = 16 * 1024 * 1024  # hook JSON (a prompt, a tool's output) is far below; never read more
+DISCARD_MAX_BYTES = 256 * 1024 * 1024  # the rest of an oversized input is read and dropped, up to this
+DISCARD_CHUNK_BYTES = 1024 * 1024
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _scrub(value: Any) -> Any:
+    """`value` with lone surrogates (`"\\ud83d"`: a JS client's emoji cut in half) as U+FFFD:
+    they cannot be written as UTF-8 to the spool, a log or stdout."""
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value) if _SURROGATE.search(value) else value
+    if isinstance(value, dict):
+        return {_scrub(k): _scrub(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_scrub(v) for v in value]
+    return value
+
+
+def _discard(source: Any, budget_bytes: int = DISCARD_MAX_BYTES) -> None:
+    """Read the rest of an oversized input without keeping it, so Claude Code's write of it
+    completes instead of failing on a closed pipe (bounded: a stream may be endless)."""
+    if not hasattr(source, "read"):
+        return
+    try:
+        while budget_bytes > 0 and source.read(min(DISCARD_CHUNK_BYTES, budget_bytes)):
+            budget_bytes -= DISCARD_CHUNK_BYTES
+    except (OSError, ValueError):
+        pass
+
+
+def read_payload(stream: Iterable[str] | Any, limit: int = MAX_PAYLOAD_BYTES) -> dict[str, Any]:
+    """The hook's JSON object from `stream` (stdin), or ValueError saying why it is unusable.
+
+    At most `limit` bytes are read; invalid UTF-8 becomes U+FFFD and lone surrogates too, so
+    a stray byte does not lose a capture; nesting too deep for the parser, a non-object and
+    anything over the limit are refused (ValueError, never RecursionError or MemoryError).
+    """
+    source = getattr(stream, "buffer", stream)
+    if hasattr(source, "read"):
+        raw = source.read(limit + 1)
+    else:
+        raw = "".join(source)
+    if isinstance(raw, str):
+        raw = raw.encode("utf-8", "surrogatepass")
+    if len(raw) > limit:
+        _discard(source)
+        raise ValueError(f"hook input is larger than {limit // (1024 * 1024)} MiB")
+    text = raw.decode("utf-8", errors="replace")
+    if not text.strip():
+        raise ValueError("stdin is empty")
+    try:
+        payload = json.loads(text)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
+    except MemoryError:
+        raise ValueError("hook input too large to parse") from None
+    if not isinstance(payload, dict):
+        raise ValueError(f"expected a JSON object, got {type(payload).__name__}")
+    try:
+        return _scrub(payload)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    return " ".join(str(text).split())[:limit]
+
+
+def _write_output(out: Any) -> None:
+    """Print the hook's answer; if stdout is gone (Claude Code stopped reading), drop it quietly."""
+    try:
+        data = json.dumps(out, ensure_ascii=False)
+        try:
+            encoded = data.encode("utf-8")
+        except UnicodeError:  # a lone surrogate from a stored memory: escaped, still valid JSON
+            encoded = json.dumps(out, ensure_ascii=True).encode()
+        sys.stdout.buffer.write(encoded)
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        try:  # nothing may fail again at exit, when Python flushes stdout
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except OSError:
+            pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one hook; always exit 0 (fail open) unless the event name itself is unknown.
+
+    Whatever the input or the failure, the hook prints at most one line to stderr (and the
+    hooks log) and never a traceback: a broken engram must never block a session.
+    """
+    argv = sys.argv[1:] if argv is None else argv
+    event = argv[0] if argv else ""
+    handler = HANDLERS.get(event)
+    if handler is None:
+        print(f"engram: unknown hook event {event!r}; expected one of {', '.join(HANDLERS)}", file=sys.stderr)
+        return 2 if not argv else 0
+    user_dir: Path | None = None
+    try:
+        user_dir = user_dir_from_env()
+        try:
+            payload = read_payload(sys.stdin)
+        except (ValueError, OSError) as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+            _log(user_dir, event, f"ignored: hook input is not valid hook JSON ({_one_line(exc)})")
+            return 0
+        out = handler(user_dir, payload)
+        if out:
+            _write_output(out)
+    except BaseException as exc:  # fail open, but say why (RecursionError, MemoryError, KeyboardInterrupt...)
+        if isinstance(exc, SystemExit) and exc.code in (0, None):
+            return 0
+        try:
+            _log(user_dir or Path(os.devnull), event, f"skipped: {type(exc).__name__}: {_one_line(exc)}")
+        except BaseException:
+            pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,245 @@
+"""Does a finished turn hold durable knowledge that engram did not store? (the Stop hook's decision)
+
+The Stop hook (`hooks.on_stop`) reads the turn from the transcript (`hooks.turn_facts`) and
+asks `stop_signals` here. Standard library only: hooks run with ``python -S``.
+
+Durable knowledge means one of three things (the labelling rules of
+`tests/data/stop_corpus.md`, which this is measured against by `bench/stop_bench.py`):
+
+  * ``rule``: the user states a rule, convention or preference *for future work*: a marker of
+    time or generality ("from now on", "next time", "whenever", "in all my projects"), a
+    declarative "remember that ...", or a convention framed as how the project works ("in this
+    repo we always ...", "our convention is ..."). An imperative alone ("never push to main",
+    "you must handle the empty list", "remember to run the linter") is an instruction for this
+    turn: people phrase task constraints that way, and they are by far the commoner case.
+  * ``fix``: a command failed and a working variant was found: the same program succeeded later
+    with an added environment variable or flag, or after a setup command. A failure cured by
+    editing the code and re-running the same command is a code fix that lives in the diff.
+  * ``decision``: the user announces a choice ("we decided", "let's go with", "we're not going
+    to", "we'll stay on"), or the answer makes one ("I went with X rather than Y", or after the
+    user asked it to pick one).
+
+It never fires on a turn where engram already stored something (Claude was curating memory
+this turn and made its own call) or on an engram slash command (the command is the memory work).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from typing import Any
+
+ENGRAM_TOOL_PREFIX = "mcp__plugin_engram_engram__"
+STORE_TOOLS = ("store_memory", "update_memory", "reflect_and_consolidate", "promote_memory")
+ENGRAM_COMMAND_PREFIX = "/engram:"
+
+# -- rule / convention / preference (in the user's prompt) -------------------------------------
+FUTURE_MARKERS = re.compile(
+    r"\b(?:from now on|from here on|going forward|moving forward|in (?:the )?future|for (?:the )?future|next time|"
+    r"whenever|every time|each time|for later|from today|for all (?:future|new)|in general|generally|as a rule|"
+    r"in all (?:my|our) (?:projects|repos|repositories|code)|(?:for|in) (?:all|every) (?:my|our) (?:projects|repos)|"
+    r"(?:don't|do not|never)\b[^.!?\n]{0,60}\bever\b|\bever again)\b",
+    re.IGNORECASE,
+)
+REMEMBER_THAT = re.compile(
+    r"\b(?:remember|keep in mind|bear in mind|note|know|be aware) that\b|\bkeep in mind\b|"
+    r"\bnote for (?:next time|later|the future)\b|\bjust so you know\b|\bfor future tasks\b",
+    re.IGNORECASE,
+)
+CONVENTION = re.compile(
+    r"\b(?:in|for) this (?:repo|repository|project|codebase|team|monorepo)\b[^.!?\n]{0,30}\bwe\b|"
+    r"\bfor this (?:repo|repository|project|codebase):|"
+    r"\bour (?:\w+ )?(?:convention|policy|rule|standard|style guide|practice)s? (?:is|are|says)\b|"
+    r"\b(?:the|a) (?:rule|convention|policy) here\b|\bteam (?:policy|convention|rule)\b|"
+    r"\bhow we do (?:\w+ )?(?:here|things)\b|\bthe team agreed\b|"
+    r"\b(?:all )?our (?:\w+ )?(?:services|repos|projects|apps) (?:always |all )?(?:use|log|run|must|should)\b|"
+    r"\bwe (?:always|never|prefer)\b[^.!?\n]{0,60}\b(?:here|in this|across|in our)\b",
+    re.IGNORECASE,
+)
+PREFERENCE = re.compile(
+    r"\bI(?:'d| would) (?:rather|prefer)\b|\bI prefer\b|\bmy preference\b|"
+    r"\bI (?:generally |always |really )?(?:want|like|expect)\b[^.!?\n]{0,80}\b(?:in all my|all my|always|in general|everywhere)\b|"
+    r"\b(?:stop|quit) (?:asking|adding|using|writing|putting)\b|"
+    r"\bwhen(?:ever)? you (?:write|add|create|make|open|touch|change)\b[^.!?\n]{0,60}\b(?:always|never)\b|"
+    r"\bthat's how I (?:want|like)\b",
+    re.IGNORECASE,
+)
+
+SAME_SENTENCE = r"(?:(?![.!?](?:\s|$))[^\n]){{0,{}}}"  # within one sentence (a dot inside `a.b` does not end it)
+
+# -- decision with its reason ---------------------------------------------------------------------
+USER_DECISION = re.compile(
+    r"\b(?:we(?:'ve| have)? decided|we agreed|let's (?:go with|keep|stick with|stay on|use)|we'll (?:stay|stick|keep|go)|"
+    r"we're (?:not going to|going with|switching|moving|sticking|staying|dropping)|we are (?:not going to|switching|dropping)|"
+    r"decided to|we're not going to)\b",
+    re.IGNORECASE,
+)
+ASK_TO_CHOOSE = re.compile(
+    r"\b(?:pick|choose|decide (?:on|between|which)|select) (?:one|a|an|the best|between|which)\b|"
+    r"\bpick one\b",
+    re.IGNORECASE,
+)
+ANSWER_DECISION = re.compile(
+    r"\b(?:I (?:went with|chose|picked|opted for|decided)|(?:chose|picked|went with|opted for) \w+)\b"
+    + SAME_SENTENCE.format(160)
+    + r"(?:\brather than\b|\binstead of\b|\bover\b|\bbecause\b|\bsince\b|:)|"
+    r"\bI (?:\w+ )?\w+\b" + SAME_SENTENCE.format(120) + r"\brather than\b",
+    re.IGNORECASE,
+)
+
+# -- a failed command and the variant that worked -------------------------------------------------
+ROUTINE_PROGRAMS = frozenset(
+    {
+        "git",
+        "cat",
+        "ls",
+        "cd",
+        "echo",
+        "grep",
+        "rg",
+        "find",
+        "which",
+        "head",
+        "tail",
+        "test",
+        "true",
+        "false",
+        "timeout",
+        "sleep",
+        "pwd",
+        "mkdir",
+        "rm",
+        "cp",
+        "mv",
+        "touch",
+        "source",
+        ".",
+    }
+)
+WRAPPERS = frozenset({"sudo", "env", "exec", "nice", "time", "command", "npx"})
+RUNNERS = {"bundle": "exec", "poetry": "run", "uv": "run", "pipenv": "run", "pnpm": "exec", "yarn": "exec"}
+ENV_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+SUBCOMMAND = re.compile(r"^[a-z][a-z0-9:_-]*$")
+EDIT_TOOL_NAMES = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit"})
+
+SIGNAL_TEXT = {
+    "rule": "the user stated a rule or preference for future work",
+    "fix": "a command failed and a working fix was found",
+    "decision": "a decision was made, with its reason",
+}
+
+
+def is_engram_command(prompt: str) -> bool:
+    """An engram slash command, typed (`/engram:remember ...`) or as the transcript records it."""
+    text = prompt.lstrip()
+    return text.startswith(ENGRAM_COMMAND_PREFIX) or f"<command-name>{ENGRAM_COMMAND_PREFIX}" in prompt
+
+
+def is_store_tool(name: str) -> bool:
+    return name.startswith(ENGRAM_TOOL_PREFIX) and name[len(ENGRAM_TOOL_PREFIX) :] in STORE_TOOLS
+
+
+class Invocation:
+    """One simple command: program, its subcommand (`npm install` -> install), env names set, flags."""
+
+    def __init__(self, tokens: list[str]) -> None:
+        self.env: set[str] = set()
+        i = 0
+        while i < len(tokens) and (ENV_ASSIGNMENT.match(tokens[i]) or tokens[i] in WRAPPERS):
+            if ENV_ASSIGNMENT.match(tokens[i]):
+                self.env.add(tokens[i].split("=", 1)[0])
+            i += 1
+        rest = tokens[i:]
+        if len(rest) > 1 and RUNNERS.get(rest[0].rsplit("/", 1)[-1]) == rest[1]:
+            rest = rest[2:]  # `bundle exec rspec` runs rspec
+        self.program = rest[0].rsplit("/", 1)[-1] if rest else ""
+        args = rest[1:]
+        self.subcommand = args[0] if args and SUBCOMMAND.match(args[0]) else ""
+        self.flags = {a.split("=", 1)[0] for a in args if a.startswith("-") and a not in ("-", "--")}
+
+    @property
+    def routine(self) -> bool:
+        return not self.program or self.program in ROUTINE_PROGRAMS
+
+    def same_command(self, other: "Invocation") -> bool:
+        return self.program == other.program and (
+            not self.subcommand or not other.subcommand or self.subcommand == other.subcommand
+        )
+
+
+def invocations(command: str) -> list[Invocation]:
+    """A shell line as its simple commands (split on && || ; | and newlines)."""
+    out = []
+    for part in re.split(r"&&|\|\||;|\||\n", command):
+        try:
+            tokens = shlex.split(part, posix=True)
+        except ValueError:
+            tokens = part.split()
+        if tokens:
+            out.append(Invocation(tokens))
+    return out
+
+
+def _rerun_changed(failed: Invocation, line: list[Invocation]) -> bool | None:
+    """For a later successful line: True if it re-ran the failed command in a changed way (an added env
+    variable or flag, or a setup command before it on the same line), False if it re-ran it unchanged,
+    None if it did not re-run it at all."""
+    for k, inv in enumerate(line):
+        if inv.same_command(failed):
+            setup_first = any(not prev.routine and not prev.same_command(failed) for prev in line[:k])
+            return bool(inv.env - failed.env) or bool(inv.flags - failed.flags) or setup_first
+    return None
+
+
+def fix_found(events: list[dict[str, Any]]) -> bool:
+    """A failed command that later succeeded changed, or after a setup command (not just after code edits)."""
+    bash = [e for e in events if e.get("name") == "Bash"]
+    for pos, event in enumerate(bash):
+        if not event.get("failed"):
+            continue
+        line = invocations(str((event.get("input") or {}).get("command") or ""))
+        if not line or line[-1].routine:
+            continue
+        failed = line[-1]  # the exit status of a line is its last command's
+        setup_between = False
+        for later in bash[pos + 1 :]:
+            if later.get("failed"):
+                continue
+            later_line = invocations(str((later.get("input") or {}).get("command") or ""))
+            changed = _rerun_changed(failed, later_line)
+            if changed is None:
+                setup_between = setup_between or any(not inv.routine for inv in later_line)
+                continue
+            if changed or setup_between:
+                return True
+            break  # the same command succeeded unchanged after code edits: the fix is in the diff
+    return False
+
+
+def stop_signals(facts: dict[str, Any]) -> list[str]:
+    """Signal keys (`SIGNAL_TEXT`) for durable knowledge left unstored in this turn; empty when none.
+
+    `facts`: ``prompt``, ``answer`` (final text), ``events`` (tool events in order: ``name``,
+    ``input``, ``failed``, ``output``), ``stored`` (engram stored during the turn).
+    """
+    prompt = str(facts.get("prompt") or "")
+    answer = str(facts.get("answer") or "")
+    if facts.get("stored") or is_engram_command(prompt):
+        return []
+    signals = []
+    if (
+        FUTURE_MARKERS.search(prompt)
+        or REMEMBER_THAT.search(prompt)
+        or CONVENTION.search(prompt)
+        or PREFERENCE.search(prompt)
+    ):
+        signals.append("rule")
+    if fix_found(list(facts.get("events") or [])):
+        signals.append("fix")
+    if (
+        USER_DECISION.search(prompt)
+        or ANSWER_DECISION.search(answer)
+        or (ASK_TO_CHOOSE.search(prompt) and answer.strip())
+    ):
+        signals.append("decision")
+    return signals

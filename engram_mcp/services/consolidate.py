@@ -1,0 +1,251 @@
+"""reflect_and_consolidate: a reviewable plan the consolidator (Claude) acts on.
+
+The runtime does the mechanics Claude should not do by hand: clustering by embedding,
+finding duplicates, recurring themes across sessions, promotion candidates and noise.
+With `dry_run` it returns the plan and writes nothing. Without it, it applies the
+mechanical part: each episodic cluster becomes a semantic memory linked `derived_from`
+its sources (which move to `consolidated`), duplicates are merged into the stronger copy
+(`similar_to` recorded, the weaker archived), and noise is archived. Claude writes better
+summaries by storing its own memory with `derived_from` and archiving the sources.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from engram_mcp.core.errors import InvalidInput
+from engram_mcp.core.ids import format_memory_id
+from engram_mcp.index.scope_index import STATUS_CODE
+from engram_mcp.services.records import check_enum
+from engram_mcp.storage import queries as q
+
+if TYPE_CHECKING:
+    from engram_mcp.services.service import MemoryService, RequestContext
+
+CLUSTER_SIMILARITY = 0.6
+DUPLICATE_SIMILARITY = 0.85
+# A newer fact this close to an older one of the same type (but not a duplicate) may say that
+# the older one changed: the same subject with a newer statement (same cut-off as store's hint).
+CONTRADICTION_SIMILARITY = 0.65
+CONTRADICTION_RECENT = 200  # newest memories checked against all older ones
+PREVIEW_CHARS = 200
+MIN_CLUSTER = 2
+MAX_ITEMS = 25
+STRATEGIES = ("summarize", "extract_patterns", "full")
+
+
+def _live_slots(idx, types: tuple[str, ...] | None = None) -> np.ndarray:
+    from engram_mcp.index.scope_index import Filters
+
+    return np.flatnonzero(
+        idx.mask(Filters(types=frozenset(types) if types else None, statuses=frozenset(("created", "active"))))
+    )
+
+
+def _clusters(idx, slots: np.ndarray, threshold: float) -> list[list[int]]:
+    """Greedy single-pass clustering on cosine (small N: sessions and recent episodes)."""
+    with_vec = [int(s) for s in slots if idx.vectors.has(int(s))]
+    if not with_vec:
+        return []
+    mat = np.vstack([idx.vectors.get(s) for s in with_vec])
+    sims = mat @ mat.T
+    unassigned = set(range(len(with_vec)))
+    out = []
+    for i in range(len(with_vec)):
+        if i not in unassigned:
+            continue
+        members = [j for j in sorted(unassigned) if sims[i, j] >= threshold]
+        for j in members:
+            unassigned.discard(j)
+        if len(members) >= MIN_CLUSTER:
+            out.append([with_vec[j] for j in members])
+    return out
+
+
+def plan(
+    svc: "MemoryService",
+    ctx: "RequestContext",
+    *,
+    strategy: str = "full",
+    session_id: str | None = None,
+    scope: str | None = None,
+) -> dict[str, Any]:
+    check_enum(strategy, STRATEGIES, "strategy")
+    target_scope = scope or ("session" if (session_id or ctx.session_id) else "project")
+    with svc.lock:
+        h = svc.handle(ctx, target_scope, session_id=session_id)
+        idx = h.index
+        keys_rows = {}
+
+        def content(slot: int) -> str:
+            key = idx.key_of(slot)
+            if key not in keys_rows:
+                rows = h.q(q.GET_MEMORY, {"id": key}) or [{}]
+                keys_rows[key] = rows[0]
+            return keys_rows[key].get("content", "")
+
+        consolidated, patterns, duplicates = [], [], []
+        if strategy in ("summarize", "full"):
+            for cluster in _clusters(idx, _live_slots(idx, ("episodic",)), CLUSTER_SIMILARITY)[:MAX_ITEMS]:
+                texts = [" ".join(content(s).split())[:200] for s in cluster]
+                consolidated.append(
+                    {
+                        "content": "Summary of related events: " + " | ".join(texts),
+                        "type": "semantic",
+                        "scope": "project" if target_scope == "session" else target_scope,
+                        "derived_from": [format_memory_id(idx.key_of(s)) for s in cluster],
+                    }
+                )
+        if strategy in ("extract_patterns", "full"):
+            for cluster in _clusters(idx, _live_slots(idx), CLUSTER_SIMILARITY)[:MAX_ITEMS]:
+                sessions = {idx.session_of.get(s) for s in cluster} - {None}
+                if len(cluster) >= 3 or len(sessions) >= 2:
+                    patterns.append(
+                        {
+                            "pattern": " ".join(content(cluster[0]).split())[:200],
+                            "frequency": len(cluster),
+                            "sessions": len(sessions),
+                            "memory_ids": [format_memory_id(idx.key_of(s)) for s in cluster],
+                            "suggested_scope": "user" if len(sessions) >= 3 else "project",
+                        }
+                    )
+            live = _live_slots(idx)
+            for cluster in _clusters(idx, live, DUPLICATE_SIMILARITY)[:MAX_ITEMS]:
+                duplicates.append({"memory_ids": [format_memory_id(idx.key_of(s)) for s in cluster]})
+        contradictions = _contradictions(idx, content) if strategy in ("extract_patterns", "full") else []
+        noise = [
+            format_memory_id(idx.key_of(int(s)))
+            for s in np.flatnonzero(
+                (idx.cols.status_code[: idx.slots.size] == STATUS_CODE["active"])
+                & (idx.cols.importance[: idx.slots.size] < 0.15)
+                & (idx.cols.access_count[: idx.slots.size] == 0)
+            )
+        ][:MAX_ITEMS]
+        candidates = [
+            {
+                "memory_id": format_memory_id(str(r["memory"].id)),
+                "reason": r.get("reason"),
+                "priority": r.get("priority"),
+            }
+            for r in (svc.handle(ctx, "project").q(q.PENDING_QUEUE, {"limit": MAX_ITEMS}) or [])
+        ]
+        analysed = int(len(_live_slots(idx)))
+    return {
+        "scope": target_scope,
+        "consolidated_memories": consolidated,
+        "patterns_detected": patterns,
+        "duplicates": duplicates,
+        "possible_contradictions": contradictions,
+        "archive_candidates": noise,
+        "queued": candidates,
+        "session_stats": {
+            "memories_analyzed": analysed,
+            "consolidated_into": len(consolidated),
+            "patterns_found": len(patterns),
+        },
+    }
+
+
+def _contradictions(idx, content) -> list[dict[str, Any]]:
+    """Pairs (older, newer) of live semantic or procedural memories about the same subject that
+    say different things: the newer may supersede the older.
+
+    Only candidates: whether the newer fact replaces the older one (same subject, changed fact)
+    or both hold (two facts about one tool) is for Claude to judge, then `update_memory` with
+    `supersedes` records it. Pairs already linked, and duplicates (merged instead), are left out.
+    """
+    from engram_mcp.index.scope_index import Filters
+    from engram_mcp.services.records import clip_words
+
+    live = idx.mask(Filters(types=frozenset(("semantic", "procedural")), statuses=frozenset(("created", "active"))))
+    slots = [int(s) for s in np.flatnonzero(live) if idx.vectors.has(int(s))]
+    if len(slots) < 2:
+        return []
+    created = idx.cols.created_at
+    recent = sorted(slots, key=lambda s: -created[s])[:CONTRADICTION_RECENT]
+    linked = {(new, old) for old, new in idx.superseded_by.items()}
+    out = []
+    for new in recent:
+        older = live & (created[: live.size] < created[new])
+        if not older.any():
+            continue
+        found, sims = idx.vectors.search(idx.vectors.get(new), 1, older)
+        if not found.size or not CONTRADICTION_SIMILARITY <= float(sims[0]) < DUPLICATE_SIMILARITY:
+            continue
+        old = int(found[0])
+        if int(idx.cols.type_code[old]) != int(idx.cols.type_code[new]):
+            continue
+        new_key, old_key = idx.key_of(new), idx.key_of(old)
+        if (new_key, old_key) in linked:
+            continue
+        out.append(
+            {
+                "older": {"memory_id": format_memory_id(old_key), "content": clip_words(content(old), PREVIEW_CHARS)},
+                "newer": {"memory_id": format_memory_id(new_key), "content": clip_words(content(new), PREVIEW_CHARS)},
+                "similarity": round(float(sims[0]), 3),
+                "if_newer_replaces_older": f"update_memory(memory_id={format_memory_id(new_key)!r}, supersedes={format_memory_id(old_key)!r})",
+            }
+        )
+        if len(out) >= MAX_ITEMS:
+            break
+    return out
+
+
+def consolidate(
+    svc: "MemoryService",
+    ctx: "RequestContext",
+    *,
+    strategy: str = "full",
+    dry_run: bool = False,
+    session_id: str | None = None,
+    scope: str | None = None,
+) -> dict[str, Any]:
+    """Plan, and unless dry_run, apply the mechanical part of the plan."""
+    if not isinstance(dry_run, bool):
+        raise InvalidInput("dry_run must be true or false", field="dry_run")
+    p = plan(svc, ctx, strategy=strategy, session_id=session_id, scope=scope)
+    p["dry_run"] = dry_run
+    if dry_run:
+        return p
+    applied = {"created": [], "merged": 0, "archived": 0}
+    with svc.lock:
+        for item in p["consolidated_memories"]:
+            res = svc.store(
+                ctx,
+                content=item["content"][:4000],
+                type="semantic",
+                scope=item["scope"],
+                importance=0.6,
+                tags=["consolidated"],
+                source={"tool": "reflect_and_consolidate"},
+                derived_from=item["derived_from"],
+            )
+            item["id"] = res["memory_id"]
+            applied["created"].append(res["memory_id"])
+        for dup in p["duplicates"]:
+            ids = dup["memory_ids"]
+            for other in ids[1:]:
+                try:
+                    svc.link(ctx, ids[0], other, "similar_to")
+                    _archive(svc, ctx, other)
+                    applied["merged"] += 1
+                except Exception:
+                    continue
+        for mid in p["archive_candidates"]:
+            _archive(svc, ctx, mid)
+            applied["archived"] += 1
+    p["applied"] = applied
+    return p
+
+
+def _archive(svc, ctx, memory_id: str) -> None:
+    from surrealdb import RecordID
+
+    from engram_mcp.core.ids import parse_memory_id
+
+    for loc in svc.locate(ctx, memory_id):
+        loc.handle.q(q.SET_STATUS, {"ids": [RecordID("memory", loc.key)], "status": "archived"})
+        loc.handle.index.set_status(loc.key, "archived")
+        loc.handle.q(q.COMPLETE_QUEUE, {"memories": [RecordID("memory", parse_memory_id(memory_id))]})

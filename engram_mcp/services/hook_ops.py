@@ -1,0 +1,186 @@
+"""The daemon side of the Claude Code hooks (`hooks.py` is the client side).
+
+Hooks are short-lived processes without SurrealDB or the embedding model; they send
+these operations to the daemon, which owns both. Each function takes the service and
+the request context like every other daemon operation, so the policy (config keys,
+thresholds, what goes into a context block) lives here and not in the hook processes.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import OrderedDict
+from typing import TYPE_CHECKING, Any, Callable
+
+from engram_mcp.core.errors import InvalidInput, StoreUnavailable
+from engram_mcp.services import context as context_ops
+from engram_mcp.services.records import check_text
+
+if TYPE_CHECKING:
+    from engram_mcp.services.service import MemoryService, RequestContext
+
+MEMORY_ID_RE = re.compile(r"memory:[0-9A-HJKMNP-TV-Z]{26}")
+PROMPT_BLOCK_TITLE = "Possibly relevant memories for this prompt"
+COMPACT_TITLE = "Before compaction"
+MAX_TRACKED_SESSIONS = 256
+CAPTURE_CATEGORIES = {"file_change": "capture_file_changes", "error": "capture_failed_commands"}
+CAPTURE_ALLOWED_KEYS = (
+    "content",
+    "type",
+    "importance",
+    "category",
+    "tags",
+    "source",
+    "dedup",
+    "metadata",
+    "created_at",
+)
+
+
+class InjectedMemories:
+    """Ids already put in front of Claude per session, so a prompt hook never repeats them."""
+
+    def __init__(self) -> None:
+        self._by_session: OrderedDict[str, set[str]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def seen(self, session_id: str | None) -> set[str]:
+        with self._lock:
+            if not session_id:
+                return set()
+            ids = self._by_session.setdefault(session_id, set())
+            self._by_session.move_to_end(session_id)
+            while len(self._by_session) > MAX_TRACKED_SESSIONS:
+                self._by_session.popitem(last=False)
+            return ids
+
+    def add(self, session_id: str | None, ids: list[str]) -> None:
+        if session_id:
+            with self._lock:
+                self._by_session.setdefault(session_id, set()).update(ids)
+
+    def forget(self, session_id: str | None) -> None:
+        with self._lock:
+            self._by_session.pop(session_id or "", None)
+
+
+INJECTED = InjectedMemories()
+
+
+def _fence(title: str, lines: list[str]) -> str:
+    return context_ops.fenced("".join(f"{line}\n" for line in [f"## {title}", *lines]))
+
+
+def session_start(svc: "MemoryService", ctx: "RequestContext", *, source: str = "startup") -> dict[str, Any]:
+    """Open/resume the session, recover abandoned ones, maintain when due, build the context block."""
+    if not isinstance(source, str) or len(source) > 40:
+        raise InvalidInput("source must be a short string", field="source")
+    try:
+        opened = svc.session_start(ctx, {"source": source})
+    except (
+        StoreUnavailable
+    ) as exc:  # the project store is unusable (refused, locked, corrupt): the other scopes still help
+        opened = {"degraded": True, "warning": exc.message}
+    full_budget = budget = int(svc.config(ctx.project_root).context_token_budget)
+    snapshot = _compact_snapshot(svc, ctx) if source == "compact" else None
+    block_parts: list[str] = []
+    if snapshot:
+        block_parts.append(_fence(COMPACT_TITLE, [context_ops.defang(" ".join(snapshot.split("\n")))]))
+        budget -= context_ops.estimate_tokens(block_parts[0])
+    built: dict[str, Any] = {}
+    if budget >= 100:
+        built = svc.context(ctx, max_tokens=min(budget, 8000), strengthen=False)
+        if built.get("context_block"):
+            block_parts.append(built["context_block"])
+            INJECTED.add(ctx.session_id, MEMORY_ID_RE.findall(built["context_block"]))
+    return {
+        "additional_context": "\n".join(block_parts) or None,
+        "tokens": sum(context_ops.estimate_tokens(p) for p in block_parts),
+        "budget": full_budget,
+        "session": opened,
+    }
+
+
+def _compact_snapshot(svc: "MemoryService", ctx: "RequestContext") -> str | None:
+    """The latest working context PreCompact saved in this session."""
+    try:
+        found = svc.recall(
+            ctx,
+            query="working context saved before compaction",
+            scope="session",
+            type="working",
+            category="compact_snapshot",
+            limit=5,
+            strengthen=False,
+            strategy="keyword",
+        )
+    except StoreUnavailable:
+        return None
+    mems = sorted(found.get("memories") or [], key=lambda m: str(m.get("created_at") or ""), reverse=True)
+    return mems[0]["content"] if mems else None
+
+
+def prompt_context(svc: "MemoryService", ctx: "RequestContext", *, prompt: str) -> dict[str, Any]:
+    """The few memories most relevant to a prompt, only when they clear the relevance bar."""
+    prompt = check_text(prompt, "prompt", limit=4000)
+    cfg = svc.config(ctx.project_root)
+    if not cfg.user_prompt_recall:
+        return {"additional_context": None, "reason": "user_prompt_recall is off"}
+    limit = int(cfg.prompt_recall_limit)
+    found = svc.recall(ctx, query=prompt, limit=min(50, limit * 3), strengthen=False)
+    seen = INJECTED.seen(ctx.session_id)
+    # The bar is absolute (cosine similarity to the prompt), not the recall's relevance, which is
+    # relative to the best candidate and so high for the best match of even an unrelated prompt.
+    picked = [
+        m
+        for m in found.get("memories") or []
+        if float(m.get("similarity") or 0.0) >= cfg.prompt_recall_min_relevance and m["id"] not in seen
+    ][:limit]
+    if not picked:
+        return {"additional_context": None, "considered": len(found.get("memories") or [])}
+    INJECTED.add(ctx.session_id, [m["id"] for m in picked])
+    block = _fence(PROMPT_BLOCK_TITLE, [context_ops._line(m) for m in picked])
+    return {
+        "additional_context": block,
+        "memory_ids": [m["id"] for m in picked],
+        "tokens": context_ops.estimate_tokens(block),
+    }
+
+
+def capture(
+    svc: "MemoryService", ctx: "RequestContext", *, request_id: str | None = None, **memory: Any
+) -> dict[str, Any]:
+    """Store an observation a hook queued, unless the user turned that capture off."""
+    key = CAPTURE_CATEGORIES.get(memory.get("category") or "")
+    if key and not getattr(svc.config(ctx.project_root), key):
+        return {"action": "skipped", "reason": f"{key} is off"}
+    if not ctx.session_id:
+        raise InvalidInput("a captured observation needs the session id", field="session_id")
+    args = {k: v for k, v in memory.items() if k in CAPTURE_ALLOWED_KEYS}
+    if request_id is not None:
+        args["request_id"] = request_id
+    return svc.store(ctx, scope="session", **args)
+
+
+def session_end(svc: "MemoryService", ctx: "RequestContext", *, reason: str = "session_end") -> dict[str, Any]:
+    """Promote the session and drop it (idempotent: a second call finds it ended)."""
+    INJECTED.forget(ctx.session_id)
+    result = svc.session_end(ctx)
+    return {**result, "end_reason": str(reason)[:40]}
+
+
+def hook_config(svc: "MemoryService", ctx: "RequestContext") -> dict[str, Any]:
+    cfg = svc.config(ctx.project_root)
+    return {"stop_hook": bool(cfg.stop_hook), "user_prompt_recall": bool(cfg.user_prompt_recall)}
+
+
+def operations() -> dict[str, Callable[..., Any]]:
+    """op name -> fn(service, ctx, args), merged into the daemon's table."""
+    return {
+        "hook_session_start": lambda s, c, a: session_start(s, c, **a),
+        "hook_prompt": lambda s, c, a: prompt_context(s, c, **a),
+        "hook_capture": lambda s, c, a: capture(s, c, **a),
+        "hook_session_end": lambda s, c, a: session_end(s, c, **a),
+        "hook_config": lambda s, c, a: hook_config(s, c),
+    }

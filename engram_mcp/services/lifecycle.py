@@ -1,0 +1,285 @@
+"""Decay-driven lifecycle: the maintenance pass and its schedule.
+
+Strength is computed at read time (scoring.py); this pass turns it into states
+(memory-model.md §4, DECISIONS.md):
+  created -> active         after 1 hour (or at first recall, done by recall itself)
+  active -> consolidated    strength < 0.3 and access_count >= 2: queued for the consolidator
+  active -> archived        strength < 0.1 and access_count < 2
+  consolidated -> archived  strength < 0.1
+  archived -> forgotten     strength < 0.01: content and vector cleared (skeleton kept);
+                            never in the user scope, which is only ever archived
+  forgotten (by the user)   purged (content cleared) FORGOTTEN_PURGE_DAYS after forget_memory
+Status moves are bookkeeping, not edits, so they set `status_changed_at` and write no
+history; a purge clears the content in history too, because forgetting must forget.
+Session scopes are never decayed: their memories do not decay during the session.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any, Callable
+
+import numpy as np
+
+from engram_mcp.index.scope_index import STATUS_CODE, record_key
+from engram_mcp.index.scoring import (
+    ACTIVATE_AFTER_SECONDS,
+    ARCHIVE_BELOW_STRENGTH,
+    CONSOLIDATE_BELOW_STRENGTH,
+    CONSOLIDATE_MIN_ACCESS,
+    FORGET_BELOW_STRENGTH,
+    decay_factors,
+    to_epoch,
+)
+from engram_mcp.services.records import now_dt
+from engram_mcp.storage import queries as q
+from engram_mcp.storage.schema import MEMORY_TYPES
+
+if TYPE_CHECKING:
+    from engram_mcp.services.handles import ScopeHandle
+    from engram_mcp.services.service import MemoryService, RequestContext
+
+FORGOTTEN_PURGE_DAYS = 30
+MAINTENANCE_META_KEY = "maintenance"
+PROJECT_PATH_HINTS = ("/", "\\", ".py", ".ts", ".js", "src/")
+PROMOTE_USER_MIN_PROJECTS = 2  # DECISIONS.md: "seen in >= 2 projects"
+
+
+def _rids(keys):
+    from surrealdb import RecordID
+
+    return [RecordID("memory", k) for k in keys]
+
+
+def maintain_if_due(svc: "MemoryService", ctx: "RequestContext") -> dict[str, Any] | None:
+    cfg = svc.config(ctx.project_root)
+    project = svc.handle(ctx, "project")
+    last = project.q(q.GET_META, {"key": MAINTENANCE_META_KEY})
+    last_ts = to_epoch(last.get("at")) if isinstance(last, dict) else 0.0
+    if time.time() - last_ts < cfg.maintenance_interval_hours * 3600.0:
+        return None
+    return maintain(svc, ctx)
+
+
+def maintain(
+    svc: "MemoryService",
+    ctx: "RequestContext",
+    *,
+    now: float | None = None,
+    progress: Callable[[int, int | None, str], None] | None = None,
+) -> dict[str, Any]:
+    """Run the lifecycle pass over the project and user scopes (`progress`: memories done of all, per scope)."""
+    now = time.time() if now is None else now
+    report: dict[str, Any] = {}
+    with svc.lock:
+        handles: dict[str, Any] = {}
+        for scope in ("project", "user"):
+            try:
+                handles[scope] = svc.handle(ctx, scope)
+            except Exception as exc:
+                report[scope] = {"error": str(exc)[:200]}
+        total = sum(len(h.index) for h in handles.values())
+        done = 0
+        for scope, h in handles.items():
+            if progress:
+                progress(done, total, "maintain")
+            report[scope] = _maintain_scope(h, now, on_purge=_sighting_dropper(svc, h))
+            done += len(h.index)
+        if progress:
+            progress(total, total, "maintain")
+        project = svc.handle(ctx, "project")
+        project.q(q.SET_META, {"key": MAINTENANCE_META_KEY, "value": {"at": now_dt(), "report": report}})
+    return report
+
+
+def _sighting_dropper(svc: "MemoryService", h: "ScopeHandle"):
+    """After a project memory is purged, its cross-project sighting goes too."""
+    if h.scope != "project":
+        return None
+    from engram_mcp.services.promotion import note_project_sighting
+
+    return lambda key: note_project_sighting(svc, h, key, drop=True)
+
+
+ENQUEUE_BATCH = 500
+
+
+def _maintain_scope(h: "ScopeHandle", now: float, on_purge=None) -> dict[str, int]:
+    idx = h.index
+    n = idx.slots.size
+    live = idx.slots.live_mask[:n]
+    slots = np.flatnonzero(live)
+    if slots.size == 0:
+        return {}
+    half, last, access, importance = idx.decay_inputs(slots)
+    strength = importance * decay_factors(half, now - last, access)
+    status = idx.cols.status_code[slots]
+    created = idx.cols.created_at[slots]
+    moves: dict[str, list[str]] = {"active": [], "consolidated": [], "archived": [], "forgotten": []}
+    for i, slot in enumerate(slots):
+        key = idx.key_of(int(slot))
+        st, s = int(status[i]), float(strength[i])
+        if st == STATUS_CODE["created"] and now - created[i] >= ACTIVATE_AFTER_SECONDS:
+            st_new = "active"
+            if s < ARCHIVE_BELOW_STRENGTH and access[i] < CONSOLIDATE_MIN_ACCESS:
+                st_new = "archived"
+            moves[st_new].append(key)
+        elif st == STATUS_CODE["active"]:
+            if s < CONSOLIDATE_BELOW_STRENGTH and access[i] >= CONSOLIDATE_MIN_ACCESS:
+                moves["consolidated"].append(key)
+            elif s < ARCHIVE_BELOW_STRENGTH and access[i] < CONSOLIDATE_MIN_ACCESS:
+                moves["archived"].append(key)
+        elif st == STATUS_CODE["consolidated"] and s < ARCHIVE_BELOW_STRENGTH:
+            moves["archived"].append(key)
+        elif st == STATUS_CODE["archived"] and s < FORGET_BELOW_STRENGTH and h.scope != "user":
+            moves["forgotten"].append(key)
+    for status_name in ("active", "consolidated", "archived"):
+        keys = moves[status_name]
+        if keys:
+            h.q(q.SET_STATUS, {"ids": _rids(keys), "status": status_name})
+            for k in keys:
+                idx.set_status(k, status_name)
+    _enqueue_many(h, moves["consolidated"], "decay", 0.5)
+    purged = [k for k in moves["forgotten"]]
+    purged += _expired_user_forgets(h, now)
+    for k in purged:
+        purge(h, k)
+        if on_purge is not None:
+            on_purge(k)
+    return {
+        "activated": len(moves["active"]),
+        "consolidated": len(moves["consolidated"]),
+        "archived": len(moves["archived"]),
+        "forgotten": len(moves["forgotten"]),
+        "purged": len(purged),
+    }
+
+
+def _expired_user_forgets(h: "ScopeHandle", now: float) -> list[str]:
+    idx = h.index
+    out = []
+    forgotten = np.flatnonzero(idx.cols.status_code[: idx.slots.size] == STATUS_CODE["forgotten"])
+    if forgotten.size == 0:
+        return out
+    keys = [idx.key_of(int(s)) for s in forgotten]
+    rows = h.q(q.GET_MEMORIES, {"ids": _rids([k for k in keys if k])}) or []
+    for r in rows:
+        at = to_epoch(r.get("forgotten_at")) if r.get("forgotten_at") else 0.0
+        if r.get("content") != "[forgotten]" and at and now - at >= FORGOTTEN_PURGE_DAYS * 86400:
+            out.append(str(r["id"].id))
+    return out
+
+
+def purge(h: "ScopeHandle", key: str) -> None:
+    """Clear a forgotten memory's text everywhere it is kept; keep the skeleton.
+
+    The text lives in the record (content, summary, vector), in the paraphrases that were
+    merged into it (metadata.merged[].content) and in every history snapshot; all of it
+    goes, in one transaction, because forgetting must forget.
+    """
+    from surrealdb import RecordID
+
+    rows = h.q(q.GET_MEMORY, {"id": key}) or []
+    if not rows:
+        return
+    rec = _forgotten_copy({k: v for k, v in rows[0].items() if k != "id"})
+    rec.update(status="forgotten", status_changed_at=now_dt())
+    rec.setdefault("forgotten_at", now_dt())
+    rec = {k: v for k, v in rec.items() if v is not None}
+    stmts = [(q.REPLACE_MEMORY, {"id": key, "record": rec})]
+    for entry in h.q(q.HISTORY_OF, {"memory": RecordID("memory", key)}) or []:
+        snapshot = {k: v for k, v in _forgotten_copy(dict(entry.get("snapshot") or {})).items() if v is not None}
+        stmts.append((q.SET_HISTORY_SNAPSHOT, {"id": entry["id"], "snapshot": snapshot}))
+    h.tx(stmts)
+    h.index.upsert({**rec, "id": key})
+
+
+def _forgotten_copy(rec: dict[str, Any]) -> dict[str, Any]:
+    """A record or history snapshot with its text fields cleared (None = drop the field)."""
+    rec.update(content="[forgotten]", summary=None, embedding=None, embedding_model=None, embedding_dim=None)
+    meta = dict(rec.get("metadata") or {})
+    if "merged" in meta:
+        meta["merged"] = [
+            {k: v for k, v in m.items() if k != "content"} if isinstance(m, dict) else {} for m in meta["merged"] or []
+        ]
+    if rec.get("metadata") is not None:
+        rec["metadata"] = meta
+    return rec
+
+
+def _enqueue(h: "ScopeHandle", key: str, reason: str, priority: float) -> bool:
+    from surrealdb import RecordID
+
+    rid = RecordID("memory", key)
+    if h.q(q.QUEUED_FOR, {"memory": rid, "reason": reason}):
+        return False
+    h.q(q.ENQUEUE, {"entry": {"memory": rid, "reason": reason, "priority": float(priority), "status": "pending"}})
+    return True
+
+
+def _enqueue_many(h: "ScopeHandle", keys: list[str], reason: str, priority: float) -> int:
+    """Queue many memories at once; checking each one with its own query was quadratic
+    (424 s for the first maintenance pass of a 100k-memory project)."""
+    from surrealdb import RecordID
+
+    if not keys:
+        return 0
+    queued = {record_key({"id": m}) for m in h.q(q.QUEUED_MEMORIES, {"reason": reason}) or []}
+    entries = [
+        {"memory": RecordID("memory", k), "reason": reason, "priority": float(priority), "status": "pending"}
+        for k in dict.fromkeys(keys)
+        if k not in queued
+    ]
+    for start in range(0, len(entries), ENQUEUE_BATCH):
+        h.q(q.ENQUEUE_MANY, {"entries": entries[start : start + ENQUEUE_BATCH]})
+    return len(entries)
+
+
+def queue_user_candidates(svc: "MemoryService", project: "ScopeHandle", cfg) -> int:
+    """Record project memories that look general enough for the user scope.
+
+    Criteria (DECISIONS.md): importance >= 0.7, recalled in >= N distinct sessions or
+    seen in >= 2 projects (this one plus a near-duplicate, cosine >= the dedup threshold
+    or the same content, in another project of the user: promotion.note_project_sighting),
+    semantic or procedural, and no project paths in the content. The consolidator
+    (Claude) makes the final call; nothing is promoted here.
+    """
+    idx = project.index
+    n = idx.slots.size
+    mask = idx.slots.live_mask[:n] & np.isin(idx.cols.status_code[:n], [STATUS_CODE["created"], STATUS_CODE["active"]])
+    mask &= idx.cols.importance[:n] >= cfg.promote_user_min_importance
+    mask &= np.isin(idx.cols.type_code[:n], [MEMORY_TYPES.index(t) for t in ("semantic", "procedural")])
+    slots = np.flatnonzero(mask)
+    if slots.size == 0:
+        return 0
+    rows = project.q(q.GET_MEMORIES, {"ids": _rids([idx.key_of(int(s)) for s in slots])}) or []
+    sightings = None
+    queued = 0
+    for r in rows:
+        if any(hint in (r.get("content") or "") for hint in (str(project.project_root),)):
+            continue
+        sessions = (r.get("metadata") or {}).get("recall_sessions") or []
+        if len(sessions) < cfg.promote_user_min_sessions:
+            if sightings is None:  # loaded once, and only when the session signal falls short
+                sightings = _load_sightings(svc)
+            if _projects_seen(sightings, project, r, cfg) < PROMOTE_USER_MIN_PROJECTS:
+                continue
+        queued += _enqueue(project, str(r["id"].id), "promotion", float(r.get("importance", 0.7)))
+    return queued
+
+
+def _load_sightings(svc: "MemoryService"):
+    from engram_mcp.services.promotion import load_sightings
+
+    return load_sightings(svc)
+
+
+def _projects_seen(sightings, project: "ScopeHandle", row: dict[str, Any], cfg) -> int:
+    """How many of the user's projects hold this memory or a near-duplicate of it."""
+    from engram_mcp.services.promotion import projects_seen
+
+    key = str(row["id"].id)
+    seen = projects_seen(
+        sightings, project.db, row.get("content") or "", project.index.vector_of_key(key), cfg.store_dedup_similarity
+    )
+    return len(seen)

@@ -1,0 +1,513 @@
+"""The memory record: building it, validating inputs, and rendering it for callers.
+
+One place decides what a memory looks like on the way in (defaults, limits, redaction
+of secrets) and on the way out (`memory:<ULID>` ids, ISO timestamps, strength computed
+at read time), so the MCP server, the CLI and the hooks all agree.
+"""
+
+from __future__ import annotations
+
+import base64
+import time
+from datetime import datetime, timezone
+from typing import Any, Iterable
+
+import numpy as np
+
+from engram_mcp.core.errors import InvalidInput
+from engram_mcp.core.ids import format_memory_id
+from engram_mcp.core.redaction import Finding, label_for, redact_obj, sanitize, tag_secret_kind
+from engram_mcp.index.scope_index import record_key
+from engram_mcp.index.scoring import decay_factor, to_epoch
+from engram_mcp.storage.schema import LINK_TYPES, MEMORY_TYPES, SCOPES, STATUSES
+
+MAX_CONTENT_CHARS = 20_000
+MAX_SUMMARY_CHARS = 500
+MAX_TAGS = 32
+MAX_TAG_CHARS = 64
+MAX_ENTITIES = 32
+MAX_NAME_CHARS = 200
+CATEGORIES_HINT = (
+    "decision",
+    "convention",
+    "error_fix",
+    "preference",
+    "architecture",
+    "pattern",
+    "fact",
+    "procedure",
+    "observation",
+)
+INTERNAL_METADATA = ("recall_sessions",)
+
+
+def check_enum(value: Any, allowed: Iterable[str], field: str) -> str:
+    allowed = tuple(allowed)
+    if value not in allowed:
+        raise InvalidInput(f"{field} must be one of {', '.join(allowed)}; got {str(value)[:60]!r}", field=field)
+    return value
+
+
+def check_unit(value: Any, field: str, default: float) -> float:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (0.0 <= float(value) <= 1.0):
+        raise InvalidInput(f"{field} must be a number from 0 to 1; got {str(value)[:40]!r}", field=field)
+    return float(value)
+
+
+def _clean_str(value: str, field: str) -> str:
+    """Text the store can keep and give back: no NUL (the engine stores it but then fails to
+    serialise every answer holding it) and valid Unicode (no lone surrogates)."""
+    if "\x00" in value:
+        value = value.replace("\x00", "")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInput(f"{field} is not valid Unicode text (it holds a lone surrogate)", field=field) from None
+    return value
+
+
+def check_text(value: Any, field: str, *, limit: int, required: bool = True) -> str | None:
+    if value is None and not required:
+        return None
+    if not isinstance(value, str):
+        raise InvalidInput(f"{field} must be a string", field=field)
+    value = _clean_str(value, field)
+    if required and not value.strip():
+        raise InvalidInput(f"{field} must not be empty", field=field)
+    if len(value) > limit:
+        raise InvalidInput(
+            f"{field} is {len(value)} characters; the limit is {limit}. Store a summary instead.", field=field
+        )
+    return value
+
+
+def check_tags(value: Any, field: str = "tags") -> list[str]:
+    if value is None:
+        return []
+    if not isinstance(value, (list, tuple)) or not all(isinstance(t, str) for t in value):
+        raise InvalidInput(f"{field} must be a list of strings", field=field)
+    tags = []
+    for t in value:
+        t = " ".join(_clean_str(t, field).split()).strip()
+        if not t:
+            continue
+        if len(t) > MAX_TAG_CHARS:
+            raise InvalidInput(
+                f"{field}: tag {_redacted(t)[:40]!r}... is longer than {MAX_TAG_CHARS} characters", field=field
+            )
+        t = _redacted(t).lower()  # redact before lower-casing: a lower-cased token no longer matches its pattern
+        kind = tag_secret_kind(t)  # a whole tag that is a token or a password: no context to see it by
+        if kind is not None:
+            t = label_for(kind)
+        if t not in tags:
+            tags.append(t)
+    if len(tags) > MAX_TAGS:
+        raise InvalidInput(f"{field}: at most {MAX_TAGS} tags", field=field)
+    return tags
+
+
+def check_object(value: Any, field: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise InvalidInput(f"{field} must be an object", field=field)
+    return clean_json(value, field)
+
+
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+MAX_JSON_DEPTH = 32
+
+
+def clean_json(value: Any, field: str, depth: int = 0) -> Any:
+    """A copy of a JSON value the store can keep: strings (and keys) through `_clean_str`,
+    64-bit integers and finite floats only. A 10**30 or a NaN would otherwise reach the
+    engine and fail there as a "database error", which reads as a broken store, not bad input."""
+    if depth > MAX_JSON_DEPTH:
+        raise InvalidInput(f"{field} is nested too deeply (limit {MAX_JSON_DEPTH} levels)", field=field)
+    if isinstance(value, str):
+        return _clean_str(value, field)
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, int):
+        if not INT64_MIN <= value <= INT64_MAX:
+            raise InvalidInput(f"{field} holds an integer outside the 64-bit range", field=field)
+        return value
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            raise InvalidInput(f"{field} holds a number that is not finite ({value})", field=field)
+        return value
+    if isinstance(value, dict):
+        return {
+            (_clean_str(k, field) if isinstance(k, str) else k): clean_json(v, field, depth + 1)
+            for k, v in value.items()
+        }
+    if isinstance(value, (list, tuple)):
+        return [clean_json(v, field, depth + 1) for v in value]
+    return value
+
+
+def check_entities(value: Any, field: str = "related_entities") -> list[dict[str, str]]:
+    if value is None:
+        return []
+    if not isinstance(value, list) or len(value) > MAX_ENTITIES:
+        raise InvalidInput(f"{field} must be a list of at most {MAX_ENTITIES} objects", field=field)
+    out = []
+    for i, item in enumerate(value):
+        if not isinstance(item, dict):
+            raise InvalidInput(f"{field}[{i}] must be an object with name, type, relationship", field=field)
+        ent = {}
+        for key in ("name", "type", "relationship", "target"):
+            v = item.get(key)
+            if v is None and key in ("relationship", "target"):
+                continue
+            if isinstance(v, str):
+                v = _clean_str(v, field)
+            if not isinstance(v, str) or not v.strip() or len(v) > MAX_NAME_CHARS:
+                raise InvalidInput(
+                    f"{field}[{i}].{key} must be a non-empty string of at most {MAX_NAME_CHARS} characters", field=field
+                )
+            ent[key] = _redacted(v)
+        ent.setdefault("relationship", "mentions")
+        out.append(ent)
+    return out
+
+
+def _redacted(text: str) -> str:
+    """Redact, then squeeze whitespace. In this order: squeezing first hides the structure that
+    identifies a secret (a YAML `password:` line, the lines of a PEM block) and lower-casing
+    breaks provider formats (`AKIA...`)."""
+    return " ".join(sanitize(text).text.split())
+
+
+# ---------------------------------------------------------------------- one validation for every write path
+# `store`, `update`, `forget`, `promote` and `import` all call these, so a record that import
+# accepts is exactly a record that `store` would have written (NUL removed, valid Unicode,
+# lengths, enums, finite numbers, real dates, secrets redacted).
+MAX_REASON_CHARS = 500
+MAX_SESSION_ID_CHARS = 200
+MAX_MODEL_CHARS = 200
+MAX_CHAIN_ENTRIES = 64
+MAX_EVIDENCE_ITEMS = 64
+MAX_EVIDENCE_CHARS = 2_000
+MAX_CATEGORY_CHARS = 64
+MAX_HISTORY_CHANGE_CHARS = 64
+MAX_DESCRIPTION_CHARS = 2_000
+
+
+def clean_content(value: Any, findings: list[Finding], field: str = "content") -> str:
+    """Required text up to MAX_CONTENT_CHARS, redacted; empty once <private> spans go is an error."""
+    text = sanitize_text(check_text(value, field, limit=MAX_CONTENT_CHARS), findings)
+    if not text or not text.strip() or text.strip() == "[private]":
+        raise InvalidInput(f"{field} is empty once <private> spans are removed; nothing to store", field=field)
+    return text
+
+
+def clean_free_text(
+    value: Any, findings: list[Finding], field: str, *, limit: int, required: bool = False
+) -> str | None:
+    """Optional free text (summary, reasons, descriptions): checked, then redacted."""
+    return sanitize_text(check_text(value, field, limit=limit, required=required), findings)
+
+
+def clean_category(
+    value: Any, findings: list[Finding], field: str = "category", *, required: bool = True
+) -> str | None:
+    """A category as `store` keeps it: redacted, lower-case, spaces as underscores."""
+    text = clean_free_text(value, findings, field, limit=MAX_CATEGORY_CHARS, required=required)
+    return None if text is None else text.strip().lower().replace(" ", "_")
+
+
+def clean_tags(value: Any, findings: list[Finding], field: str = "tags") -> list[str]:
+    """Tags as `store` keeps them: each redacted with its findings counted, then `check_tags`."""
+    if isinstance(value, list) and all(isinstance(t, str) for t in value):
+        value = [sanitize_text(_clean_str(t, field), findings) for t in value]
+    return check_tags(value, field)
+
+
+def clean_object(value: Any, findings: list[Finding], field: str) -> dict[str, Any]:
+    """A JSON object (source, metadata): storable values only, every string redacted."""
+    return sanitize_obj(check_object(value, field), findings)
+
+
+def check_int(value: Any, field: str, *, low: int = 0, high: int = 2**63 - 1, default: int | None = None) -> int:
+    if value is None and default is not None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise InvalidInput(f"{field} must be an integer from {low} to {high}; got {str(value)[:40]!r}", field=field)
+    return value
+
+
+def check_weight(value: Any, field: str, default: float) -> float:
+    """A relation weight or link strength: a finite number from 0 to 1 (None: the default)."""
+    return check_unit(value, field, default)
+
+
+def clean_chain(value: Any, findings: list[Finding], field: str = "promotion_chain") -> list[dict[str, Any]]:
+    """A promotion chain: at most MAX_CHAIN_ENTRIES objects, every string redacted."""
+    if value is None:
+        return []
+    if not isinstance(value, list) or len(value) > MAX_CHAIN_ENTRIES or not all(isinstance(e, dict) for e in value):
+        raise InvalidInput(f"{field} must be a list of at most {MAX_CHAIN_ENTRIES} objects", field=field)
+    return [clean_object(e, findings, field) for e in value]
+
+
+def clean_evidence(value: Any, findings: list[Finding], field: str = "evidence") -> list[str]:
+    """A relation's evidence: at most MAX_EVIDENCE_ITEMS strings, each redacted."""
+    if value is None:
+        return []
+    if not isinstance(value, list) or len(value) > MAX_EVIDENCE_ITEMS or not all(isinstance(e, str) for e in value):
+        raise InvalidInput(f"{field} must be a list of at most {MAX_EVIDENCE_ITEMS} strings", field=field)
+    return [clean_free_text(e, findings, field, limit=MAX_EVIDENCE_CHARS, required=True) for e in value]
+
+
+#: The record fields a memory may carry (storage/schema.py); anything else in an imported record is dropped.
+MEMORY_TIME_FIELDS = ("created_at", "updated_at", "last_accessed_at", "status_changed_at", "forgotten_at")
+
+
+def clean_memory_record(raw: Any, findings: list[Finding], *, scope: str) -> dict[str, Any]:
+    """A whole memory record (an import line, or anything else not built by `store`) checked
+    field by field with the checks `store` applies, redacted, ready for CREATE.
+
+    Raises InvalidInput naming the first bad field. The vector is not handled here (it
+    travels beside the record); `embedding_model`/`embedding_dim` are dropped when absent.
+    """
+    if not isinstance(raw, dict):
+        raise InvalidInput("record must be an object", field="record")
+    check_enum(scope, SCOPES, "scope")
+    mtype = check_enum(raw.get("memory_type"), MEMORY_TYPES, "memory_type")
+    if mtype == "working" and scope != "session":
+        raise InvalidInput("working memories are scratch space and live only in scope 'session'", field="memory_type")
+    rec: dict[str, Any] = {
+        "memory_type": mtype,
+        "scope": scope,
+        "content": clean_content(raw.get("content"), findings),
+        "summary": clean_free_text(raw.get("summary"), findings, "summary", limit=MAX_SUMMARY_CHARS),
+        "category": clean_category(raw.get("category"), findings, required=False) or None,
+        "tags": clean_tags(raw.get("tags"), findings),
+        "importance": check_unit(raw.get("importance"), "importance", 0.5),
+        "confidence": check_unit(raw.get("confidence"), "confidence", 0.7),
+        "access_count": check_int(raw.get("access_count"), "access_count", default=0),
+        "status": check_enum(raw.get("status", "created"), STATUSES, "status"),
+        "source": clean_object(raw.get("source"), findings, "source"),
+        "session_id": clean_free_text(raw.get("session_id"), findings, "session_id", limit=MAX_SESSION_ID_CHARS),
+        "version": check_int(raw.get("version"), "version", low=1, default=1),
+        "promotion_chain": clean_chain(raw.get("promotion_chain"), findings),
+        "metadata": clean_object(raw.get("metadata"), findings, "metadata"),
+        "forget_reason": clean_free_text(raw.get("forget_reason"), findings, "forget_reason", limit=MAX_REASON_CHARS),
+        "embedding_model": check_text(
+            raw.get("embedding_model"), "embedding_model", limit=MAX_MODEL_CHARS, required=False
+        ),
+        "embedding_dim": check_int(raw.get("embedding_dim"), "embedding_dim", low=1, high=65_536)
+        if raw.get("embedding_dim") is not None
+        else None,
+    }
+    for name in MEMORY_TIME_FIELDS:
+        rec[name] = parse_time(raw.get(name), name)
+    return {k: v for k, v in rec.items() if v is not None}
+
+
+def check_vector(raw: Any, field: str, *, dim: int) -> tuple[bytes, np.ndarray]:
+    """An exported vector (base64 of little-endian float32): decodable, `dim` long, finite."""
+    if not isinstance(raw, str):
+        raise InvalidInput(f"{field} must be a base64 string", field=field)
+    try:
+        blob = base64.b64decode(raw, validate=True)
+    except (ValueError, TypeError):
+        raise InvalidInput(f"{field} is not valid base64", field=field) from None
+    if len(blob) != 4 * dim:
+        raise InvalidInput(f"{field} has {len(blob) / 4:g} dimensions; this model has {dim}", field=field)
+    vec = np.frombuffer(blob, dtype="<f4")
+    if not np.isfinite(vec).all():
+        raise InvalidInput(f"{field} holds a number that is not finite (NaN or infinity)", field=field)
+    return blob, vec
+
+
+PURGED_CONTENT = "[forgotten]"
+#: What a purged memory keeps: enough for ids, links and counts to stay consistent, no text.
+PURGED_KEEPS = (
+    "memory_type",
+    "scope",
+    "importance",
+    "confidence",
+    "access_count",
+    "session_id",
+    "created_at",
+    "last_accessed_at",
+)
+
+
+def purged_skeleton(row: dict[str, Any], reason: str | None) -> dict[str, Any]:
+    """The record of a memory purged at once (`forget --purge-now`): no content, summary,
+    category, tags, source, metadata, promotion chain or vector: every field that could
+    hold the text that had to go."""
+    now = now_dt()
+    rec = {k: row[k] for k in PURGED_KEEPS if row.get(k) is not None}
+    rec.update(
+        content=PURGED_CONTENT,
+        tags=[],
+        source={},
+        metadata={"purged_at": iso(now)},
+        promotion_chain=[],
+        status="forgotten",
+        forgotten_at=row.get("forgotten_at") or now,
+        status_changed_at=now,
+        updated_at=now,
+        version=int(row.get("version", 1)) + 1,
+    )
+    if reason or row.get("forget_reason"):
+        rec["forget_reason"] = reason or row.get("forget_reason")
+    return rec
+
+
+def sanitize_text(text: str | None, findings: list[Finding]) -> str | None:
+    """Strip <private> spans and redact secrets; collect what was redacted."""
+    if text is None:
+        return None
+    result = sanitize(text)
+    findings.extend(result.findings)
+    return result.text
+
+
+def sanitize_obj(obj: Any, findings: list[Finding]) -> Any:
+    new, found = redact_obj(obj)
+    findings.extend(found)
+    return new
+
+
+def findings_summary(findings: list[Finding]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for f in findings:
+        out[f.kind] = out.get(f.kind, 0) + f.count
+    return out
+
+
+def vector_bytes(vec: np.ndarray | None) -> bytes | None:
+    return None if vec is None else np.asarray(vec, dtype="<f4").tobytes()
+
+
+def now_dt() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def iso(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=timezone.utc)
+        return value.isoformat().replace("+00:00", "Z")
+    return str(value)
+
+
+def parse_time(value: Any, field: str) -> datetime | None:
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+    if not isinstance(value, str):
+        raise InvalidInput(f"{field} must be an ISO 8601 date-time string", field=field)
+    try:
+        dt = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise InvalidInput(
+            f"{field} {value[:40]!r} is not an ISO 8601 date-time (e.g. 2026-01-31T12:00:00Z)", field=field
+        ) from None
+    return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
+
+
+def public_memory(
+    row: dict[str, Any], *, frozen: bool = False, now: float | None = None, include_embedding: bool = False
+) -> dict[str, Any]:
+    """A record as callers see it: `memory:<ULID>`, ISO times, strength at read time."""
+    now = time.time() if now is None else now
+    key = record_key(row)
+    importance = float(row.get("importance", 0.5))
+    since = now - to_epoch(row.get("last_accessed_at") or row.get("created_at"))
+    factor = decay_factor(row.get("memory_type", "semantic"), since, int(row.get("access_count", 0)), frozen=frozen)
+    meta = {k: v for k, v in (row.get("metadata") or {}).items() if k not in INTERNAL_METADATA}
+    out: dict[str, Any] = {
+        "id": format_memory_id(key),
+        "content": row.get("content", ""),
+        "summary": row.get("summary"),
+        "type": row.get("memory_type"),
+        "scope": row.get("scope"),
+        "category": row.get("category"),
+        "tags": list(row.get("tags") or []),
+        "importance": round(importance, 4),
+        "confidence": round(float(row.get("confidence", 0.7)), 4),
+        "strength": round(importance * factor, 4),
+        "access_count": int(row.get("access_count", 0)),
+        "status": row.get("status"),
+        "created_at": iso(row.get("created_at")),
+        "updated_at": iso(row.get("updated_at")),
+        "last_accessed_at": iso(row.get("last_accessed_at")),
+        "session_id": row.get("session_id"),
+        "source": row.get("source") or {},
+        "version": int(row.get("version", 1)),
+        "promotion_chain": [_chain_entry(e) for e in (row.get("promotion_chain") or [])],
+        "metadata": _jsonable(meta),
+        "embedding_model": row.get("embedding_model"),
+        "has_embedding": bool(row.get("embedding")),
+    }
+    if row.get("status") == "forgotten":
+        out["forgotten_at"] = iso(row.get("forgotten_at"))
+        out["forget_reason"] = row.get("forget_reason")
+    if include_embedding and row.get("embedding"):
+        out["embedding_b64"] = base64.b64encode(bytes(row["embedding"])).decode()
+    return {k: v for k, v in out.items() if v is not None or k in ("summary", "category")}
+
+
+def _chain_entry(entry: dict[str, Any]) -> dict[str, Any]:
+    return _jsonable(entry)
+
+
+def _jsonable(value: Any) -> Any:
+    """Make engine values (datetimes, record ids, bytes) JSON-friendly."""
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, datetime):
+        return iso(value)
+    if isinstance(value, (bytes, bytearray)):
+        return base64.b64encode(bytes(value)).decode()
+    if hasattr(value, "table_name") and (hasattr(value, "id") or hasattr(value, "record_id")):
+        return f"{value.table_name}:{getattr(value, 'id', None) or getattr(value, 'record_id', None)}"
+    return value
+
+
+jsonable = _jsonable
+__all__ = [
+    "MEMORY_TYPES",
+    "SCOPES",
+    "STATUSES",
+    "LINK_TYPES",
+    "check_enum",
+    "check_unit",
+    "check_text",
+    "check_tags",
+    "check_object",
+    "check_entities",
+    "public_memory",
+    "jsonable",
+]
+
+
+def clip_words(text: str, limit: int) -> str:
+    """`text` with blanks folded, cut to at most `limit` characters at a word boundary ("…" marks
+    a cut), so nothing shown to Claude or the user ends mid-word."""
+    flat = " ".join(str(text).split())
+    if len(flat) <= limit:
+        return flat
+    cut = flat[: max(1, limit - 1)]
+    head = cut.rsplit(" ", 1)[0] if " " in cut else cut
+    return head.rstrip(" ,;:") + "…"
+
+
+def count_phrase(n: int, word: str, plural: str | None = None) -> str:
+    """ "1 episodic memory", "2 episodic memories": a count with its noun in the right number."""
+    if n == 1:
+        return f"{n} {word}"
+    return f"{n} {plural or (word[:-1] + 'ies' if word.endswith('y') else word + 's')}"
