@@ -49,7 +49,7 @@ from engram_mcp.daemon.client import clear_stale_socket, socket_path
 from engram_mcp.daemon.connections import LISTEN_BACKLOG, ConnectionServer
 
 LOCK_NAME = "engramd.lock"
-PROGRESS_OPS = ("export", "import", "reindex", "maintain")
+PROGRESS_OPS = ("export", "import", "reindex", "maintain", "import_from")
 # Writes that are queued (and answered as accepted) when their store is unavailable.
 QUEUEABLE_OPS = (
     "store",
@@ -64,7 +64,7 @@ QUEUEABLE_OPS = (
 )
 # Replays of these are keyed by the spool entry id (`request_id`), so applying one twice stores once.
 KEYED_OPS = ("store", "hook_capture")
-NOT_REPLAYABLE = ("ping", "shutdown", "drain", "export", "import", "reindex")
+NOT_REPLAYABLE = ("ping", "shutdown", "drain", "export", "import", "reindex", "share", "sync", "import_from")
 DRAIN_POLL_S = 10.0  # look for entries queued without a nudge
 DRAIN_RETRY_MIN_S, DRAIN_RETRY_MAX_S = 2.0, 60.0  # backoff while a store stays unavailable
 DRAIN_FIRST_WAIT_S = 2.0  # a request waits at most this long for a running drain pass
@@ -75,7 +75,7 @@ log = logging.getLogger("engram.daemon")
 
 def operations() -> dict[str, Callable[..., Any]]:
     """op name -> fn(service, ctx, args). The daemon's whole API surface."""
-    from engram_mcp.services import hook_ops
+    from engram_mcp.services import hook_ops, travel_ops
 
     return {
         "ping": lambda s, c, a: {"pong": True, "pid": os.getpid()},
@@ -100,6 +100,7 @@ def operations() -> dict[str, Callable[..., Any]]:
         "reindex": lambda s, c, a: s.reindex(c, **a),
         "shutdown": lambda s, c, a: {"stopping": True},
         **hook_ops.operations(),
+        **travel_ops.operations(),
     }
 
 

@@ -82,6 +82,11 @@ def session_start(svc: "MemoryService", ctx: "RequestContext", *, source: str = 
         StoreUnavailable
     ) as exc:  # the project store is unusable (refused, locked, corrupt): the other scopes still help
         opened = {"degraded": True, "warning": exc.message}
+    else:  # teammates' shared memories arrive before the context is built, so it can carry them
+        from engram_mcp.services.travel_ops import apply_team_memory
+
+        if (team := apply_team_memory(svc, ctx)) is not None:
+            opened["team_memory"] = team
     full_budget = budget = int(svc.config(ctx.project_root).context_token_budget)
     snapshot = _compact_snapshot(svc, ctx) if source == "compact" else None
     block_parts: list[str] = []

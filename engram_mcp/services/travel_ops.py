@@ -1,0 +1,76 @@
+"""Daemon operations for memory that travels: share, sync, import from other tools.
+
+Kept together so the daemon's table gains one line (`**travel_ops.operations()`), as it does
+for the hook operations. Each op is `fn(service, ctx, args)` like every other.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable
+
+from engram_mcp.core.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from engram_mcp.services.service import MemoryService, RequestContext
+
+
+def share(svc: "MemoryService", ctx: "RequestContext", memory_id: str) -> dict[str, Any]:
+    from engram_mcp.services import sharing
+
+    return sharing.share(svc, ctx, memory_id)
+
+
+def sync(svc: "MemoryService", ctx: "RequestContext", user_dir: str | None = None) -> dict[str, Any]:
+    """`engram sync`: the project's team memory; with `user_dir`, the user scope's mirror instead."""
+    from engram_mcp.services import sharing
+
+    if user_dir is not None:
+        return sharing.sync_user(svc, ctx, user_dir)
+    return sharing.sync_project(svc, ctx)
+
+
+def import_from(
+    svc: "MemoryService",
+    ctx: "RequestContext",
+    source: str,
+    path: str | None = None,
+    dry_run: bool = False,
+    scope: str | None = None,
+    project: str | None = None,
+    progress: Callable[[int, int | None, str], None] | None = None,
+) -> dict[str, Any]:
+    from engram_mcp.services.importers import run_import
+
+    if not isinstance(dry_run, bool):
+        raise InvalidInput("dry_run must be true or false", field="dry_run")
+    return run_import(
+        svc, ctx, source=source, path=path, dry_run=dry_run, scope=scope, project=project, progress=progress
+    )
+
+
+def apply_team_memory(svc: "MemoryService", ctx: "RequestContext") -> dict[str, Any] | None:
+    """At session start: apply teammates' shared files (never writes into the repository).
+
+    None when the project has no shared folder (one stat). Fails open: a problem is logged
+    and returned, and the session's context still comes.
+    """
+    from engram_mcp.services import sharing
+
+    if not sharing.has_team_memory(ctx):
+        return None
+    try:
+        report = sharing.sync_project(svc, ctx, pull_only=True)
+    except Exception as exc:  # noqa: BLE001 - memory is an enhancement: never block a session start
+        import logging
+
+        logging.getLogger("engram.sharing").warning("applying team memory failed: %s", exc)
+        return {"error": str(exc)[:300]}
+    return {k: v for k, v in report["counts"].items() if v} or None
+
+
+def operations() -> dict[str, Callable[..., Any]]:
+    return {
+        "share": lambda s, c, a: share(s, c, **a),
+        "sync": lambda s, c, a: sync(s, c, **a),
+        "import_from": lambda s, c, a: import_from(s, c, **a),
+    }
