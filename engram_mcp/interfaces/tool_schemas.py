@@ -120,6 +120,7 @@ TOOLS: list[dict[str, Any]] = [
                 ),
                 "supersedes": {**ID, "description": "memory it replaces"},
                 "derived_from": _arr(ID, "memories it summarises (marked consolidated)"),
+                "share": {**BOOL, "description": "project scope: also commit-ready for the team (.claude/team-memory)"},
             },
             ["content", "type", "scope"],
         ),

@@ -14,7 +14,27 @@ if TYPE_CHECKING:
     from engram_mcp.services.service import MemoryService, RequestContext
 
 
-def share(svc: "MemoryService", ctx: "RequestContext", memory_id: str) -> dict[str, Any]:
+def store(svc: "MemoryService", ctx: "RequestContext", share: bool = False, **args: Any) -> dict[str, Any]:
+    """`store`, and with `share` (project scope only) the memory's team file written at once.
+
+    A share that cannot be (a session or user memory) is refused before anything is stored,
+    so the caller never has to wonder whether half of the request happened.
+    """
+    if not isinstance(share, bool):
+        raise InvalidInput("share must be true or false", field="share")
+    if share and args.get("scope") != "project":
+        raise InvalidInput(
+            "share is for project memories: session memories are never shared and user memories never go into a "
+            "project",
+            field="share",
+        )
+    result = svc.store(ctx, **args)
+    if share:
+        result["shared"] = share_memory(svc, ctx, result["memory_id"])
+    return result
+
+
+def share_memory(svc: "MemoryService", ctx: "RequestContext", memory_id: str) -> dict[str, Any]:
     from engram_mcp.services import sharing
 
     return sharing.share(svc, ctx, memory_id)
@@ -70,7 +90,7 @@ def apply_team_memory(svc: "MemoryService", ctx: "RequestContext") -> dict[str, 
 
 def operations() -> dict[str, Callable[..., Any]]:
     return {
-        "share": lambda s, c, a: share(s, c, **a),
+        "share": lambda s, c, a: share_memory(s, c, **a),
         "sync": lambda s, c, a: sync(s, c, **a),
         "import_from": lambda s, c, a: import_from(s, c, **a),
     }
