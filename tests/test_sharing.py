@@ -219,3 +219,43 @@ def test_a_file_is_redacted_at_the_last_moment_and_a_committed_secret_is_reporte
     assert report["redactions"] and report["redactions"][0]["path"] == f"{TEAM}/leak.md"
     assert all(secret not in c for c in live_contents(asvc, actx, "project").values())
     assert len(report["added"]) == 1
+
+
+def test_a_linked_shared_folder_is_refused_and_nothing_outside_is_written(clones, tmp_path):
+    from engram_mcp.core.paths import UnsafePath
+
+    (actx, asvc), _ = clones
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (actx.project_root / ".claude").mkdir(exist_ok=True)
+    (actx.project_root / TEAM).symlink_to(outside)
+    mid = asvc.store(actx, content="Feature flags live in flags.yaml.", type="semantic", scope="project")["memory_id"]
+    with pytest.raises(UnsafePath):
+        sharing.share(asvc, actx, mid)
+    with pytest.raises(UnsafePath):
+        sharing.sync_project(asvc, actx)
+    assert list(outside.iterdir()) == []
+
+
+def test_without_a_common_base_a_difference_is_a_conflict_not_an_overwrite(clones):
+    (actx, asvc), _ = clones
+    mid = asvc.store(actx, content="Staging resets every night at 02:00 UTC.", type="semantic", scope="project")["memory_id"]
+    rel = sharing.share(asvc, actx, mid)["path"]
+    state = next((actx.project_root / ".claude" / "engram").glob("team-memory.state.json"))
+    state.unlink()  # the base is gone
+    asvc.update(actx, mid, content="Staging resets every night at 03:00 UTC.")
+    report = sharing.sync_project(asvc, actx)
+    assert [c["path"] for c in report["conflicts"]] == [rel]
+    assert "03:00" in asvc.get(actx, mid)["content"] and "02:00" in (actx.project_root / rel).read_text()
+
+
+def test_a_time_budget_leaves_the_rest_pending_for_the_next_sync(clones):
+    (actx, asvc), _ = clones
+    folder = actx.project_root / TEAM
+    folder.mkdir(parents=True)
+    for i in range(3):
+        (folder / f"n{i}.md").write_text(f"---\ntype: semantic\n---\nService {i} listens on port {8000 + i}.\n")
+    first = sharing.sync_project(asvc, actx, pull_only=True, budget_s=0)
+    assert first["counts"]["added"] == 0 and len(first["pending"]) == 3
+    second = sharing.sync_project(asvc, actx, pull_only=True)
+    assert second["counts"]["added"] == 3 and not second["pending"]

@@ -90,8 +90,10 @@ def share(svc: "MemoryService", ctx: "RequestContext", memory_id: str) -> dict[s
     return out
 
 
-def sync_project(svc: "MemoryService", ctx: "RequestContext", *, pull_only: bool = False) -> dict[str, Any]:
-    return run_sync(svc, ctx, project_target(svc, ctx), pull_only=pull_only)
+def sync_project(
+    svc: "MemoryService", ctx: "RequestContext", *, pull_only: bool = False, budget_s: float | None = None
+) -> dict[str, Any]:
+    return run_sync(svc, ctx, project_target(svc, ctx), pull_only=pull_only, budget_s=budget_s)
 
 
 def sync_user(svc: "MemoryService", ctx: "RequestContext", directory: str | Path) -> dict[str, Any]:

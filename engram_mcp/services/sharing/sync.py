@@ -12,6 +12,7 @@ means two people changing different memories never meet, in git or in a synced f
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
 
 DELETED = "deleted"  # the fingerprint of a side that no longer holds the memory
 READ_PAGE = 100  # memories read per lock hold
+FEW_MEMORIES = 32  # up to this many, links are read per memory instead of for the whole scope
 _SYNC_LOCKS: dict[str, threading.Lock] = {}
 _SYNC_LOCKS_GUARD = threading.Lock()
 
@@ -57,10 +59,21 @@ class Report:
     conflicts: list[dict[str, Any]] = field(default_factory=list)
     errors: list[dict[str, str]] = field(default_factory=list)
     redactions: list[dict[str, Any]] = field(default_factory=list)
+    pending: list[str] = field(default_factory=list)  # files left for the next sync (time budget spent)
 
     def as_dict(self, label: str) -> dict[str, Any]:
         out: dict[str, Any] = {"folder": label}
-        for name in ("added", "updated", "forgotten", "written", "deleted_files", "conflicts", "errors", "redactions"):
+        for name in (
+            "added",
+            "updated",
+            "forgotten",
+            "written",
+            "deleted_files",
+            "conflicts",
+            "errors",
+            "redactions",
+            "pending",
+        ):
             out[name] = getattr(self, name)
         out["counts"] = {k: len(v) for k, v in out.items() if isinstance(v, list)}
         return out
@@ -91,7 +104,15 @@ def read_local(
             for row in h.q(q.GET_MEMORIES, {"ids": [RecordID("memory", k) for k in page]}) or []:
                 rows[record_key(row)] = dict(row, _supersedes=[])
     with svc.lock:
-        links = h.q(q.ALL_LINKS) or []
+        if len(rows) <= FEW_MEMORIES:  # a few: their own links, not the scope's
+            links = [
+                link
+                for k in rows
+                for link in h.q(q.LINKS_OF_MEMORY, {"memory": RecordID("memory", k)}) or []
+                if record_key({"id": link["in"]}) == k
+            ]
+        else:
+            links = h.q(q.ALL_LINKS) or []
     for link in links:
         if link.get("relation_type") == "supersedes":
             src = record_key({"id": link["in"]})
@@ -124,8 +145,16 @@ def as_shared(row: dict[str, Any], file_id: str, to_file_id: Callable[[str], str
 class _Sync:
     """One run: the state, both sides, and the report being filled."""
 
-    def __init__(self, svc: "MemoryService", ctx: "RequestContext", target: Target, pull_only: bool) -> None:
+    def __init__(
+        self,
+        svc: "MemoryService",
+        ctx: "RequestContext",
+        target: Target,
+        pull_only: bool,
+        budget_s: float | None = None,
+    ) -> None:
         self.svc, self.ctx, self.t, self.pull_only = svc, ctx, target, pull_only
+        self.deadline = None if budget_s is None else time.monotonic() + budget_s
         self.report = Report()
         self.entries = target.state.load()
         self.files: dict[str, tuple[str, SharedMemory]] = {}
@@ -149,14 +178,27 @@ class _Sync:
         self.local = read_local(self.svc, self.ctx, self.t.scope, None if self.t.mirror_all else keys)
         arrived = sorted(set(self.files) - set(self.entries))  # before _known drops deleted entries
         for fid in sorted(self.entries):
+            if self._out_of_time(fid):
+                continue
             self._known(fid)
         for fid in arrived:
+            if self._out_of_time(fid):
+                continue
             self._arrived(fid)
         if self.t.mirror_all and not self.pull_only:
             self._send_new_local()
         self._apply_supersessions()
         self.t.state.save(self.entries)
         return self.report
+
+    def _out_of_time(self, fid: str) -> bool:
+        """Past the time budget (a session start must not wait for a large first sync): the
+        file is left for the next sync, and the state keeps what was done so far."""
+        if self.deadline is None or time.monotonic() < self.deadline:
+            return False
+        name = self.files[fid][0] if fid in self.files else self.entries.get(fid, {}).get("path")
+        self.report.pending.append(f"{self.t.label}/{name}")
+        return True
 
     def _read_files(self) -> None:
         seen_at: dict[str, str] = {}
@@ -213,15 +255,21 @@ class _Sync:
             if not self.pull_only:
                 self._write_local(fid, name, local_mem)
         else:
-            self.report.conflicts.append(
-                {
-                    "memory_id": format_memory_id(str(e.get("key"))),
-                    "path": f"{self.t.label}/{name}",
-                    "file": mem.content if mem else None,
-                    "local": local_mem.content if local_mem else None,
-                    "resolve": "edit the file or the memory so both say the same, or run `engram share ID` to keep the local version",
-                }
-            )
+            self._conflict(fid, str(e.get("key")), name, mem, local_mem)
+
+    def _conflict(
+        self, fid: str, key: str, name: str | None, mem: SharedMemory | None, local_mem: SharedMemory | None
+    ) -> None:
+        """Report both versions; change neither (the next sync reports it again until resolved)."""
+        self.report.conflicts.append(
+            {
+                "memory_id": format_memory_id(key),
+                "path": f"{self.t.label}/{name}",
+                "file": mem.content if mem else None,
+                "local": local_mem.content if local_mem else None,
+                "resolve": "edit the file or the memory so both say the same, or run `engram share ID` to keep the local version",
+            }
+        )
 
     def _settle(self, fid: str, name: str | None, file_fp: str, local_fp: str) -> None:
         if file_fp == DELETED:
@@ -298,11 +346,11 @@ class _Sync:
             row = self.local.get(fid) or read_local(self.svc, self.ctx, self.t.scope, {fid}).get(fid)
             local_mem = as_shared(row, fid, self.to_file_id) if _is_live(row) else None
             if local_mem is not None and local_mem.fingerprint() != mem.fingerprint():
-                # both hold it and they differ, with no base to say who changed: the file is
-                # what the team agreed on, the local text is kept in the memory's history
-                self._update_local(fid, mem)
-                self.report.updated.append(format_memory_id(fid))
-            elif local_mem is None:
+                # both hold it and they differ, with no base to say who changed (the state was
+                # lost, or the file was written elsewhere): a conflict, neither side touched
+                self._conflict(fid, fid, name, mem, local_mem)
+                return
+            if local_mem is None:
                 self._update_local(fid, mem)
                 self.report.added.append(format_memory_id(fid))
             self._remember(fid, fid, name, mem)
@@ -361,10 +409,18 @@ class _Sync:
                 self._remember(fid, key, self.entries[fid].get("path"), self.files[fid][1])
 
 
-def run_sync(svc: "MemoryService", ctx: "RequestContext", target: Target, *, pull_only: bool = False) -> dict[str, Any]:
-    """Sync `target` both ways (or only apply the files, `pull_only`); returns the report."""
+def run_sync(
+    svc: "MemoryService",
+    ctx: "RequestContext",
+    target: Target,
+    *,
+    pull_only: bool = False,
+    budget_s: float | None = None,
+) -> dict[str, Any]:
+    """Sync `target` both ways (or only apply the files, `pull_only`); returns the report.
+    With `budget_s`, memories not reached in that time are listed as `pending`."""
     with _lock_for(target):
-        return _Sync(svc, ctx, target, pull_only).run().as_dict(target.label)
+        return _Sync(svc, ctx, target, pull_only, budget_s).run().as_dict(target.label)
 
 
 def share_one(svc: "MemoryService", ctx: "RequestContext", target: Target, key: str) -> dict[str, Any]:
