@@ -259,3 +259,22 @@ def test_a_time_budget_leaves_the_rest_pending_for_the_next_sync(clones):
     assert first["counts"]["added"] == 0 and len(first["pending"]) == 3
     second = sharing.sync_project(asvc, actx, pull_only=True)
     assert second["counts"]["added"] == 3 and not second["pending"]
+
+
+def test_a_configured_rule_shares_matching_project_memories_at_sync(clones):
+    (actx, asvc), _ = clones
+    (actx.project_root / ".claude").mkdir(exist_ok=True)
+    (actx.project_root / ".claude" / "engram.local.md").write_text(
+        "---\nteam_memory_auto_share: {min_importance: 0.8, types: [procedural, semantic]}\n---\n"
+    )
+    keep = asvc.store(actx, content="Run the migrations with make migrate, never by hand.", type="procedural",
+                      scope="project", importance=0.9)["memory_id"]
+    asvc.store(actx, content="Looked at the flaky login test this morning.", type="episodic", scope="project", importance=0.9)
+    asvc.store(actx, content="The staging cluster has three nodes.", type="semantic", scope="project", importance=0.5)
+    asvc.store(actx, content="I like dark themes.", type="semantic", scope="user", importance=0.95)
+    report = sharing.sync_project(asvc, actx)
+    assert len(report["written"]) == 1
+    text = (actx.project_root / report["written"][0]).read_text()
+    assert keep in text and "make migrate" in text
+    assert sharing.sync_project(asvc, actx)["counts"]["written"] == 0
+    assert sharing.sync_project(asvc, actx, pull_only=True)["counts"]["written"] == 0

@@ -180,6 +180,20 @@ CONFIG_SCHEMA: dict[str, Any] = {
         "promote_user_min_sessions": _num(1, integer=True, doc="Sessions needed to promote project -> user."),
         "abandoned_session_hours": _num(0.01, 720, doc="Hours after which an unclosed session is abandoned."),
         "daemon_idle_exit_seconds": _num(10, 86400, integer=True, doc="Idle seconds before the daemon exits."),
+        "team_memory_auto_share": {
+            "type": ["object", "null"],
+            "properties": {
+                "min_importance": dict(_UNIT),
+                "types": {
+                    "type": "array",
+                    "items": {"enum": ["episodic", "semantic", "procedural"]},
+                    "uniqueItems": True,
+                },
+            },
+            "required": ["min_importance"],
+            "additionalProperties": False,
+            "description": "Project memories `engram sync` shares without being asked (null: only shared by hand).",
+        },
         "log_level": {
             "type": "string",
             "enum": ["debug", "info", "warning", "error"],
@@ -219,6 +233,7 @@ DEFAULTS: dict[str, object] = {
     "promote_user_min_sessions": 3,
     "abandoned_session_hours": 12.0,
     "daemon_idle_exit_seconds": 900,
+    "team_memory_auto_share": None,
     "log_level": "info",
 }
 
@@ -284,6 +299,7 @@ class Config:
     promote_user_min_sessions: int
     abandoned_session_hours: float
     daemon_idle_exit_seconds: int
+    team_memory_auto_share: dict[str, Any] | None
     log_level: str
     sources: dict[str, str] = field(default_factory=dict, compare=False)
 

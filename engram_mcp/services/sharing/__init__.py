@@ -47,6 +47,7 @@ def project_target(svc: "MemoryService", ctx: "RequestContext") -> Target:
         label=str(TEAM_MEMORY_DIR),
         mirror_all=False,
         source_kind="team-memory",
+        auto_share=svc.config(root).team_memory_auto_share,
     )
 
 

@@ -45,6 +45,7 @@ class Target:
     label: str  # how reports name the folder (a path relative to the project, or the DIR)
     mirror_all: bool  # the user mirror sends every live memory; a project only what was shared
     source_kind: str  # recorded in `source` of memories that arrive from files
+    auto_share: dict[str, Any] | None = None  # {min_importance, types}: also share what matches
 
 
 @dataclass
@@ -187,6 +188,8 @@ class _Sync:
             self._arrived(fid)
         if self.t.mirror_all and not self.pull_only:
             self._send_new_local()
+        elif self.t.auto_share and not self.pull_only:
+            self._share_by_rule(self.t.auto_share)
         self._apply_supersessions()
         self.t.state.save(self.entries)
         return self.report
@@ -387,6 +390,18 @@ class _Sync:
             if key in mapped or key in self.files or not _is_live(row):
                 continue
             self.write_file(key, key, as_shared(row, key, self.to_file_id), None)
+
+    def _share_by_rule(self, rule: dict[str, Any]) -> None:
+        """The configured rule (e.g. procedural and semantic memories of importance >= 0.8):
+        each live project memory it matches that no file holds yet gets one."""
+        types = set(rule.get("types") or ("procedural", "semantic"))
+        floor = float(rule.get("min_importance", 1.0))
+        mapped = {str(e.get("key")) for e in self.entries.values()} | self.dropped | set(self.files)
+        for key, row in sorted(read_local(self.svc, self.ctx, self.t.scope, None).items()):
+            if key in mapped or not _is_live(row) or row.get("status") == "archived":
+                continue
+            if row.get("memory_type") in types and float(row.get("importance", 0)) >= floor:
+                self.write_file(key, key, as_shared(row, key, self.to_file_id), None)
 
     def _apply_supersessions(self) -> None:
         """Supersession links named by files, once every file's memory exists here."""
