@@ -56,7 +56,7 @@ def test_team_memory_travels_through_git_with_the_cli(two) -> None:
     alice, bob = two
     mid = js(alice.cli("--json", "store", "Never edit a merged migration; add a new one.", "--type", "procedural",
                        "--scope", "project", "--importance", "0.9", "--tags", "db"))["memory_id"]
-    shared = alice.cli("share", mid).stdout
+    shared = alice.cli("share", mid[-8:]).stdout  # the short id `engram list` shows works too
     assert f"{TEAM}/never-edit-a-merged-migration-add" in shared and "commit" in shared
     git(alice.project, "add", TEAM)
     git(alice.project, "commit", "-q", "-m", "share")

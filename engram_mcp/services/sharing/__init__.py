@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engram_mcp.core.errors import InvalidInput, MemoryNotFound
-from engram_mcp.core.ids import parse_memory_id
 from engram_mcp.core.paths import project_dir
 
 from .folder import Folder, StateFile
@@ -71,8 +70,11 @@ def has_team_memory(ctx: "RequestContext") -> bool:
 
 def share(svc: "MemoryService", ctx: "RequestContext", memory_id: str) -> dict[str, Any]:
     """Share one project memory with the team: write its file (again, if it exists)."""
-    key = parse_memory_id(memory_id)
-    found = {loc.handle.scope for loc in svc.locate(ctx, key)}
+    if not isinstance(memory_id, str):
+        raise InvalidInput("memory_id must be a memory id like 'memory:01J...' (or its last 8 characters)")
+    with svc.lock:
+        located = svc.locate(ctx, memory_id)  # a full or a short id
+    found = {loc.handle.scope for loc in located}
     if not found:
         raise MemoryNotFound(f"No memory {memory_id} in this project's session, project or user scopes.")
     if "project" not in found:
@@ -86,7 +88,7 @@ def share(svc: "MemoryService", ctx: "RequestContext", memory_id: str) -> dict[s
             field="memory_id",
         )
     target = project_target(svc, ctx)
-    out = share_one(svc, ctx, target, key)
+    out = share_one(svc, ctx, target, located[0].key)
     out["hint"] = f"commit {out['path']} to share it (git add {target.label})"
     return out
 
