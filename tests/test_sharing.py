@@ -278,3 +278,19 @@ def test_a_configured_rule_shares_matching_project_memories_at_sync(clones):
     assert keep in text and "make migrate" in text
     assert sharing.sync_project(asvc, actx)["counts"]["written"] == 0
     assert sharing.sync_project(asvc, actx, pull_only=True)["counts"]["written"] == 0
+
+
+def test_a_file_the_store_refuses_is_reported_and_the_others_still_apply(clones):
+    (actx, asvc), _ = clones
+    folder = actx.project_root / TEAM
+    folder.mkdir(parents=True)
+    tags = ", ".join(f"t{i}" for i in range(40))  # over the 32 tags a memory may have
+    (folder / "too-many-tags.md").write_text(f"---\ntype: semantic\ntags: [{tags}]\n---\nA memory with too many tags.\n")
+    (folder / "fine.md").write_text("---\ntype: semantic\n---\nThe docs site builds with mkdocs.\n")
+    report = sharing.sync_project(asvc, actx)
+    assert len(report["added"]) == 1 and [e["path"] for e in report["errors"]] == [f"{TEAM}/too-many-tags.md"]
+    assert "tags" in report["errors"][0]["error"]
+    (folder / "fine.md").write_text(f"---\ntype: semantic\ntags: [{tags}]\n---\nThe docs site builds with mkdocs.\n")
+    (folder / "later.md").write_text("---\ntype: semantic\n---\nRelease notes live in CHANGES.rst.\n")
+    report = sharing.sync_project(asvc, actx)
+    assert len(report["added"]) == 1 and f"{TEAM}/fine.md" in [e["path"] for e in report["errors"]]

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from engram_mcp.core.errors import EngramError, InvalidInput
+from engram_mcp.core.errors import EngramError, InvalidInput, StoreUnavailable
 from engram_mcp.core.ids import format_memory_id
 from engram_mcp.index.scope_index import record_key
 from engram_mcp.storage import queries as q
@@ -179,13 +179,11 @@ class _Sync:
         self.local = read_local(self.svc, self.ctx, self.t.scope, None if self.t.mirror_all else keys)
         arrived = sorted(set(self.files) - set(self.entries))  # before _known drops deleted entries
         for fid in sorted(self.entries):
-            if self._out_of_time(fid):
-                continue
-            self._known(fid)
+            if not self._out_of_time(fid):
+                self._guarded(self._known, fid)
         for fid in arrived:
-            if self._out_of_time(fid):
-                continue
-            self._arrived(fid)
+            if not self._out_of_time(fid):
+                self._guarded(self._arrived, fid)
         if self.t.mirror_all and not self.pull_only:
             self._send_new_local()
         elif self.t.auto_share and not self.pull_only:
@@ -193,6 +191,19 @@ class _Sync:
         self._apply_supersessions()
         self.t.state.save(self.entries)
         return self.report
+
+    def _guarded(self, step: Callable[[str], None], fid: str) -> None:
+        """One memory's step; a refusal of the service (a purged memory, too many tags) is
+        reported against its file and the sync goes on. An unavailable store stops the sync."""
+        try:
+            step(fid)
+        except StoreUnavailable:
+            raise
+        except EngramError as exc:
+            name = self.files[fid][0] if fid in self.files else self.entries.get(fid, {}).get("path")
+            self.report.errors.append(
+                {"path": f"{self.t.label}/{name}", "error": f"{self.t.label}/{name}: {exc.message}"}
+            )
 
     def _out_of_time(self, fid: str) -> bool:
         """Past the time budget (a session start must not wait for a large first sync): the
