@@ -108,7 +108,12 @@ def _presence(svc: "MemoryService", ctx: "RequestContext", batch: ImportBatch) -
     return {"new_memories": new, "already_present": present}
 
 
-def _import_lines(svc, ctx, batch: ImportBatch, progress) -> dict[str, Any]:
+def _import_lines(
+    svc: "MemoryService",
+    ctx: "RequestContext",
+    batch: ImportBatch,
+    progress: Callable[[int, int | None, str], None] | None,
+) -> dict[str, Any]:
     """Write the records to a private temporary JSONL file and import it (then remove it)."""
     from engram_mcp.services import transfer
 

@@ -25,7 +25,7 @@ class ImportBatch:
     source: str
     lines: list[dict[str, Any]] = field(default_factory=list)
     skipped: list[dict[str, str]] = field(default_factory=list)
-    entity_keys: set[str] = field(default_factory=set)
+    entity_keys: set[tuple[str, str]] = field(default_factory=set)  # (scope, key) already added
 
     def memory(
         self,
@@ -65,7 +65,7 @@ class ImportBatch:
         """Add an entity node once per name; returns its key (derived from the name)."""
         key = entity_key(self.source, name)
         if (scope, key) not in self.entity_keys:
-            self.entity_keys.add((scope, key))  # type: ignore[arg-type]
+            self.entity_keys.add((scope, key))
             record = {
                 "name": name.strip()[:200],
                 "entity_type": entity_type[:200] or "concept",
