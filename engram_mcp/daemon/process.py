@@ -79,7 +79,7 @@ def operations() -> dict[str, Callable[..., Any]]:
 
     return {
         "ping": lambda s, c, a: {"pong": True, "pid": os.getpid()},
-        "store": lambda s, c, a: travel_ops.store(s, c, **a),
+        "store": travel_ops.store_op(),
         "recall": lambda s, c, a: (lambda fn, kw: fn(c, **kw))(*_recall_route(s, a)),
         "list": lambda s, c, a: s.list_memories(c, **a),
         "get": lambda s, c, a: s.get(c, **a),

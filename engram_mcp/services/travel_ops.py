@@ -19,12 +19,10 @@ if TYPE_CHECKING:
 SESSION_START_BUDGET_S = 3.0
 
 
-def store(svc: "MemoryService", ctx: "RequestContext", share: bool = False, **args: Any) -> dict[str, Any]:
-    """`store`, and with `share` (project scope only) the memory's team file written at once.
-
-    A share that cannot be (a session or user memory) is refused before anything is stored,
-    so the caller never has to wonder whether half of the request happened.
-    """
+def share_flag(args: dict[str, Any]) -> bool:
+    """The `share` argument of a store, checked before anything is stored: a share that cannot
+    be (a session or user memory) is refused whole, so no half of the request happens."""
+    share = args.get("share", False)
     if not isinstance(share, bool):
         raise InvalidInput("share must be true or false", field="share")
     if share and args.get("scope") != "project":
@@ -33,10 +31,24 @@ def store(svc: "MemoryService", ctx: "RequestContext", share: bool = False, **ar
             "project",
             field="share",
         )
-    result = svc.store(ctx, **args)
+    return share
+
+
+def without_share(args: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in args.items() if k != "share"}
+
+
+def after_store(svc: "MemoryService", ctx: "RequestContext", share: bool, result: dict[str, Any]) -> dict[str, Any]:
+    """With `share`, the stored (or merged-into) memory's team file is written at once."""
     if share:
         result["shared"] = share_memory(svc, ctx, result["memory_id"])
     return result
+
+
+def store_op() -> Callable[..., Any]:
+    """The daemon's `store`: the service's store, called from the op's own lambda (so argument
+    errors are told apart from bugs, see the daemon), plus the `share` flag around it."""
+    return lambda s, c, a: after_store(s, c, share_flag(a), s.store(c, **without_share(a)))
 
 
 def share_memory(svc: "MemoryService", ctx: "RequestContext", memory_id: str) -> dict[str, Any]:
