@@ -25,7 +25,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 import numpy as np
 
@@ -215,18 +215,23 @@ class ScopeAccess:
 
     def try_scopes(
         self, ctx: RequestContext, scopes: Iterable[str]
-    ) -> list[tuple[str, ScopeHandle | StoreUnavailable]]:
+    ) -> Iterator[tuple[str, ScopeHandle | StoreUnavailable]]:
         """The one per-scope iteration: for each of `scopes` the caller can read (the session
-        scope only with a session), its handle, or the StoreUnavailable that kept it closed."""
-        out: list[tuple[str, ScopeHandle | StoreUnavailable]] = []
+        scope only with a session), its handle, or the StoreUnavailable that kept it closed.
+
+        Lazy: each store is opened (under the write lock) when the loop reaches it, so a
+        caller working scope by scope opens the next one only after the previous is done.
+        """
         for scope in scopes:
             if scope == "session" and not ctx.session_id:
                 continue
             try:
-                out.append((scope, self.handle(ctx, scope)))
+                with self.lock:
+                    handle = self.handle(ctx, scope)
             except StoreUnavailable as exc:
-                out.append((scope, exc))
-        return out
+                yield scope, exc
+                continue
+            yield scope, handle
 
     def views(
         self, ctx: RequestContext, scopes: tuple[str, ...], cfg: Config

@@ -28,7 +28,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from engram_mcp.core.errors import InvalidInput
+from engram_mcp.core.errors import InvalidInput, StoreUnavailable
 from engram_mcp.core.ids import parse_memory_id
 from engram_mcp.index.scope_index import record_key
 from engram_mcp.services.access import RequestContext, ScopeAccess
@@ -121,11 +121,10 @@ def export(
             )
             + "\n"
         )
-        for scope in scopes:
-            if scope == "session" and not ctx.session_id:
-                continue
+        for scope, h in access.try_scopes(ctx, scopes):
+            if isinstance(h, StoreUnavailable):
+                raise h  # an export must hold every scope asked for
             with access.lock:
-                h = access.handle(ctx, scope)
                 keys = sorted(
                     h.index.keys()
                 )  # the derived index holds every memory's key (a query for them: ~180 ms at 5k)
@@ -885,11 +884,10 @@ def reindex(
     """
     model = access.model_name
     done, failed = 0, 0
-    for scope in scopes:
-        if scope == "session" and not ctx.session_id:
-            continue
+    for scope, h in access.try_scopes(ctx, scopes):
+        if isinstance(h, StoreUnavailable):
+            raise h
         with access.lock:
-            h = access.handle(ctx, scope)
             # the derived index knows which live memories lack a vector of this model: no table scan under the lock
             keys = sorted(k for k in (h.index.key_of(s) for s in list(h.index.without_vector)) if k)
         for i in range(0, len(keys), EMBED_BATCH):
