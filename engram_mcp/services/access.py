@@ -373,7 +373,7 @@ class ScopeAccess:
 def _config_stamp(home: Path | None, project_root: Path | None) -> tuple:
     """(mtime, size) of the user and project config files; changes when either is edited."""
     paths = [user_config_path(home)] + ([project_config_path(project_root)] if project_root else [])
-    stamp = []
+    stamp: list[tuple[int, int] | None] = []
     for path in paths:
         try:
             st = path.stat()

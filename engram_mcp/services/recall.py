@@ -15,7 +15,7 @@ from typing import Any
 from engram_mcp.core.config import SCOPE_WEIGHT_PROFILES, scale_scope_weights
 from engram_mcp.core.errors import InvalidInput
 from engram_mcp.core.ids import format_memory_id
-from engram_mcp.index.retrieval import STRATEGIES, RetrievalSettings, rank
+from engram_mcp.index.retrieval import STRATEGIES, Hit, RetrievalSettings, ScopeView, rank
 from engram_mcp.index.scope_index import RECALLABLE_STATUSES, STATUS_CODE, Filters, record_key
 from engram_mcp.index.scoring import REACTIVATE_AT_STRENGTH, decay_factor, to_epoch
 from engram_mcp.services import graph
@@ -137,7 +137,9 @@ def _as_tuple(value: Any, allowed: tuple[str, ...] | None, field: str) -> tuple[
     return tuple(dict.fromkeys(items))
 
 
-def materialise(access: ScopeAccess, ctx: RequestContext, hits, views) -> list[dict[str, Any]]:
+def materialise(
+    access: ScopeAccess, ctx: RequestContext, hits: list[Hit], views: list[ScopeView]
+) -> list[dict[str, Any]]:
     """Fetch the records of the ranked hits (one query per scope, without their vectors).
 
     The query bypasses `ScopeHandle.before_io`, so strengthening held back from earlier
@@ -183,7 +185,7 @@ def materialise(access: ScopeAccess, ctx: RequestContext, hits, views) -> list[d
     return out
 
 
-def strengthen_hits(access: ScopeAccess, ctx: RequestContext, hits, session_id: str | None) -> None:
+def strengthen_hits(access: ScopeAccess, ctx: RequestContext, hits: list[Hit], session_id: str | None) -> None:
     """Testing effect: access_count + 1 and last access now for every returned memory.
 
     Applied to the in-memory index at once and written to the engine behind the recall
