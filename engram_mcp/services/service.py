@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -38,10 +38,9 @@ from engram_mcp.services import (
 )
 from engram_mcp.services.access import SCOPE_ORDER, Located, RequestContext, ScopeAccess, ServiceState
 from engram_mcp.services.handles import ScopeHandle, StoreRegistry
+from engram_mcp.services.transfer import Progress
 
 __all__ = ["MemoryService", "RequestContext", "Located", "ServiceState"]
-
-Progress = Callable[[int, "int | None", str], None]
 
 
 class MemoryService:
