@@ -309,11 +309,11 @@ class Daemon:
             if not isinstance(req, dict):
                 raise InvalidInput("request must be a JSON object")
             rid = req.get("id")
-            op: Any = req.get("op")  # unchecked JSON: an unknown op is refused below
+            op: Any = req.get("op")  # unchecked JSON: anything but a known name is refused below
             if op == "drain":  # a nudge: never blocks (hooks hang up without reading the answer)
                 self._drain_wanted.set()
                 return {"id": rid, "ok": True, "result": {"draining": True}}
-            fn = self.ops.get(op)
+            fn = self.ops.get(op) if isinstance(op, str) else None  # (a list or an object is not hashable)
             if fn is None:
                 raise InvalidInput(f"unknown operation {str(op)[:40]!r}")
             args = req.get("args") or {}
@@ -535,7 +535,7 @@ class Daemon:
 
     def _replay(self, entry: dict[str, Any], raw_ctx: dict[str, Any]) -> tuple[str, str]:
         """Apply one spool entry: ("applied" | "rejected" | "kept", why)."""
-        op: Any = entry.get("op")  # unchecked JSON from the spool: refused below when unknown
+        op: Any = entry.get("op")  # a str: spool.read refuses an entry without one
         eid = str(entry.get("id") or "")
         fn = self.ops.get(op)
         if fn is None or op in NOT_REPLAYABLE:
