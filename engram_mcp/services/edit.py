@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from engram_mcp.core import spool
 from engram_mcp.core.errors import InvalidInput, StoreUnavailable
@@ -109,7 +109,8 @@ def update(
         check_enum(memory_type, MEMORY_TYPES, "memory_type")
     if category is not None:  # as store does; "" clears the category
         category = (
-            sanitize_text(check_text(category, "category", limit=64, required=False), findings)
+            # not None: category is not None here ("" is allowed: it clears the category)
+            sanitize_text(cast(str, check_text(category, "category", limit=64, required=False)), findings)
             .strip()
             .lower()
             .replace(" ", "_")
@@ -414,7 +415,7 @@ def _scrub_spool(user_dir: Path, key: str, texts: set[str]) -> int:
                 entry = json.loads(raw)
             except ValueError:
                 entry = {}
-            args = entry.get("args") if isinstance(entry, dict) and isinstance(entry.get("args"), dict) else {}
+            args = v if isinstance(entry, dict) and isinstance(v := entry.get("args"), dict) else {}
             decoded = json.dumps(entry, ensure_ascii=False) if entry else raw
             if (
                 name[: -len(spool.ENTRY_SUFFIX)] == key

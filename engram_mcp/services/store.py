@@ -205,7 +205,7 @@ def supersede_hint(h: ScopeHandle, vec: np.ndarray | None, dedup_similarity: flo
         return None
     key = h.index.key_of(best[0])
     rows = h.q(q.GET_MEMORY, {"id": key}) if key else None
-    if not rows:
+    if not rows or not key:
         return None
     text = " ".join(str(rows[0].get("content") or "").split())
     preview = (
