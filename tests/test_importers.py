@@ -34,7 +34,7 @@ def claude_mem_db(tmp_path: Path) -> Path:
 
 
 def contents(svc: MemoryService, ctx: RequestContext, scope: str) -> list[str]:
-    return sorted(r["content"] for r in read_local(svc, ctx, scope, None).values())
+    return sorted(r["content"] for r in read_local(svc.access, ctx, scope, None).values())
 
 
 def graph_counts(svc: MemoryService, ctx: RequestContext, scope: str) -> tuple[int, int, int]:
@@ -43,16 +43,16 @@ def graph_counts(svc: MemoryService, ctx: RequestContext, scope: str) -> tuple[i
         return (len(h.q(q.ALL_ENTITIES) or []), len(h.q(q.ALL_RELATIONS) or []), len(h.q(q.ALL_MENTIONS) or []))
 
 
-def twice(svc, ctx, **kw) -> tuple[dict, dict]:
-    first = run_import(svc, ctx, **kw)
-    second = run_import(svc, ctx, **kw)
+def twice(svc: MemoryService, ctx: RequestContext, **kw) -> tuple[dict, dict]:
+    first = run_import(svc.access, ctx, **kw)
+    second = run_import(svc.access, ctx, **kw)
     assert second["new_memories"] == 0 and second["imported"]["counts"]["memory"] == 0
     assert second["already_present"] == first["new_memories"]
     return first, second
 
 
 def test_mcp_memory_graph_comes_in_whole_once(real_service, ctx):
-    dry = run_import(real_service, ctx, source="mcp-memory", path=str(DATA / "mcp-memory.jsonl"), dry_run=True)
+    dry = run_import(real_service.access, ctx, source="mcp-memory", path=str(DATA / "mcp-memory.jsonl"), dry_run=True)
     assert dry["new_memories"] == 4 and "imported" not in dry and contents(real_service, ctx, "user") == []
     first, _ = twice(real_service, ctx, source="mcp-memory", path=str(DATA / "mcp-memory.jsonl"))
     assert first["imported"]["counts"]["memory"] == 4
@@ -78,7 +78,7 @@ def test_claude_mem_observations_and_summaries_of_this_project(real_service, ctx
     assert any(c.startswith("Session summary (claude-mem)") and "Next steps: Audit other fixtures" in c for c in got)
     assert not any("dark mode" in c for c in got)
     assert not any(s in c for c in got for s in SECRETS)
-    rows = read_local(real_service, ctx, "project", None).values()
+    rows = read_local(real_service.access, ctx, "project", None).values()
     types = {r["content"].split("\n")[0]: r["memory_type"] for r in rows}
     assert types["Upload test raced the temp-dir cleanup"] == "procedural"
     assert types["Uploads go to object storage, not the database"] == "semantic"
@@ -98,7 +98,7 @@ def test_auto_memory_is_read_not_touched(real_service, ctx, tmp_path, home):
     assert any("Node 22 breaks the image optimiser" in c for c in project)
     assert any("never mocks" in c for c in project)
     assert {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in folder.iterdir()} == before
-    kinds = {r["content"].split("\n")[0]: r["memory_type"] for r in read_local(real_service, ctx, "project", None).values()}
+    kinds = {r["content"].split("\n")[0]: r["memory_type"] for r in read_local(real_service.access, ctx, "project", None).values()}
     assert kinds["Testing preferences"] == "procedural"
 
 
@@ -110,7 +110,7 @@ def test_markdown_notes_with_links_and_a_broken_file(real_service, ctx):
     assert any(c.startswith("# Payment Retries") and "hard decline" in c for c in got)
     assert any(c.startswith("Ledger Service\n\nThe ledger service is append-only") for c in got)
     assert not any("hidden" == c for c in got)
-    rows = {r["content"].split("\n")[0]: r for r in read_local(real_service, ctx, "project", None).values()}
+    rows = {r["content"].split("\n")[0]: r for r in read_local(real_service.access, ctx, "project", None).values()}
     assert {"payments", "reliability", "backoff"} <= set(rows["# Payment Retries"]["tags"])
     assert {"ledger", "accounting"} <= set(rows["Ledger Service"]["tags"])
     entities, relations, _mentions = graph_counts(real_service, ctx, "project")
@@ -118,9 +118,9 @@ def test_markdown_notes_with_links_and_a_broken_file(real_service, ctx):
 
 
 def test_no_secret_of_a_fixture_reaches_a_shared_file(real_service, ctx, claude_mem_db):
-    run_import(real_service, ctx, source="claude-mem", path=str(claude_mem_db))
-    for key in read_local(real_service, ctx, "project", None):
-        sharing.share(real_service, ctx, key)
+    run_import(real_service.access, ctx, source="claude-mem", path=str(claude_mem_db))
+    for key in read_local(real_service.access, ctx, "project", None):
+        sharing.share(real_service.access, ctx, key)
     files = list((ctx.project_root / sharing.TEAM_MEMORY_DIR).glob("*.md"))
     assert len(files) == 4
     text = "".join(f.read_text() for f in files)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from engram_mcp.core.errors import InvalidInput
 
 if TYPE_CHECKING:
-    from engram_mcp.services.service import MemoryService, RequestContext
+    from engram_mcp.services.access import RequestContext, ScopeAccess
 
 #: Time a session start spends applying shared files (measured: ~25 ms per new file, ~1 ms per
 #: unchanged one); the rest waits for the next session or `engram sync`, so the context never
@@ -38,36 +38,36 @@ def without_share(args: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in args.items() if k != "share"}
 
 
-def after_store(svc: "MemoryService", ctx: "RequestContext", share: bool, result: dict[str, Any]) -> dict[str, Any]:
+def after_store(access: "ScopeAccess", ctx: "RequestContext", share: bool, result: dict[str, Any]) -> dict[str, Any]:
     """With `share`, the stored (or merged-into) memory's team file is written at once."""
     if share:
-        result["shared"] = share_memory(svc, ctx, result["memory_id"])
+        result["shared"] = share_memory(access, ctx, result["memory_id"])
     return result
 
 
 def store_op() -> Callable[..., Any]:
     """The daemon's `store`: the service's store, called from the op's own lambda (so argument
     errors are told apart from bugs, see the daemon), plus the `share` flag around it."""
-    return lambda s, c, a: after_store(s, c, share_flag(a), s.store(c, **without_share(a)))
+    return lambda s, c, a: after_store(s.access, c, share_flag(a), s.store(c, **without_share(a)))
 
 
-def share_memory(svc: "MemoryService", ctx: "RequestContext", memory_id: str) -> dict[str, Any]:
+def share_memory(access: "ScopeAccess", ctx: "RequestContext", memory_id: str) -> dict[str, Any]:
     from engram_mcp.services import sharing
 
-    return sharing.share(svc, ctx, memory_id)
+    return sharing.share(access, ctx, memory_id)
 
 
-def sync(svc: "MemoryService", ctx: "RequestContext", user_dir: str | None = None) -> dict[str, Any]:
+def sync(access: "ScopeAccess", ctx: "RequestContext", user_dir: str | None = None) -> dict[str, Any]:
     """`engram sync`: the project's team memory; with `user_dir`, the user scope's mirror instead."""
     from engram_mcp.services import sharing
 
     if user_dir is not None:
-        return sharing.sync_user(svc, ctx, user_dir)
-    return sharing.sync_project(svc, ctx)
+        return sharing.sync_user(access, ctx, user_dir)
+    return sharing.sync_project(access, ctx)
 
 
 def import_from(
-    svc: "MemoryService",
+    access: "ScopeAccess",
     ctx: "RequestContext",
     source: str,
     path: str | None = None,
@@ -81,11 +81,11 @@ def import_from(
     if not isinstance(dry_run, bool):
         raise InvalidInput("dry_run must be true or false", field="dry_run")
     return run_import(
-        svc, ctx, source=source, path=path, dry_run=dry_run, scope=scope, project=project, progress=progress
+        access, ctx, source=source, path=path, dry_run=dry_run, scope=scope, project=project, progress=progress
     )
 
 
-def apply_team_memory(svc: "MemoryService", ctx: "RequestContext") -> dict[str, Any] | None:
+def apply_team_memory(access: "ScopeAccess", ctx: "RequestContext") -> dict[str, Any] | None:
     """At session start: apply teammates' shared files (never writes into the repository).
 
     None when the project has no shared folder (one stat). Fails open: a problem is logged
@@ -96,7 +96,7 @@ def apply_team_memory(svc: "MemoryService", ctx: "RequestContext") -> dict[str, 
     if not sharing.has_team_memory(ctx):
         return None
     try:
-        report = sharing.sync_project(svc, ctx, pull_only=True, budget_s=SESSION_START_BUDGET_S)
+        report = sharing.sync_project(access, ctx, pull_only=True, budget_s=SESSION_START_BUDGET_S)
     except Exception as exc:  # noqa: BLE001 - memory is an enhancement: never block a session start
         import logging
 
@@ -107,7 +107,7 @@ def apply_team_memory(svc: "MemoryService", ctx: "RequestContext") -> dict[str, 
 
 def operations() -> dict[str, Callable[..., Any]]:
     return {
-        "share": lambda s, c, a: share_memory(s, c, **a),
-        "sync": lambda s, c, a: sync(s, c, **a),
-        "import_from": lambda s, c, a: import_from(s, c, **a),
+        "share": lambda s, c, a: share_memory(s.access, c, **a),
+        "sync": lambda s, c, a: sync(s.access, c, **a),
+        "import_from": lambda s, c, a: import_from(s.access, c, **a),
     }

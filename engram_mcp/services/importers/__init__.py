@@ -23,7 +23,7 @@ from . import auto_memory, claude_mem, markdown_notes, mcp_memory
 from .batch import ImportBatch
 
 if TYPE_CHECKING:
-    from engram_mcp.services.service import MemoryService, RequestContext
+    from engram_mcp.services.access import RequestContext, ScopeAccess
 
 READERS: dict[str, Callable[..., ImportBatch]] = {
     auto_memory.SOURCE: auto_memory.read,
@@ -45,7 +45,7 @@ def default_path(source: str, ctx: "RequestContext", home: Path) -> Path | None:
 
 
 def run_import(
-    svc: "MemoryService",
+    access: "ScopeAccess",
     ctx: "RequestContext",
     *,
     source: str,
@@ -60,7 +60,7 @@ def run_import(
         raise InvalidInput(f"source must be one of {', '.join(SOURCES)}", field="source")
     if scope is not None and scope not in ("project", "user"):
         raise InvalidInput("scope must be project or user (session memories are not imported)", field="scope")
-    home = Path(svc.home) if svc.home else Path.home()
+    home = Path(access.home) if access.home else Path.home()
     where = Path(os.path.expanduser(path)) if path else default_path(source, ctx, home)
     if where is None:
         raise InvalidInput(f"give the path of the {source} data to import", field="path")
@@ -81,14 +81,14 @@ def run_import(
         "skipped": batch.skipped[:MAX_SKIPPED_LISTED],
         "skipped_count": len(batch.skipped),
     }
-    summary.update(_presence(svc, ctx, batch))
+    summary.update(_presence(access, ctx, batch))
     if dry_run or not batch.lines:
         return summary
-    summary["imported"] = _import_lines(svc, ctx, batch, progress)
+    summary["imported"] = _import_lines(access, ctx, batch, progress)
     return summary
 
 
-def _presence(svc: "MemoryService", ctx: "RequestContext", batch: ImportBatch) -> dict[str, int]:
+def _presence(access: "ScopeAccess", ctx: "RequestContext", batch: ImportBatch) -> dict[str, int]:
     """How many of the batch's memories are new, and how many an earlier run already brought."""
     present = new = 0
     handles = {}
@@ -99,8 +99,8 @@ def _presence(svc: "MemoryService", ctx: "RequestContext", batch: ImportBatch) -
         if scope not in SCOPES:
             continue
         if scope not in handles:
-            with svc.lock:
-                handles[scope] = svc.handle(ctx, scope)
+            with access.lock:
+                handles[scope] = access.handle(ctx, scope)
         if handles[scope].index.slot_of(line["id"]) is None:
             new += 1
         else:
@@ -109,7 +109,7 @@ def _presence(svc: "MemoryService", ctx: "RequestContext", batch: ImportBatch) -
 
 
 def _import_lines(
-    svc: "MemoryService",
+    access: "ScopeAccess",
     ctx: "RequestContext",
     batch: ImportBatch,
     progress: Callable[[int, int | None, str], None] | None,
@@ -123,7 +123,7 @@ def _import_lines(
         with open(os.open(file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w", encoding="utf-8") as out:
             for line in batch.lines:
                 out.write(json.dumps(line, ensure_ascii=False) + "\n")
-        result = transfer.import_(svc, ctx, file, progress=progress)
+        result = transfer.import_(access, ctx, file, progress=progress)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     result.pop("path", None)

@@ -41,13 +41,13 @@ def read(path: Path, *, scope: str = DEFAULT_SCOPE, **_: object) -> ImportBatch:
             else:
                 batch.skip(f"{path}:{n}", f"neither an entity nor a relation (type {str(kind)[:20]!r})")
     for n, item in relations:
-        names = [item.get("from"), item.get("to")]
-        rel = item.get("relationType")
-        if not all(isinstance(x, str) and x.strip() for x in [*names, rel]):
+        src, dst, rel = item.get("from"), item.get("to"), item.get("relationType")
+        if not (_text(src) and _text(dst) and _text(rel)):
             batch.skip(f"{path}:{n}", "a relation needs from, to and relationType")
             continue
-        a, b = (batch.entity(scope=scope, name=x) for x in names)  # an entity only named here still gets a node
-        batch.relation(scope=scope, source=a, target=b, relation_type=rel)
+        a = batch.entity(scope=scope, name=str(src))  # an entity only named by a relation still gets a node
+        b = batch.entity(scope=scope, name=str(dst))
+        batch.relation(scope=scope, source=a, target=b, relation_type=str(rel))
     return batch
 
 
@@ -68,3 +68,7 @@ def _entity(batch: ImportBatch, item: dict, scope: str, where: str) -> None:
             origin={"entity": name, "observation": i},
         )
         batch.mention(scope=scope, memory_id=mid, entity=key, relationship="about")
+
+
+def _text(value: object) -> bool:
+    return isinstance(value, str) and bool(value.strip())

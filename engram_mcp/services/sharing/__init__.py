@@ -1,12 +1,12 @@
 """Memory that travels: team memory committed in the repository, the user scope mirrored
 to a directory the user syncs, both as one markdown file per memory.
 
-- `share(svc, ctx, memory_id)`: write a project memory's file into the project's
+- `share(access, ctx, memory_id)`: write a project memory's file into the project's
   `.claude/team-memory/` (committed with the code; see docs/team-memory.md for the name).
-- `sync_project(svc, ctx)`: apply files added, edited or deleted by others; write local edits
+- `sync_project(access, ctx)`: apply files added, edited or deleted by others; write local edits
   of shared memories back; report conflicts and unreadable files. `pull_only` applies files
   without writing (what a session start does).
-- `sync_user(svc, ctx, directory)`: the same rules between the user scope and `directory`,
+- `sync_user(access, ctx, directory)`: the same rules between the user scope and `directory`,
   every live user memory included, so two machines converge.
 
 Session memories are never shared (promote first) and user memories never go into a project.
@@ -26,7 +26,7 @@ from .folder import Folder, StateFile
 from .sync import Target, relative_label, run_sync, share_one
 
 if TYPE_CHECKING:
-    from engram_mcp.services.service import MemoryService, RequestContext
+    from engram_mcp.services.access import RequestContext, ScopeAccess
 
 #: The committed folder of team memory, relative to the project root. Inside `.claude/`,
 #: beside the settings and commands teams already commit, and outside `.claude/engram/`
@@ -35,10 +35,10 @@ TEAM_MEMORY_DIR = Path(".claude") / "team-memory"
 PROJECT_STATE_FILE = "team-memory.state.json"
 
 
-def project_target(svc: "MemoryService", ctx: "RequestContext") -> Target:
+def project_target(access: "ScopeAccess", ctx: "RequestContext") -> Target:
     root = Path(ctx.project_root)
-    with svc.lock:
-        svc.handle(ctx, "project")  # makes the store directory (with its .gitignore) the state lives in
+    with access.lock:
+        access.handle(ctx, "project")  # makes the store directory (with its .gitignore) the state lives in
     return Target(
         scope="project",
         folder=Folder(root / TEAM_MEMORY_DIR, root),
@@ -46,17 +46,17 @@ def project_target(svc: "MemoryService", ctx: "RequestContext") -> Target:
         label=str(TEAM_MEMORY_DIR),
         mirror_all=False,
         source_kind="team-memory",
-        auto_share=svc.config(root).team_memory_auto_share,
+        auto_share=access.config(root).team_memory_auto_share,
     )
 
 
-def user_target(svc: "MemoryService", directory: Path) -> Target:
+def user_target(access: "ScopeAccess", directory: Path) -> Target:
     directory = Path(os.path.abspath(os.path.expanduser(str(directory))))
     tag = hashlib.sha256(os.path.realpath(directory).encode()).hexdigest()[:12]
     return Target(
         scope="user",
         folder=Folder(directory, directory),
-        state=StateFile(svc.user_dir, svc.user_dir.parent, f"user-mirror-{tag}.state.json"),
+        state=StateFile(access.user_dir, access.user_dir.parent, f"user-mirror-{tag}.state.json"),
         label=str(directory),
         mirror_all=True,
         source_kind="user-mirror",
@@ -68,12 +68,12 @@ def has_team_memory(ctx: "RequestContext") -> bool:
     return (Path(ctx.project_root) / TEAM_MEMORY_DIR).is_dir()
 
 
-def share(svc: "MemoryService", ctx: "RequestContext", memory_id: str) -> dict[str, Any]:
+def share(access: "ScopeAccess", ctx: "RequestContext", memory_id: str) -> dict[str, Any]:
     """Share one project memory with the team: write its file (again, if it exists)."""
     if not isinstance(memory_id, str):
         raise InvalidInput("memory_id must be a memory id like 'memory:01J...' (or its last 8 characters)")
-    with svc.lock:
-        located = svc.locate(ctx, memory_id)  # a full or a short id
+    with access.lock:
+        located = access.locate(ctx, memory_id)  # a full or a short id
     found = {loc.handle.scope for loc in located}
     if not found:
         raise MemoryNotFound(f"No memory {memory_id} in this project's session, project or user scopes.")
@@ -87,22 +87,22 @@ def share(svc: "MemoryService", ctx: "RequestContext", memory_id: str) -> dict[s
             "user memories are never written into a project; `engram sync --user DIR` mirrors them to a directory",
             field="memory_id",
         )
-    target = project_target(svc, ctx)
-    out = share_one(svc, ctx, target, located[0].key)
+    target = project_target(access, ctx)
+    out = share_one(access, ctx, target, located[0].key)
     out["hint"] = f"commit {out['path']} to share it (git add {target.label})"
     return out
 
 
 def sync_project(
-    svc: "MemoryService", ctx: "RequestContext", *, pull_only: bool = False, budget_s: float | None = None
+    access: "ScopeAccess", ctx: "RequestContext", *, pull_only: bool = False, budget_s: float | None = None
 ) -> dict[str, Any]:
-    return run_sync(svc, ctx, project_target(svc, ctx), pull_only=pull_only, budget_s=budget_s)
+    return run_sync(access, ctx, project_target(access, ctx), pull_only=pull_only, budget_s=budget_s)
 
 
-def sync_user(svc: "MemoryService", ctx: "RequestContext", directory: str | Path) -> dict[str, Any]:
+def sync_user(access: "ScopeAccess", ctx: "RequestContext", directory: str | Path) -> dict[str, Any]:
     if not isinstance(directory, (str, Path)) or not str(directory).strip() or "\x00" in str(directory):
         raise InvalidInput("directory must be a path", field="directory")
-    target = user_target(svc, Path(directory))
+    target = user_target(access, Path(directory))
     try:
         rel = relative_label(Path(target.folder.path), Path(ctx.project_root))
     except Exception:  # pragma: no cover - a label only
@@ -111,4 +111,4 @@ def sync_user(svc: "MemoryService", ctx: "RequestContext", directory: str | Path
         raise InvalidInput(
             f"{directory} is inside the project; user memories are never written into a project", field="directory"
         )
-    return run_sync(svc, ctx, target)
+    return run_sync(access, ctx, target)

@@ -99,7 +99,7 @@ class Folder:
 
     def write(self, name: str, text: str) -> None:
         """Create or replace `name` atomically (creating the folder if needed)."""
-        fd = self._open(create=True)
+        fd, _checked = open_private_dir(self.path, trusted=self.trusted)
         try:
             write_private_file_at(fd, name, text)
         finally:

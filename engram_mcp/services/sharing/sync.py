@@ -14,19 +14,22 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, TypeGuard
 
 from engram_mcp.core.errors import EngramError, InvalidInput, StoreUnavailable
 from engram_mcp.core.ids import format_memory_id
 from engram_mcp.index.scope_index import record_key
+from engram_mcp.services import edit
+from engram_mcp.services import store as store_ops
 from engram_mcp.storage import queries as q
 
 from .folder import Folder, StateFile
 from .memory_file import SharedMemory, derived_ulid, file_name_for, parse, redacted, render
 
 if TYPE_CHECKING:
-    from engram_mcp.services.service import MemoryService, RequestContext
+    from engram_mcp.services.access import RequestContext, ScopeAccess
 
 DELETED = "deleted"  # the fingerprint of a side that no longer holds the memory
 READ_PAGE = 100  # memories read per lock hold
@@ -89,22 +92,22 @@ def _lock_for(target: Target) -> threading.Lock:
 
 # ---------------------------------------------------------------------- local side
 def read_local(
-    svc: "MemoryService", ctx: "RequestContext", scope: str, keys: set[str] | None
+    access: "ScopeAccess", ctx: "RequestContext", scope: str, keys: set[str] | None
 ) -> dict[str, dict[str, Any]]:
     """Rows of `scope` by key (`keys`, or every memory of the scope when None), with
     `_supersedes`: the keys each one replaces. Read in pages under the service lock."""
     from surrealdb import RecordID
 
-    with svc.lock:
-        h = svc.handle(ctx, scope)
+    with access.lock:
+        h = access.handle(ctx, scope)
         wanted = sorted(h.index.keys() if keys is None else (k for k in keys if h.index.slot_of(k) is not None))
     rows: dict[str, dict[str, Any]] = {}
     for i in range(0, len(wanted), READ_PAGE):
         page = wanted[i : i + READ_PAGE]
-        with svc.lock:
+        with access.lock:
             for row in h.q(q.GET_MEMORIES, {"ids": [RecordID("memory", k) for k in page]}) or []:
                 rows[record_key(row)] = dict(row, _supersedes=[])
-    with svc.lock:
+    with access.lock:
         if len(rows) <= FEW_MEMORIES:  # a few: their own links, not the scope's
             links = [
                 link
@@ -122,7 +125,7 @@ def read_local(
     return rows
 
 
-def _is_live(row: dict[str, Any] | None) -> bool:
+def _is_live(row: dict[str, Any] | None) -> TypeGuard[dict[str, Any]]:
     return row is not None and row.get("status") != "forgotten"
 
 
@@ -138,7 +141,7 @@ def as_shared(row: dict[str, Any], file_id: str, to_file_id: Callable[[str], str
         category=row.get("category"),
         summary=row.get("summary"),
         supersedes=tuple(sorted(to_file_id(k) for k in row.get("_supersedes") or ())),
-        created_at=created.isoformat() if hasattr(created, "isoformat") else (str(created) if created else None),
+        created_at=created.isoformat() if isinstance(created, datetime) else (str(created) if created else None),
     )
 
 
@@ -148,13 +151,13 @@ class _Sync:
 
     def __init__(
         self,
-        svc: "MemoryService",
+        access: "ScopeAccess",
         ctx: "RequestContext",
         target: Target,
         pull_only: bool,
         budget_s: float | None = None,
     ) -> None:
-        self.svc, self.ctx, self.t, self.pull_only = svc, ctx, target, pull_only
+        self.access, self.ctx, self.t, self.pull_only = access, ctx, target, pull_only
         self.deadline = None if budget_s is None else time.monotonic() + budget_s
         self.report = Report()
         self.entries = target.state.load()
@@ -176,7 +179,7 @@ class _Sync:
     def run(self) -> Report:
         self._read_files()
         keys = {str(e.get("key")) for e in self.entries.values()} | set(self.files)
-        self.local = read_local(self.svc, self.ctx, self.t.scope, None if self.t.mirror_all else keys)
+        self.local = read_local(self.access, self.ctx, self.t.scope, None if self.t.mirror_all else keys)
         arrived = sorted(set(self.files) - set(self.entries))  # before _known drops deleted entries
         for fid in sorted(self.entries):
             if not self._out_of_time(fid):
@@ -296,8 +299,11 @@ class _Sync:
         if mem is None:  # deleted by someone else
             row = self.local.get(key)
             if _is_live(row):
-                self.svc.forget(
-                    self.ctx, format_memory_id(key), reason=f"its shared file {self.t.label}/{name} was deleted"
+                edit.forget(
+                    self.access,
+                    self.ctx,
+                    format_memory_id(key),
+                    reason=f"its shared file {self.t.label}/{name} was deleted",
                 )
                 self.report.forgotten.append(format_memory_id(key))
                 self.local[key] = {**(row or {}), "status": "forgotten"}
@@ -311,9 +317,10 @@ class _Sync:
     def _update_local(self, key: str, mem: SharedMemory) -> None:
         row = self.local.get(key) or {}
         if row.get("status") == "forgotten":
-            self.svc.forget(self.ctx, format_memory_id(key), undo=True)
+            edit.forget(self.access, self.ctx, format_memory_id(key), undo=True)
         old_tags, new_tags = set(row.get("tags") or ()), set(mem.tags)
-        self.svc.update(
+        edit.update(
+            self.access,
             self.ctx,
             format_memory_id(key),
             content=mem.content,
@@ -328,7 +335,7 @@ class _Sync:
 
     def _remember(self, fid: str, key: str, name: str | None, mem: SharedMemory) -> None:
         """Record both sides as they are now: the new base for this memory."""
-        row = read_local(self.svc, self.ctx, self.t.scope, {key}).get(key)
+        row = read_local(self.access, self.ctx, self.t.scope, {key}).get(key)
         self.local[key] = row or {}
         local_fp = as_shared(row, fid, self.to_file_id).fingerprint() if _is_live(row) else DELETED
         self.entries[fid] = {"key": key, "path": name, "file": mem.fingerprint(), "local": local_fp}
@@ -353,11 +360,11 @@ class _Sync:
     # -- a file this machine has not synced before
     def _arrived(self, fid: str) -> None:
         name, mem = self.files[fid]
-        with self.svc.lock:
-            h = self.svc.handle(self.ctx, self.t.scope)
+        with self.access.lock:
+            h = self.access.handle(self.ctx, self.t.scope)
             present = h.index.slot_of(fid) is not None
         if present:
-            row = self.local.get(fid) or read_local(self.svc, self.ctx, self.t.scope, {fid}).get(fid)
+            row = self.local.get(fid) or read_local(self.access, self.ctx, self.t.scope, {fid}).get(fid)
             local_mem = as_shared(row, fid, self.to_file_id) if _is_live(row) else None
             if local_mem is not None and local_mem.fingerprint() != mem.fingerprint():
                 # both hold it and they differ, with no base to say who changed (the state was
@@ -370,7 +377,8 @@ class _Sync:
             self._remember(fid, fid, name, mem)
             return
         try:
-            result = self.svc.store(
+            result = store_ops.store(
+                self.access,
                 self.ctx,
                 content=mem.content,
                 type=mem.memory_type,
@@ -408,7 +416,7 @@ class _Sync:
         types = set(rule.get("types") or ("procedural", "semantic"))
         floor = float(rule.get("min_importance", 1.0))
         mapped = {str(e.get("key")) for e in self.entries.values()} | self.dropped | set(self.files)
-        for key, row in sorted(read_local(self.svc, self.ctx, self.t.scope, None).items()):
+        for key, row in sorted(read_local(self.access, self.ctx, self.t.scope, None).items()):
             if key in mapped or not _is_live(row) or row.get("status") == "archived":
                 continue
             if row.get("memory_type") in types and float(row.get("importance", 0)) >= floor:
@@ -417,13 +425,13 @@ class _Sync:
     def _apply_supersessions(self) -> None:
         """Supersession links named by files, once every file's memory exists here."""
         for key, replaced in self.supersede_todo:
-            have = set(read_local(self.svc, self.ctx, self.t.scope, {key}).get(key, {}).get("_supersedes") or ())
+            have = set(read_local(self.access, self.ctx, self.t.scope, {key}).get(key, {}).get("_supersedes") or ())
             for fid in replaced:
                 old = self.to_local_key(fid)
                 if old in have or old == key:
                     continue
                 try:
-                    self.svc.update(self.ctx, format_memory_id(key), supersedes=format_memory_id(old))
+                    edit.update(self.access, self.ctx, format_memory_id(key), supersedes=format_memory_id(old))
                 except EngramError as exc:
                     self.report.errors.append(
                         {"path": format_memory_id(key), "error": f"supersedes {fid}: {exc.message}"}
@@ -436,7 +444,7 @@ class _Sync:
 
 
 def run_sync(
-    svc: "MemoryService",
+    access: "ScopeAccess",
     ctx: "RequestContext",
     target: Target,
     *,
@@ -446,14 +454,14 @@ def run_sync(
     """Sync `target` both ways (or only apply the files, `pull_only`); returns the report.
     With `budget_s`, memories not reached in that time are listed as `pending`."""
     with _lock_for(target):
-        return _Sync(svc, ctx, target, pull_only, budget_s).run().as_dict(target.label)
+        return _Sync(access, ctx, target, pull_only, budget_s).run().as_dict(target.label)
 
 
-def share_one(svc: "MemoryService", ctx: "RequestContext", target: Target, key: str) -> dict[str, Any]:
+def share_one(access: "ScopeAccess", ctx: "RequestContext", target: Target, key: str) -> dict[str, Any]:
     """Write one local memory's file now (also: keep the local version of a conflict)."""
     with _lock_for(target):
-        sync = _Sync(svc, ctx, target, pull_only=False)
-        row = read_local(svc, ctx, target.scope, {key}).get(key)
+        sync = _Sync(access, ctx, target, pull_only=False)
+        row = read_local(access, ctx, target.scope, {key}).get(key)
         if not _is_live(row):
             raise InvalidInput(f"memory:{key} is not a live memory of scope {target.scope}", field="memory_id")
         fid = sync.to_file_id(key)
