@@ -63,7 +63,7 @@ try:
     from engram_mcp.core.ids import new_ulid
     from engram_mcp.services.records import iso, now_dt, sanitize_text, vector_bytes
     from engram_mcp.index.scoring import rrf_fusion, score_fusion
-    from engram_mcp.index.search_index import BM25Index
+    from engram_mcp.index.bm25 import BM25Index
     from engram_mcp.services.service import MemoryService, RequestContext
 except ImportError as exc:  # e.g. a module another engineer is still writing
     sys.exit(f"cannot import engram_mcp ({exc}); retry when the package imports cleanly")

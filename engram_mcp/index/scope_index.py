@@ -17,8 +17,10 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from engram_mcp.index.bm25 import BM25Index
 from engram_mcp.index.scoring import CONTIGUITY_WINDOW_SECONDS, HALF_LIFE_DAYS, to_epoch
-from engram_mcp.index.search_index import BM25Index, SlotAllocator, VectorIndex
+from engram_mcp.index.slots import SlotAllocator
+from engram_mcp.index.vectors import VectorIndex
 from engram_mcp.storage.schema import MEMORY_TYPES, STATUSES
 
 TYPE_CODE = {t: i for i, t in enumerate(MEMORY_TYPES)}
@@ -120,10 +122,6 @@ class ScopeIndex:
     @property
     def missing_vectors(self) -> int:
         return len(self.without_vector)
-
-    @missing_vectors.setter
-    def missing_vectors(self, _value: int) -> None:
-        """Kept for callers that reset the count; the set above is the truth."""
 
     # -- writes -------------------------------------------------------------------
     def upsert(self, row: dict[str, Any], vector: np.ndarray | None = None) -> int:

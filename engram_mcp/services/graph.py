@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from engram_mcp.core.ids import entity_key, format_memory_id
 from engram_mcp.index.scope_index import record_key
-from engram_mcp.index.search_index import tokenize
+from engram_mcp.index.tokenizer import tokenize
 from engram_mcp.services.records import check_enum
 from engram_mcp.storage import queries as q
 
