@@ -35,7 +35,6 @@ from engram_mcp.index.scoring import (
 
 STRATEGIES = ("vector", "keyword", "hybrid", "graph")
 SUPERSEDED_MARGIN = 1e-3
-SCOPE_PRIORITY = {"user": 3, "project": 2, "session": 1}
 # Relevance floor (see `relevant_mask`): a candidate without a keyword hit is relevant only if its
 # cosine reaches max(MIN_COSINE, MIN_COSINE_RATIO * best cosine of the recall). Calibrated on
 # all-MiniLM-L6-v2: unrelated pairs of short coding memories have cosine p95 0.18 / p99 0.28,

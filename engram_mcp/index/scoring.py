@@ -59,10 +59,6 @@ REACTIVATE_AT_STRENGTH = 0.3
 CONSOLIDATED_RANK_FACTOR = 0.85  # consolidated memories are queryable at lower priority
 
 
-def now_utc() -> datetime:
-    return datetime.now(timezone.utc)
-
-
 def to_epoch(value: datetime | float | int | None) -> float:
     """Seconds since the epoch for datetimes from the engine (always tz-aware)."""
     if value is None:

@@ -25,7 +25,6 @@ Standard library only: imported by the MCP server at start-up.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 SCOPES = ["session", "project", "user"]
@@ -261,11 +260,3 @@ SCHEMAS: dict[str, dict[str, Any]] = {t["name"]: t["inputSchema"] for t in TOOLS
 def tools_list_payload() -> dict[str, Any]:
     """The `tools/list` tools as they go over the wire (camelCase keys; the SDK adds ttlMs etc.)."""
     return {"tools": TOOLS}
-
-
-def token_estimate(payload: dict[str, Any] | None = None) -> dict[str, int]:
-    """Characters and estimated tokens (len/4) of the compact JSON of `tools/list`."""
-    text = json.dumps(
-        payload if payload is not None else tools_list_payload(), ensure_ascii=False, separators=(",", ":")
-    )
-    return {"chars": len(text), "tokens_estimate": (len(text) + 3) // 4}
