@@ -10,7 +10,7 @@ from surrealdb import RecordID
 
 from engram_mcp.services import lifecycle
 from engram_mcp.index import scoring
-from engram_mcp.index.embeddings import FakeEmbedder
+from tests.fakes import FakeEmbedder
 from engram_mcp.services.service import MemoryService, RequestContext
 
 DAY = 86_400.0
