@@ -2,8 +2,8 @@
 
 SurrealDB is the system of record; this is a derived index, rebuilt from the records
 when a store is opened and updated on every write, because the engine's own BM25 and
-HNSW indexes are too slow and too large here (environment.md: 9 GB for 10k rows,
-common-word BM25 queries of 400 ms). It holds, per memory slot: the vector, the BM25
+HNSW indexes are too slow and too large here (measured: 9 GB for 10k rows,
+common-word BM25 queries of 400 ms; docs/decisions.md). It holds, per memory slot: the vector, the BM25
 postings and the columns the filters and the composite score need, so a recall
 touches the database only to fetch the few records it returns.
 """

@@ -49,7 +49,7 @@ CONTIGUITY_WEIGHT = 0.3
 CONTIGUITY_LAGS = 2
 CONTIGUITY_WINDOW_SECONDS = 3_600.0
 
-# Lifecycle thresholds (memory-model.md §4)
+# Lifecycle thresholds (docs/decisions.md, "Lifecycle")
 CONSOLIDATE_BELOW_STRENGTH = 0.3
 CONSOLIDATE_MIN_ACCESS = 2
 ARCHIVE_BELOW_STRENGTH = 0.1

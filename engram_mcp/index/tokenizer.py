@@ -12,7 +12,7 @@ import Stemmer
 
 __all__ = ["ENGLISH_STOP_WORDS", "tokenize"]
 
-# Close to NLTK's English list (which bm25s-style baselines in retrieval-calibration.md use), plus
+# Close to NLTK's English list (the one common BM25 baselines use), plus
 # the fragments left by splitting contractions on the apostrophe ("don't" -> "don", "t").
 ENGLISH_STOP_WORDS: frozenset[str] = frozenset(
     """

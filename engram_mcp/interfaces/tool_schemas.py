@@ -1,7 +1,7 @@
 """The MCP tool surface: names, descriptions, input schemas and annotations.
 
-The model reads all of this in every session, so it is lean (DECISIONS.md, "MCP
-surface"): short descriptions that say what a tool does and does not do, and input
+The model reads all of this in every session, so it is lean (docs/decisions.md, "The
+MCP surface"): short descriptions that say what a tool does and does not do, and input
 schemas that are also the validation contract (`server.py` validates every call against
 exactly these dicts with JSON Schema Draft 2020-12 before anything reaches the daemon).
 `additionalProperties: false` everywhere except `update_memory.metadata`, which is an

@@ -285,8 +285,8 @@ def _sighting_key(project: "ScopeHandle", key: str) -> str:
 
 
 def note_project_sighting(svc: "MemoryService", project: "ScopeHandle", key: str, *, drop: bool = False) -> None:
-    """Record in the user store that project `project.db` holds memory `key` (DECISIONS.md:
-    project -> user promotion when a memory is "seen in >= 2 projects").
+    """Record in the user store that project `project.db` holds memory `key` (project -> user
+    promotion when a memory is "seen in >= 2 projects", docs/decisions.md).
 
     Only memories that could be promoted to the user scope are kept (semantic or
     procedural, importance >= promote_user_min_importance, not forgotten), which keeps the
@@ -550,7 +550,7 @@ def summary_memory_key(project_db: str, session_id: str, run_started: str | None
 
 
 def _qualifies(row: dict[str, Any], cfg) -> bool:
-    """DECISIONS.md: not working; importance >= 0.5 OR access_count >= 2; explicit choice wins."""
+    """Session -> project (docs/decisions.md): not working; importance >= 0.5 OR access_count >= 2; explicit choice wins."""
     meta = row.get("metadata") or {}
     if row.get("memory_type") == "working" or row.get("status") == "forgotten":
         return False

@@ -4,8 +4,8 @@ The MCP server, the hooks, the slash commands and the CLI never touch SurrealDB:
 send requests to the owner process (`engram_mcp.daemon.process`), which calls this class. It
 is also used in-process by tests and benchmarks. Every public method takes the caller's
 `RequestContext` (project root + Claude Code session id) and returns plain JSON-ready
-dicts. Writes are serialised by one lock (environment.md: concurrent writes to one
-engine lose updates); embedding runs outside the lock so two cores are used.
+dicts. Writes are serialised by one lock (measured: concurrent writes to one engine lose
+updates, docs/decisions.md); embedding runs outside the lock so two cores are used.
 """
 
 from __future__ import annotations

@@ -7,8 +7,8 @@ The disk is a small tmpfs mounted over the project's `.claude` (we run as root i
 without mount rights the full disk is an RLIMIT_FSIZE on the daemon and the read-only store is a
 chmod (which root ignores, so that case is skipped).
 
-Written to the spec (mcp-server-design.md "Error Handling and Graceful Degradation" and the
-daemon's write queue): where a behaviour is missing the test is a strict xfail that says what.
+Written to the degradation rules (docs/decisions.md, "Never block Claude", and the daemon's
+write queue): where a behaviour is missing the test is a strict xfail that says what.
 """
 
 from __future__ import annotations
