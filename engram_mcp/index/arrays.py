@@ -7,6 +7,8 @@ ignored. So ``SlotAllocator.live_mask`` (or any combination of it) can be passed
 
 from __future__ import annotations
 
+from typing import overload
+
 import numpy as np
 
 EMPTY_SLOTS = np.zeros(0, dtype=np.int64)
@@ -21,6 +23,10 @@ def grown_capacity(current: int, needed: int) -> int:
     return capacity
 
 
+@overload
+def mask_prefix(mask: np.ndarray, length: int) -> np.ndarray: ...
+@overload
+def mask_prefix(mask: None, length: int) -> None: ...
 def mask_prefix(mask: np.ndarray | None, length: int) -> np.ndarray | None:
     """The mask resized to ``length`` (missing entries False), or None for no mask."""
     if mask is None:

@@ -166,7 +166,7 @@ class BM25Index:
         present = [i for i, d in enumerate(docs) if d is not None]
         if not present:
             return
-        parts = [docs[i] for i in present]
+        parts = [d for d in docs if d is not None]  # the documents of `present`, in order
         lengths = np.array([p.shape[1] for p in parts], dtype=np.int64)
         stacked = np.concatenate(parts, axis=1).astype(np.int64)
         doc_of = np.repeat(np.arange(len(parts), dtype=np.int64), lengths)
@@ -217,10 +217,10 @@ class BM25Index:
         slot_arr = np.asarray(slots, dtype=np.int64).reshape(-1)
         out = np.zeros(len(slot_arr), dtype=np.float32)
         if dense is None:
-            slots, scores = self._scores(self._query_term_ids(query))
+            hit_slots, scores = self._scores(self._query_term_ids(query))
             if len(scores) == 0:
                 return out
-            dense = scores if slots is None else np.bincount(slots, weights=scores)
+            dense = scores if hit_slots is None else np.bincount(hit_slots, weights=scores)
         if len(dense) == 0 or len(slot_arr) == 0:
             return out
         inside = (slot_arr >= 0) & (slot_arr < len(dense))

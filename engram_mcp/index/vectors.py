@@ -331,7 +331,7 @@ class VectorIndex:
             out[seg] = self._blocks[block][slots[seg] - block * self._block_rows]
         return out
 
-    def _scan_prefix(self, end: int, kernel: Callable[[int, int, int], None]) -> None:
+    def _scan_prefix(self, end: int, kernel: Callable[[int, int, int], object]) -> None:
         """``kernel(block, start, stop)`` for every block of rows [0, end), shared with the helper
         thread (`_for_each_block`)."""
         rows = self._block_rows
