@@ -660,15 +660,7 @@ class MemoryService:
         if warning:
             warnings.append({"code": "partial_results", "message": f"{warning}; fell back to keyword search"})
         effective = strategy if (qvec is not None or strategy == "keyword") else "keyword"
-        settings = RetrievalSettings(
-            cfg.fusion,
-            cfg.keyword_weight,
-            cfg.rrf_k,
-            cfg.candidate_pool,
-            cfg.cross_scope_dedup_similarity,
-            cfg.relevance_min_cosine,
-            cfg.relevance_min_cosine_ratio,
-        )
+        settings = RetrievalSettings.from_config(cfg)
         with self.lock:
             views, scope_warnings = self._views(ctx, scopes, cfg)
             warnings.extend(scope_warnings)
