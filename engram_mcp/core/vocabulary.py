@@ -27,12 +27,15 @@ PERSISTENT_SCOPES: tuple[str, ...] = ("project", "user")
 MEMORY_TYPES: tuple[str, ...] = ("episodic", "semantic", "procedural", "working")
 #: The memory type that is session scratch space and never leaves scope "session".
 SCRATCH_TYPE = "working"
+#: Knowledge that stays true: what may reach scope "user" and what consolidation compares.
+DURABLE_TYPES: tuple[str, ...] = ("semantic", "procedural")
 
 #: A memory's lifecycle, in order. Positions are the status codes of the in-memory index.
 STATUSES: tuple[str, ...] = ("created", "active", "consolidated", "archived", "forgotten")
 #: Statuses recall shows (forgotten and archived memories are hidden unless asked for).
 RECALLABLE_STATUSES: tuple[str, ...] = ("created", "active", "consolidated")
-#: Statuses store-time dedup may merge a new memory into.
+#: Statuses of a live memory, not yet consolidated, archived or forgotten (store-time dedup
+#: merges a new memory only into these).
 LIVE_STATUSES: tuple[str, ...] = ("created", "active")
 
 #: Typed links between two memories (the memory_link relation).
@@ -49,9 +52,16 @@ QUEUE_STATUSES: tuple[str, ...] = ("pending", "processing", "completed", "failed
 RECALL_STRATEGIES: tuple[str, ...] = ("hybrid", "vector", "keyword", "graph")
 #: What consolidate_memories does with related memories.
 CONSOLIDATE_STRATEGIES: tuple[str, ...] = ("full", "summarize", "extract_patterns")
+#: Which edges a knowledge-graph search follows from an entity.
+GRAPH_DIRECTIONS: tuple[str, ...] = ("both", "outgoing", "incoming")
+#: The parts of the memory context block, in the order they are shown.
+CONTEXT_SECTIONS: tuple[str, ...] = ("preferences", "project_context", "session_history", "relevant_procedures")
 
 __all__ = [
     "CONSOLIDATE_STRATEGIES",
+    "CONTEXT_SECTIONS",
+    "DURABLE_TYPES",
+    "GRAPH_DIRECTIONS",
     "LINK_TYPES",
     "LIVE_STATUSES",
     "MEMORY_TYPES",

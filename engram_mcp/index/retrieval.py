@@ -21,7 +21,7 @@ from typing import Sequence
 import numpy as np
 
 from engram_mcp.core.config_keys import DEFAULT_CONFIG, Config
-from engram_mcp.core.vocabulary import RECALL_STRATEGIES
+from engram_mcp.core.vocabulary import RECALL_STRATEGIES, SCOPES
 from engram_mcp.index.scope_index import STATUS_CODE, Filters, ScopeIndex
 from engram_mcp.index.scoring import (
     CONSOLIDATED_RANK_FACTOR,
@@ -37,7 +37,7 @@ from engram_mcp.index.scoring import (
 
 STRATEGIES = RECALL_STRATEGIES
 SUPERSEDED_MARGIN = 1e-3
-SCOPE_PRIORITY = {"user": 3, "project": 2, "session": 1}
+SCOPE_PRIORITY = {scope: rank for rank, scope in enumerate(SCOPES, start=1)}  # broader scopes rank higher
 # Hit objects are built for this many best candidates (plus related ones), not for all ~200 per
 # scope: `rank` checks the result is the one all candidates give and falls back otherwise.
 HIT_BUDGET_PER_RESULT = 3

@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from engram_mcp.core.errors import InvalidInput
-from engram_mcp.index.scope_index import RECALLABLE_STATUSES, Filters, record_key
+from engram_mcp.core.vocabulary import MEMORY_TYPES, RECALLABLE_STATUSES, SCOPES, STATUSES
+from engram_mcp.index.scope_index import Filters, record_key
 from engram_mcp.index.scoring import to_epoch
 from engram_mcp.services.records import check_tags, parse_time, public_memory
 from engram_mcp.storage import queries as q
-from engram_mcp.storage.schema import MEMORY_TYPES, SCOPES, STATUSES
 
 if TYPE_CHECKING:
     from engram_mcp.services.service import MemoryService, RequestContext
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 DEFAULT_LIST_LIMIT = 20
 MAX_LIST_LIMIT = 200
 MAX_LIST_PAGE = 100_000
-SCOPE_ORDER = ("session", "project", "user")
+SCOPE_ORDER = SCOPES  # narrowest first
 
 
 def _names(value: Any, allowed: tuple[str, ...] | None, field: str) -> tuple[str, ...]:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from engram_mcp.core.errors import InvalidInput, StoreUnavailable
 from engram_mcp.core.textview import neutralise_tags
+from engram_mcp.core.vocabulary import CONTEXT_SECTIONS, DURABLE_TYPES, PERSISTENT_SCOPES
 from engram_mcp.services.records import check_tags, clip_words, public_memory
 from engram_mcp.storage import queries as q
 
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
     from engram_mcp.services.service import MemoryService, RequestContext
 
 CHARS_PER_TOKEN = 4
-SECTIONS = ("preferences", "project_context", "session_history", "relevant_procedures")
+SECTIONS = CONTEXT_SECTIONS
 SECTION_TITLES = {
     "preferences": "User preferences",
     "project_context": "Project knowledge",
@@ -166,9 +167,7 @@ def build_context(
     query = " ".join(x for x in [task_description or "", " ".join(files)] if x).strip() or None
     with svc.lock:
         gathered: dict[str, list[dict[str, Any]]] = {
-            "preferences": _recall(svc, ctx, query, "user", ["semantic", "procedural"], 8)
-            if "preferences" in wanted
-            else [],
+            "preferences": _recall(svc, ctx, query, "user", list(DURABLE_TYPES), 8) if "preferences" in wanted else [],
             "project_context": [
                 m
                 for m in _recall(svc, ctx, query, "project", ["semantic", "episodic"], 12)
@@ -176,7 +175,7 @@ def build_context(
             ]
             if "project_context" in wanted
             else [],
-            "relevant_procedures": _recall(svc, ctx, query, ["project", "user"], "procedural", 6)
+            "relevant_procedures": _recall(svc, ctx, query, list(PERSISTENT_SCOPES), "procedural", 6)
             if "relevant_procedures" in wanted
             else [],
             "session_history": _session_history(svc, ctx) if "session_history" in wanted else [],

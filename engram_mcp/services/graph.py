@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from engram_mcp.core.ids import entity_key, format_memory_id
+from engram_mcp.core.vocabulary import GRAPH_DIRECTIONS, PERSISTENT_SCOPES
 from engram_mcp.index.scope_index import record_key
 from engram_mcp.index.search_index import tokenize
 from engram_mcp.services.records import check_enum
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
     from engram_mcp.services.handles import ScopeHandle
     from engram_mcp.services.service import MemoryService, RequestContext
 
-DIRECTIONS = ("outgoing", "incoming", "both")
+DIRECTIONS = GRAPH_DIRECTIONS
 MAX_DEPTH = 3
 
 
@@ -178,7 +179,7 @@ def search(
     depth: int = 1,
     include_memories: bool = True,
     limit: int = 20,
-    scopes: tuple[str, ...] = ("project", "user", "session"),
+    scopes: tuple[str, ...] = (*PERSISTENT_SCOPES, "session"),  # what outlives the session first
 ) -> dict[str, Any]:
     """search_knowledge_graph: entities, their relationships and (optionally) memories."""
     from engram_mcp.core.errors import InvalidInput

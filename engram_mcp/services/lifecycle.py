@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
+from engram_mcp.core.vocabulary import DURABLE_TYPES, LIVE_STATUSES, MEMORY_TYPES, PERSISTENT_SCOPES
 from engram_mcp.index.scope_index import STATUS_CODE, record_key
 from engram_mcp.index.scoring import (
     ACTIVATE_AFTER_SECONDS,
@@ -33,7 +34,6 @@ from engram_mcp.index.scoring import (
 )
 from engram_mcp.services.records import now_dt
 from engram_mcp.storage import queries as q
-from engram_mcp.storage.schema import MEMORY_TYPES
 
 if TYPE_CHECKING:
     from engram_mcp.services.handles import ScopeHandle
@@ -73,7 +73,7 @@ def maintain(
     report: dict[str, Any] = {}
     with svc.lock:
         handles: dict[str, Any] = {}
-        for scope in ("project", "user"):
+        for scope in PERSISTENT_SCOPES:
             try:
                 handles[scope] = svc.handle(ctx, scope)
             except Exception as exc:
@@ -246,9 +246,9 @@ def queue_user_candidates(svc: "MemoryService", project: "ScopeHandle", cfg) -> 
     """
     idx = project.index
     n = idx.slots.size
-    mask = idx.slots.live_mask[:n] & np.isin(idx.cols.status_code[:n], [STATUS_CODE["created"], STATUS_CODE["active"]])
+    mask = idx.slots.live_mask[:n] & np.isin(idx.cols.status_code[:n], [STATUS_CODE[s] for s in LIVE_STATUSES])
     mask &= idx.cols.importance[:n] >= cfg.promote_user_min_importance
-    mask &= np.isin(idx.cols.type_code[:n], [MEMORY_TYPES.index(t) for t in ("semantic", "procedural")])
+    mask &= np.isin(idx.cols.type_code[:n], [MEMORY_TYPES.index(t) for t in DURABLE_TYPES])
     slots = np.flatnonzero(mask)
     if slots.size == 0:
         return 0

@@ -21,6 +21,7 @@ import numpy as np
 
 from engram_mcp.core.errors import InvalidInput, StoreUnavailable
 from engram_mcp.core.ids import CROCKFORD, format_memory_id, parse_memory_id, session_db_name
+from engram_mcp.core.vocabulary import DURABLE_TYPES, PERSISTENT_SCOPES, SCOPES
 from engram_mcp.index.scope_index import content_hash, record_key
 from engram_mcp.index.scoring import to_epoch
 from engram_mcp.services.records import (
@@ -42,9 +43,9 @@ if TYPE_CHECKING:
     from engram_mcp.services.service import MemoryService, RequestContext
 
 log = logging.getLogger("engram.promotion")
-SCOPE_RANK = {"session": 0, "project": 1, "user": 2}
+SCOPE_RANK = {scope: rank for rank, scope in enumerate(SCOPES)}  # broader scopes rank higher
 SUMMARY_ITEMS = 8
-USER_PROMOTION_TYPES = ("semantic", "procedural")
+USER_PROMOTION_TYPES = DURABLE_TYPES
 
 
 def _rid(key: str):
@@ -57,7 +58,7 @@ def promote(
     svc: "MemoryService", ctx: "RequestContext", memory_id: str, target_scope: str, reason: str | None = None
 ) -> dict[str, Any]:
     """Explicit promotion of a memory to a broader scope (always allowed for the user)."""
-    check_enum(target_scope, ("project", "user"), "target_scope")
+    check_enum(target_scope, PERSISTENT_SCOPES, "target_scope")
     findings: list = []
     reason = clean_free_text(
         reason, findings, "reason", limit=MAX_REASON_CHARS

@@ -24,9 +24,10 @@ from engram_mcp.core.config import Config, ConfigError, load_config_lenient
 from engram_mcp.core.errors import InvalidInput, MemoryNotFound, StoreUnavailable
 from engram_mcp.core.ids import as_short_id, format_memory_id, new_ulid, parse_memory_id
 from engram_mcp.core.paths import user_dir as default_user_dir
+from engram_mcp.core.vocabulary import LINK_TYPES, LIVE_STATUSES, MEMORY_TYPES, RECALLABLE_STATUSES, SCOPES, STATUSES
 from engram_mcp.index.embeddings import DEFAULT_DIM, Embedder, EmbeddingsUnavailable, make_embedder
 from engram_mcp.index.retrieval import STRATEGIES, RetrievalSettings, ScopeView, rank
-from engram_mcp.index.scope_index import RECALLABLE_STATUSES, STATUS_CODE, Filters, ScopeIndex, content_hash, record_key
+from engram_mcp.index.scope_index import STATUS_CODE, Filters, ScopeIndex, content_hash, record_key
 from engram_mcp.index.scoring import REACTIVATE_AT_STRENGTH, decay_factor, to_epoch
 from engram_mcp.services import graph as graph_ops
 from engram_mcp.services import records
@@ -52,10 +53,9 @@ from engram_mcp.services.records import (
 )
 from engram_mcp.services.strengthen import StrengthenWriteBehind
 from engram_mcp.storage import queries as q
-from engram_mcp.storage.schema import LINK_TYPES, MEMORY_TYPES, SCOPES, STATUSES
 
 log = logging.getLogger("engram.service")
-SCOPE_ORDER = ("session", "project", "user")
+SCOPE_ORDER = SCOPES  # narrowest first
 MAX_RECALL_LIMIT = 50
 SESSION_TOUCH_SECONDS = 60.0  # last_seen_at is refreshed at most this often per session
 SUPERSEDE_HINT_MIN_COSINE = 0.65  # see MemoryService._supersede_hint
@@ -1121,7 +1121,7 @@ class MemoryService:
         for loc in self.locate(ctx, format_memory_id(src_key)):
             if loc.handle is h:
                 self._link(h, new_key, src_key, "derived_from")
-            if loc.row.get("status") in ("created", "active"):
+            if loc.row.get("status") in LIVE_STATUSES:
                 loc.handle.q(q.SET_STATUS, {"ids": [RecordID("memory", src_key)], "status": "consolidated"})
                 loc.handle.index.set_status(src_key, "consolidated")
 

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 import numpy as np
 
 from engram_mcp.core.errors import InvalidInput
+from engram_mcp.core.vocabulary import LINK_TYPES, PERSISTENT_SCOPES, SCOPES
 from engram_mcp.index.scope_index import record_key
 from engram_mcp.services.records import (
     MAX_CONTENT_CHARS,
@@ -52,7 +53,7 @@ from engram_mcp.services.records import (
     vector_bytes,
 )
 from engram_mcp.storage import queries as q
-from engram_mcp.storage.schema import CURRENT_SCHEMA_VERSION, LINK_TYPES, SCOPES
+from engram_mcp.storage.schema import CURRENT_SCHEMA_VERSION
 
 if TYPE_CHECKING:
     from engram_mcp.services.handles import ScopeHandle
@@ -85,7 +86,7 @@ def export(
     ctx: "RequestContext",
     path: Path,
     *,
-    scopes: tuple[str, ...] = ("project", "user"),
+    scopes: tuple[str, ...] = PERSISTENT_SCOPES,
     include_vectors: bool = True,
     progress: Progress | None = None,
 ) -> dict[str, Any]:
@@ -883,7 +884,7 @@ def reindex(
     svc: "MemoryService",
     ctx: "RequestContext",
     *,
-    scopes: tuple[str, ...] = ("project", "user"),
+    scopes: tuple[str, ...] = PERSISTENT_SCOPES,
     progress: Progress | None = None,
 ) -> dict[str, Any]:
     """Embed memories stored without a vector (model was missing) or with another model.
