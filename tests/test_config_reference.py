@@ -70,6 +70,14 @@ def test_bounds_are_kept_as_written_so_messages_show_them_so() -> None:
     assert props["abandoned_session_hours"]["minimum"] == 0.01
 
 
+def test_keys_with_a_unit_name_it() -> None:
+    units = {"hour": "_hours", "second": "_seconds", "token": "_token_"}
+    for key, spec in SETTINGS.items():
+        for word, part in units.items():
+            if word in spec.doc.lower():
+                assert part in f"_{key}_", f"{key}: its doc speaks of {word}s, its name should say {part}"
+
+
 def test_retrieval_settings_default_to_the_declared_config() -> None:
     assert RetrievalSettings() == RetrievalSettings.from_config(DEFAULT_CONFIG)
     assert RetrievalSettings().min_cosine == DEFAULTS["relevance_min_cosine"]
