@@ -146,7 +146,6 @@ def test_tables_keyed_by_a_vocabulary_cover_it() -> None:
     assert CONFIG_SCHEMA["properties"]["scope_weights"]["required"] == list(v.SCOPES)
     assert set(v.PERSISTENT_SCOPES) < set(v.SCOPES) and set(v.DURABLE_TYPES) < set(v.MEMORY_TYPES)
     assert set(v.LIVE_STATUSES) < set(v.RECALLABLE_STATUSES) < set(v.STATUSES)
-    assert v.SCRATCH_TYPE in v.MEMORY_TYPES and v.SCRATCH_TYPE not in v.DURABLE_TYPES
 
 
 def _spelled_word_lists(path: Path) -> Iterator[tuple[int, str]]:

@@ -25,8 +25,6 @@ PERSISTENT_SCOPES: tuple[str, ...] = ("project", "user")
 #: What kind of knowledge a memory is (each decays at its own rate, see index/scoring.py).
 #: Positions are the type codes of the in-memory index: append only.
 MEMORY_TYPES: tuple[str, ...] = ("episodic", "semantic", "procedural", "working")
-#: The memory type that is session scratch space and never leaves scope "session".
-SCRATCH_TYPE = "working"
 #: Knowledge that stays true: what may reach scope "user" and what consolidation compares.
 DURABLE_TYPES: tuple[str, ...] = ("semantic", "procedural")
 
@@ -71,7 +69,6 @@ __all__ = [
     "RECALLABLE_STATUSES",
     "RECALL_STRATEGIES",
     "SCOPES",
-    "SCRATCH_TYPE",
     "SESSION_STATUSES",
     "STATUSES",
 ]
