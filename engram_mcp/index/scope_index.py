@@ -17,16 +17,14 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from engram_mcp.core.vocabulary import LIVE_STATUSES, MEMORY_TYPES, RECALLABLE_STATUSES, STATUSES
 from engram_mcp.index.bm25 import BM25Index
 from engram_mcp.index.scoring import CONTIGUITY_WINDOW_SECONDS, HALF_LIFE_DAYS, to_epoch
 from engram_mcp.index.slots import SlotAllocator
 from engram_mcp.index.vectors import VectorIndex
-from engram_mcp.storage.schema import MEMORY_TYPES, STATUSES
 
 TYPE_CODE = {t: i for i, t in enumerate(MEMORY_TYPES)}
 STATUS_CODE = {s: i for i, s in enumerate(STATUSES)}
-RECALLABLE_STATUSES = ("created", "active", "consolidated")
-LIVE_STATUSES = ("created", "active")  # what store-time dedup may merge into
 HALF_LIFE_BY_CODE = np.array([HALF_LIFE_DAYS[t] for t in MEMORY_TYPES], dtype=np.float64)
 
 
