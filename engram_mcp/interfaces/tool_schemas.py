@@ -1,7 +1,7 @@
 """The MCP tool surface: names, descriptions, input schemas and annotations.
 
-The model reads all of this in every session, so it is lean (DECISIONS.md, "MCP
-surface"): short descriptions that say what a tool does and does not do, and input
+The model reads all of this in every session, so it is lean (docs/decisions.md, "The
+MCP surface"): short descriptions that say what a tool does and does not do, and input
 schemas that are also the validation contract (`server.py` validates every call against
 exactly these dicts with JSON Schema Draft 2020-12 before anything reaches the daemon).
 `additionalProperties: false` everywhere except `update_memory.metadata`, which is an
@@ -25,7 +25,6 @@ Standard library only: imported by the MCP server at start-up.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from engram_mcp.core.vocabulary import (
@@ -271,11 +270,3 @@ SCHEMAS: dict[str, dict[str, Any]] = {t["name"]: t["inputSchema"] for t in TOOLS
 def tools_list_payload() -> dict[str, Any]:
     """The `tools/list` tools as they go over the wire (camelCase keys; the SDK adds ttlMs etc.)."""
     return {"tools": TOOLS}
-
-
-def token_estimate(payload: dict[str, Any] | None = None) -> dict[str, int]:
-    """Characters and estimated tokens (len/4) of the compact JSON of `tools/list`."""
-    text = json.dumps(
-        payload if payload is not None else tools_list_payload(), ensure_ascii=False, separators=(",", ":")
-    )
-    return {"chars": len(text), "tokens_estimate": (len(text) + 3) // 4}
