@@ -265,7 +265,7 @@ def test_a_configured_rule_shares_matching_project_memories_at_sync(clones):
     (actx, asvc), _ = clones
     (actx.project_root / ".claude").mkdir(exist_ok=True)
     (actx.project_root / ".claude" / "engram.local.md").write_text(
-        "---\nteam_memory_auto_share: {min_importance: 0.8, types: [procedural, semantic]}\n---\n"
+        "---\nteam_memory_share_min_importance: 0.8\n---\n"
     )
     keep = asvc.store(actx, content="Run the migrations with make migrate, never by hand.", type="procedural",
                       scope="project", importance=0.9)["memory_id"]

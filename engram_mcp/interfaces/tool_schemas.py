@@ -1,7 +1,7 @@
 """The MCP tool surface: names, descriptions, input schemas and annotations.
 
-The model reads all of this in every session, so it is lean (DECISIONS.md, "MCP
-surface"): short descriptions that say what a tool does and does not do, and input
+The model reads all of this in every session, so it is lean (docs/decisions.md, "The
+MCP surface"): short descriptions that say what a tool does and does not do, and input
 schemas that are also the validation contract (`server.py` validates every call against
 exactly these dicts with JSON Schema Draft 2020-12 before anything reaches the daemon).
 `additionalProperties: false` everywhere except `update_memory.metadata`, which is an
@@ -25,11 +25,20 @@ Standard library only: imported by the MCP server at start-up.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-SCOPES = ["session", "project", "user"]
-TYPES = ["episodic", "semantic", "procedural", "working"]
+from engram_mcp.core.vocabulary import (
+    CONSOLIDATE_STRATEGIES,
+    CONTEXT_SECTIONS,
+    GRAPH_DIRECTIONS,
+    MEMORY_TYPES,
+    PERSISTENT_SCOPES,
+    RECALL_STRATEGIES,
+)
+from engram_mcp.core.vocabulary import SCOPES as _SCOPES
+
+SCOPES = list(_SCOPES)
+TYPES = list(MEMORY_TYPES)
 ID_PATTERN = "^(memory:)?[0-9A-Za-z]{26}$"  # the daemon checks the exact ULID alphabet
 SESSION_PATTERN = "^[A-Za-z0-9_-]{1,128}$"
 
@@ -137,7 +146,7 @@ TOOLS: list[dict[str, Any]] = [
                 "query": _str(),
                 "scope": _one_or_many(SCOPES),
                 "type": _one_or_many(TYPES),
-                "strategy": _enum(["hybrid", "vector", "keyword", "graph"]),
+                "strategy": _enum(list(RECALL_STRATEGIES)),
                 "limit": _int(1, 50, 10),
                 "min_importance": UNIT,
                 "tags": {**TAGS, "description": "any of"},
@@ -160,7 +169,7 @@ TOOLS: list[dict[str, Any]] = [
             {
                 "entity": _str(),
                 "relationship_type": _str(),
-                "direction": _enum(["both", "outgoing", "incoming"]),
+                "direction": _enum(list(GRAPH_DIRECTIONS)),
                 "depth": _int(1, 3, 1),
                 "include_memories": {**BOOL, "default": True},
                 "limit": _int(1, 100, 20),
@@ -205,7 +214,7 @@ TOOLS: list[dict[str, Any]] = [
             "Copy a memory to a broader scope (same id), or merge it into a near-duplicate there. The original stays."
         ),
         "inputSchema": _obj(
-            {"memory_id": ID, "target_scope": _enum(["project", "user"]), "reason": _str()},
+            {"memory_id": ID, "target_scope": _enum(list(PERSISTENT_SCOPES)), "reason": _str()},
             ["memory_id", "target_scope"],
         ),
         "annotations": _annotations("Promote memory", read_only=False, idempotent=True),
@@ -219,7 +228,7 @@ TOOLS: list[dict[str, Any]] = [
         ),
         "inputSchema": _obj(
             {
-                "strategy": _enum(["full", "summarize", "extract_patterns"]),
+                "strategy": _enum(list(CONSOLIDATE_STRATEGIES)),
                 "dry_run": BOOL,
                 "session_id": _str(pattern=SESSION_PATTERN),
                 "scope": _enum(SCOPES),
@@ -240,7 +249,7 @@ TOOLS: list[dict[str, Any]] = [
                 "max_tokens": _int(100, 8000, 2000),
                 "sections": {
                     "type": "array",
-                    "items": _enum(["preferences", "project_context", "session_history", "relevant_procedures"]),
+                    "items": _enum(list(CONTEXT_SECTIONS)),
                     "uniqueItems": True,
                 },
             }
@@ -262,11 +271,3 @@ SCHEMAS: dict[str, dict[str, Any]] = {t["name"]: t["inputSchema"] for t in TOOLS
 def tools_list_payload() -> dict[str, Any]:
     """The `tools/list` tools as they go over the wire (camelCase keys; the SDK adds ttlMs etc.)."""
     return {"tools": TOOLS}
-
-
-def token_estimate(payload: dict[str, Any] | None = None) -> dict[str, int]:
-    """Characters and estimated tokens (len/4) of the compact JSON of `tools/list`."""
-    text = json.dumps(
-        payload if payload is not None else tools_list_payload(), ensure_ascii=False, separators=(",", ":")
-    )
-    return {"chars": len(text), "tokens_estimate": (len(text) + 3) // 4}

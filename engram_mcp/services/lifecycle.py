@@ -1,7 +1,7 @@
 """Decay-driven lifecycle: the maintenance pass and its schedule.
 
 Strength is computed at read time (scoring.py); this pass turns it into states
-(memory-model.md §4, DECISIONS.md):
+(docs/decisions.md, "Lifecycle"):
   created -> active         after 1 hour (or at first recall, done by recall itself)
   active -> consolidated    strength < 0.3 and access_count >= 2: queued for the consolidator
   active -> archived        strength < 0.1 and access_count < 2
@@ -22,6 +22,7 @@ from typing import Any, Callable
 import numpy as np
 
 from engram_mcp.core.errors import StoreUnavailable
+from engram_mcp.core.vocabulary import DURABLE_TYPES, LIVE_STATUSES, MEMORY_TYPES, PERSISTENT_SCOPES
 from engram_mcp.index.scope_index import STATUS_CODE, record_key
 from engram_mcp.index.scoring import (
     ACTIVATE_AFTER_SECONDS,
@@ -37,12 +38,11 @@ from engram_mcp.services.handles import ScopeHandle
 from engram_mcp.services.records import now_dt
 from engram_mcp.services.sightings import Sightings, load_sightings, note_project_sighting, projects_seen
 from engram_mcp.storage import queries as q
-from engram_mcp.storage.schema import MEMORY_TYPES
 
 FORGOTTEN_PURGE_DAYS = 30
 MAINTENANCE_META_KEY = "maintenance"
 PROJECT_PATH_HINTS = ("/", "\\", ".py", ".ts", ".js", "src/")
-PROMOTE_USER_MIN_PROJECTS = 2  # DECISIONS.md: "seen in >= 2 projects"
+PROMOTE_USER_MIN_PROJECTS = 2  # project -> user: "seen in >= 2 projects" (docs/decisions.md)
 
 
 def _rids(keys):
@@ -73,7 +73,7 @@ def maintain(
     report: dict[str, Any] = {}
     with access.lock:
         handles: dict[str, ScopeHandle] = {}
-        for scope, h in access.try_scopes(ctx, ("project", "user")):
+        for scope, h in access.try_scopes(ctx, PERSISTENT_SCOPES):
             if isinstance(h, StoreUnavailable):
                 report[scope] = {"error": str(h)[:200]}
             else:
@@ -240,7 +240,7 @@ def _enqueue_many(h: ScopeHandle, keys: list[str], reason: str, priority: float)
 def queue_user_candidates(access: ScopeAccess, project: ScopeHandle, cfg) -> int:
     """Record project memories that look general enough for the user scope.
 
-    Criteria (DECISIONS.md): importance >= 0.7, recalled in >= N distinct sessions or
+    Criteria (docs/decisions.md, "Promotion"): importance >= 0.7, recalled in >= N distinct sessions or
     seen in >= 2 projects (this one plus a near-duplicate, cosine >= the dedup threshold
     or the same content, in another project of the user: sightings.note_project_sighting),
     semantic or procedural, and no project paths in the content. The consolidator
@@ -248,9 +248,9 @@ def queue_user_candidates(access: ScopeAccess, project: ScopeHandle, cfg) -> int
     """
     idx = project.index
     n = idx.slots.size
-    mask = idx.slots.live_mask[:n] & np.isin(idx.cols.status_code[:n], [STATUS_CODE["created"], STATUS_CODE["active"]])
+    mask = idx.slots.live_mask[:n] & np.isin(idx.cols.status_code[:n], [STATUS_CODE[s] for s in LIVE_STATUSES])
     mask &= idx.cols.importance[:n] >= cfg.promote_user_min_importance
-    mask &= np.isin(idx.cols.type_code[:n], [MEMORY_TYPES.index(t) for t in ("semantic", "procedural")])
+    mask &= np.isin(idx.cols.type_code[:n], [MEMORY_TYPES.index(t) for t in DURABLE_TYPES])
     slots = np.flatnonzero(mask)
     if slots.size == 0:
         return 0

@@ -46,8 +46,16 @@ def project_target(access: "ScopeAccess", ctx: "RequestContext") -> Target:
         label=str(TEAM_MEMORY_DIR),
         mirror_all=False,
         source_kind="team-memory",
-        auto_share=access.config(root).team_memory_auto_share,
+        auto_share=_auto_share_rule(access.config(root).team_memory_share_min_importance),
     )
+
+
+#: The memory types the configured rule shares: knowledge and how-tos, not events.
+AUTO_SHARE_TYPES = ("procedural", "semantic")
+
+
+def _auto_share_rule(min_importance: float | None) -> dict[str, Any] | None:
+    return None if min_importance is None else {"min_importance": min_importance, "types": AUTO_SHARE_TYPES}
 
 
 def user_target(access: "ScopeAccess", directory: Path) -> Target:
