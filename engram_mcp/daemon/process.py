@@ -83,7 +83,7 @@ def operations() -> dict[str, Callable[..., Any]]:
 
     return {
         "ping": lambda s, c, a: {"pong": True, "pid": os.getpid()},
-        "store": travel_ops.store_op(),
+        "store": lambda s, c, a: s.store(c, **a),
         "recall": lambda s, c, a: (lambda route: route[0](c, **route[1]))(_recall_route(s, a)),
         "list": lambda s, c, a: s.list_memories(c, **a),
         "get": lambda s, c, a: s.get(c, **a),
@@ -91,7 +91,7 @@ def operations() -> dict[str, Callable[..., Any]]:
         "tag": lambda s, c, a: s.tag(c, **a),
         "forget": lambda s, c, a: s.forget(c, **a),
         "link": lambda s, c, a: s.link(c, **a),
-        "promote": lambda s, c, a: s.promote(c, **a),
+        "promote": travel_ops.promote_op(),
         "status": lambda s, c, a: s.status(c),
         "context": lambda s, c, a: s.context(c, **a),
         "graph": lambda s, c, a: s.graph_search(c, **a),

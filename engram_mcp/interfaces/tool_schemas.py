@@ -129,7 +129,6 @@ TOOLS: list[dict[str, Any]] = [
                 ),
                 "supersedes": {**ID, "description": "memory it replaces"},
                 "derived_from": _arr(ID, "memories it summarises (marked consolidated)"),
-                "share": {**BOOL, "description": "project scope: also commit-ready for the team (.claude/team-memory)"},
             },
             ["content", "type", "scope"],
         ),
@@ -214,7 +213,7 @@ TOOLS: list[dict[str, Any]] = [
             "Copy a memory to a broader scope (same id), or merge it into a near-duplicate there. The original stays."
         ),
         "inputSchema": _obj(
-            {"memory_id": ID, "target_scope": _enum(list(PERSISTENT_SCOPES)), "reason": _str()},
+            {"memory_id": ID, "target_scope": _enum([*PERSISTENT_SCOPES, "team"]), "reason": _str()},
             ["memory_id", "target_scope"],
         ),
         "annotations": _annotations("Promote memory", read_only=False, idempotent=True),

@@ -19,36 +19,16 @@ if TYPE_CHECKING:
 SESSION_START_BUDGET_S = 3.0
 
 
-def share_flag(args: dict[str, Any]) -> bool:
-    """The `share` argument of a store, checked before anything is stored: a share that cannot
-    be (a session or user memory) is refused whole, so no half of the request happens."""
-    share = args.get("share", False)
-    if not isinstance(share, bool):
-        raise InvalidInput("share must be true or false", field="share")
-    if share and args.get("scope") != "project":
-        raise InvalidInput(
-            "share is for project memories: session memories are never shared and user memories never go into a "
-            "project",
-            field="share",
-        )
-    return share
-
-
-def without_share(args: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in args.items() if k != "share"}
-
-
-def after_store(access: "ScopeAccess", ctx: "RequestContext", share: bool, result: dict[str, Any]) -> dict[str, Any]:
-    """With `share`, the stored (or merged-into) memory's team file is written at once."""
-    if share:
-        result["shared"] = share_memory(access, ctx, result["memory_id"])
-    return result
-
-
-def store_op() -> Callable[..., Any]:
-    """The daemon's `store`: the service's store, called from the op's own lambda (so argument
-    errors are told apart from bugs, see the daemon), plus the `share` flag around it."""
-    return lambda s, c, a: after_store(s.access, c, share_flag(a), s.store(c, **without_share(a)))
+def promote_op() -> Callable[..., Any]:
+    """The daemon's `promote`: `target_scope: "team"` shares a project memory (its file in
+    `.claude/team-memory/`); any other target is the service's promotion. Claude shares through
+    the tool it already has, so the tool list grows by one word. Both calls are made from the
+    op's own lambda, so argument errors are told apart from bugs (see the daemon)."""
+    return lambda s, c, a: (
+        share_memory(s.access, c, **{k: v for k, v in a.items() if k not in ("target_scope", "reason")})
+        if a.get("target_scope") == "team"
+        else s.promote(c, **a)
+    )
 
 
 def share_memory(access: "ScopeAccess", ctx: "RequestContext", memory_id: str) -> dict[str, Any]:
