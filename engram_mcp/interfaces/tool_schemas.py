@@ -32,7 +32,7 @@ from engram_mcp.core.vocabulary import (
     CONTEXT_SECTIONS,
     GRAPH_DIRECTIONS,
     MEMORY_TYPES,
-    PERSISTENT_SCOPES,
+    PROMOTE_TARGETS,
     RECALL_STRATEGIES,
 )
 from engram_mcp.core.vocabulary import SCOPES as _SCOPES
@@ -213,7 +213,7 @@ TOOLS: list[dict[str, Any]] = [
             "Copy a memory to a broader scope (same id), or merge it into a near-duplicate there. The original stays."
         ),
         "inputSchema": _obj(
-            {"memory_id": ID, "target_scope": _enum([*PERSISTENT_SCOPES, "team"]), "reason": _str()},
+            {"memory_id": ID, "target_scope": _enum(list(PROMOTE_TARGETS)), "reason": _str()},
             ["memory_id", "target_scope"],
         ),
         "annotations": _annotations("Promote memory", read_only=False, idempotent=True),

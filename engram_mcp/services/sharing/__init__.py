@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from engram_mcp.core.errors import InvalidInput, MemoryNotFound
 from engram_mcp.core.paths import project_dir
+from engram_mcp.core.vocabulary import DURABLE_TYPES
 
 from .folder import Folder, StateFile
 from .sync import Target, relative_label, run_sync, share_one
@@ -51,7 +52,7 @@ def project_target(access: "ScopeAccess", ctx: "RequestContext") -> Target:
 
 
 #: The memory types the configured rule shares: knowledge and how-tos, not events.
-AUTO_SHARE_TYPES = ("procedural", "semantic")
+AUTO_SHARE_TYPES = DURABLE_TYPES
 
 
 def _auto_share_rule(min_importance: float | None) -> dict[str, Any] | None:
@@ -98,6 +99,7 @@ def share(access: "ScopeAccess", ctx: "RequestContext", memory_id: str) -> dict[
     target = project_target(access, ctx)
     out = share_one(access, ctx, target, located[0].key)
     out["hint"] = f"commit {out['path']} to share it (git add {target.label})"
+    out.update(new_scope="team", target_id=out["memory_id"])  # the answer of promote_memory to `team`
     return out
 
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable, TypeGuard
 
 from engram_mcp.core.errors import EngramError, InvalidInput, StoreUnavailable
 from engram_mcp.core.ids import format_memory_id
+from engram_mcp.core.vocabulary import DURABLE_TYPES
 from engram_mcp.index.scope_index import record_key
 from engram_mcp.services import edit
 from engram_mcp.services import store as store_ops
@@ -413,7 +414,7 @@ class _Sync:
     def _share_by_rule(self, rule: dict[str, Any]) -> None:
         """The configured rule (e.g. procedural and semantic memories of importance >= 0.8):
         each live project memory it matches that no file holds yet gets one."""
-        types = set(rule.get("types") or ("procedural", "semantic"))
+        types = set(rule.get("types") or DURABLE_TYPES)
         floor = float(rule.get("min_importance", 1.0))
         mapped = {str(e.get("key")) for e in self.entries.values()} | self.dropped | set(self.files)
         for key, row in sorted(read_local(self.access, self.ctx, self.t.scope, None).items()):
