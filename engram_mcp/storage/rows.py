@@ -1,0 +1,188 @@
+"""Typed rows the repositories return: record ids are plain keys from here up.
+
+The engine answers with dicts whose ids are `surrealdb.RecordID` objects; the repositories
+(`storage/repository.py`) turn each answer into one of the types below, so no layer above
+storage ever sees a RecordID or needs the SDK.
+
+Two forms, chosen by what the callers do with a row:
+
+- Rows of a fixed shape (links, history, entities, mentions, relations, sessions, sightings,
+  queue and promotion entries) are frozen dataclasses with `__slots__`: cheap to build and
+  read, and their fields are checked by the type checker.
+- A memory record is a `MemoryRecord` (a `TypedDict`): its body is the schema's flexible
+  document (`source` and `metadata` are free objects) and the services read it, edit a
+  copy and write it back whole as the next version. A dict costs nothing extra per row on
+  the bulk paths (the index build when a store opens reads every record; export and
+  import page through thousands) and keeps the versioned write a plain copy. Its `id` is
+  the plain key (the ULID), never a RecordID.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, TypedDict
+
+
+class MemoryRecord(TypedDict, total=False):
+    """A memory as stored (see storage/schema.py); `id` is the bare key (ULID)."""
+
+    id: str
+    memory_type: str
+    scope: str
+    content: str
+    summary: str | None
+    tags: list[str]
+    category: str | None
+    importance: float
+    confidence: float
+    access_count: int
+    status: str
+    source: dict[str, Any]
+    session_id: str | None
+    embedding: bytes | None
+    embedding_model: str | None
+    embedding_dim: int | None
+    has_embedding: bool  # only in recall reads, which leave the vector out
+    version: int
+    promotion_chain: list[dict[str, Any]]
+    metadata: dict[str, Any]
+    created_at: datetime
+    updated_at: datetime
+    last_accessed_at: datetime
+    status_changed_at: datetime
+    forgotten_at: datetime | None
+    forget_reason: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class LinkRow:
+    """A memory -> memory link (`memory_link`): `src` supersedes/contradicts/... `dst`."""
+
+    src: str
+    dst: str
+    relation_type: str
+    strength: float | None = None
+    created_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryEntry:
+    """One previous version of a memory (`memory_history`); `id` is the entry's own key."""
+
+    id: str
+    memory: str
+    version: int | None
+    change: str | None
+    snapshot: dict[str, Any]
+    changed_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EntityRow:
+    """A knowledge-graph node (`entity`), one per case-folded name since schema v3."""
+
+    key: str
+    name: str
+    entity_type: str
+    name_key: str | None = None
+    description: str = ""
+    mention_count: int = 0
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MentionRow:
+    """A memory -> entity mention (`mentions`)."""
+
+    memory: str
+    entity: str
+    relationship: str
+    created_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MentionedEntity:
+    """What a memory mentions, as `get` shows it: the entity's name and type, and how."""
+
+    name: str | None
+    entity_type: str | None
+    relationship: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class RelationRow:
+    """An entity -> entity edge (`relates_to`)."""
+
+    src: str
+    dst: str
+    relation_type: str
+    weight: float | None = None
+    evidence: tuple[str, ...] = ()
+    created_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRow:
+    """A session's entry in the project's `session_registry`."""
+
+    key: str
+    session_id: str | None
+    status: str | None
+    started_at: datetime | None = None
+    last_seen_at: datetime | None = None
+    ended_at: datetime | None = None
+    memories_promoted: int | None = None
+    summary: str | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class PromotionEntry:
+    """A `promotion_log` entry: `memory_id` went from one scope to another as `target_id`."""
+
+    memory_id: str
+    target_id: str | None
+    action: str | None
+    from_scope: str | None = None
+    to_scope: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class QueueEntry:
+    """A pending `consolidation_queue` entry for a memory."""
+
+    memory: str
+    reason: str | None
+    priority: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class SightingRow:
+    """A memory seen in a project (`project_sighting`, user store): the cross-project signal."""
+
+    project: str
+    memory_id: str
+    fingerprint: str
+    embedding: bytes | None = None
+    embedding_model: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TypeStatusCount:
+    """How many memories have a type and a status."""
+
+    memory_type: str
+    status: str
+    n: int
+
+
+@dataclass(frozen=True, slots=True)
+class StrengthenBump:
+    """Recall strengthening written behind for one memory: `n` recalls, the last `at`."""
+
+    key: str
+    n: int
+    at: datetime
+    sessions: tuple[str, ...] = ()
