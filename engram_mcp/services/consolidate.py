@@ -19,7 +19,6 @@ from engram_mcp.core.errors import InvalidInput
 from engram_mcp.core.ids import format_memory_id
 from engram_mcp.index.scope_index import STATUS_CODE
 from engram_mcp.services.records import check_enum
-from engram_mcp.storage import queries as q
 
 if TYPE_CHECKING:
     from engram_mcp.services.service import MemoryService, RequestContext
@@ -82,8 +81,7 @@ def plan(
         def content(slot: int) -> str:
             key = idx.key_of(slot)
             if key not in keys_rows:
-                rows = h.q(q.GET_MEMORY, {"id": key}) or [{}]
-                keys_rows[key] = rows[0]
+                keys_rows[key] = h.repo.get(key) or {}
             return keys_rows[key].get("content", "")
 
         consolidated, patterns, duplicates = [], [], []
@@ -125,11 +123,11 @@ def plan(
         ][:MAX_ITEMS]
         candidates = [
             {
-                "memory_id": format_memory_id(str(r["memory"].id)),
-                "reason": r.get("reason"),
-                "priority": r.get("priority"),
+                "memory_id": format_memory_id(e.memory),
+                "reason": e.reason,
+                "priority": e.priority,
             }
-            for r in (svc.handle(ctx, "project").q(q.PENDING_QUEUE, {"limit": MAX_ITEMS}) or [])
+            for e in svc.handle(ctx, "project").repo.pending_queue(MAX_ITEMS)
         ]
         analysed = int(len(_live_slots(idx)))
     return {
@@ -241,11 +239,9 @@ def consolidate(
 
 
 def _archive(svc, ctx, memory_id: str) -> None:
-    from surrealdb import RecordID
-
     from engram_mcp.core.ids import parse_memory_id
 
     for loc in svc.locate(ctx, memory_id):
-        loc.handle.q(q.SET_STATUS, {"ids": [RecordID("memory", loc.key)], "status": "archived"})
+        loc.handle.repo.set_status([loc.key], "archived")
         loc.handle.index.set_status(loc.key, "archived")
-        loc.handle.q(q.COMPLETE_QUEUE, {"memories": [RecordID("memory", parse_memory_id(memory_id))]})
+        loc.handle.repo.complete_queued([parse_memory_id(memory_id)])

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 from engram_mcp.core.errors import InvalidInput, StoreUnavailable
 from engram_mcp.core.textview import neutralise_tags
 from engram_mcp.services.records import check_tags, clip_words, public_memory
-from engram_mcp.storage import queries as q
 
 if TYPE_CHECKING:
     from engram_mcp.services.service import MemoryService, RequestContext
@@ -82,7 +81,6 @@ def top_by_strength(svc, ctx, scopes, types, limit, category=None) -> list[dict[
     import time
 
     import numpy as np
-    from surrealdb import RecordID
 
     from engram_mcp.index.scope_index import Filters
     from engram_mcp.index.scoring import decay_factors, prior
@@ -112,8 +110,8 @@ def top_by_strength(svc, ctx, scopes, types, limit, category=None) -> list[dict[
         keys_of.setdefault(scope, []).append(key)
     found: dict[tuple[str, str], dict[str, Any]] = {}
     for scope, keys in keys_of.items():
-        for row in handles[scope].q(q.GET_MEMORIES, {"ids": [RecordID("memory", k) for k in keys]}) or []:
-            found[(scope, str(row["id"].id))] = public_memory(row, frozen=scope == "session")
+        for row in handles[scope].repo.get_many(keys):
+            found[(scope, row["id"])] = public_memory(row, frozen=scope == "session")
     return [found[(scope, key)] for _score, scope, key in ranked if (scope, key) in found]
 
 
@@ -245,17 +243,16 @@ def _session_history(svc, ctx) -> list[dict[str, Any]]:
         pass
     if ctx.session_id:
         try:
-            from engram_mcp.index.scope_index import Filters, record_key
+            from engram_mcp.index.scope_index import Filters
 
             h = svc.handle(ctx, "session")
             visible = h.index.mask(Filters())  # recallable and not superseded
-            rows = h.q(q.ALL_MEMORIES) or []
             rows = [
                 r
-                for r in rows
+                for r in h.repo.all_memories()
                 if r.get("status") != "forgotten"
                 and r.get("memory_type") != "working"
-                and _visible(h.index.slot_of(record_key(r)), visible)
+                and _visible(h.index.slot_of(r["id"]), visible)
             ]
             rows.sort(key=lambda r: r.get("created_at"), reverse=True)
             out.extend(public_memory(r, frozen=True) for r in rows[:6])

@@ -48,7 +48,8 @@ class ScopeHandle:
     repo: ScopeRepository = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self.repo = ScopeRepository(self.q, self.tx)
+        # looked up at each call, not bound once: `q` and `tx` are the handle's one way to the store
+        self.repo = ScopeRepository(lambda sql, params: self.q(sql, params), lambda stmts: self.tx(stmts))
 
     def direct_repo(self) -> ScopeRepository:
         """The repository without `before_io`: for the write-behind flush itself."""

@@ -21,7 +21,7 @@ import numpy as np
 
 from engram_mcp.core.errors import InvalidInput, StoreUnavailable
 from engram_mcp.core.ids import CROCKFORD, format_memory_id, parse_memory_id, session_db_name
-from engram_mcp.index.scope_index import content_hash, record_key
+from engram_mcp.index.scope_index import content_hash
 from engram_mcp.index.scoring import to_epoch
 from engram_mcp.services.records import (
     MAX_REASON_CHARS,
@@ -35,7 +35,6 @@ from engram_mcp.services.records import (
     iso,
     now_dt,
 )
-from engram_mcp.storage import queries as q
 
 if TYPE_CHECKING:
     from engram_mcp.services.handles import ScopeHandle
@@ -45,12 +44,6 @@ log = logging.getLogger("engram.promotion")
 SCOPE_RANK = {"session": 0, "project": 1, "user": 2}
 SUMMARY_ITEMS = 8
 USER_PROMOTION_TYPES = ("semantic", "procedural")
-
-
-def _rid(key: str):
-    from surrealdb import RecordID
-
-    return RecordID("memory", key)
 
 
 def promote(
@@ -112,9 +105,9 @@ def promote_row(
 ) -> dict[str, Any]:
     """Copy or merge one memory into `dst`; idempotent (see module docstring)."""
     mid = format_memory_id(key)
-    done = dst.q(q.PROMOTIONS_OF, {"memory_id": mid}) or []
+    done = dst.repo.promotions_of(mid)
     if done:
-        target = done[0].get("target_id", mid)
+        target = done[0].target_id or mid
         _carry_links(svc, src, key, dst, parse_memory_id(target))  # a crash may have come between
         _mark_source(svc, src, key, row, dst.scope, target)
         return {"action": "already_promoted", "target_id": target}
@@ -142,7 +135,7 @@ def promote_row(
         twin = (key, 1.0)
     if twin is not None:
         tkey, similarity = twin
-        trow = (dst.q(q.GET_MEMORY, {"id": tkey}) or [None])[0]
+        trow = dst.repo.get(tkey)
         if trow is None:
             twin = None
         else:
@@ -172,18 +165,15 @@ def promote_row(
         meta = dict(record.get("metadata") or {})
         meta.pop("promoted_to", None)
         record["metadata"] = meta
-        history = [
-            (q.CREATE_HISTORY, {"entry": {k: v for k, v in h.items() if k != "id"}})
-            for h in src.q(q.HISTORY_OF, {"memory": _memory_rid(key)}) or []
-        ]
+        history = src.repo.history_of(key)
         # the memory, its history (edits made during the session) and the log: all or nothing
-        dst.tx(
-            [
-                (q.CREATE_MEMORY, {"id": key, "record": record}),
-                *history,
-                (q.CREATE_PROMOTION_LOG, {"entry": {**log_entry, "action": "created", "target_id": mid}}),
-            ]
-        )
+        with dst.repo.atomic() as tx:
+            tx.insert(key, record)
+            for e in history:
+                tx.add_history(
+                    e.memory, version=e.version, change=e.change, snapshot=e.snapshot, changed_at=e.changed_at
+                )
+            tx.log_promotion({**log_entry, "action": "created", "target_id": mid})
         dst.index.upsert({**record, "id": key}, vec)
         _copy_mentions(src, dst, key, key)
         target, action = mid, "created"
@@ -194,33 +184,27 @@ def promote_row(
     return {"action": action, "target_id": target}
 
 
-def _memory_rid(key: str):
-    from surrealdb import RecordID
-
-    return RecordID("memory", key)
-
-
 def _carry_links(svc: "MemoryService", src: "ScopeHandle", key: str, dst: "ScopeHandle", target: str) -> None:
     """Recreate `key`'s memory -> memory links in `dst` where the other end is there too.
 
     Whichever of two linked memories is promoted second brings the link along, so a
     `supersedes` between two session memories still ranks the old below the new.
     """
-    for link in src.q(q.LINKS_OF_MEMORY, {"memory": _rid(key)}) or []:
-        a, b = record_key({"id": link["in"]}), record_key({"id": link["out"]})
+    for link in src.repo.links_of(key):
+        a, b = link.src, link.dst
         other = _promoted_key(dst, b if a == key else a)
         if other is None or other == target:
             continue
         frm, to = (target, other) if a == key else (other, target)
-        svc._link(dst, frm, to, link["relation_type"], float(link.get("strength") or 0.5))
+        svc._link(dst, frm, to, link.relation_type, float(link.strength or 0.5))
 
 
 def _promoted_key(dst: "ScopeHandle", key: str) -> str | None:
     """Where memory `key` lives in `dst`: same id, or the twin it merged into; None if absent."""
     if dst.index.slot_of(key) is not None:
         return key
-    done = dst.q(q.PROMOTIONS_OF, {"memory_id": format_memory_id(key)}) or []
-    return parse_memory_id(done[0]["target_id"]) if done and done[0].get("target_id") else None
+    done = dst.repo.promotions_of(format_memory_id(key))
+    return parse_memory_id(done[0].target_id) if done and done[0].target_id else None
 
 
 def _replace_with_log(svc: "MemoryService", h: "ScopeHandle", key: str, old: dict, new: dict, log_entry: dict) -> None:
@@ -228,20 +212,11 @@ def _replace_with_log(svc: "MemoryService", h: "ScopeHandle", key: str, old: dic
     new["version"] = int(old.get("version", 1)) + 1
     new["updated_at"] = now_dt()
     snapshot = {k: v for k, v in svc._editable(old).items() if k != "embedding"}
-    hist = {
-        "memory": _rid(key),
-        "version": int(old.get("version", 1)),
-        "change": "promotion_merge",
-        "snapshot": snapshot,
-    }
     record = {k: v for k, v in new.items() if v is not None}
-    h.tx(
-        [
-            (q.CREATE_HISTORY, {"entry": hist}),
-            (q.REPLACE_MEMORY, {"id": key, "record": record}),
-            (q.CREATE_PROMOTION_LOG, {"entry": log_entry}),
-        ]
-    )
+    with h.repo.atomic() as tx:
+        tx.add_history(key, version=int(old.get("version", 1)), change="promotion_merge", snapshot=snapshot)
+        tx.replace(key, record)
+        tx.log_promotion(log_entry)
     h.index.upsert({**record, "id": key})
 
 
@@ -260,11 +235,10 @@ def _mark_source(svc: "MemoryService", src: "ScopeHandle", key: str, row: dict, 
 def _copy_mentions(src: "ScopeHandle", dst: "ScopeHandle", src_key: str, dst_key: str) -> None:
     from engram_mcp.services import graph as graph_ops
 
-    rows = src.q(q.MENTIONS_OF_MEMORY, {"memory": _rid(src_key)}) or []
     ents = [
-        {"name": r["name"], "type": r["entity_type"], "relationship": r.get("relationship") or "mentions"}
-        for r in rows
-        if r.get("name")
+        {"name": r.name, "type": r.entity_type, "relationship": r.relationship or "mentions"}
+        for r in src.repo.mentions_of(src_key)
+        if r.name
     ]
     if ents:
         graph_ops.link_entities(dst, dst_key, ents)
@@ -296,11 +270,11 @@ def note_project_sighting(svc: "MemoryService", project: "ScopeHandle", key: str
     """
     try:
         user = svc.registry.user()
-        row = (project.q(q.GET_MEMORY, {"id": key}) or [None])[0]
+        row = project.repo.get(key)
         cfg = svc.config(project.project_root)
         if row is None or not _sighting_worthy(row, cfg.promote_user_min_importance):
             if drop:
-                user.q(q.DELETE_SIGHTING, {"key": _sighting_key(project, key)})
+                user.repo.delete_sighting(_sighting_key(project, key))
             return
         record = {
             "project": project.db,
@@ -310,10 +284,7 @@ def note_project_sighting(svc: "MemoryService", project: "ScopeHandle", key: str
             "embedding_model": row.get("embedding_model"),
             "seen_at": now_dt(),
         }
-        user.q(
-            q.UPSERT_SIGHTING,
-            {"key": _sighting_key(project, key), "record": {k: v for k, v in record.items() if v is not None}},
-        )
+        user.repo.upsert_sighting(_sighting_key(project, key), {k: v for k, v in record.items() if v is not None})
     except (StoreUnavailable, InvalidInput) as exc:
         log.warning("project sighting of %s not recorded: %s", key, exc)
 
@@ -329,14 +300,12 @@ def _sighting_worthy(row: dict[str, Any], min_importance: float) -> bool:
 def load_sightings(svc: "MemoryService") -> Sightings:
     """Every sighting of the user (one query); vectors of another model are left out."""
     try:
-        rows = svc.registry.user().q(q.ALL_SIGHTINGS) or []
+        rows = svc.registry.user().repo.all_sightings()
     except StoreUnavailable:
         rows = []
     model = svc.model_name
     vecs = [
-        np.frombuffer(bytes(r["embedding"]), dtype="<f4")
-        if r.get("embedding") and r.get("embedding_model") == model
-        else None
+        np.frombuffer(bytes(r.embedding), dtype="<f4") if r.embedding and r.embedding_model == model else None
         for r in rows
     ]
     dim = next((v.shape[0] for v in vecs if v is not None), 0)
@@ -346,7 +315,7 @@ def load_sightings(svc: "MemoryService") -> Sightings:
         for i, v in enumerate(vecs):
             if v is not None and v.shape[0] == dim:
                 matrix[i] = v / (np.linalg.norm(v) or 1.0)
-    return Sightings([r["project"] for r in rows], [r["fingerprint"] for r in rows], matrix)
+    return Sightings([r.project for r in rows], [r.fingerprint for r in rows], matrix)
 
 
 def projects_seen(
@@ -376,11 +345,11 @@ def session_start(svc: "MemoryService", ctx: "RequestContext", info: dict[str, A
     with svc.lock:
         project = svc.handle(ctx, "project")
         skey = session_key(ctx.session_id)
-        existing = (project.q(q.GET_SESSION, {"key": skey}) or [None])[0]
+        existing = project.repo.session(skey)
         fields = {"session_id": ctx.session_id, "status": "active", "last_seen_at": now_dt(), "info": info}
-        if existing is None or existing.get("status") != "active":  # a new run (a resumed session too): its own summary
+        if existing is None or existing.status != "active":  # a new run (a resumed session too): its own summary
             fields["started_at"] = now_dt()
-        project.q(q.UPSERT_SESSION, {"key": skey, "fields": fields})
+        project.repo.upsert_session(skey, fields)
         svc.handle(ctx, "session")
         recovered = recover_abandoned(svc, ctx)
         maintenance = lifecycle.maintain_if_due(svc, ctx)
@@ -416,13 +385,9 @@ def recover_abandoned(svc: "MemoryService", ctx: "RequestContext") -> list[dict[
     project = svc.handle(ctx, "project")
     cutoff = time.time() - cfg.abandoned_session_hours * 3600.0
     out = []
-    active = project.q(q.SESSIONS_BY_STATUS, {"status": "active"}) or []
-    known = {r.get("session_id") for r in active}
-    stale = [
-        r["session_id"]
-        for r in active
-        if r.get("session_id") != ctx.session_id and to_epoch(r.get("last_seen_at")) < cutoff
-    ]
+    active = project.repo.sessions_with_status("active")
+    known = {r.session_id for r in active}
+    stale = [r.session_id for r in active if r.session_id != ctx.session_id and to_epoch(r.last_seen_at) < cutoff]
     for db in svc.registry.session_databases(ctx.project_root):
         sid_guess = db[2:]
         if sid_guess.replace("_", "-") == ctx.session_id or sid_guess == ctx.session_id:
@@ -455,35 +420,30 @@ def session_end(
     with svc.lock:
         project = svc.handle(ctx, "project")
         skey = session_key(ctx.session_id)
-        reg = (project.q(q.GET_SESSION, {"key": skey}) or [None])[0]
+        reg = project.repo.session(skey)
         dbs = svc.registry.session_databases(ctx.project_root)
         if skey not in dbs:
-            if reg and reg.get("status") != "active":
+            if reg and reg.status != "active":
                 return {"session_id": ctx.session_id, "already_ended": True, "promoted": 0}
-            project.q(
-                q.UPSERT_SESSION,
+            project.repo.upsert_session(
+                skey,
                 {
-                    "key": skey,
-                    "fields": {
-                        "session_id": ctx.session_id,
-                        "status": "abandoned" if reason == "recovered" else "completed",
-                        "ended_at": now_dt(),
-                    },
+                    "session_id": ctx.session_id,
+                    "status": "abandoned" if reason == "recovered" else "completed",
+                    "ended_at": now_dt(),
                 },
             )
             return {"session_id": ctx.session_id, "promoted": 0, "note": "no session data"}
-        if reg is None or reg.get("started_at") is None:  # the summary's id needs a run start that a retry sees too
-            reg = {**(reg or {}), "started_at": now_dt()}
-            project.q(
-                q.UPSERT_SESSION,
-                {"key": skey, "fields": {"session_id": ctx.session_id, "started_at": reg["started_at"]}},
-            )
+        started_at = reg.started_at if reg is not None else None
+        if started_at is None:  # the summary's id needs a run start that a retry sees too
+            started_at = now_dt()
+            project.repo.upsert_session(skey, {"session_id": ctx.session_id, "started_at": started_at})
         session = svc.handle(ctx, "session")
         cfg = svc.config(ctx.project_root)
-        rows = session.q(q.ALL_MEMORIES) or []
+        rows = session.repo.all_memories()
         promoted, merged, skipped = [], 0, 0
         for row in rows:
-            key = record_key(row)
+            key = row["id"]
             if not _qualifies(row, cfg):
                 skipped += 1
                 continue
@@ -506,21 +466,18 @@ def session_end(
                 tags=["session-summary"],
                 source={"hook": "SessionEnd", "session_id": ctx.session_id},
                 dedup=False,
-                request_id=summary_memory_key(project.db, ctx.session_id, iso(reg.get("started_at"))),
+                request_id=summary_memory_key(project.db, ctx.session_id, iso(started_at)),
             )
             summary_id = stored["memory_id"]
         candidates = lifecycle.queue_user_candidates(svc, project, cfg)
-        project.q(
-            q.UPSERT_SESSION,
+        project.repo.upsert_session(
+            skey,
             {
-                "key": skey,
-                "fields": {
-                    "session_id": ctx.session_id,
-                    "status": "abandoned" if reason == "recovered" else "completed",
-                    "ended_at": now_dt(),
-                    "memories_promoted": len(promoted),
-                    "summary": text or None,
-                },
+                "session_id": ctx.session_id,
+                "status": "abandoned" if reason == "recovered" else "completed",
+                "ended_at": now_dt(),
+                "memories_promoted": len(promoted),
+                "summary": text or None,
             },
         )
         svc.registry.drop_session(ctx.project_root, ctx.session_id)

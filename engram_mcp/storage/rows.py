@@ -77,6 +77,16 @@ class HistoryEntry:
     snapshot: dict[str, Any]
     changed_at: datetime | None = None
 
+    def record(self) -> dict[str, Any]:
+        """The stored fields but the ids, by name (the engine's order), absent ones left out."""
+        fields = {
+            "change": self.change,
+            "changed_at": self.changed_at,
+            "snapshot": self.snapshot,
+            "version": self.version,
+        }
+        return {k: v for k, v in fields.items() if v is not None}
+
 
 @dataclass(frozen=True, slots=True)
 class EntityRow:
@@ -90,6 +100,19 @@ class EntityRow:
     mention_count: int = 0
     created_at: datetime | None = None
     updated_at: datetime | None = None
+
+    def record(self) -> dict[str, Any]:
+        """The stored fields but the key, by name (the engine's order), absent ones left out."""
+        fields = {
+            "created_at": self.created_at,
+            "description": self.description,
+            "entity_type": self.entity_type,
+            "mention_count": self.mention_count,
+            "name": self.name,
+            "name_key": self.name_key,
+            "updated_at": self.updated_at,
+        }
+        return {k: v for k, v in fields.items() if v is not None}
 
 
 @dataclass(frozen=True, slots=True)
