@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -267,6 +268,20 @@ def test_store_databases(store: SurrealStore):
     assert "s_repo_a" not in store.databases("session")
 
 
+def test_every_query_is_run_by_the_package():
+    """No dead statement: each constant of queries.py is used by engram itself (one, the node
+    upsert of engram before schema v3, only builds legacy stores in tests)."""
+    from engram_mcp.storage import queries
+
+    source = "\n".join(
+        p.read_text() for p in Path(queries.__file__).parents[1].rglob("*.py") if p.name != "queries.py"
+    )
+    names = [n for n in vars(queries) if n.isupper()]
+    assert len(names) > 50, "the scan found too few statements: it is not reading queries.py"
+    unused = [n for n in names if not re.search(rf"\bq\.{n}\b", source) and n != "UPSERT_ENTITY"]
+    assert unused == [], f"queries nothing runs: {unused}"
+
+
 def test_only_storage_imports_the_surrealdb_sdk():
     """The SDK (and its RecordID) stays behind the repositories: no other package imports it,
     at module level or inside a function."""
@@ -275,3 +290,5 @@ def test_only_storage_imports_the_surrealdb_sdk():
     outside = sorted(m for m in importers if not m.startswith("engram_mcp.storage"))
     assert importers, "the scan found no importer at all: it is not looking at the package"
     assert outside == [], f"modules outside storage/ import surrealdb: {outside}"
+    query_users = graph.find_modules_that_directly_import("engram_mcp.storage.queries")
+    assert sorted(m for m in query_users if not m.startswith("engram_mcp.storage")) == []
