@@ -40,13 +40,16 @@ import threading
 import time
 import traceback
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from engram_mcp.core import spool
 from engram_mcp.core.errors import DaemonUnavailable, EngramError, InvalidInput, MemoryNotFound, StoreUnavailable
 from engram_mcp.core.paths import make_private_dirs
 from engram_mcp.daemon.client import clear_stale_socket, socket_path
 from engram_mcp.daemon.connections import LISTEN_BACKLOG, ConnectionServer
+
+if TYPE_CHECKING:  # imported when the service loads (`_load_service`), after the socket is up
+    from engram_mcp.services.service import MemoryService
 
 LOCK_NAME = "engramd.lock"
 PROGRESS_OPS = ("export", "import", "reindex", "maintain")
@@ -80,7 +83,7 @@ def operations() -> dict[str, Callable[..., Any]]:
     return {
         "ping": lambda s, c, a: {"pong": True, "pid": os.getpid()},
         "store": lambda s, c, a: s.store(c, **a),
-        "recall": lambda s, c, a: (lambda fn, kw: fn(c, **kw))(*_recall_route(s, a)),
+        "recall": lambda s, c, a: (lambda route: route[0](c, **route[1]))(_recall_route(s, a)),
         "list": lambda s, c, a: s.list_memories(c, **a),
         "get": lambda s, c, a: s.get(c, **a),
         "update": lambda s, c, a: s.update(c, **a),
@@ -186,7 +189,7 @@ class Daemon:
         self.user_dir = user_dir
         self.ready = threading.Event()
         self.stopping = threading.Event()
-        self.service = None
+        self.service: MemoryService | None = None
         self.ops = operations()
         self.connections = 0
         self.last_activity = time.monotonic()
@@ -306,11 +309,11 @@ class Daemon:
             if not isinstance(req, dict):
                 raise InvalidInput("request must be a JSON object")
             rid = req.get("id")
-            op = req.get("op")
+            op: Any = req.get("op")  # unchecked JSON: anything but a known name is refused below
             if op == "drain":  # a nudge: never blocks (hooks hang up without reading the answer)
                 self._drain_wanted.set()
                 return {"id": rid, "ok": True, "result": {"draining": True}}
-            fn = self.ops.get(op)
+            fn = self.ops.get(op) if isinstance(op, str) else None  # (a list or an object is not hashable)
             if fn is None:
                 raise InvalidInput(f"unknown operation {str(op)[:40]!r}")
             args = req.get("args") or {}
@@ -498,7 +501,7 @@ class Daemon:
                     continue
                 if entry is None:
                     continue
-                raw_ctx = entry.get("ctx") if isinstance(entry.get("ctx"), dict) else {}
+                raw_ctx = v if isinstance(v := entry.get("ctx"), dict) else {}
                 key = _project_key(raw_ctx)
                 self._entry_keys[path.name] = key
                 if key in blocked:
@@ -532,7 +535,8 @@ class Daemon:
 
     def _replay(self, entry: dict[str, Any], raw_ctx: dict[str, Any]) -> tuple[str, str]:
         """Apply one spool entry: ("applied" | "rejected" | "kept", why)."""
-        op, eid = entry.get("op"), str(entry.get("id") or "")
+        op: Any = entry.get("op")  # a str: spool.read refuses an entry without one
+        eid = str(entry.get("id") or "")
         fn = self.ops.get(op)
         if fn is None or op in NOT_REPLAYABLE:
             return "rejected", f"invalid_input: operation {str(op)[:40]!r} cannot be replayed"
