@@ -81,7 +81,7 @@ def plan(
         def content(slot: int) -> str:
             key = idx.key_of(slot)
             if key not in keys_rows:
-                keys_rows[key] = h.repo.get(key) or {}
+                keys_rows[key] = (h.repo.get(key) if key else None) or {}
             return keys_rows[key].get("content", "")
 
         consolidated, patterns, duplicates = [], [], []

@@ -234,7 +234,7 @@ def queue_user_candidates(svc: "MemoryService", project: "ScopeHandle", cfg) -> 
     slots = np.flatnonzero(mask)
     if slots.size == 0:
         return 0
-    rows = project.repo.get_many(idx.key_of(int(s)) for s in slots)
+    rows = project.repo.get_many(k for s in slots if (k := idx.key_of(int(s))))
     sightings = None
     queued = 0
     for r in rows:

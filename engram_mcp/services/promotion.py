@@ -236,9 +236,9 @@ def _copy_mentions(src: "ScopeHandle", dst: "ScopeHandle", src_key: str, dst_key
     from engram_mcp.services import graph as graph_ops
 
     ents = [
-        {"name": r.name, "type": r.entity_type, "relationship": r.relationship or "mentions"}
+        {"name": name, "type": r.entity_type, "relationship": r.relationship or "mentions"}
         for r in src.repo.mentions_of(src_key)
-        if r.name
+        if (name := r.name)
     ]
     if ents:
         graph_ops.link_entities(dst, dst_key, ents)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from datetime import datetime
-from typing import Any, Callable, Iterable, Iterator, cast
+from typing import Any, Callable, Iterable, Iterator
 
 from engram_mcp.storage import queries as q
 from engram_mcp.storage.rows import (
@@ -71,7 +71,7 @@ def _memory(row: dict[str, Any]) -> MemoryRecord:
     the SDK's dict is ours, and a copy per row would cost on the bulk reads)."""
     if "id" in row:
         row["id"] = key_of(row["id"])
-    return cast(MemoryRecord, row)
+    return row
 
 
 def _memories(rows: Any) -> list[MemoryRecord]:
@@ -361,7 +361,7 @@ class ScopeRepository:
     def mentions_of(self, memory_key: str) -> list[MentionedEntity]:
         """The entities a memory mentions: name, type and relationship."""
         rows = self._q(q.MENTIONS_OF_MEMORY, {"memory": record_id("memory", memory_key)}) or []
-        return [MentionedEntity(r.get("name"), r.get("entity_type"), r.get("relationship")) for r in rows]
+        return [MentionedEntity(r.get("name"), r.get("entity_type") or "", r.get("relationship") or "") for r in rows]
 
     def mentions_of_entities(self, entity_keys: Iterable[str]) -> list[MentionRow]:
         """The mentions of any of the entities (memory, entity, relationship)."""

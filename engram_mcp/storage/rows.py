@@ -9,50 +9,27 @@ Two forms, chosen by what the callers do with a row:
 - Rows of a fixed shape (links, history, entities, mentions, relations, sessions, sightings,
   queue and promotion entries) are frozen dataclasses with `__slots__`: cheap to build and
   read, and their fields are checked by the type checker.
-- A memory record is a `MemoryRecord` (a `TypedDict`): its body is the schema's flexible
-  document (`source` and `metadata` are free objects) and the services read it, edit a
-  copy and write it back whole as the next version. A dict costs nothing extra per row on
-  the bulk paths (the index build when a store opens reads every record; export and
-  import page through thousands) and keeps the versioned write a plain copy. Its `id` is
-  the plain key (the ULID), never a RecordID.
+- A memory record is a `MemoryRecord`, the engine's dict with its `id` turned into the plain
+  key (the ULID), in place. Its body is the schema's flexible document (`source` and
+  `metadata` are free objects) that the services read, edit as a copy and write back whole
+  as the next version. A dict costs nothing extra per row on the bulk paths, where a
+  dataclass would (the index build when a store opens reads every record; export, import
+  and recall materialisation page through them): measured here, turning the id into a key
+  costs ~0.2-1 us per row, a frozen slots dataclass of the same five fields ~0.6-1.3 us
+  (a plain slots one 0.2 us), against tens of microseconds for the engine to decode the row.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, TypedDict
+from typing import Any
 
-
-class MemoryRecord(TypedDict, total=False):
-    """A memory as stored (see storage/schema.py); `id` is the bare key (ULID)."""
-
-    id: str
-    memory_type: str
-    scope: str
-    content: str
-    summary: str | None
-    tags: list[str]
-    category: str | None
-    importance: float
-    confidence: float
-    access_count: int
-    status: str
-    source: dict[str, Any]
-    session_id: str | None
-    embedding: bytes | None
-    embedding_model: str | None
-    embedding_dim: int | None
-    has_embedding: bool  # only in recall reads, which leave the vector out
-    version: int
-    promotion_chain: list[dict[str, Any]]
-    metadata: dict[str, Any]
-    created_at: datetime
-    updated_at: datetime
-    last_accessed_at: datetime
-    status_changed_at: datetime
-    forgotten_at: datetime | None
-    forget_reason: str | None
+#: A memory as stored (its fields: storage/schema.py, table `memory`), with `id` the bare key
+#: (the ULID), never a RecordID. A plain dict (module docstring): the services edit a copy and
+#: write it back whole, and a TypedDict is not a `dict[str, Any]` to the type checker, so every
+#: function that reads a record (rendering, scoring, the index build) would need a new signature.
+MemoryRecord = dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,8 +107,8 @@ class MentionedEntity:
     """What a memory mentions, as `get` shows it: the entity's name and type, and how."""
 
     name: str | None
-    entity_type: str | None
-    relationship: str | None
+    entity_type: str
+    relationship: str
 
 
 @dataclass(frozen=True, slots=True)
