@@ -26,7 +26,7 @@ from engram_mcp.core.ids import as_short_id, format_memory_id, new_ulid, parse_m
 from engram_mcp.core.paths import user_dir as default_user_dir
 from engram_mcp.index.embeddings import DEFAULT_DIM, Embedder, EmbeddingsUnavailable, make_embedder
 from engram_mcp.index.retrieval import STRATEGIES, RetrievalSettings, ScopeView, rank
-from engram_mcp.index.scope_index import RECALLABLE_STATUSES, STATUS_CODE, Filters, ScopeIndex, content_hash, record_key
+from engram_mcp.index.scope_index import RECALLABLE_STATUSES, STATUS_CODE, Filters, ScopeIndex, content_hash
 from engram_mcp.index.scoring import REACTIVATE_AT_STRENGTH, decay_factor, to_epoch
 from engram_mcp.services import graph as graph_ops
 from engram_mcp.services import records
@@ -51,7 +51,6 @@ from engram_mcp.services.records import (
     vector_bytes,
 )
 from engram_mcp.services.strengthen import StrengthenWriteBehind
-from engram_mcp.storage import queries as q
 from engram_mcp.storage.schema import LINK_TYPES, MEMORY_TYPES, SCOPES, STATUSES
 
 log = logging.getLogger("engram.service")
@@ -259,9 +258,7 @@ class MemoryService:
         from engram_mcp.services.promotion import session_key
 
         try:
-            self.registry.project(project_root).q(
-                q.TOUCH_SESSION, {"key": session_key(session_id), "session_id": session_id}
-            )
+            self.registry.project(project_root).repo.touch_session(session_key(session_id), session_id)
         except (StoreUnavailable, InvalidInput):  # bookkeeping must never fail the caller's request
             return
         self._session_seen[seen_key] = now
@@ -292,9 +289,9 @@ class MemoryService:
         for _scope, h in self.open_scopes(ctx, scopes):
             if h.index.slot_of(key) is None:
                 continue
-            rows = h.q(q.GET_MEMORY, {"id": key}) or []
-            if rows:
-                found.append(Located(h, key, rows[0]))
+            row = h.repo.get(key)
+            if row is not None:
+                found.append(Located(h, key, row))
         return found
 
     def _resolve_short_id(self, ctx: RequestContext, short: str, scopes: tuple[str, ...]) -> str:
@@ -390,7 +387,7 @@ class MemoryService:
             self._touch_session(ctx.project_root, sid)
             if superseded_key and h.index.slot_of(superseded_key) is None:
                 raise InvalidInput(f"supersedes: memory:{superseded_key} is not in scope {scope}", field="supersedes")
-            if rid is not None and h.q(q.EXISTS_MEMORY, {"id": rid}):
+            if rid is not None and h.repo.exists(rid):
                 return {
                     "memory_id": format_memory_id(rid),
                     "action": "exists",
@@ -450,7 +447,7 @@ class MemoryService:
                 "status_changed_at": now,
             }
             record = {k: v for k, v in record.items() if v is not None}
-            h.q(q.CREATE_MEMORY, {"id": key, "record": record})
+            h.repo.insert(key, record)
             h.index.upsert({**record, "id": key}, vec)
             edges = graph_ops.link_entities(h, key, entities) if entities else 0
             if superseded_key:
@@ -490,10 +487,10 @@ class MemoryService:
         if best is None or not SUPERSEDE_HINT_MIN_COSINE <= best[1] < dedup_similarity:
             return None
         key = h.index.key_of(best[0])
-        rows = h.q(q.GET_MEMORY, {"id": key}) if key else None
-        if not rows or not key:
+        row = h.repo.get(key) if key else None
+        if row is None or not key:
             return None
-        text = " ".join(str(rows[0].get("content") or "").split())
+        text = " ".join(str(row.get("content") or "").split())
         preview = (
             text
             if len(text) <= SUPERSEDE_HINT_PREVIEW_CHARS
@@ -536,10 +533,9 @@ class MemoryService:
         A merge made for a `request_id` is recorded with it, so replaying that request
         finds it here and changes nothing.
         """
-        rows = h.q(q.GET_MEMORY, {"id": key}) or []
-        if not rows:
+        row = h.repo.get(key)
+        if row is None:
             raise MemoryNotFound(f"memory {key} vanished during merge")
-        row = rows[0]
         if request_id and any(
             isinstance(m, dict) and m.get("request_id") == request_id
             for m in (row.get("metadata") or {}).get("merged", [])
@@ -599,19 +595,13 @@ class MemoryService:
         vector: np.ndarray | None = None,
     ) -> None:
         """Replace a record and keep its previous version in memory_history, atomically."""
-        from surrealdb import RecordID
-
         new["version"] = int(old.get("version", 1)) + 1
         new["updated_at"] = now_dt()
         snapshot = {k: v for k, v in self._editable(old).items() if k not in ("embedding",)}
-        entry = {
-            "memory": RecordID("memory", key),
-            "version": int(old.get("version", 1)),
-            "change": change,
-            "snapshot": snapshot,
-        }
         record = {k: v for k, v in new.items() if v is not None}
-        h.tx([(q.CREATE_HISTORY, {"entry": entry}), (q.REPLACE_MEMORY, {"id": key, "record": record})])
+        with h.repo.atomic() as tx:
+            tx.add_history(key, version=int(old.get("version", 1)), change=change, snapshot=snapshot)
+            tx.replace(key, record)
         h.index.upsert({**record, "id": key}, vector)
 
     # ------------------------------------------------------------------ recall
@@ -729,8 +719,6 @@ class MemoryService:
         """
         from datetime import datetime, timezone
 
-        from surrealdb import RecordID
-
         by_scope: dict[str, list] = {}
         for h in hits:
             by_scope.setdefault(h.scope, []).append(h)
@@ -738,10 +726,9 @@ class MemoryService:
         now = time.time()
         for scope, scope_hits in by_scope.items():
             handle = self.handle(ctx, scope)
-            ids = [RecordID("memory", h.key) for h in scope_hits]
             pending = handle.index.pending_strengthen
-            for row in handle.store.query(handle.ns, handle.db, q.GET_MEMORIES_FOR_RECALL, {"ids": ids}) or []:
-                key = record_key(row)
+            for row in handle.direct_repo().get_many_for_recall(h.key for h in scope_hits):
+                key = row["id"]
                 row["embedding"] = bool(row.pop("has_embedding", False))  # all public_memory reads of it
                 bump = pending.get(key)
                 if bump is not None:
@@ -752,10 +739,10 @@ class MemoryService:
                 rows[(scope, key)] = row
         out = []
         for h in hits:
-            row = rows.get((h.scope, h.key))
-            if row is None:
+            hit_row = rows.get((h.scope, h.key))
+            if hit_row is None:
                 continue
-            mem = public_memory(row, frozen=(h.scope == "session"), now=now)
+            mem = public_memory(hit_row, frozen=(h.scope == "session"), now=now)
             mem["relevance_score"] = round(h.relevance, 4)
             mem["similarity"] = round(h.vector, 4)
             mem["score"] = round(h.score, 4)
@@ -783,8 +770,6 @@ class MemoryService:
         (engram_mcp/services/strengthen.py): before the next statement on that database, within a
         second, or at close.
         """
-        from surrealdb import RecordID
-
         now = time.time()
         by_scope: dict[str, list[str]] = {}
         for h in hits:
@@ -806,7 +791,7 @@ class MemoryService:
                     if float(handle.index.cols.importance[slot]) * f >= REACTIVATE_AT_STRENGTH:
                         reactivate.append(k)
             if reactivate:
-                handle.q(q.SET_STATUS, {"ids": [RecordID("memory", k) for k in reactivate], "status": "active"})
+                handle.repo.set_status(reactivate, "active")
                 for k in reactivate:
                     handle.index.set_status(k, "active")
 
@@ -815,29 +800,29 @@ class MemoryService:
         self, ctx: RequestContext, memory_id: str, *, history: bool = False, include_embedding: bool = False
     ) -> dict[str, Any]:
         """A memory with its copies in other scopes, links, entities and (optionally) history."""
-        from surrealdb import RecordID
-
         with self.lock:
             found = self._locate_one(ctx, memory_id)
             first = found[0]
             mem = public_memory(first.row, frozen=first.handle.scope == "session", include_embedding=include_embedding)
             mem["also_in"] = [f.handle.scope for f in found[1:]]
-            rid = RecordID("memory", first.key)
-            mem["entities"] = jsonable(first.handle.q(q.MENTIONS_OF_MEMORY, {"memory": rid}) or [])
-            links = first.handle.q(q.LINKS_OF_MEMORY, {"memory": rid}) or []
+            repo = first.handle.repo
+            mem["entities"] = [
+                {"entity_type": m.entity_type, "name": m.name, "relationship": m.relationship}
+                for m in repo.mentions_of(first.key)
+            ]
             mem["links"] = [
-                {"from": jsonable(link["in"]), "to": jsonable(link["out"]), "relation": link["relation_type"]}
-                for link in links
+                {"from": format_memory_id(link.src), "to": format_memory_id(link.dst), "relation": link.relation_type}
+                for link in repo.links_of(first.key)
             ]
             if history:
                 mem["history"] = [
                     {
-                        "version": e.get("version"),
-                        "change": e.get("change"),
-                        "changed_at": jsonable(e.get("changed_at")),
-                        "snapshot": jsonable(e.get("snapshot")),
+                        "version": e.version,
+                        "change": e.change,
+                        "changed_at": jsonable(e.changed_at),
+                        "snapshot": jsonable(e.snapshot),
                     }
-                    for e in first.handle.q(q.HISTORY_OF, {"memory": rid}) or []
+                    for e in repo.history_of(first.key)
                 ]
             return mem
 
@@ -1077,17 +1062,10 @@ class MemoryService:
             texts = _purged_texts(found)
             stores = {}
             for loc in found:
-                rid = _record_id(loc.key)
                 skeleton = records.purged_skeleton(loc.row, reason)
-                entities = loc.handle.q(q.ENTITIES_MENTIONED_BY, {"memory": rid}) or []
-                loc.handle.tx(
-                    [
-                        (q.DELETE_HISTORY_OF, {"memory": rid}),
-                        (q.DELETE_MENTIONS_OF, {"memory": rid}),
-                        (q.DELETE_ORPHAN_ENTITIES, {"entities": entities}),
-                        (q.REPLACE_MEMORY, {"id": loc.key, "record": skeleton}),
-                    ]
-                )
+                entities = loc.handle.repo.entities_mentioned_by(loc.key)
+                with loc.handle.repo.atomic() as tx:
+                    tx.purge(loc.key, skeleton, entities)
                 loc.handle.index.upsert({**skeleton, "id": loc.key}, None)
                 self._note_sighting(loc.handle, loc.key, drop=True)
                 stores[loc.handle.store.directory] = loc.handle.store
@@ -1138,13 +1116,11 @@ class MemoryService:
 
     def _mark_consolidated(self, ctx: RequestContext, h: ScopeHandle, new_key: str, src_key: str) -> None:
         """A source summarised into `new_key`: link it (same scope) and mark it consolidated."""
-        from surrealdb import RecordID
-
         for loc in self.locate(ctx, format_memory_id(src_key)):
             if loc.handle is h:
                 self._link(h, new_key, src_key, "derived_from")
             if loc.row.get("status") in ("created", "active"):
-                loc.handle.q(q.SET_STATUS, {"ids": [RecordID("memory", src_key)], "status": "consolidated"})
+                loc.handle.repo.set_status([src_key], "consolidated")
                 loc.handle.index.set_status(src_key, "consolidated")
 
     def _supersede(self, h: ScopeHandle, new_key: str, old_key: str) -> bool:
@@ -1154,12 +1130,9 @@ class MemoryService:
         return self._link(h, new_key, old_key, "supersedes")
 
     def _link(self, h: ScopeHandle, a: str, b: str, relation: str, strength: float = 0.5) -> bool:
-        from surrealdb import RecordID
-
-        ra, rb = RecordID("memory", a), RecordID("memory", b)
-        if h.q(q.FIND_LINK, {"a": ra, "b": rb, "relation_type": relation}):
+        if h.repo.has_link(a, b, relation):
             return False
-        h.q(q.CREATE_LINK, {"a": ra, "b": rb, "relation_type": relation, "strength": float(strength)})
+        h.repo.add_link(a, b, relation, strength)
         if relation == "supersedes":
             h.index.mark_superseded(b, a)
         return True
@@ -1185,9 +1158,9 @@ class MemoryService:
                     continue
                 by_type: dict[str, int] = {}
                 by_status: dict[str, int] = {}
-                for r in h.q(q.COUNT_BY_TYPE_STATUS) or []:
-                    by_type[r["memory_type"]] = by_type.get(r["memory_type"], 0) + r["n"]
-                    by_status[r["status"]] = by_status.get(r["status"], 0) + r["n"]
+                for c in h.repo.count_by_type_status():
+                    by_type[c.memory_type] = by_type.get(c.memory_type, 0) + c.n
+                    by_status[c.status] = by_status.get(c.status, 0) + c.n
                 refused = h.store.failure  # open and readable, but writes are refused (disk full)
                 if refused:
                     degraded.append(scope)
@@ -1199,8 +1172,8 @@ class MemoryService:
                     "total": sum(by_type.values()),
                     "by_type": by_type,
                     "by_status": by_status,
-                    "entities": _count(h, q.COUNT_ENTITIES),
-                    "relationships": _count(h, q.COUNT_RELATIONS),
+                    "entities": h.repo.count_entities(),
+                    "relationships": h.repo.count_relations(),
                     "without_vectors": h.index.missing_vectors,
                     "repaired_records": h.store.nul_repairs.get(
                         (h.ns, h.db), 0
@@ -1252,9 +1225,7 @@ def _purged_texts(found: list[Located]) -> set[str]:
     and summary, and every earlier version's."""
     texts: set[str] = set()
     for loc in found:
-        rows = [loc.row] + [
-            e.get("snapshot") or {} for e in loc.handle.q(q.HISTORY_OF, {"memory": _record_id(loc.key)}) or []
-        ]
+        rows = [loc.row] + [e.snapshot for e in loc.handle.repo.history_of(loc.key)]
         for row in rows:
             for name in ("content", "summary"):
                 value = row.get(name)
@@ -1298,17 +1269,6 @@ def _scrub_spool(user_dir: Path, key: str, texts: set[str]) -> int:
                 path.unlink(missing_ok=True)
                 removed += 1
     return removed
-
-
-def _record_id(key: str) -> Any:
-    from surrealdb import RecordID
-
-    return RecordID("memory", key)
-
-
-def _count(h: ScopeHandle, sql: str) -> int:
-    rows = h.q(sql) or []
-    return int(rows[0]["n"]) if rows else 0
 
 
 # ---------------------------------------------------------------------- facade
