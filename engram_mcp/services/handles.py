@@ -56,11 +56,13 @@ class ScopeHandle:
         return self.store.repository(self.ns, self.db)
 
     def q(self, sql: str, params: dict[str, Any] | None = None) -> Any:
+        """Run one statement of storage/queries.py (the repository's way in; tests read with it too)."""
         if self.before_io is not None:
             self.before_io(self)
         return self.store.query(self.ns, self.db, sql, params)
 
     def tx(self, statements: list[tuple[str, dict[str, Any]]]) -> list[Any]:
+        """Run statements as one transaction (what `repo.atomic()` commits)."""
         if self.before_io is not None:
             self.before_io(self)
         return self.store.transaction(self.ns, self.db, statements)
