@@ -52,7 +52,8 @@ class ScopeHandle:
         self.repo = ScopeRepository(lambda sql, params: self.q(sql, params), lambda stmts: self.tx(stmts))
 
     def direct_repo(self) -> ScopeRepository:
-        """The repository without `before_io`: for the write-behind flush itself."""
+        """The repository without `before_io`: for the write-behind flush itself, and for recall's
+        reads of the hits, which the flush must not delay (services/strengthen.py)."""
         return self.store.repository(self.ns, self.db)
 
     def q(self, sql: str, params: dict[str, Any] | None = None) -> Any:
