@@ -14,6 +14,7 @@ rule (with `include_superseded`) and dedup across scopes (same id, then cosine >
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Sequence
@@ -32,6 +33,7 @@ from engram_mcp.index.scoring import (
     rrf_fusion,
     score_fusion,
 )
+from engram_mcp.index.search_index import BM25Index, tokenize
 
 STRATEGIES = ("vector", "keyword", "hybrid", "graph")
 SUPERSEDED_MARGIN = 1e-3
@@ -192,7 +194,7 @@ def rank(
 
     kw_all = np.concatenate([p[2] for p in parts])
     vec_all = np.concatenate([p[3] for p in parts])
-    fuse = _fusion(strategy, settings, kw_all, vec_all, text)
+    fuse = _fusion(strategy, settings, kw_all, vec_all, text, keyword_coverage(parts, text))
     if fuse is None:  # rrf: ranks only exist for candidates
         kr = np.concatenate([_ranks(p[4], p[1]) for p in parts])
         vr = np.concatenate([_ranks(p[5], p[1]) for p in parts])
@@ -245,16 +247,51 @@ def rank(
     return _finish(views, parts, flat, None, settings, limit), matched
 
 
-def _fusion(strategy: str, settings: RetrievalSettings, kw_all: np.ndarray, vec_all: np.ndarray, text: str):
+def query_idf_mass(bm25: BM25Index, terms: Sequence[str]) -> float:
+    """Sum of the IDF (BM25's own formula and statistics) of the distinct query terms in one
+    scope's index; a term no memory holds counts with document frequency 0. About the BM25
+    score of a memory of average length holding every query term once."""
+    n = bm25.doc_count
+    if n <= 0:
+        return 0.0
+    return sum(math.log(1.0 + (n - df + 0.5) / (df + 0.5)) for df in map(bm25.doc_freq, terms))
+
+
+def keyword_coverage(parts, text: str) -> float | None:
+    """How much of the query its best keyword match covers: the best candidate's BM25 over its
+    scope's IDF mass of the query, the highest over the scopes (None without query terms or
+    documents). Each scope has its own statistics, so each is measured on its own scale."""
+    terms = list(dict.fromkeys(tokenize(text)))
+    if not terms:
+        return None
+    best: float | None = None
+    for view, _slots, kw, *_rest in parts:
+        mass = query_idf_mass(view.index.bm25, terms)
+        if mass > 0 and kw.size:
+            best = max(best or 0.0, float(np.max(kw)) / mass)
+    return best
+
+
+def _fusion(
+    strategy: str,
+    settings: RetrievalSettings,
+    kw_all: np.ndarray,
+    vec_all: np.ndarray,
+    text: str,
+    coverage: float | None = None,
+):
     """fn(bm25, cosine) -> relevance, normalised by this recall's candidates (None for RRF).
 
     The same scale serves the candidates and their session neighbours, so a neighbour's
-    relevance means what a candidate's does.
+    relevance means what a candidate's does. The BM25 weight follows the keyword `coverage`
+    (scoring.coverage_keyword_weight) and the query's share of codes.
     """
     kw_top = float(np.max(kw_all)) if kw_all.size else 0.0
     cos = np.nan_to_num(vec_all, nan=-1.0)
     cos_top = float(cos.max()) if cos.size else 0.0
-    weight = {"keyword": 1.0, "vector": 0.0}.get(strategy, adaptive_keyword_weight(settings.keyword_weight, text))
+    weight = {"keyword": 1.0, "vector": 0.0}.get(
+        strategy, adaptive_keyword_weight(settings.keyword_weight, text, coverage)
+    )
     if strategy not in ("keyword", "vector") and settings.fusion == "rrf":
         return None
     floor = min(COSINE_FLOOR, settings.min_cosine)
