@@ -21,6 +21,8 @@ from typing import Sequence
 
 import numpy as np
 
+from engram_mcp.core.config_keys import DEFAULT_CONFIG, Config
+from engram_mcp.core.vocabulary import RECALL_STRATEGIES, SCOPES
 from engram_mcp.index.scope_index import STATUS_CODE, Filters, ScopeIndex
 from engram_mcp.index.scoring import (
     CONSOLIDATED_RANK_FACTOR,
@@ -35,16 +37,9 @@ from engram_mcp.index.scoring import (
 )
 from engram_mcp.index.search_index import BM25Index, tokenize
 
-STRATEGIES = ("vector", "keyword", "hybrid", "graph")
+STRATEGIES = RECALL_STRATEGIES
 SUPERSEDED_MARGIN = 1e-3
-SCOPE_PRIORITY = {"user": 3, "project": 2, "session": 1}
-# Relevance floor (see `relevant_mask`): a candidate without a keyword hit is relevant only if its
-# cosine reaches max(MIN_COSINE, MIN_COSINE_RATIO * best cosine of the recall). Calibrated on
-# all-MiniLM-L6-v2: unrelated pairs of short coding memories have cosine p95 0.18 / p99 0.28,
-# and a memory 0.27 from the query ("The CI runs on GitHub Actions" for "how is the frontend built
-# with vite") is noise next to a 0.80 hit; paraphrases without a shared word sit at 0.10-0.50.
-MIN_COSINE = 0.20
-MIN_COSINE_RATIO = 0.50
+SCOPE_PRIORITY = {scope: rank for rank, scope in enumerate(SCOPES, start=1)}  # broader scopes rank higher
 # Hit objects are built for this many best candidates (plus related ones), not for all ~200 per
 # scope: `rank` checks the result is the one all candidates give and falls back otherwise.
 HIT_BUDGET_PER_RESULT = 3
@@ -77,14 +72,31 @@ class ScopeView:
 
 @dataclass
 class RetrievalSettings:
-    fusion: str = "score"
-    keyword_weight: float = 0.4
-    rrf_k: int = 60
-    candidate_pool: int = 100
-    cross_scope_dedup_similarity: float = 0.90
-    min_cosine: float = MIN_COSINE
-    min_cosine_ratio: float = MIN_COSINE_RATIO
+    """The config keys ranking reads, with their defaults taken from the declaration
+    (core/config_keys.py): a test or benchmark that builds one by hand ranks like engram."""
+
+    fusion: str = DEFAULT_CONFIG.fusion
+    keyword_weight: float = DEFAULT_CONFIG.keyword_weight
+    rrf_k: int = DEFAULT_CONFIG.rrf_k
+    candidate_pool: int = DEFAULT_CONFIG.candidate_pool
+    cross_scope_dedup_similarity: float = DEFAULT_CONFIG.cross_scope_dedup_similarity
+    #: Relevance floor (see `relevant_mask` and the calibration note at the config key).
+    min_cosine: float = DEFAULT_CONFIG.relevance_min_cosine
+    min_cosine_ratio: float = DEFAULT_CONFIG.relevance_min_cosine_ratio
     contiguity_weight: float = CONTIGUITY_WEIGHT
+
+    @classmethod
+    def from_config(cls, cfg: Config) -> RetrievalSettings:
+        """The settings of one recall, from the caller's effective configuration."""
+        return cls(
+            fusion=cfg.fusion,
+            keyword_weight=cfg.keyword_weight,
+            rrf_k=cfg.rrf_k,
+            candidate_pool=cfg.candidate_pool,
+            cross_scope_dedup_similarity=cfg.cross_scope_dedup_similarity,
+            min_cosine=cfg.relevance_min_cosine,
+            min_cosine_ratio=cfg.relevance_min_cosine_ratio,
+        )
 
 
 _NO_SLOTS = np.empty(0, dtype=np.int64)

@@ -28,8 +28,18 @@ from __future__ import annotations
 import json
 from typing import Any
 
-SCOPES = ["session", "project", "user"]
-TYPES = ["episodic", "semantic", "procedural", "working"]
+from engram_mcp.core.vocabulary import (
+    CONSOLIDATE_STRATEGIES,
+    CONTEXT_SECTIONS,
+    GRAPH_DIRECTIONS,
+    MEMORY_TYPES,
+    PERSISTENT_SCOPES,
+    RECALL_STRATEGIES,
+)
+from engram_mcp.core.vocabulary import SCOPES as _SCOPES
+
+SCOPES = list(_SCOPES)
+TYPES = list(MEMORY_TYPES)
 ID_PATTERN = "^(memory:)?[0-9A-Za-z]{26}$"  # the daemon checks the exact ULID alphabet
 SESSION_PATTERN = "^[A-Za-z0-9_-]{1,128}$"
 
@@ -136,7 +146,7 @@ TOOLS: list[dict[str, Any]] = [
                 "query": _str(),
                 "scope": _one_or_many(SCOPES),
                 "type": _one_or_many(TYPES),
-                "strategy": _enum(["hybrid", "vector", "keyword", "graph"]),
+                "strategy": _enum(list(RECALL_STRATEGIES)),
                 "limit": _int(1, 50, 10),
                 "min_importance": UNIT,
                 "tags": {**TAGS, "description": "any of"},
@@ -159,7 +169,7 @@ TOOLS: list[dict[str, Any]] = [
             {
                 "entity": _str(),
                 "relationship_type": _str(),
-                "direction": _enum(["both", "outgoing", "incoming"]),
+                "direction": _enum(list(GRAPH_DIRECTIONS)),
                 "depth": _int(1, 3, 1),
                 "include_memories": {**BOOL, "default": True},
                 "limit": _int(1, 100, 20),
@@ -204,7 +214,7 @@ TOOLS: list[dict[str, Any]] = [
             "Copy a memory to a broader scope (same id), or merge it into a near-duplicate there. The original stays."
         ),
         "inputSchema": _obj(
-            {"memory_id": ID, "target_scope": _enum(["project", "user"]), "reason": _str()},
+            {"memory_id": ID, "target_scope": _enum(list(PERSISTENT_SCOPES)), "reason": _str()},
             ["memory_id", "target_scope"],
         ),
         "annotations": _annotations("Promote memory", read_only=False, idempotent=True),
@@ -218,7 +228,7 @@ TOOLS: list[dict[str, Any]] = [
         ),
         "inputSchema": _obj(
             {
-                "strategy": _enum(["full", "summarize", "extract_patterns"]),
+                "strategy": _enum(list(CONSOLIDATE_STRATEGIES)),
                 "dry_run": BOOL,
                 "session_id": _str(pattern=SESSION_PATTERN),
                 "scope": _enum(SCOPES),
@@ -239,7 +249,7 @@ TOOLS: list[dict[str, Any]] = [
                 "max_tokens": _int(100, 8000, 2000),
                 "sections": {
                     "type": "array",
-                    "items": _enum(["preferences", "project_context", "session_history", "relevant_procedures"]),
+                    "items": _enum(list(CONTEXT_SECTIONS)),
                     "uniqueItems": True,
                 },
             }

@@ -12,15 +12,19 @@ from typing import Any
 
 from engram_mcp.core.errors import InvalidInput
 from engram_mcp.core.ids import entity_key, format_memory_id
+from engram_mcp.core.vocabulary import GRAPH_DIRECTIONS, PERSISTENT_SCOPES
 from engram_mcp.index.search_index import tokenize
 from engram_mcp.services.access import RequestContext, ScopeAccess
 from engram_mcp.services.handles import ScopeHandle
 from engram_mcp.services.records import check_enum, public_memory
 from engram_mcp.storage.rows import EntityRow
 
-DIRECTIONS = ("outgoing", "incoming", "both")
+DIRECTIONS = GRAPH_DIRECTIONS
 MAX_DEPTH = 3
-SEARCH_SCOPES = ("project", "user", "session")  # the order entities of several scopes are listed in
+SEARCH_SCOPES = (
+    *PERSISTENT_SCOPES,
+    "session",
+)  # what outlives the session first: the order entities of several scopes are listed in
 
 
 GENERIC_TYPE = "concept"  # the type of a node known only as a relation's target

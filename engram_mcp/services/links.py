@@ -8,6 +8,7 @@ the derived index, so recall hides it from then on.
 from __future__ import annotations
 
 from engram_mcp.core.ids import format_memory_id
+from engram_mcp.core.vocabulary import LIVE_STATUSES
 from engram_mcp.services.access import RequestContext, ScopeAccess
 from engram_mcp.services.handles import ScopeHandle
 
@@ -34,6 +35,6 @@ def mark_consolidated(access: ScopeAccess, ctx: RequestContext, h: ScopeHandle, 
     for loc in access.locate(ctx, format_memory_id(src_key)):
         if loc.handle is h:
             link_memories(h, new_key, src_key, "derived_from")
-        if loc.row.get("status") in ("created", "active"):
+        if loc.row.get("status") in LIVE_STATUSES:
             loc.handle.repo.set_status([src_key], "consolidated")
             loc.handle.index.set_status(src_key, "consolidated")
