@@ -1306,19 +1306,21 @@ def _bind_operations() -> None:
     """
     from engram_mcp.services import browse, consolidate, context, lifecycle, promotion, transfer
 
-    MemoryService.graph_search = lambda self, ctx, **kw: graph_ops.search(self, ctx, **kw)
+    # Functions whose signature is the operation's are attached as they are (the daemon binds
+    # a request's arguments to that signature); lambdas only narrow or adapt one.
+    MemoryService.graph_search = graph_ops.search
     MemoryService.promote = lambda self, ctx, memory_id, target_scope, reason=None: promotion.promote(
         self, ctx, memory_id, target_scope, reason
     )
     MemoryService.session_start = lambda self, ctx, info=None: promotion.session_start(self, ctx, info)
     MemoryService.session_end = lambda self, ctx, summary=None: promotion.session_end(self, ctx, summary=summary)
-    MemoryService.context = lambda self, ctx, **kw: context.build_context(self, ctx, **kw)
+    MemoryService.context = context.build_context
     MemoryService.maintain = lambda self, ctx, progress=None: lifecycle.maintain(self, ctx, progress=progress)
-    MemoryService.consolidate = lambda self, ctx, **kw: consolidate.consolidate(self, ctx, **kw)
-    MemoryService.export = lambda self, ctx, path, **kw: transfer.export(self, ctx, Path(path), **kw)
-    MemoryService.import_ = lambda self, ctx, path, **kw: transfer.import_(self, ctx, Path(path), **kw)
-    MemoryService.reindex = lambda self, ctx, **kw: transfer.reindex(self, ctx, **kw)
-    MemoryService.list_memories = lambda self, ctx, **kw: browse.list_memories(self, ctx, **kw)
+    MemoryService.consolidate = consolidate.consolidate
+    MemoryService.export = transfer.export
+    MemoryService.import_ = transfer.import_
+    MemoryService.reindex = transfer.reindex
+    MemoryService.list_memories = browse.list_memories
 
 
 _bind_operations()

@@ -1,0 +1,83 @@
+"""From a registry entry (`core/operations.py`) to a call of its handler, arguments bound first.
+
+The registry names handlers by string so that core never imports services; they are resolved
+here, in the daemon, which may. Before a handler runs, the request's arguments are bound to its
+signature (`inspect.Signature.bind`): a failure there is the caller's (an unknown, missing or
+doubled argument) and becomes `invalid_input` naming the argument; anything raised once the
+handler runs, a TypeError included, is a bug and surfaces as one.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import re
+import threading
+from typing import Any, Callable
+
+from engram_mcp.core import operations
+from engram_mcp.core.errors import InvalidInput
+from engram_mcp.core.operations import Operation
+
+_ARGUMENT_NAME = re.compile(r"argument:? '([^']+)'")
+_modules_lock = threading.Lock()
+_functions: dict[str, Callable[..., Any]] = {}
+
+
+def module_function(handler: str) -> Callable[..., Any]:
+    """The function a `"package.module:function"` handler names, imported once."""
+    fn = _functions.get(handler)
+    if fn is None:
+        module_name, _, attr = handler.partition(":")
+        with _modules_lock:
+            fn = getattr(importlib.import_module(module_name), attr)
+            if not callable(fn):
+                raise TypeError(f"handler {handler} is not callable")
+            _functions[handler] = fn
+    return fn
+
+
+def target(service: Any, op: Operation) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+    """(callable, leading positional arguments before ctx) for `op` on `service`."""
+    if op.handler is None:
+        raise InvalidInput(f"operation {op.name!r} is answered by the daemon itself")
+    if ":" in op.handler:
+        # Module functions take the scope-access layer; a service without one (before the
+        # access layer exists) is what those functions take instead.
+        return module_function(op.handler), (getattr(service, "access", service),)
+    return getattr(service, op.handler), ()
+
+
+def bind(fn: Callable[..., Any], leading: tuple[Any, ...], ctx: Any, args: dict[str, Any]) -> inspect.BoundArguments:
+    """Bind a request's arguments to the handler's signature, or raise InvalidInput naming the argument."""
+    signature = inspect.signature(fn)
+    try:
+        return signature.bind(*leading, ctx, **args)
+    except TypeError as exc:
+        unknown = _unknown(signature, args)
+        if unknown:  # named before a missing one: a misspelt argument is both, and this says which
+            raise InvalidInput(
+                f"bad arguments: {unknown[0]!r} is not an argument of this operation", field=unknown[0]
+            ) from None
+        found = _ARGUMENT_NAME.search(str(exc))
+        raise InvalidInput(f"bad arguments: {exc}", field=found.group(1) if found else None) from None
+
+
+def _unknown(signature: inspect.Signature, args: dict[str, Any]) -> list[str]:
+    """The argument names the signature cannot take by keyword (none when it takes **kwargs)."""
+    params = signature.parameters.values()
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+        return []
+    by_keyword = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    names = {p.name for p in params if p.kind in by_keyword}
+    return [k for k in args if k not in names]
+
+
+def call(service: Any, name: str, ctx: Any, args: dict[str, Any]) -> Any:
+    """Run operation `name` for `ctx` with `args` (a dict of keyword arguments)."""
+    op = operations.get(name)
+    if op is None:
+        raise InvalidInput(f"unknown operation {str(name)[:40]!r}")
+    fn, leading = target(service, op)
+    bound = bind(fn, leading, ctx, args)
+    return fn(*bound.args, **bound.kwargs)
