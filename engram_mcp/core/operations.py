@@ -71,7 +71,7 @@ class Operation:
             "name": t.name,
             "description": t.description,
             "inputSchema": self.schema,
-            "annotations": s.annotations(
+            "annotations": s.tool_annotations(
                 t.title, read_only=self.read_only, destructive=t.destructive, idempotent=t.idempotent
             ),
         }

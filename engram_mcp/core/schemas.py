@@ -84,7 +84,9 @@ ENTITY = _obj(
 ENTITIES = _arr(ENTITY)
 
 
-def annotations(title: str, *, read_only: bool, destructive: bool = False, idempotent: bool = False) -> dict[str, Any]:
+def tool_annotations(
+    title: str, *, read_only: bool, destructive: bool = False, idempotent: bool = False
+) -> dict[str, Any]:
     a: dict[str, Any] = {"title": title, "readOnlyHint": read_only, "destructiveHint": destructive}
     if idempotent:
         a["idempotentHint"] = True

@@ -265,7 +265,7 @@ class Daemon:
                 )
                 down = StoreUnavailable(self.startup_error or (starting if not ready else "engram daemon is not ready"))
                 if spec.queueable and isinstance(raw_ctx, dict):
-                    return {"id": rid, "ok": True, "result": self._queue(op, args, raw_ctx, down)}
+                    return {"id": rid, "ok": True, "result": self._queue(spec.name, args, raw_ctx, down)}
                 raise down
             if not isinstance(raw_ctx, dict):
                 raise InvalidInput("ctx must be an object")
@@ -282,7 +282,7 @@ class Daemon:
                 if not spec.queueable:
                     raise cause from None
                 result = self._queue(
-                    op, args, {"project_root": str(ctx.project_root), "session_id": ctx.session_id}, cause
+                    spec.name, args, {"project_root": str(ctx.project_root), "session_id": ctx.session_id}, cause
                 )
             if op == "status" and isinstance(result, dict):
                 result = self._with_queue_status(result)
