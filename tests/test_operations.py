@@ -12,6 +12,8 @@ from __future__ import annotations
 import ast
 import inspect
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +87,18 @@ def test_both_mcp_servers_list_exactly_the_registry_tools() -> None:
     assert StandIn.__module__  # imported under the full interpreter too
     assert [t["name"] for t in operations.TOOLS] == [op.tool.name for op in operations.OPERATIONS if op.tool]
     assert all(operations.SCHEMAS[t["name"]] is t["inputSchema"] for t in operations.TOOLS)
+
+
+def test_the_registry_imports_under_python_s_without_services() -> None:
+    """The stand-in and the hooks import it with the standard library only (`python -S -P`)."""
+    code = (
+        "import sys; import engram_mcp.core.operations as o; "
+        "print(len(o.TOOLS), sorted(m for m in sys.modules if m.startswith('engram_mcp.') and not m.startswith('engram_mcp.core')))"
+    )
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(PACKAGE.parent)}
+    out = subprocess.run([sys.executable, "-S", "-P", "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["9", "[]"]
 
 
 def _literal_ops(path: Path, calls: set[str]) -> set[str]:
