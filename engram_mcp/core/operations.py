@@ -19,7 +19,6 @@ Standard library only: the stand-in and the hooks import it under `python -S`.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -261,16 +260,3 @@ TOOL_NAMES: tuple[str, ...] = tuple(BY_TOOL)
 SCHEMAS: dict[str, dict[str, Any]] = {tool: op.schema for tool, op in BY_TOOL.items()}
 # Tool writes queued in the spool when the daemon cannot be reached at all.
 QUEUEABLE_TOOLS: tuple[str, ...] = tuple(tool for tool, op in BY_TOOL.items() if op.queueable)
-
-
-def tools_list_payload() -> dict[str, Any]:
-    """The `tools/list` tools as they go over the wire (camelCase keys; the SDK adds ttlMs etc.)."""
-    return {"tools": TOOLS}
-
-
-def token_estimate(payload: dict[str, Any] | None = None) -> dict[str, int]:
-    """Characters and estimated tokens (len/4) of the compact JSON of `tools/list`."""
-    text = json.dumps(
-        payload if payload is not None else tools_list_payload(), ensure_ascii=False, separators=(",", ":")
-    )
-    return {"chars": len(text), "tokens_estimate": (len(text) + 3) // 4}
