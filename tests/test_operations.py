@@ -127,6 +127,7 @@ def test_an_unknown_argument_is_invalid_input_naming_it(daemon, ctx) -> None:
     assert res["error"]["error"] == "invalid_input" and res["error"]["field"] == "verbose"
     res = daemon_request(daemon, "tags", {"scope": "project", "colour": "red"}, ctx)  # a module handler
     assert res["error"]["error"] == "invalid_input" and res["error"]["field"] == "colour"
+    assert res["error"]["message"] == "bad arguments: 'colour' is not an argument of tags; allowed: scope, limit"
 
 
 def test_a_missing_argument_is_invalid_input_naming_it(daemon, ctx) -> None:

@@ -48,29 +48,32 @@ def target(service: Any, op: Operation) -> tuple[Callable[..., Any], tuple[Any, 
     return getattr(service, op.handler), ()
 
 
-def bind(fn: Callable[..., Any], leading: tuple[Any, ...], ctx: Any, args: dict[str, Any]) -> inspect.BoundArguments:
-    """Bind a request's arguments to the handler's signature, or raise InvalidInput naming the argument."""
+def bind(
+    name: str, fn: Callable[..., Any], leading: tuple[Any, ...], ctx: Any, args: dict[str, Any]
+) -> inspect.BoundArguments:
+    """Bind a request's arguments to operation `name`'s handler, or raise InvalidInput naming the argument."""
     signature = inspect.signature(fn)
     try:
         return signature.bind(*leading, ctx, **args)
     except TypeError as exc:
-        unknown = _unknown(signature, args)
+        takes = _keywords(signature, skip=len(leading) + 1)
+        unknown = [] if takes is None else [k for k in args if k not in takes]
         if unknown:  # named before a missing one: a misspelt argument is both, and this says which
             raise InvalidInput(
-                f"bad arguments: {unknown[0]!r} is not an argument of this operation", field=unknown[0]
+                f"bad arguments: {unknown[0][:40]!r} is not an argument of {name}; allowed: {', '.join(takes or ())}",
+                field=unknown[0],
             ) from None
         found = _ARGUMENT_NAME.search(str(exc))
         raise InvalidInput(f"bad arguments: {exc}", field=found.group(1) if found else None) from None
 
 
-def _unknown(signature: inspect.Signature, args: dict[str, Any]) -> list[str]:
-    """The argument names the signature cannot take by keyword (none when it takes **kwargs)."""
-    params = signature.parameters.values()
+def _keywords(signature: inspect.Signature, *, skip: int) -> list[str] | None:
+    """The names a caller may pass (after the `skip` leading parameters), or None for **kwargs."""
+    params = list(signature.parameters.values())
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
-        return []
+        return None
     by_keyword = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-    names = {p.name for p in params if p.kind in by_keyword}
-    return [k for k in args if k not in names]
+    return [p.name for p in params[skip:] if p.kind in by_keyword]
 
 
 def call(service: Any, name: str, ctx: Any, args: dict[str, Any]) -> Any:
@@ -79,5 +82,5 @@ def call(service: Any, name: str, ctx: Any, args: dict[str, Any]) -> Any:
     if op is None:
         raise InvalidInput(f"unknown operation {str(name)[:40]!r}")
     fn, leading = target(service, op)
-    bound = bind(fn, leading, ctx, args)
+    bound = bind(op.name, fn, leading, ctx, args)
     return fn(*bound.args, **bound.kwargs)
