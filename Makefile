@@ -25,10 +25,11 @@ $(CLAUDE): $(CLAUDE_CLI)/package-lock.json
 demo: $(STAMP)
 	$(PY) scripts/demo.py
 
-# The package's declared shape: lint and format (ruff).
+# The package's declared shape: lint and format (ruff), types (mypy, configured in pyproject.toml).
 lint: $(STAMP)
 	$(VENV)/bin/ruff check engram_mcp
 	$(VENV)/bin/ruff format --check engram_mcp
+	$(VENV)/bin/mypy
 
 test: setup lint
 	$(PY) -m pytest -q -p no:cacheprovider

@@ -25,6 +25,15 @@ def test_a_type_error_inside_the_engine_is_an_internal_error_not_the_callers_fau
     assert res["error"]["error"] == "internal_error" and res["error"]["retry_possible"] is True
 
 
+def test_an_op_that_is_not_a_name_is_invalid_input(daemon, ctx):
+    """A list or an object as the op is the caller's mistake (it was an internal_error: unhashable)."""
+    for op in ([], {"name": "recall"}, 5, None):
+        res = daemon_request(daemon, op, {}, ctx)
+        assert res["ok"] is False
+        assert res["error"]["error"] == "invalid_input" and res["error"]["retry_possible"] is False, op
+        assert "unknown operation" in res["error"]["message"]
+
+
 def test_not_found_names_the_memory_id_field(daemon, fake_service, ctx):
     res = daemon_request(daemon, "get", {"memory_id": "memory:01JAAAAAAAAAAAAAAAAAAAAAAA"}, ctx)
     assert res["error"]["error"] == "not_found" and res["error"]["field"] == "memory_id"

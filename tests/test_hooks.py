@@ -408,3 +408,13 @@ def test_subagent_report_with_substance_is_kept_as_a_session_episode(tmp_path, m
     content = entries[0]["args"]["content"]
     assert content.startswith("Subagent Explore reported: Found the cause") and entries[0]["args"]["tags"] == ["subagent"]
     assert "sk_live_51H8" not in content and "[REDACTED:" in content
+
+
+def test_subagent_transcript_whose_last_text_block_has_no_text_keeps_nothing(tmp_path, monkeypatch):
+    """A text block without its text is an empty report (it used to raise AttributeError on None)."""
+    monkeypatch.setattr(hooks, "nudge", lambda user_dir: None)
+    path = transcript(tmp_path / "agent.jsonl", [("assistant", [{"type": "text"}])])
+    payload = {"session_id": SESSION, "cwd": str(tmp_path), "hook_event_name": "SubagentStop",
+               "stop_hook_active": False, "agent_transcript_path": str(path)}
+    assert hooks.on_subagent_stop(tmp_path / "u", payload) is None
+    assert list(spool.pending(tmp_path / "u")) == []

@@ -36,7 +36,7 @@ import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import frontmatter
 import jsonschema
@@ -439,7 +439,8 @@ def _vet_yaml_events(fm: str) -> None:
         elif isinstance(event, yaml.CollectionEndEvent):
             depth -= 1
         if refusal is not None:
-            raise yaml.MarkedYAMLError(problem=refusal, problem_mark=event.start_mark)
+            # The stubs accept only the pure-Python Mark; the C parser's Mark serves the same (it is only printed).
+            raise yaml.MarkedYAMLError(problem=refusal, problem_mark=event.start_mark)  # type: ignore[arg-type]
 
 
 def _read_file(path: Path, display: str, *, within: Path | None = None) -> tuple[dict[str, Any], list[ConfigProblem]]:
@@ -693,7 +694,11 @@ def _error_message(error: jsonschema.ValidationError, path: list[str]) -> str:
     """Message naming the key, the bad value and what would have been accepted."""
     name = _clip(".".join(path))
     shown = _show(error.instance)
-    allowed = _allowed(error.schema)
+    # The stubs allow a boolean or unset schema; every subschema of ours is an object, and an error
+    # raised by validation always carries the subschema that failed.
+    schema = cast(Mapping[str, Any], error.schema)
+    instance: Any = error.instance  # likewise never unset on an error raised by validation
+    allowed = _allowed(schema)
     if error.validator == "enum":
         return f"key '{name}' = {shown} is not allowed; allowed: {allowed}"
     if error.validator in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
@@ -701,11 +706,12 @@ def _error_message(error: jsonschema.ValidationError, path: list[str]) -> str:
     if error.validator == "type":
         return f"key '{name}' = {shown} has the wrong type ({_json_type(error.instance)}); allowed: {allowed}"
     if error.validator == "required":
-        missing = [s for s in error.validator_value if s not in error.instance]
-        return f"key '{name}' is missing {', '.join(map(repr, missing))}; required: {', '.join(error.validator_value)}"
+        required = cast(list[str], error.validator_value)  # a "required" keyword's value is its list of names
+        missing = [s for s in required if s not in instance]
+        return f"key '{name}' is missing {', '.join(map(repr, missing))}; required: {', '.join(required)}"
     if error.validator == "additionalProperties":
-        extra = [k for k in error.instance if k not in error.schema.get("properties", {})]
-        return f"key '{name}' has unknown entries {_clip(', '.join(repr(_clip(str(e))) for e in extra), 200)}; allowed: {', '.join(error.schema['properties'])}"
+        extra = [k for k in instance if k not in schema.get("properties", {})]
+        return f"key '{name}' has unknown entries {_clip(', '.join(repr(_clip(str(e))) for e in extra), 200)}; allowed: {', '.join(schema['properties'])}"
     return f"key '{name}' = {shown} is invalid ({_clip(error.message, 200)}); allowed: {allowed}"
 
 

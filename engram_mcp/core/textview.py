@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from bisect import bisect_right, insort
+from collections.abc import Iterable
 
 __all__ = ["View", "build_view", "edits", "fold", "needs_view", "view_from_edits", "windows"]
 
@@ -368,6 +369,7 @@ def _unicode_edits(text: str, add, free, all_letters: bool) -> None:
     lookalike = {c for c in distinct if c in _LETTERS or any(x in _LETTERS for x in changed.get(c, ""))}
     if lookalike:
         cls = "".join(re.escape(c) for c in sorted(lookalike))
+        words: Iterable[re.Match[str] | tuple[int, str]]
         if all_letters:
             words = re.finditer(f"[{cls}]+", text)
         elif re.search(f"[A-Za-z0-9][{cls}]|[{cls}][A-Za-z0-9]", text) is None:

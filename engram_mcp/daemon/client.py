@@ -327,7 +327,7 @@ class DaemonClient:
         on_progress: Any = None,
     ) -> Any:
         """Send one request; return its result or raise the typed error it carried."""
-        request = {
+        request: dict[str, Any] = {
             "id": next(self._ids),
             "op": op,
             "args": args or {},

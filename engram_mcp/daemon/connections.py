@@ -35,6 +35,7 @@ import socket
 import threading
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Callable
 
 from engram_mcp.core.operations import QUICK_OPS  # answered without waiting for anything
@@ -365,7 +366,7 @@ class ConnectionServer:
                 continue
             conn.busy = True
             self._unregister(conn)
-            self.workers.submit(lambda conn=conn, line=line: self._work(conn, line))
+            self.workers.submit(partial(self._work, conn, line))
 
     def _answer(self, conn: _Conn, line: bytes, write_timeout_s: float) -> None:
         """Handle one request and write its reply (on a worker, or on the selector for quick ones)."""

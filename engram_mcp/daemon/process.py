@@ -40,7 +40,7 @@ import threading
 import time
 import traceback
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from engram_mcp.core import operations, spool
 from engram_mcp.core.errors import DaemonUnavailable, EngramError, InvalidInput, MemoryNotFound, StoreUnavailable
@@ -49,6 +49,9 @@ from engram_mcp.core.paths import make_private_dirs
 from engram_mcp.daemon import dispatch
 from engram_mcp.daemon.client import clear_stale_socket, socket_path
 from engram_mcp.daemon.connections import LISTEN_BACKLOG, ConnectionServer
+
+if TYPE_CHECKING:  # imported when the service loads (`_load_service`), after the socket is up
+    from engram_mcp.services.service import MemoryService
 
 LOCK_NAME = "engramd.lock"
 DRAIN_POLL_S = 10.0  # look for entries queued without a nudge
@@ -119,7 +122,7 @@ class Daemon:
         self.user_dir = user_dir
         self.ready = threading.Event()
         self.stopping = threading.Event()
-        self.service = None
+        self.service: MemoryService | None = None
         self.connections = 0
         self.last_activity = time.monotonic()
         self.idle_exit_s = 900.0
@@ -238,7 +241,7 @@ class Daemon:
             if not isinstance(req, dict):
                 raise InvalidInput("request must be a JSON object")
             rid = req.get("id")
-            op = req.get("op")
+            op: Any = req.get("op")  # unchecked JSON: anything but a known name is refused below
             if op == "drain":  # a nudge: never blocks (hooks hang up without reading the answer)
                 self._drain_wanted.set()
                 return {"id": rid, "ok": True, "result": {"draining": True}}
@@ -416,7 +419,7 @@ class Daemon:
                     continue
                 if entry is None:
                     continue
-                raw_ctx = entry.get("ctx") if isinstance(entry.get("ctx"), dict) else {}
+                raw_ctx = v if isinstance(v := entry.get("ctx"), dict) else {}
                 key = _project_key(raw_ctx)
                 self._entry_keys[path.name] = key
                 if key in blocked:
@@ -450,7 +453,8 @@ class Daemon:
 
     def _replay(self, entry: dict[str, Any], raw_ctx: dict[str, Any]) -> tuple[str, str]:
         """Apply one spool entry: ("applied" | "rejected" | "kept", why)."""
-        op, eid = entry.get("op"), str(entry.get("id") or "")
+        op: Any = entry.get("op")  # a str: spool.read refuses an entry without one
+        eid = str(entry.get("id") or "")
         spec = operations.get(op)
         if spec is None or not spec.replayable:
             return "rejected", f"invalid_input: operation {str(op)[:40]!r} cannot be replayed"

@@ -96,7 +96,11 @@ class Embedder(Protocol):
     """What the rest of engram needs from a text embedder."""
 
     model_name: str
-    dim: int
+
+    @property
+    def dim(self) -> int:
+        """Length of every vector (an attribute or a read-only property of the embedder)."""
+        ...
 
     def embed_query(self, text: str) -> np.ndarray:
         """float32 ``(dim,)``, L2-normalised."""

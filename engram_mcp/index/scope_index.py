@@ -416,6 +416,14 @@ class ScopeIndex:
     def key_of(self, slot: int) -> str | None:
         return self.slots.key_at(int(slot))
 
+    def live_key(self, slot: int) -> str:
+        """The key of a slot taken from a live mask, which always holds one (`remove` marks the
+        slot dead as it frees it); an empty slot here is a broken index, not a memory to name."""
+        key = self.slots.key_at(int(slot))
+        if key is None:
+            raise LookupError(f"index slot {slot} holds no memory")
+        return key
+
     def slot_of(self, key: str) -> int | None:
         return self.slots.get(key)
 

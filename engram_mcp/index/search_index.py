@@ -28,6 +28,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from itertools import chain
+from typing import overload
 
 import numpy as np
 import Stemmer
@@ -200,6 +201,10 @@ def _grown_capacity(current: int, needed: int) -> int:
     return capacity
 
 
+@overload
+def _mask_prefix(mask: np.ndarray, length: int) -> np.ndarray: ...
+@overload
+def _mask_prefix(mask: None, length: int) -> None: ...
 def _mask_prefix(mask: np.ndarray | None, length: int) -> np.ndarray | None:
     """The mask resized to ``length`` (missing entries False), or None for no mask."""
     if mask is None:
@@ -620,7 +625,7 @@ class VectorIndex:
             out[seg] = self._blocks[block][slots[seg] - block * self._block_rows]
         return out
 
-    def _scan_prefix(self, end: int, kernel: Callable[[int, int, int], None]) -> None:
+    def _scan_prefix(self, end: int, kernel: Callable[[int, int, int], object]) -> None:
         """``kernel(block, start, stop)`` for every block of rows [0, end), shared with the helper
         thread (`_for_each_block`)."""
         rows = self._block_rows
@@ -853,7 +858,7 @@ class BM25Index:
         present = [i for i, d in enumerate(docs) if d is not None]
         if not present:
             return
-        parts = [docs[i] for i in present]
+        parts = [d for d in docs if d is not None]  # the documents of `present`, in order
         lengths = np.array([p.shape[1] for p in parts], dtype=np.int64)
         stacked = np.concatenate(parts, axis=1).astype(np.int64)
         doc_of = np.repeat(np.arange(len(parts), dtype=np.int64), lengths)
@@ -904,10 +909,10 @@ class BM25Index:
         slot_arr = np.asarray(slots, dtype=np.int64).reshape(-1)
         out = np.zeros(len(slot_arr), dtype=np.float32)
         if dense is None:
-            slots, scores = self._scores(self._query_term_ids(query))
+            hit_slots, scores = self._scores(self._query_term_ids(query))
             if len(scores) == 0:
                 return out
-            dense = scores if slots is None else np.bincount(slots, weights=scores)
+            dense = scores if hit_slots is None else np.bincount(hit_slots, weights=scores)
         if len(dense) == 0 or len(slot_arr) == 0:
             return out
         inside = (slot_arr >= 0) & (slot_arr < len(dense))

@@ -208,9 +208,9 @@ class StandIn:
     # -- tools ------------------------------------------------------------------------------
     def call_tool(self, params: dict[str, Any]) -> dict[str, Any]:
         name = params.get("name")
-        op = TOOL_OPS.get(name) if isinstance(name, str) else None
-        if op is None:
+        if not isinstance(name, str) or name not in TOOL_OPS:
             raise RpcError(INVALID_PARAMS, f"Unknown tool: {str(name)[:80]}; tools: {', '.join(TOOL_OPS)}")
+        op = TOOL_OPS[name]
         try:
             raw = params.get("arguments")
             if raw is None:

@@ -667,16 +667,25 @@ def cmd_serve(app: App) -> int:
 
 
 # ------------------------------------------------------------------ parser
+class _Subcommands:
+    """The subcommand table, each subcommand taking the common options too (--json also after the command)."""
+
+    def __init__(self, action: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+        self._action = action
+        self._common = common
+
+    def add_parser(self, *args: Any, **kwargs: Any) -> argparse.ArgumentParser:
+        return self._action.add_parser(*args, parents=[self._common], **kwargs)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="engram", description="Lasting, hierarchical memory for Claude Code.")
     p.add_argument("--project", help="project directory (default: the current directory's project root)")
     p.add_argument("--session", help="Claude Code session id (default: $CLAUDE_CODE_SESSION_ID)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
-    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="machine-readable output")
-    add = sub.add_parser
-    sub.add_parser = lambda *a, **kw: add(*a, parents=[common], **kw)  # --json also after the command
+    sub = _Subcommands(p.add_subparsers(dest="command", required=True, metavar="COMMAND"), common)
 
     s = sub.add_parser(
         "store",

@@ -25,7 +25,7 @@ def _check(name: str, ok: bool, detail: str, fix: str | None = None) -> dict[str
 
 
 def _modes(path: Path) -> list[str]:
-    bad = []
+    bad: list[str] = []
     if not path.exists():
         return bad
     for root, dirs, files in os.walk(path):

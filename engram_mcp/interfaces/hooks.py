@@ -188,8 +188,8 @@ def ask(
 def file_change_memory(payload: dict[str, Any]) -> dict[str, Any] | None:
     """Write/Edit/MultiEdit → 'Edited src/app.py: `old` → `new`' (episodic, session)."""
     tool = payload.get("tool_name")
-    inp = payload.get("tool_input") if isinstance(payload.get("tool_input"), dict) else {}
-    resp = payload.get("tool_response") if isinstance(payload.get("tool_response"), dict) else {}
+    inp = v if isinstance(v := payload.get("tool_input"), dict) else {}
+    resp = v if isinstance(v := payload.get("tool_response"), dict) else {}
     root = _project_root(payload)
     path = inp.get("file_path") or inp.get("notebook_path") or resp.get("filePath")
     rel = _rel(path, root)
@@ -200,7 +200,7 @@ def file_change_memory(payload: dict[str, Any]) -> dict[str, Any] | None:
     elif tool == "Edit":
         content = f"Edited {rel}: `{_clean(inp.get('old_string'), SNIPPET_CHARS)}` → `{_clean(inp.get('new_string'), SNIPPET_CHARS)}`."
     elif tool == "MultiEdit":
-        edits = inp.get("edits") if isinstance(inp.get("edits"), list) else []
+        edits = v if isinstance(v := inp.get("edits"), list) else []
         first = edits[0] if edits and isinstance(edits[0], dict) else {}
         content = (
             f"Edited {rel} ({len(edits)} edits), e.g. `{_clean(first.get('old_string'), SNIPPET_CHARS // 2)}` → "
@@ -224,7 +224,7 @@ def file_change_memory(payload: dict[str, Any]) -> dict[str, Any] | None:
 
 def command_memory(payload: dict[str, Any], *, failed: bool) -> dict[str, Any] | None:
     """A failed Bash command (or one that printed an error) → episodic session memory."""
-    inp = payload.get("tool_input") if isinstance(payload.get("tool_input"), dict) else {}
+    inp = v if isinstance(v := payload.get("tool_input"), dict) else {}
     command = _clean(inp.get("command"), SNIPPET_CHARS)
     if failed:
         if payload.get("is_interrupt"):
@@ -235,7 +235,7 @@ def command_memory(payload: dict[str, Any], *, failed: bool) -> dict[str, Any] |
         detail = error[m.end() :] if m else error
         head = f"Command failed (exit {code}): `{command}`"
     else:
-        resp = payload.get("tool_response") if isinstance(payload.get("tool_response"), dict) else {}
+        resp = v if isinstance(v := payload.get("tool_response"), dict) else {}
         stderr = _redacted_tail(str(resp.get("stderr") or ""))
         stdout = _redacted_tail(str(resp.get("stdout") or ""))
         found = ERROR_MARKERS.search(stderr) or ERROR_MARKERS.search(stdout[-4000:])
@@ -335,9 +335,9 @@ def turn_facts(turn: list[dict[str, Any]]) -> dict[str, Any]:
                 facts["answer"] = str(b.get("text") or "")
             elif kind == "tool_use":
                 name = str(b.get("name") or "")
-                event = {
+                event: dict[str, Any] = {
                     "name": name,
-                    "input": b.get("input") if isinstance(b.get("input"), dict) else {},
+                    "input": v if isinstance(v := b.get("input"), dict) else {},
                     "failed": False,
                     "output": "",
                 }
@@ -346,10 +346,10 @@ def turn_facts(turn: list[dict[str, Any]]) -> dict[str, Any]:
                 by_id[str(b.get("id") or "")] = event
                 facts["stored"] = facts["stored"] or stop_trigger.is_store_tool(name)
             elif kind == "tool_result":
-                event = by_id.get(str(b.get("tool_use_id") or ""))
-                if event is not None:
-                    event["failed"] = bool(b.get("is_error"))
-                    event["output"] = _result_text(b.get("content"))
+                used = by_id.get(str(b.get("tool_use_id") or ""))
+                if used is not None:
+                    used["failed"] = bool(b.get("is_error"))
+                    used["output"] = _result_text(b.get("content"))
     return facts
 
 
@@ -426,7 +426,7 @@ def take_stop_note(user_dir: Path, payload: dict[str, Any]) -> str | None:
             claimed.unlink()
         except OSError:
             pass
-    prompt = payload.get("prompt") if isinstance(payload.get("prompt"), str) else ""
+    prompt = v if isinstance(v := payload.get("prompt"), str) else ""
     signals = [s for s in data.get("signals") or [] if s in stop_trigger.SIGNAL_TEXT] if isinstance(data, dict) else []
     if not signals or stop_trigger.is_engram_command(prompt):
         return None
@@ -464,7 +464,7 @@ def compact_snapshot(entries: list[dict[str, Any]], root: str) -> str | None:
 
 
 def on_session_start(user_dir: Path, payload: dict[str, Any]) -> dict[str, Any] | None:
-    source = payload.get("source") if isinstance(payload.get("source"), str) else "startup"
+    source = v if isinstance(v := payload.get("source"), str) else "startup"
     result = ask(user_dir, "hook_session_start", {"source": source}, payload, wait_s=SESSION_START_WAIT_S)
     opened = (result or {}).get("session")
     if isinstance(opened, dict) and opened.get("warning"):
@@ -574,7 +574,11 @@ def on_subagent_stop(user_dir: Path, payload: dict[str, Any]) -> None:
     if not isinstance(report, str):
         entries = read_transcript_tail(payload.get("agent_transcript_path") or payload.get("transcript_path"))
         texts = [
-            b.get("text") for e in entries if e["type"] == "assistant" for b in _blocks(e) if b.get("type") == "text"
+            str(b.get("text") or "")
+            for e in entries
+            if e["type"] == "assistant"
+            for b in _blocks(e)
+            if b.get("type") == "text"
         ]
         report = texts[-1] if texts else ""
     if len(report.strip()) < SUBAGENT_MIN_CHARS:
@@ -682,7 +686,7 @@ def read_payload(stream: Iterable[str] | Any, limit: int = MAX_PAYLOAD_BYTES) ->
         raise ValueError("JSON nested too deeply") from None
 
 
-def _one_line(text: str, limit: int = 300) -> str:
+def _one_line(text: object, limit: int = 300) -> str:
     return " ".join(str(text).split())[:limit]
 
 

@@ -21,7 +21,7 @@ import math
 import os
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from engram_mcp.core import spool
 from engram_mcp.core.errors import DaemonUnavailable, EngramError
@@ -97,7 +97,7 @@ class _Validators:
 
     def __init__(self) -> None:
         self._compiled: dict[str, Any] | None = None
-        self._relevance = None
+        self._relevance: Callable[[Any], Any] | None = None
         self._lock = threading.Lock()
 
     def load(self) -> dict[str, Any]:
@@ -154,8 +154,8 @@ def _describe(err: Any, tool: str) -> tuple[str, str]:
         return field, f"{field} must be one of {', '.join(map(str, expected))}; got {_short(inst)}"
     if kind == "anyOf":
         options = [v for s in expected for v in (s.get("enum") or (s.get("items") or {}).get("enum") or [])]
-        allowed = ", ".join(dict.fromkeys(options))
-        return field, f"{field} must be one of {allowed}, or a list of them; got {_short(inst)}"
+        choices = ", ".join(dict.fromkeys(options))
+        return field, f"{field} must be one of {choices}, or a list of them; got {_short(inst)}"
     if kind in ("minimum", "maximum"):
         word = "at least" if kind == "minimum" else "at most"
         return field, f"{field} must be {word} {expected}; got {_short(inst)}"

@@ -95,7 +95,7 @@ def plan(
                         "content": "Summary of related events: " + " | ".join(texts),
                         "type": "semantic",
                         "scope": "project" if target_scope == "session" else target_scope,
-                        "derived_from": [format_memory_id(idx.key_of(s)) for s in cluster],
+                        "derived_from": [format_memory_id(idx.live_key(s)) for s in cluster],
                     }
                 )
         if strategy in ("extract_patterns", "full"):
@@ -107,16 +107,16 @@ def plan(
                             "pattern": " ".join(content(cluster[0]).split())[:200],
                             "frequency": len(cluster),
                             "sessions": len(sessions),
-                            "memory_ids": [format_memory_id(idx.key_of(s)) for s in cluster],
+                            "memory_ids": [format_memory_id(idx.live_key(s)) for s in cluster],
                             "suggested_scope": "user" if len(sessions) >= 3 else "project",
                         }
                     )
             live = _live_slots(idx)
             for cluster in _clusters(idx, live, DUPLICATE_SIMILARITY)[:MAX_ITEMS]:
-                duplicates.append({"memory_ids": [format_memory_id(idx.key_of(s)) for s in cluster]})
+                duplicates.append({"memory_ids": [format_memory_id(idx.live_key(s)) for s in cluster]})
         contradictions = _contradictions(idx, content) if strategy in ("extract_patterns", "full") else []
         noise = [
-            format_memory_id(idx.key_of(int(s)))
+            format_memory_id(idx.live_key(int(s)))
             for s in np.flatnonzero(
                 (idx.cols.status_code[: idx.slots.size] == STATUS_CODE["active"])
                 & (idx.cols.importance[: idx.slots.size] < 0.15)
@@ -209,7 +209,7 @@ def consolidate(
     p["dry_run"] = dry_run
     if dry_run:
         return p
-    applied = {"created": [], "merged": 0, "archived": 0}
+    applied: dict[str, Any] = {"created": [], "merged": 0, "archived": 0}
     with svc.lock:
         for item in p["consolidated_memories"]:
             res = svc.store(

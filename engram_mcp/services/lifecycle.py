@@ -117,7 +117,7 @@ def _maintain_scope(h: "ScopeHandle", now: float, on_purge=None) -> dict[str, in
     created = idx.cols.created_at[slots]
     moves: dict[str, list[str]] = {"active": [], "consolidated": [], "archived": [], "forgotten": []}
     for i, slot in enumerate(slots):
-        key = idx.key_of(int(slot))
+        key = idx.live_key(int(slot))
         st, s = int(status[i]), float(strength[i])
         if st == STATUS_CODE["created"] and now - created[i] >= ACTIVATE_AFTER_SECONDS:
             st_new = "active"
@@ -157,7 +157,7 @@ def _maintain_scope(h: "ScopeHandle", now: float, on_purge=None) -> dict[str, in
 
 def _expired_user_forgets(h: "ScopeHandle", now: float) -> list[str]:
     idx = h.index
-    out = []
+    out: list[str] = []
     forgotten = np.flatnonzero(idx.cols.status_code[: idx.slots.size] == STATUS_CODE["forgotten"])
     if forgotten.size == 0:
         return out

@@ -10,7 +10,7 @@ from __future__ import annotations
 import base64
 import time
 from datetime import datetime, timezone
-from typing import Any, Iterable
+from typing import Any, Iterable, Literal, overload
 
 import numpy as np
 
@@ -68,6 +68,10 @@ def _clean_str(value: str, field: str) -> str:
     return value
 
 
+@overload
+def check_text(value: Any, field: str, *, limit: int, required: Literal[True] = True) -> str: ...
+@overload
+def check_text(value: Any, field: str, *, limit: int, required: bool) -> str | None: ...
 def check_text(value: Any, field: str, *, limit: int, required: bool = True) -> str | None:
     if value is None and not required:
         return None
@@ -204,6 +208,12 @@ def clean_content(value: Any, findings: list[Finding], field: str = "content") -
     return text
 
 
+@overload
+def clean_free_text(value: Any, findings: list[Finding], field: str, *, limit: int, required: Literal[True]) -> str: ...
+@overload
+def clean_free_text(
+    value: Any, findings: list[Finding], field: str, *, limit: int, required: bool = False
+) -> str | None: ...
 def clean_free_text(
     value: Any, findings: list[Finding], field: str, *, limit: int, required: bool = False
 ) -> str | None:
@@ -361,6 +371,10 @@ def purged_skeleton(row: dict[str, Any], reason: str | None) -> dict[str, Any]:
     return rec
 
 
+@overload
+def sanitize_text(text: str, findings: list[Finding]) -> str: ...
+@overload
+def sanitize_text(text: str | None, findings: list[Finding]) -> str | None: ...
 def sanitize_text(text: str | None, findings: list[Finding]) -> str | None:
     """Strip <private> spans and redact secrets; collect what was redacted."""
     if text is None:

@@ -16,7 +16,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable, cast
 
 import numpy as np
 
@@ -90,6 +90,19 @@ class ServiceState:
 
 class MemoryService:
     """Storage, embeddings, retrieval, decay, promotion and graph behind one API."""
+
+    # Attached by _bind_operations() at the end of this module; declared so their callers type-check.
+    graph_search: Callable[..., Any]
+    promote: Callable[..., Any]
+    session_start: Callable[..., Any]
+    session_end: Callable[..., Any]
+    context: Callable[..., Any]
+    maintain: Callable[..., Any]
+    consolidate: Callable[..., Any]
+    export: Callable[..., Any]
+    import_: Callable[..., Any]
+    reindex: Callable[..., Any]
+    list_memories: Callable[..., Any]
 
     def __init__(
         self, *, home: Path | None = None, user_dir: Path | None = None, embedder: Embedder | None = None
@@ -478,7 +491,7 @@ class MemoryService:
             return None
         key = h.index.key_of(best[0])
         rows = h.q(q.GET_MEMORY, {"id": key}) if key else None
-        if not rows:
+        if not rows or not key:
             return None
         text = " ".join(str(rows[0].get("content") or "").split())
         preview = (
@@ -864,7 +877,8 @@ class MemoryService:
             check_enum(memory_type, MEMORY_TYPES, "memory_type")
         if category is not None:  # as store does; "" clears the category
             category = (
-                sanitize_text(check_text(category, "category", limit=64, required=False), findings)
+                # not None: category is not None here ("" is allowed: it clears the category)
+                sanitize_text(cast(str, check_text(category, "category", limit=64, required=False)), findings)
                 .strip()
                 .lower()
                 .replace(" ", "_")
@@ -1219,7 +1233,7 @@ def _config_stamp(home: Path | None, project_root: Path | None) -> tuple:
     from engram_mcp.core.config import project_config_path, user_config_path
 
     paths = [user_config_path(home)] + ([project_config_path(project_root)] if project_root else [])
-    stamp = []
+    stamp: list[tuple[int, int] | None] = []
     for path in paths:
         try:
             st = path.stat()
@@ -1274,7 +1288,7 @@ def _scrub_spool(user_dir: Path, key: str, texts: set[str]) -> int:
                 entry = _json.loads(raw)
             except ValueError:
                 entry = {}
-            args = entry.get("args") if isinstance(entry, dict) and isinstance(entry.get("args"), dict) else {}
+            args = v if isinstance(entry, dict) and isinstance(v := entry.get("args"), dict) else {}
             decoded = _json.dumps(entry, ensure_ascii=False) if entry else raw
             if (
                 name[: -len(spool.ENTRY_SUFFIX)] == key

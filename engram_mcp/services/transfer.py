@@ -445,7 +445,7 @@ def import_(
             f"nothing imported: {first['error']}{more}", field=first.get("field"), rejected=run.rejected[:10]
         )
     run.tick(1, 1, "done")
-    out = {"path": str(path), "counts": counts, "redactions": findings_summary(run.findings)}
+    out: dict[str, Any] = {"path": str(path), "counts": counts, "redactions": findings_summary(run.findings)}
     if run.rejected:
         out["rejected"] = run.rejected
     return out
@@ -509,7 +509,7 @@ def _header_version(obj: dict[str, Any]) -> int:
 def _checked_record(obj: dict[str, Any], findings: list, scope: str) -> tuple[dict[str, Any], bool]:
     """The record through `clean_memory_record`; whether its text changed (then its exported
     vector no longer describes it: redaction, a NUL removed)."""
-    raw = obj.get("record")
+    raw: Any = obj.get("record")  # a dict once clean_memory_record has accepted it
     rec = clean_memory_record(raw, findings, scope=scope)
     changed = (rec.get("content"), rec.get("summary")) != (raw.get("content"), raw.get("summary"))
     return rec, changed

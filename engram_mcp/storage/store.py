@@ -469,7 +469,7 @@ class SurrealStore:
         with self._mutex:
             self._use(ns, db)
             tables = list((self._conn.query(q.INFO_FOR_DB) or {}).get("tables") or {})
-            statements = [(q.DEFINE_DENUL_FUNCTION, {})]
+            statements: list[tuple[str, dict[str, Any]]] = [(q.DEFINE_DENUL_FUNCTION, {})]
             statements += [(q.REPAIR_NUL_IN_TABLE, {"table": t, "nul": "\x00"}) for t in tables]
             statements.append((q.REMOVE_DENUL_FUNCTION, {}))
             try:
