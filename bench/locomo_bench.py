@@ -147,7 +147,7 @@ def write_project_config(root: Path, config: dict[str, Any]) -> None:
 def use_config(svc: MemoryService, root: Path, config: dict[str, Any]) -> dict[str, Any]:
     """Write the project's config and make the service re-read it; return the effective settings."""
     write_project_config(root, config)
-    svc._config_cache.pop(root, None)  # the service caches config 5 s; a bench cannot wait
+    svc.access.forget_config(root)  # the service caches config until its files change; a bench cannot wait
     cfg = svc.config(root)
     eff = {k: getattr(cfg, k) for k in SETTING_KEYS}
     for k, v in config.items():

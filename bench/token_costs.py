@@ -205,7 +205,7 @@ def session_start_cost(tmp: Path) -> dict[str, Any]:
     out: dict[str, Any] = {}
     try:
         budget = int(svc.config(project).context_token_budget)
-        empty = hook_ops.session_start(svc, RequestContext(project, "tokens-empty"))
+        empty = hook_ops.session_start(svc.access, RequestContext(project, "tokens-empty"))
         out["empty_store"] = {"tokens": empty["tokens"], "chars": len(empty["additional_context"] or "")}
         ctx = RequestContext(project, "tokens-first")
         for text in PREFERENCES:
@@ -219,7 +219,7 @@ def session_start_cost(tmp: Path) -> dict[str, Any]:
                       scope="session", importance=0.6)
         svc.session_end(ctx, summary="Added request validation to the item routes and fixed the flaky login test; "
                                      "CI is green. Next: paginate the search endpoint with cursors.")
-        full = hook_ops.session_start(svc, RequestContext(project, "tokens-second"))
+        full = hook_ops.session_start(svc.access, RequestContext(project, "tokens-second"))
         block = full["additional_context"] or ""
         out["populated_store"] = {"tokens": full["tokens"], "chars": len(block),
                                   "memories": {"user": len(PREFERENCES), "project": len(PROJECT) + len(PROCEDURES), "finished_sessions": 1},

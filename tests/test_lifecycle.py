@@ -258,10 +258,10 @@ def test_recalling_an_archived_memory_strengthens_and_reactivates_it(store):
 
 def test_maintenance_reports_per_scope_and_records_when_it_ran(store):
     store.store("anything at all")
-    report = lifecycle.maintain(store.svc, store.ctx)
+    report = lifecycle.maintain(store.svc.access, store.ctx)
     assert set(report) == {"project", "user"}
     # maintain_if_due: not due again right away
-    assert lifecycle.maintain_if_due(store.svc, store.ctx) is None
+    assert lifecycle.maintain_if_due(store.svc.access, store.ctx) is None
 
 
 def test_a_purge_leaves_no_copy_of_the_forgotten_text(store):
@@ -282,7 +282,7 @@ def test_a_purge_leaves_no_copy_of_the_forgotten_text(store):
 
 def test_seen_in_projects_counts_identical_content_without_vectors():
     """The fingerprint path of "seen in >= 2 projects": same text (blanks and case aside), no vector needed."""
-    from engram_mcp.services.promotion import Sightings, projects_seen
+    from engram_mcp.services.sightings import Sightings, projects_seen
     from engram_mcp.index.scope_index import content_hash
 
     s = Sightings(["p_other", "p_third"], [content_hash("Use uv for  Python envs"), content_hash("something else")], None)

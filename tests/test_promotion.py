@@ -261,7 +261,7 @@ def test_a_half_applied_promotion_is_completed_once_on_rerun(real_service, ctx, 
 
     monkeypatch.setattr(promotion, "_mark_source", crash)
     with pytest.raises(RuntimeError):
-        promotion.promote_row(real_service, session, key, row, real_service.handle(ctx, "project"), reason="session_end")
+        promotion.promote_row(real_service.access, session, key, row, real_service.handle(ctx, "project"), reason="session_end")
     monkeypatch.undo()
     # the project copy and its log entry committed together; the source was not marked
     assert len(_project_rows(real_service, ctx, "Secrets are loaded from Vault at startup")) == 1
@@ -327,7 +327,7 @@ def test_a_memory_seen_in_two_projects_becomes_a_user_candidate(real_service, tm
 
     # project alpha now sees it too
     pa = real_service.handle(a, "project")
-    assert lifecycle.queue_user_candidates(real_service, pa, real_service.config(roots[0])) == 1
+    assert lifecycle.queue_user_candidates(real_service.access, pa, real_service.config(roots[0])) == 1
     assert [str(r["memory"].id) for r in pa.q(q.PENDING_QUEUE, {"limit": 10})] == [in_a[7:]]
     # the sightings live in the user store; forgetting a copy withdraws its sighting
     user = real_service.handle(a, "user")

@@ -482,7 +482,7 @@ def test_import_never_holds_the_service_lock_while_it_embeds(tmp_path):
                     holds.append(_time.perf_counter() - Timed.since)
                 inner.release()
 
-        svc.lock = Timed()
+        svc.access.lock = Timed()  # every operation takes the access layer's lock
         waits: list[float] = []
         done = threading.Event()
 

@@ -80,7 +80,7 @@ OPERATIONS: tuple[Operation, ...] = (
     # -- the MCP tools, in the order tools/list shows them
     Operation(
         "store",
-        "store",
+        "engram_mcp.services.store:store",
         s.STORE,
         read_only=False,
         queueable=True,
@@ -94,7 +94,7 @@ OPERATIONS: tuple[Operation, ...] = (
     ),
     Operation(
         "recall",
-        "recall",
+        "engram_mcp.services.recall:recall",
         s.RECALL,
         read_only=True,
         browse_op="list",
@@ -107,7 +107,7 @@ OPERATIONS: tuple[Operation, ...] = (
     ),
     Operation(
         "graph",
-        "graph_search",
+        "engram_mcp.services.graph:search",
         s.GRAPH,
         read_only=True,
         tool=Tool(
@@ -119,7 +119,7 @@ OPERATIONS: tuple[Operation, ...] = (
     ),
     Operation(
         "forget",
-        "forget",
+        "engram_mcp.services.edit:forget",
         s.FORGET,
         read_only=False,
         queueable=True,
@@ -134,7 +134,7 @@ OPERATIONS: tuple[Operation, ...] = (
     ),
     Operation(
         "update",
-        "update",
+        "engram_mcp.services.edit:update",
         s.UPDATE,
         read_only=False,
         queueable=True,
@@ -148,7 +148,7 @@ OPERATIONS: tuple[Operation, ...] = (
     ),
     Operation(
         "promote",
-        "promote",
+        "engram_mcp.services.promotion:promote",
         s.PROMOTE,
         read_only=False,
         queueable=True,
@@ -161,7 +161,7 @@ OPERATIONS: tuple[Operation, ...] = (
     ),
     Operation(
         "consolidate",
-        "consolidate",
+        "engram_mcp.services.consolidate:consolidate",
         s.CONSOLIDATE,
         read_only=False,
         tool=Tool(
@@ -175,7 +175,7 @@ OPERATIONS: tuple[Operation, ...] = (
     ),
     Operation(
         "context",
-        "context",
+        "engram_mcp.services.context:build_context",
         s.CONTEXT,
         read_only=True,
         tool=Tool(
@@ -187,7 +187,7 @@ OPERATIONS: tuple[Operation, ...] = (
     ),
     Operation(
         "status",
-        "status",
+        "engram_mcp.services.status:status",
         s.NO_ARGUMENTS,
         read_only=True,
         tool=Tool(
@@ -200,17 +200,25 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation("ping", None, s.NO_ARGUMENTS, read_only=True, quick=True, replayable=False),
     Operation("shutdown", None, s.NO_ARGUMENTS, read_only=False, quick=True, replayable=False),
     Operation("drain", None, s.NO_ARGUMENTS, read_only=False, quick=True, replayable=False),
-    Operation("list", "list_memories", s.LIST, read_only=True),
-    Operation("get", "get", s.GET, read_only=True),
+    Operation("list", "engram_mcp.services.browse:list_memories", s.LIST, read_only=True),
+    Operation("get", "engram_mcp.services.edit:get", s.GET, read_only=True),
     Operation("tags", "engram_mcp.services.tags:tags_in_use", s.TAGS_IN_USE, read_only=True),
-    Operation("tag", "tag", s.TAG, read_only=False, queueable=True),
-    Operation("link", "link", s.LINK, read_only=False, queueable=True),
-    Operation("session_start", "session_start", s.SESSION_START, read_only=False),
+    Operation("tag", "engram_mcp.services.edit:tag", s.TAG, read_only=False, queueable=True),
+    Operation("link", "engram_mcp.services.edit:link", s.LINK, read_only=False, queueable=True),
+    Operation("session_start", "engram_mcp.services.promotion:session_start", s.SESSION_START, read_only=False),
+    # The service methods narrow these two: a caller never sets the end reason of a plain
+    # session end, nor the clock of a maintenance pass (lifecycle.maintain takes `now` for tests).
     Operation("session_end", "session_end", s.SESSION_END, read_only=False, queueable=True),
     Operation("maintain", "maintain", s.NO_ARGUMENTS, read_only=False, progress=True),
-    Operation("export", "export", s.EXPORT, read_only=True, progress=True, replayable=False),
-    Operation("import", "import_", s.IMPORT, read_only=False, progress=True, replayable=False),
-    Operation("reindex", "reindex", s.REINDEX, read_only=False, progress=True, replayable=False),
+    Operation(
+        "export", "engram_mcp.services.transfer:export", s.EXPORT, read_only=True, progress=True, replayable=False
+    ),
+    Operation(
+        "import", "engram_mcp.services.transfer:import_", s.IMPORT, read_only=False, progress=True, replayable=False
+    ),
+    Operation(
+        "reindex", "engram_mcp.services.transfer:reindex", s.REINDEX, read_only=False, progress=True, replayable=False
+    ),
     # -- the hooks' (policy in services/hook_ops.py)
     Operation(
         "hook_session_start", "engram_mcp.services.hook_ops:session_start", s.HOOK_SESSION_START, read_only=False

@@ -42,9 +42,7 @@ def target(service: Any, op: Operation) -> tuple[Callable[..., Any], tuple[Any, 
     if op.handler is None:
         raise InvalidInput(f"operation {op.name!r} is answered by the daemon itself")
     if ":" in op.handler:
-        # Module functions take the scope-access layer; a service without one (before the
-        # access layer exists) is what those functions take instead.
-        return module_function(op.handler), (getattr(service, "access", service),)
+        return module_function(op.handler), (service.access,)
     return getattr(service, op.handler), ()
 
 

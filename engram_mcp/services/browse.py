@@ -13,24 +13,21 @@ from __future__ import annotations
 
 import math
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from engram_mcp.core.errors import InvalidInput
 from engram_mcp.index.scope_index import RECALLABLE_STATUSES, Filters, record_key
 from engram_mcp.index.scoring import to_epoch
+from engram_mcp.services.access import SCOPE_ORDER, RequestContext, ScopeAccess
 from engram_mcp.services.records import check_tags, parse_time, public_memory
 from engram_mcp.storage import queries as q
 from engram_mcp.storage.schema import MEMORY_TYPES, SCOPES, STATUSES
 
-if TYPE_CHECKING:
-    from engram_mcp.services.service import MemoryService, RequestContext
-
 DEFAULT_LIST_LIMIT = 20
 MAX_LIST_LIMIT = 200
 MAX_LIST_PAGE = 100_000
-SCOPE_ORDER = ("session", "project", "user")
 
 
 def _names(value: Any, allowed: tuple[str, ...] | None, field: str) -> tuple[str, ...]:
@@ -84,8 +81,8 @@ def _newest(index: Any, filters: Filters, want: int) -> tuple[int, list[tuple[fl
 
 
 def list_memories(
-    svc: "MemoryService",
-    ctx: "RequestContext",
+    access: ScopeAccess,
+    ctx: RequestContext,
     *,
     scope: str | list[str] | None = None,
     type: str | list[str] | None = None,
@@ -119,9 +116,9 @@ def list_memories(
     )
     want = page * limit
     warnings: list[dict[str, Any]] = []
-    with svc.lock:
+    with access.lock:
         total, candidates, handles = 0, [], {}
-        for name, h in svc.open_scopes(ctx, scopes, warnings):
+        for name, h in access.open_scopes(ctx, scopes, warnings):
             handles[name] = h
             count, newest = _newest(h.index, filters, want)
             total += count

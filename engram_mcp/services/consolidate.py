@@ -11,18 +11,18 @@ summaries by storing its own memory with `derived_from` and archiving the source
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from engram_mcp.core.errors import InvalidInput
-from engram_mcp.core.ids import format_memory_id
-from engram_mcp.index.scope_index import STATUS_CODE
-from engram_mcp.services.records import check_enum
+from engram_mcp.core.ids import format_memory_id, parse_memory_id
+from engram_mcp.index.scope_index import STATUS_CODE, Filters
+from engram_mcp.services.access import RequestContext, ScopeAccess
+from engram_mcp.services.edit import link
+from engram_mcp.services.records import check_enum, clip_words
+from engram_mcp.services.store import store as store_memory
 from engram_mcp.storage import queries as q
-
-if TYPE_CHECKING:
-    from engram_mcp.services.service import MemoryService, RequestContext
 
 CLUSTER_SIMILARITY = 0.6
 DUPLICATE_SIMILARITY = 0.85
@@ -37,8 +37,6 @@ STRATEGIES = ("summarize", "extract_patterns", "full")
 
 
 def _live_slots(idx, types: tuple[str, ...] | None = None) -> np.ndarray:
-    from engram_mcp.index.scope_index import Filters
-
     return np.flatnonzero(
         idx.mask(Filters(types=frozenset(types) if types else None, statuses=frozenset(("created", "active"))))
     )
@@ -65,8 +63,8 @@ def _clusters(idx, slots: np.ndarray, threshold: float) -> list[list[int]]:
 
 
 def plan(
-    svc: "MemoryService",
-    ctx: "RequestContext",
+    access: ScopeAccess,
+    ctx: RequestContext,
     *,
     strategy: str = "full",
     session_id: str | None = None,
@@ -74,8 +72,8 @@ def plan(
 ) -> dict[str, Any]:
     check_enum(strategy, STRATEGIES, "strategy")
     target_scope = scope or ("session" if (session_id or ctx.session_id) else "project")
-    with svc.lock:
-        h = svc.handle(ctx, target_scope, session_id=session_id)
+    with access.lock:
+        h = access.handle(ctx, target_scope, session_id=session_id)
         idx = h.index
         keys_rows = {}
 
@@ -129,7 +127,7 @@ def plan(
                 "reason": r.get("reason"),
                 "priority": r.get("priority"),
             }
-            for r in (svc.handle(ctx, "project").q(q.PENDING_QUEUE, {"limit": MAX_ITEMS}) or [])
+            for r in (access.handle(ctx, "project").q(q.PENDING_QUEUE, {"limit": MAX_ITEMS}) or [])
         ]
         analysed = int(len(_live_slots(idx)))
     return {
@@ -156,9 +154,6 @@ def _contradictions(idx, content) -> list[dict[str, Any]]:
     or both hold (two facts about one tool) is for Claude to judge, then `update_memory` with
     `supersedes` records it. Pairs already linked, and duplicates (merged instead), are left out.
     """
-    from engram_mcp.index.scope_index import Filters
-    from engram_mcp.services.records import clip_words
-
     live = idx.mask(Filters(types=frozenset(("semantic", "procedural")), statuses=frozenset(("created", "active"))))
     slots = [int(s) for s in np.flatnonzero(live) if idx.vectors.has(int(s))]
     if len(slots) < 2:
@@ -194,8 +189,8 @@ def _contradictions(idx, content) -> list[dict[str, Any]]:
 
 
 def consolidate(
-    svc: "MemoryService",
-    ctx: "RequestContext",
+    access: ScopeAccess,
+    ctx: RequestContext,
     *,
     strategy: str = "full",
     dry_run: bool = False,
@@ -205,14 +200,15 @@ def consolidate(
     """Plan, and unless dry_run, apply the mechanical part of the plan."""
     if not isinstance(dry_run, bool):
         raise InvalidInput("dry_run must be true or false", field="dry_run")
-    p = plan(svc, ctx, strategy=strategy, session_id=session_id, scope=scope)
+    p = plan(access, ctx, strategy=strategy, session_id=session_id, scope=scope)
     p["dry_run"] = dry_run
     if dry_run:
         return p
     applied: dict[str, Any] = {"created": [], "merged": 0, "archived": 0}
-    with svc.lock:
+    with access.lock:
         for item in p["consolidated_memories"]:
-            res = svc.store(
+            res = store_memory(
+                access,
                 ctx,
                 content=item["content"][:4000],
                 type="semantic",
@@ -228,24 +224,22 @@ def consolidate(
             ids = dup["memory_ids"]
             for other in ids[1:]:
                 try:
-                    svc.link(ctx, ids[0], other, "similar_to")
-                    _archive(svc, ctx, other)
+                    link(access, ctx, ids[0], other, "similar_to")
+                    _archive(access, ctx, other)
                     applied["merged"] += 1
                 except Exception:
                     continue
         for mid in p["archive_candidates"]:
-            _archive(svc, ctx, mid)
+            _archive(access, ctx, mid)
             applied["archived"] += 1
     p["applied"] = applied
     return p
 
 
-def _archive(svc, ctx, memory_id: str) -> None:
+def _archive(access: ScopeAccess, ctx: RequestContext, memory_id: str) -> None:
     from surrealdb import RecordID
 
-    from engram_mcp.core.ids import parse_memory_id
-
-    for loc in svc.locate(ctx, memory_id):
+    for loc in access.locate(ctx, memory_id):
         loc.handle.q(q.SET_STATUS, {"ids": [RecordID("memory", loc.key)], "status": "archived"})
         loc.handle.index.set_status(loc.key, "archived")
         loc.handle.q(q.COMPLETE_QUEUE, {"memories": [RecordID("memory", parse_memory_id(memory_id))]})

@@ -8,20 +8,20 @@ a breadth-first walk, one query per hop, over `relates_to` in either direction.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from engram_mcp.core.errors import InvalidInput
 from engram_mcp.core.ids import entity_key, format_memory_id
 from engram_mcp.index.scope_index import record_key
 from engram_mcp.index.search_index import tokenize
-from engram_mcp.services.records import check_enum
+from engram_mcp.services.access import RequestContext, ScopeAccess
+from engram_mcp.services.handles import ScopeHandle
+from engram_mcp.services.records import check_enum, public_memory
 from engram_mcp.storage import queries as q
-
-if TYPE_CHECKING:
-    from engram_mcp.services.handles import ScopeHandle
-    from engram_mcp.services.service import MemoryService, RequestContext
 
 DIRECTIONS = ("outgoing", "incoming", "both")
 MAX_DEPTH = 3
+SEARCH_SCOPES = ("project", "user", "session")  # the order entities of several scopes are listed in
 
 
 def _rid(table: str, key: str):
@@ -38,7 +38,7 @@ def name_key(name: str) -> str:
     return " ".join(name.split()).lower()
 
 
-def link_entities(h: "ScopeHandle", memory_key: str, entities: list[dict[str, str]]) -> int:
+def link_entities(h: ScopeHandle, memory_key: str, entities: list[dict[str, str]]) -> int:
     """Upsert entities and link them to a memory; returns the number of new edges.
 
     An entity is one node per case-folded name whatever type a memory gives it, so a
@@ -60,7 +60,7 @@ def link_entities(h: "ScopeHandle", memory_key: str, entities: list[dict[str, st
     return edges
 
 
-def _relate(h: "ScopeHandle", a, b, relation: str, memory_key: str) -> int:
+def _relate(h: ScopeHandle, a, b, relation: str, memory_key: str) -> int:
     """An entity -> entity edge, or more evidence for an existing one; 1 if the edge is new."""
     existing = h.q(q.FIND_RELATION, {"a": a, "b": b, "relation_type": relation})
     if existing:
@@ -73,7 +73,7 @@ def _relate(h: "ScopeHandle", a, b, relation: str, memory_key: str) -> int:
     return 1
 
 
-def entity_node(h: "ScopeHandle", name: str, entity_type: str | None) -> str:
+def entity_node(h: ScopeHandle, name: str, entity_type: str | None) -> str:
     """The key of the node for `name`: found by case-folded name, else created.
 
     A known type refines a generic one ('concept'); an established type is kept, so two
@@ -94,7 +94,7 @@ def entity_node(h: "ScopeHandle", name: str, entity_type: str | None) -> str:
     return key
 
 
-def find_entity(h: "ScopeHandle", name: str) -> dict[str, Any] | None:
+def find_entity(h: ScopeHandle, name: str) -> dict[str, Any] | None:
     """The node of a name. Stores older than schema v3 may hold several (one per type):
     the typed, most mentioned one wins, so they stay readable and new links converge."""
     rows = h.q(q.ENTITIES_BY_NAME_KEY, {"name_key": name_key(name)}) or []
@@ -105,7 +105,7 @@ def find_entity(h: "ScopeHandle", name: str) -> dict[str, Any] | None:
     )
 
 
-def unlink_entities(h: "ScopeHandle", memory_key: str, names: list[str]) -> int:
+def unlink_entities(h: ScopeHandle, memory_key: str, names: list[str]) -> int:
     ids = [r["id"] for n in dict.fromkeys(names) for r in h.q(q.ENTITIES_BY_NAME_KEY, {"name_key": name_key(n)}) or []]
     if not ids:
         return 0
@@ -116,7 +116,7 @@ def unlink_entities(h: "ScopeHandle", memory_key: str, names: list[str]) -> int:
 
 
 def traverse(
-    h: "ScopeHandle",
+    h: ScopeHandle,
     start_names: list[str] | None,
     *,
     relationship_type: str | None,
@@ -169,8 +169,8 @@ def traverse(
 
 
 def search(
-    svc: "MemoryService",
-    ctx: "RequestContext",
+    access: ScopeAccess,
+    ctx: RequestContext,
     *,
     entity: str | None = None,
     relationship_type: str | None = None,
@@ -178,11 +178,9 @@ def search(
     depth: int = 1,
     include_memories: bool = True,
     limit: int = 20,
-    scopes: tuple[str, ...] = ("project", "user", "session"),
+    scopes: tuple[str, ...] = SEARCH_SCOPES,
 ) -> dict[str, Any]:
     """search_knowledge_graph: entities, their relationships and (optionally) memories."""
-    from engram_mcp.core.errors import InvalidInput
-
     check_enum(direction, DIRECTIONS, "direction")
     if entity is not None and (not isinstance(entity, str) or "\x00" in entity):
         raise InvalidInput("entity must be a name without NUL characters", field="entity")
@@ -191,14 +189,8 @@ def search(
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 100:
         raise InvalidInput("limit must be an integer from 1 to 100", field="limit")
     out_entities, memories, edges_total, depth_reached, traversed = [], [], 0, 0, 0
-    with svc.lock:
-        for scope in scopes:
-            if scope == "session" and not ctx.session_id:
-                continue
-            try:
-                h = svc.handle(ctx, scope)
-            except Exception:
-                continue
+    with access.lock:
+        for scope, h in access.open_scopes(ctx, scopes):
             walk = traverse(
                 h,
                 [entity] if entity else None,
@@ -243,8 +235,6 @@ def search(
                     }
                 )
             if include_memories and mem_keys:
-                from engram_mcp.services.records import public_memory
-
                 rows = h.q(q.GET_MEMORIES, {"ids": [_rid("memory", k) for k in mem_keys]}) or []
                 for row in rows:
                     if row.get("status") == "forgotten":
@@ -266,15 +256,13 @@ def search(
     }
 
 
-def reachable_memories(
-    svc: "MemoryService", ctx: "RequestContext", scopes: list[str], query: str
-) -> dict[str, set[str]]:
+def reachable_memories(access: ScopeAccess, ctx: RequestContext, scopes: list[str], query: str) -> dict[str, set[str]]:
     """For the graph recall strategy: memories linked (within one hop) to entities named in the query."""
     words = set(tokenize(query))
     lowered = query.casefold()
     out: dict[str, set[str]] = {}
     for scope in scopes:
-        h = svc.handle(ctx, scope)
+        h = access.handle(ctx, scope)
         ents = h.q(q.ALL_ENTITIES) or []
         named = [
             r

@@ -1,7 +1,7 @@
 """The daemon side of the Claude Code hooks (`hooks.py` is the client side).
 
 Hooks are short-lived processes without SurrealDB or the embedding model; they send
-these operations to the daemon, which owns both. Each function takes the service and
+these operations to the daemon, which owns both. Each function takes the scope access and
 the request context like every other daemon operation, so the policy (config keys,
 thresholds, what goes into a context block) lives here and not in the hook processes.
 """
@@ -11,14 +11,15 @@ from __future__ import annotations
 import re
 import threading
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from engram_mcp.core.errors import InvalidInput, StoreUnavailable
 from engram_mcp.services import context as context_ops
+from engram_mcp.services import promotion
+from engram_mcp.services.access import RequestContext, ScopeAccess
+from engram_mcp.services.recall import recall
 from engram_mcp.services.records import check_text
-
-if TYPE_CHECKING:
-    from engram_mcp.services.service import MemoryService, RequestContext
+from engram_mcp.services.store import store
 
 MEMORY_ID_RE = re.compile(r"memory:[0-9A-HJKMNP-TV-Z]{26}")
 PROMPT_BLOCK_TITLE = "Possibly relevant memories for this prompt"
@@ -72,25 +73,25 @@ def _fence(title: str, lines: list[str]) -> str:
     return context_ops.fenced("".join(f"{line}\n" for line in [f"## {title}", *lines]))
 
 
-def session_start(svc: "MemoryService", ctx: "RequestContext", *, source: str = "startup") -> dict[str, Any]:
+def session_start(access: ScopeAccess, ctx: RequestContext, *, source: str = "startup") -> dict[str, Any]:
     """Open/resume the session, recover abandoned ones, maintain when due, build the context block."""
     if not isinstance(source, str) or len(source) > 40:
         raise InvalidInput("source must be a short string", field="source")
     try:
-        opened = svc.session_start(ctx, {"source": source})
+        opened = promotion.session_start(access, ctx, {"source": source})
     except (
         StoreUnavailable
     ) as exc:  # the project store is unusable (refused, locked, corrupt): the other scopes still help
         opened = {"degraded": True, "warning": exc.message}
-    full_budget = budget = int(svc.config(ctx.project_root).context_token_budget)
-    snapshot = _compact_snapshot(svc, ctx) if source == "compact" else None
+    full_budget = budget = int(access.config(ctx.project_root).context_token_budget)
+    snapshot = _compact_snapshot(access, ctx) if source == "compact" else None
     block_parts: list[str] = []
     if snapshot:
         block_parts.append(_fence(COMPACT_TITLE, [context_ops.defang(" ".join(snapshot.split("\n")))]))
         budget -= context_ops.estimate_tokens(block_parts[0])
     built: dict[str, Any] = {}
     if budget >= 100:
-        built = svc.context(ctx, max_tokens=min(budget, 8000), strengthen=False)
+        built = context_ops.build_context(access, ctx, max_tokens=min(budget, 8000), strengthen=False)
         if built.get("context_block"):
             block_parts.append(built["context_block"])
             INJECTED.add(ctx.session_id, MEMORY_ID_RE.findall(built["context_block"]))
@@ -102,10 +103,11 @@ def session_start(svc: "MemoryService", ctx: "RequestContext", *, source: str = 
     }
 
 
-def _compact_snapshot(svc: "MemoryService", ctx: "RequestContext") -> str | None:
+def _compact_snapshot(access: ScopeAccess, ctx: RequestContext) -> str | None:
     """The latest working context PreCompact saved in this session."""
     try:
-        found = svc.recall(
+        found = recall(
+            access,
             ctx,
             query="working context saved before compaction",
             scope="session",
@@ -121,14 +123,14 @@ def _compact_snapshot(svc: "MemoryService", ctx: "RequestContext") -> str | None
     return mems[0]["content"] if mems else None
 
 
-def prompt_context(svc: "MemoryService", ctx: "RequestContext", *, prompt: str) -> dict[str, Any]:
+def prompt_context(access: ScopeAccess, ctx: RequestContext, *, prompt: str) -> dict[str, Any]:
     """The few memories most relevant to a prompt, only when they clear the relevance bar."""
     prompt = check_text(prompt, "prompt", limit=4000)
-    cfg = svc.config(ctx.project_root)
+    cfg = access.config(ctx.project_root)
     if not cfg.user_prompt_recall:
         return {"additional_context": None, "reason": "user_prompt_recall is off"}
     limit = int(cfg.prompt_recall_limit)
-    found = svc.recall(ctx, query=prompt, limit=min(50, limit * 3), strengthen=False)
+    found = recall(access, ctx, query=prompt, limit=min(50, limit * 3), strengthen=False)
     seen = INJECTED.seen(ctx.session_id)
     # The bar is absolute (cosine similarity to the prompt), not the recall's relevance, which is
     # relative to the best candidate and so high for the best match of even an unrelated prompt.
@@ -140,7 +142,7 @@ def prompt_context(svc: "MemoryService", ctx: "RequestContext", *, prompt: str) 
     if not picked:
         return {"additional_context": None, "considered": len(found.get("memories") or [])}
     INJECTED.add(ctx.session_id, [m["id"] for m in picked])
-    block = _fence(PROMPT_BLOCK_TITLE, [context_ops._line(m) for m in picked])
+    block = _fence(PROMPT_BLOCK_TITLE, [context_ops.memory_line(m) for m in picked])
     return {
         "additional_context": block,
         "memory_ids": [m["id"] for m in picked],
@@ -149,27 +151,27 @@ def prompt_context(svc: "MemoryService", ctx: "RequestContext", *, prompt: str) 
 
 
 def capture(
-    svc: "MemoryService", ctx: "RequestContext", *, request_id: str | None = None, **memory: Any
+    access: ScopeAccess, ctx: RequestContext, *, request_id: str | None = None, **memory: Any
 ) -> dict[str, Any]:
     """Store an observation a hook queued, unless the user turned that capture off."""
     key = CAPTURE_CATEGORIES.get(memory.get("category") or "")
-    if key and not getattr(svc.config(ctx.project_root), key):
+    if key and not getattr(access.config(ctx.project_root), key):
         return {"action": "skipped", "reason": f"{key} is off"}
     if not ctx.session_id:
         raise InvalidInput("a captured observation needs the session id", field="session_id")
     args = {k: v for k, v in memory.items() if k in CAPTURE_ALLOWED_KEYS}
     if request_id is not None:
         args["request_id"] = request_id
-    return svc.store(ctx, scope="session", **args)
+    return store(access, ctx, scope="session", **args)
 
 
-def session_end(svc: "MemoryService", ctx: "RequestContext", *, reason: str = "session_end") -> dict[str, Any]:
+def session_end(access: ScopeAccess, ctx: RequestContext, *, reason: str = "session_end") -> dict[str, Any]:
     """Promote the session and drop it (idempotent: a second call finds it ended)."""
     INJECTED.forget(ctx.session_id)
-    result = svc.session_end(ctx)
+    result = promotion.session_end(access, ctx)
     return {**result, "end_reason": str(reason)[:40]}
 
 
-def hook_config(svc: "MemoryService", ctx: "RequestContext") -> dict[str, Any]:
-    cfg = svc.config(ctx.project_root)
+def hook_config(access: ScopeAccess, ctx: RequestContext) -> dict[str, Any]:
+    cfg = access.config(ctx.project_root)
     return {"stop_hook": bool(cfg.stop_hook), "user_prompt_recall": bool(cfg.user_prompt_recall)}

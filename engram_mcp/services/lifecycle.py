@@ -17,10 +17,11 @@ Session scopes are never decayed: their memories do not decay during the session
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 import numpy as np
 
+from engram_mcp.core.errors import StoreUnavailable
 from engram_mcp.index.scope_index import STATUS_CODE, record_key
 from engram_mcp.index.scoring import (
     ACTIVATE_AFTER_SECONDS,
@@ -31,13 +32,12 @@ from engram_mcp.index.scoring import (
     decay_factors,
     to_epoch,
 )
+from engram_mcp.services.access import RequestContext, ScopeAccess
+from engram_mcp.services.handles import ScopeHandle
 from engram_mcp.services.records import now_dt
+from engram_mcp.services.sightings import Sightings, load_sightings, note_project_sighting, projects_seen
 from engram_mcp.storage import queries as q
 from engram_mcp.storage.schema import MEMORY_TYPES
-
-if TYPE_CHECKING:
-    from engram_mcp.services.handles import ScopeHandle
-    from engram_mcp.services.service import MemoryService, RequestContext
 
 FORGOTTEN_PURGE_DAYS = 30
 MAINTENANCE_META_KEY = "maintenance"
@@ -51,19 +51,19 @@ def _rids(keys):
     return [RecordID("memory", k) for k in keys]
 
 
-def maintain_if_due(svc: "MemoryService", ctx: "RequestContext") -> dict[str, Any] | None:
-    cfg = svc.config(ctx.project_root)
-    project = svc.handle(ctx, "project")
+def maintain_if_due(access: ScopeAccess, ctx: RequestContext) -> dict[str, Any] | None:
+    cfg = access.config(ctx.project_root)
+    project = access.handle(ctx, "project")
     last = project.q(q.GET_META, {"key": MAINTENANCE_META_KEY})
     last_ts = to_epoch(last.get("at")) if isinstance(last, dict) else 0.0
     if time.time() - last_ts < cfg.maintenance_interval_hours * 3600.0:
         return None
-    return maintain(svc, ctx)
+    return maintain(access, ctx)
 
 
 def maintain(
-    svc: "MemoryService",
-    ctx: "RequestContext",
+    access: ScopeAccess,
+    ctx: RequestContext,
     *,
     now: float | None = None,
     progress: Callable[[int, int | None, str], None] | None = None,
@@ -71,40 +71,42 @@ def maintain(
     """Run the lifecycle pass over the project and user scopes (`progress`: memories done of all, per scope)."""
     now = time.time() if now is None else now
     report: dict[str, Any] = {}
-    with svc.lock:
-        handles: dict[str, Any] = {}
-        for scope in ("project", "user"):
-            try:
-                handles[scope] = svc.handle(ctx, scope)
-            except Exception as exc:
-                report[scope] = {"error": str(exc)[:200]}
+    with access.lock:
+        handles: dict[str, ScopeHandle] = {}
+        for scope, h in access.try_scopes(ctx, ("project", "user")):
+            if isinstance(h, StoreUnavailable):
+                report[scope] = {"error": str(h)[:200]}
+            else:
+                handles[scope] = h
         total = sum(len(h.index) for h in handles.values())
         done = 0
         for scope, h in handles.items():
             if progress:
                 progress(done, total, "maintain")
-            report[scope] = _maintain_scope(h, now, on_purge=_sighting_dropper(svc, h))
+            report[scope] = _maintain_scope(h, now, on_purge=_sighting_dropper(access, h))
             done += len(h.index)
         if progress:
             progress(total, total, "maintain")
-        project = svc.handle(ctx, "project")
+        project = access.handle(ctx, "project")
         project.q(q.SET_META, {"key": MAINTENANCE_META_KEY, "value": {"at": now_dt(), "report": report}})
     return report
 
 
-def _sighting_dropper(svc: "MemoryService", h: "ScopeHandle"):
+def _sighting_dropper(access: ScopeAccess, h: ScopeHandle) -> Callable[[str], None] | None:
     """After a project memory is purged, its cross-project sighting goes too."""
     if h.scope != "project":
         return None
-    from engram_mcp.services.promotion import note_project_sighting
 
-    return lambda key: note_project_sighting(svc, h, key, drop=True)
+    def drop(key: str) -> None:
+        note_project_sighting(access, h, key, drop=True)
+
+    return drop
 
 
 ENQUEUE_BATCH = 500
 
 
-def _maintain_scope(h: "ScopeHandle", now: float, on_purge=None) -> dict[str, int]:
+def _maintain_scope(h: ScopeHandle, now: float, on_purge=None) -> dict[str, int]:
     idx = h.index
     n = idx.slots.size
     live = idx.slots.live_mask[:n]
@@ -155,7 +157,7 @@ def _maintain_scope(h: "ScopeHandle", now: float, on_purge=None) -> dict[str, in
     }
 
 
-def _expired_user_forgets(h: "ScopeHandle", now: float) -> list[str]:
+def _expired_user_forgets(h: ScopeHandle, now: float) -> list[str]:
     idx = h.index
     out: list[str] = []
     forgotten = np.flatnonzero(idx.cols.status_code[: idx.slots.size] == STATUS_CODE["forgotten"])
@@ -170,7 +172,7 @@ def _expired_user_forgets(h: "ScopeHandle", now: float) -> list[str]:
     return out
 
 
-def purge(h: "ScopeHandle", key: str) -> None:
+def purge(h: ScopeHandle, key: str) -> None:
     """Clear a forgotten memory's text everywhere it is kept; keep the skeleton.
 
     The text lives in the record (content, summary, vector), in the paraphrases that were
@@ -207,7 +209,7 @@ def _forgotten_copy(rec: dict[str, Any]) -> dict[str, Any]:
     return rec
 
 
-def _enqueue(h: "ScopeHandle", key: str, reason: str, priority: float) -> bool:
+def _enqueue(h: ScopeHandle, key: str, reason: str, priority: float) -> bool:
     from surrealdb import RecordID
 
     rid = RecordID("memory", key)
@@ -217,7 +219,7 @@ def _enqueue(h: "ScopeHandle", key: str, reason: str, priority: float) -> bool:
     return True
 
 
-def _enqueue_many(h: "ScopeHandle", keys: list[str], reason: str, priority: float) -> int:
+def _enqueue_many(h: ScopeHandle, keys: list[str], reason: str, priority: float) -> int:
     """Queue many memories at once; checking each one with its own query was quadratic
     (424 s for the first maintenance pass of a 100k-memory project)."""
     from surrealdb import RecordID
@@ -235,12 +237,12 @@ def _enqueue_many(h: "ScopeHandle", keys: list[str], reason: str, priority: floa
     return len(entries)
 
 
-def queue_user_candidates(svc: "MemoryService", project: "ScopeHandle", cfg) -> int:
+def queue_user_candidates(access: ScopeAccess, project: ScopeHandle, cfg) -> int:
     """Record project memories that look general enough for the user scope.
 
     Criteria (DECISIONS.md): importance >= 0.7, recalled in >= N distinct sessions or
     seen in >= 2 projects (this one plus a near-duplicate, cosine >= the dedup threshold
-    or the same content, in another project of the user: promotion.note_project_sighting),
+    or the same content, in another project of the user: sightings.note_project_sighting),
     semantic or procedural, and no project paths in the content. The consolidator
     (Claude) makes the final call; nothing is promoted here.
     """
@@ -261,23 +263,15 @@ def queue_user_candidates(svc: "MemoryService", project: "ScopeHandle", cfg) -> 
         sessions = (r.get("metadata") or {}).get("recall_sessions") or []
         if len(sessions) < cfg.promote_user_min_sessions:
             if sightings is None:  # loaded once, and only when the session signal falls short
-                sightings = _load_sightings(svc)
+                sightings = load_sightings(access)
             if _projects_seen(sightings, project, r, cfg) < PROMOTE_USER_MIN_PROJECTS:
                 continue
         queued += _enqueue(project, str(r["id"].id), "promotion", float(r.get("importance", 0.7)))
     return queued
 
 
-def _load_sightings(svc: "MemoryService"):
-    from engram_mcp.services.promotion import load_sightings
-
-    return load_sightings(svc)
-
-
-def _projects_seen(sightings, project: "ScopeHandle", row: dict[str, Any], cfg) -> int:
+def _projects_seen(sightings: Sightings, project: ScopeHandle, row: dict[str, Any], cfg) -> int:
     """How many of the user's projects hold this memory or a near-duplicate of it."""
-    from engram_mcp.services.promotion import projects_seen
-
     key = str(row["id"].id)
     seen = projects_seen(
         sightings, project.db, row.get("content") or "", project.index.vector_of_key(key), cfg.store_dedup_similarity

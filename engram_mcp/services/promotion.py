@@ -12,17 +12,19 @@ neither.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import time
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-import numpy as np
-
-from engram_mcp.core.errors import InvalidInput, StoreUnavailable
+from engram_mcp.core.errors import InvalidInput
 from engram_mcp.core.ids import CROCKFORD, format_memory_id, parse_memory_id, session_db_name
-from engram_mcp.index.scope_index import content_hash, record_key
+from engram_mcp.index.scope_index import record_key
 from engram_mcp.index.scoring import to_epoch
+from engram_mcp.services import graph, lifecycle
+from engram_mcp.services.access import RequestContext, ScopeAccess
+from engram_mcp.services.handles import ScopeHandle
+from engram_mcp.services.links import link_memories
 from engram_mcp.services.records import (
     MAX_REASON_CHARS,
     MAX_TAGS,
@@ -35,16 +37,13 @@ from engram_mcp.services.records import (
     iso,
     now_dt,
 )
+from engram_mcp.services.sightings import note_project_sighting
+from engram_mcp.services.store import store as store_memory
 from engram_mcp.storage import queries as q
-
-if TYPE_CHECKING:
-    from engram_mcp.services.handles import ScopeHandle
-    from engram_mcp.services.service import MemoryService, RequestContext
 
 log = logging.getLogger("engram.promotion")
 SCOPE_RANK = {"session": 0, "project": 1, "user": 2}
 SUMMARY_ITEMS = 8
-USER_PROMOTION_TYPES = ("semantic", "procedural")
 
 
 def _rid(key: str):
@@ -54,7 +53,7 @@ def _rid(key: str):
 
 
 def promote(
-    svc: "MemoryService", ctx: "RequestContext", memory_id: str, target_scope: str, reason: str | None = None
+    access: ScopeAccess, ctx: RequestContext, memory_id: str, target_scope: str, reason: str | None = None
 ) -> dict[str, Any]:
     """Explicit promotion of a memory to a broader scope (always allowed for the user)."""
     check_enum(target_scope, ("project", "user"), "target_scope")
@@ -62,8 +61,8 @@ def promote(
     reason = clean_free_text(
         reason, findings, "reason", limit=MAX_REASON_CHARS
     )  # kept in the chain and the log: redacted
-    with svc.lock:
-        copies = svc.locate(ctx, memory_id)
+    with access.lock:
+        copies = access.locate(ctx, memory_id)
         if not copies:
             raise InvalidInput(f"No memory {memory_id}; use recall_memories to find one.", field="memory_id")
         narrower = [c for c in copies if SCOPE_RANK[c.handle.scope] < SCOPE_RANK[target_scope]]
@@ -73,11 +72,11 @@ def promote(
                 f"{memory_id} is already in scope {have}; target_scope must be broader than its current scope",
                 field="target_scope",
             )
-        src = _broadest_source(svc, ctx, narrower)
+        src = _broadest_source(access, ctx, narrower)
         if src.row.get("memory_type") == "working":
             raise InvalidInput("working memories are scratch space and are never promoted", field="memory_id")
-        dst = svc.handle(ctx, target_scope)
-        result = promote_row(svc, src.handle, src.key, src.row, dst, reason=reason or "explicit")
+        dst = access.handle(ctx, target_scope)
+        result = promote_row(access, src.handle, src.key, src.row, dst, reason=reason or "explicit")
     return {
         "memory_id": format_memory_id(src.key),
         "previous_scope": src.handle.scope,
@@ -88,7 +87,7 @@ def promote(
     }
 
 
-def _broadest_source(svc: "MemoryService", ctx: "RequestContext", narrower: list) -> Any:
+def _broadest_source(access: ScopeAccess, ctx: RequestContext, narrower: list) -> Any:
     """The copy to promote from: the broadest one below the target.
 
     Promotion goes one step at a time (session -> project -> user) so the user copy keeps
@@ -101,22 +100,22 @@ def _broadest_source(svc: "MemoryService", ctx: "RequestContext", narrower: list
         return src
     for step in (src.row.get("metadata") or {}).get("promoted_to") or []:
         if isinstance(step, dict) and step.get("scope") == "project" and step.get("memory_id"):
-            twin = svc.locate(ctx, step["memory_id"], scopes=("project",))
+            twin = access.locate(ctx, step["memory_id"], scopes=("project",))
             if twin:
                 return twin[0]
     return src
 
 
 def promote_row(
-    svc: "MemoryService", src: "ScopeHandle", key: str, row: dict[str, Any], dst: "ScopeHandle", *, reason: str
+    access: ScopeAccess, src: ScopeHandle, key: str, row: dict[str, Any], dst: ScopeHandle, *, reason: str
 ) -> dict[str, Any]:
     """Copy or merge one memory into `dst`; idempotent (see module docstring)."""
     mid = format_memory_id(key)
     done = dst.q(q.PROMOTIONS_OF, {"memory_id": mid}) or []
     if done:
         target = done[0].get("target_id", mid)
-        _carry_links(svc, src, key, dst, parse_memory_id(target))  # a crash may have come between
-        _mark_source(svc, src, key, row, dst.scope, target)
+        _carry_links(access, src, key, dst, parse_memory_id(target))  # a crash may have come between
+        _mark_source(access, src, key, row, dst.scope, target)
         return {"action": "already_promoted", "target_id": target}
     entry = {
         "scope": src.scope,
@@ -128,8 +127,8 @@ def promote_row(
     }
     entry = {k: v for k, v in entry.items() if v is not None}
     vec = src.index.vector_of_key(key)
-    twin = svc._find_twin(
-        dst, row.get("content", ""), vec, svc.config(dst.project_root or src.project_root).store_dedup_similarity
+    twin = access.find_twin(
+        dst, row.get("content", ""), vec, access.config(dst.project_root or src.project_root).store_dedup_similarity
     )
     log_entry = {
         "memory_id": mid,
@@ -146,7 +145,7 @@ def promote_row(
         if trow is None:
             twin = None
         else:
-            new = svc._editable(trow)
+            new = access.editable(trow)
             new["access_count"] = int(trow.get("access_count", 0)) + max(1, int(row.get("access_count", 0)))
             new["importance"] = max(float(trow.get("importance", 0.5)), float(row.get("importance", 0.5)))
             new["tags"] = list(dict.fromkeys(list(trow.get("tags") or []) + list(row.get("tags") or [])))[:MAX_TAGS]
@@ -158,12 +157,12 @@ def promote_row(
             if new.get("status") in ("consolidated", "archived"):
                 new["status"] = "active"
             _replace_with_log(
-                svc, dst, tkey, trow, new, {**log_entry, "action": "merged", "target_id": format_memory_id(tkey)}
+                access, dst, tkey, trow, new, {**log_entry, "action": "merged", "target_id": format_memory_id(tkey)}
             )
             target = format_memory_id(tkey)
             action = "merged"
     if twin is None:
-        record = {k: v for k, v in svc._editable(row).items() if v is not None}
+        record = {k: v for k, v in access.editable(row).items() if v is not None}
         record["scope"] = dst.scope
         record["promotion_chain"] = list(row.get("promotion_chain") or []) + [{**entry, "action": "created"}]
         if record.get("status") in ("created", "consolidated", "archived"):
@@ -187,10 +186,10 @@ def promote_row(
         dst.index.upsert({**record, "id": key}, vec)
         _copy_mentions(src, dst, key, key)
         target, action = mid, "created"
-    _carry_links(svc, src, key, dst, parse_memory_id(target))
+    _carry_links(access, src, key, dst, parse_memory_id(target))
     if dst.scope == "project":
-        note_project_sighting(svc, dst, parse_memory_id(target))
-    _mark_source(svc, src, key, row, dst.scope, target)
+        note_project_sighting(access, dst, parse_memory_id(target))
+    _mark_source(access, src, key, row, dst.scope, target)
     return {"action": action, "target_id": target}
 
 
@@ -200,7 +199,7 @@ def _memory_rid(key: str):
     return RecordID("memory", key)
 
 
-def _carry_links(svc: "MemoryService", src: "ScopeHandle", key: str, dst: "ScopeHandle", target: str) -> None:
+def _carry_links(access: ScopeAccess, src: ScopeHandle, key: str, dst: ScopeHandle, target: str) -> None:
     """Recreate `key`'s memory -> memory links in `dst` where the other end is there too.
 
     Whichever of two linked memories is promoted second brings the link along, so a
@@ -212,10 +211,10 @@ def _carry_links(svc: "MemoryService", src: "ScopeHandle", key: str, dst: "Scope
         if other is None or other == target:
             continue
         frm, to = (target, other) if a == key else (other, target)
-        svc._link(dst, frm, to, link["relation_type"], float(link.get("strength") or 0.5))
+        link_memories(dst, frm, to, link["relation_type"], float(link.get("strength") or 0.5))
 
 
-def _promoted_key(dst: "ScopeHandle", key: str) -> str | None:
+def _promoted_key(dst: ScopeHandle, key: str) -> str | None:
     """Where memory `key` lives in `dst`: same id, or the twin it merged into; None if absent."""
     if dst.index.slot_of(key) is not None:
         return key
@@ -223,11 +222,11 @@ def _promoted_key(dst: "ScopeHandle", key: str) -> str | None:
     return parse_memory_id(done[0]["target_id"]) if done and done[0].get("target_id") else None
 
 
-def _replace_with_log(svc: "MemoryService", h: "ScopeHandle", key: str, old: dict, new: dict, log_entry: dict) -> None:
+def _replace_with_log(access: ScopeAccess, h: ScopeHandle, key: str, old: dict, new: dict, log_entry: dict) -> None:
     """Merge update + history + promotion_log in one transaction."""
     new["version"] = int(old.get("version", 1)) + 1
     new["updated_at"] = now_dt()
-    snapshot = {k: v for k, v in svc._editable(old).items() if k != "embedding"}
+    snapshot = {k: v for k, v in access.editable(old).items() if k != "embedding"}
     hist = {
         "memory": _rid(key),
         "version": int(old.get("version", 1)),
@@ -245,21 +244,19 @@ def _replace_with_log(svc: "MemoryService", h: "ScopeHandle", key: str, old: dic
     h.index.upsert({**record, "id": key})
 
 
-def _mark_source(svc: "MemoryService", src: "ScopeHandle", key: str, row: dict, scope: str, target: str) -> None:
+def _mark_source(access: ScopeAccess, src: ScopeHandle, key: str, row: dict, scope: str, target: str) -> None:
     meta = dict(row.get("metadata") or {})
     promoted = list(meta.get("promoted_to") or [])
     if any(p.get("scope") == scope for p in promoted):
         return
     promoted.append({"scope": scope, "memory_id": target, "at": iso(now_dt())})
     meta["promoted_to"] = promoted
-    new = svc._editable(row)
+    new = access.editable(row)
     new["metadata"] = meta
-    svc._write_update(src, key, row, new, change="promote")
+    access.write_update(src, key, row, new, change="promote")
 
 
-def _copy_mentions(src: "ScopeHandle", dst: "ScopeHandle", src_key: str, dst_key: str) -> None:
-    from engram_mcp.services import graph as graph_ops
-
+def _copy_mentions(src: ScopeHandle, dst: ScopeHandle, src_key: str, dst_key: str) -> None:
     rows = src.q(q.MENTIONS_OF_MEMORY, {"memory": _rid(src_key)}) or []
     ents = [
         {"name": r["name"], "type": r["entity_type"], "relationship": r.get("relationship") or "mentions"}
@@ -267,98 +264,7 @@ def _copy_mentions(src: "ScopeHandle", dst: "ScopeHandle", src_key: str, dst_key
         if r.get("name")
     ]
     if ents:
-        graph_ops.link_entities(dst, dst_key, ents)
-
-
-# ------------------------------------------------------------------ seen in >= 2 projects
-@dataclass
-class Sightings:
-    """The user's project sightings for one embedding model, ready for matching."""
-
-    projects: list[str]
-    fingerprints: list[str]
-    vectors: np.ndarray | None  # unit rows, aligned with `projects`; None when no vector matches the model
-
-
-def _sighting_key(project: "ScopeHandle", key: str) -> str:
-    return f"{project.db}_{key}"
-
-
-def note_project_sighting(svc: "MemoryService", project: "ScopeHandle", key: str, *, drop: bool = False) -> None:
-    """Record in the user store that project `project.db` holds memory `key` (DECISIONS.md:
-    project -> user promotion when a memory is "seen in >= 2 projects").
-
-    Only memories that could be promoted to the user scope are kept (semantic or
-    procedural, importance >= promote_user_min_importance, not forgotten), which keeps the
-    table small: it is read whole at each session end. With `drop`, a memory that no
-    longer qualifies (forgotten, demoted) leaves the table. Best effort: the signal must
-    never fail the write that produced it.
-    """
-    try:
-        user = svc.registry.user()
-        row = (project.q(q.GET_MEMORY, {"id": key}) or [None])[0]
-        cfg = svc.config(project.project_root)
-        if row is None or not _sighting_worthy(row, cfg.promote_user_min_importance):
-            if drop:
-                user.q(q.DELETE_SIGHTING, {"key": _sighting_key(project, key)})
-            return
-        record = {
-            "project": project.db,
-            "memory_id": format_memory_id(key),
-            "fingerprint": content_hash(row.get("content") or ""),
-            "embedding": row.get("embedding"),
-            "embedding_model": row.get("embedding_model"),
-            "seen_at": now_dt(),
-        }
-        user.q(
-            q.UPSERT_SIGHTING,
-            {"key": _sighting_key(project, key), "record": {k: v for k, v in record.items() if v is not None}},
-        )
-    except (StoreUnavailable, InvalidInput) as exc:
-        log.warning("project sighting of %s not recorded: %s", key, exc)
-
-
-def _sighting_worthy(row: dict[str, Any], min_importance: float) -> bool:
-    return (
-        row.get("memory_type") in USER_PROMOTION_TYPES
-        and row.get("status") != "forgotten"
-        and float(row.get("importance", 0)) >= min_importance
-    )
-
-
-def load_sightings(svc: "MemoryService") -> Sightings:
-    """Every sighting of the user (one query); vectors of another model are left out."""
-    try:
-        rows = svc.registry.user().q(q.ALL_SIGHTINGS) or []
-    except StoreUnavailable:
-        rows = []
-    model = svc.model_name
-    vecs = [
-        np.frombuffer(bytes(r["embedding"]), dtype="<f4")
-        if r.get("embedding") and r.get("embedding_model") == model
-        else None
-        for r in rows
-    ]
-    dim = next((v.shape[0] for v in vecs if v is not None), 0)
-    matrix = None
-    if dim:
-        matrix = np.zeros((len(rows), dim), dtype=np.float32)
-        for i, v in enumerate(vecs):
-            if v is not None and v.shape[0] == dim:
-                matrix[i] = v / (np.linalg.norm(v) or 1.0)
-    return Sightings([r["project"] for r in rows], [r["fingerprint"] for r in rows], matrix)
-
-
-def projects_seen(
-    sightings: Sightings, project_db: str, content: str, vec: np.ndarray | None, threshold: float
-) -> set[str]:
-    """The projects holding this memory or a near-duplicate (same fingerprint or cosine >= threshold)."""
-    fp = content_hash(content)
-    seen = {project_db} | {p for p, f in zip(sightings.projects, sightings.fingerprints, strict=False) if f == fp}
-    if vec is not None and sightings.vectors is not None and vec.shape[0] == sightings.vectors.shape[1]:
-        sims = sightings.vectors @ (vec / (np.linalg.norm(vec) or 1.0))
-        seen |= {sightings.projects[i] for i in np.flatnonzero(sims >= threshold)}
-    return seen
+        graph.link_entities(dst, dst_key, ents)
 
 
 # ------------------------------------------------------------------ session lifecycle
@@ -366,24 +272,22 @@ def session_key(session_id: str) -> str:
     return session_db_name(session_id)
 
 
-def session_start(svc: "MemoryService", ctx: "RequestContext", info: dict[str, Any] | None = None) -> dict[str, Any]:
+def session_start(access: ScopeAccess, ctx: RequestContext, info: dict[str, Any] | None = None) -> dict[str, Any]:
     """Open or resume the session scope; recover abandoned sessions; maintain when due."""
-    from engram_mcp.services import lifecycle
-
     if not ctx.session_id:
         raise InvalidInput("session_start needs a session_id", field="session_id")
     info = _session_info(info)
-    with svc.lock:
-        project = svc.handle(ctx, "project")
+    with access.lock:
+        project = access.handle(ctx, "project")
         skey = session_key(ctx.session_id)
         existing = (project.q(q.GET_SESSION, {"key": skey}) or [None])[0]
         fields = {"session_id": ctx.session_id, "status": "active", "last_seen_at": now_dt(), "info": info}
         if existing is None or existing.get("status") != "active":  # a new run (a resumed session too): its own summary
             fields["started_at"] = now_dt()
         project.q(q.UPSERT_SESSION, {"key": skey, "fields": fields})
-        svc.handle(ctx, "session")
-        recovered = recover_abandoned(svc, ctx)
-        maintenance = lifecycle.maintain_if_due(svc, ctx)
+        access.handle(ctx, "session")
+        recovered = recover_abandoned(access, ctx)
+        maintenance = lifecycle.maintain_if_due(access, ctx)
     return {
         "session_id": ctx.session_id,
         "resumed": existing is not None,
@@ -407,13 +311,11 @@ def _session_info(info: Any) -> dict[str, Any]:
     return out
 
 
-def recover_abandoned(svc: "MemoryService", ctx: "RequestContext") -> list[dict[str, Any]]:
+def recover_abandoned(access: ScopeAccess, ctx: RequestContext) -> list[dict[str, Any]]:
     """End sessions a crash left behind: registry says active but silent for too long,
     or a session database with no registry entry at all."""
-    from engram_mcp.services.service import RequestContext
-
-    cfg = svc.config(ctx.project_root)
-    project = svc.handle(ctx, "project")
+    cfg = access.config(ctx.project_root)
+    project = access.handle(ctx, "project")
     cutoff = time.time() - cfg.abandoned_session_hours * 3600.0
     out = []
     active = project.q(q.SESSIONS_BY_STATUS, {"status": "active"}) or []
@@ -423,7 +325,7 @@ def recover_abandoned(svc: "MemoryService", ctx: "RequestContext") -> list[dict[
         for r in active
         if r.get("session_id") != ctx.session_id and to_epoch(r.get("last_seen_at")) < cutoff
     ]
-    for db in svc.registry.session_databases(ctx.project_root):
+    for db in access.registry.session_databases(ctx.project_root):
         sid_guess = db[2:]
         if sid_guess.replace("_", "-") == ctx.session_id or sid_guess == ctx.session_id:
             continue
@@ -431,7 +333,7 @@ def recover_abandoned(svc: "MemoryService", ctx: "RequestContext") -> list[dict[
             stale.append(_session_id_from_db(project, db))
     for sid in dict.fromkeys(s for s in stale if s):
         try:
-            res = session_end(svc, RequestContext(ctx.project_root, sid), reason="recovered")
+            res = session_end(access, RequestContext(ctx.project_root, sid), reason="recovered")
             out.append({"session_id": sid, "promoted": res.get("promoted", 0)})
         except Exception as exc:  # one broken session must not block the others
             log.exception("recovering session %s", sid)
@@ -439,24 +341,22 @@ def recover_abandoned(svc: "MemoryService", ctx: "RequestContext") -> list[dict[
     return out
 
 
-def _session_id_from_db(project: "ScopeHandle", db: str) -> str:
+def _session_id_from_db(project: ScopeHandle, db: str) -> str:
     return db[2:]
 
 
 def session_end(
-    svc: "MemoryService", ctx: "RequestContext", *, summary: str | None = None, reason: str = "session_end"
+    access: ScopeAccess, ctx: RequestContext, *, summary: str | None = None, reason: str = "session_end"
 ) -> dict[str, Any]:
     """Promote session -> project, record project -> user candidates, keep a summary, drop the session."""
-    from engram_mcp.services import lifecycle
-
     if not ctx.session_id:
         raise InvalidInput("session_end needs a session_id", field="session_id")
     summary = clean_free_text(summary, [], "summary", limit=4000)  # also kept in session_registry: redacted first
-    with svc.lock:
-        project = svc.handle(ctx, "project")
+    with access.lock:
+        project = access.handle(ctx, "project")
         skey = session_key(ctx.session_id)
         reg = (project.q(q.GET_SESSION, {"key": skey}) or [None])[0]
-        dbs = svc.registry.session_databases(ctx.project_root)
+        dbs = access.registry.session_databases(ctx.project_root)
         if skey not in dbs:
             if reg and reg.get("status") != "active":
                 return {"session_id": ctx.session_id, "already_ended": True, "promoted": 0}
@@ -478,8 +378,8 @@ def session_end(
                 q.UPSERT_SESSION,
                 {"key": skey, "fields": {"session_id": ctx.session_id, "started_at": reg["started_at"]}},
             )
-        session = svc.handle(ctx, "session")
-        cfg = svc.config(ctx.project_root)
+        session = access.handle(ctx, "session")
+        cfg = access.config(ctx.project_root)
         rows = session.q(q.ALL_MEMORIES) or []
         promoted, merged, skipped = [], 0, 0
         for row in rows:
@@ -487,7 +387,7 @@ def session_end(
             if not _qualifies(row, cfg):
                 skipped += 1
                 continue
-            res = promote_row(svc, session, key, row, project, reason=reason)
+            res = promote_row(access, session, key, row, project, reason=reason)
             promoted.append(res["target_id"])
             merged += res["action"] == "merged"
         text = summary or _auto_summary(rows)
@@ -496,7 +396,8 @@ def session_end(
             # One summary per session, whatever happens: its id is derived from the session, so
             # a resent SessionEnd, a replay from the write queue or a second run after a crash
             # (summary committed, session not yet dropped) finds it and stores nothing.
-            stored = svc.store(
+            stored = store_memory(
+                access,
                 ctx,
                 content=text,
                 type="episodic",
@@ -509,7 +410,7 @@ def session_end(
                 request_id=summary_memory_key(project.db, ctx.session_id, iso(reg.get("started_at"))),
             )
             summary_id = stored["memory_id"]
-        candidates = lifecycle.queue_user_candidates(svc, project, cfg)
+        candidates = lifecycle.queue_user_candidates(access, project, cfg)
         project.q(
             q.UPSERT_SESSION,
             {
@@ -523,7 +424,7 @@ def session_end(
                 },
             },
         )
-        svc.registry.drop_session(ctx.project_root, ctx.session_id)
+        access.registry.drop_session(ctx.project_root, ctx.session_id)
     return {
         "session_id": ctx.session_id,
         "promoted": len(promoted),
@@ -537,8 +438,6 @@ def session_end(
 def summary_memory_key(project_db: str, session_id: str, run_started: str | None) -> str:
     """The ULID of a session run's summary memory: a function of the project, the session and
     when this run started (a resumed session is a new run) only; SHA-256 in Crockford base32."""
-    import hashlib
-
     seed = f"session-summary\x00{project_db}\x00{session_id}\x00{run_started or ''}"
     value = int.from_bytes(hashlib.sha256(seed.encode()).digest()[:16], "big")
     value &= (1 << 125) - 1  # 26 base32 characters hold 130 bits; a ULID's first character is 0-7

@@ -13,7 +13,7 @@ after the query embedding. So:
      read and write of memory rows (get, update, promotion, export, lifecycle...) sees the
      bumps: nothing but recall itself ever observes the engine without them;
    - on a short timer (`FLUSH_DELAY_SECONDS`) after the first pending bump;
-   - at `MemoryService.close()`.
+   - at `MemoryService.close()` (`ScopeAccess.close`).
 
 Durability trade-off (docs/architecture.md): a `kill -9` or power loss loses the bumps of the
 last `FLUSH_DELAY_SECONDS` at most: a few access counts, never a memory or an edit. A failed
@@ -25,12 +25,10 @@ from __future__ import annotations
 import logging
 import threading
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from engram_mcp.services.handles import ScopeHandle, StoreRegistry
 from engram_mcp.storage import queries as q
-
-if TYPE_CHECKING:
-    from engram_mcp.services.handles import ScopeHandle, StoreRegistry
 
 log = logging.getLogger("engram.strengthen")
 FLUSH_DELAY_SECONDS = 1.0
@@ -39,18 +37,18 @@ FLUSH_DELAY_SECONDS = 1.0
 class StrengthenWriteBehind:
     """Pending strengthening per scope database, flushed before other I/O, on a timer, at close."""
 
-    def __init__(self, lock: Any, registry: "StoreRegistry", delay: float = FLUSH_DELAY_SECONDS) -> None:
+    def __init__(self, lock: Any, registry: StoreRegistry, delay: float = FLUSH_DELAY_SECONDS) -> None:
         self._lock = lock  # the service lock: bumps are recorded and flushed under it
         self._registry = registry
         self.delay = delay
-        self._dirty: dict[int, "ScopeHandle"] = {}
+        self._dirty: dict[int, ScopeHandle] = {}
         self._timer: threading.Timer | None = None
         self._timer_lock = threading.Lock()
         self._closed = False
         self.flushed_batches = 0
         self.dropped_batches = 0
 
-    def record(self, handle: "ScopeHandle", keys: list[str], now: float, session_id: str | None) -> None:
+    def record(self, handle: ScopeHandle, keys: list[str], now: float, session_id: str | None) -> None:
         """Bump `keys` in the index now and remember to write it (caller holds the service lock)."""
         handle.index.touch(keys, now)
         handle.index.add_pending_strengthen(keys, now, session_id)
@@ -58,7 +56,7 @@ class StrengthenWriteBehind:
         self._dirty[id(handle)] = handle
         self._schedule()
 
-    def flush_handle(self, handle: "ScopeHandle") -> None:
+    def flush_handle(self, handle: ScopeHandle) -> None:
         """Write the handle's pending strengthening (a no-op when there is none)."""
         if not handle.index.pending_strengthen:
             return
@@ -93,7 +91,7 @@ class StrengthenWriteBehind:
                 self._timer = None
         self.flush_all()
 
-    def _still_open(self, handle: "ScopeHandle") -> bool:
+    def _still_open(self, handle: ScopeHandle) -> bool:
         """False for a handle whose store closed or whose session database was dropped (an
         UPDATE there would fail, or implicitly recreate the database)."""
         if not handle.store.is_open:

@@ -16,17 +16,24 @@ transactions (WRITE_BATCH), so an import never keeps a recall waiting.
 from __future__ import annotations
 
 import base64
+import errno
 import json
+import os
 import re
+import stat
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from engram_mcp.core.errors import InvalidInput
+from engram_mcp.core.errors import InvalidInput, StoreUnavailable
+from engram_mcp.core.ids import parse_memory_id
 from engram_mcp.index.scope_index import record_key
+from engram_mcp.services.access import RequestContext, ScopeAccess
+from engram_mcp.services.graph import find_entity, name_key
+from engram_mcp.services.handles import ScopeHandle
 from engram_mcp.services.records import (
     MAX_CONTENT_CHARS,
     MAX_DESCRIPTION_CHARS,
@@ -54,10 +61,6 @@ from engram_mcp.services.records import (
 from engram_mcp.storage import queries as q
 from engram_mcp.storage.schema import CURRENT_SCHEMA_VERSION, LINK_TYPES, SCOPES
 
-if TYPE_CHECKING:
-    from engram_mcp.services.handles import ScopeHandle
-    from engram_mcp.services.service import MemoryService, RequestContext
-
 EXPORT_FORMAT = "engram-export"
 EXPORT_VERSION = 1
 #: Memories per locked write. Measured here (2 cores, the model embedding on the other one):
@@ -72,6 +75,7 @@ EMBED_BATCH = 64
 EXPORT_PAGE = 100
 ENTITY_KEY_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 Progress = Callable[[int, int | None, str], None]
+DEFAULT_SCOPES = ("project", "user")  # what export and reindex cover unless told otherwise
 
 
 def _rid(table: str, key: str):
@@ -81,11 +85,11 @@ def _rid(table: str, key: str):
 
 
 def export(
-    svc: "MemoryService",
-    ctx: "RequestContext",
-    path: Path,
+    access: ScopeAccess,
+    ctx: RequestContext,
+    path: str | Path,
     *,
-    scopes: tuple[str, ...] = ("project", "user"),
+    scopes: tuple[str, ...] = DEFAULT_SCOPES,
     include_vectors: bool = True,
     progress: Progress | None = None,
 ) -> dict[str, Any]:
@@ -111,22 +115,21 @@ def export(
                     "format": EXPORT_FORMAT,
                     "version": EXPORT_VERSION,
                     "schema_version": CURRENT_SCHEMA_VERSION,
-                    "model": svc.model_name,
+                    "model": access.model_name,
                     "scopes": list(scopes),
                 }
             )
             + "\n"
         )
-        for scope in scopes:
-            if scope == "session" and not ctx.session_id:
-                continue
-            with svc.lock:
-                h = svc.handle(ctx, scope)
+        for scope, h in access.try_scopes(ctx, scopes):
+            if isinstance(h, StoreUnavailable):
+                raise h  # an export must hold every scope asked for
+            with access.lock:
                 keys = sorted(
                     h.index.keys()
                 )  # the derived index holds every memory's key (a query for them: ~180 ms at 5k)
-            _export_memories(svc, h, scope, keys, out, counts, include_vectors, progress)
-            with svc.lock:
+            _export_memories(access, h, scope, keys, out, counts, include_vectors, progress)
+            with access.lock:
                 graph = _export_graph_lines(h, scope)
             for kind, lines in graph.items():
                 for line in lines:
@@ -136,8 +139,8 @@ def export(
 
 
 def _export_memories(
-    svc: "MemoryService",
-    h: "ScopeHandle",
+    access: ScopeAccess,
+    h: ScopeHandle,
     scope: str,
     keys: list[str],
     out,
@@ -150,7 +153,7 @@ def _export_memories(
     total = len(keys)
     for start in range(0, total, EXPORT_PAGE):
         page = keys[start : start + EXPORT_PAGE]
-        with svc.lock:
+        with access.lock:
             rows = sorted(h.q(q.GET_MEMORIES, {"ids": [_rid("memory", k) for k in page]}) or [], key=record_key)
         _write_memory_lines(rows, scope, out, counts, include_vectors)
         if progress:
@@ -169,7 +172,7 @@ def _write_memory_lines(
         counts["memory"] += 1
 
 
-def _export_graph_lines(h: "ScopeHandle", scope: str) -> dict[str, list[dict[str, Any]]]:
+def _export_graph_lines(h: ScopeHandle, scope: str) -> dict[str, list[dict[str, Any]]]:
     """History, entity, mention, relation and link lines of one scope, each kind sorted."""
     history = [
         {
@@ -249,8 +252,6 @@ def _export_graph_lines(h: "ScopeHandle", scope: str) -> dict[str, list[dict[str
 
 
 def _open_private(path: Path) -> int:
-    import errno
-
     if not path.parent.is_dir():  # a missing directory is a typo more often than a wish: never `mkdir -p`
         raise OSError(
             errno.ENOENT, f"the directory {path.parent} does not exist; create it first or choose another path"
@@ -266,10 +267,6 @@ def _open_regular_for_write(path: Path) -> int:
     the open itself refuse or return at once, and fstat checks what was opened before anything
     is truncated or written.
     """
-    import errno
-    import os
-    import stat
-
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o600)
     except OSError as exc:
@@ -359,8 +356,8 @@ class _Memory:
 class _Run:
     """The state of one import: handles, counts, what was rejected and why."""
 
-    svc: "MemoryService"
-    ctx: "RequestContext"
+    access: ScopeAccess
+    ctx: RequestContext
     path: Path
     target_scope: str | None
     progress: Progress | None
@@ -379,14 +376,14 @@ class _Run:
     )
     findings: list = field(default_factory=list)
     rejected: list[dict[str, Any]] = field(default_factory=list)
-    handles: dict[str, "ScopeHandle"] = field(default_factory=dict)
+    handles: dict[str, ScopeHandle] = field(default_factory=dict)
 
-    def handle(self, scope: Any) -> "ScopeHandle":
+    def handle(self, scope: Any) -> ScopeHandle:
         """The scope's handle; opening a store takes the service lock (briefly, once per scope)."""
         check_enum(scope, SCOPES, "scope")
         if scope not in self.handles:
-            with self.svc.lock:
-                self.handles[scope] = self.svc.handle(self.ctx, scope)
+            with self.access.lock:
+                self.handles[scope] = self.access.handle(self.ctx, scope)
         return self.handles[scope]
 
     def scope_of(self, obj: dict[str, Any]) -> str:
@@ -406,9 +403,9 @@ class _Run:
 
 
 def import_(
-    svc: "MemoryService",
-    ctx: "RequestContext",
-    path: Path,
+    access: ScopeAccess,
+    ctx: RequestContext,
+    path: str | Path,
     *,
     progress: Progress | None = None,
     target_scope: str | None = None,
@@ -431,7 +428,7 @@ def import_(
         check_enum(target_scope, SCOPES, "target_scope")
     if not path.is_file():
         raise InvalidInput(f"{path}: no such file", field="path")
-    run = _Run(svc, ctx, path, target_scope, progress)
+    run = _Run(access, ctx, path, target_scope, progress)
     ready, to_embed, deferred = _check_lines(run)
     _write_memories(run, ready)
     _embed_and_write(run, to_embed)
@@ -454,13 +451,11 @@ def import_(
 def _check_lines(run: _Run) -> tuple[list[_Memory], list[_Memory], list[tuple[int, dict]]]:
     """Parse and check every line without the lock: (memories with a usable vector or none
     needed, memories to embed, graph/history lines for later)."""
-    from engram_mcp.core.ids import parse_memory_id
-
     ready: list[_Memory] = []
     to_embed: list[_Memory] = []
     deferred: list[tuple[int, dict]] = []
     seen: set[tuple[str, str]] = set()
-    model, dim = run.svc.model_name, run.svc._dim()
+    model, dim = run.access.model_name, run.access.dim()
     header_seen = False
     for line in _read_lines(run.path):
         if line.obj is None:
@@ -542,7 +537,7 @@ def _write_batch(run: _Run, batch: list[_Memory]) -> None:
         by_scope.setdefault(m.scope, []).append(m)
     for scope, items in by_scope.items():
         h = run.handle(scope)
-        with run.svc.lock:
+        with run.access.lock:
             fresh = [
                 m for m in items if h.index.slot_of(m.key) is None
             ]  # another client may have written one meanwhile
@@ -558,7 +553,7 @@ def _write_batch(run: _Run, batch: list[_Memory]) -> None:
             run.counts["memory"] += len(fresh)
 
 
-def _write_one_by_one(run: _Run, h: "ScopeHandle", items: list[_Memory]) -> list[_Memory]:
+def _write_one_by_one(run: _Run, h: ScopeHandle, items: list[_Memory]) -> list[_Memory]:
     written = []
     for m in items:
         try:
@@ -572,10 +567,10 @@ def _write_one_by_one(run: _Run, h: "ScopeHandle", items: list[_Memory]) -> list
 def _embed_and_write(run: _Run, memories: list[_Memory]) -> None:
     """Embed in EMBED_BATCH chunks outside the lock, then write each chunk."""
     total = len(memories)
-    model = run.svc.model_name
+    model = run.access.model_name
     for i in range(0, total, EMBED_BATCH):
         chunk = memories[i : i + EMBED_BATCH]
-        vecs, _warning = run.svc.embed_documents([m.record["content"] for m in chunk])
+        vecs, _warning = run.access.embed_documents([m.record["content"] for m in chunk])
         for j, m in enumerate(chunk):
             v = None if vecs is None else vecs[j]
             if v is not None:
@@ -625,7 +620,7 @@ def _import_deferred(run: _Run, deferred: list[tuple[int, dict]]) -> None:
     total = len(checked)
     for i in range(0, total, DEFERRED_BATCH):
         part = checked[i : i + DEFERRED_BATCH]
-        with run.svc.lock:
+        with run.access.lock:
             for n, scope, kind, item in part:
                 h = run.handle(scope)
                 if scope not in state:
@@ -645,8 +640,6 @@ def _when(value: Any, field_name: str) -> datetime:
 
 
 def _memory_key(obj: dict[str, Any], name: str) -> str:
-    from engram_mcp.core.ids import parse_memory_id
-
     value = obj.get(name)
     if not isinstance(value, str):
         raise InvalidInput(f"{name} must be a memory id", field=name)
@@ -701,7 +694,7 @@ def _checked_snapshot(snapshot: dict[str, Any], findings: list) -> dict[str, Any
     return out
 
 
-def _apply_history(h: "ScopeHandle", item: dict[str, Any], st: _ScopeImport) -> int:
+def _apply_history(h: ScopeHandle, item: dict[str, Any], st: _ScopeImport) -> int:
     if item["sig"] in st.history:
         return 0
     if h.index.slot_of(item["memory_key"]) is None:
@@ -746,11 +739,9 @@ def _check_entity(obj: dict, findings: list) -> dict[str, Any]:
     }
 
 
-def _apply_entity(h: "ScopeHandle", item: dict[str, Any], st: _ScopeImport) -> int:
+def _apply_entity(h: ScopeHandle, item: dict[str, Any], st: _ScopeImport) -> int:
     """Create the entity with its own timestamps, or map it onto the node this store
     already has for the name (one node per case-folded name)."""
-    from engram_mcp.services.graph import find_entity, name_key
-
     key = item["key"]
     if h.q(q.GET_ENTITY, {"key": key}):
         st.entity_keys[key] = key
@@ -778,14 +769,14 @@ def _check_mention(obj: dict, findings: list) -> dict[str, Any]:
     }
 
 
-def _existing_entity(h: "ScopeHandle", st: _ScopeImport, key: str, field_name: str) -> str:
+def _existing_entity(h: ScopeHandle, st: _ScopeImport, key: str, field_name: str) -> str:
     ekey = st.entity_keys.get(key, key)
     if ekey not in st.entity_keys.values() and not h.q(q.GET_ENTITY, {"key": ekey}):
         raise InvalidInput(f"entity {key} is neither in this file nor in the store", field=field_name)
     return ekey
 
 
-def _apply_mention(h: "ScopeHandle", item: dict[str, Any], st: _ScopeImport) -> int:
+def _apply_mention(h: ScopeHandle, item: dict[str, Any], st: _ScopeImport) -> int:
     if h.index.slot_of(item["memory_key"]) is None:
         raise InvalidInput(f"memory:{item['memory_key']} is neither in this file nor in the store", field="memory_id")
     ekey = _existing_entity(h, st, item["entity_key"], "entity_key")
@@ -812,7 +803,7 @@ def _check_relation(obj: dict, findings: list) -> dict[str, Any]:
     }
 
 
-def _apply_relation(h: "ScopeHandle", item: dict[str, Any], st: _ScopeImport) -> int:
+def _apply_relation(h: ScopeHandle, item: dict[str, Any], st: _ScopeImport) -> int:
     a = _rid("entity", _existing_entity(h, st, item["from"], "from"))
     b = _rid("entity", _existing_entity(h, st, item["to"], "to"))
     if h.q(q.FIND_RELATION, {"a": a, "b": b, "relation_type": item["relation_type"]}):
@@ -841,7 +832,7 @@ def _check_link(obj: dict, findings: list) -> dict[str, Any]:
     }
 
 
-def _apply_link(h: "ScopeHandle", item: dict[str, Any], st: _ScopeImport) -> int:
+def _apply_link(h: ScopeHandle, item: dict[str, Any], st: _ScopeImport) -> int:
     for end in ("from", "to"):
         if h.index.slot_of(item[end]) is None:
             raise InvalidInput(f"memory:{item[end]} is neither in this file nor in the store", field=end)
@@ -870,7 +861,7 @@ _CHECKERS: dict[str, Callable[[dict, list], dict[str, Any]]] = {
     "relation": _check_relation,
     "link": _check_link,
 }
-_APPLIERS: dict[str, Callable[["ScopeHandle", dict[str, Any], _ScopeImport], int]] = {
+_APPLIERS: dict[str, Callable[[ScopeHandle, dict[str, Any], _ScopeImport], int]] = {
     "history": _apply_history,
     "entity": _apply_entity,
     "mention": _apply_mention,
@@ -880,10 +871,10 @@ _APPLIERS: dict[str, Callable[["ScopeHandle", dict[str, Any], _ScopeImport], int
 
 
 def reindex(
-    svc: "MemoryService",
-    ctx: "RequestContext",
+    access: ScopeAccess,
+    ctx: RequestContext,
     *,
-    scopes: tuple[str, ...] = ("project", "user"),
+    scopes: tuple[str, ...] = DEFAULT_SCOPES,
     progress: Progress | None = None,
 ) -> dict[str, Any]:
     """Embed memories stored without a vector (model was missing) or with another model.
@@ -891,34 +882,33 @@ def reindex(
     As import: the rows are read under the lock, embedded outside it, and each chunk is
     written back under it, re-read first so an edit made meanwhile is not overwritten.
     """
-    model = svc.model_name
+    model = access.model_name
     done, failed = 0, 0
-    for scope in scopes:
-        if scope == "session" and not ctx.session_id:
-            continue
-        with svc.lock:
-            h = svc.handle(ctx, scope)
+    for scope, h in access.try_scopes(ctx, scopes):
+        if isinstance(h, StoreUnavailable):
+            raise h
+        with access.lock:
             # the derived index knows which live memories lack a vector of this model: no table scan under the lock
             keys = sorted(k for k in (h.index.key_of(s) for s in list(h.index.without_vector)) if k)
         for i in range(0, len(keys), EMBED_BATCH):
             chunk = keys[i : i + EMBED_BATCH]
-            with svc.lock:
+            with access.lock:
                 rows = h.q(q.GET_MEMORIES, {"ids": [_rid("memory", k) for k in chunk]}) or []
-            vecs, _warning = svc.embed_documents([r["content"] for r in rows])
+            vecs, _warning = access.embed_documents([r["content"] for r in rows])
             if vecs is None:
                 failed += len(keys) - i
                 break
-            done += _write_vectors(svc, h, rows, vecs, model)
+            done += _write_vectors(access, h, rows, vecs, model)
             if progress:
                 progress(min(i + EMBED_BATCH, len(keys)), len(keys), f"reindex {scope}")
     return {"reindexed": done, "failed": failed, "model": model}
 
 
 def _write_vectors(
-    svc: "MemoryService", h: "ScopeHandle", rows: list[dict[str, Any]], vecs: np.ndarray, model: str
+    access: ScopeAccess, h: ScopeHandle, rows: list[dict[str, Any]], vecs: np.ndarray, model: str
 ) -> int:
     """Store freshly computed vectors for rows whose content has not changed since they were read."""
-    with svc.lock:
+    with access.lock:
         current = {record_key(r): r for r in h.q(q.GET_MEMORIES, {"ids": [r["id"] for r in rows]}) or []}
         stmts, updates = [], []
         for r, v in zip(rows, vecs, strict=False):

@@ -1,0 +1,220 @@
+"""recall_memories: hybrid search across the caller's scopes, and the testing effect.
+
+The ranking itself is index/retrieval.py (`rank` over one `ScopeView` per scope); this
+module checks the arguments, embeds the query outside the write lock, fetches the records
+of the hits (`materialise`) and strengthens every returned memory (`strengthen_hits`, written
+behind the recall by strengthen.py).
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime, timezone
+from typing import Any
+
+from engram_mcp.core.config import SCOPE_WEIGHT_PROFILES, scale_scope_weights
+from engram_mcp.core.errors import InvalidInput
+from engram_mcp.core.ids import format_memory_id
+from engram_mcp.index.retrieval import STRATEGIES, Hit, RetrievalSettings, ScopeView, rank
+from engram_mcp.index.scope_index import RECALLABLE_STATUSES, STATUS_CODE, Filters, record_key
+from engram_mcp.index.scoring import REACTIVATE_AT_STRENGTH, decay_factor, to_epoch
+from engram_mcp.services import graph
+from engram_mcp.services.access import SCOPE_ORDER, RequestContext, ScopeAccess
+from engram_mcp.services.records import (
+    check_enum,
+    check_object,
+    check_tags,
+    check_text,
+    check_unit,
+    parse_time,
+    public_memory,
+)
+from engram_mcp.storage import queries as q
+from engram_mcp.storage.schema import MEMORY_TYPES, SCOPES, STATUSES
+
+MAX_RECALL_LIMIT = 50
+
+
+def recall(
+    access: ScopeAccess,
+    ctx: RequestContext,
+    *,
+    query: str,
+    scope: str | list[str] | None = None,
+    type: str | list[str] | None = None,
+    strategy: str = "hybrid",
+    limit: int = 10,
+    min_importance: float = 0.0,
+    tags: list[str] | None = None,
+    category: str | list[str] | None = None,
+    time_range: dict[str, str] | None = None,
+    include_forgotten: bool = False,
+    include_superseded: bool = False,
+    strengthen: bool = True,
+    profile: str | None = None,
+) -> dict[str, Any]:
+    """Hybrid recall across scopes; every returned memory is strengthened.
+
+    A memory superseded by a live one is left out unless `include_superseded` (then it
+    ranks right below its successor and says `superseded_by`).
+    """
+    started = time.perf_counter()
+    query = check_text(query, "query", limit=4_000)
+    check_enum(strategy, STRATEGIES, "strategy")
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_RECALL_LIMIT:
+        raise InvalidInput(f"limit must be an integer from 1 to {MAX_RECALL_LIMIT}", field="limit")
+    scopes = _as_tuple(scope, SCOPES, "scope") or SCOPE_ORDER
+    types = _as_tuple(type, MEMORY_TYPES, "type")
+    categories = _as_tuple(category, None, "category")
+    tr = check_object(time_range, "time_range")
+    after, before = (
+        parse_time(tr.get("after"), "time_range.after"),
+        parse_time(tr.get("before"), "time_range.before"),
+    )
+    filters = Filters(
+        types=frozenset(types) if types else None,
+        tags=frozenset(check_tags(tags)) or None if tags else None,
+        category=frozenset(c.lower() for c in categories) if categories else None,
+        min_importance=check_unit(min_importance, "min_importance", 0.0),
+        after=to_epoch(after) if after else None,
+        before=to_epoch(before) if before else None,
+        statuses=frozenset(STATUSES) if include_forgotten else frozenset(RECALLABLE_STATUSES),
+        include_superseded=bool(include_superseded),
+    )
+    cfg = access.config(ctx.project_root)
+    if profile:
+        check_enum(profile, tuple(SCOPE_WEIGHT_PROFILES), "profile")
+    qvec, warning = (None, None)
+    if strategy != "keyword":
+        qvec, warning = access.embed_query(query)
+    warnings = []
+    if warning:
+        warnings.append({"code": "partial_results", "message": f"{warning}; fell back to keyword search"})
+    effective = strategy if (qvec is not None or strategy == "keyword") else "keyword"
+    settings = RetrievalSettings(
+        cfg.fusion,
+        cfg.keyword_weight,
+        cfg.rrf_k,
+        cfg.candidate_pool,
+        cfg.cross_scope_dedup_similarity,
+        cfg.relevance_min_cosine,
+        cfg.relevance_min_cosine_ratio,
+    )
+    with access.lock:
+        views, scope_warnings = access.views(ctx, scopes, cfg)
+        warnings.extend(scope_warnings)
+        if profile:
+            weights = scale_scope_weights(SCOPE_WEIGHT_PROFILES[profile])
+            for v in views:
+                v.weight = weights[v.scope]
+        restrict = None
+        if effective == "graph":
+            restrict = graph.reachable_memories(access, ctx, [v.scope for v in views], query)
+        hits, matched = rank(views, qvec, query, filters, effective, settings, limit, restrict=restrict)
+        memories = materialise(access, ctx, hits, views)
+        if strengthen and memories:
+            strengthen_hits(access, ctx, hits, ctx.session_id)
+        access.state.recalls += 1
+    return {
+        "memories": memories,
+        "total_matched": matched,
+        "strategy_used": effective,
+        "query_time_ms": round((time.perf_counter() - started) * 1000, 2),
+        "warnings": warnings,
+        "degraded": bool(scope_warnings),
+    }
+
+
+def _as_tuple(value: Any, allowed: tuple[str, ...] | None, field: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, (list, tuple)) or not all(isinstance(i, str) for i in items):
+        raise InvalidInput(f"{field} must be a string or a list of strings", field=field)
+    if allowed is not None:
+        for i in items:
+            check_enum(i, allowed, field)
+    return tuple(dict.fromkeys(items))
+
+
+def materialise(
+    access: ScopeAccess, ctx: RequestContext, hits: list[Hit], views: list[ScopeView]
+) -> list[dict[str, Any]]:
+    """Fetch the records of the ranked hits (one query per scope, without their vectors).
+
+    The query bypasses `ScopeHandle.before_io`, so strengthening held back from earlier
+    recalls is not written here (that is the point of the write-behind); it is overlaid
+    on the fetched rows instead, so callers see the same numbers as after a write.
+    """
+    from surrealdb import RecordID
+
+    by_scope: dict[str, list] = {}
+    for h in hits:
+        by_scope.setdefault(h.scope, []).append(h)
+    rows: dict[tuple[str, str], dict] = {}
+    now = time.time()
+    for scope, scope_hits in by_scope.items():
+        handle = access.handle(ctx, scope)
+        ids = [RecordID("memory", h.key) for h in scope_hits]
+        pending = handle.index.pending_strengthen
+        for row in handle.store.query(handle.ns, handle.db, q.GET_MEMORIES_FOR_RECALL, {"ids": ids}) or []:
+            key = record_key(row)
+            row["embedding"] = bool(row.pop("has_embedding", False))  # all public_memory reads of it
+            bump = pending.get(key)
+            if bump is not None:
+                row["access_count"] = int(row.get("access_count", 0)) + bump[0]
+                row["last_accessed_at"] = datetime.fromtimestamp(bump[1], timezone.utc)
+                if row.get("status") == "created":
+                    row["status"] = "active"
+            rows[(scope, key)] = row
+    out = []
+    for h in hits:
+        row = rows.get((h.scope, h.key))
+        if row is None:
+            continue
+        mem = public_memory(row, frozen=(h.scope == "session"), now=now)
+        mem["relevance_score"] = round(h.relevance, 4)
+        mem["similarity"] = round(h.vector, 4)
+        mem["score"] = round(h.score, 4)
+        if h.also_in:
+            mem["also_in"] = h.also_in
+        newer = next((v.index.superseded_by[h.key] for v in reversed(views) if h.key in v.index.superseded_by), None)
+        if newer:
+            mem["superseded_by"] = format_memory_id(newer)
+        out.append(mem)
+    return out
+
+
+def strengthen_hits(access: ScopeAccess, ctx: RequestContext, hits: list[Hit], session_id: str | None) -> None:
+    """Testing effect: access_count + 1 and last access now for every returned memory.
+
+    Applied to the in-memory index at once and written to the engine behind the recall
+    (engram_mcp/services/strengthen.py): before the next statement on that database, within a
+    second, or at close.
+    """
+    from surrealdb import RecordID
+
+    now = time.time()
+    by_scope: dict[str, list[str]] = {}
+    for h in hits:
+        by_scope.setdefault(h.scope, []).append(h.key)
+    write_behind = access.write_behind
+    for scope, keys in by_scope.items():
+        handle = access.handle(ctx, scope)
+        write_behind.record(handle, keys, now, session_id)  # index now, engine shortly (strengthen.py)
+        reactivate = []
+        for k in keys:
+            slot = handle.index.slot_of(k)
+            if slot is None:
+                continue
+            status = int(handle.index.cols.status_code[slot])
+            if status in (STATUS_CODE["consolidated"], STATUS_CODE["archived"]):
+                f = decay_factor(
+                    MEMORY_TYPES[handle.index.cols.type_code[slot]], 0.0, int(handle.index.cols.access_count[slot])
+                )
+                if float(handle.index.cols.importance[slot]) * f >= REACTIVATE_AT_STRENGTH:
+                    reactivate.append(k)
+        if reactivate:
+            handle.q(q.SET_STATUS, {"ids": [RecordID("memory", k) for k in reactivate], "status": "active"})
+            for k in reactivate:
+                handle.index.set_status(k, "active")

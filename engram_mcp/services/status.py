@@ -1,0 +1,75 @@
+"""memory_status: health and counts of the caller's scopes; never raises for a broken store."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from engram_mcp.core.errors import StoreUnavailable
+from engram_mcp.services.access import SCOPE_ORDER, RequestContext, ScopeAccess
+from engram_mcp.services.handles import ScopeHandle
+from engram_mcp.storage import queries as q
+
+
+def status(access: ScopeAccess, ctx: RequestContext) -> dict[str, Any]:
+    """Health and counts across the caller's scopes; never raises for a broken store."""
+    access.config(
+        ctx.project_root
+    )  # reads and validates the config files now: status reports their state, not a stale one
+    config_problem = access.state.config_problem
+    with access.lock:
+        scopes: dict[str, Any] = {}
+        degraded = []
+        for scope, h in access.try_scopes(ctx, SCOPE_ORDER):
+            if isinstance(h, StoreUnavailable):
+                scopes[scope] = {"status": "unavailable", "message": h.message}
+                degraded.append(scope)
+                continue
+            by_type: dict[str, int] = {}
+            by_status: dict[str, int] = {}
+            for r in h.q(q.COUNT_BY_TYPE_STATUS) or []:
+                by_type[r["memory_type"]] = by_type.get(r["memory_type"], 0) + r["n"]
+                by_status[r["status"]] = by_status.get(r["status"], 0) + r["n"]
+            refused = h.store.failure  # open and readable, but writes are refused (disk full)
+            if refused:
+                degraded.append(scope)
+            scopes[scope] = {
+                "status": "read_only" if refused else "connected",
+                **({"message": refused} if refused else {}),
+                "database": f"{h.ns}/{h.db}",
+                "path": str(h.store.directory),
+                "total": sum(by_type.values()),
+                "by_type": by_type,
+                "by_status": by_status,
+                "entities": _count(h, q.COUNT_ENTITIES),
+                "relationships": _count(h, q.COUNT_RELATIONS),
+                "without_vectors": h.index.missing_vectors,
+                "repaired_records": h.store.nul_repairs.get(
+                    (h.ns, h.db), 0
+                ),  # NULs removed from old records (storage/store.py)
+                "database_size_bytes": h.store.size_bytes() if scope != "session" else None,
+            }
+        emb = access.embedder
+        return {
+            "connection": {
+                "status": "degraded" if degraded else "connected",
+                "mode": "embedded-surrealkv",
+                "uptime_seconds": round(time.time() - access.state.started_at, 1),
+                "degraded_scopes": degraded,
+            },
+            "project_root": str(ctx.project_root),
+            "scopes": scopes,
+            "embedding": {
+                "model": emb.model_name,
+                "dimensions": access.dim(),
+                "loaded": bool(getattr(emb, "loaded", True)),
+                "error": access.state.embedding_error,
+            },
+            "current_session": {"session_id": ctx.session_id} if ctx.session_id else None,
+            "config_problem": config_problem,
+        }
+
+
+def _count(h: ScopeHandle, sql: str) -> int:
+    rows = h.q(sql) or []
+    return int(rows[0]["n"]) if rows else 0
