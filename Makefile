@@ -8,7 +8,7 @@ STAMP := $(VENV)/.engram-stamp
 CLAUDE_CLI := tests/claude-cli
 CLAUDE := $(CLAUDE_CLI)/node_modules/.bin/claude
 
-.PHONY: setup demo lint test test-fast bench bench-quick stress clean
+.PHONY: setup demo lint test test-fast bench bench-quick stress config-docs clean
 
 setup: $(STAMP) $(CLAUDE)
 
@@ -30,6 +30,10 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check engram_mcp
 	$(VENV)/bin/ruff format --check engram_mcp
 	$(VENV)/bin/mypy
+
+# The README's configuration reference, generated from engram_mcp/core/config_keys.py.
+config-docs: $(STAMP)
+	$(PY) -m engram_mcp.core.config_reference --write README.md
 
 test: setup lint
 	$(PY) -m pytest -q -p no:cacheprovider

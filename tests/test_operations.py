@@ -78,6 +78,15 @@ def test_registry_entries_and_flags_are_consistent() -> None:
     assert set(operations.QUEUEABLE_TOOLS) == {"store_memory", "update_memory", "forget_memory", "promote_memory"}
 
 
+def test_every_enum_of_every_operation_schema_is_a_declared_word_list() -> None:
+    from tests.test_vocabulary import WORD_LISTS, _enums
+
+    for op in operations.OPERATIONS:
+        for path, values in _enums(op.schema):
+            if any(set(values) & set(words) for words in WORD_LISTS.values()):
+                assert tuple(values) in WORD_LISTS.values(), f"{op.name}{path}: {values}"
+
+
 def test_both_mcp_servers_list_exactly_the_registry_tools() -> None:
     from engram_mcp.interfaces.bootstrap_server import StandIn
     from engram_mcp.interfaces.server import build_server

@@ -9,7 +9,7 @@ import time
 import numpy as np
 import pytest
 
-from engram_mcp.index import retrieval
+from engram_mcp.index import retrieval, scoring
 from engram_mcp.index.retrieval import RetrievalSettings, ScopeView, rank, relevant_mask
 from engram_mcp.index.scope_index import Filters, ScopeIndex
 from engram_mcp.services.service import MemoryService, RequestContext
@@ -233,3 +233,63 @@ def test_session_neighbours_follow_moves_and_removals():
     assert [idx.key_of(int(s)) for s in near[:, 1, 0]] == ["K003", None]
     idx.upsert(_row("K003", "turn 3, moved to another session", session_id="t", created_at=1.7e9 + 3))
     assert idx.neighbours(slots, idx.mask(Filters()), 1)[0, 1, 0] == -1
+
+
+# ------------------------------------------------------------------ keyword coverage
+def _at_cosine(query: np.ndarray, cos: float, rng: np.random.Generator) -> np.ndarray:
+    """A unit vector whose cosine to the unit `query` is exactly `cos`."""
+    other = rng.standard_normal(DIM).astype(np.float64)
+    other -= other.dot(query) * query
+    other /= np.linalg.norm(other)
+    return (cos * query + np.sqrt(1.0 - cos * cos) * other).astype(np.float32)
+
+
+def test_coverage_scales_the_keyword_weight_around_the_configured_one():
+    w = 0.4
+    assert scoring.coverage_keyword_weight(w, None) == w
+    assert scoring.coverage_keyword_weight(w, 0.0) == pytest.approx(w * scoring.COVERAGE_WEIGHT_MIN)
+    assert scoring.coverage_keyword_weight(w, 5.0) == pytest.approx(w * scoring.COVERAGE_WEIGHT_MAX)
+    assert scoring.coverage_keyword_weight(w, 0.5) == pytest.approx(w)  # the configured weight at half coverage
+    ladder = [scoring.coverage_keyword_weight(w, c) for c in np.linspace(0.0, 1.2, 13)]
+    assert ladder == sorted(ladder)
+    assert scoring.coverage_keyword_weight(0.9, 2.0) == 1.0  # never above keyword-only
+    # codes still push the weight toward 1 whatever the coverage
+    assert scoring.adaptive_keyword_weight(w, "SQLX_OFFLINE 9f3ac21e", 0.0) > 0.9
+
+
+def test_keyword_coverage_is_the_best_match_share_of_the_query_idf_mass():
+    idx = ScopeIndex("project", DIM, "m")
+    rng = np.random.default_rng(3)
+    texts = ["parser tests flaky on the mac laptop", "the deploy runs tests in CI", "lunch at noon",
+             "release notes for the android app", "gradle build cache"]
+    for i, t in enumerate(texts):
+        idx.upsert(_row(f"K{i:03d}", t), _unit(rng))
+    view = ScopeView("project", idx, 1.0)
+    slots = np.arange(len(texts))
+    query = "why are the parser tests flaky on the mac laptop"
+    kw = np.asarray(idx.bm25.scores_for(query, slots), dtype=np.float64)
+    full = retrieval.keyword_coverage([(view, slots, kw)], query)
+    one_word = retrieval.keyword_coverage([(view, slots[1:2], kw[1:2])], query)
+    assert 0.8 < full < 1.2  # the first memory holds every query term once
+    assert one_word < scoring.COVERAGE_LOW  # "tests" alone is a sliver of the query
+    assert retrieval.keyword_coverage([(view, slots, kw)], "the of and") is None  # no query terms
+
+
+def test_a_thin_keyword_match_no_longer_outranks_the_memory_the_embedding_prefers():
+    rng = np.random.default_rng(11)
+    query_vec = _unit(rng)
+    idx = ScopeIndex("project", DIM, "m")
+    # shares one word of the query ("tests") and is only loosely related by meaning
+    idx.upsert(_row("K000", "the deploy job runs the tests before the upload"), _at_cosine(query_vec, 0.325, rng))
+    # shares no word, but is the embedding's clear answer
+    idx.upsert(_row("K001", "snapshot suites break when the analyser changes"), _at_cosine(query_vec, 0.60, rng))
+    for i in range(2, 8):  # unrelated memories give the terms their IDF
+        idx.upsert(_row(f"K{i:03d}", f"gradle cache note {i}"), _at_cosine(query_vec, 0.0, rng))
+    view = ScopeView("project", idx, 1.0)
+    query = "why do the parser tests fail after the tokenizer upgrade"
+    settings = RetrievalSettings(contiguity_weight=0.0)
+    hits, _ = rank([view], query_vec, query, Filters(), "hybrid", settings, 5)
+    assert [h.key for h in hits[:2]] == ["K001", "K000"]
+    # with the fixed weight (coverage ignored) the one shared word used to win
+    fixed = scoring.score_fusion(np.array([1.0, 0.0]), np.array([0.325, 0.60]), 0.4)
+    assert fixed[0] > fixed[1]

@@ -14,8 +14,10 @@ is always reported against the file or variable that caused it.  All problems
 are collected first and raised together in one :class:`ConfigError`: fixing a
 config file one error per run is miserable.
 
-This module imports nothing else from ``engram_mcp`` but the standard-library-only
-``paths`` helpers, so that every other module (hooks, daemon, CLI) can load
+Which keys exist, their types, defaults and bounds are declared once, in
+``config_keys.py`` (:class:`Config`); this module reads, validates and merges the layers.
+It imports nothing else from ``engram_mcp`` but the standard-library-only ``config_keys``,
+``vocabulary`` and ``paths``, so that every other module (hooks, daemon, CLI) can load
 configuration without import cycles.
 
 Config files are untrusted input (a repository commits its ``.claude``): the project
@@ -34,7 +36,7 @@ import math
 import os
 import stat
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
@@ -43,7 +45,29 @@ import jsonschema
 import yaml
 from frontmatter.default_handlers import YAMLHandler
 
+from engram_mcp.core.config_keys import (
+    CONFIG_SCHEMA,
+    DEFAULTS,
+    SCOPE_WEIGHT_PROFILES,
+    Config,
+    scale_scope_weights,
+)
 from engram_mcp.core.paths import describe
+
+__all__ = [  # the declaration's names are re-exported: callers load and read config from here
+    "CONFIG_SCHEMA",
+    "DEFAULTS",
+    "SCOPE_WEIGHT_PROFILES",
+    "Config",
+    "ConfigError",
+    "ConfigProblem",
+    "check_config_files",
+    "load_config",
+    "load_config_lenient",
+    "project_config_path",
+    "scale_scope_weights",
+    "user_config_path",
+]
 
 CONFIG_FILE_NAME = "engram.local.md"
 ENV_PREFIX = "ENGRAM_"
@@ -66,28 +90,6 @@ RUNTIME_ENV_VARS: frozenset[str] = frozenset(
     }
 )
 
-#: Scope weights (session/project/user) per retrieval context: how much a scope is favoured
-#: among memories of about equal relevance (relative: the largest gets the whole scope prior,
-#: see scoring.py). They never outweigh relevance. "default" was measured: the project's own
-#: answer beats the user's general habits and the live session's notes on a near tie.
-SCOPE_WEIGHT_PROFILES: dict[str, dict[str, float]] = {
-    "default": {"session": 0.60, "project": 1.00, "user": 0.00},
-    "codebase": {"session": 0.20, "project": 0.60, "user": 0.20},
-    "preferences": {"session": 0.10, "project": 0.20, "user": 0.70},
-    "debugging": {"session": 0.40, "project": 0.40, "user": 0.20},
-    "new_project": {"session": 0.30, "project": 0.10, "user": 0.60},
-    "architecture": {"session": 0.15, "project": 0.65, "user": 0.20},
-}
-
-SCOPES: tuple[str, ...] = ("session", "project", "user")
-
-
-def scale_scope_weights(weights: dict[str, float]) -> dict[str, float]:
-    """Scope weights divided by the largest (all zero stays all zero)."""
-    top = max(float(v) for v in weights.values()) if weights else 0.0
-    return {k: (float(v) / top if top > 0 else 0.0) for k, v in weights.items()}
-
-
 BOOL_WORDS: dict[str, bool] = {
     "true": True,
     "1": True,
@@ -100,127 +102,8 @@ BOOL_WORDS: dict[str, bool] = {
 }
 
 
-def _num(lo: float, hi: float | None = None, *, integer: bool = False, doc: str) -> dict[str, Any]:
-    """Schema for a bounded number; keeps the property table below readable."""
-    schema: dict[str, Any] = {"type": "integer" if integer else "number", "minimum": lo, "description": doc}
-    if hi is not None:
-        schema["maximum"] = hi
-    return schema
-
-
-def _flag(doc: str) -> dict[str, Any]:
-    return {"type": "boolean", "description": doc}
-
-
-_UNIT = {"type": "number", "minimum": 0, "maximum": 1}
-
-#: The single source of truth for which keys exist and what they accept.
-CONFIG_SCHEMA: dict[str, Any] = {
-    "$schema": "https://json-schema.org/draft/2020-12/schema",
-    "title": "engram configuration",
-    "type": "object",
-    "additionalProperties": False,
-    "properties": {
-        "embedding_model": {
-            "type": "string",
-            "minLength": 1,
-            "description": "Embedding model: the built-in offline model or any fastembed model name.",
-        },
-        "embedding_model_path": {
-            "type": ["string", "null"],
-            "minLength": 1,
-            "description": "Directory holding a custom ONNX embedding model.",
-        },
-        "embedding_cache_dir": {
-            "type": ["string", "null"],
-            "minLength": 1,
-            "description": "fastembed cache directory; null means <user_dir>/models.",
-        },
-        "scope_weight_profile": {
-            "type": "string",
-            "enum": list(SCOPE_WEIGHT_PROFILES),
-            "description": "Named scope weighting used when scope_weights is null.",
-        },
-        "scope_weights": {
-            "type": ["object", "null"],
-            "properties": {scope: dict(_UNIT) for scope in SCOPES},
-            "required": list(SCOPES),
-            "additionalProperties": False,
-            "description": "Explicit session/project/user weights; overrides scope_weight_profile.",
-        },
-        "fusion": {
-            "type": "string",
-            "enum": ["score", "rrf"],
-            "description": "How keyword and vector results are merged.",
-        },
-        "keyword_weight": _num(0, 1, doc="Weight of BM25 in score fusion; vector gets 1 - this."),
-        "rrf_k": _num(1, integer=True, doc="k constant of reciprocal rank fusion."),
-        "candidate_pool": _num(10, 1000, integer=True, doc="Candidates per strategy per scope."),
-        "store_dedup_similarity": _num(0.5, 1, doc="Similarity above which a stored memory is a duplicate."),
-        "cross_scope_dedup_similarity": _num(0.5, 1, doc="Similarity above which recall drops cross-scope duplicates."),
-        "relevance_min_cosine": _num(
-            -1, 1, doc="Cosine a recall candidate without a keyword hit needs to count as relevant."
-        ),
-        "relevance_min_cosine_ratio": _num(
-            0, 1, doc="Fraction of the recall's best cosine such a candidate also needs."
-        ),
-        "context_token_budget": _num(100, 8000, integer=True, doc="Token budget of injected context."),
-        "user_prompt_recall": _flag("Recall memories on every user prompt."),
-        "prompt_recall_min_relevance": _num(
-            0, 1, doc="Minimum cosine similarity between a prompt and a memory it injects."
-        ),
-        "prompt_recall_limit": _num(1, 10, integer=True, doc="Maximum memories injected per prompt."),
-        "capture_file_changes": _flag("Record file edits as session memories."),
-        "capture_failed_commands": _flag("Record failed shell commands as session memories."),
-        "stop_hook": _flag("Note a turn's unstored durable knowledge for the next prompt (never blocks)."),
-        "maintenance_interval_hours": _num(0.1, 720, doc="Hours between maintenance runs."),
-        "promote_session_min_importance": _num(0, 1, doc="Importance needed to promote session -> project."),
-        "promote_session_min_access": _num(0, integer=True, doc="Accesses needed to promote session -> project."),
-        "promote_user_min_importance": _num(0, 1, doc="Importance needed to promote project -> user."),
-        "promote_user_min_sessions": _num(1, integer=True, doc="Sessions needed to promote project -> user."),
-        "abandoned_session_hours": _num(0.01, 720, doc="Hours after which an unclosed session is abandoned."),
-        "daemon_idle_exit_seconds": _num(10, 86400, integer=True, doc="Idle seconds before the daemon exits."),
-        "log_level": {
-            "type": "string",
-            "enum": ["debug", "info", "warning", "error"],
-            "description": "Logging verbosity.",
-        },
-    },
-}
-
 _PROPERTIES: dict[str, dict[str, Any]] = CONFIG_SCHEMA["properties"]
 _VALIDATOR = jsonschema.Draft202012Validator(CONFIG_SCHEMA)
-
-DEFAULTS: dict[str, object] = {
-    "embedding_model": "engram/all-MiniLM-L6-v2-int8",
-    "embedding_model_path": None,
-    "embedding_cache_dir": None,
-    "scope_weight_profile": "default",
-    "scope_weights": None,
-    "fusion": "score",
-    "keyword_weight": 0.4,
-    "rrf_k": 60,
-    "candidate_pool": 100,
-    "store_dedup_similarity": 0.85,
-    "cross_scope_dedup_similarity": 0.90,
-    "relevance_min_cosine": 0.20,
-    "relevance_min_cosine_ratio": 0.50,
-    "context_token_budget": 1200,
-    "user_prompt_recall": True,
-    "prompt_recall_min_relevance": 0.35,
-    "prompt_recall_limit": 3,
-    "capture_file_changes": True,
-    "capture_failed_commands": True,
-    "stop_hook": True,
-    "maintenance_interval_hours": 24.0,
-    "promote_session_min_importance": 0.5,
-    "promote_session_min_access": 2,
-    "promote_user_min_importance": 0.7,
-    "promote_user_min_sessions": 3,
-    "abandoned_session_hours": 12.0,
-    "daemon_idle_exit_seconds": 900,
-    "log_level": "info",
-}
 
 
 @dataclass(frozen=True)
@@ -251,50 +134,6 @@ class ConfigError(ValueError):
         else:
             header = f"invalid engram configuration ({count} problem{'s' if count != 1 else ''}):"
         super().__init__("\n".join([header, *(f"  {p}" for p in self.problems)]))
-
-
-@dataclass(frozen=True)
-class Config:
-    """Effective, validated settings; see :data:`CONFIG_SCHEMA` for meanings."""
-
-    embedding_model: str
-    embedding_model_path: str | None
-    embedding_cache_dir: str | None
-    scope_weight_profile: str
-    scope_weights: dict[str, float] | None
-    fusion: str
-    keyword_weight: float
-    rrf_k: int
-    candidate_pool: int
-    store_dedup_similarity: float
-    cross_scope_dedup_similarity: float
-    relevance_min_cosine: float
-    relevance_min_cosine_ratio: float
-    context_token_budget: int
-    user_prompt_recall: bool
-    prompt_recall_min_relevance: float
-    prompt_recall_limit: int
-    capture_file_changes: bool
-    capture_failed_commands: bool
-    stop_hook: bool
-    maintenance_interval_hours: float
-    promote_session_min_importance: float
-    promote_session_min_access: int
-    promote_user_min_importance: float
-    promote_user_min_sessions: int
-    abandoned_session_hours: float
-    daemon_idle_exit_seconds: int
-    log_level: str
-    sources: dict[str, str] = field(default_factory=dict, compare=False)
-
-    def scope_weights_resolved(self) -> dict[str, float]:
-        """Explicit ``scope_weights`` win; otherwise the named profile applies. Scaled so the
-        favoured scope gets 1.0: the weights say which scope wins a near tie, not by how much."""
-        return scale_scope_weights(self.scope_weights or SCOPE_WEIGHT_PROFILES[self.scope_weight_profile])
-
-    def as_dict(self) -> dict[str, Any]:
-        """Setting values only (no ``sources``), deep-copied so callers can't mutate us."""
-        return {key: copy.deepcopy(getattr(self, key)) for key in _PROPERTIES}
 
 
 def user_config_path(home: Path | None = None) -> Path:

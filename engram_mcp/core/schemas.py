@@ -25,8 +25,18 @@ from __future__ import annotations
 
 from typing import Any
 
-SCOPES = ["session", "project", "user"]
-TYPES = ["episodic", "semantic", "procedural", "working"]
+from engram_mcp.core.vocabulary import (
+    CONSOLIDATE_STRATEGIES,
+    CONTEXT_SECTIONS,
+    GRAPH_DIRECTIONS,
+    MEMORY_TYPES,
+    PERSISTENT_SCOPES,
+    RECALL_STRATEGIES,
+)
+from engram_mcp.core.vocabulary import SCOPES as _SCOPES
+
+SCOPES = list(_SCOPES)
+TYPES = list(MEMORY_TYPES)
 ID_PATTERN = "^(memory:)?[0-9A-Za-z]{26}$"  # the daemon checks the exact ULID alphabet
 SESSION_PATTERN = "^[A-Za-z0-9_-]{1,128}$"
 
@@ -119,7 +129,7 @@ RECALL = _obj(
         "query": _str(),
         "scope": _one_or_many(SCOPES),
         "type": _one_or_many(TYPES),
-        "strategy": _enum(["hybrid", "vector", "keyword", "graph"]),
+        "strategy": _enum(list(RECALL_STRATEGIES)),
         "limit": _int(1, 50, 10),
         "min_importance": UNIT,
         "tags": {**TAGS, "description": "any of"},
@@ -134,7 +144,7 @@ GRAPH = _obj(
     {
         "entity": _str(),
         "relationship_type": _str(),
-        "direction": _enum(["both", "outgoing", "incoming"]),
+        "direction": _enum(list(GRAPH_DIRECTIONS)),
         "depth": _int(1, 3, 1),
         "include_memories": {**BOOL, "default": True},
         "limit": _int(1, 100, 20),
@@ -156,12 +166,12 @@ UPDATE = _obj(
     ["memory_id"],
 )
 PROMOTE = _obj(
-    {"memory_id": ID, "target_scope": _enum(["project", "user"]), "reason": _str()},
+    {"memory_id": ID, "target_scope": _enum(list(PERSISTENT_SCOPES)), "reason": _str()},
     ["memory_id", "target_scope"],
 )
 CONSOLIDATE = _obj(
     {
-        "strategy": _enum(["full", "summarize", "extract_patterns"]),
+        "strategy": _enum(list(CONSOLIDATE_STRATEGIES)),
         "dry_run": BOOL,
         "session_id": _str(pattern=SESSION_PATTERN),
         "scope": _enum(SCOPES),
@@ -174,7 +184,7 @@ CONTEXT = _obj(
         "max_tokens": _int(100, 8000, 2000),
         "sections": {
             "type": "array",
-            "items": _enum(["preferences", "project_context", "session_history", "relevant_procedures"]),
+            "items": _enum(list(CONTEXT_SECTIONS)),
             "uniqueItems": True,
         },
     }

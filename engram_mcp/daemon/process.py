@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from engram_mcp.core import operations, spool
+from engram_mcp.core.config_keys import DEFAULT_CONFIG
 from engram_mcp.core.errors import DaemonUnavailable, EngramError, InvalidInput, MemoryNotFound, StoreUnavailable
 from engram_mcp.core.operations import Operation
 from engram_mcp.core.paths import make_private_dirs
@@ -125,7 +126,7 @@ class Daemon:
         self.service: MemoryService | None = None
         self.connections = 0
         self.last_activity = time.monotonic()
-        self.idle_exit_s = 900.0
+        self.idle_exit_s = float(DEFAULT_CONFIG.daemon_idle_exit_seconds)  # until the config is read
         self._conn_lock = threading.Lock()
         self.startup_error: str | None = None
         self._drain_lock = threading.Lock()

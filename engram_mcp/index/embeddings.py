@@ -54,9 +54,11 @@ from urllib.parse import urlparse
 
 import numpy as np
 
+from engram_mcp.core.config_keys import DEFAULT_CONFIG
+
 log = logging.getLogger(__name__)
 
-DEFAULT_MODEL = "engram/all-MiniLM-L6-v2-int8"
+DEFAULT_MODEL = DEFAULT_CONFIG.embedding_model  # the built-in offline model, the config key's default
 DEFAULT_DIM = 384
 FAKE_MODEL = "fake-hash-384"
 DEFAULT_CACHE_DIR = "~/.claude/engram/models"

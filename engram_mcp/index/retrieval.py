@@ -14,12 +14,15 @@ rule (with `include_superseded`) and dedup across scopes (same id, then cosine >
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Sequence
 
 import numpy as np
 
+from engram_mcp.core.config_keys import DEFAULT_CONFIG, Config
+from engram_mcp.core.vocabulary import RECALL_STRATEGIES, SCOPES
 from engram_mcp.index.scope_index import STATUS_CODE, Filters, ScopeIndex
 from engram_mcp.index.scoring import (
     CONSOLIDATED_RANK_FACTOR,
@@ -32,17 +35,11 @@ from engram_mcp.index.scoring import (
     rrf_fusion,
     score_fusion,
 )
+from engram_mcp.index.search_index import BM25Index, tokenize
 
-STRATEGIES = ("vector", "keyword", "hybrid", "graph")
+STRATEGIES = RECALL_STRATEGIES
 SUPERSEDED_MARGIN = 1e-3
-SCOPE_PRIORITY = {"user": 3, "project": 2, "session": 1}
-# Relevance floor (see `relevant_mask`): a candidate without a keyword hit is relevant only if its
-# cosine reaches max(MIN_COSINE, MIN_COSINE_RATIO * best cosine of the recall). Calibrated on
-# all-MiniLM-L6-v2: unrelated pairs of short coding memories have cosine p95 0.18 / p99 0.28,
-# and a memory 0.27 from the query ("The CI runs on GitHub Actions" for "how is the frontend built
-# with vite") is noise next to a 0.80 hit; paraphrases without a shared word sit at 0.10-0.50.
-MIN_COSINE = 0.20
-MIN_COSINE_RATIO = 0.50
+SCOPE_PRIORITY = {scope: rank for rank, scope in enumerate(SCOPES, start=1)}  # broader scopes rank higher
 # Hit objects are built for this many best candidates (plus related ones), not for all ~200 per
 # scope: `rank` checks the result is the one all candidates give and falls back otherwise.
 HIT_BUDGET_PER_RESULT = 3
@@ -75,14 +72,31 @@ class ScopeView:
 
 @dataclass
 class RetrievalSettings:
-    fusion: str = "score"
-    keyword_weight: float = 0.4
-    rrf_k: int = 60
-    candidate_pool: int = 100
-    cross_scope_dedup_similarity: float = 0.90
-    min_cosine: float = MIN_COSINE
-    min_cosine_ratio: float = MIN_COSINE_RATIO
+    """The config keys ranking reads, with their defaults taken from the declaration
+    (core/config_keys.py): a test or benchmark that builds one by hand ranks like engram."""
+
+    fusion: str = DEFAULT_CONFIG.fusion
+    keyword_weight: float = DEFAULT_CONFIG.keyword_weight
+    rrf_k: int = DEFAULT_CONFIG.rrf_k
+    candidate_pool: int = DEFAULT_CONFIG.candidate_pool
+    cross_scope_dedup_similarity: float = DEFAULT_CONFIG.cross_scope_dedup_similarity
+    #: Relevance floor (see `relevant_mask` and the calibration note at the config key).
+    min_cosine: float = DEFAULT_CONFIG.relevance_min_cosine
+    min_cosine_ratio: float = DEFAULT_CONFIG.relevance_min_cosine_ratio
     contiguity_weight: float = CONTIGUITY_WEIGHT
+
+    @classmethod
+    def from_config(cls, cfg: Config) -> RetrievalSettings:
+        """The settings of one recall, from the caller's effective configuration."""
+        return cls(
+            fusion=cfg.fusion,
+            keyword_weight=cfg.keyword_weight,
+            rrf_k=cfg.rrf_k,
+            candidate_pool=cfg.candidate_pool,
+            cross_scope_dedup_similarity=cfg.cross_scope_dedup_similarity,
+            min_cosine=cfg.relevance_min_cosine,
+            min_cosine_ratio=cfg.relevance_min_cosine_ratio,
+        )
 
 
 _NO_SLOTS = np.empty(0, dtype=np.int64)
@@ -192,7 +206,7 @@ def rank(
 
     kw_all = np.concatenate([p[2] for p in parts])
     vec_all = np.concatenate([p[3] for p in parts])
-    fuse = _fusion(strategy, settings, kw_all, vec_all, text)
+    fuse = _fusion(strategy, settings, kw_all, vec_all, text, keyword_coverage(parts, text))
     if fuse is None:  # rrf: ranks only exist for candidates
         kr = np.concatenate([_ranks(p[4], p[1]) for p in parts])
         vr = np.concatenate([_ranks(p[5], p[1]) for p in parts])
@@ -245,16 +259,51 @@ def rank(
     return _finish(views, parts, flat, None, settings, limit), matched
 
 
-def _fusion(strategy: str, settings: RetrievalSettings, kw_all: np.ndarray, vec_all: np.ndarray, text: str):
+def query_idf_mass(bm25: BM25Index, terms: Sequence[str]) -> float:
+    """Sum of the IDF (BM25's own formula and statistics) of the distinct query terms in one
+    scope's index; a term no memory holds counts with document frequency 0. About the BM25
+    score of a memory of average length holding every query term once."""
+    n = bm25.doc_count
+    if n <= 0:
+        return 0.0
+    return sum(math.log(1.0 + (n - df + 0.5) / (df + 0.5)) for df in map(bm25.doc_freq, terms))
+
+
+def keyword_coverage(parts, text: str) -> float | None:
+    """How much of the query its best keyword match covers: the best candidate's BM25 over its
+    scope's IDF mass of the query, the highest over the scopes (None without query terms or
+    documents). Each scope has its own statistics, so each is measured on its own scale."""
+    terms = list(dict.fromkeys(tokenize(text)))
+    if not terms:
+        return None
+    best: float | None = None
+    for view, _slots, kw, *_rest in parts:
+        mass = query_idf_mass(view.index.bm25, terms)
+        if mass > 0 and kw.size:
+            best = max(best or 0.0, float(np.max(kw)) / mass)
+    return best
+
+
+def _fusion(
+    strategy: str,
+    settings: RetrievalSettings,
+    kw_all: np.ndarray,
+    vec_all: np.ndarray,
+    text: str,
+    coverage: float | None = None,
+):
     """fn(bm25, cosine) -> relevance, normalised by this recall's candidates (None for RRF).
 
     The same scale serves the candidates and their session neighbours, so a neighbour's
-    relevance means what a candidate's does.
+    relevance means what a candidate's does. The BM25 weight follows the keyword `coverage`
+    (scoring.coverage_keyword_weight) and the query's share of codes.
     """
     kw_top = float(np.max(kw_all)) if kw_all.size else 0.0
     cos = np.nan_to_num(vec_all, nan=-1.0)
     cos_top = float(cos.max()) if cos.size else 0.0
-    weight = {"keyword": 1.0, "vector": 0.0}.get(strategy, adaptive_keyword_weight(settings.keyword_weight, text))
+    weight = {"keyword": 1.0, "vector": 0.0}.get(
+        strategy, adaptive_keyword_weight(settings.keyword_weight, text, coverage)
+    )
     if strategy not in ("keyword", "vector") and settings.fusion == "rrf":
         return None
     floor = min(COSINE_FLOOR, settings.min_cosine)

@@ -17,14 +17,12 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from engram_mcp.core.vocabulary import LIVE_STATUSES, MEMORY_TYPES, RECALLABLE_STATUSES, STATUSES
 from engram_mcp.index.scoring import CONTIGUITY_WINDOW_SECONDS, HALF_LIFE_DAYS, to_epoch
 from engram_mcp.index.search_index import BM25Index, SlotAllocator, VectorIndex
-from engram_mcp.storage.schema import MEMORY_TYPES, STATUSES
 
 TYPE_CODE = {t: i for i, t in enumerate(MEMORY_TYPES)}
 STATUS_CODE = {s: i for i, s in enumerate(STATUSES)}
-RECALLABLE_STATUSES = ("created", "active", "consolidated")
-LIVE_STATUSES = ("created", "active")  # what store-time dedup may merge into
 HALF_LIFE_BY_CODE = np.array([HALF_LIFE_DAYS[t] for t in MEMORY_TYPES], dtype=np.float64)
 
 

@@ -17,9 +17,17 @@ from pathlib import Path
 from typing import Any, Callable
 
 from engram_mcp.core import operations
+from engram_mcp.core.config_keys import DEFAULT_CONFIG
 from engram_mcp.core.errors import EngramError, InvalidInput
 from engram_mcp.core.ids import short_id
 from engram_mcp.core.paths import resolve_project_root
+from engram_mcp.core.vocabulary import (
+    CONSOLIDATE_STRATEGIES,
+    MEMORY_TYPES,
+    PERSISTENT_SCOPES,
+    RECALL_STRATEGIES,
+    SCOPES,
+)
 from engram_mcp.daemon.client import DaemonClient, user_dir_from_env
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
@@ -528,7 +536,7 @@ def _export_target(file: str) -> Path:
 
 def cmd_export(app: App) -> int:
     a = app.args
-    scopes = _csv(a.scope) or ["project", "user"]
+    scopes = _csv(a.scope) or list(PERSISTENT_SCOPES)
     target = _export_target(a.file)
     res = app.call_with_progress("export", {"path": str(target), "scopes": scopes, "include_vectors": not a.no_vectors})
     app.out(res, lambda r: f"exported to {r['path']}: " + ", ".join(f"{v} {k}" for k, v in r["counts"].items()))
@@ -697,13 +705,13 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument(
         "--type",
         default=DEFAULT_STORE_TYPE,
-        choices=["episodic", "semantic", "procedural", "working"],
+        choices=MEMORY_TYPES,
         help=f"semantic: a fact; procedural: how to do something; episodic: an event; working: scratch (default: {DEFAULT_STORE_TYPE})",
     )
     s.add_argument(
         "--scope",
         default=DEFAULT_STORE_SCOPE,
-        choices=["session", "project", "user"],
+        choices=SCOPES,
         help=f"project: this codebase; user: everywhere; session: this conversation (default: {DEFAULT_STORE_SCOPE})",
     )
     s.add_argument("--tags", help="comma-separated")
@@ -724,9 +732,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--category")
     r.add_argument("--tags")
     r.add_argument("--limit", type=int, default=10, help="memories to return, 1 to 50 (default: 10)")
-    r.add_argument(
-        "--strategy", choices=["hybrid", "vector", "keyword", "graph"], default="hybrid", help="(default: hybrid)"
-    )
+    r.add_argument("--strategy", choices=RECALL_STRATEGIES, default="hybrid", help="(default: hybrid)")
     r.add_argument("--batch", help="JSONL file of queries ('-' for stdin): one answer per line")
     r.add_argument(
         "--include-superseded",
@@ -805,7 +811,7 @@ def build_parser() -> argparse.ArgumentParser:
         "promote", help="promote a memory to a broader scope", description="Example: engram promote memory:01J... user"
     )
     pr.add_argument("id")
-    pr.add_argument("scope", choices=["project", "user"])
+    pr.add_argument("scope", choices=PERSISTENT_SCOPES)
     pr.add_argument("--reason")
     pr.set_defaults(fn=cmd_promote)
 
@@ -825,7 +831,7 @@ def build_parser() -> argparse.ArgumentParser:
         "import", help="import a JSONL export (idempotent)", description="Example: engram import memories.jsonl"
     )
     i.add_argument("file")
-    i.add_argument("--scope", choices=["project", "user"], help="import everything into this scope")
+    i.add_argument("--scope", choices=PERSISTENT_SCOPES, help="import everything into this scope")
     i.set_defaults(fn=cmd_import)
 
     sub.add_parser("reindex", help="embed memories stored without a vector").set_defaults(fn=cmd_reindex)
@@ -833,7 +839,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser("context", help="print the memory context block")
     c.add_argument("--task")
-    c.add_argument("--max-tokens", type=int, default=1200, help="size of the block (default: 1200)")
+    c.add_argument(
+        "--max-tokens",
+        type=int,
+        default=DEFAULT_CONFIG.context_token_budget,
+        help=f"size of the block (default: {DEFAULT_CONFIG.context_token_budget})",
+    )
     c.set_defaults(fn=cmd_context)
 
     co = sub.add_parser(
@@ -841,9 +852,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="show (or --apply) the consolidation plan",
         description="Plan a consolidation of the current scope; --apply carries it out.",
     )
-    co.add_argument(
-        "--strategy", choices=["summarize", "extract_patterns", "full"], default="full", help="(default: full)"
-    )
+    co.add_argument("--strategy", choices=CONSOLIDATE_STRATEGIES, default="full", help="(default: full)")
     co.add_argument("--apply", action="store_true")
     co.set_defaults(fn=cmd_consolidate)
 

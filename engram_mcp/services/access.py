@@ -39,6 +39,7 @@ from engram_mcp.core.config import (
 from engram_mcp.core.errors import InvalidInput, MemoryNotFound, StoreUnavailable
 from engram_mcp.core.ids import as_short_id, parse_memory_id, session_db_name
 from engram_mcp.core.paths import user_dir as default_user_dir
+from engram_mcp.core.vocabulary import SCOPES
 from engram_mcp.index.embeddings import DEFAULT_DIM, DEFAULT_MODEL, Embedder, EmbeddingsUnavailable, make_embedder
 from engram_mcp.index.retrieval import ScopeView
 from engram_mcp.index.scope_index import ScopeIndex, content_hash
@@ -46,10 +47,9 @@ from engram_mcp.services.handles import ScopeHandle, StoreRegistry
 from engram_mcp.services.records import check_enum, now_dt
 from engram_mcp.services.strengthen import StrengthenWriteBehind
 from engram_mcp.storage import queries as q
-from engram_mcp.storage.schema import SCOPES
 
 log = logging.getLogger("engram.service")
-SCOPE_ORDER = ("session", "project", "user")  # most specific first: the order of reads and of copies
+SCOPE_ORDER = SCOPES  # most specific first: the order of reads and of copies
 SESSION_TOUCH_SECONDS = 60.0  # last_seen_at is refreshed at most this often per session
 
 

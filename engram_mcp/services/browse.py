@@ -18,12 +18,12 @@ from typing import Any
 import numpy as np
 
 from engram_mcp.core.errors import InvalidInput
-from engram_mcp.index.scope_index import RECALLABLE_STATUSES, Filters, record_key
+from engram_mcp.core.vocabulary import MEMORY_TYPES, RECALLABLE_STATUSES, SCOPES, STATUSES
+from engram_mcp.index.scope_index import Filters, record_key
 from engram_mcp.index.scoring import to_epoch
 from engram_mcp.services.access import SCOPE_ORDER, RequestContext, ScopeAccess
 from engram_mcp.services.records import check_tags, parse_time, public_memory
 from engram_mcp.storage import queries as q
-from engram_mcp.storage.schema import MEMORY_TYPES, SCOPES, STATUSES
 
 DEFAULT_LIST_LIMIT = 20
 MAX_LIST_LIMIT = 200

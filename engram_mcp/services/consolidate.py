@@ -17,6 +17,7 @@ import numpy as np
 
 from engram_mcp.core.errors import InvalidInput
 from engram_mcp.core.ids import format_memory_id, parse_memory_id
+from engram_mcp.core.vocabulary import CONSOLIDATE_STRATEGIES, DURABLE_TYPES, LIVE_STATUSES
 from engram_mcp.index.scope_index import STATUS_CODE, Filters
 from engram_mcp.services.access import RequestContext, ScopeAccess
 from engram_mcp.services.edit import link
@@ -33,12 +34,12 @@ CONTRADICTION_RECENT = 200  # newest memories checked against all older ones
 PREVIEW_CHARS = 200
 MIN_CLUSTER = 2
 MAX_ITEMS = 25
-STRATEGIES = ("summarize", "extract_patterns", "full")
+STRATEGIES = CONSOLIDATE_STRATEGIES
 
 
 def _live_slots(idx, types: tuple[str, ...] | None = None) -> np.ndarray:
     return np.flatnonzero(
-        idx.mask(Filters(types=frozenset(types) if types else None, statuses=frozenset(("created", "active"))))
+        idx.mask(Filters(types=frozenset(types) if types else None, statuses=frozenset(LIVE_STATUSES)))
     )
 
 
@@ -154,7 +155,7 @@ def _contradictions(idx, content) -> list[dict[str, Any]]:
     or both hold (two facts about one tool) is for Claude to judge, then `update_memory` with
     `supersedes` records it. Pairs already linked, and duplicates (merged instead), are left out.
     """
-    live = idx.mask(Filters(types=frozenset(("semantic", "procedural")), statuses=frozenset(("created", "active"))))
+    live = idx.mask(Filters(types=frozenset(DURABLE_TYPES), statuses=frozenset(LIVE_STATUSES)))
     slots = [int(s) for s in np.flatnonzero(live) if idx.vectors.has(int(s))]
     if len(slots) < 2:
         return []

@@ -18,6 +18,7 @@ import numpy as np
 
 from engram_mcp.core.errors import InvalidInput, StoreUnavailable
 from engram_mcp.core.textview import neutralise_tags
+from engram_mcp.core.vocabulary import CONTEXT_SECTIONS, DURABLE_TYPES, PERSISTENT_SCOPES
 from engram_mcp.index.retrieval import Hit
 from engram_mcp.index.scope_index import Filters, record_key
 from engram_mcp.index.scoring import decay_factors, prior
@@ -27,7 +28,7 @@ from engram_mcp.services.records import check_tags, clip_words, public_memory
 from engram_mcp.storage import queries as q
 
 CHARS_PER_TOKEN = 4
-SECTIONS = ("preferences", "project_context", "session_history", "relevant_procedures")
+SECTIONS = CONTEXT_SECTIONS
 SECTION_TITLES = {
     "preferences": "User preferences",
     "project_context": "Project knowledge",
@@ -170,7 +171,7 @@ def build_context(
     query = " ".join(x for x in [task_description or "", " ".join(files)] if x).strip() or None
     with access.lock:
         gathered: dict[str, list[dict[str, Any]]] = {
-            "preferences": _recall(access, ctx, query, "user", ["semantic", "procedural"], 8)
+            "preferences": _recall(access, ctx, query, "user", list(DURABLE_TYPES), 8)
             if "preferences" in wanted
             else [],
             "project_context": [
@@ -180,7 +181,7 @@ def build_context(
             ]
             if "project_context" in wanted
             else [],
-            "relevant_procedures": _recall(access, ctx, query, ["project", "user"], "procedural", 6)
+            "relevant_procedures": _recall(access, ctx, query, list(PERSISTENT_SCOPES), "procedural", 6)
             if "relevant_procedures" in wanted
             else [],
             "session_history": _session_history(access, ctx) if "session_history" in wanted else [],

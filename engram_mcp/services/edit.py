@@ -15,6 +15,7 @@ from typing import Any, cast
 from engram_mcp.core import spool
 from engram_mcp.core.errors import InvalidInput, StoreUnavailable
 from engram_mcp.core.ids import format_memory_id, parse_memory_id
+from engram_mcp.core.vocabulary import LINK_TYPES, MEMORY_TYPES
 from engram_mcp.services import graph, records
 from engram_mcp.services.access import Located, RequestContext, ScopeAccess
 from engram_mcp.services.links import link_memories, supersede
@@ -37,7 +38,6 @@ from engram_mcp.services.records import (
 )
 from engram_mcp.services.sightings import note_sighting
 from engram_mcp.storage import queries as q
-from engram_mcp.storage.schema import LINK_TYPES, MEMORY_TYPES
 
 #: A purged text shorter than this is not searched for in the write queue (it would match unrelated entries).
 MIN_SCRUB_CHARS = 12

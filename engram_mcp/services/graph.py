@@ -12,6 +12,7 @@ from typing import Any
 
 from engram_mcp.core.errors import InvalidInput
 from engram_mcp.core.ids import entity_key, format_memory_id
+from engram_mcp.core.vocabulary import GRAPH_DIRECTIONS, PERSISTENT_SCOPES
 from engram_mcp.index.scope_index import record_key
 from engram_mcp.index.search_index import tokenize
 from engram_mcp.services.access import RequestContext, ScopeAccess
@@ -19,9 +20,12 @@ from engram_mcp.services.handles import ScopeHandle
 from engram_mcp.services.records import check_enum, public_memory
 from engram_mcp.storage import queries as q
 
-DIRECTIONS = ("outgoing", "incoming", "both")
+DIRECTIONS = GRAPH_DIRECTIONS
 MAX_DEPTH = 3
-SEARCH_SCOPES = ("project", "user", "session")  # the order entities of several scopes are listed in
+SEARCH_SCOPES = (
+    *PERSISTENT_SCOPES,
+    "session",
+)  # what outlives the session first: the order entities of several scopes are listed in
 
 
 def _rid(table: str, key: str):

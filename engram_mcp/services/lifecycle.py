@@ -22,6 +22,7 @@ from typing import Any, Callable
 import numpy as np
 
 from engram_mcp.core.errors import StoreUnavailable
+from engram_mcp.core.vocabulary import DURABLE_TYPES, LIVE_STATUSES, MEMORY_TYPES, PERSISTENT_SCOPES
 from engram_mcp.index.scope_index import STATUS_CODE, record_key
 from engram_mcp.index.scoring import (
     ACTIVATE_AFTER_SECONDS,
@@ -37,7 +38,6 @@ from engram_mcp.services.handles import ScopeHandle
 from engram_mcp.services.records import now_dt
 from engram_mcp.services.sightings import Sightings, load_sightings, note_project_sighting, projects_seen
 from engram_mcp.storage import queries as q
-from engram_mcp.storage.schema import MEMORY_TYPES
 
 FORGOTTEN_PURGE_DAYS = 30
 MAINTENANCE_META_KEY = "maintenance"
@@ -73,7 +73,7 @@ def maintain(
     report: dict[str, Any] = {}
     with access.lock:
         handles: dict[str, ScopeHandle] = {}
-        for scope, h in access.try_scopes(ctx, ("project", "user")):
+        for scope, h in access.try_scopes(ctx, PERSISTENT_SCOPES):
             if isinstance(h, StoreUnavailable):
                 report[scope] = {"error": str(h)[:200]}
             else:
@@ -248,9 +248,9 @@ def queue_user_candidates(access: ScopeAccess, project: ScopeHandle, cfg) -> int
     """
     idx = project.index
     n = idx.slots.size
-    mask = idx.slots.live_mask[:n] & np.isin(idx.cols.status_code[:n], [STATUS_CODE["created"], STATUS_CODE["active"]])
+    mask = idx.slots.live_mask[:n] & np.isin(idx.cols.status_code[:n], [STATUS_CODE[s] for s in LIVE_STATUSES])
     mask &= idx.cols.importance[:n] >= cfg.promote_user_min_importance
-    mask &= np.isin(idx.cols.type_code[:n], [MEMORY_TYPES.index(t) for t in ("semantic", "procedural")])
+    mask &= np.isin(idx.cols.type_code[:n], [MEMORY_TYPES.index(t) for t in DURABLE_TYPES])
     slots = np.flatnonzero(mask)
     if slots.size == 0:
         return 0

@@ -8,6 +8,7 @@ the derived index, so recall hides it from then on.
 from __future__ import annotations
 
 from engram_mcp.core.ids import format_memory_id
+from engram_mcp.core.vocabulary import LIVE_STATUSES
 from engram_mcp.services.access import RequestContext, ScopeAccess
 from engram_mcp.services.handles import ScopeHandle
 from engram_mcp.storage import queries as q
@@ -40,6 +41,6 @@ def mark_consolidated(access: ScopeAccess, ctx: RequestContext, h: ScopeHandle, 
     for loc in access.locate(ctx, format_memory_id(src_key)):
         if loc.handle is h:
             link_memories(h, new_key, src_key, "derived_from")
-        if loc.row.get("status") in ("created", "active"):
+        if loc.row.get("status") in LIVE_STATUSES:
             loc.handle.q(q.SET_STATUS, {"ids": [RecordID("memory", src_key)], "status": "consolidated"})
             loc.handle.index.set_status(src_key, "consolidated")

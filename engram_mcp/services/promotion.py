@@ -19,6 +19,7 @@ from typing import Any
 
 from engram_mcp.core.errors import InvalidInput
 from engram_mcp.core.ids import CROCKFORD, format_memory_id, parse_memory_id, session_db_name
+from engram_mcp.core.vocabulary import PERSISTENT_SCOPES, SCOPES
 from engram_mcp.index.scope_index import record_key
 from engram_mcp.index.scoring import to_epoch
 from engram_mcp.services import graph, lifecycle
@@ -42,7 +43,7 @@ from engram_mcp.services.store import store as store_memory
 from engram_mcp.storage import queries as q
 
 log = logging.getLogger("engram.promotion")
-SCOPE_RANK = {"session": 0, "project": 1, "user": 2}
+SCOPE_RANK = {scope: rank for rank, scope in enumerate(SCOPES)}  # broader scopes rank higher
 SUMMARY_ITEMS = 8
 
 
@@ -56,7 +57,7 @@ def promote(
     access: ScopeAccess, ctx: RequestContext, memory_id: str, target_scope: str, reason: str | None = None
 ) -> dict[str, Any]:
     """Explicit promotion of a memory to a broader scope (always allowed for the user)."""
-    check_enum(target_scope, ("project", "user"), "target_scope")
+    check_enum(target_scope, PERSISTENT_SCOPES, "target_scope")
     findings: list = []
     reason = clean_free_text(
         reason, findings, "reason", limit=MAX_REASON_CHARS

@@ -15,8 +15,9 @@ from typing import Any
 from engram_mcp.core.config import SCOPE_WEIGHT_PROFILES, scale_scope_weights
 from engram_mcp.core.errors import InvalidInput
 from engram_mcp.core.ids import format_memory_id
+from engram_mcp.core.vocabulary import MEMORY_TYPES, RECALLABLE_STATUSES, SCOPES, STATUSES
 from engram_mcp.index.retrieval import STRATEGIES, Hit, RetrievalSettings, ScopeView, rank
-from engram_mcp.index.scope_index import RECALLABLE_STATUSES, STATUS_CODE, Filters, record_key
+from engram_mcp.index.scope_index import STATUS_CODE, Filters, record_key
 from engram_mcp.index.scoring import REACTIVATE_AT_STRENGTH, decay_factor, to_epoch
 from engram_mcp.services import graph
 from engram_mcp.services.access import SCOPE_ORDER, RequestContext, ScopeAccess
@@ -30,7 +31,6 @@ from engram_mcp.services.records import (
     public_memory,
 )
 from engram_mcp.storage import queries as q
-from engram_mcp.storage.schema import MEMORY_TYPES, SCOPES, STATUSES
 
 MAX_RECALL_LIMIT = 50
 
@@ -91,15 +91,7 @@ def recall(
     if warning:
         warnings.append({"code": "partial_results", "message": f"{warning}; fell back to keyword search"})
     effective = strategy if (qvec is not None or strategy == "keyword") else "keyword"
-    settings = RetrievalSettings(
-        cfg.fusion,
-        cfg.keyword_weight,
-        cfg.rrf_k,
-        cfg.candidate_pool,
-        cfg.cross_scope_dedup_similarity,
-        cfg.relevance_min_cosine,
-        cfg.relevance_min_cosine_ratio,
-    )
+    settings = RetrievalSettings.from_config(cfg)
     with access.lock:
         views, scope_warnings = access.views(ctx, scopes, cfg)
         warnings.extend(scope_warnings)

@@ -17,9 +17,9 @@ import numpy as np
 from engram_mcp.core.errors import InvalidInput
 from engram_mcp.core.ids import format_memory_id
 from engram_mcp.core.redaction import Finding, label_for, redact_obj, sanitize, tag_secret_kind
+from engram_mcp.core.vocabulary import LINK_TYPES, MEMORY_TYPES, SCOPES, STATUSES
 from engram_mcp.index.scope_index import record_key
 from engram_mcp.index.scoring import decay_factor, to_epoch
-from engram_mcp.storage.schema import LINK_TYPES, MEMORY_TYPES, SCOPES, STATUSES
 
 MAX_CONTENT_CHARS = 20_000
 MAX_SUMMARY_CHARS = 500

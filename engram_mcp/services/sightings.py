@@ -17,6 +17,7 @@ import numpy as np
 
 from engram_mcp.core.errors import InvalidInput, StoreUnavailable
 from engram_mcp.core.ids import format_memory_id
+from engram_mcp.core.vocabulary import DURABLE_TYPES
 from engram_mcp.index.scope_index import content_hash
 from engram_mcp.services.access import ScopeAccess
 from engram_mcp.services.handles import ScopeHandle
@@ -24,7 +25,7 @@ from engram_mcp.services.records import now_dt
 from engram_mcp.storage import queries as q
 
 log = logging.getLogger("engram.promotion")
-USER_PROMOTION_TYPES = ("semantic", "procedural")
+USER_PROMOTION_TYPES = DURABLE_TYPES
 
 
 @dataclass

@@ -15,6 +15,7 @@ import numpy as np
 
 from engram_mcp.core.errors import InvalidInput, MemoryNotFound
 from engram_mcp.core.ids import format_memory_id, new_ulid, parse_memory_id
+from engram_mcp.core.vocabulary import MEMORY_TYPES, SCOPES
 from engram_mcp.services import graph, records
 from engram_mcp.services.access import RequestContext, ScopeAccess
 from engram_mcp.services.handles import ScopeHandle
@@ -33,7 +34,6 @@ from engram_mcp.services.records import (
 )
 from engram_mcp.services.sightings import note_sighting
 from engram_mcp.storage import queries as q
-from engram_mcp.storage.schema import MEMORY_TYPES, SCOPES
 
 SUPERSEDE_HINT_MIN_COSINE = 0.65  # see supersede_hint
 SUPERSEDE_HINT_PREVIEW_CHARS = 160

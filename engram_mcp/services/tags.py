@@ -13,10 +13,9 @@ from collections import Counter
 from typing import Any
 
 from engram_mcp.core.errors import InvalidInput
-from engram_mcp.index.scope_index import RECALLABLE_STATUSES
-from engram_mcp.storage.schema import SCOPES
+from engram_mcp.core.vocabulary import RECALLABLE_STATUSES, SCOPES
+from engram_mcp.services.access import SCOPE_ORDER, RequestContext, ScopeAccess
 
-SCOPE_ORDER = ("session", "project", "user")  # most specific first, as every read
 DEFAULT_TAGS_LIMIT = 50
 MAX_TAGS_LIMIT = 1000
 
@@ -35,7 +34,7 @@ def _scopes(scope: Any) -> tuple[str, ...]:
 
 
 def tags_in_use(
-    access: Any, ctx: Any, *, scope: str | list[str] | None = None, limit: int = DEFAULT_TAGS_LIMIT
+    access: ScopeAccess, ctx: RequestContext, *, scope: str | list[str] | None = None, limit: int = DEFAULT_TAGS_LIMIT
 ) -> dict[str, Any]:
     """The `limit` most used tags across the caller's scopes, most used first (ties by name).
 

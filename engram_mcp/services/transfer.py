@@ -30,6 +30,7 @@ import numpy as np
 
 from engram_mcp.core.errors import InvalidInput, StoreUnavailable
 from engram_mcp.core.ids import parse_memory_id
+from engram_mcp.core.vocabulary import LINK_TYPES, PERSISTENT_SCOPES, SCOPES
 from engram_mcp.index.scope_index import record_key
 from engram_mcp.services.access import RequestContext, ScopeAccess
 from engram_mcp.services.graph import find_entity, name_key
@@ -59,7 +60,7 @@ from engram_mcp.services.records import (
     vector_bytes,
 )
 from engram_mcp.storage import queries as q
-from engram_mcp.storage.schema import CURRENT_SCHEMA_VERSION, LINK_TYPES, SCOPES
+from engram_mcp.storage.schema import CURRENT_SCHEMA_VERSION
 
 EXPORT_FORMAT = "engram-export"
 EXPORT_VERSION = 1
@@ -75,7 +76,7 @@ EMBED_BATCH = 64
 EXPORT_PAGE = 100
 ENTITY_KEY_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 Progress = Callable[[int, int | None, str], None]
-DEFAULT_SCOPES = ("project", "user")  # what export and reindex cover unless told otherwise
+DEFAULT_SCOPES = PERSISTENT_SCOPES  # what export and reindex cover unless told otherwise
 
 
 def _rid(table: str, key: str):

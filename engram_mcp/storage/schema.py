@@ -11,10 +11,13 @@ engram writing into a newer layout could silently lose fields.
 
 from __future__ import annotations
 
-MEMORY_TYPES = ("episodic", "semantic", "procedural", "working")
-SCOPES = ("session", "project", "user")
-STATUSES = ("created", "active", "consolidated", "archived", "forgotten")
-LINK_TYPES = ("supersedes", "contradicts", "derived_from", "similar_to")
+# The words the ASSERTs below allow are declared in core/vocabulary.py. The migrations spell
+# them out because a released migration never changes (IF NOT EXISTS would not re-apply it
+# anyway): a new word needs a new migration that redefines the field, and
+# tests/test_vocabulary.py fails until the latest ASSERT of each field equals the vocabulary.
+from engram_mcp.core.vocabulary import LINK_TYPES, MEMORY_TYPES, SCOPES, STATUSES
+
+__all__ = ["CURRENT_SCHEMA_VERSION", "LINK_TYPES", "MEMORY_TYPES", "MIGRATIONS", "SCOPES", "STATUSES"]
 
 _BASE = """
 DEFINE ANALYZER IF NOT EXISTS memory_analyzer TOKENIZERS blank, class FILTERS ascii, lowercase, snowball(english);
