@@ -1,4 +1,4 @@
-"""Micro-benchmark of engram_mcp/index/search_index.py at 1k / 10k / 100k synthetic memories.
+"""Micro-benchmark of the in-memory indexes (engram_mcp/index/) at 1k / 10k / 100k synthetic memories.
 
 Why: the recall budget (p95 <= 15 ms at 10k, <= 30 ms at 100k, including ~3 ms query embedding and a
 DB fetch) and the store budget (<= 20 ms) leave the in-memory indexes a few milliseconds; this
@@ -28,8 +28,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from engram_mcp.index import search_index as si  # noqa: E402
-from engram_mcp.index.search_index import BM25Index, VectorIndex, tokenize  # noqa: E402
+from engram_mcp.index import tokenizer as tok  # noqa: E402
+from engram_mcp.index.bm25 import BM25Index  # noqa: E402
+from engram_mcp.index.tokenizer import tokenize  # noqa: E402
+from engram_mcp.index.vectors import VectorIndex  # noqa: E402
 
 RESULTS_PATH = ROOT / "bench" / "results" / "micro_search_index.json"
 DIM = 384
@@ -43,7 +45,7 @@ SINGLE_SET_OPS = 300
 SEED = 20261122
 
 _SYLLABLES = [c + v for c in "bcdfghjklmnprstvwz" for v in "aeiou"] + ["qu", "th", "sh", "ch", "ing"]
-_STOP = sorted(si.ENGLISH_STOP_WORDS)
+_STOP = sorted(tok.ENGLISH_STOP_WORDS)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -57,7 +59,7 @@ def make_vocabulary(rng: np.random.Generator, size: int) -> list[str]:
     while len(words) < size:
         n = int(rng.integers(2, 5))
         word = "".join(_SYLLABLES[i] for i in rng.integers(0, len(_SYLLABLES), size=n))
-        if word not in si.ENGLISH_STOP_WORDS:
+        if word not in tok.ENGLISH_STOP_WORDS:
             words[word] = None
     return list(words)
 
@@ -159,7 +161,7 @@ def bench_size(n: int, vocab: list[str], n_queries: int) -> dict[str, Any]:
     result: dict[str, Any] = {"docs": n}
 
     # bulk build (cold token cache, as at process start)
-    si._token_cache.clear()
+    tok._token_cache.clear()
     start = time.perf_counter()
     bm25 = BM25Index()
     bm25.set_many(slots, base_texts)
@@ -168,7 +170,7 @@ def bench_size(n: int, vocab: list[str], n_queries: int) -> dict[str, Any]:
     vec = VectorIndex(DIM)
     vec.set_many(slots, vectors[:n])
     result["vector_bulk_build_s"] = round(time.perf_counter() - start, 3)
-    si._token_cache.clear()
+    tok._token_cache.clear()
     start = time.perf_counter()
     for t in base_texts:
         tokenize(t)

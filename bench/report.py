@@ -22,7 +22,7 @@ PLOTS = {"latency": "latency_vs_size.png", "locomo": "locomo.png", "locomo_categ
 TARGET_R5, MOONSHOT_R5 = 0.60, 0.70
 PUBLISHED_BM25 = {"R@1": 0.264, "R@5": 0.480, "R@10": 0.566, "MRR": 0.367}  # ../shared/bench/locomo/README.md
 CAT_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
-# ../shared/spec/mcp-server-design.md, "Performance Considerations" (stated for < 10,000 memories)
+# docs/decisions.md, "Latency targets" (stated for < 10,000 memories)
 SPEC_TARGET_MS = {"store": 50, "recall (vector)": 100, "recall (hybrid)": 200, "graph traversal, 1 hop": 50,
                   "graph traversal, 3 hops": 200, "get_memory_context": 300}
 IN_PROCESS = ("store", "recall (hybrid)", "recall (vector)", "recall (keyword)", "query embedding", "get_memory_context",
@@ -195,9 +195,9 @@ def headline_section(h: dict[str, Any], run: dict[str, Any], sizes: list[int]) -
     rh = h.get("recall_hybrid_p95_ms")
     rows.append([f"hybrid recall p95 at {' / '.join(fsize(n) for n in big)} memories",
                  by_size({k: v for k, v in (rh or {}).items() if int(k) in big}, big) if rh else "not measured",
-                 "in process, across the 3 scopes, limit 10; spec target < 200 ms"])
+                 "in process, across the 3 scopes, limit 10; target < 200 ms"])
     sp = h.get("store_p95_ms")
-    rows.append(["store p95", by_size(sp, sizes) if sp else "not measured", "embedding + dedup + fsync'd write; spec target < 50 ms"])
+    rows.append(["store p95", by_size(sp, sizes) if sp else "not measured", "embedding + dedup + fsync'd write; target < 50 ms"])
     for key, label, ref in (("posttooluse_hook_p95_ms", "PostToolUse hook p95", "process start to exit; hook timeout 5 s"),
                             ("sessionstart_hook_p95_ms", "SessionStart hook p95", "process start to exit, daemon up; hook timeout 30 s")):
         v = h.get(key)
@@ -279,7 +279,7 @@ def speed_section(parts: dict[str, Any], run: dict[str, Any], plots: dict[str, s
     measured = sorted({n for s in series.values() for n in s})
     L += ["Latency in ms, p50 / p95 / p99 (n samples). In-process operations run on the real engine and model "
           "(`MemoryService`, as inside the daemon); MCP and hook rows are separate processes timed from spawn, as Claude Code "
-          "runs them. Spec targets: `../shared/spec/mcp-server-design.md` (stated for < 10k memories).", ""]
+          "runs them. Targets: `docs/decisions.md`, \"Latency targets\" (stated for < 10k memories).", ""]
     if "latency" in plots:
         L += [f"![latency against store size]({plots['latency']})", ""]
     order = list(IN_PROCESS) + [k for k in series if k not in IN_PROCESS]
@@ -292,7 +292,7 @@ def speed_section(parts: dict[str, Any], run: dict[str, Any], plots: dict[str, s
             v = series[name].get(n)
             cells.append(f"{fms(v.get('p50'))} / {fms(v.get('p95'))} / {fms(v.get('p99'))}" + (f" ({v['n']})" if "n" in v else "") if v else "-")
         rows.append([name] + cells + [f"< {SPEC_TARGET_MS[name]}" if name in SPEC_TARGET_MS else ""])
-    L += table(["operation"] + [f"{fsize(n)} memories" for n in measured] + ["spec target"], rows)
+    L += table(["operation"] + [f"{fsize(n)} memories" for n in measured] + ["target"], rows)
     # resources
     rows = []
     speed_runs = {r.get("memories"): r for r in (parts.get("speed") or {}).get("runs", []) or []}

@@ -66,7 +66,7 @@ WORDS = ("deploy test build cache database migration index query auth token sess
          "vault proxy gateway router handler middleware cookie header payload webhook cron scheduler").split()
 ENTITY_TYPES = ("service", "module", "tool", "library", "person", "concept", "file")
 RELATIONS = ("depends_on", "uses", "calls", "owns", "replaces", "configures")
-SPEC_TARGETS_MS = {  # ../shared/spec/mcp-server-design.md, "Performance Considerations" (< 10k memories)
+SPEC_TARGETS_MS = {  # docs/decisions.md, "Latency targets" (< 10k memories)
     "graph_depth1": 50, "graph_depth3": 200,
 }
 

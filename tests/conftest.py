@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from engram_mcp.index.embeddings import DEFAULT_MODEL, FakeEmbedder, FastEmbedEmbedder
+from engram_mcp.index.embeddings import DEFAULT_MODEL, FastEmbedEmbedder
+from tests.fakes import FakeEmbedder
 from engram_mcp.services.service import MemoryService, RequestContext
 
 SESSION_ID = "sess-1"

@@ -38,14 +38,12 @@ class Env:
         stop_daemon(self.user_dir)
 
 
-def make_env(tmp: Path, *, fake_embedder: bool = False) -> Env:
+def make_env(tmp: Path) -> Env:
     home, project = tmp / "home", tmp / "proj"
     home.mkdir(parents=True)
     (project / ".git").mkdir(parents=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith("ENGRAM_") and not k.startswith("CLAUDE")}
     env.update(HOME=str(home), PYTHONPATH=str(REPO), ENGRAM_HOME=str(home / ".claude" / "engram"))
-    if fake_embedder:
-        env["ENGRAM_TEST_FAKE_EMBEDDER"] = "1"
     return Env(home, project, env)
 
 

@@ -306,7 +306,7 @@ def test_engram_python_starts_the_build_detached_and_serves_the_stand_in(tmp_pat
 # ------------------------------------------------------------------------------ once ready
 def test_once_the_build_is_done_calls_reach_the_daemon_and_the_queued_write_applies(sandbox) -> None:
     build = BuildRunning(sandbox["data"])
-    s = shim(sandbox, ENGRAM_TEST_FAKE_EMBEDDER="1", ENGRAM_DAEMON_IDLE_EXIT_SECONDS="20")
+    s = shim(sandbox, ENGRAM_DAEMON_IDLE_EXIT_SECONDS="20")
     try:
         s.initialize()
         is_error, queued = s.call("store_memory", STORE)

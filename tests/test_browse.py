@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engram_mcp.index.embeddings import FakeEmbedder
+from tests.fakes import FakeEmbedder
 from engram_mcp.services.handles import ScopeHandle
 from engram_mcp.services.service import MemoryService, RequestContext
 

@@ -145,7 +145,7 @@ def test_recall_with_an_empty_query_names_engram_list(env) -> None:
 def test_recall_list_mode_goes_through_the_daemon_op_table(tmp_path: Path) -> None:
     """The MCP surface: recall_memories without a query browses (same service call as `engram list`)."""
     from engram_mcp.daemon.process import Daemon
-    from engram_mcp.index.embeddings import FakeEmbedder
+    from tests.fakes import FakeEmbedder
     from engram_mcp.services.service import MemoryService, RequestContext
     from tests.daemon_env import daemon_request
 
@@ -344,7 +344,7 @@ def test_export_into_a_missing_directory_is_an_error(env, tmp_path: Path) -> Non
 
 def test_an_empty_recall_query_over_mcp_says_how_to_browse(tmp_path: Path) -> None:
     from engram_mcp.daemon.process import Daemon
-    from engram_mcp.index.embeddings import FakeEmbedder
+    from tests.fakes import FakeEmbedder
     from engram_mcp.services.service import MemoryService, RequestContext
     from tests.daemon_env import daemon_request
 

@@ -223,7 +223,7 @@ def test_runtime_env_vars_are_ignored(home: Path) -> None:
     environ["PATH"] = "/usr/bin"
     environ["NOT_ENGRAM_RRF_K"] = "nonsense"
     assert load_config(home=home, environ=environ).as_dict() == DEFAULTS
-    assert {"ENGRAM_HOME", "ENGRAM_SESSION_ID", "ENGRAM_TEST_FAKE_EMBEDDER", "ENGRAM_PYTHON"} <= RUNTIME_ENV_VARS
+    assert {"ENGRAM_HOME", "ENGRAM_SESSION_ID", "ENGRAM_PYTHON"} <= RUNTIME_ENV_VARS
 
 
 def test_misspelt_engram_env_var_is_a_warning_with_a_suggestion(home: Path) -> None:

@@ -116,7 +116,7 @@ def _release(proc: subprocess.Popen) -> None:
 
 # ---------------------------------------------------------------------- tests
 def test_store_while_locked_by_a_foreign_process_is_queued_survives_kill_9_and_lands_once(tmp_path: Path) -> None:
-    env = make_env(tmp_path, fake_embedder=True)
+    env = make_env(tmp_path)
     env.env["ENGRAM_DAEMON_IDLE_EXIT_SECONDS"] = "10"
     store_dir = env.project / ".claude" / "engram"
     holder = _hold_lock(store_dir)
@@ -181,7 +181,7 @@ def test_store_while_locked_by_a_foreign_process_is_queued_survives_kill_9_and_l
 
 
 def test_corrupt_store_queues_then_recovers_and_invalid_entries_are_rejected(tmp_path: Path) -> None:
-    env = make_env(tmp_path, fake_embedder=True)
+    env = make_env(tmp_path)
     pid = _start(env)
     try:
         assert _call(env, "store", {"content": "fact one: builds use make", "type": "semantic", "scope": "project"})["action"] == "created"
@@ -240,7 +240,7 @@ def test_disk_full_queues_writes_and_applies_them_once_space_is_freed(tmp_path: 
     mnt = tmp_path / "small-disk"
     if not _mount_tmpfs(mnt, "4m"):
         pytest.skip("cannot mount a small tmpfs here (needs root and mount permission)")
-    env = make_env(tmp_path, fake_embedder=True)
+    env = make_env(tmp_path)
     project = mnt / "proj"
     (project / ".git").mkdir(parents=True)
     filler = mnt / "filler"

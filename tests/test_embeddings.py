@@ -1,4 +1,4 @@
-"""Embeddings: the built-in offline model, the failure messages, the fake for unit tests.
+"""Embeddings: the built-in offline model, the failure messages, the test fake (tests/fakes.py).
 
 Tests marked ``slow`` load the real int8 all-MiniLM-L6-v2 (0.2 s) or spawn processes. The real
 model is loaded once per module into a private cache directory.
@@ -23,11 +23,11 @@ from engram_mcp.index.embeddings import (
     DEFAULT_MODEL,
     EmbeddingsUnavailable,
     Embedder,
-    FakeEmbedder,
     FastEmbedEmbedder,
     assemble_builtin_model,
     make_embedder,
 )
+from tests.fakes import FAKE_MODEL, FakeEmbedder, launcher_command
 
 ASSEMBLY = "engram-all-MiniLM-L6-v2-int8"
 FILES = {"model.onnx", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "config.json"}
@@ -282,20 +282,65 @@ def test_the_hub_probe_gives_up_on_a_hanging_dns_lookup(monkeypatch: pytest.Monk
 # --------------------------------------------------------------------------- factory
 
 
-def test_make_embedder_is_lazy_and_defaults_the_cache_under_the_claude_dir(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(emb.FAKE_ENV, raising=False)
+def test_make_embedder_is_lazy_and_defaults_the_cache_under_the_claude_dir() -> None:
     e = make_embedder(DEFAULT_MODEL)
     assert isinstance(e, FastEmbedEmbedder) and not e.loaded
     assert (e.model_name, e.dim) == (DEFAULT_MODEL, 384)
     assert e.cache_dir == os.path.expanduser("~/.claude/engram/models")
 
 
-def test_make_embedder_returns_the_fake_by_name_or_when_the_test_env_var_is_set(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(emb.FAKE_ENV, raising=False)
-    assert isinstance(make_embedder("fake-hash-384"), FakeEmbedder)
-    monkeypatch.setenv(emb.FAKE_ENV, "1")
-    fake = make_embedder(DEFAULT_MODEL)
-    assert isinstance(fake, FakeEmbedder) and fake.model_name == "fake-hash-384" and fake.dim == 384
+def test_make_embedder_has_no_test_switch_by_name_or_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fake lives in tests/fakes.py: production always builds the real embedder."""
+    monkeypatch.setenv("ENGRAM_TEST_FAKE_EMBEDDER", "1")  # the variable of the former switch
+    for name in (FAKE_MODEL, DEFAULT_MODEL):
+        assert isinstance(make_embedder(name), FastEmbedEmbedder)
+    assert not hasattr(emb, "FakeEmbedder")
+
+
+def test_installing_the_fake_makes_the_service_build_it(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`tests.fakes.install` reaches the name the service builds its embedder with."""
+    import tests.fakes as fakes
+    from engram_mcp.services.service import MemoryService
+
+    for name, module in list(sys.modules.items()):
+        if name.startswith("engram_mcp") and getattr(module, "make_embedder", None) is emb.make_embedder:
+            monkeypatch.setattr(module, "make_embedder", emb.make_embedder)  # undone after the test
+    fakes.install()
+    svc = MemoryService(home=home)
+    try:
+        assert isinstance(svc.embedder, FakeEmbedder) and svc.model_name == FAKE_MODEL
+    finally:
+        svc.close()
+
+
+@pytest.mark.slow
+def test_the_test_launcher_runs_the_real_daemon_on_the_fake(tmp_path: Path) -> None:
+    """A daemon started through `launcher_command` serves with the fake installed."""
+    from engram_mcp.daemon.client import DaemonClient
+    from tests.daemon_env import stop_daemon
+
+    user_dir = tmp_path / "home" / ".claude" / "engram"
+    user_dir.mkdir(parents=True, mode=0o700)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ENGRAM_", "CLAUDE"))}
+    env.update(HOME=str(tmp_path / "home"), ENGRAM_HOME=str(user_dir))
+    proc = subprocess.Popen(launcher_command("engram_mcp.daemon.process", "--user-dir", str(user_dir)), env=env,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with DaemonClient(user_dir, autostart=False, timeout=5) as c:
+                    if c.call("ping").get("ready"):
+                        status = c.call("status", {}, project_root=str(tmp_path))
+                        break
+            except Exception:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise
+            time.sleep(0.05)
+        assert status["embedding"]["model"] == FAKE_MODEL, status["embedding"]
+    finally:
+        stop_daemon(user_dir)
+        proc.wait(timeout=20)
 
 
 # --------------------------------------------------------------------------- fake
@@ -309,7 +354,7 @@ def test_the_fake_embedder_is_deterministic_across_instances() -> None:
 
 
 def test_the_fake_embedder_gives_the_same_vector_in_another_process() -> None:
-    code = "from engram_mcp.index.embeddings import FakeEmbedder; print(FakeEmbedder().embed_query('hello world').tobytes().hex())"
+    code = "from tests.fakes import FakeEmbedder; print(FakeEmbedder().embed_query('hello world').tobytes().hex())"
     root = Path(__file__).resolve().parents[1]
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
     out = subprocess.run([sys.executable, "-c", code], cwd=root, env=env, capture_output=True, text=True, check=True)

@@ -157,7 +157,7 @@ def test_a_target_and_a_later_mention_of_it_are_one_entity(fake_service, ctx):
 def test_a_store_from_before_one_node_per_name_stays_readable_and_converges(home, project, ctx):
     """Schema v2 keyed entities by (name, type): 'Beta' could be two nodes. After the v3
     migration both are still found by name, and new links go to the typed one."""
-    from engram_mcp.index.embeddings import FakeEmbedder
+    from tests.fakes import FakeEmbedder
     from engram_mcp.core.ids import entity_key
     from engram_mcp.core.paths import project_dir, project_id
     from engram_mcp.services.service import MemoryService

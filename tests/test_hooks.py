@@ -253,7 +253,7 @@ def test_compact_snapshot_names_recent_requests_and_files(tmp_path):
 
 @pytest.fixture
 def env(tmp_path):
-    e = make_env(tmp_path, fake_embedder=True)
+    e = make_env(tmp_path)
     yield e
     e.shutdown()
 

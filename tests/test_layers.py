@@ -97,7 +97,7 @@ def test_the_checks_see_an_operation_that_imports_the_service_and_the_cycle_it_m
 
 
 def test_the_service_builds_one_scope_access_its_operations_share(home) -> None:
-    from engram_mcp.index.embeddings import FakeEmbedder
+    from tests.fakes import FakeEmbedder
 
     svc = MemoryService(home=home, embedder=FakeEmbedder())
     try:

@@ -1,4 +1,4 @@
-"""Decay (DECISIONS.md) and the lifecycle states it drives (memory-model.md §4)."""
+"""Decay and the lifecycle states it drives (docs/decisions.md, "Decay" and "Lifecycle")."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from surrealdb import RecordID
 
 from engram_mcp.services import lifecycle
 from engram_mcp.index import scoring
-from engram_mcp.index.embeddings import FakeEmbedder
+from tests.fakes import FakeEmbedder
 from engram_mcp.services.service import MemoryService, RequestContext
 
 DAY = 86_400.0
@@ -52,10 +52,10 @@ def test_vectorised_decay_matches_the_scalar_one():
     assert got == pytest.approx(want, rel=1e-12)
 
 
-# memory-model.md §6.2 "Decay Curve Examples" (semantic, importance 0.8). Only these cells
-# agree with the formula the document itself gives (and DECISIONS.md confirms); the others
-# (14 d with 5/10 accesses, 30 d, 60 d) are off by 0.01-0.03, e.g. 30 d / 0 accesses is
-# 0.041 by the formula but 0.06 in the table: the table is wrong there, not the code.
+# A decay table first published with the formula (semantic, importance 0.8). Only these cells
+# agree with the formula (docs/decisions.md, "Decay"); the others (14 d with 5/10 accesses,
+# 30 d, 60 d) were off by 0.01-0.03, e.g. 30 d / 0 accesses is 0.041 by the formula but was
+# printed as 0.06: the table was wrong there, not the code.
 TABLE = [(0, 0, 0.80), (0, 5, 0.80), (0, 10, 0.80), (7, 0, 0.40), (7, 5, 0.57), (7, 10, 0.64), (14, 0, 0.20)]
 
 

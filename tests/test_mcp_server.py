@@ -72,7 +72,7 @@ def project(tmp_path: Path) -> Path:
     return proj
 
 
-def server_env(home: Path, user_dir: Path, project: Path, *, fake_embedder: bool = True, **extra: str) -> dict[str, str]:
+def server_env(home: Path, user_dir: Path, project: Path, **extra: str) -> dict[str, str]:
     env = {
         "HOME": str(home),
         "ENGRAM_HOME": str(user_dir),
@@ -80,8 +80,6 @@ def server_env(home: Path, user_dir: Path, project: Path, *, fake_embedder: bool
         "CLAUDE_CODE_SESSION_ID": SESSION_ID,
         "PYTHONPATH": str(REPO_ROOT),
     }
-    if fake_embedder:
-        env["ENGRAM_TEST_FAKE_EMBEDDER"] = "1"
     env.update(extra)
     return env
 
@@ -138,9 +136,9 @@ def counts(status: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-EPISODES = [
+EPISODES = [  # three distinct memories for the real model (store-time dedup merges at cosine 0.85)
     "Fixed the flaky login test by waiting for the session cookie before asserting",
-    "The login test flaked again: the session cookie arrived after the assertion ran",
+    "Login test failed again: the cookie arrived late, after the assertion",
     "Waiting for the session cookie made the login test pass reliably on CI",
 ]
 _WORDS = ["amber", "basalt", "cedar", "dune", "ember", "fjord", "granite", "harbor", "indigo", "juniper", "kelp",
@@ -516,7 +514,7 @@ async def test_invalid_inputs_return_an_envelope_naming_the_field_and_change_not
 @pytest.mark.slow
 async def test_real_embedding_model_recalls_by_meaning(tmp_path, project):
     home, user_dir = _make_home(tmp_path / "real")
-    env = server_env(home, user_dir, project, fake_embedder=False)
+    env = server_env(home, user_dir, project)
     try:
         async with mcp_session(env) as s:
             mid = (await store(s, "The team chose PostgreSQL as the database for the billing service"))["memory_id"]

@@ -185,7 +185,7 @@ def test_install_copies_the_plugin_and_reports_its_components(installed) -> None
 def test_mcp_list_reports_the_server_connected(installed) -> None:
     plugin, home, project = installed
     out = _ok(_claude(home, project, "mcp", "list", timeout=120, ENGRAM_PYTHON=sys.executable,
-                      ENGRAM_TEST_FAKE_EMBEDDER="1", ENGRAM_DAEMON_IDLE_EXIT_SECONDS="10"))
+                      ENGRAM_DAEMON_IDLE_EXIT_SECONDS="10"))
     line = _server_line(out)
     assert f"{plugin / PAYLOAD_DIR}/bin/engram-python -m engram_mcp.interfaces.server" in line, "the server runs from the plugin root"
     assert "✔ Connected" in line, out
@@ -265,7 +265,7 @@ def test_first_use_connects_at_once_and_the_real_server_follows(installed) -> No
     stamp = data / "venv" / "engram-pyproject.toml"
     assert not stamp.exists()
     _stop_daemon(home)  # no daemon from the tests before (they ran with ENGRAM_PYTHON)
-    env = {**_pip_env(), "ENGRAM_TEST_FAKE_EMBEDDER": "1", "ENGRAM_DAEMON_IDLE_EXIT_SECONDS": "10"}
+    env = {**_pip_env(), "ENGRAM_DAEMON_IDLE_EXIT_SECONDS": "10"}
     data.mkdir(parents=True, exist_ok=True)
     lock = open(data / "bootstrap.lock", "w")
     fcntl.flock(lock, fcntl.LOCK_EX)
@@ -425,7 +425,7 @@ def test_install_from_a_set_up_checkout_stays_small_and_works(tmp_path: Path) ->
     assert _tree_bytes(checkout / ".venv") + _tree_bytes(checkout / "tests" / "claude-cli") > 300 * 1024 * 1024
     home, project = tmp_path / "home", tmp_path / "project"
     (project / ".git").mkdir(parents=True)
-    env = {"ENGRAM_TEST_FAKE_EMBEDDER": "1", "ENGRAM_DAEMON_IDLE_EXIT_SECONDS": "10"}  # no ENGRAM_PYTHON
+    env = {"ENGRAM_DAEMON_IDLE_EXIT_SECONDS": "10"}  # no ENGRAM_PYTHON
     try:
         _ok(_claude(home, project, "plugin", "marketplace", "add", str(checkout)))
         _ok(_claude(home, project, "plugin", "install", PLUGIN, timeout=600))
@@ -495,7 +495,7 @@ def test_the_first_session_during_the_build_never_waits_and_the_next_one_works(t
     python, stamp = data / "venv" / "bin" / "python", data / "venv" / "engram-pyproject.toml"
     hold = tmp_path / "hold-the-build"
     hold.touch()
-    env = {**_pip_env(), "ENGRAM_TEST_BOOTSTRAP_HOLD": str(hold), "ENGRAM_TEST_FAKE_EMBEDDER": "1",
+    env = {**_pip_env(), "ENGRAM_TEST_BOOTSTRAP_HOLD": str(hold),
            "ENGRAM_DAEMON_IDLE_EXIT_SECONDS": "10"}  # no ENGRAM_PYTHON: the plugin's own environment
     try:
         _ok(_claude(home, project, "plugin", "marketplace", "add", str(plugin)))

@@ -352,9 +352,8 @@ def lean_plugin(root: Path, *, with_server: bool = False) -> Path:
 
 def engram_env(**extra: str) -> dict[str, str]:
     """For the MCP server, the daemon and the CLI: this interpreter, the checkout on PYTHONPATH (as
-    .mcp.json does for the server; an installed plugin's own venv has the package) and the fast fake
-    embedder."""
-    return {"ENGRAM_PYTHON": sys.executable, "PYTHONPATH": str(REPO_ROOT), "ENGRAM_TEST_FAKE_EMBEDDER": "1", **extra}
+    .mcp.json does for the server; an installed plugin's own venv has the package)."""
+    return {"ENGRAM_PYTHON": sys.executable, "PYTHONPATH": str(REPO_ROOT), **extra}
 
 
 def command_text(body: dict[str, Any]) -> str:

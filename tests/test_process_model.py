@@ -84,7 +84,7 @@ def test_four_processes_interleaving_stores_and_recalls_lose_nothing(tmp_path: P
 
 
 def _fake():
-    from engram_mcp.index.embeddings import FakeEmbedder
+    from tests.fakes import FakeEmbedder
 
     return FakeEmbedder()
 

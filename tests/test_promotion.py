@@ -304,7 +304,7 @@ def test_a_half_applied_merge_is_not_merged_twice(real_service, ctx, project, mo
 
 
 def test_a_memory_seen_in_two_projects_becomes_a_user_candidate(real_service, tmp_path):
-    """DECISIONS.md, project -> user: "recalled in >= 3 sessions *or seen in >= 2 projects*"."""
+    """docs/decisions.md, project -> user: "recalled in >= 3 sessions *or* seen in >= 2 projects"."""
     from engram_mcp.services import lifecycle
 
     roots = []

@@ -148,7 +148,7 @@ def test_building_hits_for_the_best_candidates_only_gives_the_full_ranking(monke
 # ------------------------------------------------------------------ write-behind strengthening
 @pytest.fixture
 def svc(home):
-    from engram_mcp.index.embeddings import FakeEmbedder
+    from tests.fakes import FakeEmbedder
 
     s = MemoryService(home=home, embedder=FakeEmbedder())
     yield s
@@ -180,7 +180,7 @@ def test_strengthening_is_written_behind_the_recall_and_seen_by_every_later_stat
     assert _raw_access_count(svc, ctx, mid) == 3
     svc.recall(ctx, query="deploy pipeline GitHub Actions")
     svc.close()  # close writes what is pending
-    from engram_mcp.index.embeddings import FakeEmbedder
+    from tests.fakes import FakeEmbedder
 
     again = MemoryService(home=home, embedder=FakeEmbedder())
     try:

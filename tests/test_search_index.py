@@ -1,4 +1,4 @@
-"""Behaviour of the in-memory retrieval primitives (engram_mcp/index/search_index.py)."""
+"""Behaviour of the in-memory retrieval primitives (engram_mcp/index/: tokenizer, slots, vectors, bm25)."""
 
 from __future__ import annotations
 
@@ -8,15 +8,10 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from engram_mcp.index.search_index import (
-    BM25_B,
-    BM25_K1,
-    ENGLISH_STOP_WORDS,
-    BM25Index,
-    SlotAllocator,
-    VectorIndex,
-    tokenize,
-)
+from engram_mcp.index.bm25 import BM25_B, BM25_K1, BM25Index
+from engram_mcp.index.slots import SlotAllocator
+from engram_mcp.index.tokenizer import ENGLISH_STOP_WORDS, tokenize
+from engram_mcp.index.vectors import VectorIndex
 
 # ------------------------------------------------------------------------------------------
 # helpers
@@ -599,12 +594,12 @@ class _QuantizedVectorIndex(_SmallBlockVectorIndex):
 @pytest.fixture(params=["numkong", "numpy"])
 def kernels(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """The int8 scan with NumKong's kernels, and with the numpy fallback used when it is missing."""
-    import engram_mcp.index.search_index as si
+    import engram_mcp.index.vectors as vectors
 
     if request.param == "numpy":
-        monkeypatch.setattr(si, "_NUMKONG", [None])
+        monkeypatch.setattr(vectors, "_NUMKONG", [None])
     else:
-        assert si._numkong() is not None, "numkong is a dependency (pyproject.toml)"
+        assert vectors._numkong() is not None, "numkong is a dependency (pyproject.toml)"
     return request.param
 
 

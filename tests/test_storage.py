@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from engram_mcp.index.embeddings import FakeEmbedder
+from tests.fakes import FakeEmbedder
 from engram_mcp.core.errors import SchemaTooNew, StorageFull, StoreUnavailable
 from engram_mcp.core.ids import new_ulid
 from engram_mcp.core.paths import project_dir, project_id, resolve_project_root

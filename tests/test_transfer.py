@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from engram_mcp.index.embeddings import FakeEmbedder
+from tests.fakes import FakeEmbedder
 from engram_mcp.core.errors import InvalidInput
 from engram_mcp.core.ids import new_ulid
 from engram_mcp.index.scope_index import record_key

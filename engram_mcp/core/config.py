@@ -85,7 +85,6 @@ RUNTIME_ENV_VARS: frozenset[str] = frozenset(
         "ENGRAM_SOCKET",
         "ENGRAM_LOG_FILE",
         "ENGRAM_DAEMON",
-        "ENGRAM_TEST_FAKE_EMBEDDER",
         "ENGRAM_PYTHON",
     }
 )

@@ -1,7 +1,7 @@
 """Typed errors shared by every interface.
 
-Each error carries the fields of the MCP error envelope (mcp-server-design.md,
-"Error Response Format") so the MCP server, the CLI and the hooks render the same
+Each error carries the fields of the MCP error envelope (docs/decisions.md,
+"The MCP surface") so the MCP server, the CLI and the hooks render the same
 facts: a stable `code`, a message that names the next step, whether the system is
 degraded, and whether retrying can help.
 """
@@ -25,7 +25,7 @@ class EngramError(Exception):
         self.details = details
 
     def envelope(self) -> dict[str, Any]:
-        """The error envelope of mcp-server-design.md."""
+        """The error envelope every interface renders (docs/decisions.md)."""
         env: dict[str, Any] = {
             "error": self.code,
             "message": self.message,

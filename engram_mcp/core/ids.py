@@ -92,7 +92,7 @@ def session_db_name(session_id: str) -> str:
 
 
 def project_db_name(project_root_realpath: str) -> str:
-    """`p_<sha256(realpath(project root))[:12]>` (hierarchical-memory-model.md §3b)."""
+    """`p_<sha256(realpath(project root))[:12]>` (one database per project root; docs/decisions.md)."""
     return "p_" + hashlib.sha256(project_root_realpath.encode("utf-8")).hexdigest()[:12]
 
 

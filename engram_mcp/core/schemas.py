@@ -1,10 +1,11 @@
 """The argument schemas of engram's operations (JSON Schema, Draft 2020-12).
 
 Where an operation is an MCP tool (`operations.py` says which), its schema here is the tool's
-`inputSchema`: the model reads all of it in every session, so it is lean (short descriptions,
-only the limits the model benefits from knowing: content 20,000 characters, summary 500, the
-ranges of numbers), and it is also the validation contract (`tool_calls.py` validates every
-call against exactly these dicts before anything reaches the daemon).
+`inputSchema`: the model reads all of it in every session, so it is lean (docs/decisions.md,
+"The MCP surface": short descriptions, only the limits the model benefits from knowing: content
+20,000 characters, summary 500, the ranges of numbers), and it is also the validation contract
+(`tool_calls.py` validates every call against exactly these dicts before anything reaches the
+daemon).
 `additionalProperties: false` everywhere except `update_memory.metadata`, which is an
 arbitrary key/value patch by design.
 

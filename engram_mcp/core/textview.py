@@ -222,13 +222,12 @@ class View:
     maps every one of its view characters to the whole ``[orig_start, orig_end)``.
     """
 
-    __slots__ = ("text", "_starts", "_pieces", "_orig_len")
+    __slots__ = ("text", "_starts", "_pieces")
 
-    def __init__(self, text: str, pieces: list[tuple[int, int, int, bool]], orig_len: int) -> None:
+    def __init__(self, text: str, pieces: list[tuple[int, int, int, bool]]) -> None:
         self.text = text
         self._pieces = pieces
         self._starts = [p[0] for p in pieces]
-        self._orig_len = orig_len
 
     def _orig(self, i: int) -> tuple[int, int]:
         k = bisect_right(self._starts, i) - 1
@@ -531,7 +530,7 @@ def view_from_edits(text: str, found: list[tuple[int, int, str]]) -> View | None
     view = "".join(out)
     if view == text or not pieces:
         return None
-    return View(view, pieces, len(text))
+    return View(view, pieces)
 
 
 def build_view(text: str, *, fence: bool = False) -> View | None:

@@ -1,4 +1,4 @@
-"""Text embeddings for engram: one small protocol, a real offline model and a fake for unit tests.
+"""Text embeddings for engram: one small protocol and a real offline model.
 
 Why this shape:
 
@@ -38,7 +38,6 @@ import json
 import logging
 import math
 import os
-import re
 import shutil
 import socket
 import tempfile
@@ -46,8 +45,6 @@ import threading
 import time
 import uuid
 from collections.abc import Sequence
-from functools import lru_cache
-from hashlib import blake2b
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 from urllib.parse import urlparse
@@ -60,7 +57,6 @@ log = logging.getLogger(__name__)
 
 DEFAULT_MODEL = DEFAULT_CONFIG.embedding_model  # the built-in offline model, the config key's default
 DEFAULT_DIM = 384
-FAKE_MODEL = "fake-hash-384"
 DEFAULT_CACHE_DIR = "~/.claude/engram/models"
 #: onnxruntime intra-op threads: 1 is 2 ms slower than 2 per query on an idle 2-core machine but
 #: twice as fast when the other core is busy (see the module docstring); pass ``threads=`` to change.
@@ -74,8 +70,6 @@ DEFAULT_THREADS = 1
 #: which costs ~60 MB of RSS once loaded (it runs without onnxruntime's memory arena, so batch
 #: buffers are not kept).
 DEFAULT_BULK_THREADS = 2
-#: Set to "1" to make :func:`make_embedder` return a :class:`FakeEmbedder` whatever the name.
-FAKE_ENV = "ENGRAM_TEST_FAKE_EMBEDDER"
 
 _VENDORED_DIR = Path(__file__).resolve().parent / "model_files" / "all-MiniLM-L6-v2"
 _TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "config.json")
@@ -511,93 +505,6 @@ class FastEmbedEmbedder:
         return _normalise(out)
 
 
-# --------------------------------------------------------------------------- fake for tests
-
-
-_SUFFIXES = (
-    "ational",
-    "ization",
-    "fulness",
-    "ousness",
-    "iveness",
-    "ingly",
-    "ement",
-    "ments",
-    "ment",
-    "ness",
-    "ings",
-    "edly",
-    "ies",
-    "ing",
-    "ied",
-    "ers",
-    "est",
-    "ly",
-    "ed",
-    "es",
-    "er",
-    "s",
-)
-
-
-def _stem(word: str) -> str:
-    """A deliberately crude suffix stripper: enough for "meetings" ~ "meeting" in fake vectors."""
-    for suf in _SUFFIXES:
-        if word.endswith(suf) and len(word) - len(suf) >= 3:
-            return word[: -len(suf)]
-    return word
-
-
-@lru_cache(maxsize=65536)
-def _bucket(feature: str, dim: int) -> tuple[int, float]:
-    """Stable (process-independent) bucket and sign of a feature: blake2b, not ``hash()``."""
-    h = int.from_bytes(blake2b(feature.encode("utf-8"), digest_size=8).digest(), "little")
-    return h % dim, (1.0 if (h >> 63) & 1 else -1.0)
-
-
-class FakeEmbedder:
-    """Deterministic hashed bag of stemmed words + char trigrams; for fast unit tests only.
-
-    Texts sharing words score high, identical texts identically, unrelated texts near 0 (signed
-    hashing keeps collisions from adding a positive bias). No model, no I/O, microseconds per text.
-    """
-
-    _WORD_WEIGHT = 1.0
-    _TRIGRAM_WEIGHT = 0.35
-
-    def __init__(self, dim: int = DEFAULT_DIM, model_name: str = FAKE_MODEL) -> None:
-        self.dim = dim
-        self.model_name = model_name
-        self.loaded = True
-
-    def load(self) -> None:
-        """Nothing to load; present so callers can treat every embedder alike."""
-
-    def _vector(self, text: str) -> np.ndarray:
-        v = np.zeros(self.dim, dtype=np.float32)
-        words = [_stem(w) for w in re.findall(r"[^\W_]+", text.lower())]
-        if not words:
-            idx, sign = _bucket("\x00empty", self.dim)
-            v[idx] = sign
-            return v
-        for w in words:
-            idx, sign = _bucket("w:" + w, self.dim)
-            v[idx] += sign * self._WORD_WEIGHT
-            padded = f"#{w}#"
-            for i in range(len(padded) - 2):
-                idx, sign = _bucket("t:" + padded[i : i + 3], self.dim)
-                v[idx] += sign * self._TRIGRAM_WEIGHT
-        return _normalise(v)
-
-    def embed_query(self, text: str) -> np.ndarray:
-        return self._vector(text)
-
-    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        return np.stack([self._vector(t) for t in texts])
-
-
 # --------------------------------------------------------------------------- factory
 
 
@@ -607,11 +514,9 @@ def make_embedder(
     model_path: str | None = None,
     cache_dir: str | None = None,
 ) -> Embedder:
-    """The embedder for ``model_name`` (not loaded yet).
+    """The embedder for ``model_name`` (not loaded yet): always the real fastembed-backed one.
 
-    ``"fake-hash-384"`` (or env ``ENGRAM_TEST_FAKE_EMBEDDER=1``, which unit tests set so nothing
-    loads a model) gives a :class:`FakeEmbedder`; everything else a :class:`FastEmbedEmbedder`.
+    Tests that want a model-free embedder pass one to ``MemoryService(embedder=...)``, or install
+    theirs in a subprocess before it starts (``tests/fakes.py``); production has no switch for it.
     """
-    if model_name == FAKE_MODEL or os.environ.get(FAKE_ENV) == "1":
-        return FakeEmbedder()
     return FastEmbedEmbedder(model_name, model_path=model_path, cache_dir=cache_dir)

@@ -22,7 +22,8 @@ from typing import Sequence
 import numpy as np
 
 from engram_mcp.core.config_keys import DEFAULT_CONFIG, Config
-from engram_mcp.core.vocabulary import RECALL_STRATEGIES, SCOPES
+from engram_mcp.core.vocabulary import RECALL_STRATEGIES
+from engram_mcp.index.bm25 import BM25Index
 from engram_mcp.index.scope_index import STATUS_CODE, Filters, ScopeIndex
 from engram_mcp.index.scoring import (
     CONSOLIDATED_RANK_FACTOR,
@@ -35,11 +36,10 @@ from engram_mcp.index.scoring import (
     rrf_fusion,
     score_fusion,
 )
-from engram_mcp.index.search_index import BM25Index, tokenize
+from engram_mcp.index.tokenizer import tokenize
 
 STRATEGIES = RECALL_STRATEGIES
 SUPERSEDED_MARGIN = 1e-3
-SCOPE_PRIORITY = {scope: rank for rank, scope in enumerate(SCOPES, start=1)}  # broader scopes rank higher
 # Hit objects are built for this many best candidates (plus related ones), not for all ~200 per
 # scope: `rank` checks the result is the one all candidates give and falls back otherwise.
 HIT_BUDGET_PER_RESULT = 3

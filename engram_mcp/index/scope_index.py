@@ -2,8 +2,8 @@
 
 SurrealDB is the system of record; this is a derived index, rebuilt from the records
 when a store is opened and updated on every write, because the engine's own BM25 and
-HNSW indexes are too slow and too large here (environment.md: 9 GB for 10k rows,
-common-word BM25 queries of 400 ms). It holds, per memory slot: the vector, the BM25
+HNSW indexes are too slow and too large here (measured: 9 GB for 10k rows,
+common-word BM25 queries of 400 ms; docs/decisions.md). It holds, per memory slot: the vector, the BM25
 postings and the columns the filters and the composite score need, so a recall
 touches the database only to fetch the few records it returns.
 """
@@ -18,8 +18,10 @@ from typing import Any, Iterable
 import numpy as np
 
 from engram_mcp.core.vocabulary import LIVE_STATUSES, MEMORY_TYPES, RECALLABLE_STATUSES, STATUSES
+from engram_mcp.index.bm25 import BM25Index
 from engram_mcp.index.scoring import CONTIGUITY_WINDOW_SECONDS, HALF_LIFE_DAYS, to_epoch
-from engram_mcp.index.search_index import BM25Index, SlotAllocator, VectorIndex
+from engram_mcp.index.slots import SlotAllocator
+from engram_mcp.index.vectors import VectorIndex
 
 TYPE_CODE = {t: i for i, t in enumerate(MEMORY_TYPES)}
 STATUS_CODE = {s: i for i, s in enumerate(STATUSES)}
@@ -118,10 +120,6 @@ class ScopeIndex:
     @property
     def missing_vectors(self) -> int:
         return len(self.without_vector)
-
-    @missing_vectors.setter
-    def missing_vectors(self, _value: int) -> None:
-        """Kept for callers that reset the count; the set above is the truth."""
 
     # -- writes -------------------------------------------------------------------
     def upsert(self, row: dict[str, Any], vector: np.ndarray | None = None) -> int:

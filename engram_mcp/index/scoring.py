@@ -50,7 +50,7 @@ CONTIGUITY_WEIGHT = 0.3
 CONTIGUITY_LAGS = 2
 CONTIGUITY_WINDOW_SECONDS = 3_600.0
 
-# Lifecycle thresholds (memory-model.md §4)
+# Lifecycle thresholds (docs/decisions.md, "Lifecycle")
 CONSOLIDATE_BELOW_STRENGTH = 0.3
 CONSOLIDATE_MIN_ACCESS = 2
 ARCHIVE_BELOW_STRENGTH = 0.1
@@ -58,10 +58,6 @@ FORGET_BELOW_STRENGTH = 0.01
 ACTIVATE_AFTER_SECONDS = 3_600.0
 REACTIVATE_AT_STRENGTH = 0.3
 CONSOLIDATED_RANK_FACTOR = 0.85  # consolidated memories are queryable at lower priority
-
-
-def now_utc() -> datetime:
-    return datetime.now(timezone.utc)
 
 
 def to_epoch(value: datetime | float | int | None) -> float:

@@ -40,7 +40,7 @@ from engram_mcp import __version__
 from engram_mcp.core.errors import DaemonUnavailable, EngramError
 from engram_mcp.core.operations import SCHEMAS, TOOL_OPS, TOOLS
 from engram_mcp.core.paths import lock_held
-from engram_mcp.daemon.client import PLUGIN_VENV_PYTHON, PLUGIN_VENV_STAMP, DaemonClient, plugin_env_python
+from engram_mcp.daemon.client import PLUGIN_VENV_PYTHON, DaemonClient, plugin_env_python
 from engram_mcp.interfaces import jsonrpc_wire
 from engram_mcp.interfaces.tool_calls import (
     _coerce_integers,
@@ -65,7 +65,6 @@ CAPABILITIES = {"resources": {"listChanged": False, "subscribe": False}, "tools"
 PROTOCOL_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 
 # Files of bin/engram-bootstrap in the data directory.
-STAMP = PLUGIN_VENV_STAMP  # written last and atomically: the venv's python exists long before
 VENV_PYTHON = PLUGIN_VENV_PYTHON
 FAILED = "bootstrap.failed"
 LOCK = "bootstrap.lock"

@@ -120,7 +120,6 @@ WRAPPERS = frozenset({"sudo", "env", "exec", "nice", "time", "command", "npx"})
 RUNNERS = {"bundle": "exec", "poetry": "run", "uv": "run", "pipenv": "run", "pnpm": "exec", "yarn": "exec"}
 ENV_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 SUBCOMMAND = re.compile(r"^[a-z][a-z0-9:_-]*$")
-EDIT_TOOL_NAMES = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit"})
 
 SIGNAL_TEXT = {
     "rule": "the user stated a rule or preference for future work",

@@ -14,8 +14,8 @@ functions `op(access, ctx, **args)`. They depend on this object and on each othe
   and the near-duplicate finder (`find_twin`);
 - the recall strengthening written behind (`write_behind`, strengthen.py).
 
-Writes are serialised by one lock (environment.md: concurrent writes to one engine lose
-updates); embedding runs outside it so two cores are used.
+Writes are serialised by one lock (measured: concurrent writes to one engine lose updates,
+docs/decisions.md); embedding runs outside it so two cores are used.
 """
 
 from __future__ import annotations

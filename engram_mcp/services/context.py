@@ -1,6 +1,6 @@
 """get_memory_context: a fenced markdown block of the memories that matter now.
 
-Sections (mcp-server-design.md): user preferences, project knowledge, what happened
+Sections (docs/decisions.md, "The MCP surface"): user preferences, project knowledge, what happened
 (the last session's summary and this session's events), relevant procedures. The
 token budget is split with preferences first; a section that needs less passes its
 budget on. Tokens are estimated at 4 characters each (no tokenizer download; the

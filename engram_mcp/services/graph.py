@@ -14,7 +14,7 @@ from engram_mcp.core.errors import InvalidInput
 from engram_mcp.core.ids import entity_key, format_memory_id
 from engram_mcp.core.vocabulary import GRAPH_DIRECTIONS, PERSISTENT_SCOPES
 from engram_mcp.index.scope_index import record_key
-from engram_mcp.index.search_index import tokenize
+from engram_mcp.index.tokenizer import tokenize
 from engram_mcp.services.access import RequestContext, ScopeAccess
 from engram_mcp.services.handles import ScopeHandle
 from engram_mcp.services.records import check_enum, public_memory

@@ -1,7 +1,7 @@
 """Decay-driven lifecycle: the maintenance pass and its schedule.
 
 Strength is computed at read time (scoring.py); this pass turns it into states
-(memory-model.md §4, DECISIONS.md):
+(docs/decisions.md, "Lifecycle"):
   created -> active         after 1 hour (or at first recall, done by recall itself)
   active -> consolidated    strength < 0.3 and access_count >= 2: queued for the consolidator
   active -> archived        strength < 0.1 and access_count < 2
@@ -42,7 +42,7 @@ from engram_mcp.storage import queries as q
 FORGOTTEN_PURGE_DAYS = 30
 MAINTENANCE_META_KEY = "maintenance"
 PROJECT_PATH_HINTS = ("/", "\\", ".py", ".ts", ".js", "src/")
-PROMOTE_USER_MIN_PROJECTS = 2  # DECISIONS.md: "seen in >= 2 projects"
+PROMOTE_USER_MIN_PROJECTS = 2  # project -> user: "seen in >= 2 projects" (docs/decisions.md)
 
 
 def _rids(keys):
@@ -240,7 +240,7 @@ def _enqueue_many(h: ScopeHandle, keys: list[str], reason: str, priority: float)
 def queue_user_candidates(access: ScopeAccess, project: ScopeHandle, cfg) -> int:
     """Record project memories that look general enough for the user scope.
 
-    Criteria (DECISIONS.md): importance >= 0.7, recalled in >= N distinct sessions or
+    Criteria (docs/decisions.md, "Promotion"): importance >= 0.7, recalled in >= N distinct sessions or
     seen in >= 2 projects (this one plus a near-duplicate, cosine >= the dedup threshold
     or the same content, in another project of the user: sightings.note_project_sighting),
     semantic or procedural, and no project paths in the content. The consolidator

@@ -450,7 +450,7 @@ def summary_memory_key(project_db: str, session_id: str, run_started: str | None
 
 
 def _qualifies(row: dict[str, Any], cfg) -> bool:
-    """DECISIONS.md: not working; importance >= 0.5 OR access_count >= 2; explicit choice wins."""
+    """Session -> project (docs/decisions.md): not working; importance >= 0.5 OR access_count >= 2; explicit choice wins."""
     meta = row.get("metadata") or {}
     if row.get("memory_type") == "working" or row.get("status") == "forgotten":
         return False

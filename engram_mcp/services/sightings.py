@@ -42,8 +42,8 @@ def _sighting_key(project: ScopeHandle, key: str) -> str:
 
 
 def note_project_sighting(access: ScopeAccess, project: ScopeHandle, key: str, *, drop: bool = False) -> None:
-    """Record in the user store that project `project.db` holds memory `key` (DECISIONS.md:
-    project -> user promotion when a memory is "seen in >= 2 projects").
+    """Record in the user store that project `project.db` holds memory `key` (project -> user
+    promotion when a memory is "seen in >= 2 projects", docs/decisions.md).
 
     Only memories that could be promoted to the user scope are kept (semantic or
     procedural, importance >= promote_user_min_importance, not forgotten), which keeps the

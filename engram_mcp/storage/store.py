@@ -1,7 +1,7 @@
 """One embedded SurrealKV datastore, owned exclusively by this process.
 
-environment.md measured that two processes opening one `surrealkv://` path corrupt
-it silently, and that concurrent async writes in one process lose updates. So:
+Measured on this engine (docs/decisions.md): two processes opening one `surrealkv://` path
+corrupt it silently, and concurrent async writes in one process lose updates. So:
 - a store is opened only while holding an exclusive `flock` on `<dir>/LOCK`; a second
   opener (another daemon, a stray CLI) gets StoreUnavailable naming the holder's pid
   instead of corrupting the data;

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from engram_mcp.daemon.client import DaemonClient, socket_path
+from tests.fakes import launcher_command
 
 REPO = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable
@@ -90,6 +91,8 @@ class Sandbox:
     daemon: subprocess.Popen | None = None
     daemon_log: Path | None = None
     extra_daemon_env: dict[str, str] = field(default_factory=dict)
+    #: Start the daemon with the model-free FakeEmbedder installed (tests/fakes.launcher_command).
+    fake_embedder: bool = True
 
     @property
     def user_dir(self) -> Path:
@@ -104,6 +107,12 @@ class Sandbox:
         return env
 
     # -- daemon ---------------------------------------------------------------------
+    def _daemon_command(self) -> list[str]:
+        args = ("--user-dir", str(self.user_dir))
+        if self.fake_embedder:
+            return launcher_command("engram_mcp.daemon.process", *args)
+        return [PYTHON, "-m", "engram_mcp.daemon.process", *args]
+
     def start_daemon(self, extra_env: dict[str, str] | None = None, *, timeout: float = 90.0,
                      preexec_fn: Any = None) -> subprocess.Popen:
         assert self.daemon is None or self.daemon.poll() is not None, "daemon already running"
@@ -114,7 +123,7 @@ class Sandbox:
         self.daemon_log = self.root / "daemon.out"
         with open(self.daemon_log, "ab") as out:
             self.daemon = subprocess.Popen(
-                [PYTHON, "-m", "engram_mcp.daemon.process", "--user-dir", str(self.user_dir)],
+                self._daemon_command(),
                 env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True, cwd=str(self.root),
                 preexec_fn=preexec_fn,
             )
@@ -180,7 +189,7 @@ class Sandbox:
     # -- in-process view (daemon stopped) ------------------------------------------------
     @contextlib.contextmanager
     def service(self) -> Iterator[Any]:
-        from engram_mcp.index.embeddings import FakeEmbedder
+        from tests.fakes import FakeEmbedder
         from engram_mcp.services.service import MemoryService
 
         assert self.daemon is None or self.daemon.poll() is not None, "stop the daemon first: one owner per store"
@@ -221,9 +230,7 @@ def make_sandbox(root: Path, *, fake_embedder: bool = True) -> Sandbox:
     project = make_project(root / "proj")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ENGRAM_", "CLAUDE"))}
     env.update(HOME=str(home), PYTHONPATH=str(REPO), ENGRAM_HOME=str(home / ".claude" / "engram"), PYTHONDONTWRITEBYTECODE="1")
-    if fake_embedder:
-        env["ENGRAM_TEST_FAKE_EMBEDDER"] = "1"
-    return Sandbox(root=root, home=home, project=project, env=env)
+    return Sandbox(root=root, home=home, project=project, env=env, fake_embedder=fake_embedder)
 
 
 # ---------------------------------------------------------------------- in-process MCP handler

@@ -1,0 +1,81 @@
+"""Array helpers shared by the slot allocator, the vector index and the BM25 index.
+
+Mask convention (all searches): ``mask[i]`` says whether slot ``i`` may be returned. A mask may be
+shorter or longer than the index: slots at or beyond ``len(mask)`` are excluded, extra entries are
+ignored. So ``SlotAllocator.live_mask`` (or any combination of it) can be passed as is.
+"""
+
+from __future__ import annotations
+
+from typing import overload
+
+import numpy as np
+
+EMPTY_SLOTS = np.zeros(0, dtype=np.int64)
+EMPTY_SCORES = np.zeros(0, dtype=np.float32)
+
+
+def grown_capacity(current: int, needed: int) -> int:
+    """Doubling growth so n appends cost O(n) copies in total."""
+    capacity = max(current, 1)
+    while capacity < needed:
+        capacity *= 2
+    return capacity
+
+
+@overload
+def mask_prefix(mask: np.ndarray, length: int) -> np.ndarray: ...
+@overload
+def mask_prefix(mask: None, length: int) -> None: ...
+def mask_prefix(mask: np.ndarray | None, length: int) -> np.ndarray | None:
+    """The mask resized to ``length`` (missing entries False), or None for no mask."""
+    if mask is None:
+        return None
+    m = np.asarray(mask, dtype=bool)
+    if m.ndim != 1:
+        raise ValueError("mask must be one-dimensional")
+    if len(m) >= length:
+        return m[:length]
+    padded = np.zeros(length, dtype=bool)
+    padded[: len(m)] = m
+    return padded
+
+
+def top_k(
+    scores: np.ndarray,
+    k: int,
+    slots: np.ndarray | None = None,
+    positive_only: bool = False,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Best ``k`` entries of ``scores``, best first, as (slots int64, scores float32).
+
+    ``slots[i]`` names entry i (identity when None, i.e. ``scores`` is dense by slot). With
+    ``positive_only`` entries scoring <= 0 are never returned. Ties are broken by lower slot, so
+    results are deterministic: argpartition alone picks arbitrarily among entries tied at the k-th
+    score (common in BM25, where equal tf and length give equal scores), which would make a
+    bulk-built and an incrementally built index disagree. Everything stays O(n).
+    """
+    n = len(scores)
+    if k <= 0 or n == 0:
+        return EMPTY_SLOTS, EMPTY_SCORES
+    if k >= n:
+        pick = np.flatnonzero(scores > 0) if positive_only else np.arange(n)
+    else:
+        kth = np.partition(scores, n - k)[n - k]  # the k-th largest score
+        if positive_only and kth <= 0:
+            pick = np.flatnonzero(scores > 0)  # fewer than k positive entries
+        else:
+            above = np.flatnonzero(scores > kth)
+            tied = np.flatnonzero(scores == kth)
+            need = k - len(above)  # >= 1, since fewer than k entries exceed the k-th largest
+            if need < len(tied):
+                tied_slots = tied if slots is None else slots[tied]
+                tied = tied[np.argpartition(tied_slots, need - 1)[:need]]
+            pick = np.concatenate([above, tied])
+    pick_slots = pick if slots is None else slots[pick]
+    pick_scores = scores[pick]
+    order = np.lexsort((pick_slots, -pick_scores))
+    return (
+        pick_slots[order].astype(np.int64, copy=False),
+        pick_scores[order].astype(np.float32, copy=False),
+    )

@@ -1,0 +1,453 @@
+"""Incremental Okapi BM25 over slots, scored at query time from live statistics.
+
+Thread-safety: none. Writes must be serialised by the caller (the engine has a single writer), and
+a search must not run concurrently with a write on the same index.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections import Counter
+from collections.abc import Sequence
+from itertools import chain
+
+import numpy as np
+
+from engram_mcp.index.arrays import EMPTY_SCORES, EMPTY_SLOTS, grown_capacity, mask_prefix, top_k
+from engram_mcp.index.tokenizer import tokenize
+
+_EMPTY_POSTING_SLOTS = np.zeros(0, dtype=np.int32)
+_EMPTY_POSTING_TFS = np.zeros(0, dtype=np.float32)
+
+
+# Memories are short (tens of words), so length says little about topicality: a weak length
+# normalisation (b 0.3) and an early tf saturation (k1 0.9) measured best on coding memory and
+# LoCoMo together (the usual 1.2-1.5 / 0.75 over-rewarded the shortest texts that shared a word).
+BM25_K1 = 0.9
+BM25_B = 0.3
+
+
+class BM25Index:
+    """Incremental Okapi BM25 with Lucene's idf, scored at query time from live statistics.
+
+    Layout: per term, growable numpy arrays of posting slots (int32) and term frequencies
+    (float32), appended in O(1) amortised. A posting is *dead* when its tf is 0.0: it then adds
+    exactly 0 to any score, so queries need no liveness check. Clearing a slot uses the slot's own
+    term list to find its postings (one vectorised scan per term of that document), decrements df
+    and marks them dead; a term's postings are compacted when more than half are dead.
+
+    Scoring: idf = log(1 + (N - df + 0.5) / (df + 0.5)) (never negative), tf part
+    tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl)), N = live documents, df = live documents
+    containing the term, dl = the document's term count after stop words.
+
+    Repeated query terms are counted once (a query is a set of terms): "redis redis cache" scores
+    like "redis cache". Short natural-language queries repeat words by accident, not for emphasis.
+
+    A text with no terms (empty, or only stop words) is not a document: it cannot match, and it is
+    not counted in N or avgdl (as Lucene counts only documents that have the field).
+    """
+
+    _MIN_POSTINGS_CAPACITY = 4
+    _COMPACT_MIN_POSTINGS = 8  # don't bother compacting tiny posting lists
+
+    def __init__(self, k1: float = BM25_K1, b: float = BM25_B, initial_capacity: int = 1024) -> None:
+        if k1 <= 0 or not 0.0 <= b <= 1.0:
+            raise ValueError("need k1 > 0 and 0 <= b <= 1")
+        self.k1 = float(k1)
+        self.b = float(b)
+        self._vocab: dict[str, int] = {}
+        self._post_slots: list[np.ndarray] = []
+        self._post_tfs: list[np.ndarray] = []
+        self._post_len: list[int] = []
+        self._post_dead: list[int] = []
+        self._df: list[int] = []
+        # Per slot: (2, n) int32 array [term ids; tfs], or None when the slot has no document.
+        self._doc_terms: list[np.ndarray | None] = []
+        # Length used for the tf normalisation; 1.0 for empty slots keeps a dead posting's
+        # denominator positive even with b = 1 (its tf of 0 then still yields exactly 0).
+        self._doc_len = np.ones(0, dtype=np.float32)
+        self._doc_count = 0
+        self._total_len = 0
+        self._reset(max(initial_capacity, 1))
+
+    def _reset(self, capacity: int) -> None:
+        """Empty every document and posting but keep the vocabulary (term ids stay valid)."""
+        n_terms = len(self._vocab)
+        self._post_slots = [_EMPTY_POSTING_SLOTS] * n_terms
+        self._post_tfs = [_EMPTY_POSTING_TFS] * n_terms
+        self._post_len = [0] * n_terms
+        self._post_dead = [0] * n_terms
+        self._df = [0] * n_terms
+        self._doc_terms = [None] * capacity
+        self._doc_len = np.ones(capacity, dtype=np.float32)
+        self._doc_count = 0
+        self._total_len = 0
+
+    # ---- writes ----
+
+    def set(self, slot: int, text: str) -> None:
+        """(Re)index the slot's document, replacing any previous text."""
+        self.set_terms(slot, tokenize(text))
+
+    def set_terms(self, slot: int, terms: Sequence[str]) -> None:
+        """Index already-tokenized terms (lets a caller tokenize once for several uses)."""
+        if slot < 0:
+            raise ValueError("slot must be non-negative")
+        self._ensure_capacity(slot + 1)
+        counts = Counter(terms)
+        ids = [self._term_id(t) for t in counts]
+        doc = np.array([ids, list(counts.values())], dtype=np.int32).reshape(2, -1)
+        old = self._doc_terms[slot]
+        if old is not None:
+            if old.shape == doc.shape and np.array_equal(old, doc):
+                return  # unchanged text: nothing to do
+            self._remove(slot, old)
+        if len(ids) == 0:
+            return
+        for tid, tf in zip(ids, counts.values(), strict=False):
+            self._append_posting(tid, slot, tf)
+        self._add_doc(slot, doc)
+
+    def set_many(self, slots: Sequence[int] | np.ndarray, texts: Sequence[str]) -> None:
+        """Bulk (re)index: tokenize all, then build postings with one sort instead of per-token
+        appends. Equivalent to calling `set` in order (a later duplicate slot wins)."""
+        slot_arr = np.asarray(slots, dtype=np.int64).reshape(-1)
+        if len(slot_arr) != len(texts):
+            raise ValueError("slots and texts differ in length")
+        self.set_many_terms(slot_arr, [tokenize(t) for t in texts])
+
+    def set_many_terms(self, slots: Sequence[int] | np.ndarray, term_lists: Sequence[Sequence[str]]) -> None:
+        """`set_many` for already-tokenized documents."""
+        slot_arr = np.asarray(slots, dtype=np.int64).reshape(-1)
+        if len(slot_arr) != len(term_lists):
+            raise ValueError("slots and term lists differ in length")
+        if len(slot_arr) == 0:
+            return
+        if slot_arr.min() < 0:
+            raise ValueError("slots must be non-negative")
+        # Last occurrence of a repeated slot wins, as with sequential set().
+        _, last_rev = np.unique(slot_arr[::-1], return_index=True)
+        keep = np.sort(len(slot_arr) - 1 - last_rev)
+        slot_arr = slot_arr[keep]
+        term_lists = [term_lists[i] for i in keep.tolist()]
+        self._ensure_capacity(int(slot_arr.max()) + 1)
+        for slot in slot_arr.tolist():
+            if self._doc_terms[slot] is not None:
+                self.clear(slot)
+        lengths = np.fromiter((len(t) for t in term_lists), dtype=np.int64, count=len(term_lists))
+        flat = list(chain.from_iterable(term_lists))
+        for term in dict.fromkeys(flat):  # new terms get ids; C-speed dedupe of the token stream
+            if term not in self._vocab:
+                self._term_id(term)
+        flat_ids = np.fromiter(map(self._vocab.__getitem__, flat), dtype=np.int64, count=len(flat))
+        doc_of_token = np.repeat(np.arange(len(term_lists), dtype=np.int64), lengths)
+        self._bulk_add(slot_arr, flat_ids, doc_of_token, None)
+
+    def clear(self, slot: int) -> None:
+        """Remove the slot's document (no-op if it has none)."""
+        if 0 <= slot < len(self._doc_terms):
+            old = self._doc_terms[slot]
+            if old is not None:
+                self._remove(slot, old)
+
+    def compact(self) -> None:
+        """Drop every dead posting now (normally done lazily per term)."""
+        for tid in range(len(self._post_len)):
+            if self._post_dead[tid]:
+                self._compact_term(tid)
+
+    def renumber(self, old_slots: np.ndarray) -> None:
+        """Apply `SlotAllocator.compact()`: new slot i takes old slot ``old_slots[i]``'s document.
+        Rebuilt from the stored per-document term counts, so nothing is re-tokenized."""
+        old = np.asarray(old_slots, dtype=np.int64).reshape(-1)
+        docs = [self._doc_terms[s] if 0 <= s < len(self._doc_terms) else None for s in old.tolist()]
+        self._reset(capacity=max(len(old), 1))
+        present = [i for i, d in enumerate(docs) if d is not None]
+        if not present:
+            return
+        parts = [d for d in docs if d is not None]  # the documents of `present`, in order
+        lengths = np.array([p.shape[1] for p in parts], dtype=np.int64)
+        stacked = np.concatenate(parts, axis=1).astype(np.int64)
+        doc_of = np.repeat(np.arange(len(parts), dtype=np.int64), lengths)
+        self._bulk_add(np.asarray(present, dtype=np.int64), stacked[0], doc_of, stacked[1])
+
+    # ---- reads ----
+
+    def search(self, query: str, k: int, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Top-k documents by BM25, best first, only scores > 0 and slots passing the mask."""
+        if k <= 0:
+            return EMPTY_SLOTS, EMPTY_SCORES
+        slots, scores = self._scores(self._query_term_ids(query))
+        if len(scores) == 0:
+            return EMPTY_SLOTS, EMPTY_SCORES
+        if mask is not None:
+            # Zeroing (not compressing) masked entries: branch-free, and top-k skips zeros anyway.
+            if slots is None:
+                scores *= mask_prefix(mask, len(scores))
+            else:
+                scores *= mask_prefix(mask, len(self._doc_len))[slots]
+        return top_k(scores, k, slots=slots, positive_only=True)
+
+    def search_scored(
+        self, query: str, k: int, mask: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """`search`, plus every document's unmasked score as a dense array indexed by slot (it may
+        be shorter than the index: missing entries score 0). Pass it to `scores_for(..., dense=)`
+        so fused candidates found elsewhere are looked up instead of scoring the query twice."""
+        if k <= 0:
+            return EMPTY_SLOTS, EMPTY_SCORES, EMPTY_SCORES
+        slots, scores = self._scores(self._query_term_ids(query))
+        if len(scores) == 0:
+            return EMPTY_SLOTS, EMPTY_SCORES, EMPTY_SCORES
+        if slots is None:
+            dense = scores.copy()
+            if mask is not None:
+                scores *= mask_prefix(mask, len(scores))
+        else:
+            dense = np.bincount(slots, weights=scores)
+            if mask is not None:
+                scores *= mask_prefix(mask, len(self._doc_len))[slots]
+        top_slots, top_scores = top_k(scores, k, slots=slots, positive_only=True)
+        return top_slots, top_scores, dense
+
+    def scores_for(self, query: str, slots: Sequence[int] | np.ndarray, dense: np.ndarray | None = None) -> np.ndarray:
+        """BM25 score of each given slot (0 where it does not match or has no document); for
+        fusing with vector candidates that BM25's own top-k did not reach."""
+        slot_arr = np.asarray(slots, dtype=np.int64).reshape(-1)
+        out = np.zeros(len(slot_arr), dtype=np.float32)
+        if dense is None:
+            hit_slots, scores = self._scores(self._query_term_ids(query))
+            if len(scores) == 0:
+                return out
+            dense = scores if hit_slots is None else np.bincount(hit_slots, weights=scores)
+        if len(dense) == 0 or len(slot_arr) == 0:
+            return out
+        inside = (slot_arr >= 0) & (slot_arr < len(dense))
+        out[inside] = dense[slot_arr[inside]]
+        return out
+
+    def has(self, slot: int) -> bool:
+        return 0 <= slot < len(self._doc_terms) and self._doc_terms[slot] is not None
+
+    def doc_freq(self, term: str) -> int:
+        """Live documents containing an already-tokenized term (0 if unknown)."""
+        tid = self._vocab.get(term)
+        return 0 if tid is None else self._df[tid]
+
+    @property
+    def doc_count(self) -> int:
+        return self._doc_count
+
+    @property
+    def avg_doc_len(self) -> float:
+        return self._total_len / self._doc_count if self._doc_count else 0.0
+
+    @property
+    def vocab_size(self) -> int:
+        """Terms ever seen: ids are stable for the index's lifetime, so a term whose df fell to 0
+        keeps its (empty) entry; a full rebuild at the next open drops it."""
+        return len(self._vocab)
+
+    @property
+    def capacity(self) -> int:
+        return len(self._doc_len)
+
+    @property
+    def nbytes(self) -> int:
+        """Approximate memory held (numpy buffers plus Python container overhead)."""
+        array_overhead = sys.getsizeof(np.zeros(0))
+        posting_bytes = sum(a.nbytes for a in self._post_slots) + sum(a.nbytes for a in self._post_tfs)
+        posting_bytes += 2 * array_overhead * len(self._post_slots)
+        doc_bytes = sum(
+            array_overhead + (d.nbytes if d.base is None else d.size * d.itemsize)
+            for d in self._doc_terms
+            if d is not None
+        )
+        vocab_bytes = sys.getsizeof(self._vocab) + sum(sys.getsizeof(t) for t in self._vocab)
+        list_bytes = sum(
+            sys.getsizeof(x) for x in (self._post_slots, self._post_tfs, self._post_len, self._df, self._doc_terms)
+        )
+        return int(posting_bytes + doc_bytes + vocab_bytes + list_bytes + self._doc_len.nbytes)
+
+    # ---- internals: scoring ----
+
+    def _query_term_ids(self, query: str) -> list[int]:
+        """Distinct known query terms with at least one live document."""
+        vocab, df = self._vocab, self._df
+        ids: list[int] = []
+        for term in dict.fromkeys(tokenize(query)):
+            tid = vocab.get(term)
+            if tid is not None and df[tid] > 0:
+                ids.append(tid)
+        return ids
+
+    def _term_scores(self, tid: int, n_docs: int, avgdl: float) -> tuple[np.ndarray, np.ndarray]:
+        """(slots, contributions) of one term's postings; dead postings contribute 0."""
+        n = self._post_len[tid]
+        slots = self._post_slots[tid][:n]
+        tfs = self._post_tfs[tid][:n]
+        df = self._df[tid]
+        idf = math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+        k1, b = self.k1, self.b
+        denom = self._doc_len[slots] * np.float32(k1 * b / avgdl)
+        denom += np.float32(k1 * (1.0 - b))
+        denom += tfs
+        contrib = tfs * np.float32(idf * (k1 + 1.0))
+        contrib /= denom
+        return slots, contrib
+
+    def _scores(self, tids: list[int]) -> tuple[np.ndarray | None, np.ndarray]:
+        """Scores of every matching document, in one of two shapes (zero-score entries allowed):
+
+        - one term: (posting slots, contributions), postings-sized, so a rare word costs almost
+          nothing; a slot may repeat, but then all but one of its entries are dead (exactly 0);
+        - several terms: (None, dense float64 array indexed by slot), summed by one bincount.
+        """
+        if not tids or self._doc_count == 0:
+            return None, EMPTY_SCORES
+        n_docs, avgdl = self._doc_count, self.avg_doc_len
+        if len(tids) == 1:
+            return self._term_scores(tids[0], n_docs, avgdl)
+        parts = [self._term_scores(tid, n_docs, avgdl) for tid in tids]
+        all_slots = np.concatenate([p[0] for p in parts])
+        all_contrib = np.concatenate([p[1] for p in parts])
+        return None, np.bincount(all_slots, weights=all_contrib)
+
+    # ---- internals: maintenance ----
+
+    def _term_id(self, term: str) -> int:
+        tid = self._vocab.get(term)
+        if tid is None:
+            tid = len(self._post_len)
+            self._vocab[term] = tid
+            # Shared zero-length placeholders: never written, replaced on the first append.
+            self._post_slots.append(_EMPTY_POSTING_SLOTS)
+            self._post_tfs.append(_EMPTY_POSTING_TFS)
+            self._post_len.append(0)
+            self._post_dead.append(0)
+            self._df.append(0)
+        return tid
+
+    def _append_posting(self, tid: int, slot: int, tf: int) -> None:
+        n = self._post_len[tid]
+        slots = self._post_slots[tid]
+        if n == len(slots):
+            self._resize_postings(tid, max(self._MIN_POSTINGS_CAPACITY, grown_capacity(n, n + 1)))
+            slots = self._post_slots[tid]
+        slots[n] = slot
+        self._post_tfs[tid][n] = tf
+        self._post_len[tid] = n + 1
+        self._df[tid] += 1
+
+    def _append_block(self, tid: int, slots: np.ndarray, tfs: np.ndarray) -> None:
+        n = self._post_len[tid]
+        end = n + len(slots)
+        if n == 0:
+            # A view into the bulk buffer: no per-term copy; the first later append reallocates.
+            self._post_slots[tid] = slots
+            self._post_tfs[tid] = tfs
+        else:
+            if end > len(self._post_slots[tid]):
+                self._resize_postings(tid, grown_capacity(len(self._post_slots[tid]), end))
+            self._post_slots[tid][n:end] = slots
+            self._post_tfs[tid][n:end] = tfs
+        self._post_len[tid] = end
+        self._df[tid] += len(slots)
+
+    def _resize_postings(self, tid: int, capacity: int) -> None:
+        n = self._post_len[tid]
+        slots = np.zeros(capacity, dtype=np.int32)
+        tfs = np.zeros(capacity, dtype=np.float32)
+        slots[:n] = self._post_slots[tid][:n]
+        tfs[:n] = self._post_tfs[tid][:n]
+        self._post_slots[tid], self._post_tfs[tid] = slots, tfs
+
+    def _bulk_add(
+        self,
+        slot_arr: np.ndarray,
+        term_ids: np.ndarray,
+        doc_of: np.ndarray,
+        counts: np.ndarray | None,
+    ) -> None:
+        """Add documents given as flat (term id, document index) rows, one per token, or with a
+        ``counts`` column of term frequencies; the documents' slots must currently be empty.
+        One sort groups postings by term, in document order (the order sequential `set` calls
+        would have produced)."""
+        n_docs = len(slot_arr)
+        key = term_ids * n_docs + doc_of
+        if counts is None:
+            uniq, tf = np.unique(key, return_counts=True)
+        else:
+            uniq, inverse = np.unique(key, return_inverse=True)
+            tf = np.bincount(inverse, weights=counts, minlength=len(uniq))
+        tf = tf.astype(np.int64)
+        term_of, doc_idx = np.divmod(uniq, n_docs)
+        # Postings, grouped by term (uniq is sorted by term, then document).
+        bounds = np.flatnonzero(np.diff(term_of)) + 1
+        starts = np.concatenate([[0], bounds]).tolist()
+        ends = np.concatenate([bounds, [len(uniq)]]).tolist()
+        post_slots = slot_arr[doc_idx].astype(np.int32)
+        post_tfs = tf.astype(np.float32)
+        for tid, s, e in zip(term_of[starts].tolist(), starts, ends, strict=False):
+            self._append_block(tid, post_slots[s:e], post_tfs[s:e])
+        # Per-document term arrays, as views into one buffer (one allocation for all documents).
+        order = np.argsort(doc_idx, kind="stable")
+        per_doc = np.stack([term_of[order], tf[order]]).astype(np.int32)
+        doc_sizes = np.bincount(doc_idx, minlength=n_docs)
+        offsets = np.concatenate([[0], np.cumsum(doc_sizes)]).tolist()
+        doc_lens = np.bincount(doc_idx, weights=tf, minlength=n_docs).astype(np.int64).tolist()
+        for i, slot in enumerate(slot_arr.tolist()):
+            if doc_sizes[i] == 0:
+                continue
+            self._doc_terms[slot] = per_doc[:, offsets[i] : offsets[i + 1]]
+            self._doc_len[slot] = doc_lens[i]
+            self._doc_count += 1
+            self._total_len += doc_lens[i]
+
+    def _add_doc(self, slot: int, doc: np.ndarray) -> None:
+        length = int(doc[1].sum())
+        self._doc_terms[slot] = doc
+        self._doc_len[slot] = length
+        self._doc_count += 1
+        self._total_len += length
+
+    def _remove(self, slot: int, doc: np.ndarray) -> None:
+        """Mark the document's postings dead and take it out of df, N and the total length."""
+        for tid in doc[0].tolist():
+            n = self._post_len[tid]
+            hits = np.flatnonzero(self._post_slots[tid][:n] == slot)
+            # At most one live posting per (term, slot) and it is the latest appended one.
+            self._post_tfs[tid][hits[-1]] = 0.0
+            self._post_dead[tid] += 1
+            self._df[tid] -= 1
+            if self._post_dead[tid] * 2 > n and n >= self._COMPACT_MIN_POSTINGS:
+                self._compact_term(tid)
+        self._doc_count -= 1
+        self._total_len -= int(doc[1].sum())
+        self._doc_terms[slot] = None
+        self._doc_len[slot] = 1.0
+
+    def _compact_term(self, tid: int) -> None:
+        n = self._post_len[tid]
+        tfs = self._post_tfs[tid][:n]
+        live = tfs > 0
+        kept = int(np.count_nonzero(live))
+        capacity = grown_capacity(self._MIN_POSTINGS_CAPACITY, kept)
+        slots = np.zeros(capacity, dtype=np.int32)
+        new_tfs = np.zeros(capacity, dtype=np.float32)
+        slots[:kept] = self._post_slots[tid][:n][live]
+        new_tfs[:kept] = tfs[live]
+        self._post_slots[tid], self._post_tfs[tid] = slots, new_tfs
+        self._post_len[tid] = kept
+        self._post_dead[tid] = 0
+
+    def _ensure_capacity(self, needed: int) -> None:
+        current = len(self._doc_len)
+        if needed <= current:
+            return
+        capacity = grown_capacity(current, needed)
+        doc_len = np.ones(capacity, dtype=np.float32)
+        doc_len[:current] = self._doc_len
+        self._doc_len = doc_len
+        self._doc_terms.extend([None] * (capacity - current))
