@@ -25,11 +25,13 @@ $(CLAUDE): $(CLAUDE_CLI)/package-lock.json
 demo: $(STAMP)
 	$(PY) scripts/demo.py
 
-# The package's declared shape: lint and format (ruff), types (mypy, configured in pyproject.toml).
+# The package's declared shape: lint and format (ruff), types (mypy) and layers (import-linter contracts),
+# all configured in pyproject.toml.
 lint: $(STAMP)
 	$(VENV)/bin/ruff check engram_mcp
 	$(VENV)/bin/ruff format --check engram_mcp
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports --no-cache
 
 # The README's configuration reference, generated from engram_mcp/core/config_keys.py.
 config-docs: $(STAMP)

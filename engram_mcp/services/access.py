@@ -46,7 +46,6 @@ from engram_mcp.index.scope_index import ScopeIndex, content_hash
 from engram_mcp.services.handles import ScopeHandle, StoreRegistry
 from engram_mcp.services.records import check_enum, now_dt
 from engram_mcp.services.strengthen import StrengthenWriteBehind
-from engram_mcp.storage import queries as q
 
 log = logging.getLogger("engram.service")
 SCOPE_ORDER = SCOPES  # most specific first: the order of reads and of copies
@@ -262,9 +261,7 @@ class ScopeAccess:
         if now - self._session_seen.get(seen_key, -SESSION_TOUCH_SECONDS) < SESSION_TOUCH_SECONDS:
             return
         try:
-            self.registry.project(project_root).q(
-                q.TOUCH_SESSION, {"key": session_db_name(session_id), "session_id": session_id}
-            )
+            self.registry.project(project_root).repo.touch_session(session_db_name(session_id), session_id)
         except (StoreUnavailable, InvalidInput):  # bookkeeping must never fail the caller's request
             return
         self._session_seen[seen_key] = now
@@ -287,9 +284,9 @@ class ScopeAccess:
         for _scope, h in self.open_scopes(ctx, scopes):
             if h.index.slot_of(key) is None:
                 continue
-            rows = h.q(q.GET_MEMORY, {"id": key}) or []
-            if rows:
-                found.append(Located(h, key, rows[0]))
+            row = h.repo.get(key)
+            if row is not None:
+                found.append(Located(h, key, row))
         return found
 
     def resolve_short_id(self, ctx: RequestContext, short: str, scopes: tuple[str, ...]) -> str:
@@ -336,19 +333,13 @@ class ScopeAccess:
         vector: np.ndarray | None = None,
     ) -> None:
         """Replace a record and keep its previous version in memory_history, atomically."""
-        from surrealdb import RecordID
-
         new["version"] = int(old.get("version", 1)) + 1
         new["updated_at"] = now_dt()
         snapshot = {k: v for k, v in self.editable(old).items() if k not in ("embedding",)}
-        entry = {
-            "memory": RecordID("memory", key),
-            "version": int(old.get("version", 1)),
-            "change": change,
-            "snapshot": snapshot,
-        }
         record = {k: v for k, v in new.items() if v is not None}
-        h.tx([(q.CREATE_HISTORY, {"entry": entry}), (q.REPLACE_MEMORY, {"id": key, "record": record})])
+        with h.repo.atomic() as tx:
+            tx.add_history(key, version=int(old.get("version", 1)), change=change, snapshot=snapshot)
+            tx.replace(key, record)
         h.index.upsert({**record, "id": key}, vector)
 
     @staticmethod

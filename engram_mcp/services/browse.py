@@ -19,11 +19,10 @@ import numpy as np
 
 from engram_mcp.core.errors import InvalidInput
 from engram_mcp.core.vocabulary import MEMORY_TYPES, RECALLABLE_STATUSES, SCOPES, STATUSES
-from engram_mcp.index.scope_index import Filters, record_key
+from engram_mcp.index.scope_index import Filters
 from engram_mcp.index.scoring import to_epoch
 from engram_mcp.services.access import SCOPE_ORDER, RequestContext, ScopeAccess
 from engram_mcp.services.records import check_tags, parse_time, public_memory
-from engram_mcp.storage import queries as q
 
 DEFAULT_LIST_LIMIT = 20
 MAX_LIST_LIMIT = 200
@@ -142,18 +141,15 @@ def list_memories(
 
 def _fetch(handles: dict[str, Any], shown: list[tuple[float, str, str]]) -> list[dict[str, Any]]:
     """The records of one page (one query per scope, without vectors), in page order."""
-    from surrealdb import RecordID
-
     by_scope: dict[str, list[str]] = {}
     for _, key, name in shown:
         by_scope.setdefault(name, []).append(key)
     rows: dict[tuple[str, str], dict[str, Any]] = {}
     for name, keys in by_scope.items():
         h = handles[name]
-        found = h.q(q.GET_MEMORIES_FOR_RECALL, {"ids": [RecordID("memory", k) for k in keys]}) or []
-        for row in found:
+        for row in h.repo.get_many_for_recall(keys):
             row["embedding"] = bool(row.pop("has_embedding", False))
-            rows[(name, record_key(row))] = row
+            rows[(name, row["id"])] = row
     now = time.time()
     return [
         public_memory(rows[(name, key)], frozen=(name == "session"), now=now)

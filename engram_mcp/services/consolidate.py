@@ -23,7 +23,6 @@ from engram_mcp.services.access import RequestContext, ScopeAccess
 from engram_mcp.services.edit import link
 from engram_mcp.services.records import check_enum, clip_words
 from engram_mcp.services.store import store as store_memory
-from engram_mcp.storage import queries as q
 
 CLUSTER_SIMILARITY = 0.6
 DUPLICATE_SIMILARITY = 0.85
@@ -81,8 +80,7 @@ def plan(
         def content(slot: int) -> str:
             key = idx.key_of(slot)
             if key not in keys_rows:
-                rows = h.q(q.GET_MEMORY, {"id": key}) or [{}]
-                keys_rows[key] = rows[0]
+                keys_rows[key] = (h.repo.get(key) if key else None) or {}
             return keys_rows[key].get("content", "")
 
         consolidated, patterns, duplicates = [], [], []
@@ -124,11 +122,11 @@ def plan(
         ][:MAX_ITEMS]
         candidates = [
             {
-                "memory_id": format_memory_id(str(r["memory"].id)),
-                "reason": r.get("reason"),
-                "priority": r.get("priority"),
+                "memory_id": format_memory_id(e.memory),
+                "reason": e.reason,
+                "priority": e.priority,
             }
-            for r in (access.handle(ctx, "project").q(q.PENDING_QUEUE, {"limit": MAX_ITEMS}) or [])
+            for e in access.handle(ctx, "project").repo.pending_queue(MAX_ITEMS)
         ]
         analysed = int(len(_live_slots(idx)))
     return {
@@ -238,9 +236,7 @@ def consolidate(
 
 
 def _archive(access: ScopeAccess, ctx: RequestContext, memory_id: str) -> None:
-    from surrealdb import RecordID
-
     for loc in access.locate(ctx, memory_id):
-        loc.handle.q(q.SET_STATUS, {"ids": [RecordID("memory", loc.key)], "status": "archived"})
+        loc.handle.repo.set_status([loc.key], "archived")
         loc.handle.index.set_status(loc.key, "archived")
-        loc.handle.q(q.COMPLETE_QUEUE, {"memories": [RecordID("memory", parse_memory_id(memory_id))]})
+        loc.handle.repo.complete_queued([parse_memory_id(memory_id)])

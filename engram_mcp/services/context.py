@@ -20,12 +20,11 @@ from engram_mcp.core.errors import InvalidInput, StoreUnavailable
 from engram_mcp.core.textview import neutralise_tags
 from engram_mcp.core.vocabulary import CONTEXT_SECTIONS, DURABLE_TYPES, PERSISTENT_SCOPES
 from engram_mcp.index.retrieval import Hit
-from engram_mcp.index.scope_index import Filters, record_key
+from engram_mcp.index.scope_index import Filters
 from engram_mcp.index.scoring import decay_factors, prior
 from engram_mcp.services.access import RequestContext, ScopeAccess
 from engram_mcp.services.recall import recall, strengthen_hits
 from engram_mcp.services.records import check_tags, clip_words, public_memory
-from engram_mcp.storage import queries as q
 
 CHARS_PER_TOKEN = 4
 SECTIONS = CONTEXT_SECTIONS
@@ -90,7 +89,6 @@ def top_by_strength(
     The same ranking as recall with no query to be relevant to: superseded memories are left
     out, and the scopes are ranked together, not one after the other.
     """
-    from surrealdb import RecordID
 
     scopes = [scopes] if isinstance(scopes, str) else list(scopes)
     types = [types] if isinstance(types, str) else (list(types) if types else None)
@@ -117,8 +115,8 @@ def top_by_strength(
         keys_of.setdefault(scope, []).append(key)
     found: dict[tuple[str, str], dict[str, Any]] = {}
     for scope, keys in keys_of.items():
-        for row in handles[scope].q(q.GET_MEMORIES, {"ids": [RecordID("memory", k) for k in keys]}) or []:
-            found[(scope, str(row["id"].id))] = public_memory(row, frozen=scope == "session")
+        for row in handles[scope].repo.get_many(keys):
+            found[(scope, row["id"])] = public_memory(row, frozen=scope == "session")
     return [found[(scope, key)] for _score, scope, key in ranked if (scope, key) in found]
 
 
@@ -252,15 +250,14 @@ def _session_history(access: ScopeAccess, ctx: RequestContext) -> list[dict[str,
         try:
             h = access.handle(ctx, "session")
             visible = h.index.mask(Filters())  # recallable and not superseded
-            rows = h.q(q.ALL_MEMORIES) or []
             rows = [
                 r
-                for r in rows
+                for r in h.repo.all_memories()
                 if r.get("status") != "forgotten"
                 and r.get("memory_type") != "working"
-                and _visible(h.index.slot_of(record_key(r)), visible)
+                and _visible(h.index.slot_of(r["id"]), visible)
             ]
-            rows.sort(key=lambda r: r.get("created_at"), reverse=True)
+            rows.sort(key=lambda r: r["created_at"], reverse=True)
             out.extend(public_memory(r, frozen=True) for r in rows[:6])
         except StoreUnavailable:
             pass

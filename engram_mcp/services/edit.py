@@ -37,7 +37,6 @@ from engram_mcp.services.records import (
     vector_bytes,
 )
 from engram_mcp.services.sightings import note_sighting
-from engram_mcp.storage import queries as q
 
 #: A purged text shorter than this is not searched for in the write queue (it would match unrelated entries).
 MIN_SCRUB_CHARS = 12
@@ -47,29 +46,29 @@ def get(
     access: ScopeAccess, ctx: RequestContext, memory_id: str, *, history: bool = False, include_embedding: bool = False
 ) -> dict[str, Any]:
     """A memory with its copies in other scopes, links, entities and (optionally) history."""
-    from surrealdb import RecordID
-
     with access.lock:
         found = access.locate_one(ctx, memory_id)
         first = found[0]
         mem = public_memory(first.row, frozen=first.handle.scope == "session", include_embedding=include_embedding)
         mem["also_in"] = [f.handle.scope for f in found[1:]]
-        rid = RecordID("memory", first.key)
-        mem["entities"] = jsonable(first.handle.q(q.MENTIONS_OF_MEMORY, {"memory": rid}) or [])
-        links = first.handle.q(q.LINKS_OF_MEMORY, {"memory": rid}) or []
+        repo = first.handle.repo
+        mem["entities"] = [
+            {"entity_type": m.entity_type, "name": m.name, "relationship": m.relationship}
+            for m in repo.mentions_of(first.key)
+        ]
         mem["links"] = [
-            {"from": jsonable(link["in"]), "to": jsonable(link["out"]), "relation": link["relation_type"]}
-            for link in links
+            {"from": format_memory_id(link.src), "to": format_memory_id(link.dst), "relation": link.relation_type}
+            for link in repo.links_of(first.key)
         ]
         if history:
             mem["history"] = [
                 {
-                    "version": e.get("version"),
-                    "change": e.get("change"),
-                    "changed_at": jsonable(e.get("changed_at")),
-                    "snapshot": jsonable(e.get("snapshot")),
+                    "version": e.version,
+                    "change": e.change,
+                    "changed_at": jsonable(e.changed_at),
+                    "snapshot": jsonable(e.snapshot),
                 }
-                for e in first.handle.q(q.HISTORY_OF, {"memory": rid}) or []
+                for e in repo.history_of(first.key)
             ]
         return mem
 
@@ -315,17 +314,10 @@ def _purge_now(
         texts = _purged_texts(found)
         stores = {}
         for loc in found:
-            rid = _record_id(loc.key)
             skeleton = records.purged_skeleton(loc.row, reason)
-            entities = loc.handle.q(q.ENTITIES_MENTIONED_BY, {"memory": rid}) or []
-            loc.handle.tx(
-                [
-                    (q.DELETE_HISTORY_OF, {"memory": rid}),
-                    (q.DELETE_MENTIONS_OF, {"memory": rid}),
-                    (q.DELETE_ORPHAN_ENTITIES, {"entities": entities}),
-                    (q.REPLACE_MEMORY, {"id": loc.key, "record": skeleton}),
-                ]
-            )
+            entities = loc.handle.repo.entities_mentioned_by(loc.key)
+            with loc.handle.repo.atomic() as tx:
+                tx.purge(loc.key, skeleton, entities)
             loc.handle.index.upsert({**skeleton, "id": loc.key}, None)
             note_sighting(access, loc.handle, loc.key, drop=True)
             stores[loc.handle.store.directory] = loc.handle.store
@@ -383,9 +375,7 @@ def _purged_texts(found: list[Located]) -> set[str]:
     and summary, and every earlier version's."""
     texts: set[str] = set()
     for loc in found:
-        rows = [loc.row] + [
-            e.get("snapshot") or {} for e in loc.handle.q(q.HISTORY_OF, {"memory": _record_id(loc.key)}) or []
-        ]
+        rows = [loc.row] + [e.snapshot for e in loc.handle.repo.history_of(loc.key)]
         for row in rows:
             for name in ("content", "summary"):
                 value = row.get(name)
@@ -425,9 +415,3 @@ def _scrub_spool(user_dir: Path, key: str, texts: set[str]) -> int:
                 path.unlink(missing_ok=True)
                 removed += 1
     return removed
-
-
-def _record_id(key: str) -> Any:
-    from surrealdb import RecordID
-
-    return RecordID("memory", key)

@@ -13,12 +13,11 @@ from typing import Any
 from engram_mcp.core.errors import InvalidInput
 from engram_mcp.core.ids import entity_key, format_memory_id
 from engram_mcp.core.vocabulary import GRAPH_DIRECTIONS, PERSISTENT_SCOPES
-from engram_mcp.index.scope_index import record_key
 from engram_mcp.index.tokenizer import tokenize
 from engram_mcp.services.access import RequestContext, ScopeAccess
 from engram_mcp.services.handles import ScopeHandle
 from engram_mcp.services.records import check_enum, public_memory
-from engram_mcp.storage import queries as q
+from engram_mcp.storage.rows import EntityRow
 
 DIRECTIONS = GRAPH_DIRECTIONS
 MAX_DEPTH = 3
@@ -26,12 +25,6 @@ SEARCH_SCOPES = (
     *PERSISTENT_SCOPES,
     "session",
 )  # what outlives the session first: the order entities of several scopes are listed in
-
-
-def _rid(table: str, key: str):
-    from surrealdb import RecordID
-
-    return RecordID(table, key)
 
 
 GENERIC_TYPE = "concept"  # the type of a node known only as a relation's target
@@ -50,30 +43,26 @@ def link_entities(h: ScopeHandle, memory_key: str, entities: list[dict[str, str]
     meet on the same node. `mention_count` counts distinct mentioning memories.
     """
     edges = 0
-    mem = _rid("memory", memory_key)
+    repo = h.repo
     for ent in entities:
         ekey = entity_node(h, ent["name"], ent["type"])
-        erid = _rid("entity", ekey)
-        if not h.q(q.FIND_MENTION, {"memory": mem, "entity": erid, "relationship": ent["relationship"]}):
-            h.q(q.RELATE_MENTION, {"memory": mem, "entity": erid, "relationship": ent["relationship"]})
-            h.q(q.BUMP_ENTITY_MENTIONS, {"key": ekey, "n": 1})
+        if not repo.has_mention(memory_key, ekey, ent["relationship"]):
+            repo.add_mention(memory_key, ekey, ent["relationship"])
+            repo.bump_mentions(ekey, 1)
             edges += 1
         target = ent.get("target")
         if target:
-            edges += _relate(h, erid, _rid("entity", entity_node(h, target, None)), ent["relationship"], memory_key)
+            edges += _relate(h, ekey, entity_node(h, target, None), ent["relationship"], memory_key)
     return edges
 
 
-def _relate(h: ScopeHandle, a, b, relation: str, memory_key: str) -> int:
+def _relate(h: ScopeHandle, a: str, b: str, relation: str, memory_key: str) -> int:
     """An entity -> entity edge, or more evidence for an existing one; 1 if the edge is new."""
-    existing = h.q(q.FIND_RELATION, {"a": a, "b": b, "relation_type": relation})
-    if existing:
-        h.q(q.ADD_RELATION_EVIDENCE, {"id": existing[0], "evidence": [format_memory_id(memory_key)]})
+    existing = h.repo.find_relation(a, b, relation)
+    if existing is not None:
+        h.repo.add_relation_evidence(existing, [format_memory_id(memory_key)])
         return 0
-    h.q(
-        q.RELATE_ENTITIES,
-        {"a": a, "b": b, "relation_type": relation, "weight": 0.5, "evidence": [format_memory_id(memory_key)]},
-    )
+    h.repo.add_relation(a, b, relation, weight=0.5, evidence=[format_memory_id(memory_key)])
     return 1
 
 
@@ -87,35 +76,29 @@ def entity_node(h: ScopeHandle, name: str, entity_type: str | None) -> str:
     row = find_entity(h, name)
     if row is None:
         key = entity_key(name, "")
-        h.q(
-            q.UPSERT_ENTITY_NODE,
-            {"key": key, "record": {"name": name, "name_key": name_key(name), "entity_type": etype}},
-        )
+        h.repo.upsert_entity(key, name, name_key(name), etype)
         return key
-    key = record_key(row)
-    if etype != GENERIC_TYPE and row.get("entity_type") == GENERIC_TYPE:
-        h.q(q.SET_ENTITY_TYPE, {"key": key, "entity_type": etype})
-    return key
+    if etype != GENERIC_TYPE and row.entity_type == GENERIC_TYPE:
+        h.repo.set_entity_type(row.key, etype)
+    return row.key
 
 
-def find_entity(h: ScopeHandle, name: str) -> dict[str, Any] | None:
+def find_entity(h: ScopeHandle, name: str) -> EntityRow | None:
     """The node of a name. Stores older than schema v3 may hold several (one per type):
     the typed, most mentioned one wins, so they stay readable and new links converge."""
-    rows = h.q(q.ENTITIES_BY_NAME_KEY, {"name_key": name_key(name)}) or []
+    rows = h.repo.entities_by_name(name_key(name))
     if not rows:
         return None
-    return min(
-        rows, key=lambda r: (r.get("entity_type") == GENERIC_TYPE, -int(r.get("mention_count") or 0), record_key(r))
-    )
+    return min(rows, key=lambda r: (r.entity_type == GENERIC_TYPE, -r.mention_count, r.key))
 
 
 def unlink_entities(h: ScopeHandle, memory_key: str, names: list[str]) -> int:
-    ids = [r["id"] for n in dict.fromkeys(names) for r in h.q(q.ENTITIES_BY_NAME_KEY, {"name_key": name_key(n)}) or []]
-    if not ids:
+    keys = [r.key for n in dict.fromkeys(names) for r in h.repo.entities_by_name(name_key(n))]
+    if not keys:
         return 0
-    removed = h.q(q.UNLINK_MENTIONS_BY_NAME, {"memory": _rid("memory", memory_key), "entities": ids}) or []
-    for edge in removed:  # mention_count counts mentioning memories: keep it true
-        h.q(q.BUMP_ENTITY_MENTIONS, {"key": record_key({"id": edge["out"]}), "n": -1})
+    removed = h.repo.unlink_mentions(memory_key, keys)
+    for ekey in removed:  # mention_count counts mentioning memories: keep it true
+        h.repo.bump_mentions(ekey, -1)
     return len(removed)
 
 
@@ -136,10 +119,10 @@ def traverse(
     """
     if start_names:
         keys = sorted({name_key(n) for n in start_names})
-        starts = h.q(q.ENTITIES_BY_NAME_KEYS, {"name_keys": keys}) or []
+        starts = h.repo.entities_by_names(keys)
     else:
-        starts = h.q(q.TOP_ENTITIES, {"limit": limit}) or []
-    entities = {record_key(r): r for r in starts}
+        starts = h.repo.top_entities(limit)
+    entities = {r.key: r for r in starts}
     frontier = list(entities)
     seen = {k: 0 for k in frontier}
     edges: list[dict[str, Any]] = []
@@ -147,16 +130,14 @@ def traverse(
     for hop in range(1, depth + 1):
         if not frontier or len(seen) >= limit:
             break
-        ids = [_rid("entity", k) for k in frontier]
-        rows = [*(h.q(q.EDGES_FROM, {"frontier": ids}) or []), *(h.q(q.EDGES_TO, {"frontier": ids}) or [])]
         nxt = []
-        for e in rows:
-            a, b = record_key({"id": e["in"]}), record_key({"id": e["out"]})
-            if relationship_type and e.get("relation_type") != relationship_type:
+        for e in h.repo.edges_touching(frontier):
+            a, b = e.src, e.dst
+            if relationship_type and e.relation_type != relationship_type:
                 continue
             for here, there, dirn in ((a, b, "outgoing"), (b, a, "incoming")):
                 if here in frontier and direction in (dirn, "both"):
-                    edges.append({"from": a, "to": b, "type": e.get("relation_type"), "weight": e.get("weight")})
+                    edges.append({"from": a, "to": b, "type": e.relation_type, "weight": e.weight})
                     if there not in seen and len(seen) < limit:
                         seen[there] = hop
                         nxt.append(there)
@@ -167,8 +148,8 @@ def traverse(
     missing = {k for e in uniq.values() for k in (e["from"], e["to"])} | set(seen)
     missing -= set(entities)
     if missing:
-        for r in h.q(q.GET_ENTITIES, {"ids": [_rid("entity", k) for k in sorted(missing)]}) or []:
-            entities[record_key(r)] = r
+        for r in h.repo.entities(sorted(missing)):
+            entities[r.key] = r
     return {"entities": entities, "depth": seen, "edges": list(uniq.values()), "depth_reached": reached}
 
 
@@ -207,31 +188,23 @@ def search(
             traversed += len(seen)
             edges_total += len(walk["edges"])
             depth_reached = max(depth_reached, walk["depth_reached"])
-            mention_rows = (
-                (h.q(q.MEMORIES_OF_ENTITIES, {"entities": [_rid("entity", k) for k in seen]}) or []) if seen else []
-            )
             counts: dict[str, int] = {}
             mem_keys: dict[str, list[str]] = {}
-            for m in mention_rows:
-                ek = record_key({"id": m["entity"]})
-                counts[ek] = counts.get(ek, 0) + 1
-                mem_keys.setdefault(record_key({"id": m["memory"]}), []).append(ek)
+            for m in h.repo.mentions_of_entities(seen):
+                counts[m.entity] = counts.get(m.entity, 0) + 1
+                mem_keys.setdefault(m.memory, []).append(m.entity)
             for k, d in seen.items():
-                r = ents.get(k, {})
+                r = ents.get(k)
                 rels = []
                 for e in walk["edges"]:
                     if e["from"] == k:
-                        rels.append(
-                            {"type": e["type"], "target": ents.get(e["to"], {}).get("name"), "direction": "outgoing"}
-                        )
+                        rels.append({"type": e["type"], "target": _name(ents, e["to"]), "direction": "outgoing"})
                     elif e["to"] == k:
-                        rels.append(
-                            {"type": e["type"], "target": ents.get(e["from"], {}).get("name"), "direction": "incoming"}
-                        )
+                        rels.append({"type": e["type"], "target": _name(ents, e["from"]), "direction": "incoming"})
                 out_entities.append(
                     {
-                        "name": r.get("name"),
-                        "type": r.get("entity_type"),
+                        "name": r.name if r else None,
+                        "type": r.entity_type if r else None,
                         "scope": scope,
                         "hops": d,
                         "relationships": rels,
@@ -239,14 +212,11 @@ def search(
                     }
                 )
             if include_memories and mem_keys:
-                rows = h.q(q.GET_MEMORIES, {"ids": [_rid("memory", k) for k in mem_keys]}) or []
-                for row in rows:
+                for row in h.repo.get_many(mem_keys):
                     if row.get("status") == "forgotten":
                         continue
                     pm = public_memory(row, frozen=scope == "session")
-                    pm["linked_entities"] = sorted(
-                        {ents.get(e, {}).get("name") for e in mem_keys.get(record_key(row), [])} - {None}
-                    )
+                    pm["linked_entities"] = sorted({_name(ents, e) for e in mem_keys.get(row["id"], [])} - {None})
                     memories.append(pm)
     out_entities.sort(key=lambda e: (e["hops"], -e["memory_count"]))
     return {
@@ -267,16 +237,19 @@ def reachable_memories(access: ScopeAccess, ctx: RequestContext, scopes: list[st
     out: dict[str, set[str]] = {}
     for scope in scopes:
         h = access.handle(ctx, scope)
-        ents = h.q(q.ALL_ENTITIES) or []
         named = [
             r
-            for r in ents
-            if r.get("name")
-            and (r["name"].casefold() in lowered or set(tokenize(r["name"])) & words and len(tokenize(r["name"])) == 1)
+            for r in h.repo.all_entities()
+            if r.name and (r.name.casefold() in lowered or set(tokenize(r.name)) & words and len(tokenize(r.name)) == 1)
         ]
         if not named:
             continue
-        walk = traverse(h, [r["name"] for r in named], relationship_type=None, direction="both", depth=1, limit=100)
-        rows = h.q(q.MEMORIES_OF_ENTITIES, {"entities": [_rid("entity", k) for k in walk["depth"]]}) or []
-        out[scope] = {record_key({"id": r["memory"]}) for r in rows}
+        walk = traverse(h, [r.name for r in named], relationship_type=None, direction="both", depth=1, limit=100)
+        out[scope] = {m.memory for m in h.repo.mentions_of_entities(walk["depth"])}
     return out
+
+
+def _name(entities: dict[str, EntityRow], key: str) -> str | None:
+    """The name of a node reached by a walk (None if it was not read)."""
+    row = entities.get(key)
+    return row.name if row else None

@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 from engram_mcp.core.errors import StoreUnavailable
 from engram_mcp.core.ids import session_db_name
 from engram_mcp.core.paths import project_dir, project_id
-from engram_mcp.index.scope_index import ScopeIndex, record_key
-from engram_mcp.storage import queries as q
+from engram_mcp.index.scope_index import ScopeIndex
+from engram_mcp.storage.repository import ScopeRepository
 from engram_mcp.storage.store import SurrealStore
 
 log = logging.getLogger("engram.handles")
@@ -43,13 +43,27 @@ class ScopeHandle:
     # Called with this handle before any statement runs on it: writes what is held back in
     # memory (recall strengthening, engram_mcp/services/strengthen.py) so every statement sees it.
     before_io: Callable[["ScopeHandle"], None] | None = None
+    #: Every read and write of this database, by intent (storage/repository.py); each
+    #: statement runs after `before_io`.
+    repo: ScopeRepository = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        # looked up at each call, not bound once: `q` and `tx` are the handle's one way to the store
+        self.repo = ScopeRepository(lambda sql, params: self.q(sql, params), lambda stmts: self.tx(stmts))
+
+    def direct_repo(self) -> ScopeRepository:
+        """The repository without `before_io`: for the write-behind flush itself, and for recall's
+        reads of the hits, which the flush must not delay (services/strengthen.py)."""
+        return self.store.repository(self.ns, self.db)
 
     def q(self, sql: str, params: dict[str, Any] | None = None) -> Any:
+        """Run one statement of storage/queries.py (the repository's way in; tests read with it too)."""
         if self.before_io is not None:
             self.before_io(self)
         return self.store.query(self.ns, self.db, sql, params)
 
     def tx(self, statements: list[tuple[str, dict[str, Any]]]) -> list[Any]:
+        """Run statements as one transaction (what `repo.atomic()` commits)."""
         if self.before_io is not None:
             self.before_io(self)
         return self.store.transaction(self.ns, self.db, statements)
@@ -133,15 +147,15 @@ class StoreRegistry:
             return handle
         store = self.store_for(directory, scope if scope != "session" else "project", root)
         if ns == SESSION_NS:
-            store.execute_ddl(ns, q.DEFINE_DATABASE.format(db=db))
+            store.define_database(ns, db)
         store.ensure_schema(ns, db)
         index = self._make_index(scope)
         started = time.perf_counter()
-        rows = store.query(ns, db, q.INDEX_ROWS) or []
-        index.bulk_load(rows)
-        for link in store.query(ns, db, q.ALL_LINKS) or []:
-            if link.get("relation_type") == "supersedes":
-                index.mark_superseded(record_key({"id": link["out"]}), record_key({"id": link["in"]}))
+        repo = store.repository(ns, db)
+        index.bulk_load(repo.index_rows())
+        for link in repo.all_links():
+            if link.relation_type == "supersedes":
+                index.mark_superseded(link.dst, link.src)
         self.load_seconds[f"{scope}:{db}"] = time.perf_counter() - started
         handle = ScopeHandle(scope, store, ns, db, index, root, session_id)
         self._handles[key] = handle
@@ -152,12 +166,10 @@ class StoreRegistry:
         db = session_db_name(session_id)
         directory = project_dir(root)
         store = self.store_for(directory, "project", root)
-        store.execute_ddl(SESSION_NS, q.REMOVE_DATABASE.format(db=db))
+        store.remove_database(SESSION_NS, db)
         self._handles.pop((directory, SESSION_NS, db), None)
 
     def session_databases(self, root: Path) -> list[str]:
         """Names of the session databases present in a project store."""
         store = self.store_for(project_dir(root), "project", root)
-        info = store.execute_ddl(SESSION_NS, q.LIST_DATABASES) or {}
-        dbs = info.get("databases", {}) if isinstance(info, dict) else {}
-        return sorted(name for name in dbs if name.startswith("s_"))
+        return sorted(name for name in store.databases(SESSION_NS) if name.startswith("s_"))

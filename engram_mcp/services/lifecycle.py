@@ -23,7 +23,7 @@ import numpy as np
 
 from engram_mcp.core.errors import StoreUnavailable
 from engram_mcp.core.vocabulary import DURABLE_TYPES, LIVE_STATUSES, MEMORY_TYPES, PERSISTENT_SCOPES
-from engram_mcp.index.scope_index import STATUS_CODE, record_key
+from engram_mcp.index.scope_index import STATUS_CODE
 from engram_mcp.index.scoring import (
     ACTIVATE_AFTER_SECONDS,
     ARCHIVE_BELOW_STRENGTH,
@@ -37,7 +37,6 @@ from engram_mcp.services.access import RequestContext, ScopeAccess
 from engram_mcp.services.handles import ScopeHandle
 from engram_mcp.services.records import now_dt
 from engram_mcp.services.sightings import Sightings, load_sightings, note_project_sighting, projects_seen
-from engram_mcp.storage import queries as q
 
 FORGOTTEN_PURGE_DAYS = 30
 MAINTENANCE_META_KEY = "maintenance"
@@ -45,16 +44,10 @@ PROJECT_PATH_HINTS = ("/", "\\", ".py", ".ts", ".js", "src/")
 PROMOTE_USER_MIN_PROJECTS = 2  # project -> user: "seen in >= 2 projects" (docs/decisions.md)
 
 
-def _rids(keys):
-    from surrealdb import RecordID
-
-    return [RecordID("memory", k) for k in keys]
-
-
 def maintain_if_due(access: ScopeAccess, ctx: RequestContext) -> dict[str, Any] | None:
     cfg = access.config(ctx.project_root)
     project = access.handle(ctx, "project")
-    last = project.q(q.GET_META, {"key": MAINTENANCE_META_KEY})
+    last = project.repo.meta_get(MAINTENANCE_META_KEY)
     last_ts = to_epoch(last.get("at")) if isinstance(last, dict) else 0.0
     if time.time() - last_ts < cfg.maintenance_interval_hours * 3600.0:
         return None
@@ -88,7 +81,7 @@ def maintain(
         if progress:
             progress(total, total, "maintain")
         project = access.handle(ctx, "project")
-        project.q(q.SET_META, {"key": MAINTENANCE_META_KEY, "value": {"at": now_dt(), "report": report}})
+        project.repo.meta_set(MAINTENANCE_META_KEY, {"at": now_dt(), "report": report})
     return report
 
 
@@ -138,7 +131,7 @@ def _maintain_scope(h: ScopeHandle, now: float, on_purge=None) -> dict[str, int]
     for status_name in ("active", "consolidated", "archived"):
         keys = moves[status_name]
         if keys:
-            h.q(q.SET_STATUS, {"ids": _rids(keys), "status": status_name})
+            h.repo.set_status(keys, status_name)
             for k in keys:
                 idx.set_status(k, status_name)
     _enqueue_many(h, moves["consolidated"], "decay", 0.5)
@@ -164,11 +157,10 @@ def _expired_user_forgets(h: ScopeHandle, now: float) -> list[str]:
     if forgotten.size == 0:
         return out
     keys = [idx.key_of(int(s)) for s in forgotten]
-    rows = h.q(q.GET_MEMORIES, {"ids": _rids([k for k in keys if k])}) or []
-    for r in rows:
+    for r in h.repo.get_many(k for k in keys if k):
         at = to_epoch(r.get("forgotten_at")) if r.get("forgotten_at") else 0.0
         if r.get("content") != "[forgotten]" and at and now - at >= FORGOTTEN_PURGE_DAYS * 86400:
-            out.append(str(r["id"].id))
+            out.append(r["id"])
     return out
 
 
@@ -179,20 +171,19 @@ def purge(h: ScopeHandle, key: str) -> None:
     merged into it (metadata.merged[].content) and in every history snapshot; all of it
     goes, in one transaction, because forgetting must forget.
     """
-    from surrealdb import RecordID
-
-    rows = h.q(q.GET_MEMORY, {"id": key}) or []
-    if not rows:
+    row = h.repo.get(key)
+    if row is None:
         return
-    rec = _forgotten_copy({k: v for k, v in rows[0].items() if k != "id"})
+    rec = _forgotten_copy({k: v for k, v in row.items() if k != "id"})
     rec.update(status="forgotten", status_changed_at=now_dt())
     rec.setdefault("forgotten_at", now_dt())
     rec = {k: v for k, v in rec.items() if v is not None}
-    stmts = [(q.REPLACE_MEMORY, {"id": key, "record": rec})]
-    for entry in h.q(q.HISTORY_OF, {"memory": RecordID("memory", key)}) or []:
-        snapshot = {k: v for k, v in _forgotten_copy(dict(entry.get("snapshot") or {})).items() if v is not None}
-        stmts.append((q.SET_HISTORY_SNAPSHOT, {"id": entry["id"], "snapshot": snapshot}))
-    h.tx(stmts)
+    history = h.repo.history_of(key)
+    with h.repo.atomic() as tx:
+        tx.replace(key, rec)
+        for entry in history:
+            snapshot = {k: v for k, v in _forgotten_copy(dict(entry.snapshot)).items() if v is not None}
+            tx.set_history_snapshot(entry.id, snapshot)
     h.index.upsert({**rec, "id": key})
 
 
@@ -210,31 +201,22 @@ def _forgotten_copy(rec: dict[str, Any]) -> dict[str, Any]:
 
 
 def _enqueue(h: ScopeHandle, key: str, reason: str, priority: float) -> bool:
-    from surrealdb import RecordID
-
-    rid = RecordID("memory", key)
-    if h.q(q.QUEUED_FOR, {"memory": rid, "reason": reason}):
+    if h.repo.is_queued(key, reason):
         return False
-    h.q(q.ENQUEUE, {"entry": {"memory": rid, "reason": reason, "priority": float(priority), "status": "pending"}})
+    h.repo.enqueue(key, reason, priority)
     return True
 
 
 def _enqueue_many(h: ScopeHandle, keys: list[str], reason: str, priority: float) -> int:
     """Queue many memories at once; checking each one with its own query was quadratic
     (424 s for the first maintenance pass of a 100k-memory project)."""
-    from surrealdb import RecordID
-
     if not keys:
         return 0
-    queued = {record_key({"id": m}) for m in h.q(q.QUEUED_MEMORIES, {"reason": reason}) or []}
-    entries = [
-        {"memory": RecordID("memory", k), "reason": reason, "priority": float(priority), "status": "pending"}
-        for k in dict.fromkeys(keys)
-        if k not in queued
-    ]
-    for start in range(0, len(entries), ENQUEUE_BATCH):
-        h.q(q.ENQUEUE_MANY, {"entries": entries[start : start + ENQUEUE_BATCH]})
-    return len(entries)
+    queued = h.repo.queued_keys(reason)
+    fresh = [k for k in dict.fromkeys(keys) if k not in queued]
+    for start in range(0, len(fresh), ENQUEUE_BATCH):
+        h.repo.enqueue_many(fresh[start : start + ENQUEUE_BATCH], reason, priority)
+    return len(fresh)
 
 
 def queue_user_candidates(access: ScopeAccess, project: ScopeHandle, cfg) -> int:
@@ -254,7 +236,7 @@ def queue_user_candidates(access: ScopeAccess, project: ScopeHandle, cfg) -> int
     slots = np.flatnonzero(mask)
     if slots.size == 0:
         return 0
-    rows = project.q(q.GET_MEMORIES, {"ids": _rids([idx.key_of(int(s)) for s in slots])}) or []
+    rows = project.repo.get_many(k for s in slots if (k := idx.key_of(int(s))))
     sightings = None
     queued = 0
     for r in rows:
@@ -266,13 +248,13 @@ def queue_user_candidates(access: ScopeAccess, project: ScopeHandle, cfg) -> int
                 sightings = load_sightings(access)
             if _projects_seen(sightings, project, r, cfg) < PROMOTE_USER_MIN_PROJECTS:
                 continue
-        queued += _enqueue(project, str(r["id"].id), "promotion", float(r.get("importance", 0.7)))
+        queued += _enqueue(project, r["id"], "promotion", float(r.get("importance", 0.7)))
     return queued
 
 
 def _projects_seen(sightings: Sightings, project: ScopeHandle, row: dict[str, Any], cfg) -> int:
     """How many of the user's projects hold this memory or a near-duplicate of it."""
-    key = str(row["id"].id)
+    key = row["id"]
     seen = projects_seen(
         sightings, project.db, row.get("content") or "", project.index.vector_of_key(key), cfg.store_dedup_similarity
     )

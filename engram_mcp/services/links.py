@@ -11,17 +11,13 @@ from engram_mcp.core.ids import format_memory_id
 from engram_mcp.core.vocabulary import LIVE_STATUSES
 from engram_mcp.services.access import RequestContext, ScopeAccess
 from engram_mcp.services.handles import ScopeHandle
-from engram_mcp.storage import queries as q
 
 
 def link_memories(h: ScopeHandle, a: str, b: str, relation: str, strength: float = 0.5) -> bool:
     """Write the link a -[relation]-> b unless it exists (True if written)."""
-    from surrealdb import RecordID
-
-    ra, rb = RecordID("memory", a), RecordID("memory", b)
-    if h.q(q.FIND_LINK, {"a": ra, "b": rb, "relation_type": relation}):
+    if h.repo.has_link(a, b, relation):
         return False
-    h.q(q.CREATE_LINK, {"a": ra, "b": rb, "relation_type": relation, "strength": float(strength)})
+    h.repo.add_link(a, b, relation, strength)
     if relation == "supersedes":
         h.index.mark_superseded(b, a)
     return True
@@ -36,11 +32,9 @@ def supersede(h: ScopeHandle, new_key: str, old_key: str) -> bool:
 
 def mark_consolidated(access: ScopeAccess, ctx: RequestContext, h: ScopeHandle, new_key: str, src_key: str) -> None:
     """A source summarised into `new_key`: link it (same scope) and mark it consolidated."""
-    from surrealdb import RecordID
-
     for loc in access.locate(ctx, format_memory_id(src_key)):
         if loc.handle is h:
             link_memories(h, new_key, src_key, "derived_from")
         if loc.row.get("status") in LIVE_STATUSES:
-            loc.handle.q(q.SET_STATUS, {"ids": [RecordID("memory", src_key)], "status": "consolidated"})
+            loc.handle.repo.set_status([src_key], "consolidated")
             loc.handle.index.set_status(src_key, "consolidated")

@@ -20,7 +20,6 @@ from typing import Any
 from engram_mcp.core.errors import InvalidInput
 from engram_mcp.core.ids import CROCKFORD, format_memory_id, parse_memory_id, session_db_name
 from engram_mcp.core.vocabulary import PERSISTENT_SCOPES, SCOPES
-from engram_mcp.index.scope_index import record_key
 from engram_mcp.index.scoring import to_epoch
 from engram_mcp.services import graph, lifecycle
 from engram_mcp.services.access import RequestContext, ScopeAccess
@@ -40,17 +39,10 @@ from engram_mcp.services.records import (
 )
 from engram_mcp.services.sightings import note_project_sighting
 from engram_mcp.services.store import store as store_memory
-from engram_mcp.storage import queries as q
 
 log = logging.getLogger("engram.promotion")
 SCOPE_RANK = {scope: rank for rank, scope in enumerate(SCOPES)}  # broader scopes rank higher
 SUMMARY_ITEMS = 8
-
-
-def _rid(key: str):
-    from surrealdb import RecordID
-
-    return RecordID("memory", key)
 
 
 def promote(
@@ -112,9 +104,9 @@ def promote_row(
 ) -> dict[str, Any]:
     """Copy or merge one memory into `dst`; idempotent (see module docstring)."""
     mid = format_memory_id(key)
-    done = dst.q(q.PROMOTIONS_OF, {"memory_id": mid}) or []
+    done = dst.repo.promotions_of(mid)
     if done:
-        target = done[0].get("target_id", mid)
+        target = done[0].target_id or mid
         _carry_links(access, src, key, dst, parse_memory_id(target))  # a crash may have come between
         _mark_source(access, src, key, row, dst.scope, target)
         return {"action": "already_promoted", "target_id": target}
@@ -142,7 +134,7 @@ def promote_row(
         twin = (key, 1.0)
     if twin is not None:
         tkey, similarity = twin
-        trow = (dst.q(q.GET_MEMORY, {"id": tkey}) or [None])[0]
+        trow = dst.repo.get(tkey)
         if trow is None:
             twin = None
         else:
@@ -172,18 +164,15 @@ def promote_row(
         meta = dict(record.get("metadata") or {})
         meta.pop("promoted_to", None)
         record["metadata"] = meta
-        history = [
-            (q.CREATE_HISTORY, {"entry": {k: v for k, v in h.items() if k != "id"}})
-            for h in src.q(q.HISTORY_OF, {"memory": _memory_rid(key)}) or []
-        ]
+        history = src.repo.history_of(key)
         # the memory, its history (edits made during the session) and the log: all or nothing
-        dst.tx(
-            [
-                (q.CREATE_MEMORY, {"id": key, "record": record}),
-                *history,
-                (q.CREATE_PROMOTION_LOG, {"entry": {**log_entry, "action": "created", "target_id": mid}}),
-            ]
-        )
+        with dst.repo.atomic() as tx:
+            tx.insert(key, record)
+            for e in history:
+                tx.add_history(
+                    e.memory, version=e.version, change=e.change, snapshot=e.snapshot, changed_at=e.changed_at
+                )
+            tx.log_promotion({**log_entry, "action": "created", "target_id": mid})
         dst.index.upsert({**record, "id": key}, vec)
         _copy_mentions(src, dst, key, key)
         target, action = mid, "created"
@@ -194,33 +183,27 @@ def promote_row(
     return {"action": action, "target_id": target}
 
 
-def _memory_rid(key: str):
-    from surrealdb import RecordID
-
-    return RecordID("memory", key)
-
-
 def _carry_links(access: ScopeAccess, src: ScopeHandle, key: str, dst: ScopeHandle, target: str) -> None:
     """Recreate `key`'s memory -> memory links in `dst` where the other end is there too.
 
     Whichever of two linked memories is promoted second brings the link along, so a
     `supersedes` between two session memories still ranks the old below the new.
     """
-    for link in src.q(q.LINKS_OF_MEMORY, {"memory": _rid(key)}) or []:
-        a, b = record_key({"id": link["in"]}), record_key({"id": link["out"]})
+    for link in src.repo.links_of(key):
+        a, b = link.src, link.dst
         other = _promoted_key(dst, b if a == key else a)
         if other is None or other == target:
             continue
         frm, to = (target, other) if a == key else (other, target)
-        link_memories(dst, frm, to, link["relation_type"], float(link.get("strength") or 0.5))
+        link_memories(dst, frm, to, link.relation_type, float(link.strength or 0.5))
 
 
 def _promoted_key(dst: ScopeHandle, key: str) -> str | None:
     """Where memory `key` lives in `dst`: same id, or the twin it merged into; None if absent."""
     if dst.index.slot_of(key) is not None:
         return key
-    done = dst.q(q.PROMOTIONS_OF, {"memory_id": format_memory_id(key)}) or []
-    return parse_memory_id(done[0]["target_id"]) if done and done[0].get("target_id") else None
+    done = dst.repo.promotions_of(format_memory_id(key))
+    return parse_memory_id(done[0].target_id) if done and done[0].target_id else None
 
 
 def _replace_with_log(access: ScopeAccess, h: ScopeHandle, key: str, old: dict, new: dict, log_entry: dict) -> None:
@@ -228,20 +211,11 @@ def _replace_with_log(access: ScopeAccess, h: ScopeHandle, key: str, old: dict, 
     new["version"] = int(old.get("version", 1)) + 1
     new["updated_at"] = now_dt()
     snapshot = {k: v for k, v in access.editable(old).items() if k != "embedding"}
-    hist = {
-        "memory": _rid(key),
-        "version": int(old.get("version", 1)),
-        "change": "promotion_merge",
-        "snapshot": snapshot,
-    }
     record = {k: v for k, v in new.items() if v is not None}
-    h.tx(
-        [
-            (q.CREATE_HISTORY, {"entry": hist}),
-            (q.REPLACE_MEMORY, {"id": key, "record": record}),
-            (q.CREATE_PROMOTION_LOG, {"entry": log_entry}),
-        ]
-    )
+    with h.repo.atomic() as tx:
+        tx.add_history(key, version=int(old.get("version", 1)), change="promotion_merge", snapshot=snapshot)
+        tx.replace(key, record)
+        tx.log_promotion(log_entry)
     h.index.upsert({**record, "id": key})
 
 
@@ -258,11 +232,10 @@ def _mark_source(access: ScopeAccess, src: ScopeHandle, key: str, row: dict, sco
 
 
 def _copy_mentions(src: ScopeHandle, dst: ScopeHandle, src_key: str, dst_key: str) -> None:
-    rows = src.q(q.MENTIONS_OF_MEMORY, {"memory": _rid(src_key)}) or []
     ents = [
-        {"name": r["name"], "type": r["entity_type"], "relationship": r.get("relationship") or "mentions"}
-        for r in rows
-        if r.get("name")
+        {"name": name, "type": r.entity_type, "relationship": r.relationship or "mentions"}
+        for r in src.repo.mentions_of(src_key)
+        if (name := r.name)
     ]
     if ents:
         graph.link_entities(dst, dst_key, ents)
@@ -281,11 +254,11 @@ def session_start(access: ScopeAccess, ctx: RequestContext, info: dict[str, Any]
     with access.lock:
         project = access.handle(ctx, "project")
         skey = session_key(ctx.session_id)
-        existing = (project.q(q.GET_SESSION, {"key": skey}) or [None])[0]
+        existing = project.repo.session(skey)
         fields = {"session_id": ctx.session_id, "status": "active", "last_seen_at": now_dt(), "info": info}
-        if existing is None or existing.get("status") != "active":  # a new run (a resumed session too): its own summary
+        if existing is None or existing.status != "active":  # a new run (a resumed session too): its own summary
             fields["started_at"] = now_dt()
-        project.q(q.UPSERT_SESSION, {"key": skey, "fields": fields})
+        project.repo.upsert_session(skey, fields)
         access.handle(ctx, "session")
         recovered = recover_abandoned(access, ctx)
         maintenance = lifecycle.maintain_if_due(access, ctx)
@@ -319,13 +292,9 @@ def recover_abandoned(access: ScopeAccess, ctx: RequestContext) -> list[dict[str
     project = access.handle(ctx, "project")
     cutoff = time.time() - cfg.abandoned_session_hours * 3600.0
     out = []
-    active = project.q(q.SESSIONS_BY_STATUS, {"status": "active"}) or []
-    known = {r.get("session_id") for r in active}
-    stale = [
-        r["session_id"]
-        for r in active
-        if r.get("session_id") != ctx.session_id and to_epoch(r.get("last_seen_at")) < cutoff
-    ]
+    active = project.repo.sessions_with_status("active")
+    known = {r.session_id for r in active}
+    stale = [r.session_id for r in active if r.session_id != ctx.session_id and to_epoch(r.last_seen_at) < cutoff]
     for db in access.registry.session_databases(ctx.project_root):
         sid_guess = db[2:]
         if sid_guess.replace("_", "-") == ctx.session_id or sid_guess == ctx.session_id:
@@ -356,35 +325,30 @@ def session_end(
     with access.lock:
         project = access.handle(ctx, "project")
         skey = session_key(ctx.session_id)
-        reg = (project.q(q.GET_SESSION, {"key": skey}) or [None])[0]
+        reg = project.repo.session(skey)
         dbs = access.registry.session_databases(ctx.project_root)
         if skey not in dbs:
-            if reg and reg.get("status") != "active":
+            if reg and reg.status != "active":
                 return {"session_id": ctx.session_id, "already_ended": True, "promoted": 0}
-            project.q(
-                q.UPSERT_SESSION,
+            project.repo.upsert_session(
+                skey,
                 {
-                    "key": skey,
-                    "fields": {
-                        "session_id": ctx.session_id,
-                        "status": "abandoned" if reason == "recovered" else "completed",
-                        "ended_at": now_dt(),
-                    },
+                    "session_id": ctx.session_id,
+                    "status": "abandoned" if reason == "recovered" else "completed",
+                    "ended_at": now_dt(),
                 },
             )
             return {"session_id": ctx.session_id, "promoted": 0, "note": "no session data"}
-        if reg is None or reg.get("started_at") is None:  # the summary's id needs a run start that a retry sees too
-            reg = {**(reg or {}), "started_at": now_dt()}
-            project.q(
-                q.UPSERT_SESSION,
-                {"key": skey, "fields": {"session_id": ctx.session_id, "started_at": reg["started_at"]}},
-            )
+        started_at = reg.started_at if reg is not None else None
+        if started_at is None:  # the summary's id needs a run start that a retry sees too
+            started_at = now_dt()
+            project.repo.upsert_session(skey, {"session_id": ctx.session_id, "started_at": started_at})
         session = access.handle(ctx, "session")
         cfg = access.config(ctx.project_root)
-        rows = session.q(q.ALL_MEMORIES) or []
+        rows = session.repo.all_memories()
         promoted, merged, skipped = [], 0, 0
         for row in rows:
-            key = record_key(row)
+            key = row["id"]
             if not _qualifies(row, cfg):
                 skipped += 1
                 continue
@@ -408,21 +372,18 @@ def session_end(
                 tags=["session-summary"],
                 source={"hook": "SessionEnd", "session_id": ctx.session_id},
                 dedup=False,
-                request_id=summary_memory_key(project.db, ctx.session_id, iso(reg.get("started_at"))),
+                request_id=summary_memory_key(project.db, ctx.session_id, iso(started_at)),
             )
             summary_id = stored["memory_id"]
         candidates = lifecycle.queue_user_candidates(access, project, cfg)
-        project.q(
-            q.UPSERT_SESSION,
+        project.repo.upsert_session(
+            skey,
             {
-                "key": skey,
-                "fields": {
-                    "session_id": ctx.session_id,
-                    "status": "abandoned" if reason == "recovered" else "completed",
-                    "ended_at": now_dt(),
-                    "memories_promoted": len(promoted),
-                    "summary": text or None,
-                },
+                "session_id": ctx.session_id,
+                "status": "abandoned" if reason == "recovered" else "completed",
+                "ended_at": now_dt(),
+                "memories_promoted": len(promoted),
+                "summary": text or None,
             },
         )
         access.registry.drop_session(ctx.project_root, ctx.session_id)

@@ -17,7 +17,7 @@ from engram_mcp.core.errors import InvalidInput
 from engram_mcp.core.ids import format_memory_id
 from engram_mcp.core.vocabulary import MEMORY_TYPES, RECALLABLE_STATUSES, SCOPES, STATUSES
 from engram_mcp.index.retrieval import STRATEGIES, Hit, RetrievalSettings, ScopeView, rank
-from engram_mcp.index.scope_index import STATUS_CODE, Filters, record_key
+from engram_mcp.index.scope_index import STATUS_CODE, Filters
 from engram_mcp.index.scoring import REACTIVATE_AT_STRENGTH, decay_factor, to_epoch
 from engram_mcp.services import graph
 from engram_mcp.services.access import SCOPE_ORDER, RequestContext, ScopeAccess
@@ -30,7 +30,6 @@ from engram_mcp.services.records import (
     parse_time,
     public_memory,
 )
-from engram_mcp.storage import queries as q
 
 MAX_RECALL_LIMIT = 50
 
@@ -134,12 +133,10 @@ def materialise(
 ) -> list[dict[str, Any]]:
     """Fetch the records of the ranked hits (one query per scope, without their vectors).
 
-    The query bypasses `ScopeHandle.before_io`, so strengthening held back from earlier
+    The read bypasses `ScopeHandle.before_io` (`direct_repo`), so strengthening held back from earlier
     recalls is not written here (that is the point of the write-behind); it is overlaid
     on the fetched rows instead, so callers see the same numbers as after a write.
     """
-    from surrealdb import RecordID
-
     by_scope: dict[str, list] = {}
     for h in hits:
         by_scope.setdefault(h.scope, []).append(h)
@@ -147,10 +144,9 @@ def materialise(
     now = time.time()
     for scope, scope_hits in by_scope.items():
         handle = access.handle(ctx, scope)
-        ids = [RecordID("memory", h.key) for h in scope_hits]
         pending = handle.index.pending_strengthen
-        for row in handle.store.query(handle.ns, handle.db, q.GET_MEMORIES_FOR_RECALL, {"ids": ids}) or []:
-            key = record_key(row)
+        for row in handle.direct_repo().get_many_for_recall(h.key for h in scope_hits):
+            key = row["id"]
             row["embedding"] = bool(row.pop("has_embedding", False))  # all public_memory reads of it
             bump = pending.get(key)
             if bump is not None:
@@ -161,10 +157,10 @@ def materialise(
             rows[(scope, key)] = row
     out = []
     for h in hits:
-        row = rows.get((h.scope, h.key))
-        if row is None:
+        hit_row = rows.get((h.scope, h.key))
+        if hit_row is None:
             continue
-        mem = public_memory(row, frozen=(h.scope == "session"), now=now)
+        mem = public_memory(hit_row, frozen=(h.scope == "session"), now=now)
         mem["relevance_score"] = round(h.relevance, 4)
         mem["similarity"] = round(h.vector, 4)
         mem["score"] = round(h.score, 4)
@@ -184,8 +180,6 @@ def strengthen_hits(access: ScopeAccess, ctx: RequestContext, hits: list[Hit], s
     (engram_mcp/services/strengthen.py): before the next statement on that database, within a
     second, or at close.
     """
-    from surrealdb import RecordID
-
     now = time.time()
     by_scope: dict[str, list[str]] = {}
     for h in hits:
@@ -207,6 +201,6 @@ def strengthen_hits(access: ScopeAccess, ctx: RequestContext, hits: list[Hit], s
                 if float(handle.index.cols.importance[slot]) * f >= REACTIVATE_AT_STRENGTH:
                     reactivate.append(k)
         if reactivate:
-            handle.q(q.SET_STATUS, {"ids": [RecordID("memory", k) for k in reactivate], "status": "active"})
+            handle.repo.set_status(reactivate, "active")
             for k in reactivate:
                 handle.index.set_status(k, "active")

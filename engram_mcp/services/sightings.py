@@ -22,7 +22,6 @@ from engram_mcp.index.scope_index import content_hash
 from engram_mcp.services.access import ScopeAccess
 from engram_mcp.services.handles import ScopeHandle
 from engram_mcp.services.records import now_dt
-from engram_mcp.storage import queries as q
 
 log = logging.getLogger("engram.promotion")
 USER_PROMOTION_TYPES = DURABLE_TYPES
@@ -53,11 +52,11 @@ def note_project_sighting(access: ScopeAccess, project: ScopeHandle, key: str, *
     """
     try:
         user = access.registry.user()
-        row = (project.q(q.GET_MEMORY, {"id": key}) or [None])[0]
+        row = project.repo.get(key)
         cfg = access.config(project.project_root)
         if row is None or not _sighting_worthy(row, cfg.promote_user_min_importance):
             if drop:
-                user.q(q.DELETE_SIGHTING, {"key": _sighting_key(project, key)})
+                user.repo.delete_sighting(_sighting_key(project, key))
             return
         record = {
             "project": project.db,
@@ -67,10 +66,7 @@ def note_project_sighting(access: ScopeAccess, project: ScopeHandle, key: str, *
             "embedding_model": row.get("embedding_model"),
             "seen_at": now_dt(),
         }
-        user.q(
-            q.UPSERT_SIGHTING,
-            {"key": _sighting_key(project, key), "record": {k: v for k, v in record.items() if v is not None}},
-        )
+        user.repo.upsert_sighting(_sighting_key(project, key), {k: v for k, v in record.items() if v is not None})
     except (StoreUnavailable, InvalidInput) as exc:
         log.warning("project sighting of %s not recorded: %s", key, exc)
 
@@ -86,14 +82,12 @@ def _sighting_worthy(row: dict[str, Any], min_importance: float) -> bool:
 def load_sightings(access: ScopeAccess) -> Sightings:
     """Every sighting of the user (one query); vectors of another model are left out."""
     try:
-        rows = access.registry.user().q(q.ALL_SIGHTINGS) or []
+        rows = access.registry.user().repo.all_sightings()
     except StoreUnavailable:
         rows = []
     model = access.model_name
     vecs = [
-        np.frombuffer(bytes(r["embedding"]), dtype="<f4")
-        if r.get("embedding") and r.get("embedding_model") == model
-        else None
+        np.frombuffer(bytes(r.embedding), dtype="<f4") if r.embedding and r.embedding_model == model else None
         for r in rows
     ]
     dim = next((v.shape[0] for v in vecs if v is not None), 0)
@@ -103,7 +97,7 @@ def load_sightings(access: ScopeAccess) -> Sightings:
         for i, v in enumerate(vecs):
             if v is not None and v.shape[0] == dim:
                 matrix[i] = v / (np.linalg.norm(v) or 1.0)
-    return Sightings([r["project"] for r in rows], [r["fingerprint"] for r in rows], matrix)
+    return Sightings([r.project for r in rows], [r.fingerprint for r in rows], matrix)
 
 
 def projects_seen(

@@ -7,8 +7,6 @@ from typing import Any
 
 from engram_mcp.core.errors import StoreUnavailable
 from engram_mcp.services.access import SCOPE_ORDER, RequestContext, ScopeAccess
-from engram_mcp.services.handles import ScopeHandle
-from engram_mcp.storage import queries as q
 
 
 def status(access: ScopeAccess, ctx: RequestContext) -> dict[str, Any]:
@@ -27,9 +25,9 @@ def status(access: ScopeAccess, ctx: RequestContext) -> dict[str, Any]:
                 continue
             by_type: dict[str, int] = {}
             by_status: dict[str, int] = {}
-            for r in h.q(q.COUNT_BY_TYPE_STATUS) or []:
-                by_type[r["memory_type"]] = by_type.get(r["memory_type"], 0) + r["n"]
-                by_status[r["status"]] = by_status.get(r["status"], 0) + r["n"]
+            for c in h.repo.count_by_type_status():
+                by_type[c.memory_type] = by_type.get(c.memory_type, 0) + c.n
+                by_status[c.status] = by_status.get(c.status, 0) + c.n
             refused = h.store.failure  # open and readable, but writes are refused (disk full)
             if refused:
                 degraded.append(scope)
@@ -41,8 +39,8 @@ def status(access: ScopeAccess, ctx: RequestContext) -> dict[str, Any]:
                 "total": sum(by_type.values()),
                 "by_type": by_type,
                 "by_status": by_status,
-                "entities": _count(h, q.COUNT_ENTITIES),
-                "relationships": _count(h, q.COUNT_RELATIONS),
+                "entities": h.repo.count_entities(),
+                "relationships": h.repo.count_relations(),
                 "without_vectors": h.index.missing_vectors,
                 "repaired_records": h.store.nul_repairs.get(
                     (h.ns, h.db), 0
@@ -68,8 +66,3 @@ def status(access: ScopeAccess, ctx: RequestContext) -> dict[str, Any]:
             "current_session": {"session_id": ctx.session_id} if ctx.session_id else None,
             "config_problem": config_problem,
         }
-
-
-def _count(h: ScopeHandle, sql: str) -> int:
-    rows = h.q(sql) or []
-    return int(rows[0]["n"]) if rows else 0

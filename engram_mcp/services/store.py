@@ -33,7 +33,6 @@ from engram_mcp.services.records import (
     vector_bytes,
 )
 from engram_mcp.services.sightings import note_sighting
-from engram_mcp.storage import queries as q
 
 SUPERSEDE_HINT_MIN_COSINE = 0.65  # see supersede_hint
 SUPERSEDE_HINT_PREVIEW_CHARS = 160
@@ -103,7 +102,7 @@ def store(
         access.touch_session(ctx.project_root, sid)
         if superseded_key and h.index.slot_of(superseded_key) is None:
             raise InvalidInput(f"supersedes: memory:{superseded_key} is not in scope {scope}", field="supersedes")
-        if rid is not None and h.q(q.EXISTS_MEMORY, {"id": rid}):
+        if rid is not None and h.repo.exists(rid):
             return {
                 "memory_id": format_memory_id(rid),
                 "action": "exists",
@@ -163,7 +162,7 @@ def store(
             "status_changed_at": now,
         }
         record = {k: v for k, v in record.items() if v is not None}
-        h.q(q.CREATE_MEMORY, {"id": key, "record": record})
+        h.repo.insert(key, record)
         h.index.upsert({**record, "id": key}, vec)
         edges = graph.link_entities(h, key, entities) if entities else 0
         if superseded_key:
@@ -204,10 +203,10 @@ def supersede_hint(h: ScopeHandle, vec: np.ndarray | None, dedup_similarity: flo
     if best is None or not SUPERSEDE_HINT_MIN_COSINE <= best[1] < dedup_similarity:
         return None
     key = h.index.key_of(best[0])
-    rows = h.q(q.GET_MEMORY, {"id": key}) if key else None
-    if not rows or not key:
+    row = h.repo.get(key) if key else None
+    if row is None or not key:
         return None
-    text = " ".join(str(rows[0].get("content") or "").split())
+    text = " ".join(str(row.get("content") or "").split())
     preview = (
         text
         if len(text) <= SUPERSEDE_HINT_PREVIEW_CHARS
@@ -233,10 +232,9 @@ def merge_into(
     A merge made for a `request_id` is recorded with it, so replaying that request
     finds it here and changes nothing.
     """
-    rows = h.q(q.GET_MEMORY, {"id": key}) or []
-    if not rows:
+    row = h.repo.get(key)
+    if row is None:
         raise MemoryNotFound(f"memory {key} vanished during merge")
-    row = rows[0]
     if request_id and any(
         isinstance(m, dict) and m.get("request_id") == request_id for m in (row.get("metadata") or {}).get("merged", [])
     ):

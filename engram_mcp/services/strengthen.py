@@ -8,7 +8,7 @@ after the query embedding. So:
 1. At recall time the bump goes into the scope's in-memory index at once (`ScopeIndex.touch`,
    which the composite score and the lifecycle read) and into the index's pending set
    (`ScopeIndex.add_pending_strengthen`).
-2. The pending set is written as one statement (`STRENGTHEN_BATCH`) per scope database:
+2. The pending set is written as one statement (`ScopeRepository.strengthen`) per scope database:
    - before any other statement runs on that database (`ScopeHandle.before_io`), so every
      read and write of memory rows (get, update, promotion, export, lifecycle...) sees the
      bumps: nothing but recall itself ever observes the engine without them;
@@ -28,7 +28,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from engram_mcp.services.handles import ScopeHandle, StoreRegistry
-from engram_mcp.storage import queries as q
+from engram_mcp.storage.rows import StrengthenBump
 
 log = logging.getLogger("engram.strengthen")
 FLUSH_DELAY_SECONDS = 1.0
@@ -66,11 +66,11 @@ class StrengthenWriteBehind:
             if not pending or not self._still_open(handle):
                 return
             batch = [
-                {"id": _rid(key), "n": n, "at": datetime.fromtimestamp(at, timezone.utc), "sessions": sorted(sessions)}
+                StrengthenBump(key, n, datetime.fromtimestamp(at, timezone.utc), tuple(sorted(sessions)))
                 for key, (n, at, sessions) in pending.items()
             ]
             try:
-                handle.store.query(handle.ns, handle.db, q.STRENGTHEN_BATCH, {"batch": batch})
+                handle.direct_repo().strengthen(batch)
                 self.flushed_batches += 1
             except Exception as exc:  # losing access bumps is acceptable; failing the caller is not
                 self.dropped_batches += 1
@@ -116,9 +116,3 @@ class StrengthenWriteBehind:
             self.flush_all()
         except Exception:  # a background flush must never kill the process
             log.exception("background flush of recall strengthening failed")
-
-
-def _rid(key: str) -> Any:
-    from surrealdb import RecordID
-
-    return RecordID("memory", key)

@@ -31,7 +31,6 @@ import numpy as np
 from engram_mcp.core.errors import InvalidInput, StoreUnavailable
 from engram_mcp.core.ids import parse_memory_id
 from engram_mcp.core.vocabulary import LINK_TYPES, PERSISTENT_SCOPES, SCOPES
-from engram_mcp.index.scope_index import record_key
 from engram_mcp.services.access import RequestContext, ScopeAccess
 from engram_mcp.services.graph import find_entity, name_key
 from engram_mcp.services.handles import ScopeHandle
@@ -59,7 +58,7 @@ from engram_mcp.services.records import (
     sanitize_text,
     vector_bytes,
 )
-from engram_mcp.storage import queries as q
+from engram_mcp.storage.rows import LinkRow, MentionRow, RelationRow
 from engram_mcp.storage.schema import CURRENT_SCHEMA_VERSION
 
 EXPORT_FORMAT = "engram-export"
@@ -77,12 +76,6 @@ EXPORT_PAGE = 100
 ENTITY_KEY_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 Progress = Callable[[int, int | None, str], None]
 DEFAULT_SCOPES = PERSISTENT_SCOPES  # what export and reindex cover unless told otherwise
-
-
-def _rid(table: str, key: str):
-    from surrealdb import RecordID
-
-    return RecordID(table, key)
 
 
 def export(
@@ -155,7 +148,7 @@ def _export_memories(
     for start in range(0, total, EXPORT_PAGE):
         page = keys[start : start + EXPORT_PAGE]
         with access.lock:
-            rows = sorted(h.q(q.GET_MEMORIES, {"ids": [_rid("memory", k) for k in page]}) or [], key=record_key)
+            rows = sorted(h.repo.get_many(page), key=lambda r: r["id"])
         _write_memory_lines(rows, scope, out, counts, include_vectors)
         if progress:
             progress(min(start + EXPORT_PAGE, total), total, f"export {scope}")
@@ -166,7 +159,7 @@ def _write_memory_lines(
 ) -> None:
     for row in rows:
         rec = {k: v for k, v in row.items() if k not in ("id", "embedding")}
-        line = {"kind": "memory", "scope": scope, "id": record_key(row), "record": jsonable(rec)}
+        line = {"kind": "memory", "scope": scope, "id": row["id"], "record": jsonable(rec)}
         if include_vectors and row.get("embedding"):
             line["vector_b64"] = base64.b64encode(bytes(row["embedding"])).decode()
         out.write(json.dumps(line, ensure_ascii=False) + "\n")
@@ -179,10 +172,10 @@ def _export_graph_lines(h: ScopeHandle, scope: str) -> dict[str, list[dict[str, 
         {
             "kind": "history",
             "scope": scope,
-            "memory_id": record_key({"id": e["memory"]}),
-            "entry": jsonable({k: v for k, v in e.items() if k not in ("id", "memory")}),
+            "memory_id": e.memory,
+            "entry": jsonable(e.record()),
         }
-        for e in h.q(q.ALL_HISTORY) or []
+        for e in h.repo.all_history()
     ]
     history.sort(
         key=lambda row: (
@@ -197,10 +190,10 @@ def _export_graph_lines(h: ScopeHandle, scope: str) -> dict[str, list[dict[str, 
             {
                 "kind": "entity",
                 "scope": scope,
-                "key": record_key(e),
-                "record": jsonable({k: v for k, v in e.items() if k != "id"}),
+                "key": e.key,
+                "record": jsonable(e.record()),
             }
-            for e in h.q(q.ALL_ENTITIES) or []
+            for e in h.repo.all_entities()
         ),
         key=lambda row: row["key"],
     )
@@ -209,12 +202,12 @@ def _export_graph_lines(h: ScopeHandle, scope: str) -> dict[str, list[dict[str, 
             {
                 "kind": "mention",
                 "scope": scope,
-                "memory_id": record_key({"id": m["in"]}),
-                "entity_key": record_key({"id": m["out"]}),
-                "relationship": m.get("relationship"),
-                "created_at": jsonable(m.get("created_at")),
+                "memory_id": m.memory,
+                "entity_key": m.entity,
+                "relationship": m.relationship,
+                "created_at": jsonable(m.created_at),
             }
-            for m in h.q(q.ALL_MENTIONS) or []
+            for m in h.repo.all_mentions()
         ),
         key=lambda row: (row["memory_id"], row["entity_key"], str(row["relationship"])),
     )
@@ -223,14 +216,14 @@ def _export_graph_lines(h: ScopeHandle, scope: str) -> dict[str, list[dict[str, 
             {
                 "kind": "relation",
                 "scope": scope,
-                "from": record_key({"id": r["in"]}),
-                "to": record_key({"id": r["out"]}),
-                "relation_type": r.get("relation_type"),
-                "weight": r.get("weight"),
-                "evidence": r.get("evidence") or [],
-                "created_at": jsonable(r.get("created_at")),
+                "from": r.src,
+                "to": r.dst,
+                "relation_type": r.relation_type,
+                "weight": r.weight,
+                "evidence": list(r.evidence),
+                "created_at": jsonable(r.created_at),
             }
-            for r in h.q(q.ALL_RELATIONS) or []
+            for r in h.repo.all_relations()
         ),
         key=lambda row: (row["from"], row["to"], str(row["relation_type"])),
     )
@@ -239,13 +232,13 @@ def _export_graph_lines(h: ScopeHandle, scope: str) -> dict[str, list[dict[str, 
             {
                 "kind": "link",
                 "scope": scope,
-                "from": record_key({"id": link["in"]}),
-                "to": record_key({"id": link["out"]}),
-                "relation_type": link.get("relation_type"),
-                "strength": link.get("strength"),
-                "created_at": jsonable(link.get("created_at")),
+                "from": link.src,
+                "to": link.dst,
+                "relation_type": link.relation_type,
+                "strength": link.strength,
+                "created_at": jsonable(link.created_at),
             }
-            for link in h.q(q.ALL_LINKS) or []
+            for link in h.repo.all_links()
         ),
         key=lambda row: (row["from"], row["to"], str(row["relation_type"])),
     )
@@ -546,7 +539,9 @@ def _write_batch(run: _Run, batch: list[_Memory]) -> None:
             if not fresh:
                 continue
             try:
-                h.tx([(q.CREATE_MEMORY, {"id": m.key, "record": m.record}) for m in fresh])
+                with h.repo.atomic() as tx:
+                    for m in fresh:
+                        tx.insert(m.key, m.record)
             except InvalidInput:
                 fresh = _write_one_by_one(run, h, fresh)  # find the record the engine refused; keep the rest
             for m in fresh:
@@ -558,7 +553,7 @@ def _write_one_by_one(run: _Run, h: ScopeHandle, items: list[_Memory]) -> list[_
     written = []
     for m in items:
         try:
-            h.q(q.CREATE_MEMORY, {"id": m.key, "record": m.record})
+            h.repo.insert(m.key, m.record)
             written.append(m)
         except InvalidInput as exc:
             run.reject(m.n, exc.message, exc.field)
@@ -625,9 +620,7 @@ def _import_deferred(run: _Run, deferred: list[tuple[int, dict]]) -> None:
             for n, scope, kind, item in part:
                 h = run.handle(scope)
                 if scope not in state:
-                    state[scope] = _ScopeImport(
-                        {_history_sig(record_key({"id": e["memory"]}), e) for e in h.q(q.ALL_HISTORY) or []}
-                    )
+                    state[scope] = _ScopeImport({_history_sig(e.memory, e.record()) for e in h.repo.all_history()})
                 try:
                     run.counts[kind] += _APPLIERS[kind](h, item, state[scope])
                 except InvalidInput as exc:
@@ -701,14 +694,13 @@ def _apply_history(h: ScopeHandle, item: dict[str, Any], st: _ScopeImport) -> in
     if h.index.slot_of(item["memory_key"]) is None:
         raise InvalidInput(f"memory:{item['memory_key']} is neither in this file nor in the store", field="memory_id")
     st.history.add(item["sig"])
-    entry = {
-        "memory": _rid("memory", item["memory_key"]),
-        "version": item["version"],
-        "change": item["change"],
-        "changed_at": item["changed_at"],
-        "snapshot": item["snapshot"],
-    }
-    h.q(q.CREATE_HISTORY, {"entry": entry})
+    h.repo.add_history(
+        item["memory_key"],
+        version=item["version"],
+        change=item["change"],
+        snapshot=item["snapshot"],
+        changed_at=item["changed_at"],
+    )
     return 1
 
 
@@ -744,16 +736,16 @@ def _apply_entity(h: ScopeHandle, item: dict[str, Any], st: _ScopeImport) -> int
     """Create the entity with its own timestamps, or map it onto the node this store
     already has for the name (one node per case-folded name)."""
     key = item["key"]
-    if h.q(q.GET_ENTITY, {"key": key}):
+    if h.repo.entity(key) is not None:
         st.entity_keys[key] = key
         return 0
     existing = find_entity(h, item["name"])
     if existing is not None:
-        st.entity_keys[key] = record_key(existing)
+        st.entity_keys[key] = existing.key
         return 0
     record = {k: v for k, v in item.items() if k != "key"}
     record["name_key"] = name_key(item["name"])
-    h.q(q.IMPORT_ENTITY, {"key": key, "record": record})
+    h.repo.import_entity(key, record)
     st.entity_keys[key] = key
     st.created_entities.add(key)
     return 1
@@ -772,7 +764,7 @@ def _check_mention(obj: dict, findings: list) -> dict[str, Any]:
 
 def _existing_entity(h: ScopeHandle, st: _ScopeImport, key: str, field_name: str) -> str:
     ekey = st.entity_keys.get(key, key)
-    if ekey not in st.entity_keys.values() and not h.q(q.GET_ENTITY, {"key": ekey}):
+    if ekey not in st.entity_keys.values() and h.repo.entity(ekey) is None:
         raise InvalidInput(f"entity {key} is neither in this file nor in the store", field=field_name)
     return ekey
 
@@ -781,13 +773,12 @@ def _apply_mention(h: ScopeHandle, item: dict[str, Any], st: _ScopeImport) -> in
     if h.index.slot_of(item["memory_key"]) is None:
         raise InvalidInput(f"memory:{item['memory_key']} is neither in this file nor in the store", field="memory_id")
     ekey = _existing_entity(h, st, item["entity_key"], "entity_key")
-    m, e = _rid("memory", item["memory_key"]), _rid("entity", ekey)
     rel = item["relationship"]
-    if h.q(q.FIND_MENTION, {"memory": m, "entity": e, "relationship": rel}):
+    if h.repo.has_mention(item["memory_key"], ekey, rel):
         return 0
-    h.q(q.IMPORT_MENTION, {"memory": m, "entity": e, "relationship": rel, "created_at": item["created_at"]})
+    h.repo.import_mention(MentionRow(item["memory_key"], ekey, rel, item["created_at"]))
     if ekey not in st.created_entities:  # a node this import did not bring: count the new mention
-        h.q(q.BUMP_ENTITY_MENTIONS, {"key": ekey, "n": 1})
+        h.repo.bump_mentions(ekey, 1)
     return 1
 
 
@@ -805,20 +796,12 @@ def _check_relation(obj: dict, findings: list) -> dict[str, Any]:
 
 
 def _apply_relation(h: ScopeHandle, item: dict[str, Any], st: _ScopeImport) -> int:
-    a = _rid("entity", _existing_entity(h, st, item["from"], "from"))
-    b = _rid("entity", _existing_entity(h, st, item["to"], "to"))
-    if h.q(q.FIND_RELATION, {"a": a, "b": b, "relation_type": item["relation_type"]}):
+    a = _existing_entity(h, st, item["from"], "from")
+    b = _existing_entity(h, st, item["to"], "to")
+    if h.repo.find_relation(a, b, item["relation_type"]) is not None:
         return 0
-    h.q(
-        q.IMPORT_RELATION,
-        {
-            "a": a,
-            "b": b,
-            "relation_type": item["relation_type"],
-            "weight": item["weight"],
-            "evidence": item["evidence"],
-            "created_at": item["created_at"],
-        },
+    h.repo.import_relation(
+        RelationRow(a, b, item["relation_type"], item["weight"], tuple(item["evidence"]), item["created_at"])
     )
     return 1
 
@@ -837,19 +820,9 @@ def _apply_link(h: ScopeHandle, item: dict[str, Any], st: _ScopeImport) -> int:
     for end in ("from", "to"):
         if h.index.slot_of(item[end]) is None:
             raise InvalidInput(f"memory:{item[end]} is neither in this file nor in the store", field=end)
-    a, b = _rid("memory", item["from"]), _rid("memory", item["to"])
-    if h.q(q.FIND_LINK, {"a": a, "b": b, "relation_type": item["relation_type"]}):
+    if h.repo.has_link(item["from"], item["to"], item["relation_type"]):
         return 0
-    h.q(
-        q.IMPORT_LINK,
-        {
-            "a": a,
-            "b": b,
-            "relation_type": item["relation_type"],
-            "strength": item["strength"],
-            "created_at": item["created_at"],
-        },
-    )
+    h.repo.import_link(LinkRow(item["from"], item["to"], item["relation_type"], item["strength"], item["created_at"]))
     if item["relation_type"] == "supersedes":
         h.index.mark_superseded(item["to"], item["from"])
     return 1
@@ -894,7 +867,7 @@ def reindex(
         for i in range(0, len(keys), EMBED_BATCH):
             chunk = keys[i : i + EMBED_BATCH]
             with access.lock:
-                rows = h.q(q.GET_MEMORIES, {"ids": [_rid("memory", k) for k in chunk]}) or []
+                rows = h.repo.get_many(chunk)
             vecs, _warning = access.embed_documents([r["content"] for r in rows])
             if vecs is None:
                 failed += len(keys) - i
@@ -910,19 +883,20 @@ def _write_vectors(
 ) -> int:
     """Store freshly computed vectors for rows whose content has not changed since they were read."""
     with access.lock:
-        current = {record_key(r): r for r in h.q(q.GET_MEMORIES, {"ids": [r["id"] for r in rows]}) or []}
-        stmts, updates = [], []
+        current = {r["id"]: r for r in h.repo.get_many(r["id"] for r in rows)}
+        updates = []
         for r, v in zip(rows, vecs, strict=False):
-            key = record_key(r)
+            key = r["id"]
             now = current.get(key)
             if now is None or now.get("content") != r.get("content"):
                 continue  # edited or removed meanwhile: the edit re-embedded it or it is gone
             rec = {k: val for k, val in now.items() if k != "id"}
             rec.update(embedding=vector_bytes(v), embedding_model=model, embedding_dim=int(v.shape[0]))
-            stmts.append((q.REPLACE_MEMORY, {"id": key, "record": rec}))
             updates.append((key, rec, v))
-        if stmts:
-            h.tx(stmts)
+        if updates:
+            with h.repo.atomic() as tx:
+                for key, rec, _v in updates:
+                    tx.replace(key, rec)
         for key, rec, v in updates:
             h.index.upsert({**rec, "id": key}, v)
     return len(updates)

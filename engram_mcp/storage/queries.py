@@ -1,5 +1,8 @@
 """Every SurrealQL statement engram runs, in one place, all parameterised.
 
+Only storage/ runs them: the repository (storage/repository.py) for the services, the store
+itself for migrations and repairs. Above storage nothing imports this module.
+
 Values always travel as `$params`. The only identifiers that are not parameters are
 namespace/database names (SurrealQL cannot bind them), and those are produced and
 validated by `engram_mcp.core.ids` from hashes and a strict alphabet, never taken from
@@ -28,14 +31,7 @@ INDEX_ROWS = (
     "SELECT id, memory_type, scope, content, summary, tags, category, importance, access_count, status, "
     "created_at, last_accessed_at, session_id, embedding, embedding_model FROM memory"
 )
-SESSION_MEMORIES = "SELECT * FROM memory WHERE session_id = $session_id ORDER BY created_at"
-STRENGTHEN = (
-    "UPDATE $ids SET access_count += 1, last_accessed_at = time::now(), "
-    "status = IF status = 'created' THEN 'active' ELSE status END, "
-    "metadata.recall_sessions = IF $session_id IS NONE THEN metadata.recall_sessions "
-    "ELSE array::union(metadata.recall_sessions ?? [], [$session_id]) END RETURN NONE"
-)
-# Recall strengthening written behind (engram_mcp/services/strengthen.py): one entry per memory with its
+# Recall strengthening written behind (services/strengthen.py): one entry per memory with its
 # number of recalls since the last write, the last recall time and the recalling sessions.
 # UPDATE never creates: a memory deleted in the meantime is skipped.
 STRENGTHEN_BATCH = (
@@ -46,16 +42,14 @@ STRENGTHEN_BATCH = (
 )
 SET_STATUS = "UPDATE $ids SET status = $status, status_changed_at = time::now() RETURN NONE"
 COUNT_BY_TYPE_STATUS = "SELECT memory_type, status, count() AS n FROM memory GROUP BY memory_type, status"
-COUNT_MEMORIES = "SELECT count() AS n FROM memory GROUP ALL"
 
 # --- history -----------------------------------------------------------------
 CREATE_HISTORY = "CREATE memory_history CONTENT $entry RETURN NONE"
 HISTORY_OF = "SELECT * FROM memory_history WHERE memory = $memory ORDER BY version, changed_at"
 ALL_HISTORY = "SELECT * FROM memory_history"
-CLEAR_HISTORY_CONTENT = "UPDATE memory_history SET snapshot.content = '[forgotten]' WHERE memory = $memory RETURN NONE"
-COUNT_HISTORY = "SELECT count() AS n FROM memory_history GROUP ALL"
 
 # --- graph -------------------------------------------------------------------
+# The node upsert of engram before schema v3 (one node per name and type); tests build such stores with it.
 UPSERT_ENTITY = (
     "UPSERT type::thing('entity', $key) SET name = $name, entity_type = $entity_type, "
     "mention_count = (mention_count ?? 0) + $mentions, updated_at = time::now(), "
@@ -78,7 +72,6 @@ RELATE_ENTITIES = (
 ADD_RELATION_EVIDENCE = (
     "UPDATE $id SET evidence = array::union(evidence, $evidence), weight = math::min([1.0, weight + 0.1]) RETURN NONE"
 )
-EDGES_TOUCHING = "SELECT in, out, relation_type, weight FROM relates_to WHERE in IN $frontier OR out IN $frontier"
 ALL_RELATIONS = "SELECT in, out, relation_type, weight, evidence, created_at FROM relates_to"
 COUNT_ENTITIES = "SELECT count() AS n FROM entity GROUP ALL"
 COUNT_RELATIONS = "SELECT count() AS n FROM relates_to GROUP ALL"
@@ -93,7 +86,6 @@ LINKS_OF_MEMORY = "SELECT in, out, relation_type, strength FROM memory_link WHER
 UPSERT_SESSION = "UPSERT type::thing('session_registry', $key) MERGE $fields RETURN NONE"
 GET_SESSION = "SELECT * FROM type::thing('session_registry', $key)"
 SESSIONS_BY_STATUS = "SELECT * FROM session_registry WHERE status = $status ORDER BY started_at DESC"
-RECENT_SESSIONS = "SELECT * FROM session_registry WHERE status = 'completed' ORDER BY ended_at DESC LIMIT $limit"
 CREATE_PROMOTION_LOG = "CREATE promotion_log CONTENT $entry RETURN NONE"
 PROMOTIONS_OF = "SELECT * FROM promotion_log WHERE memory_id = $memory_id"
 ENQUEUE = "CREATE consolidation_queue CONTENT $entry RETURN NONE"
@@ -140,7 +132,6 @@ DELETE_SIGHTING = "DELETE type::thing('project_sighting', $key) RETURN NONE"
 # graph traversal without reading the whole entity table (indexed lookups only)
 ENTITIES_BY_NAME_KEYS = "SELECT * FROM entity WHERE name_key IN $name_keys"
 TOP_ENTITIES = "SELECT * FROM entity ORDER BY mention_count DESC LIMIT $limit"
-GET_ENTITIES = "SELECT * FROM $ids"
 EDGES_FROM = "SELECT in, out, relation_type, weight FROM relates_to WHERE in IN $frontier"
 EDGES_TO = "SELECT in, out, relation_type, weight FROM relates_to WHERE out IN $frontier"
 # batch form of QUEUED_FOR/ENQUEUE for the maintenance pass (one round trip, not two per memory)

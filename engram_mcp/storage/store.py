@@ -39,6 +39,7 @@ from engram_mcp.core.paths import (
 )
 from engram_mcp.storage import compact
 from engram_mcp.storage import queries as q
+from engram_mcp.storage.repository import ScopeRepository
 from engram_mcp.storage.schema import CURRENT_SCHEMA_VERSION, MIGRATIONS
 
 log = logging.getLogger("engram.store")
@@ -409,6 +410,26 @@ class SurrealStore:
                 return self._conn.query(sql)
             except Exception as exc:
                 raise self._failed(_classify(exc, f"{self.label} store")) from exc
+
+    def define_database(self, ns: str, db: str) -> None:
+        """Create database `db` of namespace `ns` if absent (`db` from core/ids.py only)."""
+        self.execute_ddl(ns, q.DEFINE_DATABASE.format(db=db))
+
+    def remove_database(self, ns: str, db: str) -> None:
+        """Remove database `db` of namespace `ns` and everything in it, if present."""
+        self.execute_ddl(ns, q.REMOVE_DATABASE.format(db=db))
+
+    def databases(self, ns: str) -> list[str]:
+        """Names of the databases of namespace `ns`."""
+        info = self.execute_ddl(ns, q.LIST_DATABASES) or {}
+        return list(info.get("databases", {}) if isinstance(info, dict) else {})
+
+    def repository(self, ns: str, db: str) -> ScopeRepository:
+        """The repository of database (ns, db), statements run directly on this store."""
+        return ScopeRepository(
+            lambda sql, params: self.query(ns, db, sql, params),
+            lambda statements: self.transaction(ns, db, statements),
+        )
 
     # -- schema -------------------------------------------------------------------
     def ensure_schema(self, ns: str, db: str, *, migrations: list | None = None) -> int:
