@@ -439,3 +439,13 @@ def test_doctor_tells_a_plugin_user_how_to_rebuild_not_make_setup(tmp_path: Path
     monkeypatch.setattr(sys, "prefix", str(venv))
     hint = doctor._dependencies_hint()
     assert "make setup" not in hint and f"delete {venv}" in hint and "restart Claude Code" in hint
+
+
+def test_the_client_finds_the_plugin_root_it_lives_in() -> None:
+    """The plugin root (where pyproject.toml and bin/ live) is what the stamp check and the
+    spawned daemon's PYTHONPATH use; a package move that shifts it breaks every installed plugin."""
+    from engram_mcp.daemon import client
+
+    root = client.PACKAGE_PARENT
+    assert (root / "pyproject.toml").is_file() and (root / "engram_mcp" / "__init__.py").is_file(), root
+    assert client.checkout_env_python() == root / ".venv" / "bin" / "python" or not (root / ".venv").exists()

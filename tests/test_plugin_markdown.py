@@ -495,7 +495,7 @@ def test_memory_inspect_shows_a_memory_with_its_history_through_the_cli(claude_c
         return json.loads(proc.stdout)
 
     def run_show(body: dict) -> ToolUse:
-        [command] = re.findall(r"`(CLAUDE_PLUGIN_DATA=[^`]*engram_mcp\.cli show <id> --history)`", command_text(body))
+        [command] = re.findall(r"`(CLAUDE_PLUGIN_DATA=[^`]*engram_mcp\.interfaces\.cli show <id> --history)`", command_text(body))
         return ToolUse("Bash", {"command": command.replace("<id>", memory_id), "description": "show the memory"})
 
     try:

@@ -30,7 +30,7 @@ MAX_SOCKET_PATH = 100  # AF_UNIX paths are limited to ~104-108 bytes
 DEFAULT_TIMEOUT_S = 120.0
 START_TIMEOUT_S = 60.0
 CONNECT_RETRY_S = 0.05
-PACKAGE_PARENT = Path(__file__).resolve().parent.parent
+PACKAGE_PARENT = Path(__file__).resolve().parents[2]  # the plugin root / checkout: engram_mcp/daemon/client.py
 MAX_REPLY_BYTES = 64 * 1024 * 1024  # a reply longer than this is a broken daemon, not a result
 READ_CHUNK_BYTES = 256 * 1024
 # bin/engram-bootstrap's environment in ${CLAUDE_PLUGIN_DATA}, and `make setup`'s in a checkout.
