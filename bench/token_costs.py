@@ -2,7 +2,7 @@
 """What engram costs in context tokens per Claude Code session.
 
 Three parts, tokens estimated as ceil(characters / 4) everywhere (no tokenizer is installed;
-the same estimate as the budgets in tool_schemas.py, context.py and tests/test_plugin_markdown.py):
+the same estimate as the budgets in core/operations.py, context.py and tests/test_plugin_markdown.py):
 
 * tools/list: the MCP server's tools/list result as sent on the wire (compact JSON), measured
   by spawning `python -m engram_mcp.interfaces.server` and listing its tools with the official SDK client,

@@ -27,7 +27,7 @@ from engram_mcp.interfaces import bootstrap_server
 from engram_mcp.core import spool
 from engram_mcp.daemon.client import socket_path
 from engram_mcp.interfaces.tool_calls import _Validators
-from engram_mcp.interfaces.tool_schemas import TOOLS
+from engram_mcp.core.operations import TOOLS
 from tests.daemon_env import stop_daemon
 
 pytestmark = pytest.mark.timeout(180)

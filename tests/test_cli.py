@@ -262,7 +262,7 @@ def test_import_of_a_non_utf8_file_names_the_file_and_the_line(env, tmp_path: Pa
 
 
 def test_cli_errors_name_cli_commands_not_mcp_tools(env) -> None:
-    from engram_mcp.interfaces.tool_schemas import TOOL_NAMES
+    from engram_mcp.core.operations import TOOL_NAMES
 
     for args in (("show", "memory:nope"), ("show", "memory:01ARZ3NDEKTSV4RRFFQ69G5FAV"), ("forget", "01ARZ3NDEKTSV4RRFFQ69G5FAV")):
         proc = env.cli(*args, check=False)

@@ -23,7 +23,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 
 from engram_mcp.daemon.client import DaemonClient, socket_path
-from engram_mcp.interfaces.tool_schemas import SCHEMAS, TOOL_NAMES
+from engram_mcp.core.operations import SCHEMAS, TOOL_NAMES
 from tests.daemon_env import stop_daemon
 
 REPO_ROOT = Path(__file__).resolve().parent.parent

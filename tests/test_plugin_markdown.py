@@ -1,7 +1,7 @@
 """The plugin's markdown surface: commands/, skills/ and agents/.
 
 Checked without Claude Code: every file has YAML frontmatter with the fields it needs; the tools
-it names exist in ``engram_mcp/interfaces/tool_schemas.py`` under the plugin prefix; the engram tool and
+it names exist in ``engram_mcp/core/operations.py`` (the operation registry) under the plugin prefix; the engram tool and
 argument names in the prose exist; no absolute paths; the always-on token cost stays in budget.
 Checked with the real CLI (marker ``claude``, FakeAnthropic as the model): strict validation of
 the components, what the model sees in every session, commands expanding, the consolidator
@@ -48,7 +48,7 @@ import pytest
 import yaml
 
 from engram_mcp.interfaces.cli import build_parser
-from engram_mcp.interfaces.tool_schemas import TOOL_NAMES, TOOLS
+from engram_mcp.core.operations import TOOL_NAMES, TOOLS
 from tests.daemon_env import stop_daemon
 from tests.claude_harness import (
     REPO_ROOT,
@@ -79,7 +79,7 @@ CLI_SHOW = 'Bash(CLAUDE_PLUGIN_DATA="${CLAUDE_PLUGIN_DATA}" "${CLAUDE_PLUGIN_ROO
 BUILTIN_ALLOWED = {"Agent", CLI_SHOW, "AskUserQuestion"}
 
 # Budgets for the always-on context, in tokens estimated as characters / 4 (rounded up), the same
-# estimate as the tools/list budget in tool_schemas.py:
+# estimate as the tools/list budget in core/operations.py:
 # - MODEL_VISIBLE: the skill and agent lines Claude Code adds to every session (measured 193);
 # - ALL_DESCRIPTIONS: those plus every command's description and argument hint, as if the commands
 #   were listed too (measured 379);
@@ -207,7 +207,7 @@ def test_tools_named_in_frontmatter_exist_with_the_plugin_prefix():
         for tool in names:
             if tool.startswith("mcp__"):
                 assert tool.startswith(PREFIX), f"{key}: {tool} is not one of the plugin's MCP tools"
-                assert tool.removeprefix(PREFIX) in TOOL_NAMES, f"{key}: no tool {tool.removeprefix(PREFIX)!r} in tool_schemas.py"
+                assert tool.removeprefix(PREFIX) in TOOL_NAMES, f"{key}: no tool {tool.removeprefix(PREFIX)!r} in the operation registry"
             else:
                 assert kind == "command" and tool in BUILTIN_ALLOWED, f"{key}: {tool} is not an engram tool"
 

@@ -17,7 +17,7 @@ from engram_mcp.core import vocabulary as v
 from engram_mcp.core.config import CONFIG_SCHEMA, SCOPE_WEIGHT_PROFILES
 from engram_mcp.index.scoring import HALF_LIFE_DAYS
 from engram_mcp.interfaces.cli import build_parser
-from engram_mcp.interfaces.tool_schemas import tools_list_payload
+from engram_mcp.core.operations import TOOLS
 from engram_mcp.storage.schema import MIGRATIONS
 
 PACKAGE = Path(__file__).resolve().parent.parent / "engram_mcp"
@@ -46,7 +46,7 @@ def _enums(node: Any, path: str = "") -> Iterator[tuple[str, list[Any]]]:
 
 
 def _tool_enum(tool: str, prop: str) -> list[list[Any]]:
-    (schema,) = [t["inputSchema"] for t in tools_list_payload()["tools"] if t["name"] == tool]
+    (schema,) = [t["inputSchema"] for t in TOOLS if t["name"] == tool]
     return [values for _, values in _enums(schema["properties"][prop])]
 
 
@@ -112,7 +112,7 @@ def test_the_tool_schemas_enums_are_the_vocabulary() -> None:
 
 def test_no_tool_enum_spells_part_of_a_word_list_differently() -> None:
     lists = {frozenset(words): words for words in WORD_LISTS.values()}
-    for tool in tools_list_payload()["tools"]:
+    for tool in TOOLS:
         for path, values in _enums(tool["inputSchema"]):
             words = set(values)
             related = [w for w in WORD_LISTS.values() if words & set(w)]

@@ -38,6 +38,8 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Callable
 
+from engram_mcp.core.operations import QUICK_OPS  # answered without waiting for anything
+
 log = logging.getLogger("engram.daemon")
 
 MAX_WORKERS = 16
@@ -55,7 +57,6 @@ QUICK_WRITE_TIMEOUT_S = 0.2  # replies written on the selector thread (nudges, p
 TICK_S = 1.0
 ACCEPT_PAUSE_S = 0.2  # after accept() fails (out of descriptors)
 QUICK_REQUEST_BYTES = 512
-QUICK_OPS = ("drain", "ping", "shutdown")  # answered without waiting for anything
 
 Handler = Callable[[bytes, Any], dict[str, Any]]
 

@@ -42,10 +42,12 @@ import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from engram_mcp.core import spool
+from engram_mcp.core import operations, spool
 from engram_mcp.core.config_keys import DEFAULT_CONFIG
 from engram_mcp.core.errors import DaemonUnavailable, EngramError, InvalidInput, MemoryNotFound, StoreUnavailable
+from engram_mcp.core.operations import Operation
 from engram_mcp.core.paths import make_private_dirs
+from engram_mcp.daemon import dispatch
 from engram_mcp.daemon.client import clear_stale_socket, socket_path
 from engram_mcp.daemon.connections import LISTEN_BACKLOG, ConnectionServer
 
@@ -53,59 +55,12 @@ if TYPE_CHECKING:  # imported when the service loads (`_load_service`), after th
     from engram_mcp.services.service import MemoryService
 
 LOCK_NAME = "engramd.lock"
-PROGRESS_OPS = ("export", "import", "reindex", "maintain", "import_from")
-# Writes that are queued (and answered as accepted) when their store is unavailable.
-QUEUEABLE_OPS = (
-    "store",
-    "update",
-    "tag",
-    "forget",
-    "link",
-    "promote",
-    "session_end",
-    "hook_capture",
-    "hook_session_end",
-)
-# Replays of these are keyed by the spool entry id (`request_id`), so applying one twice stores once.
-KEYED_OPS = ("store", "hook_capture")
-NOT_REPLAYABLE = ("ping", "shutdown", "drain", "export", "import", "reindex", "share", "sync", "import_from")
 DRAIN_POLL_S = 10.0  # look for entries queued without a nudge
 DRAIN_RETRY_MIN_S, DRAIN_RETRY_MAX_S = 2.0, 60.0  # backoff while a store stays unavailable
 DRAIN_FIRST_WAIT_S = 2.0  # a request waits at most this long for a running drain pass
 READY_WAIT_S = 60.0  # a request waits this long for the service to load, then is answered (writes queued)
 MAX_REPLAY_ATTEMPTS = 3  # unexpected (non-engram) errors before an entry is rejected
 log = logging.getLogger("engram.daemon")
-
-
-def operations() -> dict[str, Callable[..., Any]]:
-    """op name -> fn(service, ctx, args). The daemon's whole API surface."""
-    from engram_mcp.services import hook_ops, travel_ops
-
-    return {
-        "ping": lambda s, c, a: {"pong": True, "pid": os.getpid()},
-        "store": lambda s, c, a: s.store(c, **a),
-        "recall": lambda s, c, a: (lambda route: route[0](c, **route[1]))(_recall_route(s, a)),
-        "list": lambda s, c, a: s.list_memories(c, **a),
-        "get": lambda s, c, a: s.get(c, **a),
-        "update": lambda s, c, a: s.update(c, **a),
-        "tag": lambda s, c, a: s.tag(c, **a),
-        "forget": lambda s, c, a: s.forget(c, **a),
-        "link": lambda s, c, a: s.link(c, **a),
-        "promote": travel_ops.promote_op(),
-        "status": lambda s, c, a: s.status(c),
-        "context": lambda s, c, a: s.context(c, **a),
-        "graph": lambda s, c, a: s.graph_search(c, **a),
-        "consolidate": lambda s, c, a: s.consolidate(c, **a),
-        "session_start": lambda s, c, a: s.session_start(c, **a),
-        "session_end": lambda s, c, a: s.session_end(c, **a),
-        "maintain": lambda s, c, a: s.maintain(c, **a),
-        "export": lambda s, c, a: s.export(c, **a),
-        "import": lambda s, c, a: s.import_(c, **a),
-        "reindex": lambda s, c, a: s.reindex(c, **a),
-        "shutdown": lambda s, c, a: {"stopping": True},
-        **hook_ops.operations(),
-        **travel_ops.operations(),
-    }
 
 
 def _decode_problem(exc: BaseException) -> str:
@@ -119,21 +74,23 @@ def _decode_problem(exc: BaseException) -> str:
     return str(exc)[:200]
 
 
-def _recall_route(service: Any, args: dict[str, Any]) -> tuple[Callable[..., Any], dict[str, Any]]:
-    """(operation, its arguments) for a recall request.
+def _route(op: Operation, args: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """(operation, its arguments) that serve a request for `op`.
 
     `recall_memories` without a query browses newest first (no ranking, no strengthening):
-    one tool for both keeps the MCP surface lean (every schema character is context). The
-    call itself happens in the op table's lambdas, so bad argument names are still told
-    apart from bugs (`_is_argument_error`).
+    one tool for both keeps the MCP surface lean (every schema character is context), so the
+    registry gives recall a `browse_op` and its arguments are translated here. Either way the
+    arguments are then bound to the chosen handler's signature (`dispatch.bind`).
     """
+    if op.browse_op is None:
+        return op.name, args
     args = dict(args)
     if "query" in args:
         if "page" in args:
             raise InvalidInput("page is for browsing (no query) only", field="page")
         if isinstance(args["query"], str) and not args["query"].strip():
             raise InvalidInput("query is empty; to browse memories newest first, leave query out", field="query")
-        return service.recall, args
+        return op.name, args
     time_range = args.pop("time_range", None) or {}
     include_forgotten = args.pop("include_forgotten", False)
     args.pop("include_superseded", None)  # browsing lists every memory, superseded ones too
@@ -142,35 +99,10 @@ def _recall_route(service: Any, args: dict[str, Any]) -> tuple[Callable[..., Any
         raise InvalidInput("min_importance is a filter of a search (with a query) only", field="min_importance")
     args.setdefault("status", "all" if include_forgotten else None)
     args.setdefault("limit", RECALL_DEFAULT_LIMIT)  # the tool's stated default; `engram list` passes its own
-    return service.list_memories, {**args, "after": time_range.get("after"), "before": time_range.get("before")}
+    return op.browse_op, {**args, "after": time_range.get("after"), "before": time_range.get("before")}
 
 
 RECALL_DEFAULT_LIMIT = 10  # recall_memories' `limit` default, for a search and a browse alike
-ARGUMENT_ERRORS = (
-    "unexpected keyword",
-    "required positional",
-    "required keyword",
-    "positional argument",
-    "multiple values for",
-)
-
-
-def _is_argument_error(exc: TypeError) -> bool:
-    """True when the caller sent bad argument names, not when engine code hit a TypeError.
-
-    A call whose keywords do not bind fails before the callee's frame starts, so below the
-    frame that caught it (a request or a spool replay) the traceback holds only dispatch
-    lambdas (the daemon's op table and the service's bound operations); a TypeError raised
-    deeper is a bug and must surface as one.
-    """
-    if not any(s in str(exc) for s in ARGUMENT_ERRORS):
-        return False
-    frames = []
-    tb = exc.__traceback__
-    while tb is not None:
-        frames.append(tb.tb_frame.f_code.co_name)
-        tb = tb.tb_next
-    return all(name == "<lambda>" for name in frames[1:])
 
 
 def _project_key(raw_ctx: dict[str, Any]) -> str:
@@ -192,7 +124,6 @@ class Daemon:
         self.ready = threading.Event()
         self.stopping = threading.Event()
         self.service: MemoryService | None = None
-        self.ops = operations()
         self.connections = 0
         self.last_activity = time.monotonic()
         self.idle_exit_s = float(DEFAULT_CONFIG.daemon_idle_exit_seconds)  # until the config is read
@@ -315,8 +246,8 @@ class Daemon:
             if op == "drain":  # a nudge: never blocks (hooks hang up without reading the answer)
                 self._drain_wanted.set()
                 return {"id": rid, "ok": True, "result": {"draining": True}}
-            fn = self.ops.get(op) if isinstance(op, str) else None  # (a list or an object is not hashable)
-            if fn is None:
+            spec = operations.get(op)
+            if spec is None:
                 raise InvalidInput(f"unknown operation {str(op)[:40]!r}")
             args = req.get("args") or {}
             if not isinstance(args, dict):
@@ -337,45 +268,31 @@ class Daemon:
                     "embedding model); try again shortly"
                 )
                 down = StoreUnavailable(self.startup_error or (starting if not ready else "engram daemon is not ready"))
-                if op in QUEUEABLE_OPS and isinstance(raw_ctx, dict):
-                    return {"id": rid, "ok": True, "result": self._queue(op, args, raw_ctx, down)}
+                if spec.queueable and isinstance(raw_ctx, dict):
+                    return {"id": rid, "ok": True, "result": self._queue(spec.name, args, raw_ctx, down)}
                 raise down
             if not isinstance(raw_ctx, dict):
                 raise InvalidInput("ctx must be an object")
             ctx = self._context(raw_ctx)
             self._drain_first()
-            if req.get("progress") and stream is not None and op in PROGRESS_OPS:
+            if req.get("progress") and stream is not None and spec.progress:
                 args = {**args, "progress": self._progress_writer(rid, stream)}
             try:
-                result = fn(self.service, ctx, args)
+                result = self._run(spec, ctx, args)
             except (StoreUnavailable, MemoryNotFound) as exc:
                 cause = exc if isinstance(exc, StoreUnavailable) else self._unavailable(ctx, exc)
                 if cause is None:
                     raise
-                if op not in QUEUEABLE_OPS:
+                if not spec.queueable:
                     raise cause from None
                 result = self._queue(
-                    op, args, {"project_root": str(ctx.project_root), "session_id": ctx.session_id}, cause
+                    spec.name, args, {"project_root": str(ctx.project_root), "session_id": ctx.session_id}, cause
                 )
             if op == "status" and isinstance(result, dict):
                 result = self._with_queue_status(result)
             return {"id": rid, "ok": True, "result": result}
         except EngramError as exc:
             return {"id": rid, "ok": False, "error": exc.envelope()}
-        except TypeError as exc:
-            if not _is_argument_error(exc):
-                log.error("request failed: %s\n%s", exc, traceback.format_exc())
-                return {
-                    "id": rid,
-                    "ok": False,
-                    "error": {
-                        "error": "internal_error",
-                        "message": f"TypeError: {exc}"[:500],
-                        "degraded": False,
-                        "retry_possible": True,
-                    },
-                }
-            return {"id": rid, "ok": False, "error": InvalidInput(f"bad arguments: {exc}").envelope()}
         except json.JSONDecodeError as exc:
             return {"id": rid, "ok": False, "error": InvalidInput(f"request is not JSON: {exc.msg}").envelope()}
         except UnicodeEncodeError:  # a lone surrogate (\ud800) in a path or any text the checks did not see first
@@ -430,7 +347,7 @@ class Daemon:
             raise err from None
         log.warning("queued %s %s: %s", op, eid, cause.message)
         message = f"{cause.message} The {op} was saved to the write queue and will be applied when the store is available again."
-        return spool.queued_answer(eid, cause.code, message, keyed=op in KEYED_OPS)
+        return spool.queued_answer(eid, cause.code, message, keyed=operations.BY_NAME[op].keyed)
 
     def _with_queue_status(self, status: dict[str, Any]) -> dict[str, Any]:
         counts = spool.count(self.user_dir)
@@ -539,17 +456,17 @@ class Daemon:
         """Apply one spool entry: ("applied" | "rejected" | "kept", why)."""
         op: Any = entry.get("op")  # a str: spool.read refuses an entry without one
         eid = str(entry.get("id") or "")
-        fn = self.ops.get(op)
-        if fn is None or op in NOT_REPLAYABLE:
+        spec = operations.get(op)
+        if spec is None or not spec.replayable:
             return "rejected", f"invalid_input: operation {str(op)[:40]!r} cannot be replayed"
         args = entry.get("args")
         if not isinstance(args, dict):
             return "rejected", "invalid_input: args must be an object"
         args = dict(args)
-        if op in KEYED_OPS:
+        if spec.keyed:
             args.setdefault("request_id", eid)
             queued_at = entry.get("queued_at")
-            if op in KEYED_OPS and "created_at" not in args and isinstance(queued_at, (int, float)):
+            if "created_at" not in args and isinstance(queued_at, (int, float)):
                 from datetime import datetime, timezone
 
                 args["created_at"] = datetime.fromtimestamp(queued_at, timezone.utc).isoformat()
@@ -559,7 +476,7 @@ class Daemon:
             if isinstance(root, str) and root and not Path(root).is_dir():
                 return "rejected", f"invalid_input: the project directory {root} no longer exists"
             ctx = self._context(raw_ctx)
-            fn(self.service, ctx, args)
+            self._run(spec, ctx, args)
             return "applied", ""
         except MemoryNotFound as exc:
             cause = self._unavailable_cause(ctx)
@@ -568,12 +485,13 @@ class Daemon:
             return "kept", exc.message
         except EngramError as exc:
             return "rejected", f"{exc.code}: {exc.message}"
-        except TypeError as exc:
-            if _is_argument_error(exc):
-                return "rejected", f"invalid_input: bad arguments: {exc}"
-            return self._unexpected(eid, exc)
         except Exception as exc:
             return self._unexpected(eid, exc)
+
+    def _run(self, spec: Operation, ctx: Any, args: dict[str, Any]) -> Any:
+        """Call the operation's handler on the service, its arguments bound first (`dispatch`)."""
+        name, args = _route(spec, args)
+        return dispatch.call(self.service, name, ctx, args)
 
     def _unexpected(self, eid: str, exc: Exception) -> tuple[str, str]:
         """An unexpected error may be transient: retry a few times, then set the entry aside."""

@@ -5,7 +5,7 @@ The first start after `claude plugin install` has no virtualenv yet, and buildin
 server 30 s to connect. So `bin/engram-python` starts the build detached and runs this
 instead: the standard library only (`python3 -S -P -m engram_mcp.interfaces.bootstrap_server`), it
 speaks MCP over stdio (JSON-RPC 2.0, one message per line) with the real server's identity,
-capabilities and exactly its tools (`tool_schemas.TOOLS`), so the session connects at once.
+capabilities and exactly its tools (`operations.TOOLS`, the registry's), so the session connects at once.
 
 `tools/call`, depending on where the build stands (checked on every call):
 - building: a tool error whose text is the envelope `{"error": "unavailable", "message":
@@ -38,11 +38,11 @@ from typing import Any
 
 from engram_mcp import __version__
 from engram_mcp.core.errors import DaemonUnavailable, EngramError
+from engram_mcp.core.operations import SCHEMAS, TOOL_OPS, TOOLS
 from engram_mcp.core.paths import lock_held
 from engram_mcp.daemon.client import PLUGIN_VENV_PYTHON, DaemonClient, plugin_env_python
 from engram_mcp.interfaces import jsonrpc_wire
 from engram_mcp.interfaces.tool_calls import (
-    TOOL_OPS,
     _coerce_integers,
     _compact,
     _envelope,
@@ -54,7 +54,6 @@ from engram_mcp.interfaces.tool_calls import (
     queue_locally,
     session_id,
 )
-from engram_mcp.interfaces.tool_schemas import SCHEMAS, TOOLS
 
 log = logging.getLogger("engram.mcp")
 

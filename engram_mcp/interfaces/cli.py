@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from engram_mcp.core import operations
 from engram_mcp.core.config_keys import DEFAULT_CONFIG
 from engram_mcp.core.errors import EngramError, InvalidInput
 from engram_mcp.core.ids import short_id
@@ -223,12 +224,15 @@ class App:
         self.client = DaemonClient(user_dir_from_env(), client_name="cli")
 
     def call(self, op: str, payload: dict[str, Any] | None = None, **kw: Any) -> Any:
+        """One daemon operation; its name must be one of the registry's (`core/operations.py`)."""
+        if operations.get(op) is None:
+            raise ValueError(f"{op!r} is not an engram operation")  # a bug in this module, not the user's input
         return self.client.call(op, payload, project_root=self.project, session_id=self.session, **kw)
 
     def call_with_progress(self, op: str, payload: dict[str, Any]) -> Any:
         """A long operation: the daemon streams progress lines before its answer; they are drawn
         as bars on a terminal (never with --json or into a pipe, see `progress_wanted`)."""
-        bars = ProgressBars(progress_wanted(bool(self.args.json)))
+        bars = ProgressBars(operations.BY_NAME[op].progress and progress_wanted(bool(self.args.json)))
         try:
             return self.call(op, payload, on_progress=bars if bars.enabled else None)
         finally:
@@ -422,6 +426,27 @@ def render_list(r: dict[str, Any], a: argparse.Namespace) -> str:
             + ("" if a.limit is None else f" --limit {a.limit}")
             + " (same filters)"
         )
+    lines += [f"warning: {for_cli(w.get('message'))}" for w in r.get("warnings", [])]
+    return "\n".join(lines)
+
+
+def cmd_tags(app: App) -> int:
+    """The tags in use, most used first, with their counts (what `list --tag` can filter by)."""
+    payload = {"scope": _csv(app.args.scope), "limit": app.args.limit}
+    app.out(app.call("tags", {k: v for k, v in payload.items() if v is not None}), render_tags)
+    return EXIT_OK
+
+
+def render_tags(r: dict[str, Any]) -> str:
+    """One line per tag: count, tag, and the count per scope when it is in more than one."""
+    lines = []
+    for t in r["tags"]:
+        where = ", ".join(f"{s} {n}" for s, n in t["by_scope"].items())
+        lines.append(f"{t['count']:>6}  {for_cli(t['tag'])}" + (f"  ({where})" if len(t["by_scope"]) > 1 else ""))
+    if not r["tags"]:
+        lines.append("(no tags in use)")
+    elif r["total_tags"] > len(r["tags"]):
+        lines.append(f"({len(r['tags'])} of {r['total_tags']} tags; --limit shows more)")
     lines += [f"warning: {for_cli(w.get('message'))}" for w in r.get("warnings", [])]
     return "\n".join(lines)
 
@@ -741,6 +766,15 @@ def build_parser() -> argparse.ArgumentParser:
     ls.add_argument("--limit", type=int, default=None, help="memories per page (default 20, at most 200)")
     ls.add_argument("--page", type=int, default=1, help="page number, 1 = newest (default 1)")
     ls.set_defaults(fn=cmd_list)
+
+    tg = sub.add_parser(
+        "tags",
+        help="the tags in use, most used first, with counts",
+        description="The tags of the memories recall can return, most used first. Example: engram tags --scope project",
+    )
+    tg.add_argument("--scope", help="session,project,user (comma-separated; default: all)")
+    tg.add_argument("--limit", type=int, default=None, help="tags shown (default 50, at most 1000)")
+    tg.set_defaults(fn=cmd_tags)
 
     sh = sub.add_parser("show", help="show one memory", description="Example: engram show memory:01J... --history")
     sh.add_argument("id")

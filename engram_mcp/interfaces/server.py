@@ -1,12 +1,12 @@
 """engram's MCP server: a thin stdio front for the engram daemon.
 
 Claude Code starts one of these per window (`.mcp.json`). It owns nothing: every tool
-call is validated here against the JSON Schemas of `tool_schemas.py` (Draft 2020-12)
+call is validated here against the tools' JSON Schemas of the operation registry (`core/operations.py`, Draft 2020-12)
 and then forwarded to the per-user owner process (`engram_mcp.daemon.process`) through
 `DaemonClient`. That keeps it fast to start and light:
 
 - Fast start. Only the MCP SDK, the standard library and engram's stdlib-only modules
-  (`client`, `errors`, `paths`, `tool_calls`, `tool_schemas`) are imported, so `initialize` and
+  (`client`, `errors`, `paths`, `operations`, `schemas`, `tool_calls`) are imported, so `initialize` and
   `tools/list` answer before the storage engine or the embedding model exist. Right
   after start a background thread pings the daemon (starting it if needed) so the
   model loads while Claude Code is still initialising; `jsonschema` is imported there
@@ -59,10 +59,10 @@ from pydantic import ValidationError
 
 from engram_mcp import __version__
 from engram_mcp.core.errors import DaemonUnavailable, EngramError
+from engram_mcp.core.operations import SCHEMAS, TOOL_OPS, TOOLS
 from engram_mcp.daemon.client import DaemonClient
 from engram_mcp.interfaces import jsonrpc_wire
 from engram_mcp.interfaces.tool_calls import (
-    TOOL_OPS,
     _coerce_integers,
     _compact,
     _envelope,
@@ -73,7 +73,6 @@ from engram_mcp.interfaces.tool_calls import (
     queue_locally,
     session_id,
 )
-from engram_mcp.interfaces.tool_schemas import SCHEMAS, TOOLS
 
 log = logging.getLogger("engram.mcp")
 

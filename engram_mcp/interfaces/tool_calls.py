@@ -2,8 +2,9 @@
 
 `server.py` (the MCP SDK server) and `bootstrap_server.py` (the standard-library stand-in
 that answers while a fresh install builds its virtualenv) handle `tools/call` the same
-way: tool name -> daemon op (`TOOL_OPS`), argument checks (the JSON Schemas of
-`tool_schemas.py` via `jsonschema`, then generic size limits), integer coercion, the
+way: tool name -> daemon op (`TOOL_OPS`, from the operation registry `core/operations.py`),
+argument checks (the tools' JSON Schemas, `core/schemas.py`, via `jsonschema`, then generic
+size limits), integer coercion, the
 compact JSON result, the error envelope (`{"error", "message", "degraded",
 "retry_possible", "field"}`) and, for writes the daemon never received, the local write
 queue (`queue_locally`). Per call, the project is `$CLAUDE_PROJECT_DIR` (else the working
@@ -25,9 +26,9 @@ from typing import Any, Callable
 from engram_mcp.core import spool
 from engram_mcp.core.errors import DaemonUnavailable, EngramError
 from engram_mcp.core.ids import SESSION_ID_RE
+from engram_mcp.core.operations import BY_NAME, QUEUEABLE_TOOLS, SCHEMAS
 from engram_mcp.core.paths import resolve_project_root
 from engram_mcp.daemon.client import user_dir_from_env
-from engram_mcp.interfaces.tool_schemas import SCHEMAS
 
 log = logging.getLogger("engram.mcp")
 
@@ -38,23 +39,6 @@ MAX_NESTING = 8
 MAX_ARGUMENT_BYTES = 256 * 1024
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 ID_HINT = "ids look like memory:<ULID> (26 characters); recall_memories returns them"
-
-# Write tools queued in the spool when the daemon cannot be reached at all.
-QUEUEABLE_TOOLS = ("store_memory", "update_memory", "forget_memory", "promote_memory")
-
-# tool name -> daemon op. Argument names are the same on both sides (the schemas
-# forbid anything else), so arguments are forwarded as validated.
-TOOL_OPS: dict[str, str] = {
-    "store_memory": "store",
-    "recall_memories": "recall",
-    "search_knowledge_graph": "graph",
-    "forget_memory": "forget",
-    "update_memory": "update",
-    "promote_memory": "promote",
-    "reflect_and_consolidate": "consolidate",
-    "get_memory_context": "context",
-    "get_memory_status": "status",
-}
 
 
 # ---------------------------------------------------------------------- context
@@ -294,4 +278,4 @@ def queue_locally(
         log.warning("could not queue %s: %s", tool, err)
         return None
     message = f"{exc.message.rstrip('.')}. The write was saved to the write queue and is applied when the engram daemon runs again."
-    return spool.queued_answer(eid, exc.code, message, keyed=op == "store")
+    return spool.queued_answer(eid, exc.code, message, keyed=BY_NAME[op].keyed)

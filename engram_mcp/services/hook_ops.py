@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import threading
 from collections import OrderedDict
-from typing import Any, Callable
+from typing import Any
 
 from engram_mcp.core.errors import InvalidInput, StoreUnavailable
 from engram_mcp.services import context as context_ops
@@ -180,14 +180,3 @@ def session_end(access: ScopeAccess, ctx: RequestContext, *, reason: str = "sess
 def hook_config(access: ScopeAccess, ctx: RequestContext) -> dict[str, Any]:
     cfg = access.config(ctx.project_root)
     return {"stop_hook": bool(cfg.stop_hook), "user_prompt_recall": bool(cfg.user_prompt_recall)}
-
-
-def operations() -> dict[str, Callable[..., Any]]:
-    """op name -> fn(service, ctx, args), merged into the daemon's table (each op takes the service's access)."""
-    return {
-        "hook_session_start": lambda s, c, a: session_start(s.access, c, **a),
-        "hook_prompt": lambda s, c, a: prompt_context(s.access, c, **a),
-        "hook_capture": lambda s, c, a: capture(s.access, c, **a),
-        "hook_session_end": lambda s, c, a: session_end(s.access, c, **a),
-        "hook_config": lambda s, c, a: hook_config(s.access, c),
-    }

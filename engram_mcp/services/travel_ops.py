@@ -1,7 +1,6 @@
-"""Daemon operations for memory that travels: share, sync, import from other tools.
+"""Operations for memory that travels: share, sync, import from other tools, promote to `team`.
 
-Kept together so the daemon's table gains one line (`**travel_ops.operations()`), as it does
-for the hook operations. Each op is `fn(service, ctx, args)` like every other.
+Each is `op(access, ctx, **args)` like every operation, declared in core/operations.py.
 """
 
 from __future__ import annotations
@@ -19,16 +18,17 @@ if TYPE_CHECKING:
 SESSION_START_BUDGET_S = 3.0
 
 
-def promote_op() -> Callable[..., Any]:
-    """The daemon's `promote`: `target_scope: "team"` shares a project memory (its file in
+def promote(
+    access: "ScopeAccess", ctx: "RequestContext", memory_id: str, target_scope: str, reason: str | None = None
+) -> dict[str, Any]:
+    """`promote_memory`: `target_scope: "team"` shares a project memory (its file in
     `.claude/team-memory/`); any other target is the service's promotion. Claude shares through
-    the tool it already has, so the tool list grows by one word. Both calls are made from the
-    op's own lambda, so argument errors are told apart from bugs (see the daemon)."""
-    return lambda s, c, a: (
-        share_memory(s.access, c, **{k: v for k, v in a.items() if k not in ("target_scope", "reason")})
-        if a.get("target_scope") == "team"
-        else s.promote(c, **a)
-    )
+    the tool it already has, so the tool list grows by one word."""
+    from engram_mcp.services import promotion
+
+    if target_scope == "team":
+        return share_memory(access, ctx, memory_id)
+    return promotion.promote(access, ctx, memory_id, target_scope, reason)
 
 
 def share_memory(access: "ScopeAccess", ctx: "RequestContext", memory_id: str) -> dict[str, Any]:
@@ -83,11 +83,3 @@ def apply_team_memory(access: "ScopeAccess", ctx: "RequestContext") -> dict[str,
         logging.getLogger("engram.sharing").warning("applying team memory failed: %s", exc)
         return {"error": str(exc)[:300]}
     return {k: v for k, v in report["counts"].items() if v} or None
-
-
-def operations() -> dict[str, Callable[..., Any]]:
-    return {
-        "share": lambda s, c, a: share_memory(s.access, c, **a),
-        "sync": lambda s, c, a: sync(s.access, c, **a),
-        "import_from": lambda s, c, a: import_from(s.access, c, **a),
-    }

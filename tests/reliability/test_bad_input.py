@@ -27,7 +27,8 @@ from hypothesis import strategies as st
 
 from engram_mcp.core.errors import EngramError
 from engram_mcp.core.redaction import sanitize
-from engram_mcp.interfaces.tool_schemas import ID_PATTERN, SCHEMAS, TOOL_NAMES
+from engram_mcp.core.operations import SCHEMAS, TOOL_NAMES
+from engram_mcp.core.schemas import ID_PATTERN
 from tests.reliability._support import (
     PYTHON,
     REPO,
