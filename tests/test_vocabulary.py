@@ -103,7 +103,7 @@ def test_the_tool_schemas_enums_are_the_vocabulary() -> None:
     assert _tool_enum("recall_memories", "scope") == [list(v.SCOPES)] * 2  # one scope, or a list of them
     assert _tool_enum("recall_memories", "type") == [list(v.MEMORY_TYPES)] * 2
     assert _tool_enum("recall_memories", "strategy") == [list(v.RECALL_STRATEGIES)]
-    assert _tool_enum("promote_memory", "target_scope") == [list(v.PERSISTENT_SCOPES)]
+    assert _tool_enum("promote_memory", "target_scope") == [list(v.PROMOTE_TARGETS)]
     assert _tool_enum("reflect_and_consolidate", "strategy") == [list(v.CONSOLIDATE_STRATEGIES)]
     assert _tool_enum("reflect_and_consolidate", "scope") == [list(v.SCOPES)]
     assert _tool_enum("search_knowledge_graph", "direction") == [list(v.GRAPH_DIRECTIONS)]

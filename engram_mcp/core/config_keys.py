@@ -52,6 +52,7 @@ SECTIONS: tuple[str, ...] = (
     "Context injection",
     "Capture",
     "Maintenance and promotion",
+    "Team memory",
     "Daemon",
 )
 
@@ -212,6 +213,14 @@ class Config:
         "Hours after which an unclosed session is abandoned.",
         minimum=0.01,
         maximum=720,
+    )
+    # --- Team memory
+    team_memory_share_min_importance: float | None = setting(
+        None,
+        "Team memory",
+        "Importance from which `engram sync` shares procedural and semantic project memories unasked (null: by hand only).",
+        minimum=0,
+        maximum=1,
     )
     # --- Daemon
     daemon_idle_exit_seconds: int = setting(

@@ -148,7 +148,7 @@ OPERATIONS: tuple[Operation, ...] = (
     ),
     Operation(
         "promote",
-        "engram_mcp.services.promotion:promote",
+        "engram_mcp.services.travel_ops:promote",  # target `team` shares; the others promote
         s.PROMOTE,
         read_only=False,
         queueable=True,
@@ -218,6 +218,17 @@ OPERATIONS: tuple[Operation, ...] = (
     ),
     Operation(
         "reindex", "engram_mcp.services.transfer:reindex", s.REINDEX, read_only=False, progress=True, replayable=False
+    ),
+    # -- memory that travels (services/travel_ops.py): files read now, so never replayed later
+    Operation("share", "engram_mcp.services.travel_ops:share_memory", s.SHARE, read_only=False, replayable=False),
+    Operation("sync", "engram_mcp.services.travel_ops:sync", s.SYNC, read_only=False, replayable=False),
+    Operation(
+        "import_from",
+        "engram_mcp.services.travel_ops:import_from",
+        s.IMPORT_FROM,
+        read_only=False,
+        progress=True,
+        replayable=False,
     ),
     # -- the hooks' (policy in services/hook_ops.py)
     Operation(

@@ -32,6 +32,7 @@ from engram_mcp.core.vocabulary import (
     GRAPH_DIRECTIONS,
     MEMORY_TYPES,
     PERSISTENT_SCOPES,
+    PROMOTE_TARGETS,
     RECALL_STRATEGIES,
 )
 from engram_mcp.core.vocabulary import SCOPES as _SCOPES
@@ -167,7 +168,7 @@ UPDATE = _obj(
     ["memory_id"],
 )
 PROMOTE = _obj(
-    {"memory_id": ID, "target_scope": _enum(list(PERSISTENT_SCOPES)), "reason": _str()},
+    {"memory_id": ID, "target_scope": _enum(list(PROMOTE_TARGETS)), "reason": _str()},
     ["memory_id", "target_scope"],
 )
 CONSOLIDATE = _obj(
@@ -219,6 +220,19 @@ SESSION_START = _obj({"info": {"type": "object"}})
 SESSION_END = _obj({"summary": _str()})
 EXPORT = _obj({"path": _str(), "scopes": SCOPE_LIST, "include_vectors": BOOL}, ["path"])
 IMPORT = _obj({"path": _str(), "target_scope": _enum(SCOPES)}, ["path"])
+#: Memory that travels (services/travel_ops.py): share one memory, sync a folder, import another tool's data.
+SHARE = _obj({"memory_id": _str(80)}, ["memory_id"])  # a full or a short id, as `engram share` takes
+SYNC = _obj({"user_dir": _str(4096)})
+IMPORT_FROM = _obj(
+    {
+        "source": _enum(["auto-memory", "claude-mem", "mcp-memory", "markdown"]),
+        "path": _str(4096),
+        "dry_run": BOOL,
+        "scope": _enum(list(PERSISTENT_SCOPES)),
+        "project": _str(200),
+    },
+    ["source"],
+)
 REINDEX = _obj({"scopes": SCOPE_LIST})
 HOOK_SESSION_START = _obj({"source": _str(40)})
 HOOK_PROMPT = _obj({"prompt": _str(4000)}, ["prompt"])

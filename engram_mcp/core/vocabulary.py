@@ -21,6 +21,8 @@ from __future__ import annotations
 SCOPES: tuple[str, ...] = ("session", "project", "user")
 #: The scopes that outlive a session: promotion targets, export and import scopes.
 PERSISTENT_SCOPES: tuple[str, ...] = ("project", "user")
+#: Where `promote_memory` sends a memory: a broader scope, or `team` (its shared file in the repository).
+PROMOTE_TARGETS: tuple[str, ...] = (*PERSISTENT_SCOPES, "team")
 
 #: What kind of knowledge a memory is (each decays at its own rate, see index/scoring.py).
 #: Positions are the type codes of the in-memory index: append only.
@@ -64,6 +66,7 @@ __all__ = [
     "LIVE_STATUSES",
     "MEMORY_TYPES",
     "PERSISTENT_SCOPES",
+    "PROMOTE_TARGETS",
     "QUEUE_REASONS",
     "QUEUE_STATUSES",
     "RECALLABLE_STATUSES",

@@ -29,6 +29,7 @@ from engram_mcp.core.vocabulary import (
     SCOPES,
 )
 from engram_mcp.daemon.client import DaemonClient, user_dir_from_env
+from engram_mcp.interfaces import cli_travel
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 DEFAULT_STORE_TYPE = "semantic"
@@ -545,6 +546,12 @@ def cmd_export(app: App) -> int:
 
 def cmd_import(app: App) -> int:
     a = app.args
+    if a.source:
+        return cli_travel.cmd_import_from(app)
+    if a.dry_run or a.source_project:
+        raise InvalidInput("import: --dry-run and --source-project go with --from SOURCE", field="source")
+    if not a.file:
+        raise InvalidInput("import: give the export file, or --from SOURCE for another tool's memories", field="file")
     started = time.perf_counter()
     res = app.call_with_progress("import", {"path": str(Path(a.file).expanduser().resolve()), "target_scope": a.scope})
     res["seconds"] = round(time.perf_counter() - started, 2)
@@ -828,11 +835,15 @@ def build_parser() -> argparse.ArgumentParser:
     e.set_defaults(fn=cmd_export)
 
     i = sub.add_parser(
-        "import", help="import a JSONL export (idempotent)", description="Example: engram import memories.jsonl"
+        "import",
+        help="import a JSONL export, or another tool's memories with --from (idempotent)",
+        description="Examples: engram import memories.jsonl;  engram import --from claude-mem --dry-run",
     )
-    i.add_argument("file")
+    i.add_argument("file", nargs="?", help="the export file (with --from: the source's file or folder)")
     i.add_argument("--scope", choices=PERSISTENT_SCOPES, help="import everything into this scope")
+    cli_travel.add_import_options(i)
     i.set_defaults(fn=cmd_import)
+    cli_travel.add_parsers(sub)
 
     sub.add_parser("reindex", help="embed memories stored without a vector").set_defaults(fn=cmd_reindex)
     sub.add_parser("maintain", help="run the decay/lifecycle pass now").set_defaults(fn=cmd_maintain)

@@ -83,6 +83,11 @@ def session_start(access: ScopeAccess, ctx: RequestContext, *, source: str = "st
         StoreUnavailable
     ) as exc:  # the project store is unusable (refused, locked, corrupt): the other scopes still help
         opened = {"degraded": True, "warning": exc.message}
+    else:  # teammates' shared memories arrive before the context is built, so it can carry them
+        from engram_mcp.services.travel_ops import apply_team_memory
+
+        if (team := apply_team_memory(access, ctx)) is not None:
+            opened["team_memory"] = team
     full_budget = budget = int(access.config(ctx.project_root).context_token_budget)
     snapshot = _compact_snapshot(access, ctx) if source == "compact" else None
     block_parts: list[str] = []

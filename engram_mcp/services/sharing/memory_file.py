@@ -1,0 +1,234 @@
+"""One memory as one markdown file with YAML frontmatter: the format teams commit and review.
+
+```
+---
+id: memory:01JB...
+type: procedural
+importance: 0.8
+tags: [migrations, db]
+supersedes: [memory:01JA...]
+---
+Never edit a merged migration; add a new one.
+```
+
+The body is the content; the frontmatter holds what a reviewer needs to judge it (type,
+importance, tags, category, summary, which memory it replaces). Nothing personal or
+machine-bound goes in (no session ids, access counts, vectors): the file is the same on
+every machine, so it only changes when the memory does, and a pull request diff shows
+exactly the change in knowledge. YAML is read with `yaml.safe_load` only: a repository is
+untrusted input.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from engram_mcp.core.errors import InvalidInput
+from engram_mcp.core.ids import CROCKFORD, format_memory_id, parse_memory_id
+from engram_mcp.core.redaction import sanitize
+from engram_mcp.storage.schema import MEMORY_TYPES
+
+SHARED_TYPES = tuple(t for t in MEMORY_TYPES if t != "working")  # working memory is session scratch
+MAX_FILE_BYTES = 256 * 1024  # a memory is at most 20,000 characters; a bigger file is no memory file
+SLUG_WORDS = 6
+_FRONTMATTER_RE = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)(.*)\Z", re.S)
+_SLUG_STRIP_RE = re.compile(r"[^a-z0-9]+")
+
+
+@dataclass(frozen=True)
+class SharedMemory:
+    """The fields of a memory that travel, in a form both sides compare equal.
+
+    `fingerprint()` is what the three-way sync compares: two machines holding the same
+    knowledge give the same fingerprint whatever their local bookkeeping says.
+    """
+
+    memory_id: str  # bare ULID
+    content: str
+    memory_type: str
+    importance: float = 0.5
+    tags: tuple[str, ...] = ()
+    category: str | None = None
+    summary: str | None = None
+    supersedes: tuple[str, ...] = ()
+    created_at: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def fingerprint(self) -> str:
+        """A hash of what a teammate would call "the memory" (not its id or timestamps)."""
+        canon = {
+            "content": self.content.strip(),
+            "type": self.memory_type,
+            "importance": round(float(self.importance), 2),
+            "tags": sorted(self.tags),
+            "category": self.category or None,
+            "summary": (self.summary or "").strip() or None,
+            "supersedes": sorted(self.supersedes),
+        }
+        return hashlib.sha256(json.dumps(canon, sort_keys=True).encode()).hexdigest()[:32]
+
+
+def derived_ulid(namespace: str, source_key: str, *, when_ms: int | None = None) -> str:
+    """A ULID that is a pure function of where a record came from.
+
+    Used for records that carry no engram id (a hand-written shared file, an imported note or
+    observation): running the same import twice yields the same ids, so the second run adds
+    nothing. The time part is the source's own time when known (so ids still sort by age),
+    else derived from the hash; the random part is the hash.
+    """
+    digest = hashlib.sha256(f"{namespace}\x00{source_key}".encode()).digest()
+    ms = when_ms if when_ms is not None and 0 <= when_ms < (1 << 48) else int.from_bytes(digest[:6], "big") >> 1
+    value = (ms << 80) | int.from_bytes(digest[6:16], "big")
+    chars = []
+    for _ in range(26):
+        chars.append(CROCKFORD[value & 31])
+        value >>= 5
+    return "".join(reversed(chars))
+
+
+def slug(text: str) -> str:
+    """A few lower-case words of the content, for a file name a person can recognise."""
+    words = _SLUG_STRIP_RE.sub(" ", text.lower()).split()[:SLUG_WORDS]
+    return "-".join(words)[:60].strip("-") or "memory"
+
+
+def file_name_for(memory: SharedMemory) -> str:
+    """`<slug>-<last 8 of the id>.md`: readable, unique, and fixed once written (an edit of
+    the content keeps the name, so a diff shows an edit, not a rename)."""
+    return f"{slug(memory.content)}-{memory.memory_id[-8:].lower()}.md"
+
+
+def redacted(memory: SharedMemory) -> tuple[SharedMemory, int]:
+    """The memory with secrets and <private> spans removed from every text field, and how
+    many were found. Runs before every write of a file: a store redacts too, but a file is
+    published, so it is checked again at the last moment."""
+    found = 0
+
+    def clean(text: str | None) -> str | None:
+        nonlocal found
+        if text is None:
+            return None
+        result = sanitize(text)
+        found += len(result.findings)
+        return result.text
+
+    tags = tuple(clean(t) or "" for t in memory.tags)
+    return (
+        SharedMemory(
+            memory_id=memory.memory_id,
+            content=clean(memory.content) or "",
+            memory_type=memory.memory_type,
+            importance=memory.importance,
+            tags=tags,
+            category=clean(memory.category),
+            summary=clean(memory.summary),
+            supersedes=memory.supersedes,
+            created_at=memory.created_at,
+        ),
+        found,
+    )
+
+
+def render(memory: SharedMemory) -> str:
+    """The file text (redacted first). Keys in a fixed order so equal memories give equal bytes."""
+    memory, _found = redacted(memory)
+    front: dict[str, Any] = {"id": format_memory_id(memory.memory_id), "type": memory.memory_type}
+    front["importance"] = round(float(memory.importance), 2)
+    if memory.tags:
+        front["tags"] = list(memory.tags)
+    if memory.category:
+        front["category"] = memory.category
+    if memory.summary:
+        front["summary"] = memory.summary
+    if memory.supersedes:
+        front["supersedes"] = [format_memory_id(k) for k in memory.supersedes]
+    if memory.created_at:
+        front["created_at"] = memory.created_at
+    head = yaml.safe_dump(front, sort_keys=False, allow_unicode=True, default_flow_style=None, width=100)
+    return f"---\n{head}---\n{memory.content.strip()}\n"
+
+
+def split_frontmatter(text: str) -> tuple[dict[str, Any], str]:
+    """(frontmatter mapping, body) of a markdown file; a file without frontmatter is all body.
+
+    Raises InvalidInput when the frontmatter is not YAML or not a mapping.
+    """
+    m = _FRONTMATTER_RE.match(text)
+    if not m:
+        return {}, text
+    try:
+        front = yaml.safe_load(m.group(1)) if m.group(1).strip() else {}
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 2})" if mark is not None else ""
+        raise InvalidInput(f"the frontmatter is not valid YAML{where}: {getattr(exc, 'problem', exc)}") from None
+    if front is None:
+        front = {}
+    if not isinstance(front, dict):
+        raise InvalidInput("the frontmatter must be a mapping of keys to values")
+    return front, m.group(2)
+
+
+def parse(text: str, *, fallback_id: str) -> SharedMemory:
+    """A shared memory from a file's text; raises InvalidInput naming what is wrong.
+
+    `fallback_id` is used when the frontmatter has no `id` (a file a person wrote by hand):
+    derived from the file's path, so every clone gives it the same id.
+    """
+    front, body = split_frontmatter(text)
+    content = body.strip()
+    if not content:
+        raise InvalidInput("the file has no content below its frontmatter")
+    raw_id = front.get("id")
+    memory_id = parse_memory_id(raw_id, field="id") if raw_id is not None else fallback_id
+    mtype = front.get("type", front.get("memory_type", "semantic"))
+    if mtype not in SHARED_TYPES:
+        raise InvalidInput(f"type must be one of {', '.join(SHARED_TYPES)}; got {str(mtype)[:40]!r}", field="type")
+    importance = front.get("importance", 0.5)
+    if isinstance(importance, bool) or not isinstance(importance, (int, float)) or not 0 <= importance <= 1:
+        raise InvalidInput("importance must be a number from 0 to 1", field="importance")
+    tags = _string_list(front.get("tags"), "tags")
+    supersedes = tuple(
+        parse_memory_id(s, field="supersedes") for s in _string_list(front.get("supersedes"), "supersedes")
+    )
+    category = _optional_text(front.get("category"), "category")
+    summary = _optional_text(front.get("summary"), "summary")
+    created = front.get("created_at")
+    known = {"id", "type", "memory_type", "importance", "tags", "supersedes", "category", "summary", "created_at"}
+    return SharedMemory(
+        memory_id=memory_id,
+        content=content,
+        memory_type=mtype,
+        importance=float(importance),
+        tags=tuple(tags),
+        category=category,
+        summary=summary,
+        supersedes=supersedes,
+        created_at=str(created) if created is not None else None,
+        extra={k: v for k, v in front.items() if k not in known},
+    )
+
+
+def _string_list(value: Any, name: str) -> list[str]:
+    """A YAML list of strings (or one string, as people write `tags: ci`)."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    if not isinstance(value, list) or not all(isinstance(v, (str, int, float)) for v in value):
+        raise InvalidInput(f"{name} must be a list of strings", field=name)
+    return [str(v) for v in value]
+
+
+def _optional_text(value: Any, name: str) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, (str, int, float)):
+        raise InvalidInput(f"{name} must be text", field=name)
+    return str(value)

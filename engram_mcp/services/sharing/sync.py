@@ -1,0 +1,479 @@
+"""Three-way sync between one scope of the store and a folder of memory files.
+
+For every shared memory the state file remembers what the last sync saw on each side (a
+fingerprint of the file and one of the local memory). Comparing each side with that base
+says who changed: only the file -> apply it to the store (store, update or forget, through
+the service's own operations, so redaction, dedup, supersession and history apply as for
+any write); only the store -> write the file (or delete it); both -> a conflict, reported
+with both texts, and neither side is touched until someone resolves it. One file per memory
+means two people changing different memories never meet, in git or in a synced folder.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, TypeGuard
+
+from engram_mcp.core.errors import EngramError, InvalidInput, StoreUnavailable
+from engram_mcp.core.ids import format_memory_id
+from engram_mcp.core.vocabulary import DURABLE_TYPES
+from engram_mcp.index.scope_index import record_key
+from engram_mcp.services import edit
+from engram_mcp.services import store as store_ops
+from engram_mcp.storage import queries as q
+
+from .folder import Folder, StateFile
+from .memory_file import SharedMemory, derived_ulid, file_name_for, parse, redacted, render
+
+if TYPE_CHECKING:
+    from engram_mcp.services.access import RequestContext, ScopeAccess
+
+DELETED = "deleted"  # the fingerprint of a side that no longer holds the memory
+READ_PAGE = 100  # memories read per lock hold
+FEW_MEMORIES = 32  # up to this many, links are read per memory instead of for the whole scope
+_SYNC_LOCKS: dict[str, threading.Lock] = {}
+_SYNC_LOCKS_GUARD = threading.Lock()
+
+
+@dataclass
+class Target:
+    """One folder synced with one scope: which memories go, and where the base is kept."""
+
+    scope: str
+    folder: Folder
+    state: StateFile
+    label: str  # how reports name the folder (a path relative to the project, or the DIR)
+    mirror_all: bool  # the user mirror sends every live memory; a project only what was shared
+    source_kind: str  # recorded in `source` of memories that arrive from files
+    auto_share: dict[str, Any] | None = None  # {min_importance, types}: also share what matches
+
+
+@dataclass
+class Report:
+    """What a sync did, in lists a person can read and a test can check."""
+
+    added: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    forgotten: list[str] = field(default_factory=list)
+    written: list[str] = field(default_factory=list)
+    deleted_files: list[str] = field(default_factory=list)
+    conflicts: list[dict[str, Any]] = field(default_factory=list)
+    errors: list[dict[str, str]] = field(default_factory=list)
+    redactions: list[dict[str, Any]] = field(default_factory=list)
+    pending: list[str] = field(default_factory=list)  # files left for the next sync (time budget spent)
+
+    def as_dict(self, label: str) -> dict[str, Any]:
+        out: dict[str, Any] = {"folder": label}
+        for name in (
+            "added",
+            "updated",
+            "forgotten",
+            "written",
+            "deleted_files",
+            "conflicts",
+            "errors",
+            "redactions",
+            "pending",
+        ):
+            out[name] = getattr(self, name)
+        out["counts"] = {k: len(v) for k, v in out.items() if isinstance(v, list)}
+        return out
+
+
+def _lock_for(target: Target) -> threading.Lock:
+    """One sync of a folder at a time in this process (a session start and `engram sync` may race)."""
+    key = str(target.folder.path)
+    with _SYNC_LOCKS_GUARD:
+        return _SYNC_LOCKS.setdefault(key, threading.Lock())
+
+
+# ---------------------------------------------------------------------- local side
+def read_local(
+    access: "ScopeAccess", ctx: "RequestContext", scope: str, keys: set[str] | None
+) -> dict[str, dict[str, Any]]:
+    """Rows of `scope` by key (`keys`, or every memory of the scope when None), with
+    `_supersedes`: the keys each one replaces. Read in pages under the service lock."""
+    from surrealdb import RecordID
+
+    with access.lock:
+        h = access.handle(ctx, scope)
+        wanted = sorted(h.index.keys() if keys is None else (k for k in keys if h.index.slot_of(k) is not None))
+    rows: dict[str, dict[str, Any]] = {}
+    for i in range(0, len(wanted), READ_PAGE):
+        page = wanted[i : i + READ_PAGE]
+        with access.lock:
+            for row in h.q(q.GET_MEMORIES, {"ids": [RecordID("memory", k) for k in page]}) or []:
+                rows[record_key(row)] = dict(row, _supersedes=[])
+    with access.lock:
+        if len(rows) <= FEW_MEMORIES:  # a few: their own links, not the scope's
+            links = [
+                link
+                for k in rows
+                for link in h.q(q.LINKS_OF_MEMORY, {"memory": RecordID("memory", k)}) or []
+                if record_key({"id": link["in"]}) == k
+            ]
+        else:
+            links = h.q(q.ALL_LINKS) or []
+    for link in links:
+        if link.get("relation_type") == "supersedes":
+            src = record_key({"id": link["in"]})
+            if src in rows:
+                rows[src]["_supersedes"].append(record_key({"id": link["out"]}))
+    return rows
+
+
+def _is_live(row: dict[str, Any] | None) -> TypeGuard[dict[str, Any]]:
+    return row is not None and row.get("status") != "forgotten"
+
+
+def as_shared(row: dict[str, Any], file_id: str, to_file_id: Callable[[str], str]) -> SharedMemory:
+    """A local row in the shared form, under the id its file carries."""
+    created = row.get("created_at")
+    return SharedMemory(
+        memory_id=file_id,
+        content=str(row.get("content") or ""),
+        memory_type=str(row.get("memory_type") or "semantic"),
+        importance=float(row.get("importance", 0.5)),
+        tags=tuple(row.get("tags") or ()),
+        category=row.get("category"),
+        summary=row.get("summary"),
+        supersedes=tuple(sorted(to_file_id(k) for k in row.get("_supersedes") or ())),
+        created_at=created.isoformat() if isinstance(created, datetime) else (str(created) if created else None),
+    )
+
+
+# ---------------------------------------------------------------------- the sync
+class _Sync:
+    """One run: the state, both sides, and the report being filled."""
+
+    def __init__(
+        self,
+        access: "ScopeAccess",
+        ctx: "RequestContext",
+        target: Target,
+        pull_only: bool,
+        budget_s: float | None = None,
+    ) -> None:
+        self.access, self.ctx, self.t, self.pull_only = access, ctx, target, pull_only
+        self.deadline = None if budget_s is None else time.monotonic() + budget_s
+        self.report = Report()
+        self.entries = target.state.load()
+        self.files: dict[str, tuple[str, SharedMemory]] = {}
+        self.bad_names: set[str] = set()
+        self.supersede_todo: list[tuple[str, tuple[str, ...]]] = []
+        self.dropped: set[str] = set()  # local keys whose shared file went away in this run
+
+    # -- ids between the two sides
+    def to_file_id(self, key: str) -> str:
+        for fid, e in self.entries.items():
+            if e.get("key") == key:
+                return fid
+        return key
+
+    def to_local_key(self, fid: str) -> str:
+        return str(self.entries.get(fid, {}).get("key") or fid)
+
+    def run(self) -> Report:
+        self._read_files()
+        keys = {str(e.get("key")) for e in self.entries.values()} | set(self.files)
+        self.local = read_local(self.access, self.ctx, self.t.scope, None if self.t.mirror_all else keys)
+        arrived = sorted(set(self.files) - set(self.entries))  # before _known drops deleted entries
+        for fid in sorted(self.entries):
+            if not self._out_of_time(fid):
+                self._guarded(self._known, fid)
+        for fid in arrived:
+            if not self._out_of_time(fid):
+                self._guarded(self._arrived, fid)
+        if self.t.mirror_all and not self.pull_only:
+            self._send_new_local()
+        elif self.t.auto_share and not self.pull_only:
+            self._share_by_rule(self.t.auto_share)
+        self._apply_supersessions()
+        self.t.state.save(self.entries)
+        return self.report
+
+    def _guarded(self, step: Callable[[str], None], fid: str) -> None:
+        """One memory's step; a refusal of the service (a purged memory, too many tags) is
+        reported against its file and the sync goes on. An unavailable store stops the sync."""
+        try:
+            step(fid)
+        except StoreUnavailable:
+            raise
+        except EngramError as exc:
+            name = self.files[fid][0] if fid in self.files else self.entries.get(fid, {}).get("path")
+            self.report.errors.append(
+                {"path": f"{self.t.label}/{name}", "error": f"{self.t.label}/{name}: {exc.message}"}
+            )
+
+    def _out_of_time(self, fid: str) -> bool:
+        """Past the time budget (a session start must not wait for a large first sync): the
+        file is left for the next sync, and the state keeps what was done so far."""
+        if self.deadline is None or time.monotonic() < self.deadline:
+            return False
+        name = self.files[fid][0] if fid in self.files else self.entries.get(fid, {}).get("path")
+        self.report.pending.append(f"{self.t.label}/{name}")
+        return True
+
+    def _read_files(self) -> None:
+        seen_at: dict[str, str] = {}
+        for ft in self.t.folder.read_all():
+            path = f"{self.t.label}/{ft.name}"
+            if ft.text is None:
+                self._bad(ft.name, f"{path}: {ft.error}")
+                continue
+            try:
+                mem = parse(ft.text, fallback_id=derived_ulid("shared-file", ft.name))
+            except InvalidInput as exc:
+                self._bad(ft.name, f"{path}: {exc.message}")
+                continue
+            if mem.memory_id in seen_at:
+                self._bad(
+                    ft.name, f"{path}: has the same id as {self.t.label}/{seen_at[mem.memory_id]}; give one a new id"
+                )
+                continue
+            seen_at[mem.memory_id] = ft.name
+            self.files[mem.memory_id] = (ft.name, mem)
+            _cleaned, found = redacted(mem)
+            if found:
+                self.report.redactions.append(
+                    {
+                        "path": path,
+                        "secrets": found,
+                        "message": "the file holds secrets; they were redacted in the store, remove them from the file",
+                    }
+                )
+
+    def _bad(self, name: str, message: str) -> None:
+        self.bad_names.add(name)
+        self.report.errors.append({"path": f"{self.t.label}/{name}", "error": message})
+
+    # -- a memory both sides knew at the last sync
+    def _known(self, fid: str) -> None:
+        e = self.entries[fid]
+        if fid not in self.files and e.get("path") in self.bad_names:
+            return  # the file is there but unreadable: left alone, reported, never taken for a deletion
+        name, mem = self.files.get(fid, (e.get("path"), None))
+        row = self.local.get(str(e.get("key")))
+        file_fp = mem.fingerprint() if mem else DELETED
+        local_mem = as_shared(row, fid, self.to_file_id) if _is_live(row) else None
+        local_fp = local_mem.fingerprint() if local_mem else DELETED
+        file_changed, local_changed = file_fp != e.get("file"), local_fp != e.get("local")
+        if not file_changed and not local_changed:
+            return
+        if file_fp == local_fp:  # both made the same change (or both deleted)
+            self._settle(fid, name, file_fp, local_fp)
+            return
+        if file_changed and not local_changed:
+            self._apply_file(fid, name, mem)
+        elif local_changed and not file_changed:
+            if not self.pull_only:
+                self._write_local(fid, name, local_mem)
+        else:
+            self._conflict(fid, str(e.get("key")), name, mem, local_mem)
+
+    def _conflict(
+        self, fid: str, key: str, name: str | None, mem: SharedMemory | None, local_mem: SharedMemory | None
+    ) -> None:
+        """Report both versions; change neither (the next sync reports it again until resolved)."""
+        self.report.conflicts.append(
+            {
+                "memory_id": format_memory_id(key),
+                "path": f"{self.t.label}/{name}",
+                "file": mem.content if mem else None,
+                "local": local_mem.content if local_mem else None,
+                "resolve": "edit the file or the memory so both say the same, or run `engram share ID` to keep the local version",
+            }
+        )
+
+    def _settle(self, fid: str, name: str | None, file_fp: str, local_fp: str) -> None:
+        if file_fp == DELETED:
+            self.dropped.add(str(self.entries.pop(fid, {}).get("key")))
+        else:
+            self.entries[fid].update(path=name, file=file_fp, local=local_fp)
+
+    def _apply_file(self, fid: str, name: str | None, mem: SharedMemory | None) -> None:
+        key = self.to_local_key(fid)
+        if mem is None:  # deleted by someone else
+            row = self.local.get(key)
+            if _is_live(row):
+                edit.forget(
+                    self.access,
+                    self.ctx,
+                    format_memory_id(key),
+                    reason=f"its shared file {self.t.label}/{name} was deleted",
+                )
+                self.report.forgotten.append(format_memory_id(key))
+                self.local[key] = {**(row or {}), "status": "forgotten"}
+            self.entries.pop(fid, None)
+            self.dropped.add(key)
+            return
+        self._update_local(key, mem)
+        self.report.updated.append(format_memory_id(key))
+        self._remember(fid, key, name, mem)
+
+    def _update_local(self, key: str, mem: SharedMemory) -> None:
+        row = self.local.get(key) or {}
+        if row.get("status") == "forgotten":
+            edit.forget(self.access, self.ctx, format_memory_id(key), undo=True)
+        old_tags, new_tags = set(row.get("tags") or ()), set(mem.tags)
+        edit.update(
+            self.access,
+            self.ctx,
+            format_memory_id(key),
+            content=mem.content,
+            summary=mem.summary,
+            importance=mem.importance,
+            category=mem.category if mem.category is not None else ("" if row.get("category") else None),
+            memory_type=mem.memory_type,
+            tags={"add": sorted(new_tags - old_tags), "remove": sorted(old_tags - new_tags)},
+        )
+        if mem.supersedes:
+            self.supersede_todo.append((key, mem.supersedes))
+
+    def _remember(self, fid: str, key: str, name: str | None, mem: SharedMemory) -> None:
+        """Record both sides as they are now: the new base for this memory."""
+        row = read_local(self.access, self.ctx, self.t.scope, {key}).get(key)
+        self.local[key] = row or {}
+        local_fp = as_shared(row, fid, self.to_file_id).fingerprint() if _is_live(row) else DELETED
+        self.entries[fid] = {"key": key, "path": name, "file": mem.fingerprint(), "local": local_fp}
+
+    def _write_local(self, fid: str, name: str | None, local_mem: SharedMemory | None) -> None:
+        if local_mem is None:  # forgotten here: the file goes
+            if name and self.t.folder.delete(name):
+                self.report.deleted_files.append(f"{self.t.label}/{name}")
+            self.entries.pop(fid, None)
+            return
+        self.write_file(fid, self.to_local_key(fid), local_mem, name)
+
+    def write_file(self, fid: str, key: str, local_mem: SharedMemory, name: str | None) -> None:
+        """Write one memory's file (redacted) and record the new base."""
+        name = name or file_name_for(local_mem)
+        text = render(local_mem)
+        self.t.folder.write(name, text)
+        written = parse(text, fallback_id=fid)
+        self.entries[fid] = {"key": key, "path": name, "file": written.fingerprint(), "local": local_mem.fingerprint()}
+        self.report.written.append(f"{self.t.label}/{name}")
+
+    # -- a file this machine has not synced before
+    def _arrived(self, fid: str) -> None:
+        name, mem = self.files[fid]
+        with self.access.lock:
+            h = self.access.handle(self.ctx, self.t.scope)
+            present = h.index.slot_of(fid) is not None
+        if present:
+            row = self.local.get(fid) or read_local(self.access, self.ctx, self.t.scope, {fid}).get(fid)
+            local_mem = as_shared(row, fid, self.to_file_id) if _is_live(row) else None
+            if local_mem is not None and local_mem.fingerprint() != mem.fingerprint():
+                # both hold it and they differ, with no base to say who changed (the state was
+                # lost, or the file was written elsewhere): a conflict, neither side touched
+                self._conflict(fid, fid, name, mem, local_mem)
+                return
+            if local_mem is None:
+                self._update_local(fid, mem)
+                self.report.added.append(format_memory_id(fid))
+            self._remember(fid, fid, name, mem)
+            return
+        try:
+            result = store_ops.store(
+                self.access,
+                self.ctx,
+                content=mem.content,
+                type=mem.memory_type,
+                scope=self.t.scope,
+                importance=mem.importance,
+                tags=list(mem.tags),
+                category=mem.category,
+                summary=mem.summary,
+                source={"kind": self.t.source_kind, "path": f"{self.t.label}/{name}"},
+                request_id=fid,
+            )
+        except EngramError as exc:
+            self.report.errors.append(
+                {"path": f"{self.t.label}/{name}", "error": f"{self.t.label}/{name}: {exc.message}"}
+            )
+            return
+        key = str(result["memory_id"]).split(":", 1)[1]
+        self.report.added.append(format_memory_id(key))
+        if mem.supersedes:
+            self.supersede_todo.append((key, mem.supersedes))
+        self._remember(fid, key, name, mem)
+
+    def _send_new_local(self) -> None:
+        """Mirror: every live memory of the scope that no file holds yet gets one."""
+        mapped = {str(e.get("key")) for e in self.entries.values()} | self.dropped
+        for key in sorted(self.local):
+            row = self.local[key]
+            if key in mapped or key in self.files or not _is_live(row):
+                continue
+            self.write_file(key, key, as_shared(row, key, self.to_file_id), None)
+
+    def _share_by_rule(self, rule: dict[str, Any]) -> None:
+        """The configured rule (e.g. procedural and semantic memories of importance >= 0.8):
+        each live project memory it matches that no file holds yet gets one."""
+        types = set(rule.get("types") or DURABLE_TYPES)
+        floor = float(rule.get("min_importance", 1.0))
+        mapped = {str(e.get("key")) for e in self.entries.values()} | self.dropped | set(self.files)
+        for key, row in sorted(read_local(self.access, self.ctx, self.t.scope, None).items()):
+            if key in mapped or not _is_live(row) or row.get("status") == "archived":
+                continue
+            if row.get("memory_type") in types and float(row.get("importance", 0)) >= floor:
+                self.write_file(key, key, as_shared(row, key, self.to_file_id), None)
+
+    def _apply_supersessions(self) -> None:
+        """Supersession links named by files, once every file's memory exists here."""
+        for key, replaced in self.supersede_todo:
+            have = set(read_local(self.access, self.ctx, self.t.scope, {key}).get(key, {}).get("_supersedes") or ())
+            for fid in replaced:
+                old = self.to_local_key(fid)
+                if old in have or old == key:
+                    continue
+                try:
+                    edit.update(self.access, self.ctx, format_memory_id(key), supersedes=format_memory_id(old))
+                except EngramError as exc:
+                    self.report.errors.append(
+                        {"path": format_memory_id(key), "error": f"supersedes {fid}: {exc.message}"}
+                    )
+                    continue
+            # the link changed the local side: refresh its base so it is not taken for an edit
+            fid = self.to_file_id(key)
+            if fid in self.entries and fid in self.files:
+                self._remember(fid, key, self.entries[fid].get("path"), self.files[fid][1])
+
+
+def run_sync(
+    access: "ScopeAccess",
+    ctx: "RequestContext",
+    target: Target,
+    *,
+    pull_only: bool = False,
+    budget_s: float | None = None,
+) -> dict[str, Any]:
+    """Sync `target` both ways (or only apply the files, `pull_only`); returns the report.
+    With `budget_s`, memories not reached in that time are listed as `pending`."""
+    with _lock_for(target):
+        return _Sync(access, ctx, target, pull_only, budget_s).run().as_dict(target.label)
+
+
+def share_one(access: "ScopeAccess", ctx: "RequestContext", target: Target, key: str) -> dict[str, Any]:
+    """Write one local memory's file now (also: keep the local version of a conflict)."""
+    with _lock_for(target):
+        sync = _Sync(access, ctx, target, pull_only=False)
+        row = read_local(access, ctx, target.scope, {key}).get(key)
+        if not _is_live(row):
+            raise InvalidInput(f"memory:{key} is not a live memory of scope {target.scope}", field="memory_id")
+        fid = sync.to_file_id(key)
+        name = sync.entries.get(fid, {}).get("path")
+        sync.write_file(fid, key, as_shared(row, fid, sync.to_file_id), name)
+        target.state.save(sync.entries)
+        return {"memory_id": format_memory_id(key), "path": sync.report.written[0], "folder": target.label}
+
+
+def relative_label(path: Path, root: Path) -> str:
+    try:
+        return str(path.relative_to(root))
+    except ValueError:
+        return str(path)
