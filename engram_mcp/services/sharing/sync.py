@@ -24,7 +24,6 @@ from engram_mcp.core.vocabulary import DURABLE_TYPES
 from engram_mcp.index.scope_index import record_key
 from engram_mcp.services import edit
 from engram_mcp.services import store as store_ops
-from engram_mcp.storage import queries as q
 
 from .folder import Folder, StateFile
 from .memory_file import SharedMemory, derived_ulid, file_name_for, parse, redacted, render
@@ -97,8 +96,6 @@ def read_local(
 ) -> dict[str, dict[str, Any]]:
     """Rows of `scope` by key (`keys`, or every memory of the scope when None), with
     `_supersedes`: the keys each one replaces. Read in pages under the service lock."""
-    from surrealdb import RecordID
-
     with access.lock:
         h = access.handle(ctx, scope)
         wanted = sorted(h.index.keys() if keys is None else (k for k in keys if h.index.slot_of(k) is not None))
@@ -106,23 +103,16 @@ def read_local(
     for i in range(0, len(wanted), READ_PAGE):
         page = wanted[i : i + READ_PAGE]
         with access.lock:
-            for row in h.q(q.GET_MEMORIES, {"ids": [RecordID("memory", k) for k in page]}) or []:
+            for row in h.repo.get_many(page):
                 rows[record_key(row)] = dict(row, _supersedes=[])
     with access.lock:
         if len(rows) <= FEW_MEMORIES:  # a few: their own links, not the scope's
-            links = [
-                link
-                for k in rows
-                for link in h.q(q.LINKS_OF_MEMORY, {"memory": RecordID("memory", k)}) or []
-                if record_key({"id": link["in"]}) == k
-            ]
+            links = [link for k in rows for link in h.repo.links_of(k) if link.src == k]
         else:
-            links = h.q(q.ALL_LINKS) or []
+            links = h.repo.all_links()
     for link in links:
-        if link.get("relation_type") == "supersedes":
-            src = record_key({"id": link["in"]})
-            if src in rows:
-                rows[src]["_supersedes"].append(record_key({"id": link["out"]}))
+        if link.relation_type == "supersedes" and link.src in rows:
+            rows[link.src]["_supersedes"].append(link.dst)
     return rows
 
 
