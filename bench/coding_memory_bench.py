@@ -271,7 +271,7 @@ def plot(path: Path, rows: dict[str, dict[str, Any]], baseline: dict[str, dict[s
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    ap.add_argument("--data", type=lambda p: Path(p).resolve(), default=DEFAULT_DATA)  # the baseline runs from the data dir
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--no-dedup", action="store_true", help="skip the store-time dedup measurement")
     args = ap.parse_args(argv)
