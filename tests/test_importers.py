@@ -125,3 +125,14 @@ def test_no_secret_of_a_fixture_reaches_a_shared_file(real_service, ctx, claude_
     assert len(files) == 4
     text = "".join(f.read_text() for f in files)
     assert "object storage" in text and not any(s in text for s in SECRETS)
+
+
+def test_a_dry_run_flag_that_is_not_a_boolean_is_refused_before_anything_is_read(real_service, ctx):
+    """The daemon calls run_import straight from the registry: "false" as a string must not
+    read as a dry run (a truthy string) nor as a real import."""
+    from engram_mcp.core.errors import InvalidInput
+
+    with pytest.raises(InvalidInput) as err:
+        run_import(real_service.access, ctx, source="mcp-memory", path=str(DATA / "mcp-memory.jsonl"), dry_run="false")
+    assert err.value.field == "dry_run"
+    assert contents(real_service, ctx, "project") == []

@@ -219,12 +219,13 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "reindex", "engram_mcp.services.transfer:reindex", s.REINDEX, read_only=False, progress=True, replayable=False
     ),
-    # -- memory that travels (services/travel_ops.py): files read now, so never replayed later
-    Operation("share", "engram_mcp.services.travel_ops:share_memory", s.SHARE, read_only=False, replayable=False),
+    # -- memory that travels (services/sharing, services/importers, services/travel_ops.py): files read
+    # now, so never replayed later
+    Operation("share", "engram_mcp.services.sharing:share", s.SHARE, read_only=False, replayable=False),
     Operation("sync", "engram_mcp.services.travel_ops:sync", s.SYNC, read_only=False, replayable=False),
     Operation(
         "import_from",
-        "engram_mcp.services.travel_ops:import_from",
+        "engram_mcp.services.importers:run_import",
         s.IMPORT_FROM,
         read_only=False,
         progress=True,

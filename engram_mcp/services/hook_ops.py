@@ -20,6 +20,7 @@ from engram_mcp.services.access import RequestContext, ScopeAccess
 from engram_mcp.services.recall import recall
 from engram_mcp.services.records import check_text
 from engram_mcp.services.store import store
+from engram_mcp.services.travel_ops import apply_team_memory
 
 MEMORY_ID_RE = re.compile(r"memory:[0-9A-HJKMNP-TV-Z]{26}")
 PROMPT_BLOCK_TITLE = "Possibly relevant memories for this prompt"
@@ -84,8 +85,6 @@ def session_start(access: ScopeAccess, ctx: RequestContext, *, source: str = "st
     ) as exc:  # the project store is unusable (refused, locked, corrupt): the other scopes still help
         opened = {"degraded": True, "warning": exc.message}
     else:  # teammates' shared memories arrive before the context is built, so it can carry them
-        from engram_mcp.services.travel_ops import apply_team_memory
-
         if (team := apply_team_memory(access, ctx)) is not None:
             opened["team_memory"] = team
     full_budget = budget = int(access.config(ctx.project_root).context_token_budget)

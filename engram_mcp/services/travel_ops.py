@@ -5,9 +5,9 @@ Each is `op(access, ctx, **args)` like every operation, declared in core/operati
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
-from engram_mcp.core.errors import InvalidInput
+from engram_mcp.services import promotion, sharing
 
 if TYPE_CHECKING:
     from engram_mcp.services.access import RequestContext, ScopeAccess
@@ -24,45 +24,16 @@ def promote(
     """`promote_memory`: `target_scope: "team"` shares a project memory (its file in
     `.claude/team-memory/`); any other target is the service's promotion. Claude shares through
     the tool it already has, so the tool list grows by one word."""
-    from engram_mcp.services import promotion
-
     if target_scope == "team":
-        return share_memory(access, ctx, memory_id)
+        return sharing.share(access, ctx, memory_id)
     return promotion.promote(access, ctx, memory_id, target_scope, reason)
-
-
-def share_memory(access: "ScopeAccess", ctx: "RequestContext", memory_id: str) -> dict[str, Any]:
-    from engram_mcp.services import sharing
-
-    return sharing.share(access, ctx, memory_id)
 
 
 def sync(access: "ScopeAccess", ctx: "RequestContext", user_dir: str | None = None) -> dict[str, Any]:
     """`engram sync`: the project's team memory; with `user_dir`, the user scope's mirror instead."""
-    from engram_mcp.services import sharing
-
     if user_dir is not None:
         return sharing.sync_user(access, ctx, user_dir)
     return sharing.sync_project(access, ctx)
-
-
-def import_from(
-    access: "ScopeAccess",
-    ctx: "RequestContext",
-    source: str,
-    path: str | None = None,
-    dry_run: bool = False,
-    scope: str | None = None,
-    project: str | None = None,
-    progress: Callable[[int, int | None, str], None] | None = None,
-) -> dict[str, Any]:
-    from engram_mcp.services.importers import run_import
-
-    if not isinstance(dry_run, bool):
-        raise InvalidInput("dry_run must be true or false", field="dry_run")
-    return run_import(
-        access, ctx, source=source, path=path, dry_run=dry_run, scope=scope, project=project, progress=progress
-    )
 
 
 def apply_team_memory(access: "ScopeAccess", ctx: "RequestContext") -> dict[str, Any] | None:
@@ -71,8 +42,6 @@ def apply_team_memory(access: "ScopeAccess", ctx: "RequestContext") -> dict[str,
     None when the project has no shared folder (one stat). Fails open: a problem is logged
     and returned, and the session's context still comes.
     """
-    from engram_mcp.services import sharing
-
     if not sharing.has_team_memory(ctx):
         return None
     try:

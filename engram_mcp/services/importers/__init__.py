@@ -17,8 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from engram_mcp.core.errors import InvalidInput
-from engram_mcp.core.vocabulary import PERSISTENT_SCOPES
-from engram_mcp.storage.schema import SCOPES
+from engram_mcp.core.vocabulary import PERSISTENT_SCOPES, SCOPES
 
 from . import auto_memory, claude_mem, markdown_notes, mcp_memory
 from .batch import ImportBatch
@@ -59,6 +58,8 @@ def run_import(
     """Import `source` from `path` (or its default place); a summary of what was (or would be) added."""
     if source not in READERS:
         raise InvalidInput(f"source must be one of {', '.join(SOURCES)}", field="source")
+    if not isinstance(dry_run, bool):
+        raise InvalidInput("dry_run must be true or false", field="dry_run")
     if scope is not None and scope not in PERSISTENT_SCOPES:
         raise InvalidInput("scope must be project or user (session memories are not imported)", field="scope")
     home = Path(access.home) if access.home else Path.home()

@@ -32,7 +32,7 @@ import yaml
 from engram_mcp.core.errors import InvalidInput
 from engram_mcp.core.ids import CROCKFORD, format_memory_id, parse_memory_id
 from engram_mcp.core.redaction import sanitize
-from engram_mcp.storage.schema import MEMORY_TYPES
+from engram_mcp.core.vocabulary import MEMORY_TYPES
 
 SHARED_TYPES = tuple(t for t in MEMORY_TYPES if t != "working")  # working memory is session scratch
 MAX_FILE_BYTES = 256 * 1024  # a memory is at most 20,000 characters; a bigger file is no memory file
