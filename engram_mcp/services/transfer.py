@@ -22,6 +22,7 @@ import os
 import re
 import stat
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -75,9 +76,13 @@ MAX_WRITE_BATCH = 2000
 #: Graph and history lines applied per lock hold (each costs one to three small statements).
 DEFERRED_BATCH = 16
 EMBED_BATCH = 64
-#: Memories read per lock hold by export: 250 records with vectors took 40-100 ms here, 100
-#: take 15-40 ms (the whole export used to hold the lock: 1.1 s at 5,000 memories).
+#: Memories read in the first lock hold of an export; later pages are sized from the time the
+#: last one held the lock, to about EXPORT_LOCK_BUDGET_MS (at most MAX_EXPORT_PAGE): 100
+#: records with vectors took 15-40 ms here, and each page is one query whose fixed cost a
+#: larger page spreads (the whole export used to hold the lock: 1.1 s at 5,000 memories).
 EXPORT_PAGE = 100
+EXPORT_LOCK_BUDGET_MS = 60.0
+MAX_EXPORT_PAGE = 2000
 ENTITY_KEY_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 Progress = Callable[[int, int | None, str], None]
 DEFAULT_SCOPES = PERSISTENT_SCOPES  # what export and reindex cover unless told otherwise
@@ -147,28 +152,37 @@ def _export_memories(
     include_vectors: bool,
     progress: Progress | None,
 ) -> None:
-    """The memories that existed when the export began, EXPORT_PAGE records per lock hold
-    (written to the file outside it), in key order; one removed meanwhile is left out."""
-    total = len(keys)
-    for start in range(0, total, EXPORT_PAGE):
-        page = keys[start : start + EXPORT_PAGE]
+    """The memories that existed when the export began, a page per lock hold (written to the
+    file outside it), in key order; one removed meanwhile is left out."""
+    total, start, size = len(keys), 0, EXPORT_PAGE
+    while start < total:
+        page = keys[start : start + size]
         with access.lock:
-            rows = sorted(h.repo.get_many(page), key=lambda r: r["id"])
+            began = time.perf_counter()
+            rows = h.repo.get_many(page)
+            held = time.perf_counter() - began
+        rows.sort(key=lambda r: r["id"])
         _write_memory_lines(rows, scope, out, counts, include_vectors)
+        start += len(page)
+        if held > 0:
+            size = int(min(MAX_EXPORT_PAGE, max(EXPORT_PAGE, EXPORT_LOCK_BUDGET_MS / 1000.0 / (held / len(page)))))
         if progress:
-            progress(min(start + EXPORT_PAGE, total), total, f"export {scope}")
+            progress(start, total, f"export {scope}")
 
 
 def _write_memory_lines(
     rows: list[dict[str, Any]], scope: str, out, counts: dict[str, int], include_vectors: bool
 ) -> None:
+    lines = []
     for row in rows:
-        rec = {k: v for k, v in row.items() if k not in ("id", "embedding")}
-        line = {"kind": "memory", "scope": scope, "id": row["id"], "record": jsonable(rec)}
-        if include_vectors and row.get("embedding"):
-            line["vector_b64"] = base64.b64encode(bytes(row["embedding"])).decode()
-        out.write(json.dumps(line, ensure_ascii=False) + "\n")
-        counts["memory"] += 1
+        key, blob = row.pop("id"), row.pop("embedding", None)  # the rows are ours (repository.get_many)
+        line = {"kind": "memory", "scope": scope, "id": key, "record": jsonable(row)}
+        if include_vectors and blob:
+            line["vector_b64"] = base64.b64encode(bytes(blob)).decode()
+        lines.append(json.dumps(line, ensure_ascii=False))
+    if lines:
+        out.write("\n".join(lines) + "\n")
+    counts["memory"] += len(lines)
 
 
 def _export_graph_lines(h: ScopeHandle, scope: str) -> dict[str, list[dict[str, Any]]]:
@@ -583,8 +597,7 @@ def _write_batch(run: _Run, batch: list[_Memory]) -> float:
                         tx.insert_many((m.key, m.record) for m in fresh)
                 except InvalidInput:
                     fresh = _write_one_by_one(run, h, fresh)  # find the record the engine refused; keep the rest
-                for m in fresh:
-                    h.index.upsert({**m.record, "id": m.key}, m.vector)
+                h.index.bulk_load({**m.record, "id": m.key} for m in fresh)  # new slots: one pass for the batch
                 run.counts["memory"] += len(fresh)
             held += time.perf_counter() - started
     return held
@@ -602,20 +615,37 @@ def _write_one_by_one(run: _Run, h: ScopeHandle, items: list[_Memory]) -> list[_
 
 
 def _embed_and_write(run: _Run, memories: list[_Memory], writer: _Writer) -> None:
-    """Embed in EMBED_BATCH chunks outside the lock, then write each chunk."""
+    """Embed in EMBED_BATCH chunks outside the lock and write each chunk, the next chunk
+    embedding (in one worker thread; the model releases the GIL) while this one is written.
+
+    The memories are taken shortest first: the model pads every batch to its longest text, so
+    chunks of like lengths embed faster than chunks in file order.
+    """
     total = len(memories)
-    model = run.access.model_name
-    for i in range(0, total, EMBED_BATCH):
-        chunk = memories[i : i + EMBED_BATCH]
-        vecs, _warning = run.access.embed_documents([m.record["content"] for m in chunk])
-        for j, m in enumerate(chunk):
-            v = None if vecs is None else vecs[j]
-            if v is not None:
-                m.vector = v
-                m.record.update(embedding=vector_bytes(v), embedding_model=model, embedding_dim=int(v.shape[0]))
-                run.counts["embedded"] += 1
-        writer.write_all(chunk)
-        run.tick(min(i + EMBED_BATCH, total), total, "embed")
+    if not total:
+        return
+    memories = sorted(memories, key=lambda m: len(m.record["content"]))
+    chunks = [memories[i : i + EMBED_BATCH] for i in range(0, total, EMBED_BATCH)]
+
+    def embed(chunk: list[_Memory]) -> tuple[np.ndarray | None, str | None]:
+        return run.access.embed_documents([m.record["content"] for m in chunk])
+
+    model, done = run.access.model_name, 0
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="engram-import-embed") as pool:
+        pending = pool.submit(embed, chunks[0])
+        for i, chunk in enumerate(chunks):
+            vecs, _warning = pending.result()
+            if i + 1 < len(chunks):
+                pending = pool.submit(embed, chunks[i + 1])
+            for j, m in enumerate(chunk):
+                v = None if vecs is None else vecs[j]
+                if v is not None:
+                    m.vector = v
+                    m.record.update(embedding=vector_bytes(v), embedding_model=model, embedding_dim=int(v.shape[0]))
+                    run.counts["embedded"] += 1
+            writer.write_all(chunk)
+            done += len(chunk)
+            run.tick(done, total, "embed")
 
 
 @dataclass
