@@ -614,3 +614,21 @@ def test_tags_remembered_per_process_give_the_same_tags_and_findings_every_time(
             assert runs[0][1], "the secret tag is counted on every call, cached or not"
             assert all("ghp_" not in t for t in runs[0][0])
     assert clean_tags(["Deploy", "deploy", "cache"], []) == check_tags(["Deploy", "deploy", "cache"]) == ["deploy", "cache"]
+
+
+def test_a_memory_imported_without_times_is_new_to_the_index_and_to_maintenance(target, tmp_path):
+    """A line without created_at gets now, as the engine would: the index that is written at
+    once must agree. It used to read 1970, and the next maintenance archived the memory."""
+    import time as _time
+
+    dst, dctx = target
+    line = _line(content="imported without any timestamp", importance=0.5)
+    del line["record"]["created_at"]
+    dst.import_(dctx, _write(tmp_path / "t.jsonl", HEADER, line))
+    h = dst.handle(dctx, "project")
+    slot = h.index.slot_of(line["id"])
+    assert abs(h.index.cols.created_at[slot] - _time.time()) < 120
+    assert abs(h.index.cols.last_accessed[slot] - _time.time()) < 120
+    report = dst.maintain(dctx)["project"]
+    assert not report.get("archived") and not report.get("forgotten")
+    assert dst.get(dctx, line["id"])["status"] != "archived"

@@ -346,6 +346,12 @@ def clean_memory_record(raw: Any, findings: list[Finding], *, scope: str) -> dic
     }
     for name in MEMORY_TIME_FIELDS:
         rec[name] = parse_time(raw.get(name), name)
+    # A record without its times gets now, the engine's default, here: the record indexed at
+    # once must say what the engine stores. Left out, the index read the creation and the last
+    # access as 1970, and the next maintenance archived, then forgot, every such memory.
+    rec["created_at"] = rec["created_at"] or now_dt()
+    for name in ("updated_at", "last_accessed_at", "status_changed_at"):
+        rec[name] = rec[name] or rec["created_at"]
     return {k: v for k, v in rec.items() if v is not None}
 
 
