@@ -123,6 +123,38 @@ def measure_import(embedder, base: np.ndarray, tmp: Path, n: int, rnd, rng, *, n
     return out
 
 
+def measure_engine_insert(tmp: Path, n: int, batch: int = 500) -> dict[str, Any]:
+    """The floor under import: the engine alone INSERTing ready memory records (no checks, no
+    index), `batch` per statement; records per CPU-second (the engine's threads included)."""
+    from datetime import datetime, timezone
+
+    from engram_mcp.core.ids import new_ulid
+    from engram_mcp.storage.repository import record_id
+    from engram_mcp.storage.store import SurrealStore
+
+    now = datetime.now(timezone.utc)
+    rng = np.random.default_rng(5)
+    store = SurrealStore(tmp / "engine-floor", label="bench").open()
+    try:
+        store.define_database("bench", "floor")
+        store.ensure_schema("bench", "floor")
+        batches = [[{"id": record_id("memory", new_ulid()), "memory_type": "semantic", "scope": "project",
+                     "content": sb.sentence(random.Random(i)), "tags": ["deploy", "cache"], "importance": 0.5,
+                     "status": "active", "embedding": rng.standard_normal(384).astype("<f4").tobytes(),
+                     "embedding_model": "m", "embedding_dim": 384, "created_at": now, "updated_at": now,
+                     "last_accessed_at": now, "status_changed_at": now} for i in range(batch)]
+                   for _ in range(max(1, n // batch))]
+        t, cpu = time.perf_counter(), time.process_time()
+        for rows in batches:
+            store.query("bench", "floor", "INSERT INTO memory $rows RETURN NONE", {"rows": rows})
+        secs, cpu = time.perf_counter() - t, time.process_time() - cpu
+    finally:
+        store.close()
+        shutil.rmtree(tmp / "engine-floor", ignore_errors=True)
+    done = batch * len(batches)
+    return {"records": done, "batch": batch, "per_s": round(done / secs, 1), "per_cpu_s": round(done / cpu, 1)}
+
+
 def measure_embedding(embedder, tmp: Path, n: int, rnd, rng, log: Callable[[str], None]) -> dict[str, Any]:
     """New text: the embedder alone (documents/s) and an import without vectors (memories/s)."""
     texts = [sb.sentence(rnd) for _ in range(n)]
@@ -204,6 +236,8 @@ def run_bulk(out_dir: Path | None = None, *, quick: bool = False, seed: int = 11
                                            batch_of_16=False, export=True, log=log)
         results["import_baseline"] = measure_import(embedder, base, tmp, cfg["baseline_import_n"], rnd, rng,
                                                     name="import16", batch_of_16=True, export=False, log=log)
+        results["engine_insert"] = measure_engine_insert(tmp, cfg["baseline_import_n"])
+        log(f"  engine alone: {results['engine_insert']['per_cpu_s']:,.0f} records/CPU-s")
         log("embedding new text:")
         results["embedding"] = measure_embedding(embedder, tmp, cfg["embed_n"], rnd, rng, log)
         log("a simulated month of daily use:")
@@ -236,6 +270,9 @@ def markdown(r: dict[str, Any]) -> str:
         f"({imp['memories']:,}; {imp['batches']}) | "
         f"{base['per_s']:,.0f} ({base['per_cpu_s']:,.0f}) ({base['memories']:,}; {base['batches']}) | >= {t['import_per_s']:,} | "
         f"{_mark(imp['per_s'] >= t['import_per_s'])} |",
+        f"| the engine alone: INSERT of ready records, records/s (per CPU-second) | "
+        f"{r['engine_insert']['per_s']:,.0f} ({r['engine_insert']['per_cpu_s']:,.0f}) "
+        f"({r['engine_insert']['records']:,}; {r['engine_insert']['batch']} per statement) | | the floor under import | |",
         f"| embedding new text: import without vectors, memories/s | {emb['import_without_vectors_per_s']:,.0f} "
         f"({emb['texts']}) | embedder alone {emb['docs_per_s']:,.0f} docs/s | >= {t['embed_per_s']} | "
         f"{_mark(emb['import_without_vectors_per_s'] >= t['embed_per_s'])} |",
