@@ -632,3 +632,37 @@ def test_a_memory_imported_without_times_is_new_to_the_index_and_to_maintenance(
     report = dst.maintain(dctx)["project"]
     assert not report.get("archived") and not report.get("forgotten")
     assert dst.get(dctx, line["id"])["status"] != "archived"
+
+
+def test_reindex_embeds_every_chunk_while_writing_the_last_and_reports_progress(tmp_path):
+    """Memories imported while the model was missing are embedded by reindex, chunk after chunk
+    (the next embedding while the last is written), each written once, progress to the end."""
+    from engram_mcp.services import transfer
+
+    class Missing(FakeEmbedder):
+        def embed_documents(self, texts):
+            raise RuntimeError("model files missing")
+
+    home = tmp_path / "h"
+    home.mkdir()
+    ctx = RequestContext(_project(tmp_path, "p"))
+    n = 2 * transfer.EMBED_BATCH + 22
+    path = _write(tmp_path / "plain.jsonl", HEADER, *[_line(content=f"fact {i} about queue {i % 7}") for i in range(n)])
+    svc = MemoryService(home=home, embedder=Missing())
+    try:
+        out = svc.import_(ctx, path)
+        assert out["counts"]["memory"] == n and out["counts"]["embedded"] == 0
+    finally:
+        svc.close()
+    svc = MemoryService(home=home, embedder=FakeEmbedder())
+    try:
+        assert svc.handle(ctx, "project").index.missing_vectors == n
+        calls = []
+        out = svc.reindex(ctx, progress=lambda d, t, label: calls.append((d, t)))
+        assert out == {"reindexed": n, "failed": 0, "model": FakeEmbedder().model_name}
+        assert calls[-1] == (n, n) and len(calls) == 3
+        h = svc.handle(ctx, "project")
+        assert h.index.missing_vectors == 0
+        assert all(r.get("embedding_model") == FakeEmbedder().model_name for r in h.repo.all_memories())
+    finally:
+        svc.close()

@@ -923,28 +923,43 @@ def reindex(
 ) -> dict[str, Any]:
     """Embed memories stored without a vector (model was missing) or with another model.
 
-    As import: the rows are read under the lock, embedded outside it, and each chunk is
-    written back under it, re-read first so an edit made meanwhile is not overwritten.
+    As import: the rows are read under the lock, embedded outside it (the next chunk in a
+    worker thread while this one is written), and each chunk is written back under it,
+    re-read first so an edit made meanwhile is not overwritten.
     """
     model = access.model_name
     done, failed = 0, 0
+
+    def embed(rows: list[dict[str, Any]]) -> tuple[np.ndarray | None, str | None]:
+        return access.embed_documents([r["content"] for r in rows])
+
     for scope, h in access.try_scopes(ctx, scopes):
         if isinstance(h, StoreUnavailable):
             raise h
         with access.lock:
             # the derived index knows which live memories lack a vector of this model: no table scan under the lock
             keys = sorted(k for k in (h.index.key_of(s) for s in list(h.index.without_vector)) if k)
-        for i in range(0, len(keys), EMBED_BATCH):
-            chunk = keys[i : i + EMBED_BATCH]
+        chunks = [keys[i : i + EMBED_BATCH] for i in range(0, len(keys), EMBED_BATCH)]
+        if not chunks:
+            continue
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="engram-reindex-embed") as pool:
             with access.lock:
-                rows = h.repo.get_many(chunk)
-            vecs, _warning = access.embed_documents([r["content"] for r in rows])
-            if vecs is None:
-                failed += len(keys) - i
-                break
-            done += _write_vectors(access, h, rows, vecs, model)
-            if progress:
-                progress(min(i + EMBED_BATCH, len(keys)), len(keys), f"reindex {scope}")
+                rows = h.repo.get_many(chunks[0])
+            pending = pool.submit(embed, rows)
+            for i in range(len(chunks)):
+                vecs, _warning = pending.result()
+                if vecs is None:
+                    failed += len(keys) - i * EMBED_BATCH
+                    break
+                if i + 1 < len(chunks):
+                    with access.lock:
+                        following = h.repo.get_many(chunks[i + 1])
+                    pending = pool.submit(embed, following)
+                done += _write_vectors(access, h, rows, vecs, model)
+                if progress:
+                    progress(min((i + 1) * EMBED_BATCH, len(keys)), len(keys), f"reindex {scope}")
+                if i + 1 < len(chunks):
+                    rows = following
     return {"reindexed": done, "failed": failed, "model": model}
 
 
