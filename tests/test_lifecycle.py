@@ -319,7 +319,9 @@ def test_maintenance_compacts_a_store_that_reads_grew_and_leaves_one_that_did_no
         store.svc.recall(store.ctx, query="deploy pipeline build cache", limit=10)
         store.svc.access.write_behind.flush_all()  # each recall's bumps written (the timer's second, without the wait)
     assert h.store.size_bytes() > lifecycle.COMPACT_GROWTH_RATIO * grown_from, "reads grew the store"
-    again = store.svc.maintain(store.ctx)["project"]["compaction"]
+    calls = []
+    again = store.svc.maintain(store.ctx, progress=lambda d, t, label: calls.append(label))["project"]["compaction"]
+    assert "compact project" in calls  # a long copy is announced
     assert again["bytes_after"] < again["bytes_before"] / lifecycle.COMPACT_GROWTH_RATIO
     assert all(store.get(m)["content"].startswith("note ") for m in mids)
     assert sum(store.get(m)["access_count"] for m in mids) == 400  # the strengthening survived the rewrite

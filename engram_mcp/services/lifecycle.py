@@ -105,7 +105,9 @@ def maintain(
         worker.start()
         return report
     for scope, h in handles.items():  # outside the service lock: a compaction copies while recalls go on
-        compacted = compact_if_grown(h)
+        compacted = compact_if_grown(
+            h, on_start=(lambda s=scope: progress(0, None, f"compact {s}")) if progress else None
+        )
         if compacted is not None:
             report[scope]["compaction"] = compacted
     return report
@@ -119,7 +121,7 @@ def _compact_quietly(handles: list[ScopeHandle]) -> None:
             log.exception("background compaction of %s failed", h.label)
 
 
-def compact_if_grown(h: ScopeHandle, *, min_bytes: int | None = None) -> dict[str, Any] | None:
+def compact_if_grown(h: ScopeHandle, *, on_start: Callable[[], None] | None = None) -> dict[str, Any] | None:
     """Compact the handle's store when its files outgrew COMPACT_GROWTH_RATIO times their size
     after the last compaction (kept in the database's meta); what was done, or None.
 
@@ -127,12 +129,14 @@ def compact_if_grown(h: ScopeHandle, *, min_bytes: int | None = None) -> dict[st
     raised: maintenance goes on.
     """
     size = h.store.size_bytes()
-    if size < (COMPACT_MIN_BYTES if min_bytes is None else min_bytes):
+    if size < COMPACT_MIN_BYTES:
         return None
     last = h.repo.meta_get(COMPACTION_META_KEY)
     base = last.get("bytes_after") if isinstance(last, dict) else None
     if isinstance(base, int) and base > 0 and size < base * COMPACT_GROWTH_RATIO:
         return None
+    if on_start is not None:
+        on_start()  # the copy takes seconds on a large store: say so before it starts
     try:
         done = h.store.compact()
     except StoreUnavailable as exc:
