@@ -105,12 +105,16 @@ def maintain(
         worker.start()
         return report
     for scope, h in handles.items():  # outside the service lock: a compaction copies while recalls go on
-        compacted = compact_if_grown(
-            h, on_start=(lambda s=scope: progress(0, None, f"compact {s}")) if progress else None
-        )
+        compacted = compact_if_grown(h, on_start=_announcer(progress, f"compact {scope}"))
         if compacted is not None:
             report[scope]["compaction"] = compacted
     return report
+
+
+def _announcer(progress: Callable[[int, int | None, str], None] | None, label: str) -> Callable[[], None] | None:
+    if progress is None:
+        return None
+    return lambda: progress(0, None, label)
 
 
 def _compact_quietly(handles: list[ScopeHandle]) -> None:
