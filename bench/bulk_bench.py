@@ -18,7 +18,10 @@ of their vectors plus noise) through the real import path. Maintenance runs at r
 no memory decays during the simulated month: the growth measured is that of strengthening,
 stores and maintenance's own writes.
 
-    .venv/bin/python bench/bulk_bench.py [--quick] [--out DIR]
+    .venv/bin/python bench/bulk_bench.py [--quick] [--out DIR] [--before ../main]
+
+`--before CHECKOUT` also runs the import and export with another checkout's engram (in a child
+process, beside this checkout's in the same kind of child), for the figures before a change.
 
 writes bulk.json, bulk.md and bulk.png in DIR (default bench/results/<UTC>/bulk/).
 """
@@ -123,6 +126,61 @@ def measure_import(embedder, base: np.ndarray, tmp: Path, n: int, rnd, rng, *, n
     return out
 
 
+def measure_checkout(checkout: Path, n: int, log: Callable[[str], None]) -> dict[str, Any]:
+    """Import and export of n memories with vectors by another checkout of engram (e.g. the
+    main branch, for the before-figures), in a child process importing that checkout's package."""
+    import subprocess
+
+    proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child-checkout", str(checkout),
+                           "--import-n", str(n)], capture_output=True, text=True, timeout=3600)
+    if proc.returncode != 0:
+        raise RuntimeError(f"the run of {checkout} failed: {proc.stderr[-2000:]}")
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    log(f"  {checkout}: import {out['import_per_s']}/s ({out['import_per_cpu_s']}/CPU-s), "
+        f"export {out['export_per_s']}/s ({out['export_per_cpu_s']}/CPU-s)")
+    return out
+
+
+def _child_checkout(checkout: Path, n: int) -> None:
+    """`measure_checkout`'s child: this module's data, `checkout`'s engram."""
+    sys.path[:] = [str(checkout)] + [p for p in sys.path if Path(p).resolve() != ROOT]
+    for name in [m for m in sys.modules if m == "engram_mcp" or m.startswith("engram_mcp.")]:
+        del sys.modules[name]
+    from engram_mcp.index.embeddings import DEFAULT_MODEL, make_embedder
+    from engram_mcp.services.service import MemoryService, RequestContext
+
+    import engram_mcp
+
+    assert Path(engram_mcp.__file__).resolve().is_relative_to(checkout.resolve()), engram_mcp.__file__
+    tmp = Path(tempfile.mkdtemp(prefix="engram-bulk-checkout-"))
+    try:
+        rnd, rng = random.Random(3), np.random.default_rng(3)
+        base = rng.standard_normal((500, 384)).astype(np.float32)
+        base /= np.linalg.norm(base, axis=1, keepdims=True)
+        path = tmp / "fill.jsonl"
+        sb.write_fill_export(path, n, base, DEFAULT_MODEL, rnd, rng)
+        home, project = tmp / "home", tmp / "proj"
+        home.mkdir()
+        (project / ".git").mkdir(parents=True)
+        svc = MemoryService(home=home, embedder=make_embedder(DEFAULT_MODEL, cache_dir=str(tmp / "models")))
+        ctx = RequestContext(project, None)
+        svc.handle(ctx, "project")
+        try:
+            t, cpu = time.perf_counter(), time.process_time()
+            svc.import_(ctx, path)
+            imp, imp_cpu = time.perf_counter() - t, time.process_time() - cpu
+            t, cpu = time.perf_counter(), time.process_time()
+            svc.export(ctx, tmp / "out.jsonl", scopes=("project",))
+            exp, exp_cpu = time.perf_counter() - t, time.process_time() - cpu
+        finally:
+            svc.close()
+        print(json.dumps({"checkout": str(checkout), "memories": n, "import_per_s": round(n / imp, 1),
+                          "import_per_cpu_s": round(n / imp_cpu, 1), "export_per_s": round(n / exp, 1),
+                          "export_per_cpu_s": round(n / exp_cpu, 1), "load_avg_1m": round(os.getloadavg()[0], 2)}))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def measure_engine_insert(tmp: Path, n: int, batch: int = 500) -> dict[str, Any]:
     """The floor under import: the engine alone INSERTing ready memory records (no checks, no
     index), `batch` per statement; records per CPU-second (the engine's threads included)."""
@@ -215,7 +273,7 @@ def simulate_month(embedder, base: np.ndarray, tmp: Path, n: int, *, days: int, 
     return out
 
 
-def run_bulk(out_dir: Path | None = None, *, quick: bool = False, seed: int = 11, embedder=None,
+def run_bulk(out_dir: Path | None = None, *, quick: bool = False, seed: int = 11, embedder=None, before: Path | None = None,
              log: Callable[[str], None] = print, **overrides: Any) -> dict[str, Any]:
     """Every measurement of this module; with `out_dir`, bulk.json / bulk.md / bulk.png too."""
     from engram_mcp.index.embeddings import DEFAULT_MODEL, make_embedder
@@ -236,6 +294,9 @@ def run_bulk(out_dir: Path | None = None, *, quick: bool = False, seed: int = 11
                                            batch_of_16=False, export=True, log=log)
         results["import_baseline"] = measure_import(embedder, base, tmp, cfg["baseline_import_n"], rnd, rng,
                                                     name="import16", batch_of_16=True, export=False, log=log)
+        if before is not None:  # the same import and export by another checkout (the code before this one)
+            results["before"] = {"this": measure_checkout(ROOT, cfg["import_n"], log),
+                                 "before": measure_checkout(Path(before), cfg["import_n"], log)}
         results["engine_insert"] = measure_engine_insert(tmp, cfg["baseline_import_n"])
         log(f"  engine alone: {results['engine_insert']['per_cpu_s']:,.0f} records/CPU-s")
         log("embedding new text:")
@@ -284,6 +345,16 @@ def markdown(r: dict[str, Any]) -> str:
         f"{len(mo['compactions'])} compactions) | x{mb['ratio_to_loaded']} without compaction "
         f"({mb['final_bytes_per_memory']:,.0f} B/memory) | <= {t['month_disk_ratio']} | "
         f"{_mark(mo['ratio_to_loaded'] <= t['month_disk_ratio'])} |",
+    ]
+    bf = r.get("before")
+    if bf:
+        this, old = bf["this"], bf["before"]
+        lines += [f"| import and export by `{old['checkout']}` (the code before), memories/s (per CPU-second), "
+                  f"{old['memories']:,} memories | import {old['import_per_s']:,.0f} ({old['import_per_cpu_s']:,.0f}), "
+                  f"export {old['export_per_s']:,.0f} ({old['export_per_cpu_s']:,.0f}) | this checkout, same child run: "
+                  f"import {this['import_per_s']:,.0f} ({this['import_per_cpu_s']:,.0f}), export {this['export_per_s']:,.0f} "
+                  f"({this['export_per_cpu_s']:,.0f}) | | |"]
+    lines += [
         "",
         f"Month: every day {r['settings']['recalls_per_day']} recalls (limit 10, strengthening written as in production) and "
         f"{r['settings']['stores_per_day']} stores, then maintenance; maintenance compacts a store whose files grew "
@@ -345,10 +416,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, help="result directory (default bench/results/<UTC>/bulk/)")
     ap.add_argument("--month-n", type=int, help="memories in the simulated month")
     ap.add_argument("--import-n", type=int, help="memories in the import/export measurement")
+    ap.add_argument("--before", type=Path, help="another checkout of engram (e.g. main): its import and export too")
+    ap.add_argument("--child-checkout", type=Path, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
+    if a.child_checkout:
+        _child_checkout(a.child_checkout, a.import_n or FULL["import_n"])
+        return 0
     out = a.out or ROOT / "bench" / "results" / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) / "bulk"
     overrides = {k: v for k, v in (("month_n", a.month_n), ("import_n", a.import_n)) if v}
-    results = run_bulk(out, quick=a.quick, **overrides)
+    results = run_bulk(out, quick=a.quick, before=a.before, **overrides)
     print(markdown(results))
     print(f"results in {out}")
     return 0
