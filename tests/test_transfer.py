@@ -666,3 +666,13 @@ def test_reindex_embeds_every_chunk_while_writing_the_last_and_reports_progress(
         assert all(r.get("embedding_model") == FakeEmbedder().model_name for r in h.repo.all_memories())
     finally:
         svc.close()
+
+
+def test_a_batch_grows_at_most_twofold_and_shrinks_at_once():
+    from engram_mcp.services.transfer import next_batch
+
+    assert next_batch(16, 16, 0.001, 60.0, 16, 2000) == 32  # fast: would fit 960, grows to twice
+    assert next_batch(1000, 1000, 0.6, 60.0, 16, 2000) == 100  # ten times too slow: down at once
+    assert next_batch(64, 64, 2.0, 60.0, 16, 2000) == 16  # never below the floor
+    assert next_batch(1500, 1500, 0.001, 60.0, 16, 2000) == 2000  # never above the ceiling
+    assert next_batch(50, 0, 0.0, 60.0, 16, 2000) == 50  # nothing timed: unchanged

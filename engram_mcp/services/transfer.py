@@ -165,8 +165,7 @@ def _export_memories(
         rows.sort(key=lambda r: r["id"])
         _write_memory_lines(rows, scope, out, counts, include_vectors)
         start += len(page)
-        if held > 0:
-            size = int(min(MAX_EXPORT_PAGE, max(EXPORT_PAGE, EXPORT_LOCK_BUDGET_MS / 1000.0 / (held / len(page)))))
+        size = next_batch(size, len(page), held, EXPORT_LOCK_BUDGET_MS, EXPORT_PAGE, MAX_EXPORT_PAGE)
         if progress:
             progress(start, total, f"export {scope}")
 
@@ -541,6 +540,16 @@ def _attach_vector(mem: _Memory, obj: dict[str, Any], model: str, dim: int, text
         rec.pop(name, None)
 
 
+def next_batch(current: int, done: int, held_s: float, budget_ms: float, smallest: int, largest: int) -> int:
+    """The size of the next locked batch: what `budget_ms` allows at the per-record time of the
+    batch just done (`done` records in `held_s`), at most twice the current size (one fast
+    batch on a machine whose load then returns must not buy a long hold), within the bounds."""
+    if done <= 0 or held_s <= 0:
+        return current
+    fits = budget_ms / 1000.0 / (held_s / done)
+    return int(max(smallest, min(largest, 2 * current, fits)))
+
+
 class _Writer:
     """Writes checked memories in batches, each one statement under the service lock.
 
@@ -570,9 +579,7 @@ class _Writer:
             return
         batch, self.pending = self.pending, []
         held = _write_batch(self.run, batch)
-        if held > 0:
-            per_record = held / len(batch)
-            self.batch = int(min(MAX_WRITE_BATCH, max(WRITE_BATCH, WRITE_LOCK_BUDGET_MS / 1000.0 / per_record)))
+        self.batch = next_batch(self.batch, len(batch), held, WRITE_LOCK_BUDGET_MS, WRITE_BATCH, MAX_WRITE_BATCH)
         self.written += len(batch)
         self.run.tick(self.written, None, "write")
 
