@@ -70,7 +70,8 @@ def quality(access: ScopeAccess, ctx: RequestContext) -> dict[str, Any]:
     with access.lock:
         for name, h in access.open_scopes(ctx, SCOPE_ORDER, warnings):
             idx = h.index
-            live_mask = idx.mask(Filters(statuses=frozenset(LIVE_STATUSES)))
+            # superseded ones included: recall hides them, but they are still live records
+            live_mask = idx.mask(Filters(statuses=frozenset(LIVE_STATUSES), include_superseded=True))
             live = np.flatnonzero(live_mask)
             n = int(live.size)
             access_count = idx.cols.access_count[live]
