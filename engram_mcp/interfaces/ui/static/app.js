@@ -169,12 +169,12 @@ function liveMemory(m) {
 
 // ------------------------------------------------------------------ one memory
 function decayChart(decay) {
-  const W = 420, H = 150, P = 30;
+  const W = 420, H = 150, P = 30;  // viewBox units; scaled to the card
   const pts = decay.points;
   const maxDay = pts[pts.length - 1].days_from_now;
   const x = (d) => P + (W - 2 * P) * (Math.sqrt(d) / Math.sqrt(maxDay));
   const y = (v) => H - P - (H - 2 * P) * v;
-  const chart = svg("svg", { viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: "img", "data-testid": "decay-curve" });
+  const chart = svg("svg", { viewBox: `0 0 ${W} ${H}`, width: "100%", role: "img", "data-testid": "decay-curve" });
   chart.append(svg("line", { x1: P, y1: H - P, x2: W - P, y2: H - P, class: "axis" }), svg("line", { x1: P, y1: P, x2: P, y2: H - P, class: "axis" }));
   chart.append(svg("polyline", { class: "curve", points: pts.map((p) => `${x(p.days_from_now).toFixed(1)},${y(p.strength).toFixed(1)}`).join(" ") }));
   for (const d of [0, 7, 30, 90, 365]) chart.append(svg("text", { x: x(d) - 6, y: H - P + 14 }, `${d}d`));
