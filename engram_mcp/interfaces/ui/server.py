@@ -117,7 +117,8 @@ class Guard:
         supplied = request.query_params.get("token")
         if supplied is not None and request.method == "GET" and not request.url.path.startswith("/api/"):
             # First visit: keep the token in a cookie and drop it from the address bar (and history).
-            clean = request.url.path + ("?" + _without_token(request) if _without_token(request) else "")
+            rest = _without_token(request)
+            clean = "/" + request.url.path.lstrip("/") + ("?" + rest if rest else "")  # never `//host`
             response: Response = RedirectResponse(clean, status_code=303)
             response.set_cookie(COOKIE_NAME, self.token, httponly=True, samesite="strict", path="/")
             await _with_headers(response)(scope, receive, send)
