@@ -127,11 +127,13 @@ def browser(ui, tmp_path_factory):
 
 def _wait(driver, condition, timeout: float = WAIT_S):
     """Until `condition(driver)` is truthy; on a timeout, say what the page showed and logged."""
-    from selenium.common.exceptions import TimeoutException
+    from selenium.common.exceptions import StaleElementReferenceException, TimeoutException
     from selenium.webdriver.support.ui import WebDriverWait
 
+    # an element can vanish between finding and reading it while a view re-renders: poll again
+    ignored = (StaleElementReferenceException, IndexError)
     try:
-        return WebDriverWait(driver, timeout, poll_frequency=0.1).until(condition)
+        return WebDriverWait(driver, timeout, poll_frequency=0.1, ignored_exceptions=ignored).until(condition)
     except TimeoutException:
         body = driver.find_element("tag name", "body").text[:2000]
         raise AssertionError(f"timed out at {driver.current_url}\npage:\n{body}\nlog: {driver.get_log('browser')}") from None
@@ -154,8 +156,19 @@ def _memory_page(driver, base: str, mid: str) -> None:
     _open(driver, base, f"memory/{mid.split(':', 1)[1]}", "[data-testid=memory-full-content]")
 
 
+def _text(driver, selector: str) -> str:
+    """The text of the first element matching, "" while there is none (the view is re-rendering)."""
+    from selenium.common.exceptions import StaleElementReferenceException
+
+    try:
+        found = _css(driver, selector)
+        return found[0].text if found else ""
+    except StaleElementReferenceException:
+        return ""
+
+
 def _status(driver) -> str:
-    return _css(driver, "[data-testid=memory-status]")[0].text
+    return _text(driver, "[data-testid=memory-status]")
 
 
 def _http(url: str, *, method: str = "GET", headers: dict[str, str] | None = None, body: bytes | None = None) -> int:
@@ -194,6 +207,19 @@ def test_foreign_origin_and_host_get_403(ui) -> None:
     assert shown["status"] != "forgotten", "no refused request changed anything"
 
 
+def test_the_token_redirect_stays_on_this_server(ui) -> None:
+    _, base, token, _ = ui
+    import http.client
+
+    host, port = base.removeprefix("http://").split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=30)
+    conn.request("GET", f"//evil.example/?token={token}")
+    r = conn.getresponse()
+    assert r.status == 303 and r.getheader("Location") == "/evil.example/"
+    assert "HttpOnly" in r.getheader("Set-Cookie") and "SameSite=strict" in r.getheader("Set-Cookie")
+    conn.close()
+
+
 def test_the_page_is_served_with_a_strict_policy(ui) -> None:
     _, base, token, _ = ui
     with urllib.request.urlopen(f"{base}/api/list?token={token}", timeout=30) as r:
@@ -213,7 +239,7 @@ def test_token_moves_to_a_cookie_and_search_finds_a_memory(ui, browser, shots) -
     box.send_keys("how do I run the tests")
     _css(browser, "[data-testid=explain]")[0].click()
     _css(browser, "[data-testid=search-button]")[0].click()
-    _wait(browser, lambda d: "matched" in _css(d, "[data-testid=result-info]")[0].text)
+    _wait(browser, lambda d: "matched" in _text(d, "[data-testid=result-info]"))
     rows = _css(browser, "[data-testid=memory-row]")
     assert rows and rows[0].get_attribute("data-id") == ids["tests"]
     breakdown = _css(browser, "[data-testid=breakdown]")[0]
@@ -247,7 +273,7 @@ def test_edit_keeps_its_history(ui, browser, shots) -> None:
     box.clear()
     box.send_keys("The service stores its data in PostgreSQL 17 behind pgbouncer")
     _css(browser, "[data-testid=save-content]")[0].click()
-    _wait(browser, lambda d: "PostgreSQL 17" in _css(d, "[data-testid=memory-full-content]")[0].text)
+    _wait(browser, lambda d: "PostgreSQL 17" in _text(d, "[data-testid=memory-full-content]"))
     history = _wait(browser, lambda d: _css(d, "[data-testid=history-row]"))
     assert any("PostgreSQL 16" in h.text for h in history)
     browser.save_screenshot(str(shots / "memory.png"))
@@ -272,7 +298,7 @@ def test_promote(ui, browser) -> None:
     target = _css(browser, "[data-testid=promote-target]")[0]
     target.find_element("css selector", "option[value=user]").click()
     _css(browser, "[data-testid=promote]")[0].click()
-    _wait(browser, lambda d: "user" in d.find_element("css selector", ".kv").text)
+    _wait(browser, lambda d: "user" in _text(d, ".kv"))
     shown = json.loads(env.cli("--json", "show", ids["tests"]).stdout)
     assert "user" in [shown["scope"], *shown.get("also_in", [])]
 
@@ -300,7 +326,7 @@ def test_a_consolidation_step_approved_and_applied(ui, browser, shots) -> None:
 def test_a_new_store_appears_live(ui, browser, shots) -> None:
     env, base, _, _ = ui
     _open(browser, base, "browse", "[data-testid=memory-row]")
-    _wait(browser, lambda d: d.find_element("id", "live-state").text == "live")
+    _wait(browser, lambda d: _text(d, "#live-state") == "live")
     browser.execute_script("window.__same_page = 'yes'")
     env.cli("store", "Live feed check: the release train leaves on Thursdays", "--type", "semantic")
     row = _wait(browser, lambda d: [r for r in _css(d, "tr.mem-row.live") if "release train" in r.text])
