@@ -657,9 +657,9 @@ def write_report(out_dir: Path, run: dict[str, Any]) -> dict[str, Any]:
     L += locomo_section(parts, run, plots)
     L += coding_section(parts, run, out_dir)
     L += speed_section(parts, run, plots)
+    L += ui_section(parts, run, out_dir)
     L += hooks_section(parts, run, plots)
     L += stop_section(parts, run, out_dir)
-    L += ui_section(parts, run, out_dir)
     L += tokens_section(parts, run, plots)
     L += run_section(run)
     if plot_errors:

@@ -334,6 +334,20 @@ def test_a_new_store_appears_live(ui, browser, shots) -> None:
     browser.save_screenshot(str(shots / "live.png"))
 
 
+def test_another_project_is_browsed_by_its_directory(ui, browser, tmp_path) -> None:
+    env, base, _, ids = ui
+    other = tmp_path / "other-project"
+    (other / ".git").mkdir(parents=True)
+    env.cli("store", "The other project deploys with Helm charts", "--type", "semantic", cwd=other)
+    browser.get(f"{base}/?project={other}#/browse")
+    _wait(browser, lambda d: any("Helm charts" in r.text for r in _css(d, "[data-testid=memory-row]")))
+    shown = {r.get_attribute("data-id") for r in _css(browser, "[data-testid=memory-row]")}
+    assert ids["db"] not in shown, "the other project's page shows that project's memories"
+    assert _css(browser, "#project")[0].get_attribute("value") == str(other)
+    assert _http(f"{base}/api/list?project=relative/path", headers={"Cookie": f"engram_ui_token={ui[2]}"}) == 400
+    browser.get(f"{base}/#/browse")
+
+
 def test_other_pages_render(ui, browser, shots) -> None:
     _, base, _, _ = ui
     _open(browser, base, "health", "[data-testid=health-project]")

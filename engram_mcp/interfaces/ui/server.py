@@ -48,7 +48,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from engram_mcp.core import operations
-from engram_mcp.core.errors import EngramError
+from engram_mcp.core.errors import EngramError, InvalidInput
 from engram_mcp.daemon.client import DaemonClient
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
@@ -84,13 +84,26 @@ class Backend:
         self.user_dir = user_dir
         self._local = threading.local()
 
-    def call(self, op: str, args: dict[str, Any] | None = None) -> Any:
+    def call(self, op: str, args: dict[str, Any] | None = None, project: Path | None = None) -> Any:
+        """One daemon operation in `project` (default: the one the UI was started in)."""
         if operations.get(op) is None:
             raise ValueError(f"{op!r} is not an engram operation")  # a bug here, not the user's input
         client = getattr(self._local, "client", None)
         if client is None:
             client = self._local.client = DaemonClient(self.user_dir, client_name="ui")
-        return client.call(op, args or {}, project_root=self.project, session_id=self.session)
+        return client.call(op, args or {}, project_root=project or self.project, session_id=self.session)
+
+
+def project_of(request: Request) -> Path | None:
+    """The project a request names (`?project=<directory>`, as `engram --project` takes one), or None
+    for the UI's own. The daemon resolves it to its project root as for any other caller."""
+    raw = request.query_params.get("project", "").strip()
+    if not raw:
+        return None
+    path = Path(raw).expanduser()
+    if not path.is_absolute() or not path.is_dir():
+        raise InvalidInput(f"project {raw[:200]!r} is not a directory (give its absolute path)", field="project")
+    return path
 
 
 def _our_hosts(port: int) -> set[str]:
@@ -213,8 +226,9 @@ class _BadBody(Exception):
 def make_app(backend: Backend, token: str, port_of: Callable[[], int]) -> ASGIApp:
     """The ASGI application: static page, JSON API, live feed, behind the Guard."""
 
-    async def call(op: str, args: dict[str, Any] | None = None) -> Any:
-        return await run_in_threadpool(backend.call, op, args)
+    async def call(op: str, args: dict[str, Any] | None = None, request: Request | None = None) -> Any:
+        project = project_of(request) if request is not None else None
+        return await run_in_threadpool(backend.call, op, args, project)
 
     def endpoint(fn: Callable[[Request], Any]) -> Callable[[Request], Any]:
         async def wrapped(request: Request) -> Response:
@@ -246,7 +260,7 @@ def make_app(backend: Backend, token: str, port_of: Callable[[], int]) -> ASGIAp
                 args[bound] = request.query_params[bound]
         args["limit"] = _int(request, "limit", 25, 1, 200)
         args["page"] = _int(request, "page", 1, 1, 100_000)
-        return await call("list", args)
+        return await call("list", args, request)
 
     @endpoint
     async def api_search(request: Request) -> Any:
@@ -255,13 +269,13 @@ def make_app(backend: Backend, token: str, port_of: Callable[[], int]) -> ASGIAp
         args["limit"] = _int(request, "limit", 20, 1, 50)
         if request.query_params.get("strategy"):
             args["strategy"] = request.query_params["strategy"]
-        return await call("recall", args)
+        return await call("recall", args, request)
 
     @endpoint
     async def api_memory(request: Request) -> Any:
         mid = request.path_params["mid"]
-        memory = await call("get", {"memory_id": mid, "history": True})
-        memory["decay"] = await call("decay_curve", {"memory_id": mid})
+        memory = await call("get", {"memory_id": mid, "history": True}, request)
+        memory["decay"] = await call("decay_curve", {"memory_id": mid}, request)
         return memory
 
     @endpoint
@@ -269,7 +283,7 @@ def make_app(backend: Backend, token: str, port_of: Callable[[], int]) -> ASGIAp
         body = await _json_body(request)
         allowed = ("content", "summary", "importance", "category", "tags", "supersedes")
         args = {k: v for k, v in body.items() if k in allowed}
-        return await call("update", {"memory_id": request.path_params["mid"], **args})
+        return await call("update", {"memory_id": request.path_params["mid"], **args}, request)
 
     @endpoint
     async def api_forget(request: Request) -> Any:
@@ -277,21 +291,20 @@ def make_app(backend: Backend, token: str, port_of: Callable[[], int]) -> ASGIAp
         args = {"memory_id": request.path_params["mid"], "undo": bool(body.get("undo"))}
         if isinstance(body.get("reason"), str):
             args["reason"] = body["reason"]
-        return await call("forget", args)
+        return await call("forget", args, request)
 
     @endpoint
     async def api_promote(request: Request) -> Any:
         body = await _json_body(request)
-        return await call(
-            "promote", {"memory_id": request.path_params["mid"], "target_scope": body.get("target_scope")}
-        )
+        args = {"memory_id": request.path_params["mid"], "target_scope": body.get("target_scope")}
+        return await call("promote", args, request)
 
     @endpoint
     async def api_plan(request: Request) -> Any:
         args: dict[str, Any] = {"dry_run": True}
         if request.query_params.get("scope"):
             args["scope"] = request.query_params["scope"]
-        return await call("consolidate", args)
+        return await call("consolidate", args, request)
 
     @endpoint
     async def api_apply(request: Request) -> Any:
@@ -299,33 +312,37 @@ def make_app(backend: Backend, token: str, port_of: Callable[[], int]) -> ASGIAp
         args: dict[str, Any] = {"steps": body.get("steps")}
         if isinstance(body.get("scope"), str):
             args["scope"] = body["scope"]
-        return await call("consolidate_steps", args)
+        return await call("consolidate_steps", args, request)
 
     @endpoint
     async def api_graph(request: Request) -> Any:
         args: dict[str, Any] = {"depth": _int(request, "depth", 1, 1, 3), "limit": 40}
         if request.query_params.get("entity"):
             args["entity"] = request.query_params["entity"]
-        return await call("graph", args)
+        return await call("graph", args, request)
 
     @endpoint
     async def api_health(request: Request) -> Any:
-        status, quality = await asyncio.gather(call("status"), call("quality"))
+        status, quality = await asyncio.gather(call("status", None, request), call("quality", None, request))
         return {"status": status, "quality": quality}
 
     @endpoint
     async def api_sessions(request: Request) -> Any:
-        return await call("sessions")
+        return await call("sessions", None, request)
+
+    @endpoint
+    async def api_info(request: Request) -> Any:
+        return {"project": str(backend.project)}
 
     @endpoint
     async def api_tags(request: Request) -> Any:
-        return await call("tags", {"limit": 200})
+        return await call("tags", {"limit": 200}, request)
 
     async def api_events(request: Request) -> Response:
         """Server-sent events: each memory created since the page connected, newest last."""
 
         async def newest() -> list[dict[str, Any]]:
-            res = await call("list", {"limit": LIVE_WINDOW, "status": "all"})
+            res = await call("list", {"limit": LIVE_WINDOW, "status": "all"}, request)
             return list(res.get("memories") or [])
 
         async def stream() -> Any:
@@ -361,6 +378,7 @@ def make_app(backend: Backend, token: str, port_of: Callable[[], int]) -> ASGIAp
         Route("/static/{name}", static),
         Route("/api/list", api_list),
         Route("/api/search", api_search),
+        Route("/api/info", api_info),
         Route("/api/tags", api_tags),
         Route("/api/memory/{mid}", api_memory),
         Route("/api/memory/{mid}/update", api_update, methods=["POST"]),

@@ -35,13 +35,22 @@ function toast(message, isError = false) {
   toast.timer = setTimeout(() => { t.className = ""; }, 4000);
 }
 
+// The project every call is made in: the one `engram ui` started in, unless another is chosen
+// in the header (kept in the page's address as ?project=, so a reload stays there).
+let project = new URLSearchParams(location.search).get("project") || "";
+
+function inProject(path) {
+  if (!project) return path;
+  return path + (path.includes("?") ? "&" : "?") + "project=" + encodeURIComponent(project);
+}
+
 async function api(path) {
-  const r = await fetch(path, { credentials: "same-origin" });
+  const r = await fetch(inProject(path), { credentials: "same-origin" });
   return answer(r);
 }
 
 async function post(path, body) {
-  const r = await fetch(path, {
+  const r = await fetch(inProject(path), {
     method: "POST",
     credentials: "same-origin",
     headers: { "content-type": "application/json", "x-engram-ui": "1" },
@@ -383,9 +392,20 @@ async function healthPage() {
 }
 
 // ------------------------------------------------------------------ live feed and routing
+async function projectPicker() {
+  const input = document.getElementById("project");
+  try { input.placeholder = (await api("/api/info")).project; } catch (e) { /* shown by the page's own call */ }
+  input.value = project;
+  input.addEventListener("change", () => {
+    const params = new URLSearchParams(location.search);
+    if (input.value.trim()) params.set("project", input.value.trim()); else params.delete("project");
+    location.search = params.toString();  // a reload: every view and the live feed follow it
+  });
+}
+
 function connectLive() {
   const state = document.getElementById("live-state");
-  const source = new EventSource("/api/events");
+  const source = new EventSource(inProject("/api/events"));
   source.addEventListener("open", () => { state.textContent = "live"; });
   source.addEventListener("error", () => { state.textContent = "live: reconnecting"; });
   source.addEventListener("memory", (ev) => {
@@ -407,5 +427,6 @@ function route() {
 }
 
 window.addEventListener("hashchange", route);
+projectPicker();
 connectLive();
 route();
