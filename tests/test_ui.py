@@ -25,6 +25,7 @@ from tests.daemon_env import REPO, make_env
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
 WAIT_S = 20
+SESSION = "ui-session-1"
 
 pytestmark = [
     pytest.mark.slow,
@@ -68,6 +69,10 @@ def ui(tmp_path_factory):
             },
             project_root=env.project,
         )["memory_id"]
+        # a session as the hooks drive one: the context block at its start, a prompt's block
+        started = client.call("hook_session_start", {"source": "startup"}, project_root=env.project, session_id=SESSION)
+        assert started["additional_context"], "the session start injected a context block"
+        client.call("hook_prompt", {"prompt": "how do I run the API tests?"}, project_root=env.project, session_id=SESSION)
     finally:
         client.close()
     assert len(set(ids.values())) == len(ids), "every seeded memory is its own"
@@ -308,7 +313,8 @@ def test_a_consolidation_step_approved_and_applied(ui, browser, shots) -> None:
     _open(browser, base, "consolidate", "[data-testid=plan]")
     steps = _wait(browser, lambda d: [s for s in _css(d, "[data-testid=step]") if (s.get_attribute("data-step") or "").startswith("summarize:")])
     step = steps[0]
-    assert ids["deploy1"].split(":")[1] in step.text and ids["deploy2"].split(":")[1] in step.text
+    links = [a.text for a in step.find_elements("css selector", "a[data-testid=memory-link]")]
+    assert sorted(links) == sorted([ids["deploy1"].split(":")[1], ids["deploy2"].split(":")[1]])
     for other in _css(browser, "[data-testid=step]"):
         if other.get_attribute("data-step") != step.get_attribute("data-step"):
             other.find_element("css selector", "[data-testid=reject]").click()
@@ -355,7 +361,10 @@ def test_other_pages_render(ui, browser, shots) -> None:
     assert "%" in row.text and "MB" in row.text
     assert "queued writes" in _css(browser, "[data-testid=write-queue]")[0].text
     browser.save_screenshot(str(shots / "health.png"))
-    _open(browser, base, "sessions", "h1")
+    _open(browser, base, "sessions", "[data-testid=session]")
+    session = next(s for s in _css(browser, "[data-testid=session]") if SESSION in s.text)
+    assert "injected at start:" in session.text and "nothing recorded" not in session.text
+    assert session.find_elements("css selector", "a[data-testid=memory-link]"), "the injected memories link to their pages"
     browser.save_screenshot(str(shots / "sessions.png"))
     _open(browser, base, "graph", "[data-testid=graph-svg]")
     browser.save_screenshot(str(shots / "graph.png"))

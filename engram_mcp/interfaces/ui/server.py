@@ -188,7 +188,8 @@ def _with_headers(response: Response) -> Response:
 # ------------------------------------------------------------------ routes
 def _error(exc: Exception) -> JSONResponse:
     if isinstance(exc, EngramError):
-        return JSONResponse({"error": exc.envelope()}, status_code=404 if exc.code == "not_found" else 400)
+        status = {"not_found": 404, "daemon_unavailable": 503, "memory_unavailable": 503}.get(exc.code, 400)
+        return JSONResponse({"error": exc.envelope()}, status_code=status)
     return JSONResponse({"error": {"error": "internal", "message": str(exc)[:300]}}, status_code=500)
 
 

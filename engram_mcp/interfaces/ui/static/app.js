@@ -13,7 +13,7 @@ function el(tag, attrs = {}, ...children) {
     else if (k === "checked") node.checked = !!v;
     else node.setAttribute(k, v === true ? "" : String(v));
   }
-  for (const c of children.flat()) {
+  for (const c of children.flat(Infinity)) {
     if (c === undefined || c === null || c === false) continue;
     node.append(c instanceof Node ? c : document.createTextNode(String(c)));
   }
