@@ -37,7 +37,7 @@ from engram_mcp.core.paths import (
     tighten_store_data,
     vet_store_entries,
 )
-from engram_mcp.storage import compact
+from engram_mcp.storage import compact, wire
 from engram_mcp.storage import queries as q
 from engram_mcp.storage.repository import ScopeRepository
 from engram_mcp.storage.schema import CURRENT_SCHEMA_VERSION, MIGRATIONS
@@ -244,6 +244,7 @@ class SurrealStore:
                 try:
                     from surrealdb import Surreal  # heavy import (~0.3 s): only the owner process pays it
 
+                    wire.install_fast_decoder()
                     self._conn = Surreal(f"surrealkv://{checked / DATA_DIRNAME}")
                 except Exception as exc:  # engine refused: corrupt files, permissions, ...
                     self._release_lock()
