@@ -14,6 +14,11 @@ GET_SCHEMA_VERSION = "SELECT VALUE version FROM ONLY engram_meta:schema"
 SET_SCHEMA_VERSION = "UPSERT engram_meta:schema SET version = $version, migrated_at = time::now()"
 GET_META = "SELECT VALUE value FROM ONLY type::thing('engram_meta', $key)"
 SET_META = "UPSERT type::thing('engram_meta', $key) SET value = $value, updated_at = time::now()"
+# The change counter of a database: bumped in the same transaction as every statement that
+# changes what the derived retrieval index holds (INDEXED_WRITES, applied by store.py), so a
+# persisted index stamped with it knows whether it still reflects the store (services/handles.py).
+BUMP_CHANGES = "UPSERT engram_meta:changes SET n = (n ?? 0) + 1 RETURN NONE"
+GET_CHANGES = "SELECT VALUE n FROM ONLY engram_meta:changes"
 DEFINE_DATABASE = "DEFINE DATABASE IF NOT EXISTS {db}"  # {db} from ids.session_db_name/project_db_name only
 REMOVE_DATABASE = "REMOVE DATABASE IF EXISTS {db}"
 LIST_DATABASES = "INFO FOR NS"
@@ -161,4 +166,20 @@ ENTITIES_MENTIONED_BY = "SELECT VALUE out FROM mentions WHERE in = $memory"
 DELETE_ORPHAN_ENTITIES = (
     "FOR $e IN $entities { IF count((SELECT id FROM mentions WHERE out = $e)) = 0 { "
     "DELETE relates_to WHERE in = $e OR out = $e RETURN NONE; DELETE $e RETURN NONE; }; }"
+)
+
+# Statements that change what the derived retrieval index holds (memory records and the
+# memory -> memory links it reads at open): the store bumps the change counter with each, in
+# the same transaction. tests/test_index_persist.py fails until every write statement here is
+# classified, so a new one cannot silently leave a persisted index looking current.
+INDEXED_WRITES = frozenset(
+    {
+        CREATE_MEMORY,
+        REPLACE_MEMORY,
+        STRENGTHEN_BATCH,
+        SET_STATUS,
+        CREATE_LINK,
+        IMPORT_LINK,
+        REPAIR_NUL_IN_TABLE,
+    }
 )

@@ -167,6 +167,14 @@ class ScopeRepository:
     def meta_set(self, key: str, value: Any) -> None:
         self._q(q.SET_META, {"key": key, "value": value})
 
+    def changes(self) -> int:
+        """The database's change counter: bumped with every write that changes what the
+        retrieval index holds (queries.INDEXED_WRITES); 0 before the first one."""
+        value = self._q(q.GET_CHANGES)
+        if isinstance(value, list):
+            value = value[0] if value else 0
+        return int(value or 0)
+
     # -- memories ---------------------------------------------------------------------
     def get(self, key: str) -> MemoryRecord | None:
         rows = self._q(q.GET_MEMORY, {"id": key}) or []

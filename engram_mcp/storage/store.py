@@ -347,6 +347,8 @@ class SurrealStore:
 
     def query(self, ns: str, db: str, sql: str, params: dict[str, Any] | None = None) -> Any:
         """Run ONE statement and return its result (the SDK only reports the first)."""
+        if sql in q.INDEXED_WRITES:  # the change counter goes with it, atomically
+            return self.transaction(ns, db, [(sql, params or {})])[0]
         with self._mutex:
             self._use(ns, db)
             if _is_write(sql):
@@ -365,8 +367,14 @@ class SurrealStore:
         """Run statements atomically (BEGIN/COMMIT in one request; rolls back on error).
 
         Each statement's params are renamed with a per-statement prefix so they can
-        share one request without colliding.
+        share one request without colliding. When one of them changes what the retrieval
+        index holds (`queries.INDEXED_WRITES`), the database's change counter is bumped in the
+        same transaction (its result is not returned).
         """
+        given = statements
+        trim = 1 if any(sql in q.INDEXED_WRITES for sql, _ in statements) else 0
+        if trim:
+            statements = [*statements, (q.BUMP_CHANGES, {})]
         body, params = [], {}
         for i, (sql, p) in enumerate(statements):
             renamed = sql
@@ -385,7 +393,7 @@ class SurrealStore:
                 if _holds_nul(exc) and _nul_in(params):
                     raise InvalidInput("a text value holds a NUL character, which the store cannot keep") from exc
                 if _holds_nul(exc) and self.repair_nul(ns, db):
-                    return self.transaction(ns, db, statements)
+                    return self.transaction(ns, db, given)
                 raise self._failed(_classify(exc, f"{self.label} store")) from exc
             if raw.get("error"):
                 raise self._failed(_classify(RuntimeError(str(raw["error"])), f"{self.label} store"))
@@ -394,7 +402,8 @@ class SurrealStore:
             if failures:
                 real = [r for r in failures if "failed transaction" not in str(r.get("result"))] or failures
                 raise self._failed(_classify(RuntimeError(str(real[0].get("result"))), f"{self.label} store"))
-        return [r.get("result") for r in results]
+        out = [r.get("result") for r in results]
+        return out[: len(out) - trim]
 
     def execute_ddl(self, ns: str, sql: str) -> Any:
         """DDL at namespace level (define/remove a database); `sql` uses validated names only."""
@@ -453,7 +462,13 @@ class SurrealStore:
                 if version <= current:
                     continue
                 log.info("migrating %s %s/%s to v%d: %s", self.label, ns, db, version, description)
-                self.transaction(ns, db, [(s, {}) for s in statements] + [(q.SET_SCHEMA_VERSION, {"version": version})])
+                # a migration may rewrite memories: the change counter moves with it
+                self.transaction(
+                    ns,
+                    db,
+                    [(s, {}) for s in statements]
+                    + [(q.SET_SCHEMA_VERSION, {"version": version}), (q.BUMP_CHANGES, {})],
+                )
                 current = version
             if migrations is None:
                 self._migrated.add(key)
