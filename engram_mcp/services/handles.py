@@ -24,6 +24,7 @@ import logging
 import os
 import stat
 import time
+from datetime import datetime, timezone
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -34,6 +35,7 @@ from engram_mcp.core.paths import project_dir, project_id
 from engram_mcp.index.persist import IndexFileError, read_index_file, write_index_file
 from engram_mcp.index.scope_index import ScopeIndex
 from engram_mcp.storage.repository import ScopeRepository
+from engram_mcp.storage.rows import LinkRow
 from engram_mcp.storage.store import SurrealStore
 
 log = logging.getLogger("engram.handles")
@@ -43,6 +45,7 @@ SESSION_NS = "session"
 #: Where a store keeps its persisted indexes (beside `data/`).
 INDEX_DIRNAME = "index"
 INDEX_SUFFIX = ".eidx"
+_EPOCH = datetime.fromtimestamp(0, timezone.utc)
 
 
 @dataclass
@@ -183,7 +186,9 @@ class StoreRegistry:
             index = loaded
         else:
             index.bulk_load(repo.index_rows())
-            for link in repo.all_links():
+            # oldest first, so when a memory was superseded twice the latest link wins, as it
+            # did when the links were made (the table's own order is arbitrary)
+            for link in sorted(repo.all_links(), key=_link_time):
                 if link.relation_type == "supersedes":
                     index.mark_superseded(link.dst, link.src)
         self.load_seconds[f"{scope}:{db}"] = time.perf_counter() - started
@@ -244,6 +249,8 @@ class StoreRegistry:
         meta.update(changes=changes, ns=handle.ns, db=handle.db)
         path = self.index_path(handle.store.directory, handle.ns, handle.db)
         _private_dir(path.parent)
+        for leftover in path.parent.glob(f".{path.name}.*.tmp"):  # a write a crash cut short
+            leftover.unlink(missing_ok=True)
         write_index_file(path, meta, arrays)
         handle.persisted_changes, handle.persisted_edits = changes, edits
         return True
@@ -282,3 +289,7 @@ def _private_dir(path: Path) -> None:
         st = os.lstat(path)
         if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
             raise OSError(f"{path} is not a directory of this user") from None
+
+
+def _link_time(link: LinkRow) -> datetime:
+    return link.created_at or _EPOCH
