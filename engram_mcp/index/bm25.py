@@ -198,7 +198,7 @@ class BM25Index:
             if doc is not None:
                 doc_parts.append(doc)
                 doc_counts[slot + 1] = doc.shape[1]
-        arrays = {
+        arrays: dict[str, np.ndarray] = {
             "bm25_post_offsets": np.cumsum(post_counts),
             "bm25_post_slots": np.concatenate(slot_parts).astype(np.int32) if slot_parts else _EMPTY_POSTING_SLOTS,
             "bm25_post_tfs": np.concatenate(tf_parts).astype(np.float32) if tf_parts else _EMPTY_POSTING_TFS,
@@ -208,8 +208,13 @@ class BM25Index:
             else np.zeros((2, 0), dtype=np.int32),
             "bm25_doc_len": np.asarray(self._doc_len, dtype=np.float32),
         }
-        meta = {"k1": self.k1, "b": self.b, "vocab": list(self._vocab), "doc_count": self._doc_count,
-                "total_len": self._total_len}
+        meta = {
+            "k1": self.k1,
+            "b": self.b,
+            "vocab": list(self._vocab),
+            "doc_count": self._doc_count,
+            "total_len": self._total_len,
+        }
         return meta, arrays
 
     @classmethod

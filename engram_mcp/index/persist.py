@@ -98,7 +98,7 @@ def write_index_file(path: Path, meta: dict[str, Any], arrays: dict[str, np.ndar
                 pos = data_start + off
                 for p in parts:
                     if p.nbytes:
-                        f.write(memoryview(p).cast("B"))
+                        f.write(p.tobytes() if p.nbytes < _CRC_CHUNK_BYTES else p.data.cast("B"))
                         pos += p.nbytes
             f.flush()
             os.fsync(fd)

@@ -342,9 +342,20 @@ class ScopeIndex:
     UNCHECKED_ARRAYS = frozenset({"vec_f32"})
     #: Arrays the index writes in place after loading (copy-on-write pages of the mapping).
     WRITABLE_ARRAYS = frozenset(
-        {"vec_f32", "vec_i8", "vec_scale", "vec_has", "bm25_post_tfs", "bm25_doc_len",
-         "col_type_code", "col_status_code", "col_importance", "col_access_count", "col_created_at",
-         "col_last_accessed"}
+        {
+            "vec_f32",
+            "vec_i8",
+            "vec_scale",
+            "vec_has",
+            "bm25_post_tfs",
+            "bm25_doc_len",
+            "col_type_code",
+            "col_status_code",
+            "col_importance",
+            "col_access_count",
+            "col_created_at",
+            "col_last_accessed",
+        }
     )
     _COLUMNS = ("type_code", "status_code", "importance", "access_count", "created_at", "last_accessed")
 
@@ -352,8 +363,8 @@ class ScopeIndex:
         """(metadata, arrays) describing the whole index, for `from_state`. Per-slot labels and
         keys travel as one JSON blob (an array of bytes, checksummed like the others)."""
         n = self.slots.size
-        bm25_meta, arrays = self.bm25.export_state()
-        arrays.update(self.vectors.export_arrays())
+        bm25_meta, bm25_arrays = self.bm25.export_state()
+        arrays: dict[str, Any] = {**bm25_arrays, **self.vectors.export_arrays()}
         for name in self._COLUMNS:
             arrays[f"col_{name}"] = getattr(self.cols, name)[:n]
         objects = {
