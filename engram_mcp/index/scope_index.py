@@ -408,29 +408,23 @@ class ScopeIndex:
         tags, category, session, hashes = objects["tags"], objects["category"], objects["session"], objects["hash"]
         if not len(tags) == len(category) == len(session) == len(hashes) == n:
             raise ValueError("per-slot labels do not fit")
+        live = [slot for slot, key in enumerate(keys) if key is not None]
+        # One frozenset per distinct tag list (stores repeat a few tag sets many times).
+        sets: dict[tuple[str, ...], frozenset[str]] = {}
+        for slot in live:
+            t = tuple(tags[slot] or ())
+            fs = sets.get(t)
+            if fs is None:
+                fs = sets[t] = frozenset(t)
+            index.tags[slot] = fs
+        index._tag_slots = _group_slots((tag, slot) for slot in live for tag in (tags[slot] or ()))
+        index.category = {slot: category[slot] for slot in live if category[slot] is not None}
+        index._category_slots = _group_slots((c, slot) for slot, c in index.category.items())
+        index.session_of = {slot: session[slot] for slot in live if session[slot] is not None}
         created = cols.created_at
-        for slot in range(n):
-            if keys[slot] is None:
-                continue
-            t = tags[slot]
-            if t:
-                fs = frozenset(t)
-                index.tags[slot] = fs
-                for tag in fs:
-                    index._tag_slots.setdefault(tag, set()).add(slot)
-            else:
-                index.tags[slot] = frozenset()
-            c = category[slot]
-            if c is not None:
-                index.category[slot] = c
-                index._category_slots.setdefault(c, set()).add(slot)
-            sid = session[slot]
-            if sid is not None:
-                index.session_of[slot] = sid
-                index._session_times.setdefault(sid, []).append((float(created[slot]), slot))
-            h = hashes[slot]
-            if h is not None:
-                index.slot_hash[slot] = h
+        for slot, sid in index.session_of.items():
+            index._session_times.setdefault(sid, []).append((float(created[slot]), slot))
+        index.slot_hash = {slot: hashes[slot] for slot in live if hashes[slot] is not None}
         for line in index._session_times.values():
             line.sort()
         for slot in arrays["hash_owners"].tolist():
@@ -544,3 +538,15 @@ class ScopeIndex:
             c.access_count[slots].astype(np.float64),
             c.importance[slots].astype(np.float64),
         )
+
+
+def _group_slots(pairs: Iterable[tuple[str, int]]) -> dict[str, set[int]]:
+    """label -> set of slots, from (label, slot) pairs."""
+    out: dict[str, set[int]] = {}
+    for label, slot in pairs:
+        members = out.get(label)
+        if members is None:
+            out[label] = {slot}
+        else:
+            members.add(slot)
+    return out
