@@ -137,6 +137,7 @@ class Daemon:
         self._drain_wanted.set()  # drain once as soon as the service is loaded
         self._drain_retry_at = 0.0
         self._checkpointing = threading.Event()
+        self._inflight = 0  # requests being answered (a checkpoint waits for none)
         self._last_checkpoint = 0.0
         self._attempts: dict[str, int] = {}
         self._entry_keys: dict[str, str] = {}  # spool file name -> project root (entries are immutable)
@@ -228,8 +229,9 @@ class Daemon:
         in a thread of its own, so the socket loop never waits for it."""
         if self.service is None or self._checkpointing.is_set():
             return
-        if time.monotonic() - self.last_activity < CHECKPOINT_QUIET_SECONDS:
-            return
+        with self._conn_lock:
+            if self._inflight or time.monotonic() - self.last_activity < CHECKPOINT_QUIET_SECONDS:
+                return
         if time.monotonic() - self._last_checkpoint < CHECKPOINT_QUIET_SECONDS:
             return
         self._checkpointing.set()
@@ -269,11 +271,15 @@ class Daemon:
 
     def _request(self, line: bytes, stream: Any) -> dict[str, Any]:
         """One request line from the socket loop (`connections.py`): its response."""
-        self.last_activity = time.monotonic()
+        with self._conn_lock:
+            self.last_activity = time.monotonic()
+            self._inflight += 1
         try:
             return self._handle_line(line, stream)
         finally:
-            self.last_activity = time.monotonic()
+            with self._conn_lock:
+                self.last_activity = time.monotonic()
+                self._inflight -= 1
 
     def _handle_line(self, line: bytes, stream: Any = None) -> dict[str, Any]:
         rid = None

@@ -192,6 +192,13 @@ class StoreRegistry:
                 if link.relation_type == "supersedes":
                     index.mark_superseded(link.dst, link.src)
         self.load_seconds[f"{scope}:{db}"] = time.perf_counter() - started
+        log.info(
+            "%s:%s index %s in %.2f s",
+            scope,
+            db,
+            "loaded" if loaded is not None else "rebuilt",
+            time.perf_counter() - started,
+        )
         handle = ScopeHandle(scope, store, ns, db, index, root, session_id)
         if loaded is not None:
             handle.index_status, handle.persisted_changes, handle.persisted_edits = "loaded", int(why), index.edits
@@ -217,6 +224,7 @@ class StoreRegistry:
                 self.index_path(directory, ns, db),
                 unchecked=ScopeIndex.UNCHECKED_ARRAYS,
                 writable=ScopeIndex.WRITABLE_ARRAYS,
+                random_access=ScopeIndex.UNCHECKED_ARRAYS,
             )
         except IndexFileError as exc:
             return None, f"index file {exc}"

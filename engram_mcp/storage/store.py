@@ -237,6 +237,7 @@ class SurrealStore:
         with self._mutex:
             if self._conn is not None:
                 return self
+            started = time.perf_counter()
             dir_fd, checked = self._prepare_directory()
             try:
                 self._recover_compaction(dir_fd, checked)
@@ -251,6 +252,7 @@ class SurrealStore:
                 self._tighten_after_open(dir_fd, checked)
             finally:
                 os.close(dir_fd)
+            log.info("%s store %s opened in %.2f s", self.label, self.directory, time.perf_counter() - started)
             return self
 
     def _prepare_directory(self) -> tuple[int, Path]:
