@@ -9,7 +9,8 @@ nothing until they are promoted.
 
 The derived index is persisted next to its store (`<store dir>/index/<ns>.<db>.eidx`,
 index/persist.py), stamped with the database's change counter, which the store bumps in the
-same transaction as every write the index reflects (storage/queries.py INDEXED_WRITES).
+same transaction as every write that may change what the index holds (every write but
+storage/queries.py UNINDEXED_WRITES).
 Opening a scope loads the file when its stamp equals the counter (the file is mapped, not
 read); a missing, torn, corrupt, foreign-model or stale file is ignored and the index is
 rebuilt from the records, as without persistence. `checkpoint` writes the file (at idle in

@@ -168,8 +168,8 @@ class ScopeRepository:
         self._q(q.SET_META, {"key": key, "value": value})
 
     def changes(self) -> int:
-        """The database's change counter: bumped with every write that changes what the
-        retrieval index holds (queries.INDEXED_WRITES); 0 before the first one."""
+        """The database's change counter: bumped with every write that may change what the
+        retrieval index holds (all but queries.UNINDEXED_WRITES); 0 before the first one."""
         value = self._q(q.GET_CHANGES)
         if isinstance(value, list):
             value = value[0] if value else 0

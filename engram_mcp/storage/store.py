@@ -64,6 +64,12 @@ def _is_write(sql: str) -> bool:
     return not head or head[0].upper() not in _READ_STATEMENTS
 
 
+def _moves_index(sql: str) -> bool:
+    """Whether a statement may change what the retrieval index holds: every write but the ones
+    `queries.UNINDEXED_WRITES` names (so an unlisted or ad-hoc write is counted, never missed)."""
+    return sql not in q.UNINDEXED_WRITES and _is_write(sql)
+
+
 def approx_bytes(value: Any) -> int:
     """A cheap upper-ish estimate of the stored size of statement parameters (vectors are bytes)."""
     if isinstance(value, (str, bytes, bytearray)):
@@ -349,7 +355,7 @@ class SurrealStore:
 
     def query(self, ns: str, db: str, sql: str, params: dict[str, Any] | None = None) -> Any:
         """Run ONE statement and return its result (the SDK only reports the first)."""
-        if sql in q.INDEXED_WRITES:  # the change counter goes with it, atomically
+        if _moves_index(sql):  # the change counter goes with it, atomically
             return self.transaction(ns, db, [(sql, params or {})])[0]
         with self._mutex:
             self._use(ns, db)
@@ -369,12 +375,12 @@ class SurrealStore:
         """Run statements atomically (BEGIN/COMMIT in one request; rolls back on error).
 
         Each statement's params are renamed with a per-statement prefix so they can
-        share one request without colliding. When one of them changes what the retrieval
-        index holds (`queries.INDEXED_WRITES`), the database's change counter is bumped in the
-        same transaction (its result is not returned).
+        share one request without colliding. When one of them may change what the retrieval
+        index holds (`_moves_index`), the database's change counter is bumped in the same
+        transaction (its result is not returned).
         """
         given = statements
-        trim = 1 if any(sql in q.INDEXED_WRITES for sql, _ in statements) else 0
+        trim = 1 if any(_moves_index(sql) for sql, _ in statements) else 0
         if trim:
             statements = [*statements, (q.BUMP_CHANGES, {})]
         body, params = [], {}
