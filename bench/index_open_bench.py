@@ -101,6 +101,7 @@ def cold_run(world: Any, persist: bool) -> dict[str, Any]:
 
 def run_size(n: int, repeats: int, tmp: Path, models: Path, embedder: Any, pool: np.ndarray) -> dict[str, Any]:
     import scale_extras as se
+
     from engram_mcp.services.service import MemoryService, RequestContext
 
     world = se.World(tmp / f"n{n}", models)
@@ -138,6 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
     import scale_extras as se
+
     from engram_mcp.index.embeddings import DEFAULT_MODEL, FastEmbedEmbedder
 
     tmp = Path(tempfile.mkdtemp(prefix="engram-idxopen-"))
