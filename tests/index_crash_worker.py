@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import random
 import sys
+import time
 from pathlib import Path
 
 from engram_mcp.services.service import MemoryService, RequestContext
@@ -51,6 +52,8 @@ def main(home: Path, project: Path, seed: int) -> None:
             svc.recall(ctx, query=text(), limit=5)
         else:
             svc.checkpoint()
+            if rnd.random() < 0.5:
+                time.sleep(0.1)  # idle after a checkpoint, as the daemon is: a kill may land here
 
 
 if __name__ == "__main__":
