@@ -198,18 +198,26 @@ def test_writes_declared_unindexed_never_touch_what_the_index_reads() -> None:
 
 def test_indexed_writes_move_the_counter_and_other_writes_do_not(fake_service: MemoryService, ctx: RequestContext) -> None:
     h = fake_service.access.handle(ctx, "project")
-    before = h.repo.changes()
+
+    def counter() -> tuple[str, int]:
+        store_id, _, n = h.repo.changes().rpartition(":")
+        return store_id, int(n)
+
     mid = fake_service.store(ctx, content="the counter moves with memories", type="semantic", scope="project")["memory_id"]
-    after_store = h.repo.changes()
-    assert after_store > before
+    store_id, after_store = counter()
+    assert len(store_id) == 36 and after_store > 0
     h.repo.upsert_entity("e1", "Thing", "thing", "concept")
-    assert h.repo.changes() == after_store
+    assert counter() == (store_id, after_store)
     fake_service.recall(ctx, query="counter memories", limit=3)
     fake_service.access.write_behind.flush_all()
-    after_recall = h.repo.changes()
-    assert after_recall > after_store  # strengthening rewrites the memory
+    assert counter()[1] > after_store  # strengthening rewrites the memory
+    after_recall = counter()[1]
     fake_service.forget(ctx, mid, reason="test")
-    assert h.repo.changes() > after_recall
+    assert counter()[0] == store_id and counter()[1] > after_recall
+    # another database has its own id: a file copied across never matches
+    other = fake_service.access.handle(ctx, "user")
+    fake_service.store(ctx, content="a user memory", type="semantic", scope="user")
+    assert other.repo.changes().rpartition(":")[0] not in ("", store_id)
 
 
 # ------------------------------------------------------------------- opening a store

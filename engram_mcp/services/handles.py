@@ -65,8 +65,8 @@ class ScopeHandle:
     before_io: Callable[["ScopeHandle"], None] | None = None
     #: How the index came to be: "loaded" from its file, or "rebuilt (<why the file was not used>)".
     index_status: str = "rebuilt"
-    #: The change counter the index file on disk reflects (None: no usable file).
-    persisted_changes: int | None = None
+    #: The change stamp the index file on disk reflects (None: no usable file).
+    persisted_changes: str | None = None
     #: `index.edits` when the file was last written or loaded (a checkpoint is due when it moved).
     persisted_edits: int = -1
     #: Every read and write of this database, by intent (storage/repository.py); each
@@ -202,7 +202,7 @@ class StoreRegistry:
         )
         handle = ScopeHandle(scope, store, ns, db, index, root, session_id)
         if loaded is not None:
-            handle.index_status, handle.persisted_changes, handle.persisted_edits = "loaded", int(why), index.edits
+            handle.index_status, handle.persisted_changes, handle.persisted_edits = "loaded", why, index.edits
         else:
             handle.index_status = f"rebuilt ({why})"
             if why != "off":
@@ -229,17 +229,19 @@ class StoreRegistry:
             )
         except IndexFileError as exc:
             return None, f"index file {exc}"
+        if meta.get("ns") != ns or meta.get("db") != db:
+            return None, "index file of another database"
         if meta.get("model") != fresh.model_name or meta.get("dim") != fresh.dim:
             return None, f"index file made with {meta.get('model')}/{meta.get('dim')}"
         changes = repo.changes()
-        if meta.get("changes") != changes:
+        if not changes or meta.get("changes") != changes:
             return None, f"index file stale (change {meta.get('changes')}, store at {changes})"
         try:
             index = ScopeIndex.from_state(meta, arrays)
         except (ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
             return None, f"index file inconsistent ({exc})"
         index.scope = fresh.scope
-        return index, str(changes)
+        return index, changes
 
     def checkpoint(self, handle: ScopeHandle) -> bool:
         """Write the handle's index to its file when it changed since the last write or load.

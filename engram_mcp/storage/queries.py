@@ -18,8 +18,10 @@ SET_META = "UPSERT type::thing('engram_meta', $key) SET value = $value, updated_
 # change what the derived retrieval index holds (all but UNINDEXED_WRITES, applied by store.py),
 # so a persisted index stamped with it knows whether it still reflects the store
 # (services/handles.py).
-BUMP_CHANGES = "UPSERT engram_meta:changes SET n = (n ?? 0) + 1 RETURN NONE"
-GET_CHANGES = "SELECT VALUE n FROM ONLY engram_meta:changes"
+# The counter carries a random id drawn at its first bump: a stamp names this database, so an
+# index file copied from another store (or shipped by a repository) never matches by chance.
+BUMP_CHANGES = "UPSERT engram_meta:changes SET n = (n ?? 0) + 1, store_id = store_id ?? rand::uuid::v4() RETURN NONE"
+GET_CHANGES = "SELECT n, store_id FROM ONLY engram_meta:changes"
 DEFINE_DATABASE = "DEFINE DATABASE IF NOT EXISTS {db}"  # {db} from ids.session_db_name/project_db_name only
 REMOVE_DATABASE = "REMOVE DATABASE IF EXISTS {db}"
 LIST_DATABASES = "INFO FOR NS"

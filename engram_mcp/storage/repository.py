@@ -167,13 +167,16 @@ class ScopeRepository:
     def meta_set(self, key: str, value: Any) -> None:
         self._q(q.SET_META, {"key": key, "value": value})
 
-    def changes(self) -> int:
-        """The database's change counter: bumped with every write that may change what the
-        retrieval index holds (all but queries.UNINDEXED_WRITES); 0 before the first one."""
-        value = self._q(q.GET_CHANGES)
-        if isinstance(value, list):
-            value = value[0] if value else 0
-        return int(value or 0)
+    def changes(self) -> str:
+        """The database's change stamp, "<store id>:<counter>": the counter is bumped with every
+        write that may change what the retrieval index holds (all but queries.UNINDEXED_WRITES),
+        the id is drawn at the first bump; "" before the first one."""
+        row = self._q(q.GET_CHANGES)
+        if isinstance(row, list):
+            row = row[0] if row else None
+        if not isinstance(row, dict) or row.get("n") is None:
+            return ""
+        return f"{row.get('store_id')}:{int(row['n'])}"
 
     # -- memories ---------------------------------------------------------------------
     def get(self, key: str) -> MemoryRecord | None:
