@@ -297,6 +297,21 @@ def test_a_closed_store_reopens_from_its_file_with_the_index_a_rebuild_gives(hom
         again.close()
 
 
+def test_a_store_older_than_the_counter_gets_one_at_the_first_checkpoint(home: Path, project: Path) -> None:
+    ctx = RequestContext(project, None)
+    svc = open_service(home, True)
+    fill(svc, ctx, 10)
+    h = svc.access.handle(ctx, "project")
+    # as in a store written before the counter existed (straight to the engine: any write
+    # through the store would bump the counter again)
+    h.store._use(h.ns, h.db)
+    h.store._conn.query("DELETE engram_meta:changes")
+    assert h.repo.changes() == ""
+    h.index.edits += 1  # a checkpoint is due
+    svc.close()
+    assert reopen_and_compare(home, project)[0] == "loaded"
+
+
 def test_a_stale_file_is_never_trusted(home: Path, project: Path) -> None:
     """Writes made while the file was not updated (another engram with persistence off here)
     leave the counter ahead of the stamp: the next open rebuilds."""

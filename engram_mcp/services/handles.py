@@ -252,6 +252,9 @@ class StoreRegistry:
         if not self._persist() or not handle.store.is_open or handle.index.edits == handle.persisted_edits:
             return False
         changes = handle.repo.changes()
+        if not changes:  # no counter yet (a store older than it): start one, or no stamp can match
+            handle.repo.start_changes()
+            changes = handle.repo.changes()
         edits = handle.index.edits
         if changes == handle.persisted_changes:
             handle.persisted_edits = edits

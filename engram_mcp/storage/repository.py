@@ -178,6 +178,11 @@ class ScopeRepository:
             return ""
         return f"{row.get('store_id')}:{int(row['n'])}"
 
+    def start_changes(self) -> None:
+        """Create the change counter of a database that never had an indexed write since it
+        existed (a store older than the counter): its index file can then be stamped."""
+        self._q(q.BUMP_CHANGES)
+
     # -- memories ---------------------------------------------------------------------
     def get(self, key: str) -> MemoryRecord | None:
         rows = self._q(q.GET_MEMORY, {"id": key}) or []
