@@ -3,6 +3,8 @@ injections), and applying only the approved steps of a consolidation plan."""
 
 from __future__ import annotations
 
+import shutil
+
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -40,7 +42,8 @@ def test_quality_counts_each_rate_per_scope(svc, home, project) -> None:
     stale = _store(svc, ctx, "The wiki moved to Confluence")
     svc.update(ctx, newer, supersedes=old)
     _age(svc, ctx, stale, 120)
-    svc.close()  # the index is rebuilt from the aged records
+    svc.close()  # the index is rebuilt from the aged records (`_age` wrote behind its back: drop its file)
+    shutil.rmtree(project / ".claude" / "engram" / "index", ignore_errors=True)
     svc2 = MemoryService(home=home, embedder=FakeEmbedder())
     try:
         svc2.recall(ctx, query="Bazel remote caching", limit=1)  # one memory recalled
