@@ -8,8 +8,10 @@ Candidates with neither a keyword hit nor a cosine above the relevance floor are
 (`relevant_mask`): they are not returned, not counted in total_matched and not
 strengthened. A memory recorded next to a relevant one in the same session then gets a
 share of its neighbour's relevance (temporal contiguity), and the final score adds the
-scope, importance and recency priors (scoring.final_score). Last come the supersedes
-rule (with `include_superseded`) and dedup across scopes (same id, then cosine >= 0.90).
+scope, importance, recency and how-to priors (scoring.final_score). BM25 scores every
+scope with the statistics of all the recall's scopes (bm25.SharedStats): one scale. Last
+come the supersedes rule (with `include_superseded`) and dedup across scopes (same id,
+then cosine >= 0.90).
 """
 
 from __future__ import annotations

@@ -7,8 +7,9 @@ final     = relevance + SCOPE_PRIOR * scope_weight + IMPORTANCE_PRIOR * (importa
             + RECENCY_PRIOR * recency + PROCEDURE_PRIOR * [query asks how to do something and
               the memory is procedural]
 
-Relevance to the query comes first; scope, importance and recency are small priors that
-break ties and settle conflicts (their whole range, 0.36, is less than the relevance gap
+Relevance to the query comes first; scope, importance, recency and the how-to preference are
+small priors that break ties and settle conflicts (their whole range, 0.36 or 0.46 for a how-to
+question, is less than the relevance gap
 between a relevant memory and a loosely related one). The numbers were calibrated by
 measurement on multi-scope coding memory and on LoCoMo together (docs/architecture.md,
 "Ranking"). `recency` is the decay factor itself (strength / importance): how fresh the
