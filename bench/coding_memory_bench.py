@@ -238,8 +238,8 @@ def table(rows: dict[str, dict[str, Any]], baseline: dict[str, dict[str, Any]]) 
 
 
 def project_halves(scorer, queries: list[dict[str, Any]], ranked: dict[str, list[str]]) -> dict[str, dict[str, Any]]:
-    """Overall metrics on each half of the questions split by project, for both pairings of the
-    four projects (sorted by name: 1+2 vs 3+4 and 1+3 vs 2+4). A ranking change that generalises
+    """Overall metrics on each half of the questions split by project, for the three pairings of
+    the four projects (sorted by name: 1+2 vs 3+4, 1+3 vs 2+4, 1+4 vs 2+3). A ranking change that generalises
     moves both halves of each pairing the same way; one that helps one half and hurts the other
     is fitted to those projects."""
     projects = sorted({q["current_project"] for q in queries})
@@ -247,7 +247,7 @@ def project_halves(scorer, queries: list[dict[str, Any]], ranked: dict[str, list
         return {}
     a, b, c, d = projects
     out = {}
-    for half in ((a, b), (c, d), (a, c), (b, d)):
+    for half in ((a, b), (c, d), (a, c), (b, d), (a, d), (b, c)):
         sub = [q for q in queries if q["current_project"] in half]
         res = scorer.evaluate(sub, {q["qid"]: ranked.get(q["qid"], []) for q in sub})["overall"]
         out[" + ".join(half)] = {"n": res["n"], "R@5": res["recall"], "hit@1": res["hit1"], "MRR@10": res["mrr"]}
