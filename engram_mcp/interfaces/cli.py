@@ -587,8 +587,16 @@ def render_maintain(r: dict[str, Any]) -> str:
         if isinstance(info, dict) and info.get("error"):
             lines.append(f"{scope}: not maintained: {info['error']}")
         elif isinstance(info, dict):
-            moved = ", ".join(f"{k} {v}" for k, v in info.items() if v) or "nothing to change"
+            moved = ", ".join(f"{k} {v}" for k, v in info.items() if v and k != "compaction") or "nothing to change"
             lines.append(f"{scope}: {moved}")
+            done = info.get("compaction")
+            if isinstance(done, dict) and done.get("error"):
+                lines.append(f"{scope}: not compacted: {done['error']}")
+            elif isinstance(done, dict):
+                lines.append(
+                    f"{scope}: compacted {done.get('bytes_before', 0) / 2**20:.1f} MB -> "
+                    f"{done.get('bytes_after', 0) / 2**20:.1f} MB in {done.get('seconds')} s"
+                )
         else:
             lines.append(f"{scope}: {info}")
     return "\n".join(lines)
@@ -679,6 +687,13 @@ def cmd_serve(app: App) -> int:
 
     serve_main()
     return EXIT_OK
+
+
+def cmd_ui(app: App) -> int:
+    """Serve the web viewer on the loopback interface until Ctrl-C (interfaces/ui/server.py)."""
+    from engram_mcp.interfaces.ui.server import serve
+
+    return serve(app.project, app.session, port=app.args.port, open_browser=not app.args.no_open)
 
 
 # ------------------------------------------------------------------ parser
@@ -873,6 +888,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("doctor", help="check model, stores, permissions and config").set_defaults(fn=cmd_doctor)
     sub.add_parser("serve", help="run the MCP server on stdio").set_defaults(fn=cmd_serve)
+
+    ui = sub.add_parser(
+        "ui",
+        help="see and curate memory in the browser (local page, Ctrl-C stops it)",
+        description="Open a local web page to browse, search and curate memory. It listens on 127.0.0.1 only "
+        "and needs the per-launch link it prints. Example: engram ui --no-open",
+    )
+    ui.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one)")
+    ui.add_argument("--no-open", action="store_true", help="print the link without opening a browser")
+    ui.set_defaults(fn=cmd_ui)
     return p
 
 
