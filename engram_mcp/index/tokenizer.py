@@ -10,7 +10,12 @@ import re
 
 import Stemmer
 
-__all__ = ["ENGLISH_STOP_WORDS", "tokenize"]
+__all__ = ["ENGLISH_STOP_WORDS", "TOKENIZER_VERSION", "tokenize"]
+
+#: Bumped whenever `tokenize` cuts a text into other terms: a persisted BM25 index holds the terms
+#: of its day, so an index file stamped with another version is rebuilt from the store.
+#: 2: hyphenated compounds are also indexed solid.
+TOKENIZER_VERSION = 2
 
 # Close to NLTK's English list (the one common BM25 baselines use), plus
 # the fragments left by splitting contractions on the apostrophe ("don't" -> "don", "t").
