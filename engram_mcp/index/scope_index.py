@@ -20,9 +20,9 @@ import numpy as np
 
 from engram_mcp.core.vocabulary import LIVE_STATUSES, MEMORY_TYPES, RECALLABLE_STATUSES, STATUSES
 from engram_mcp.index.bm25 import BM25Index
-from engram_mcp.index.tokenizer import TOKENIZER_VERSION
 from engram_mcp.index.scoring import CONTIGUITY_WINDOW_SECONDS, HALF_LIFE_DAYS, to_epoch
 from engram_mcp.index.slots import SlotAllocator
+from engram_mcp.index.tokenizer import TOKENIZER_VERSION
 from engram_mcp.index.vectors import VectorIndex
 
 TYPE_CODE = {t: i for i, t in enumerate(MEMORY_TYPES)}
