@@ -394,7 +394,7 @@ def measure_mcp(world: World, cold_runs: list[dict[str, Any]], warm: int, rnd: r
 # against the new one (the index persisted next to the store), measured on the same stores in
 # the same run. A design is the environment its processes get; the new design has two cold
 # cases: its index files absent (the first open after the upgrade: built) and present (loaded).
-INDEX_PERSIST_ENV: str | None = None  # the switch that turns the persisted index off; None: not in this code yet
+INDEX_PERSIST_KEY = "index_persist"  # the config key that turns the persisted index off (the previous design)
 PREVIOUS, NEW = "previous", "new"
 REBUILT, INDEX_MISSING, INDEX_PERSISTED = "index rebuilt", "index missing", "index persisted"
 STEADY_RECALLS = 5
@@ -408,9 +408,13 @@ TARGETS = {  # issue 15, "Done means"
 
 def designs() -> dict[str, dict[str, str]]:
     """design -> the environment its processes get (previous first)."""
-    if INDEX_PERSIST_ENV is None:  # this code has only the previous design
+    from engram_mcp.core.config import ENV_PREFIX
+    from engram_mcp.core.config_keys import Config
+
+    if INDEX_PERSIST_KEY not in Config.__dataclass_fields__:  # this code has only the previous design
         return {PREVIOUS: {}}
-    return {PREVIOUS: {INDEX_PERSIST_ENV: "0"}, NEW: {INDEX_PERSIST_ENV: "1"}}
+    env = ENV_PREFIX + INDEX_PERSIST_KEY.upper()
+    return {PREVIOUS: {env: "false"}, NEW: {env: "true"}}
 
 
 def default_design() -> str:
@@ -423,7 +427,10 @@ def design_cases(design: str) -> list[str]:
 
 def persisted_index_paths(store_dir: Path) -> list[Path]:
     """The persisted index files of a store directory (none in the previous design)."""
-    return []
+    from engram_mcp.services import handles
+
+    dirname = getattr(handles, "INDEX_DIRNAME", None)
+    return [Path(store_dir) / dirname] if dirname else []
 
 
 def remove_persisted_index(store_dir: Path) -> int:
@@ -468,9 +475,10 @@ h = svc.handle(RequestContext(Path({project!r})), "project")
 open_s = time.perf_counter() - t
 after = mem()
 n = len(h.index) if hasattr(h.index, "__len__") else None
+status = getattr(h, "index_status", None)
 svc.close()
 print(json.dumps({{"open_s": open_s, "import_s": t_import, "rss_before_mb": before["VmRSS"], "rss_after_mb": after["VmRSS"],
-                   "peak_rss_mb": after["VmHWM"], "indexed": n}}))
+                   "peak_rss_mb": after["VmHWM"], "indexed": n, "index_status": status}}))
 """
 
 
@@ -503,9 +511,16 @@ def measure_cold(world: World, design: str, case: str, reps: int, rnd: random.Ra
         world.shutdown_daemon()
         if case == INDEX_MISSING:
             remove_persisted_index(store_dir)
-        opens.append(cold_open(world, env))
+            remove_persisted_index(world.user_dir)
+        present = persisted_index_bytes(store_dir)
+        if case == INDEX_PERSISTED and not present:
+            raise RuntimeError("no persisted index to load: the store was closed without writing it")
+        opens.append(cold_open(world, env) | {"index_bytes_before": present})
         if case == INDEX_MISSING:
             remove_persisted_index(store_dir)
+            remove_persisted_index(world.user_dir)
+        elif case == INDEX_PERSISTED and not persisted_index_bytes(store_dir):
+            raise RuntimeError("no persisted index to load: the store was closed without writing it")
         recalls.append(asyncio.run(_mcp_first_recall(world, sentence(rnd), env=env, allow_partial=case == INDEX_MISSING)))
         pid = world.daemon_pid()
         first = proc_memory_mb(pid) if pid else {}
@@ -521,7 +536,8 @@ def measure_cold(world: World, design: str, case: str, reps: int, rnd: random.Ra
         "design": design, "case": case, "env": designs()[design], "repeats": reps,
         "cold_open": summary_ms([o["open_s"] for o in opens]) | {
             "store_rss_mb": max(round(o["rss_after_mb"] - o["rss_before_mb"], 1) for o in opens),
-            "process_peak_rss_mb": max(o["peak_rss_mb"] for o in opens), "indexed": opens[-1].get("indexed")},
+            "process_peak_rss_mb": max(o["peak_rss_mb"] for o in opens), "indexed": opens[-1].get("indexed"),
+            "index_status": [o.get("index_status") for o in opens]},
         "cold_first_recall": summary_ms([r["first_recall_s"] for r in recalls]) | {
             "partial_answers": sum(r["degraded"] for r in recalls), "memories_returned": [r["memories"] for r in recalls]},
         "daemon_rss": {"peak_mb": max(m["steady"].get("peak_rss_mb", 0.0) for m in mems),
