@@ -109,6 +109,14 @@ def proc_memory_mb(pid: int) -> dict[str, float]:
 
 
 
+def process_alive(pid: int) -> bool:
+    """True while `pid` runs (a zombie counts as ended)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
 def sentence(rnd: random.Random) -> str:
     return " ".join(rnd.choice(WORDS) for _ in range(rnd.randint(6, 18)))
 
@@ -162,14 +170,17 @@ class World:
             return None
 
     def shutdown_daemon(self) -> None:
+        """Stop the daemon and wait for its process to end: it removes its socket first, then
+        closes the stores (writing what it keeps in memory), which the next cold start must see."""
         from engram_mcp.daemon.client import DaemonClient, socket_path
 
+        pid = self.daemon_pid()
         try:
             DaemonClient(self.user_dir, autostart=False, timeout=30).call("shutdown")
         except Exception:
             pass
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and socket_path(self.user_dir).exists():
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and (socket_path(self.user_dir).exists() or (pid and process_alive(pid))):
             time.sleep(0.1)
 
     def hook(self, event: str, payload: dict[str, Any]) -> tuple[float, subprocess.CompletedProcess]:
@@ -559,6 +570,8 @@ def measure_designs(world: World, n: int, reps: int, rnd: random.Random) -> dict
             cases[case] = measure_cold(world, design, case, reps if not (design == PREVIOUS and n >= 100_000) else max(1, reps - 1), rnd)
         total = dir_bytes(store_dir)
         index_bytes = persisted_index_bytes(store_dir)
+        if design == PREVIOUS:  # index files left by the fill (the code's default) are not the previous design's
+            total, index_bytes = total - index_bytes, 0
         out[design] = {"cases": cases, "disk": {"store_bytes": total, "persisted_index_bytes": index_bytes,
                                                 "bytes_per_memory": round(total / max(n, 1), 1),
                                                 "index_bytes_per_memory": round(index_bytes / max(n, 1), 1)}}
