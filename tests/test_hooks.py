@@ -418,3 +418,47 @@ def test_subagent_transcript_whose_last_text_block_has_no_text_keeps_nothing(tmp
                "stop_hook_active": False, "agent_transcript_path": str(path)}
     assert hooks.on_subagent_stop(tmp_path / "u", payload) is None
     assert list(spool.pending(tmp_path / "u")) == []
+
+
+def test_stop_waits_for_a_transcript_that_lags_behind_the_reported_answer(tmp_path):
+    """Claude Code writes the transcript in batches: the Stop hook may run before the turn's lines land.
+
+    Read at once, the stale file ends with the previous turn (which stored its memory), and the
+    rule stated in this turn would go unnoticed; the hook re-reads until the reported answer is there.
+    """
+    import threading
+
+    user_dir = tmp_path / "user"
+    path = tmp_path / "t.jsonl"
+    transcript(path, [("user", "remember the release tag rule"),
+                      ("assistant", [{"type": "tool_use", "id": "s", "name": STORE["name"], "input": {"content": "x"}}]),
+                      ("user", [{"type": "tool_result", "tool_use_id": "s", "content": "stored"}]),
+                      ("assistant", [{"type": "text", "text": "Stored."}])])
+    late = tmp_path / "late.jsonl"
+    transcript(late, [*_prompt_entries("From now on, run the linter before you tell me a task is done."),
+                      ("assistant", [{"type": "text", "text": "Understood."}])])
+
+    def flush() -> None:
+        time.sleep(0.3)
+        with open(path, "a") as fh:
+            fh.write(late.read_text())
+
+    writer = threading.Thread(target=flush)
+    writer.start()
+    payload = {"transcript_path": str(path), "stop_hook_active": False, "session_id": SESSION,
+               "hook_event_name": "Stop", "last_assistant_message": "Understood."}
+    assert hooks.on_stop(user_dir, payload) is None
+    writer.join()
+    assert len(list((user_dir / hooks.STOP_NOTES_DIR).glob("*.json"))) == 1
+
+
+def test_stop_gives_up_waiting_for_a_transcript_that_never_holds_the_answer(tmp_path):
+    path = turn_transcript(tmp_path / "t.jsonl", "From now on, use tabs.", [], "Noted.")
+    payload = {"transcript_path": str(path), "last_assistant_message": "Something else entirely."}
+    started = time.monotonic()
+    facts = hooks.settled_turn_facts(payload, settle_s=0.2)
+    assert 0.2 <= time.monotonic() - started < 1.0
+    assert facts["answer"] == "Noted."
+    started = time.monotonic()
+    hooks.settled_turn_facts({**payload, "last_assistant_message": "  Noted. "}, settle_s=5)
+    assert time.monotonic() - started < 0.5  # whitespace aside, the same answer: no wait

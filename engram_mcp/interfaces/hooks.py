@@ -53,6 +53,10 @@ SESSION_START_WAIT_S = 25.0
 PROMPT_WAIT_S = 6.0
 SESSION_END_WAIT_S = 50.0
 STOP_CONFIG_WAIT_S = 1.0
+# Claude Code may run the Stop hook before the turn's last lines reach the transcript file; the hook
+# then re-reads it until it holds the answer Claude Code reports (`last_assistant_message`), this long at most.
+STOP_TRANSCRIPT_SETTLE_S = 1.5
+STOP_TRANSCRIPT_POLL_S = 0.05
 MIN_PROMPT_CHARS = 12
 
 IMPORTANCE_FILE_CHANGE = 0.3
@@ -544,13 +548,36 @@ def on_stop(user_dir: Path, payload: dict[str, Any]) -> dict[str, Any] | None:
     """
     if payload.get("stop_hook_active") or os.environ.get("ENGRAM_STOP_HOOK", "").lower() in ("0", "false", "no", "off"):
         return None
-    facts = turn_facts(last_turn(read_transcript_tail(payload.get("transcript_path"))))
+    facts = settled_turn_facts(payload)
     if not facts["answer"] and isinstance(payload.get("last_assistant_message"), str):
         facts["answer"] = payload["last_assistant_message"]
     signals = stop_signals(facts)
     if signals and _stop_enabled(user_dir, payload):
         save_stop_note(user_dir, payload, signals)
     return None
+
+
+def _holds_answer(facts: dict[str, Any], expected: str) -> bool:
+    """Whether the transcript's last answer is the one Claude Code reported (either may hold only part)."""
+    got, want = " ".join(facts["answer"].split()), " ".join(expected.split())
+    return bool(got) and (got in want or want in got)
+
+
+def settled_turn_facts(payload: dict[str, Any], settle_s: float = STOP_TRANSCRIPT_SETTLE_S) -> dict[str, Any]:
+    """The facts of the turn that just ended, waiting briefly for a transcript that lags behind.
+
+    Without the wait, a transcript missing the turn's last lines is read as the turn before it
+    (another prompt, maybe one that stored its memory), and the turn's own signal is lost.
+    """
+    expected = payload.get("last_assistant_message")
+    deadline = time.monotonic() + settle_s
+    while True:
+        facts = turn_facts(last_turn(read_transcript_tail(payload.get("transcript_path"))))
+        if not isinstance(expected, str) or not expected.strip() or _holds_answer(facts, expected):
+            return facts
+        if time.monotonic() >= deadline:
+            return facts
+        time.sleep(STOP_TRANSCRIPT_POLL_S)
 
 
 def _stop_enabled(user_dir: Path, payload: dict[str, Any]) -> bool:
