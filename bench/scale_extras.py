@@ -650,7 +650,8 @@ def measure_hooks(world: World, repeats: int) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------------ driver
-def run_size(n: int, embedder, pool: np.ndarray, models: Path, tmp: Path, quick: bool, seed: int) -> dict[str, Any]:
+def run_size(n: int, embedder, pool: np.ndarray, models: Path, tmp: Path, quick: bool, seed: int, cold_only: bool = False) -> dict[str, Any]:
+    """Every measurement at one size; `cold_only`: only the designs' cold start, memory and disk."""
     from engram_mcp.services.service import MemoryService, RequestContext
 
     rnd, rng = random.Random(seed + n), np.random.default_rng(seed + n)
@@ -662,20 +663,23 @@ def run_size(n: int, embedder, pool: np.ndarray, models: Path, tmp: Path, quick:
     svc = MemoryService(home=world.home, user_dir=world.user_dir, embedder=embedder)
     ctx = RequestContext(world.project)
     try:
-        say(f"[{n}] filling {n} project memories + graph")
-        filled = fill(svc, ctx, n, pool, embedder.model_name, tmp, rnd, rng)
+        say(f"[{n}] filling {n} project memories" + ("" if cold_only else " + graph"))
+        filled = fill(svc, ctx, n, pool, embedder.model_name, tmp, rnd, rng, graph=not cold_only)
         result["fill"] = {k: v for k, v in filled.items() if k not in ("keys", "entity_names", "sample_vectors")}
-        say(f"[{n}] filled: import {filled['import_s']} s ({filled['import_per_s']}/s), graph {filled['graph_s']} s {filled['graph']}")
-        sample_vecs = filled["sample_vectors"]
-        result["graph_traversal"] = measure_graph(svc, ctx, filled["entity_names"], rnd, reps["graph"])
-        g = result["graph_traversal"]
-        say(f"[{n}] graph depth 1 p95 {g['depth1']['p95_ms']} ms, depth 3 p95 {g['depth3']['p95_ms']} ms")
-        result["maintenance"] = measure_maintenance(svc, ctx, reps["maint"])
-        say(f"[{n}] maintenance passes (ms): {[r['ms'] for r in result['maintenance']['passes']]}")
-        result["promotion"] = measure_promotion(svc, ctx, pool, sample_vecs, embedder.model_name, tmp, reps["promote"], rnd, rng)
-        say(f"[{n}] session_end of {SESSION_MEMORIES} memories (ms): {[r['ms'] for r in result['promotion']['runs']]}")
+        say(f"[{n}] filled: import {filled['import_s']} s ({filled['import_per_s']}/s), graph {filled.get('graph_s')} s {filled.get('graph')}")
+        if not cold_only:
+            sample_vecs = filled["sample_vectors"]
+            result["graph_traversal"] = measure_graph(svc, ctx, filled["entity_names"], rnd, reps["graph"])
+            g = result["graph_traversal"]
+            say(f"[{n}] graph depth 1 p95 {g['depth1']['p95_ms']} ms, depth 3 p95 {g['depth3']['p95_ms']} ms")
+            result["maintenance"] = measure_maintenance(svc, ctx, reps["maint"])
+            say(f"[{n}] maintenance passes (ms): {[r['ms'] for r in result['maintenance']['passes']]}")
+            result["promotion"] = measure_promotion(svc, ctx, pool, sample_vecs, embedder.model_name, tmp, reps["promote"], rnd, rng)
+            say(f"[{n}] session_end of {SESSION_MEMORIES} memories (ms): {[r['ms'] for r in result['promotion']['runs']]}")
     finally:
         svc.close()
+    if cold_only:
+        return run_cold_only(world, n, reps, result, rnd)
     from engram_mcp.core.paths import dir_bytes
 
     store_bytes = dir_bytes(world.project_store_dir())
@@ -703,10 +707,21 @@ def run_size(n: int, embedder, pool: np.ndarray, models: Path, tmp: Path, quick:
     return result
 
 
+def run_cold_only(world: World, n: int, reps: dict[str, int], result: dict[str, Any], rnd: random.Random) -> dict[str, Any]:
+    try:
+        say(f"[{n}] cold open / cold first recall / daemon RSS per design: {', '.join(designs())}")
+        result["designs"] = measure_designs(world, n, reps["cold"], rnd)
+    finally:
+        world.shutdown_daemon()
+        shutil.rmtree(world.base, ignore_errors=True)
+    return result
+
+
 def run_scale(sizes: list[int], out_dir: Path | None = None, quick: bool = False, seed: int = 11,
-              multi_per_store: int | None = None, multi_projects: int = 10) -> dict[str, Any]:
+              multi_per_store: int | None = None, multi_projects: int = 10, cold_only: bool = False) -> dict[str, Any]:
     """`multi_per_store`: memories per store of the daemon holding `multi_projects` project stores
-    plus the user store (default 10k, 200 with `quick`; 0 leaves that measurement out)."""
+    plus the user store (default 10k, 200 with `quick`; 0 leaves that measurement out).
+    `cold_only`: only the designs' cold start, memory and disk (no graph, batch, hook runs)."""
     from engram_mcp.index.embeddings import DEFAULT_MODEL, FastEmbedEmbedder
 
     started = time.perf_counter()
@@ -724,7 +739,7 @@ def run_scale(sizes: list[int], out_dir: Path | None = None, quick: bool = False
         results["vector_pool"] = {"distinct_sentences": DISTINCT_SENTENCES, "embed_s": round(t_embed, 2), "noise": NOISE}
         for n in sizes:
             print(f"scale extras at {n} memories", flush=True)
-            results["runs"].append(run_size(n, embedder, pool, models, tmp, quick, seed))
+            results["runs"].append(run_size(n, embedder, pool, models, tmp, quick, seed, cold_only))
         per_store = multi_per_store if multi_per_store is not None else (200 if quick else 10_000)
         if per_store and multi_projects:
             print(f"a daemon holding {multi_projects} project stores + the user store, {per_store} memories each", flush=True)
@@ -755,6 +770,8 @@ def markdown(results: dict[str, Any]) -> str:
     extra = ["| memories | maintenance passes ms | disk bytes/memory | daemon peak RSS MB | fill (import/s, graph s) |",
              "|---|---|---|---|---|"]
     for r in results["runs"]:
+        if "graph_traversal" not in r:  # a cold-only run
+            continue
         mcp, hooks = r.get("mcp", {}), r.get("hooks", {})
         rows.append(f"| {r['memories']} | {_cell(r['graph_traversal']['depth1'])} | {_cell(r['graph_traversal']['depth3'])} | "
                     f"{_cell(r['promotion']['latency'])} | {_cell(r['maintenance']['steady_state'])} | {_cell(mcp.get('spawn_to_initialize'))} | "
@@ -763,8 +780,10 @@ def markdown(results: dict[str, Any]) -> str:
         extra.append(f"| {r['memories']} | {', '.join(str(p['ms']) for p in r['maintenance']['passes'])} | "
                      f"{r['disk']['bytes_per_memory']} | "
                      f"{r.get('daemon_memory', {}).get('peak_rss_mb', '-')} | {r['fill']['import_per_s']}, {r['fill']['graph_s']} |")
-    return ("# engram scale extras\n\np50 / p95 / p99 ms.\n\n" + "\n".join(rows) + "\n\n" + "\n".join(extra) + "\n\n"
-            + "\n".join(design_markdown(results)) + "\n")
+    head = "# engram scale extras\n\n"
+    if len(rows) > 2:  # not a cold-only run
+        head += "p50 / p95 / p99 ms.\n\n" + "\n".join(rows) + "\n\n" + "\n".join(extra) + "\n\n"
+    return head + "\n".join(design_markdown(results)) + "\n"
 
 
 def verdict(value: float | None, target: float | None) -> str:
@@ -847,9 +866,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--multi-per-store", type=int, default=None,
                     help="memories per store of the daemon holding 10 project stores + the user store (default 10000, 200 "
                          "with --quick; 0: leave it out)")
+    ap.add_argument("--cold-only", action="store_true",
+                    help="only cold open, cold first recall, daemon RSS and disk per design (no graph, batch or hook runs)")
     a = ap.parse_args(argv)
     out = a.out or ROOT / "bench" / "results" / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) / "scale"
-    results = run_scale(a.sizes, out, quick=a.quick, multi_per_store=a.multi_per_store)
+    results = run_scale(a.sizes, out, quick=a.quick, multi_per_store=a.multi_per_store, cold_only=a.cold_only)
     print(markdown(results))
     print(f"wrote {out / 'scale.json'} ({results['wall_s']:.0f} s)")
     return 0
