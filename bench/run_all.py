@@ -67,7 +67,7 @@ QUICK_SIZES = [1000]
 # adds locomo_bench's fusion variants (hybrid-rrf, keyword weight 0.3 / 0.7), ~3 more minutes.
 LOCOMO_CORE_RUNS = ("bm25-plain", "keyword", "vector", "hybrid")
 TIMEOUTS_S = {  # per part; generous: they only stop a hung part
-    False: {"tokens": 600, "locomo": 2400, "coding": 600, "speed": 1800, "scale": 3600, "hooks": 1200, "stop": 300, "secrets": 300},
+    False: {"tokens": 600, "locomo": 2400, "coding": 600, "speed": 1800, "scale": 5400, "hooks": 1200, "stop": 300, "secrets": 300},
     True: {"tokens": 300, "locomo": 1200, "coding": 600, "speed": 900, "scale": 900, "hooks": 900, "stop": 300, "secrets": 300},
 }
 FAIL_ENV = "ENGRAM_BENCH_FAIL_PART"  # tests: make the named part fail on purpose
