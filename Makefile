@@ -8,9 +8,17 @@ STAMP := $(VENV)/.engram-stamp
 CLAUDE_CLI := tests/claude-cli
 CLAUDE := $(CLAUDE_CLI)/node_modules/.bin/claude
 
-.PHONY: setup demo lint test test-fast bench bench-quick stress config-docs clean
+.PHONY: setup chromium demo lint test test-fast bench bench-quick stress config-docs clean
 
-setup: $(STAMP) $(CLAUDE)
+setup: $(STAMP) $(CLAUDE) chromium
+
+# The browser tests of `engram ui` (tests/test_ui.py) drive Debian's headless Chromium through its
+# chromedriver (never a downloaded one); installed as root when missing, skipped when present.
+chromium:
+	@if [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium chromium-driver; \
+	else echo "make setup: install chromium and chromium-driver (as root: apt-get install chromium chromium-driver) for tests/test_ui.py"; fi
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)

@@ -15,7 +15,8 @@ from typing import Any
 
 PART_FILES = {"tokens": "tokens/tokens.json", "locomo": "locomo/locomo.json", "coding": "coding/coding_memory.json",
               "speed": "speed/speed.json",
-              "scale": "scale/scale.json", "hooks": "hooks/hooks.json", "stop": "stop/stop.json"}
+              "scale": "scale/scale.json", "hooks": "hooks/hooks.json", "stop": "stop/stop.json",
+              "ui": "ui/ui.json"}
 SECTIONS = ("Headline", "1. Retrieval quality (LoCoMo)", "1b. Retrieval quality (coding memory across scopes)", "2. Speed and scale", "3. Hooks", "4. Token cost per session", "5. The run")
 PLOTS = {"latency": "latency_vs_size.png", "scale": "scale_vs_size.png", "locomo": "locomo.png", "locomo_categories": "locomo_categories.png",
          "hooks": "hooks.png", "tokens": "tokens.png"}
@@ -133,6 +134,9 @@ def headline(parts: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
     st = parts.get("stop") or {}
     if "heldout" in st:
         h["stop_trigger"] = {split: st[split]["current"] for split in ("dev", "heldout")}
+    ui = (parts.get("ui") or {}).get("sizes")
+    if ui:
+        h["ui"] = ui
     return h
 
 
@@ -215,6 +219,7 @@ def headline_section(h: dict[str, Any], run: dict[str, Any], sizes: list[int]) -
         v = h.get(key)
         rows.append([label, by_size(v, sizes) if v else "not measured", ref])
     rows.append(stop_headline_row(parts_stop=h.get("stop_trigger"), run=run))
+    rows.append(ui_headline_row(h.get("ui"), run))
     ps = h.get("tokens_per_session")
     if ps:
         rows.append(["tokens per session", f"**{ps['total']:,}**",
@@ -482,6 +487,20 @@ def part_markdown(run: dict[str, Any], out_dir: Path, part: str, heading: str, m
 def coding_section(parts: dict[str, Any], run: dict[str, Any], out_dir: Path) -> list[str]:
     """The coding-memory set (written by bench/coding_memory_bench.py)."""
     return part_markdown(run, out_dir, "coding", "## 1b. Retrieval quality (coding memory across scopes)", "coding_memory.md")
+
+
+def ui_headline_row(ui: list[dict[str, Any]] | None, run: dict[str, Any]) -> list[Any]:
+    """`engram ui` page load and search p95 at the largest size measured (bench/ui_bench.py)."""
+    if not ui:
+        return ["engram ui page load / search p95", "not measured", status_note(run, "ui") or ""]
+    r = ui[-1]
+    return [f"engram ui page load / search p95 at {fsize(r['memories'])} memories",
+            f"**{r['page_load_ms']['p95']} / {r['search_ms']['p95']} ms**", "HTTP on loopback; targets 300 / 100 ms at 10k"]
+
+
+def ui_section(parts: dict[str, Any], run: dict[str, Any], out_dir: Path) -> list[str]:
+    """`engram ui` at scale (written by bench/ui_bench.py)."""
+    return part_markdown(run, out_dir, "ui", "### engram ui: page load and search", "ui.md")
 
 
 def stop_section(parts: dict[str, Any], run: dict[str, Any], out_dir: Path) -> list[str]:
@@ -760,6 +779,7 @@ def write_report(out_dir: Path, run: dict[str, Any]) -> dict[str, Any]:
     L += locomo_section(parts, run, plots)
     L += coding_section(parts, run, out_dir)
     L += speed_section(parts, run, plots)
+    L += ui_section(parts, run, out_dir)
     L += hooks_section(parts, run, plots)
     L += stop_section(parts, run, out_dir)
     L += tokens_section(parts, run, plots)

@@ -30,6 +30,8 @@ others down, and its peak RSS is its own):
                                   nudge rate, dev and held-out halves); ~1 s, same in --quick
   secrets bench/secrets_bench.py  secret redaction beside detect-secrets: recall on the secrets
                                   corpus, false positives on the hard negatives, ms per KB; ~15 s
+  ui      bench/ui_bench.py       `engram ui` over HTTP: page load and search (targets 300 / 100 ms
+                                  at 10k memories), the other pages' API calls; 10k (quick: 1k)
 
 `--quick` (1k memories, 2 LoCoMo conversations, fewer repetitions) checks that everything still
 runs; tests/test_bench_report.py runs it. Writes bench/results/<UTC>/ (or --out): report.md
@@ -60,15 +62,15 @@ for p in (str(ROOT), str(BENCH)):
     if p not in sys.path:
         sys.path.insert(0, p)
 
-PARTS = ("tokens", "locomo", "coding", "speed", "scale", "hooks", "stop", "secrets")
+PARTS = ("tokens", "locomo", "coding", "speed", "scale", "hooks", "stop", "secrets", "ui")
 FULL_SIZES = [1000, 10000, 100000]
 QUICK_SIZES = [1000]
 # The LoCoMo runs the report needs (the issue's strategies + the baseline); `--locomo-runs all`
 # adds locomo_bench's fusion variants (hybrid-rrf, keyword weight 0.3 / 0.7), ~3 more minutes.
 LOCOMO_CORE_RUNS = ("bm25-plain", "keyword", "vector", "hybrid")
 TIMEOUTS_S = {  # per part; generous: they only stop a hung part
-    False: {"tokens": 600, "locomo": 2400, "coding": 600, "speed": 1800, "scale": 5400, "hooks": 1200, "stop": 300, "secrets": 300},
-    True: {"tokens": 300, "locomo": 1200, "coding": 600, "speed": 900, "scale": 900, "hooks": 900, "stop": 300, "secrets": 300},
+    False: {"tokens": 600, "locomo": 2400, "coding": 600, "speed": 1800, "scale": 5400, "hooks": 1200, "stop": 300, "secrets": 300, "ui": 900},
+    True: {"tokens": 300, "locomo": 1200, "coding": 600, "speed": 900, "scale": 900, "hooks": 900, "stop": 300, "secrets": 300, "ui": 600},
 }
 FAIL_ENV = "ENGRAM_BENCH_FAIL_PART"  # tests: make the named part fail on purpose
 BUDGET_S = 20 * 60  # the full suite must finish within 20 minutes on a 2-core machine
@@ -110,6 +112,8 @@ def part_settings(part: str, quick: bool, locomo_runs: str) -> dict[str, Any]:
         return {"corpus": "tests/data/stop_corpus.jsonl"}
     if part == "secrets":
         return {"corpora": ["tests/data/secrets_corpus.jsonl", "tests/data/not_secrets.jsonl"]}
+    if part == "ui":  # the issue's targets are stated at 10k memories
+        return {"sizes": [1000] if quick else [10000], "repeats": 10 if quick else 30}
     raise ValueError(part)
 
 
@@ -171,6 +175,11 @@ def run_child(part: str, out: Path, quick: bool, locomo_runs: str) -> int:
         import secrets_bench
 
         return int(secrets_bench.main(["--out", str(out)]) or 0)
+    if part == "ui":
+        import ui_bench
+
+        ui_bench.run_ui(settings["sizes"], out, repeats=settings["repeats"])
+        return 0
     raise ValueError(part)
 
 

@@ -76,7 +76,8 @@ AGENTS = ("memory-consolidator",)
 CLI_SHOW = 'Bash(CLAUDE_PLUGIN_DATA="${CLAUDE_PLUGIN_DATA}" "${CLAUDE_PLUGIN_ROOT}/bin/engram-python" -m engram_mcp.interfaces.cli show:*)'
 # Claude Code tools a command may name besides engram's: the Agent tool (to run the consolidator).
 # AskUserQuestion: /engram:forget confirms within its own turn (tests/test_forget_command.py).
-BUILTIN_ALLOWED = {"Agent", CLI_SHOW, "AskUserQuestion"}
+CLI_UI = 'Bash(CLAUDE_PLUGIN_DATA="${CLAUDE_PLUGIN_DATA}" "${CLAUDE_PLUGIN_ROOT}/bin/engram-python" -m engram_mcp.interfaces.cli ui:*)'
+BUILTIN_ALLOWED = {"Agent", CLI_SHOW, CLI_UI, "AskUserQuestion"}
 
 # Budgets for the always-on context, in tokens estimated as characters / 4 (rounded up), the same
 # estimate as the tools/list budget in core/operations.py:

@@ -219,6 +219,17 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "reindex", "engram_mcp.services.transfer:reindex", s.REINDEX, read_only=False, progress=True, replayable=False
     ),
+    # -- `engram ui`'s views and its step-by-step consolidation (services/curation.py, consolidate.py)
+    Operation("quality", "engram_mcp.services.curation:quality", s.NO_ARGUMENTS, read_only=True),
+    Operation("decay_curve", "engram_mcp.services.curation:decay_curve", s.DECAY_CURVE, read_only=True),
+    Operation("sessions", "engram_mcp.services.curation:sessions", s.NO_ARGUMENTS, read_only=True),
+    Operation(
+        "consolidate_steps",
+        "engram_mcp.services.consolidate:apply_steps",
+        s.CONSOLIDATE_STEPS,
+        read_only=False,
+        replayable=False,
+    ),
     # -- memory that travels (services/sharing, services/importers, services/travel_ops.py): files read
     # now, so never replayed later
     Operation("share", "engram_mcp.services.sharing:share", s.SHARE, read_only=False, replayable=False),

@@ -234,6 +234,17 @@ IMPORT_FROM = _obj(
     ["source"],
 )
 REINDEX = _obj({"scopes": SCOPE_LIST})
+#: `engram ui`'s: a memory's decay curve; the approved steps of a consolidation plan.
+DECAY_CURVE = _obj({"memory_id": ID}, ["memory_id"])
+CONSOLIDATE_STEPS = _obj(
+    {
+        "steps": _arr(_str(100)),
+        "strategy": _enum(list(CONSOLIDATE_STRATEGIES)),
+        "session_id": _str(pattern=SESSION_PATTERN),
+        "scope": _enum(SCOPES),
+    },
+    ["steps"],
+)
 HOOK_SESSION_START = _obj({"source": _str(40)})
 HOOK_PROMPT = _obj({"prompt": _str(4000)}, ["prompt"])
 HOOK_CAPTURE = _obj(

@@ -681,6 +681,13 @@ def cmd_serve(app: App) -> int:
     return EXIT_OK
 
 
+def cmd_ui(app: App) -> int:
+    """Serve the web viewer on the loopback interface until Ctrl-C (interfaces/ui/server.py)."""
+    from engram_mcp.interfaces.ui.server import serve
+
+    return serve(app.project, app.session, port=app.args.port, open_browser=not app.args.no_open)
+
+
 # ------------------------------------------------------------------ parser
 class _Subcommands:
     """The subcommand table, each subcommand taking the common options too (--json also after the command)."""
@@ -873,6 +880,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("doctor", help="check model, stores, permissions and config").set_defaults(fn=cmd_doctor)
     sub.add_parser("serve", help="run the MCP server on stdio").set_defaults(fn=cmd_serve)
+
+    ui = sub.add_parser(
+        "ui",
+        help="see and curate memory in the browser (local page, Ctrl-C stops it)",
+        description="Open a local web page to browse, search and curate memory. It listens on 127.0.0.1 only "
+        "and needs the per-launch link it prints. Example: engram ui --no-open",
+    )
+    ui.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one)")
+    ui.add_argument("--no-open", action="store_true", help="print the link without opening a browser")
+    ui.set_defaults(fn=cmd_ui)
     return p
 
 

@@ -11,6 +11,7 @@ summaries by storing its own memory with `derived_from` and archiving the source
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 import numpy as np
@@ -83,7 +84,9 @@ def plan(
                 keys_rows[key] = (h.repo.get(key) if key else None) or {}
             return keys_rows[key].get("content", "")
 
-        consolidated, patterns, duplicates = [], [], []
+        consolidated: list[dict[str, Any]] = []
+        patterns: list[dict[str, Any]] = []
+        duplicates: list[dict[str, Any]] = []
         if strategy in ("summarize", "full"):
             for cluster in _clusters(idx, _live_slots(idx, ("episodic",)), CLUSTER_SIMILARITY)[:MAX_ITEMS]:
                 texts = [" ".join(content(s).split())[:200] for s in cluster]
@@ -129,6 +132,10 @@ def plan(
             for e in access.handle(ctx, "project").repo.pending_queue(MAX_ITEMS)
         ]
         analysed = int(len(_live_slots(idx)))
+    for item in consolidated:
+        item["step"] = step_id("summarize", item["derived_from"])
+    for dup in duplicates:
+        dup["step"] = step_id("merge", dup["memory_ids"])
     return {
         "scope": target_scope,
         "consolidated_memories": consolidated,
@@ -187,6 +194,18 @@ def _contradictions(idx, content) -> list[dict[str, Any]]:
     return out
 
 
+def step_id(kind: str, memory_ids: list[str]) -> str:
+    """A plan step's name, stable across plans of the same memories: a person approves steps of a
+    dry run and `apply_steps` finds them again in a fresh plan (a step whose memories changed
+    in between gets another name, so it is not applied blind)."""
+    digest = hashlib.sha256("\n".join([kind, *sorted(memory_ids)]).encode()).hexdigest()[:16]
+    return f"{kind}:{digest}"
+
+
+def archive_step(memory_id: str) -> str:
+    return f"archive:{memory_id}"
+
+
 def consolidate(
     access: ScopeAccess,
     ctx: RequestContext,
@@ -203,9 +222,41 @@ def consolidate(
     p["dry_run"] = dry_run
     if dry_run:
         return p
-    applied: dict[str, Any] = {"created": [], "merged": 0, "archived": 0}
+    p["applied"] = _apply(access, ctx, p, None)
+    return p
+
+
+def apply_steps(
+    access: ScopeAccess,
+    ctx: RequestContext,
+    *,
+    steps: list[str],
+    strategy: str = "full",
+    session_id: str | None = None,
+    scope: str | None = None,
+) -> dict[str, Any]:
+    """Apply only the approved steps of the plan (their `step` names from a dry run); the others
+    are left as they are. Steps no longer in a fresh plan are reported, not guessed at."""
+    if not isinstance(steps, list) or not all(isinstance(x, str) and len(x) <= 100 for x in steps):
+        raise InvalidInput("steps must be a list of step names from a dry run", field="steps")
+    p = plan(access, ctx, strategy=strategy, session_id=session_id, scope=scope)
+    approved = set(steps)
+    p["dry_run"] = False
+    p["applied"] = _apply(access, ctx, p, approved)
+    return p
+
+
+def _apply(access: ScopeAccess, ctx: RequestContext, p: dict[str, Any], approved: set[str] | None) -> dict[str, Any]:
+    """Carry out the plan's mechanical steps: all of them (`approved` None) or the named ones."""
+
+    def wanted(step: str) -> bool:
+        return approved is None or step in approved
+
+    applied: dict[str, Any] = {"created": [], "merged": 0, "archived": 0, "steps": []}
     with access.lock:
         for item in p["consolidated_memories"]:
+            if not wanted(item["step"]):
+                continue
             res = store_memory(
                 access,
                 ctx,
@@ -219,7 +270,11 @@ def consolidate(
             )
             item["id"] = res["memory_id"]
             applied["created"].append(res["memory_id"])
+            applied["steps"].append(item["step"])
         for dup in p["duplicates"]:
+            if not wanted(dup["step"]):
+                continue
+            applied["steps"].append(dup["step"])
             ids = dup["memory_ids"]
             for other in ids[1:]:
                 try:
@@ -229,10 +284,14 @@ def consolidate(
                 except Exception:
                     continue
         for mid in p["archive_candidates"]:
+            if not wanted(archive_step(mid)):
+                continue
             _archive(access, ctx, mid)
             applied["archived"] += 1
-    p["applied"] = applied
-    return p
+            applied["steps"].append(archive_step(mid))
+    if approved is not None:
+        applied["not_found"] = sorted(approved - set(applied["steps"]))
+    return applied
 
 
 def _archive(access: ScopeAccess, ctx: RequestContext, memory_id: str) -> None:

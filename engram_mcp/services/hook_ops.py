@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import re
 import threading
-from collections import OrderedDict
+import time
+from collections import OrderedDict, deque
 from typing import Any
 
 from engram_mcp.core.errors import InvalidInput, StoreUnavailable
@@ -26,6 +27,8 @@ MEMORY_ID_RE = re.compile(r"memory:[0-9A-HJKMNP-TV-Z]{26}")
 PROMPT_BLOCK_TITLE = "Possibly relevant memories for this prompt"
 COMPACT_TITLE = "Before compaction"
 MAX_TRACKED_SESSIONS = 256
+#: Injections kept for `engram ui`'s sessions page (in the daemon's memory: since it started).
+MAX_INJECTION_EVENTS = 2000
 CAPTURE_CATEGORIES = {"file_change": "capture_file_changes", "error": "capture_failed_commands"}
 CAPTURE_ALLOWED_KEYS = (
     "content",
@@ -67,6 +70,35 @@ class InjectedMemories:
             self._by_session.pop(session_id or "", None)
 
 
+class InjectionLog:
+    """What the hooks put in front of Claude, per session: the memory ids of the context block at
+    session start and of each prompt's block, with when and how many tokens.
+
+    So a person can see why Claude knew something (`engram ui`, Sessions). Kept in the daemon's
+    memory only, newest `MAX_INJECTION_EVENTS`: it answers "what was injected recently", not an
+    audit trail across restarts, and it holds ids, never memory text.
+    """
+
+    def __init__(self, limit: int = MAX_INJECTION_EVENTS) -> None:
+        self._events: deque[dict[str, Any]] = deque(maxlen=limit)
+        self._lock = threading.Lock()
+
+    def record(self, session_id: str | None, kind: str, ids: list[str], tokens: int) -> None:
+        if not session_id or not ids:
+            return
+        event = {"session_id": session_id, "kind": kind, "memory_ids": list(dict.fromkeys(ids)), "tokens": tokens}
+        event["at"] = time.time()
+        with self._lock:
+            self._events.append(event)
+
+    def events(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return [dict(e) for e in self._events]
+
+
+INJECTION_LOG = InjectionLog()
+
+
 INJECTED = InjectedMemories()
 
 
@@ -98,7 +130,11 @@ def session_start(access: ScopeAccess, ctx: RequestContext, *, source: str = "st
         built = context_ops.build_context(access, ctx, max_tokens=min(budget, 8000), strengthen=False)
         if built.get("context_block"):
             block_parts.append(built["context_block"])
-            INJECTED.add(ctx.session_id, MEMORY_ID_RE.findall(built["context_block"]))
+            ids = MEMORY_ID_RE.findall(built["context_block"])
+            INJECTED.add(ctx.session_id, ids)
+            INJECTION_LOG.record(
+                ctx.session_id, "session_start", ids, context_ops.estimate_tokens(built["context_block"])
+            )
     return {
         "additional_context": "\n".join(block_parts) or None,
         "tokens": sum(context_ops.estimate_tokens(p) for p in block_parts),
@@ -147,6 +183,7 @@ def prompt_context(access: ScopeAccess, ctx: RequestContext, *, prompt: str) -> 
         return {"additional_context": None, "considered": len(found.get("memories") or [])}
     INJECTED.add(ctx.session_id, [m["id"] for m in picked])
     block = _fence(PROMPT_BLOCK_TITLE, [context_ops.memory_line(m) for m in picked])
+    INJECTION_LOG.record(ctx.session_id, "prompt", [m["id"] for m in picked], context_ops.estimate_tokens(block))
     return {
         "additional_context": block,
         "memory_ids": [m["id"] for m in picked],

@@ -1,0 +1,432 @@
+// engram ui: one page, hash-routed views. Memory text is untrusted: it reaches the DOM only
+// through textContent / createTextNode (the el() helper), never through innerHTML.
+
+const main = document.getElementById("main");
+const SVG_NS = "http://www.w3.org/2000/svg";
+
+function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === "on") for (const [ev, fn] of Object.entries(v)) node.addEventListener(ev, fn);
+    else if (k === "value") node.value = v;
+    else if (k === "checked") node.checked = !!v;
+    else node.setAttribute(k, v === true ? "" : String(v));
+  }
+  for (const c of children.flat(Infinity)) {
+    if (c === undefined || c === null || c === false) continue;
+    node.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return node;
+}
+
+function svg(tag, attrs = {}, text) {
+  const node = document.createElementNS(SVG_NS, tag);
+  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, String(v));
+  if (text !== undefined) node.textContent = String(text);
+  return node;
+}
+
+function toast(message, isError = false) {
+  const t = document.getElementById("toast");
+  t.textContent = message;
+  t.className = "show" + (isError ? " error" : "");
+  clearTimeout(toast.timer);
+  toast.timer = setTimeout(() => { t.className = ""; }, 4000);
+}
+
+// The project every call is made in: the one `engram ui` started in, unless another is chosen
+// in the header (kept in the page's address as ?project=, so a reload stays there).
+let project = new URLSearchParams(location.search).get("project") || "";
+
+function inProject(path) {
+  if (!project) return path;
+  return path + (path.includes("?") ? "&" : "?") + "project=" + encodeURIComponent(project);
+}
+
+async function api(path) {
+  const r = await fetch(inProject(path), { credentials: "same-origin" });
+  return answer(r);
+}
+
+async function post(path, body) {
+  const r = await fetch(inProject(path), {
+    method: "POST",
+    credentials: "same-origin",
+    headers: { "content-type": "application/json", "x-engram-ui": "1" },
+    body: JSON.stringify(body || {}),
+  });
+  return answer(r);
+}
+
+async function answer(r) {
+  let data = null;
+  try { data = await r.json(); } catch (e) { data = null; }
+  if (!r.ok) {
+    const msg = (data && data.error && data.error.message) || `request failed (${r.status})`;
+    throw new Error(msg);
+  }
+  return data;
+}
+
+const shortId = (id) => String(id || "").replace(/^memory:/, "");
+const when = (iso) => (iso ? String(iso).slice(0, 16).replace("T", " ") : "");
+const num = (x, d = 2) => (typeof x === "number" ? x.toFixed(d) : "");
+const memoryLink = (id, text) => el("a", { href: `#/memory/${shortId(id)}`, "data-testid": "memory-link" }, text || shortId(id));
+
+function setPage(name) {
+  for (const a of document.querySelectorAll("nav a")) a.classList.toggle("active", a.dataset.page === name);
+  main.replaceChildren();
+  main.dataset.page = name;
+}
+
+function failed(e) {
+  main.append(el("p", { class: "card", "data-testid": "error" }, "Could not load: ", e.message));
+}
+
+// ------------------------------------------------------------------ browse and search
+const browseState = { scope: "", type: "", status: "", tags: "", age: "", q: "", page: 1, explain: false };
+const AGES = { "": "any age", "1d": "last day", "7d": "last 7 days", "30d": "last 30 days", "90d+": "older than 90 days" };
+
+function ageBounds(age) {
+  if (!age) return {};
+  const days = parseInt(age, 10);
+  const t = new Date(Date.now() - days * 86400000).toISOString();
+  return age.endsWith("+") ? { before: t } : { after: t };
+}
+
+function select(name, options, current) {
+  return el("select", { name, "data-testid": `filter-${name}` },
+    options.map(([v, label]) => el("option", { value: v, selected: v === current }, label)));
+}
+
+function memoryRow(m, { score = false, live = false } = {}) {
+  const tags = (m.tags || []).map((t) => el("span", { class: "tag" }, t));
+  const row = el("tr", { class: "mem-row" + (live ? " live" : ""), "data-id": m.id, "data-testid": "memory-row" },
+    el("td", {}, memoryLink(m.id), el("div", { class: "muted" }, when(m.created_at))),
+    el("td", {}, m.scope, " ", el("div", { class: "muted" }, m.type, m.category ? `/${m.category}` : "")),
+    el("td", {}, el("span", { class: `pill ${m.status}` }, m.status)),
+    el("td", {}, el("div", { class: "content", "data-testid": "memory-content" }, m.summary || m.content), tags),
+    el("td", {}, num(m.strength), score ? el("div", { class: "muted" }, "score ", num(m.score, 3)) : null));
+  if (score) {
+    const prior = (m.score ?? 0) - (m.relevance_score ?? 0);
+    const detail = el("tr", { class: "breakdown-row", hidden: !browseState.explain },
+      el("td", { colspan: 5, class: "breakdown", "data-testid": "breakdown" },
+        `relevance ${num(m.relevance_score, 3)} · vector similarity ${num(m.similarity, 3)} · priors (scope, importance, recency) ${num(prior, 3)} · score ${num(m.score, 3)}`));
+    return [row, detail];
+  }
+  return [row];
+}
+
+async function browse() {
+  setPage("browse");
+  const s = browseState;
+  const form = el("form", { class: "filters", "data-testid": "filters" },
+    el("label", {}, "search", el("input", { name: "q", type: "search", value: s.q, placeholder: "query (empty: newest first)", "data-testid": "search-input", size: 32 })),
+    el("label", {}, "scope", select("scope", [["", "all"], ["session", "session"], ["project", "project"], ["user", "user"]], s.scope)),
+    el("label", {}, "type", select("type", [["", "all"], ["episodic", "episodic"], ["semantic", "semantic"], ["procedural", "procedural"], ["working", "working"]], s.type)),
+    el("label", {}, "status", select("status", [["", "recallable"], ["active", "active"], ["created", "created"], ["consolidated", "consolidated"], ["archived", "archived"], ["forgotten", "forgotten"], ["all", "all"]], s.status)),
+    el("label", {}, "tag", el("input", { name: "tags", value: s.tags, size: 12, "data-testid": "filter-tag" })),
+    el("label", {}, "age", select("age", Object.entries(AGES), s.age)),
+    el("button", { type: "submit", "data-testid": "search-button" }, "Show"),
+    el("label", {}, "", el("span", {}, el("input", { type: "checkbox", name: "explain", checked: s.explain, "data-testid": "explain" }), " score breakdown")));
+  form.addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    const f = new FormData(form);
+    Object.assign(s, { q: f.get("q").trim(), scope: f.get("scope"), type: f.get("type"), status: f.get("status"), tags: f.get("tags").trim(), age: f.get("age"), page: 1 });
+    browse();
+  });
+  form.querySelector("[name=explain]").addEventListener("change", (ev) => {
+    s.explain = ev.target.checked;
+    for (const r of main.querySelectorAll(".breakdown-row")) r.hidden = !s.explain;
+  });
+  const body = el("tbody", { "data-testid": "results" });
+  const info = el("p", { class: "muted", "data-testid": "result-info" }, "loading…");
+  main.append(el("h1", {}, s.q ? "Search" : "Browse"), form, info,
+    el("table", {}, el("thead", {}, el("tr", {}, ["memory", "scope", "status", "content", "strength"].map((h) => el("th", {}, h)))), body));
+  const params = new URLSearchParams();
+  for (const k of ["scope", "type", "tags"]) if (s[k]) params.set(k, s[k]);
+  try {
+    if (s.q) {
+      params.set("q", s.q);
+      const r = await api(`/api/search?${params}`);
+      for (const m of r.memories) body.append(...memoryRow(m, { score: true }));
+      info.textContent = `${r.memories.length} of ${r.total_matched} matched (${r.strategy_used}, ${r.query_time_ms} ms)`;
+    } else {
+      if (s.status) params.set("status", s.status);
+      for (const [k, v] of Object.entries(ageBounds(s.age))) params.set(k, v);
+      params.set("page", s.page);
+      const r = await api(`/api/list?${params}`);
+      for (const m of r.memories) body.append(...memoryRow(m));
+      info.textContent = `${r.total_matched} memories · page ${r.page} of ${r.pages} (${r.query_time_ms} ms)`;
+      main.append(el("div", { class: "pager" },
+        el("button", { class: "secondary", disabled: s.page <= 1, on: { click: () => { s.page -= 1; browse(); } } }, "‹ newer"),
+        el("span", { class: "muted" }, `page ${r.page} / ${r.pages}`),
+        el("button", { class: "secondary", disabled: !r.next_page, "data-testid": "next-page", on: { click: () => { s.page += 1; browse(); } } }, "older ›")));
+    }
+  } catch (e) { info.textContent = ""; failed(e); }
+}
+
+function liveMemory(m) {
+  // Prepend to the browse list when it shows the newest page of everything (no query, no filter).
+  const s = browseState;
+  if (main.dataset.page !== "browse" || s.q || s.page !== 1 || s.scope || s.type || s.tags || s.age || s.status) return;
+  const body = main.querySelector("[data-testid=results]");
+  if (!body || body.querySelector(`tr[data-id="${CSS.escape(m.id)}"]`)) return;
+  body.prepend(...memoryRow(m, { live: true }));
+}
+
+// ------------------------------------------------------------------ one memory
+function decayChart(decay) {
+  const W = 420, H = 150, P = 30;  // viewBox units; scaled to the card
+  const pts = decay.points;
+  const maxDay = pts[pts.length - 1].days_from_now;
+  const x = (d) => P + (W - 2 * P) * (Math.sqrt(d) / Math.sqrt(maxDay));
+  const y = (v) => H - P - (H - 2 * P) * v;
+  const chart = svg("svg", { viewBox: `0 0 ${W} ${H}`, width: "100%", role: "img", "data-testid": "decay-curve" });
+  chart.append(svg("line", { x1: P, y1: H - P, x2: W - P, y2: H - P, class: "axis" }), svg("line", { x1: P, y1: P, x2: P, y2: H - P, class: "axis" }));
+  chart.append(svg("polyline", { class: "curve", points: pts.map((p) => `${x(p.days_from_now).toFixed(1)},${y(p.strength).toFixed(1)}`).join(" ") }));
+  for (const d of [0, 7, 30, 90, 365]) chart.append(svg("text", { x: x(d) - 6, y: H - P + 14 }, `${d}d`));
+  chart.append(svg("text", { x: 2, y: y(1) + 4 }, "1.0"), svg("text", { x: 2, y: y(0) + 4 }, "0"));
+  return el("div", {}, chart, el("div", { class: "muted" },
+    `${decay.type}: strength ${num(pts[0].strength, 3)} now, ${num(pts.find((p) => p.days_from_now === 30).strength, 3)} in 30 days without a recall`,
+    decay.frozen ? " (frozen while its session is live)" : "", ` · last access ${decay.days_since_access} days ago, ${decay.access_count} recalls`));
+}
+
+async function memoryPage(id) {
+  setPage("memory");
+  let m;
+  try { m = await api(`/api/memory/${encodeURIComponent(id)}`); } catch (e) { failed(e); return; }
+  const reload = () => memoryPage(id);
+  const act = async (fn, done) => {
+    try { await fn(); toast(done); reload(); } catch (e) { toast(e.message, true); }
+  };
+  const kv = (pairs) => el("dl", { class: "kv" }, pairs.filter(([, v]) => v !== undefined && v !== null && v !== "").flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)]));
+  const supersedes = (m.links || []).filter((l) => l.relation === "supersedes");
+  main.append(
+    el("h1", {}, "Memory ", el("span", { class: "muted", "data-testid": "memory-id" }, m.id), " ", el("span", { class: `pill ${m.status}`, "data-testid": "memory-status" }, m.status)),
+    el("div", { class: "card" }, el("div", { class: "memory-content", "data-testid": "memory-full-content" }, m.content),
+      m.summary ? el("p", {}, el("b", {}, "summary: "), m.summary) : null),
+  );
+  const editBox = el("textarea", { "data-testid": "edit-content" }, m.content);
+  const importance = el("input", { type: "number", min: 0, max: 1, step: 0.05, value: m.importance, "data-testid": "edit-importance", size: 5 });
+  const addTags = el("input", { placeholder: "add tags (comma)", "data-testid": "add-tags", size: 14 });
+  const removeTags = el("input", { placeholder: "remove tags", "data-testid": "remove-tags", size: 14 });
+  const target = el("select", { "data-testid": "promote-target" }, ["project", "user"].map((s) => el("option", { value: s }, s)));
+  const newer = el("input", { placeholder: "newer memory id", "data-testid": "superseded-by", size: 30 });
+  const csv = (v) => v.split(",").map((t) => t.trim()).filter(Boolean);
+  main.append(el("div", { class: "card" }, el("h2", {}, "Curate"),
+    editBox,
+    el("div", { class: "actions" },
+      el("button", { "data-testid": "save-content", on: { click: () => act(() => post(`/api/memory/${id}/update`, { content: editBox.value }), "saved: the previous version is in the history") } }, "Save text"),
+      el("label", {}, "importance ", importance),
+      el("button", { class: "secondary", "data-testid": "save-importance", on: { click: () => act(() => post(`/api/memory/${id}/update`, { importance: parseFloat(importance.value) }), "importance changed") } }, "Set"),
+      addTags, removeTags,
+      el("button", { class: "secondary", "data-testid": "save-tags", on: { click: () => act(() => post(`/api/memory/${id}/update`, { tags: { add: csv(addTags.value), remove: csv(removeTags.value) } }), "tags changed") } }, "Re-tag")),
+    el("div", { class: "actions" },
+      m.status === "forgotten"
+        ? el("button", { "data-testid": "undo-forget", on: { click: () => act(() => post(`/api/memory/${id}/forget`, { undo: true }), "restored") } }, "Undo forget")
+        : el("button", { class: "danger", "data-testid": "forget", on: { click: () => act(() => post(`/api/memory/${id}/forget`, { reason: "forgotten in engram ui" }), "forgotten (undo restores it)") } }, "Forget"),
+      el("label", {}, "promote to ", target),
+      el("button", { class: "secondary", "data-testid": "promote", on: { click: () => act(() => post(`/api/memory/${id}/promote`, { target_scope: target.value }), `promoted to ${target.value}`) } }, "Promote"),
+      newer,
+      el("button", { class: "secondary", "data-testid": "mark-superseded", on: { click: () => act(() => post(`/api/memory/${shortId(newer.value.trim())}/update`, { supersedes: m.id }), "marked as superseded") } }, "Mark superseded by"))));
+  main.append(el("div", { class: "grid" },
+    el("div", { class: "card" }, el("h2", {}, "Metadata"), kv([
+      ["scope", m.scope], ["also in", (m.also_in || []).join(", ")], ["type", m.type], ["category", m.category],
+      ["importance", num(m.importance)], ["confidence", num(m.confidence)], ["strength", num(m.strength, 3)],
+      ["recalls", m.access_count], ["tags", (m.tags || []).join(", ")], ["created", when(m.created_at)], ["updated", when(m.updated_at)],
+      ["last recalled", when(m.last_accessed_at)], ["session", m.session_id], ["version", m.version],
+      ["source", m.source && Object.keys(m.source).length ? JSON.stringify(m.source) : ""],
+      ["forgotten", m.forgotten_at ? `${when(m.forgotten_at)} (${m.forget_reason || "no reason"})` : ""]])),
+    el("div", { class: "card" }, el("h2", {}, "Strength and decay"), decayChart(m.decay)),
+    el("div", { class: "card" }, el("h2", {}, "Links and entities"),
+      el("ul", { "data-testid": "links" }, (m.links || []).map((l) => el("li", {}, memoryLink(l.from), ` ${l.relation} `, memoryLink(l.to)))),
+      supersedes.length ? el("p", { class: "muted" }, "supersedes / superseded: see the links above") : null,
+      el("ul", {}, (m.entities || []).map((e) => el("li", {}, el("a", { href: `#/graph/${encodeURIComponent(e.name)}` }, e.name), ` (${e.entity_type}, ${e.relationship})`))),
+      (m.promotion_chain || []).length ? el("p", {}, "promoted: ", m.promotion_chain.map((p) => `from ${p.scope} (${p.action})`).join("; ")) : null)));
+  const history = (m.history || []).slice().reverse();
+  main.append(el("div", { class: "card" }, el("h2", {}, `History (${history.length} earlier versions)`),
+    el("table", { "data-testid": "history" }, el("tbody", {}, history.map((h) => el("tr", { "data-testid": "history-row" },
+      el("td", {}, `v${h.version}`), el("td", {}, h.change), el("td", {}, when(h.changed_at)),
+      el("td", {}, el("div", { class: "memory-content" }, (h.snapshot || {}).content || ""))))))));
+}
+
+// ------------------------------------------------------------------ sessions
+async function sessionsPage() {
+  setPage("sessions");
+  main.append(el("h1", {}, "Sessions"));
+  let r;
+  try { r = await api("/api/sessions"); } catch (e) { failed(e); return; }
+  main.append(el("p", { class: "muted" }, `${r.total} sessions. Injections are recorded by the running engram daemon (since ${r.injections_since}); captured memories are listed once their session has been promoted into the project.`));
+  for (const s of r.sessions) {
+    const starts = s.injections.filter((e) => e.kind === "session_start");
+    const prompts = s.injections.filter((e) => e.kind === "prompt");
+    main.append(el("div", { class: "card", "data-testid": "session" },
+      el("h2", {}, s.session_id, " ", el("span", { class: "pill" }, s.status || "unregistered")),
+      el("p", { class: "muted" }, `started ${when(s.started_at) || "?"}`, s.ended_at ? ` · ended ${when(s.ended_at)}` : "", ` · ${s.memories_promoted} promoted at its end`),
+      s.summary ? el("p", {}, s.summary) : null,
+      el("div", {}, el("b", {}, "injected at start: "), starts.length ? starts.flatMap((e) => e.memory_ids.map((id) => [memoryLink(id), " "])) : "nothing recorded"),
+      el("div", {}, el("b", {}, `injected on prompts (${prompts.length}): `), prompts.flatMap((e) => e.memory_ids.map((id) => [memoryLink(id), " "]))),
+      el("div", {}, el("b", {}, `captured and promoted into the project (${s.in_project.length}): `), s.in_project.slice(0, 40).map((id) => [memoryLink(id), " "]))));
+  }
+}
+
+// ------------------------------------------------------------------ consolidation
+async function consolidatePage() {
+  setPage("consolidate");
+  main.append(el("h1", {}, "Consolidation"), el("p", { class: "muted" }, "The consolidator's plan (a dry run: nothing changes until you apply). Approve or reject each step, then apply the approved ones."));
+  let p;
+  try { p = await api("/api/consolidate"); } catch (e) { failed(e); return; }
+  const decisions = new Map();
+  const steps = [];
+  for (const c of p.consolidated_memories) steps.push({ step: c.step, what: `Summarise ${c.derived_from.length} related episodes into a ${c.scope} fact:\n${c.content}`, ids: c.derived_from });
+  for (const d of p.duplicates) steps.push({ step: d.step, what: `Merge ${d.memory_ids.length} near-duplicates (the first is kept, the others archived)`, ids: d.memory_ids });
+  for (const id of p.archive_candidates) steps.push({ step: `archive:${id}`, what: "Archive (low importance, never recalled)", ids: [id] });
+  const apply = el("button", { "data-testid": "apply", disabled: true }, "Apply approved steps");
+  const refresh = () => {
+    const n = [...decisions.values()].filter((v) => v === "approve").length;
+    apply.disabled = n === 0;
+    apply.textContent = `Apply ${n} approved step${n === 1 ? "" : "s"}`;
+  };
+  const list = el("div", { class: "card", "data-testid": "plan" });
+  if (!steps.length) list.append(el("p", {}, "Nothing to consolidate in the ", p.scope, " scope."));
+  for (const s of steps) {
+    const row = el("div", { class: "step", "data-step": s.step, "data-testid": "step" });
+    const mark = (v) => { decisions.set(s.step, v); row.className = `step ${v === "approve" ? "approved" : "rejected"}`; refresh(); };
+    row.append(el("div", { class: "what" }, s.what, el("div", {}, s.ids.map((id) => [memoryLink(id), " "]))),
+      el("button", { class: "secondary", "data-testid": "approve", on: { click: () => mark("approve") } }, "Approve"),
+      el("button", { class: "secondary", "data-testid": "reject", on: { click: () => mark("reject") } }, "Reject"));
+    list.append(row);
+  }
+  apply.addEventListener("click", async () => {
+    const approved = [...decisions].filter(([, v]) => v === "approve").map(([k]) => k);
+    try {
+      const r = await post("/api/consolidate/apply", { steps: approved, scope: p.scope });
+      const a = r.applied;
+      toast(`applied ${a.steps.length} steps: ${a.created.length} summaries, ${a.merged} merged, ${a.archived} archived` + (a.not_found.length ? `; ${a.not_found.length} no longer in the plan` : ""));
+      main.append(el("p", { "data-testid": "applied" }, `Applied ${a.steps.length} step(s).`, a.created.map((id) => [" created ", memoryLink(id)])));
+    } catch (e) { toast(e.message, true); }
+  });
+  main.append(list, apply);
+  for (const c of p.possible_contradictions || []) {
+    main.append(el("div", { class: "card" }, el("b", {}, `Possible contradiction (${c.similarity}): `), "older ", memoryLink(c.older.memory_id), " ", c.older.content, " · newer ", memoryLink(c.newer.memory_id), " ", c.newer.content,
+      el("div", { class: "muted" }, "If the newer replaces the older, open the older one and mark it superseded by the newer.")));
+  }
+  refresh();
+}
+
+// ------------------------------------------------------------------ graph
+async function graphPage(entity = "") {
+  setPage("graph");
+  const input = el("input", { value: entity, placeholder: "entity (empty: the most mentioned)", "data-testid": "graph-entity", size: 30 });
+  const depth = el("select", { "data-testid": "graph-depth" }, [1, 2, 3].map((d) => el("option", { value: d }, `${d} hop${d > 1 ? "s" : ""}`)));
+  const form = el("form", { class: "filters" }, input, depth, el("button", { type: "submit" }, "Show"));
+  const area = el("div", { class: "card", "data-testid": "graph" });
+  main.append(el("h1", {}, "Graph"), form, area);
+  const draw = async () => {
+    area.replaceChildren("loading…");
+    const params = new URLSearchParams({ depth: depth.value });
+    if (input.value.trim()) params.set("entity", input.value.trim());
+    let g;
+    try { g = await api(`/api/graph?${params}`); } catch (e) { area.replaceChildren(`Could not load: ${e.message}`); return; }
+    area.replaceChildren(drawGraph(g, input.value.trim()), el("p", { class: "muted" }, `${g.entities.length} entities, ${g.graph_stats.relationships_found} relationships`));
+    if (g.memories.length) area.append(el("h2", {}, "Memories mentioning them"), el("ul", {}, g.memories.slice(0, 20).map((m) => el("li", {}, memoryLink(m.id), " ", m.summary || m.content.slice(0, 160)))));
+  };
+  form.addEventListener("submit", (ev) => { ev.preventDefault(); draw(); });
+  draw();
+}
+
+function drawGraph(g, center) {
+  const W = 900, H = 520, cx = W / 2, cy = H / 2;
+  const names = [...new Set(g.entities.map((e) => e.name).filter(Boolean))];
+  for (const e of g.entities) for (const r of e.relationships) if (r.target && !names.includes(r.target)) names.push(r.target);
+  const hops = new Map(g.entities.map((e) => [e.name, e.hops]));
+  const rings = new Map();
+  for (const n of names) { const h = n === center ? 0 : (hops.get(n) ?? 3); (rings.get(h) || rings.set(h, []).get(h)).push(n); }
+  const pos = new Map();
+  for (const [h, ring] of rings) ring.forEach((n, i) => {
+    const r = h === 0 && ring.length === 1 ? 0 : 70 + 80 * h;
+    const a = (2 * Math.PI * i) / ring.length + h * 0.4;
+    pos.set(n, [cx + r * Math.cos(a), cy + r * 0.85 * Math.sin(a)]);
+  });
+  const s = svg("svg", { viewBox: `0 0 ${W} ${H}`, width: "100%", role: "img", "data-testid": "graph-svg" });
+  for (const e of g.entities) for (const r of e.relationships) {
+    if (r.direction !== "outgoing" || !pos.has(e.name) || !pos.has(r.target)) continue;
+    const [x1, y1] = pos.get(e.name), [x2, y2] = pos.get(r.target);
+    s.append(svg("line", { x1, y1, x2, y2, class: "edge" }), svg("text", { x: (x1 + x2) / 2, y: (y1 + y2) / 2 - 3, class: "muted" }, r.type));
+  }
+  for (const [n, [x, y]] of pos) {
+    const a = document.createElementNS(SVG_NS, "a");
+    a.setAttribute("href", `#/graph/${encodeURIComponent(n)}`);
+    a.append(svg("circle", { cx: x, cy: y, r: 7, class: n === center ? "node center" : "node" }), svg("text", { x: x + 10, y: y + 4 }, n));
+    s.append(a);
+  }
+  return s;
+}
+
+// ------------------------------------------------------------------ health
+async function healthPage() {
+  setPage("health");
+  main.append(el("h1", {}, "Health"));
+  let r;
+  try { r = await api("/api/health"); } catch (e) { failed(e); return; }
+  const st = r.status, q = r.quality;
+  const rows = [];
+  for (const [scope, info] of Object.entries(st.scopes)) {
+    if (info.status !== "connected" && info.status !== "read_only") { rows.push(el("tr", {}, el("td", {}, scope), el("td", { colspan: 5 }, `unavailable: ${info.message}`))); continue; }
+    const qs = q.scopes[scope] || { rates: {} };
+    const pct = (k) => `${qs[k] ?? 0} (${((qs.rates[k] || 0) * 100).toFixed(1)}%)`;
+    rows.push(el("tr", { "data-testid": `health-${scope}` }, el("td", {}, scope), el("td", {}, info.total),
+      el("td", {}, Object.entries(info.by_type).map(([k, v]) => `${k} ${v}`).join(", ")),
+      el("td", {}, Object.entries(info.by_status).map(([k, v]) => `${k} ${v}`).join(", ")),
+      el("td", {}, info.database_size_bytes ? `${(info.database_size_bytes / 1e6).toFixed(1)} MB` : "in memory"),
+      el("td", {}, pct("near_duplicates")), el("td", {}, pct("never_recalled")), el("td", {}, pct("superseded_but_active")), el("td", {}, pct("not_recalled_90d"))));
+  }
+  main.append(el("table", {}, el("thead", {}, el("tr", {}, ["scope", "memories", "by type", "by status", "disk", "near-duplicates", "never recalled", "superseded but active", "not recalled in 90 days"].map((h) => el("th", {}, h)))), el("tbody", {}, rows)));
+  const wq = st.write_queue || {};
+  main.append(el("div", { class: "card" }, el("h2", {}, "Write queue"),
+    el("p", { "data-testid": "write-queue" }, `${wq.pending ?? 0} queued writes, ${wq.rejected ?? 0} rejected`, (wq.blocked_by || []).length ? `; waiting for: ${wq.blocked_by.join("; ")}` : ""),
+    el("h2", {}, "Engine"), el("p", {}, `${st.connection.status} (${st.connection.mode}), model ${st.embedding.model} (${st.embedding.dimensions}-d)`, st.embedding.error ? ` ERROR ${st.embedding.error}` : ""),
+    el("p", { class: "muted" }, `Near-duplicates: cosine ≥ ${q.duplicate_similarity}, checked among the newest ${Object.values(q.scopes).map((s) => s.duplicates_checked).join("/")} memories per scope; quality computed in ${q.query_time_ms} ms.`)));
+}
+
+// ------------------------------------------------------------------ live feed and routing
+async function projectPicker() {
+  const input = document.getElementById("project");
+  try { input.placeholder = (await api("/api/info")).project; } catch (e) { /* shown by the page's own call */ }
+  input.value = project;
+  input.addEventListener("change", () => {
+    const params = new URLSearchParams(location.search);
+    if (input.value.trim()) params.set("project", input.value.trim()); else params.delete("project");
+    location.search = params.toString();  // a reload: every view and the live feed follow it
+  });
+}
+
+function connectLive() {
+  const state = document.getElementById("live-state");
+  const source = new EventSource(inProject("/api/events"));
+  source.addEventListener("open", () => { state.textContent = "live"; });
+  source.addEventListener("error", () => { state.textContent = "live: reconnecting"; });
+  source.addEventListener("memory", (ev) => {
+    let m;
+    try { m = JSON.parse(ev.data); } catch (e) { return; }
+    liveMemory(m);
+  });
+}
+
+function route() {
+  const parts = location.hash.replace(/^#\/?/, "").split("/");
+  const [page, arg] = [parts[0] || "browse", decodeURIComponent(parts.slice(1).join("/"))];
+  if (page === "memory" && arg) return memoryPage(arg);
+  if (page === "sessions") return sessionsPage();
+  if (page === "consolidate") return consolidatePage();
+  if (page === "graph") return graphPage(arg);
+  if (page === "health") return healthPage();
+  return browse();
+}
+
+window.addEventListener("hashchange", route);
+projectPicker();
+connectLive();
+route();

@@ -1,0 +1,181 @@
+"""What a person curating memory needs to see and no other operation gives (`engram ui`).
+
+Three read-only views, each computed from the derived in-memory index (scope_index.py), so
+they cost one vectorised pass per scope and never decode records that are not shown:
+- `quality`: the memory-quality rates (near-duplicates, never recalled, superseded but still
+  live, not recalled in 90 days), counted per scope;
+- `decay_curve`: a memory's strength now and over the coming days, from the same decay
+  formula recall and maintenance use (so the curve cannot disagree with them);
+- `sessions`: each session of the project (its registry entry), the memories captured in it
+  and promoted from it, and what the hooks injected into it (hook_ops.INJECTION_LOG).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from engram_mcp.core.errors import InvalidInput
+from engram_mcp.core.ids import format_memory_id
+from engram_mcp.core.vocabulary import LIVE_STATUSES, MEMORY_TYPES
+from engram_mcp.index.scope_index import STATUS_CODE, Filters
+from engram_mcp.index.scoring import SECONDS_PER_DAY, decay_factor, to_epoch
+from engram_mcp.services.access import SCOPE_ORDER, RequestContext, ScopeAccess
+from engram_mcp.services.consolidate import DUPLICATE_SIMILARITY
+from engram_mcp.services.hook_ops import INJECTION_LOG
+
+STALE_AFTER_DAYS = 90
+#: Near-duplicates are looked for among this many newest live memories per scope (each against all
+#: live ones: measured ~280 ms for 500 rows at 10k memories on a busy 2-core machine), so the health
+#: page stays usable at 100k; the answer says how many were checked.
+DUPLICATE_SAMPLE_ROWS = 500
+DUPLICATE_BLOCK_ROWS = 256
+CURVE_DAYS = (0, 1, 2, 3, 5, 7, 10, 14, 21, 30, 45, 60, 90, 120, 180, 270, 365)
+SESSIONS_SHOWN = 50
+SESSION_STATUSES = ("active", "completed", "abandoned")
+
+
+def _rate(n: int, of: int) -> float:
+    return round(n / of, 4) if of else 0.0
+
+
+def _near_duplicates(idx: Any, live_slots: np.ndarray) -> tuple[int, int]:
+    """(memories among the newest DUPLICATE_SAMPLE_ROWS live ones with another live memory at
+    cosine >= DUPLICATE_SIMILARITY, how many were checked)."""
+    with_vec = np.array([s for s in live_slots if idx.vectors.has(int(s))], dtype=np.int64)
+    if with_vec.size < 2:
+        return 0, int(with_vec.size)
+    created = idx.cols.created_at[with_vec]
+    sample = with_vec[np.argsort(-created, kind="stable")[:DUPLICATE_SAMPLE_ROWS]]
+    everything = idx.vectors.rows(with_vec)
+    found = 0
+    for start in range(0, sample.size, DUPLICATE_BLOCK_ROWS):
+        block = sample[start : start + DUPLICATE_BLOCK_ROWS]
+        sims = idx.vectors.rows(block) @ everything.T
+        sims[block[:, None] == with_vec[None, :]] = -1.0  # a memory is not its own duplicate
+        found += int((sims.max(axis=1) >= DUPLICATE_SIMILARITY).sum())
+    return found, int(sample.size)
+
+
+def quality(access: ScopeAccess, ctx: RequestContext) -> dict[str, Any]:
+    """Per scope: live memories, and how many are near-duplicates, never recalled, superseded but
+    still live, or not recalled (nor created) in the last 90 days; each also as a rate."""
+    started = time.perf_counter()
+    now = time.time()
+    stale_before = now - STALE_AFTER_DAYS * SECONDS_PER_DAY
+    warnings: list[dict[str, Any]] = []
+    scopes: dict[str, Any] = {}
+    with access.lock:
+        for name, h in access.open_scopes(ctx, SCOPE_ORDER, warnings):
+            idx = h.index
+            # superseded ones included: recall hides them, but they are still live records
+            live_mask = idx.mask(Filters(statuses=frozenset(LIVE_STATUSES), include_superseded=True))
+            live = np.flatnonzero(live_mask)
+            n = int(live.size)
+            access_count = idx.cols.access_count[live]
+            last = np.maximum(idx.cols.last_accessed[live], idx.cols.created_at[live])
+            superseded = 0
+            for old_key in idx.superseded_by:
+                slot = idx.slot_of(old_key)
+                if slot is not None and slot < live_mask.size and live_mask[slot]:
+                    superseded += 1
+            dups, checked = _near_duplicates(idx, live)
+            counts = {
+                "near_duplicates": dups,
+                "never_recalled": int((access_count == 0).sum()),
+                "superseded_but_active": superseded,
+                "not_recalled_90d": int((last < stale_before).sum()),
+            }
+            scopes[name] = {
+                "live": n,
+                **counts,
+                "rates": {k: _rate(v, checked if k == "near_duplicates" else n) for k, v in counts.items()},
+                "duplicates_checked": checked,
+            }
+    return {
+        "scopes": scopes,
+        "duplicate_similarity": DUPLICATE_SIMILARITY,
+        "stale_after_days": STALE_AFTER_DAYS,
+        "warnings": warnings,
+        "query_time_ms": round((time.perf_counter() - started) * 1000, 2),
+    }
+
+
+def decay_curve(access: ScopeAccess, ctx: RequestContext, memory_id: str) -> dict[str, Any]:
+    """The memory's strength (importance x decay) now and after each of CURVE_DAYS more days
+    without a recall; a recall resets the clock and lengthens the half-life."""
+    with access.lock:
+        first = access.locate_one(ctx, memory_id)[0]
+        row = first.row
+        frozen = first.handle.scope == "session"
+    memory_type = row.get("memory_type") or "semantic"
+    if memory_type not in MEMORY_TYPES:
+        raise InvalidInput(f"memory {memory_id} has an unknown type {memory_type!r}", field="memory_id")
+    importance = float(row.get("importance", 0.5))
+    count = int(row.get("access_count", 0))
+    since = time.time() - to_epoch(row.get("last_accessed_at") or row.get("created_at"))
+    points = [
+        {
+            "days_from_now": d,
+            "strength": round(
+                importance * decay_factor(memory_type, since + d * SECONDS_PER_DAY, count, frozen=frozen), 4
+            ),
+        }
+        for d in CURVE_DAYS
+    ]
+    return {
+        "memory_id": format_memory_id(first.key),
+        "type": memory_type,
+        "importance": importance,
+        "access_count": count,
+        "days_since_access": round(since / SECONDS_PER_DAY, 2),
+        "frozen": frozen,
+        "points": points,
+    }
+
+
+def sessions(access: ScopeAccess, ctx: RequestContext) -> dict[str, Any]:
+    """The project's sessions, newest first: registry entry, memories captured in the session and
+    now in the project (the promoted ones), and the hooks' injections recorded since the daemon
+    started."""
+    events = INJECTION_LOG.events()
+    by_session: dict[str, list[dict[str, Any]]] = {}
+    for e in events:
+        by_session.setdefault(e["session_id"], []).append(e)
+    out: dict[str, dict[str, Any]] = {}
+    with access.lock:
+        project = access.handle(ctx, "project")
+        rows = [r for status in SESSION_STATUSES for r in project.repo.sessions_with_status(status)]
+        idx = project.index
+        from_session: dict[str, list[str]] = {}
+        for slot, sid in idx.session_of.items():
+            key = idx.key_of(slot)
+            if key is not None and int(idx.cols.status_code[slot]) != STATUS_CODE["forgotten"]:
+                from_session.setdefault(sid, []).append(format_memory_id(key))
+    for r in rows:
+        if r.session_id:
+            out[r.session_id] = {
+                "session_id": r.session_id,
+                "status": r.status,
+                "started_at": r.started_at.isoformat() if r.started_at else None,
+                "ended_at": r.ended_at.isoformat() if r.ended_at else None,
+                "memories_promoted": r.memories_promoted or 0,
+                "summary": r.summary,
+            }
+    for sid in set(by_session) | set(from_session):
+        out.setdefault(sid, {"session_id": sid, "status": None, "started_at": None, "memories_promoted": 0})
+    for sid, entry in out.items():
+        entry["in_project"] = from_session.get(sid, [])[:200]
+        entry["injections"] = [
+            {"kind": e["kind"], "at": e["at"], "tokens": e["tokens"], "memory_ids": e["memory_ids"]}
+            for e in by_session.get(sid, [])
+        ]
+    ordered = sorted(out.values(), key=lambda e: str(e.get("started_at") or ""), reverse=True)
+    return {
+        "sessions": ordered[:SESSIONS_SHOWN],
+        "total": len(ordered),
+        "current_session": ctx.session_id,
+        "injections_since": "daemon start",
+    }

@@ -1,0 +1,107 @@
+"""The operations `engram ui` added: quality rates, decay curve, sessions (with the hooks'
+injections), and applying only the approved steps of a consolidation plan."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from engram_mcp.services import consolidate, curation, hook_ops
+from engram_mcp.services.service import MemoryService, RequestContext
+from tests.daemon_env import daemon_request
+from tests.fakes import FakeEmbedder
+
+
+@pytest.fixture
+def svc(home):
+    s = MemoryService(home=home, embedder=FakeEmbedder())
+    yield s
+    s.close()
+
+
+def _store(svc, ctx, content, **kw):
+    args = {"type": "semantic", "scope": "project", "importance": 0.5, "dedup": False, **kw}
+    return svc.store(ctx, content=content, **args)["memory_id"]
+
+
+def _age(svc, ctx, mid, days):
+    t = datetime.now(timezone.utc) - timedelta(days=days)
+    h = svc.handle(ctx, "project")
+    h.q("UPDATE type::thing('memory', $id) SET last_accessed_at = $t, created_at = $t", {"id": mid.split(":", 1)[1], "t": t})
+
+
+def test_quality_counts_each_rate_per_scope(svc, home, project) -> None:
+    ctx = RequestContext(project, "s1")
+    a = _store(svc, ctx, "The build uses Bazel with remote caching")
+    _store(svc, ctx, "The build uses Bazel with remote caching")  # an exact duplicate (dedup off)
+    old = _store(svc, ctx, "Deploys happen on Tuesdays")
+    newer = _store(svc, ctx, "Deploys happen on Thursdays now")
+    stale = _store(svc, ctx, "The wiki moved to Confluence")
+    svc.update(ctx, newer, supersedes=old)
+    _age(svc, ctx, stale, 120)
+    svc.close()  # the index is rebuilt from the aged records
+    svc2 = MemoryService(home=home, embedder=FakeEmbedder())
+    try:
+        svc2.recall(ctx, query="Bazel remote caching", limit=1)  # one memory recalled
+        q = curation.quality(svc2.access, ctx)["scopes"]["project"]
+        assert q["live"] == 5
+        assert q["near_duplicates"] == 2 and q["duplicates_checked"] == 5
+        assert q["superseded_but_active"] == 1
+        assert q["never_recalled"] == 4
+        assert q["not_recalled_90d"] == 1
+        assert q["rates"]["never_recalled"] == 0.8
+        assert a  # stored
+    finally:
+        svc2.close()
+
+
+def test_decay_curve_starts_at_the_strength_and_falls(svc, project) -> None:
+    ctx = RequestContext(project)
+    mid = _store(svc, ctx, "Use ruff for linting", importance=0.8, type="episodic")
+    curve = curation.decay_curve(svc.access, ctx, mid)
+    strengths = [p["strength"] for p in curve["points"]]
+    assert strengths[0] == pytest.approx(svc.get(ctx, mid)["strength"], abs=1e-3)
+    assert all(x >= y for x, y in zip(strengths, strengths[1:])) and strengths[-1] < strengths[0] / 10
+    assert curve["points"][0]["days_from_now"] == 0 and curve["frozen"] is False
+
+
+def test_sessions_show_the_hooks_injections(svc, project) -> None:
+    ctx = RequestContext(project, "sess-ui-1")
+    mid = _store(svc, ctx, "Run the API tests with make test", type="procedural", importance=0.9)
+    started = hook_ops.session_start(svc.access, ctx, source="startup")
+    assert mid in (started["additional_context"] or "")
+    hook_ops.INJECTION_LOG.record("sess-ui-1", "prompt", [mid], 12)
+    out = curation.sessions(svc.access, ctx)
+    entry = next(s for s in out["sessions"] if s["session_id"] == "sess-ui-1")
+    kinds = [(e["kind"], e["memory_ids"]) for e in entry["injections"]]
+    assert ("session_start", [mid]) in kinds and ("prompt", [mid]) in kinds
+    assert entry["status"] == "active"
+
+
+def test_only_approved_consolidation_steps_are_applied(svc, project) -> None:
+    ctx = RequestContext(project)
+    a = _store(svc, ctx, "Deployed payments to staging", type="episodic")
+    b = _store(svc, ctx, "Deployed payments to staging", type="episodic")  # one cluster with a
+    low = _store(svc, ctx, "a passing thought", importance=0.05)
+    svc.handle(ctx, "project").repo.set_status([low.split(":", 1)[1]], "active")
+    svc.handle(ctx, "project").index.set_status(low.split(":", 1)[1], "active")
+    plan = consolidate.consolidate(svc.access, ctx, dry_run=True, scope="project")
+    summary = next(c for c in plan["consolidated_memories"] if set(c["derived_from"]) == {a, b})
+    assert consolidate.archive_step(low) in [consolidate.archive_step(m) for m in plan["archive_candidates"]]
+    again = consolidate.consolidate(svc.access, ctx, dry_run=True, scope="project")
+    assert summary["step"] in [c["step"] for c in again["consolidated_memories"]], "step names are stable"
+    done = consolidate.apply_steps(svc.access, ctx, steps=[summary["step"], "archive:memory:gone"], scope="project")
+    applied = done["applied"]
+    assert applied["steps"] == [summary["step"]] and len(applied["created"]) == 1
+    assert applied["not_found"] == ["archive:memory:gone"]
+    assert svc.get(ctx, a)["status"] == "consolidated" and svc.get(ctx, b)["status"] == "consolidated"
+    assert svc.get(ctx, low)["status"] == "active", "a step not approved is not applied"
+    with pytest.raises(Exception, match="steps"):
+        consolidate.apply_steps(svc.access, ctx, steps="all", scope="project")  # type: ignore[arg-type]
+
+
+def test_the_ui_operations_go_through_the_daemon(daemon, ctx) -> None:
+    for op, args in (("quality", {}), ("sessions", {}), ("consolidate_steps", {"steps": []})):
+        reply = daemon_request(daemon, op, args, ctx)
+        assert reply["ok"], reply
