@@ -15,7 +15,7 @@ from typing import Any
 
 PART_FILES = {"tokens": "tokens/tokens.json", "locomo": "locomo/locomo.json", "coding": "coding/coding_memory.json",
               "speed": "speed/speed.json",
-              "scale": "scale/scale.json", "hooks": "hooks/hooks.json", "stop": "stop/stop.json",
+              "scale": "scale/scale.json", "bulk": "bulk/bulk.json", "hooks": "hooks/hooks.json", "stop": "stop/stop.json",
               "ui": "ui/ui.json"}
 SECTIONS = ("Headline", "1. Retrieval quality (LoCoMo)", "1b. Retrieval quality (coding memory across scopes)", "2. Speed and scale", "3. Hooks", "4. Token cost per session", "5. The run")
 PLOTS = {"latency": "latency_vs_size.png", "scale": "scale_vs_size.png", "locomo": "locomo.png", "locomo_categories": "locomo_categories.png",
@@ -489,6 +489,11 @@ def coding_section(parts: dict[str, Any], run: dict[str, Any], out_dir: Path) ->
     return part_markdown(run, out_dir, "coding", "## 1b. Retrieval quality (coding memory across scopes)", "coding_memory.md")
 
 
+def bulk_section(parts: dict[str, Any], run: dict[str, Any], out_dir: Path) -> list[str]:
+    """Import, embedding, export and disk growth over a simulated month (bench/bulk_bench.py)."""
+    return part_markdown(run, out_dir, "bulk", "### Bulk work and disk growth", "bulk.md")
+
+
 def ui_headline_row(ui: list[dict[str, Any]] | None, run: dict[str, Any]) -> list[Any]:
     """`engram ui` page load and search p95 at the largest size measured (bench/ui_bench.py)."""
     if not ui:
@@ -779,6 +784,7 @@ def write_report(out_dir: Path, run: dict[str, Any]) -> dict[str, Any]:
     L += locomo_section(parts, run, plots)
     L += coding_section(parts, run, out_dir)
     L += speed_section(parts, run, plots)
+    L += bulk_section(parts, run, out_dir)
     L += ui_section(parts, run, out_dir)
     L += hooks_section(parts, run, plots)
     L += stop_section(parts, run, out_dir)

@@ -25,6 +25,9 @@ others down, and its peak RSS is its own):
                                   model load included), daemon peak / steady RSS, disk bytes per
                                   memory, and a daemon holding 10 project stores + the user store
                                   (10k memories each; 200 in --quick), against the issue's targets
+  bulk    bench/bulk_bench.py     import with vectors (beside 16 memories per lock hold), embedding
+                                  new text, export, and disk per memory over a simulated month of
+                                  daily use (beside no compaction), same run
   hooks   bench/hooks_bench.py    wall time of every hook process; Stop-hook design token costs
   stop    bench/stop_bench.py     the Stop hook's trigger on the labelled corpus (precision, recall,
                                   nudge rate, dev and held-out halves); ~1 s, same in --quick
@@ -62,15 +65,15 @@ for p in (str(ROOT), str(BENCH)):
     if p not in sys.path:
         sys.path.insert(0, p)
 
-PARTS = ("tokens", "locomo", "coding", "speed", "scale", "hooks", "stop", "secrets", "ui")
+PARTS = ("tokens", "locomo", "coding", "speed", "scale", "bulk", "hooks", "stop", "secrets", "ui")
 FULL_SIZES = [1000, 10000, 100000]
 QUICK_SIZES = [1000]
 # The LoCoMo runs the report needs (the strategies + the baseline); `--locomo-runs all`
 # adds locomo_bench's fusion variants (hybrid-rrf, keyword weight 0.3 / 0.7), ~3 more minutes.
 LOCOMO_CORE_RUNS = ("bm25-plain", "keyword", "vector", "hybrid")
 TIMEOUTS_S = {  # per part; generous: they only stop a hung part
-    False: {"tokens": 600, "locomo": 2400, "coding": 600, "speed": 1800, "scale": 5400, "hooks": 1200, "stop": 300, "secrets": 300, "ui": 900},
-    True: {"tokens": 300, "locomo": 1200, "coding": 600, "speed": 900, "scale": 900, "hooks": 900, "stop": 300, "secrets": 300, "ui": 600},
+    False: {"tokens": 600, "locomo": 2400, "coding": 600, "speed": 1800, "scale": 5400, "bulk": 1800, "hooks": 1200, "stop": 300, "secrets": 300, "ui": 900},
+    True: {"tokens": 300, "locomo": 1200, "coding": 600, "speed": 900, "scale": 900, "bulk": 900, "hooks": 900, "stop": 300, "secrets": 300, "ui": 600},
 }
 FAIL_ENV = "ENGRAM_BENCH_FAIL_PART"  # tests: make the named part fail on purpose
 BUDGET_S = 20 * 60  # the full suite must finish within 20 minutes on a 2-core machine
@@ -105,6 +108,10 @@ def part_settings(part: str, quick: bool, locomo_runs: str) -> dict[str, Any]:
         return opts
     if part == "scale":
         return {"sizes": sizes, "quick": quick, "multi_store": {"projects": 10, "per_store": 200 if quick else 10_000}}
+    if part == "bulk":
+        import bulk_bench
+
+        return {"quick": quick, **(bulk_bench.QUICK if quick else bulk_bench.FULL)}
     if part == "hooks":
         argv = (["--quick"] if quick else []) + ([] if claude_available() else ["--no-claude"])
         return {"argv": argv, "stop_design": claude_available()}
@@ -161,6 +168,11 @@ def run_child(part: str, out: Path, quick: bool, locomo_runs: str) -> int:
 
         multi = settings["multi_store"]
         scale_extras.run_scale(settings["sizes"], out, quick=quick, multi_per_store=multi["per_store"], multi_projects=multi["projects"])
+        return 0
+    if part == "bulk":
+        import bulk_bench
+
+        bulk_bench.run_bulk(out, quick=quick)
         return 0
     if part == "hooks":
         import hooks_bench

@@ -17,7 +17,7 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 RUN_ALL = REPO_ROOT / "bench" / "run_all.py"
-PARTS = ("tokens", "locomo", "coding", "speed", "scale", "hooks", "stop", "secrets", "ui")
+PARTS = ("tokens", "locomo", "coding", "speed", "scale", "bulk", "hooks", "stop", "secrets", "ui")
 SECTIONS = ("## Headline", "## 1. Retrieval quality (LoCoMo)", "## 1b. Retrieval quality (coding memory across scopes)",
             "## 2. Speed and scale", "## 3. Hooks",
             "## 4. Token cost per session", "## 5. The run")
@@ -86,6 +86,10 @@ def test_quick_suite_writes_the_whole_report(tmp_path: Path) -> None:
     assert "previous" in scale["runs"][0]["designs"] and scale["multi_store"]["projects"] == 10
     assert "### Cold start, memory and disk: previous design vs new" in text
     assert {"cold_first_recall_s", "daemon_peak_rss_mb"} <= set(report["headline"])
+    bulk = json.loads((out / "bulk" / "bulk.json").read_text())
+    assert {"import", "import_baseline", "embedding", "month", "month_baseline"} <= set(bulk)
+    assert {"per_s", "per_cpu_s", "export"} <= set(bulk["import"]) and len(bulk["month"]["bytes_per_memory_by_day"]) == 30
+    assert "### Bulk work and disk growth" in text and "](bulk/bulk.png)" in text
     tokens = json.loads((out / "tokens" / "tokens.json").read_text())
     assert {"tools_list", "markdown", "session_start", "per_session"} <= set(tokens)
 
@@ -101,13 +105,13 @@ def test_quick_suite_writes_the_whole_report(tmp_path: Path) -> None:
 
 def test_a_failing_part_is_reported_and_the_others_still_run(tmp_path: Path) -> None:
     out = tmp_path / "bench"
-    proc = run_all(out, "--quick", "--skip", "locomo", "speed", "scale", "hooks", env={"ENGRAM_BENCH_FAIL_PART": "tokens"}, timeout=300)
+    proc = run_all(out, "--quick", "--skip", "locomo", "speed", "scale", "bulk", "hooks", env={"ENGRAM_BENCH_FAIL_PART": "tokens"}, timeout=300)
 
     assert proc.returncode == 1, proc.stdout + proc.stderr
     report = json.loads((out / "report.json").read_text())
     assert report["parts"]["tokens"]["status"] == "failed"
     assert "failed on purpose" in report["parts"]["tokens"]["error"]
-    assert {report["parts"][p]["status"] for p in ("locomo", "speed", "scale", "hooks")} == {"skipped"}
+    assert {report["parts"][p]["status"] for p in ("locomo", "speed", "scale", "bulk", "hooks")} == {"skipped"}
     text = (out / "report.md").read_text()
     assert sections_in_order(text) == list(SECTIONS)
     assert "**Failed: tokens**" in text and "### tokens failed" in text and "failed on purpose" in text

@@ -301,3 +301,42 @@ def test_maintenance_queues_each_decayed_memory_once_across_passes(fake_service,
     assert lifecycle._enqueue_many(h, keys + keys[:2], "decay", 0.5) == 5
     assert lifecycle._enqueue_many(h, keys, "decay", 0.5) == 0
     assert sorted(str(m.id) for m in h.q(q.QUEUED_MEMORIES, {"reason": "decay"})) == sorted(keys)
+
+
+# ---------------------------------------------------------------------- issue 15: disk that does not grow with reading
+def test_maintenance_compacts_a_store_that_reads_grew_and_leaves_one_that_did_not(store, monkeypatch):
+    """Recall strengthening rewrites whole records and the engine keeps every old version, so
+    reads alone grow the files; maintenance compacts once they pass COMPACT_GROWTH_RATIO times
+    their size after the last compaction, and everything is still there afterwards."""
+    monkeypatch.setattr(lifecycle, "COMPACT_MIN_BYTES", 0)
+    mids = [store.store(f"note {i} about the deploy pipeline and its build cache") for i in range(30)]
+    first = store.svc.maintain(store.ctx)["project"]["compaction"]  # a store never compacted: compacted now
+    assert first["bytes_before"] > 0 and first["bytes_after"] > 0
+    assert "compaction" not in store.svc.maintain(store.ctx)["project"]  # nothing grew since
+    h = store.svc.handle(store.ctx, "project")
+    grown_from = h.store.size_bytes()
+    for _ in range(40):
+        store.svc.recall(store.ctx, query="deploy pipeline build cache", limit=10)
+        store.svc.access.write_behind.flush_all()  # each recall's bumps written (the timer's second, without the wait)
+    assert h.store.size_bytes() > lifecycle.COMPACT_GROWTH_RATIO * grown_from, "reads grew the store"
+    calls = []
+    again = store.svc.maintain(store.ctx, progress=lambda d, t, label: calls.append(label))["project"]["compaction"]
+    assert "compact project" in calls  # a long copy is announced
+    assert again["bytes_after"] < again["bytes_before"] / lifecycle.COMPACT_GROWTH_RATIO
+    assert all(store.get(m)["content"].startswith("note ") for m in mids)
+    assert sum(store.get(m)["access_count"] for m in mids) == 400  # the strengthening survived the rewrite
+    assert len(store.svc.recall(store.ctx, query="deploy pipeline", limit=5)["memories"]) == 5
+
+
+def test_a_small_store_is_not_compacted_and_scheduled_maintenance_compacts_in_the_background(store, monkeypatch):
+    import threading
+
+    store.store("a small store")
+    assert all("compaction" not in r for r in store.svc.maintain(store.ctx).values())  # below COMPACT_MIN_BYTES
+    monkeypatch.setattr(lifecycle, "COMPACT_MIN_BYTES", 0)
+    report = lifecycle.maintain(store.svc.access, store.ctx, compact_in_background=True)
+    assert "compaction" not in report["project"]  # the answer does not wait for it
+    for t in [t for t in threading.enumerate() if t.name == "engram-compact"]:
+        t.join(60)
+    h = store.svc.handle(store.ctx, "project")
+    assert isinstance(h.repo.meta_get(lifecycle.COMPACTION_META_KEY)["bytes_after"], int)

@@ -631,3 +631,17 @@ def test_edit_capture_redacts_a_secret_before_cutting_the_snippet() -> None:
                "tool_response": {"filePath": "/p/settings.env"}}
     out = _stored(file_change_memory(payload))
     assert secret not in out and secret[:8] not in out
+
+
+# ---------------------------------------------------------------------- the per-text literal lookup (issue 15)
+def test_the_one_pass_literal_lookup_finds_exactly_the_literals_a_per_literal_search_finds():
+    """`_run_rules` skips a rule whose hints or anchors are all absent, as found by one regex
+    pass; that pass must report every literal present (overlapping and nested ones too)."""
+    from engram_mcp.core import redaction
+
+    literals = set(redaction._IMPLIED)
+    texts = [row["context"] for row in CORPUS] + [json.dumps(row) for row in _load("not_secrets.jsonl")]
+    texts += ["-----BEGIN RSA ghp_ sk-proj-abc sk-abc bearer Basic authorization auth:" * 2, "", "x"]
+    for text in texts:
+        low = redaction._ascii_lower(text)
+        assert redaction._present(low) == {n for n in literals if n in low}, text[:80]

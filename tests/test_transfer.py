@@ -508,3 +508,171 @@ def test_import_never_holds_the_service_lock_while_it_embeds(tmp_path):
         assert max(holds) < 0.5, f"longest lock hold of the export {max(holds) * 1000:.0f} ms"
     finally:
         svc.close()
+
+
+# ------------------------------------------------------------------ issue 15: bulk import at the engine's pace
+def _vector_lines(n: int, model: str) -> list[dict]:
+    import numpy as np
+
+    rng = np.random.default_rng(3)
+    out = []
+    for i in range(n):
+        v = rng.standard_normal(384).astype("<f4")
+        v /= np.linalg.norm(v)
+        line = _line(content=f"bulk fact {i} about service {i % 17}", embedding_model=model, embedding_dim=384)
+        line["vector_b64"] = base64.b64encode(v.tobytes()).decode()
+        out.append(line)
+    return out
+
+
+def test_import_batches_grow_to_the_lock_budget_and_stay_within_their_bounds(target, tmp_path, monkeypatch):
+    """The first batch is WRITE_BATCH; later ones are sized from the time the last one held the
+    lock (a generous budget makes them grow, never past MAX_WRITE_BATCH); every memory lands once."""
+    from engram_mcp.services import transfer
+    from engram_mcp.storage.repository import ScopeRepository
+
+    dst, dctx = target
+    sizes: list[int] = []
+    real = ScopeRepository.insert_many
+
+    def spy(self, items):
+        items = list(items)
+        sizes.append(len(items))
+        return real(self, items)
+
+    monkeypatch.setattr(ScopeRepository, "insert_many", spy)
+    monkeypatch.setattr(transfer, "WRITE_LOCK_BUDGET_MS", 10_000.0)
+    monkeypatch.setattr(transfer, "MAX_WRITE_BATCH", 100)
+    lines = _vector_lines(400, FakeEmbedder().model_name)
+    out = dst.import_(dctx, _write(tmp_path / "bulk.jsonl", HEADER, *lines))
+    assert out["counts"]["memory"] == 400 and out["counts"]["embedded"] == 0
+    assert sizes[0] == transfer.WRITE_BATCH and max(sizes) == 100 and sum(sizes) == 400
+    h = dst.handle(dctx, "project")
+    assert len(h.index) == 400 and all(h.index.slot_of(line["id"]) is not None for line in lines)
+
+
+def test_import_batches_stay_at_the_floor_when_the_budget_is_tiny(target, tmp_path, monkeypatch):
+    from engram_mcp.services import transfer
+    from engram_mcp.storage.repository import ScopeRepository
+
+    dst, dctx = target
+    sizes: list[int] = []
+    real = ScopeRepository.insert_many
+
+    def spy(self, items):
+        items = list(items)
+        sizes.append(len(items))
+        return real(self, items)
+
+    monkeypatch.setattr(ScopeRepository, "insert_many", spy)
+    monkeypatch.setattr(transfer, "WRITE_LOCK_BUDGET_MS", 0.001)
+    out = dst.import_(dctx, _write(tmp_path / "bulk.jsonl", HEADER, *_vector_lines(100, FakeEmbedder().model_name)))
+    assert out["counts"]["memory"] == 100
+    assert set(sizes[:-1]) == {transfer.WRITE_BATCH} and sum(sizes) == 100
+
+
+def test_a_memory_written_meanwhile_is_skipped_and_the_rest_of_its_batch_lands(target, tmp_path, monkeypatch):
+    """Between the check of a line and its batch's write, another client may write the same
+    memory (through the service, so the index knows it): the batch leaves it as that client
+    wrote it, counts it as skipped, and writes the others in its one statement."""
+    from engram_mcp.services import transfer
+
+    dst, dctx = target
+    lines = _vector_lines(20, FakeEmbedder().model_name)
+    h = dst.handle(dctx, "project")
+    real_batch = transfer._write_batch
+
+    def sneak_in(run, batch):
+        if h.index.slot_of(lines[4]["id"]) is None:
+            rec = {"memory_type": "semantic", "scope": "project", "content": "written meanwhile"}
+            with dst.lock:
+                h.repo.insert(lines[4]["id"], rec)
+                h.index.upsert({**rec, "id": lines[4]["id"]})
+        return real_batch(run, batch)
+
+    monkeypatch.setattr(transfer, "_write_batch", sneak_in)
+    out = dst.import_(dctx, _write(tmp_path / "bulk.jsonl", HEADER, *lines))
+    assert out["counts"]["memory"] == 19 and out["counts"]["skipped"] == 1 and out["counts"]["rejected"] == 0
+    assert h.repo.get(lines[4]["id"])["content"] == "written meanwhile"
+    assert all(h.repo.get(line["id"]) is not None for line in lines)
+
+
+def test_tags_remembered_per_process_give_the_same_tags_and_findings_every_time():
+    from engram_mcp.services.records import MAX_CACHED_TAG_CHARS, check_tags, clean_tags
+
+    secret = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    for value in (["Deploy", secret, "deploy", "  cache  "], [secret, "x" * (MAX_CACHED_TAG_CHARS + 1)]):
+        runs = []
+        for _ in range(2):
+            findings: list = []
+            try:
+                runs.append((clean_tags(list(value), findings), [f.kind for f in findings]))
+            except InvalidInput as exc:
+                runs.append(("error", exc.field))
+        assert runs[0] == runs[1]
+        if runs[0][0] != "error":
+            assert runs[0][1], "the secret tag is counted on every call, cached or not"
+            assert all("ghp_" not in t for t in runs[0][0])
+    assert clean_tags(["Deploy", "deploy", "cache"], []) == check_tags(["Deploy", "deploy", "cache"]) == ["deploy", "cache"]
+
+
+def test_a_memory_imported_without_times_is_new_to_the_index_and_to_maintenance(target, tmp_path):
+    """A line without created_at gets now, as the engine would: the index that is written at
+    once must agree. It used to read 1970, and the next maintenance archived the memory."""
+    import time as _time
+
+    dst, dctx = target
+    line = _line(content="imported without any timestamp", importance=0.5)
+    del line["record"]["created_at"]
+    dst.import_(dctx, _write(tmp_path / "t.jsonl", HEADER, line))
+    h = dst.handle(dctx, "project")
+    slot = h.index.slot_of(line["id"])
+    assert abs(h.index.cols.created_at[slot] - _time.time()) < 120
+    assert abs(h.index.cols.last_accessed[slot] - _time.time()) < 120
+    report = dst.maintain(dctx)["project"]
+    assert not report.get("archived") and not report.get("forgotten")
+    assert dst.get(dctx, line["id"])["status"] != "archived"
+
+
+def test_reindex_embeds_every_chunk_while_writing_the_last_and_reports_progress(tmp_path):
+    """Memories imported while the model was missing are embedded by reindex, chunk after chunk
+    (the next embedding while the last is written), each written once, progress to the end."""
+    from engram_mcp.services import transfer
+
+    class Missing(FakeEmbedder):
+        def embed_documents(self, texts):
+            raise RuntimeError("model files missing")
+
+    home = tmp_path / "h"
+    home.mkdir()
+    ctx = RequestContext(_project(tmp_path, "p"))
+    n = 2 * transfer.EMBED_BATCH + 22
+    path = _write(tmp_path / "plain.jsonl", HEADER, *[_line(content=f"fact {i} about queue {i % 7}") for i in range(n)])
+    svc = MemoryService(home=home, embedder=Missing())
+    try:
+        out = svc.import_(ctx, path)
+        assert out["counts"]["memory"] == n and out["counts"]["embedded"] == 0
+    finally:
+        svc.close()
+    svc = MemoryService(home=home, embedder=FakeEmbedder())
+    try:
+        assert svc.handle(ctx, "project").index.missing_vectors == n
+        calls = []
+        out = svc.reindex(ctx, progress=lambda d, t, label: calls.append((d, t)))
+        assert out == {"reindexed": n, "failed": 0, "model": FakeEmbedder().model_name}
+        assert calls[-1] == (n, n) and len(calls) == 3
+        h = svc.handle(ctx, "project")
+        assert h.index.missing_vectors == 0
+        assert all(r.get("embedding_model") == FakeEmbedder().model_name for r in h.repo.all_memories())
+    finally:
+        svc.close()
+
+
+def test_a_batch_grows_at_most_twofold_and_shrinks_at_once():
+    from engram_mcp.services.transfer import next_batch
+
+    assert next_batch(16, 16, 0.001, 60.0, 16, 2000) == 32  # fast: would fit 960, grows to twice
+    assert next_batch(1000, 1000, 0.6, 60.0, 16, 2000) == 100  # ten times too slow: down at once
+    assert next_batch(64, 64, 2.0, 60.0, 16, 2000) == 16  # never below the floor
+    assert next_batch(1500, 1500, 0.001, 60.0, 16, 2000) == 2000  # never above the ceiling
+    assert next_batch(50, 0, 0.0, 60.0, 16, 2000) == 50  # nothing timed: unchanged

@@ -1623,15 +1623,51 @@ def _ascii_lower(text: str) -> bytes:
     return text.encode("ascii", "replace").lower()
 
 
+def _needles() -> tuple[re.Pattern, dict[bytes, frozenset[bytes]], list[tuple[frozenset[bytes], frozenset[bytes]]]]:
+    """What `_present` needs: one pattern finding every literal a rule needs (its hints, its
+    anchors) at every position, the literals each one implies, and per rule its two sets.
+
+    `_run_rules` looks the literals up once per text instead of once per rule that needs them:
+    most texts hold none, and the per-rule checks were most of the cost of a clean text (an
+    import checks every record). At one position the lookahead reports the longest literal
+    that matches there; every other literal matching there is a prefix of it (`implied`).
+    """
+    per_rule = [(frozenset(rule.hints), frozenset(a for a, _off in rule.anchors or ())) for rule in _RULES]
+    every: set[bytes] = set()
+    for hints, anchors in per_rule:
+        every |= hints | anchors
+    ordered = sorted(every, key=lambda n: (-len(n), n))
+    pattern = re.compile(b"(?=(" + b"|".join(re.escape(n) for n in ordered) + b"))")
+    implied = {n: frozenset(m for m in every if n.startswith(m)) for n in every}
+    return pattern, implied, per_rule
+
+
+_NEEDLE_RE, _IMPLIED, _RULE_NEEDLES = _needles()
+
+
+def _present(low: bytes) -> set[bytes]:
+    """The literals of `_NEEDLE_RE` that occur in `low`."""
+    found: set[bytes] = set()
+    for m in _NEEDLE_RE.finditer(low):
+        found |= _IMPLIED[m.group(1)]
+    return found
+
+
 def _run_rules(text: str, counts: Counter) -> str:
+    """Every rule on `text`; a rule whose hints or whose anchors are all absent is skipped: it
+    could not match (`_apply` would find no anchor position, or the hint test would fail)."""
     low = _ascii_lower(text)
-    for rule in _RULES:
-        if rule.hints and not any(h in low for h in rule.hints):
+    present = _present(low)
+    for rule, (hints, anchors) in zip(_RULES, _RULE_NEEDLES, strict=True):
+        if hints and hints.isdisjoint(present):
+            continue
+        if anchors and anchors.isdisjoint(present):
             continue
         new = _apply(rule, text, low, counts)
         if new is not text:
             text = new
             low = _ascii_lower(text)
+            present = _present(low)
     return text
 
 

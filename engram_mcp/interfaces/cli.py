@@ -587,8 +587,16 @@ def render_maintain(r: dict[str, Any]) -> str:
         if isinstance(info, dict) and info.get("error"):
             lines.append(f"{scope}: not maintained: {info['error']}")
         elif isinstance(info, dict):
-            moved = ", ".join(f"{k} {v}" for k, v in info.items() if v) or "nothing to change"
+            moved = ", ".join(f"{k} {v}" for k, v in info.items() if v and k != "compaction") or "nothing to change"
             lines.append(f"{scope}: {moved}")
+            done = info.get("compaction")
+            if isinstance(done, dict) and done.get("error"):
+                lines.append(f"{scope}: not compacted: {done['error']}")
+            elif isinstance(done, dict):
+                lines.append(
+                    f"{scope}: compacted {done.get('bytes_before', 0) / 2**20:.1f} MB -> "
+                    f"{done.get('bytes_after', 0) / 2**20:.1f} MB in {done.get('seconds')} s"
+                )
         else:
             lines.append(f"{scope}: {info}")
     return "\n".join(lines)

@@ -16,6 +16,8 @@ Session scopes are never decayed: their memories do not decay during the session
 
 from __future__ import annotations
 
+import logging
+import threading
 import time
 from typing import Any, Callable
 
@@ -38,8 +40,18 @@ from engram_mcp.services.handles import ScopeHandle
 from engram_mcp.services.records import now_dt
 from engram_mcp.services.sightings import Sightings, load_sightings, note_project_sighting, projects_seen
 
+log = logging.getLogger("engram.lifecycle")
 FORGOTTEN_PURGE_DAYS = 30
 MAINTENANCE_META_KEY = "maintenance"
+#: The store engine never frees an overwritten value (storage/compact.py), so reads that
+#: strengthen memories and status moves grow the files while the data stays the same size.
+#: Maintenance compacts a store once its files are this many times their size after its
+#: last compaction (the first maintenance that sees a store compacts it and so sets that
+#: size). Issue 15: a simulated month of daily use must stay within 1.5x the loaded size.
+COMPACT_GROWTH_RATIO = 1.25
+#: Smaller stores are never compacted by maintenance: a rewrite is not worth a few MB.
+COMPACT_MIN_BYTES = 4 * 1024 * 1024
+COMPACTION_META_KEY = "compaction"
 PROJECT_PATH_HINTS = ("/", "\\", ".py", ".ts", ".js", "src/")
 PROMOTE_USER_MIN_PROJECTS = 2  # project -> user: "seen in >= 2 projects" (docs/decisions.md)
 
@@ -51,7 +63,7 @@ def maintain_if_due(access: ScopeAccess, ctx: RequestContext) -> dict[str, Any] 
     last_ts = to_epoch(last.get("at")) if isinstance(last, dict) else 0.0
     if time.time() - last_ts < cfg.maintenance_interval_hours * 3600.0:
         return None
-    return maintain(access, ctx)
+    return maintain(access, ctx, compact_in_background=True)
 
 
 def maintain(
@@ -60,8 +72,12 @@ def maintain(
     *,
     now: float | None = None,
     progress: Callable[[int, int | None, str], None] | None = None,
+    compact_in_background: bool = False,
 ) -> dict[str, Any]:
-    """Run the lifecycle pass over the project and user scopes (`progress`: memories done of all, per scope)."""
+    """Run the lifecycle pass over the project and user scopes (`progress`: memories done of all, per scope),
+    then compact each store that grew past COMPACT_GROWTH_RATIO (`compact_if_grown`). The
+    scheduled pass of session start (`maintain_if_due`) compacts in a background thread: a
+    large store takes seconds to copy, and the hook that starts a session must not wait."""
     now = time.time() if now is None else now
     report: dict[str, Any] = {}
     with access.lock:
@@ -82,7 +98,55 @@ def maintain(
             progress(total, total, "maintain")
         project = access.handle(ctx, "project")
         project.repo.meta_set(MAINTENANCE_META_KEY, {"at": now_dt(), "report": report})
+    if compact_in_background:
+        worker = threading.Thread(
+            target=_compact_quietly, args=(list(handles.values()),), name="engram-compact", daemon=True
+        )
+        worker.start()
+        return report
+    for scope, h in handles.items():  # outside the service lock: a compaction copies while recalls go on
+        compacted = compact_if_grown(h, on_start=_announcer(progress, f"compact {scope}"))
+        if compacted is not None:
+            report[scope]["compaction"] = compacted
     return report
+
+
+def _announcer(progress: Callable[[int, int | None, str], None] | None, label: str) -> Callable[[], None] | None:
+    if progress is None:
+        return None
+    return lambda: progress(0, None, label)
+
+
+def _compact_quietly(handles: list[ScopeHandle]) -> None:
+    for h in handles:
+        try:
+            compact_if_grown(h)
+        except Exception:  # a background compaction must never kill the daemon; the store is unchanged
+            log.exception("background compaction of %s failed", h.label)
+
+
+def compact_if_grown(h: ScopeHandle, *, on_start: Callable[[], None] | None = None) -> dict[str, Any] | None:
+    """Compact the handle's store when its files outgrew COMPACT_GROWTH_RATIO times their size
+    after the last compaction (kept in the database's meta); what was done, or None.
+
+    A failed compaction leaves the store as it was (storage/compact.py) and is reported, not
+    raised: maintenance goes on.
+    """
+    size = h.store.size_bytes()
+    if size < COMPACT_MIN_BYTES:
+        return None
+    last = h.repo.meta_get(COMPACTION_META_KEY)
+    base = last.get("bytes_after") if isinstance(last, dict) else None
+    if isinstance(base, int) and base > 0 and size < base * COMPACT_GROWTH_RATIO:
+        return None
+    if on_start is not None:
+        on_start()  # the copy takes seconds on a large store: say so before it starts
+    try:
+        done = h.store.compact()
+    except StoreUnavailable as exc:
+        return {"error": exc.message[:200]}
+    h.repo.meta_set(COMPACTION_META_KEY, {"at": now_dt(), "bytes_after": int(done["bytes_after"])})
+    return {k: done[k] for k in ("bytes_before", "bytes_after", "seconds")}
 
 
 def _sighting_dropper(access: ScopeAccess, h: ScopeHandle) -> Callable[[str], None] | None:

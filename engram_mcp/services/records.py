@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import time
 from datetime import datetime, timezone
+from functools import lru_cache
 from typing import Any, Iterable, Literal, overload
 
 import numpy as np
@@ -92,24 +93,31 @@ def check_tags(value: Any, field: str = "tags") -> list[str]:
         return []
     if not isinstance(value, (list, tuple)) or not all(isinstance(t, str) for t in value):
         raise InvalidInput(f"{field} must be a list of strings", field=field)
-    tags = []
-    for t in value:
-        t = " ".join(_clean_str(t, field).split()).strip()
-        if not t:
-            continue
-        if len(t) > MAX_TAG_CHARS:
-            raise InvalidInput(
-                f"{field}: tag {_redacted(t)[:40]!r}... is longer than {MAX_TAG_CHARS} characters", field=field
-            )
-        t = _redacted(t).lower()  # redact before lower-casing: a lower-cased token no longer matches its pattern
-        kind = tag_secret_kind(t)  # a whole tag that is a token or a password: no context to see it by
-        if kind is not None:
-            t = label_for(kind)
-        if t not in tags:
-            tags.append(t)
-    if len(tags) > MAX_TAGS:
+    return _unique_tags((_check_tag(t, field) for t in value), field)
+
+
+def _unique_tags(tags: Iterable[str | None], field: str) -> list[str]:
+    out: list[str] = []
+    for t in tags:
+        if t is not None and t not in out:
+            out.append(t)
+    if len(out) > MAX_TAGS:
         raise InvalidInput(f"{field}: at most {MAX_TAGS} tags", field=field)
-    return tags
+    return out
+
+
+def _check_tag(t: str, field: str) -> str | None:
+    """One tag as stored (None: blank)."""
+    t = " ".join(_clean_str(t, field).split()).strip()
+    if not t:
+        return None
+    if len(t) > MAX_TAG_CHARS:
+        raise InvalidInput(
+            f"{field}: tag {_redacted(t)[:40]!r}... is longer than {MAX_TAG_CHARS} characters", field=field
+        )
+    t = _redacted(t).lower()  # redact before lower-casing: a lower-cased token no longer matches its pattern
+    kind = tag_secret_kind(t)  # a whole tag that is a token or a password: no context to see it by
+    return label_for(kind) if kind is not None else t
 
 
 def check_object(value: Any, field: str) -> dict[str, Any]:
@@ -230,10 +238,33 @@ def clean_category(
 
 
 def clean_tags(value: Any, findings: list[Finding], field: str = "tags") -> list[str]:
-    """Tags as `store` keeps them: each redacted with its findings counted, then `check_tags`."""
-    if isinstance(value, list) and all(isinstance(t, str) for t in value):
-        value = [sanitize_text(_clean_str(t, field), findings) for t in value]
-    return check_tags(value, field)
+    """Tags as `store` keeps them: each redacted with its findings counted, then `check_tags`.
+
+    Each short tag is checked once per process (`_clean_tag`): tags come from a small
+    vocabulary, each costs four redaction passes, and an import checks thousands of records
+    carrying the same few tags.
+    """
+    if not (isinstance(value, list) and all(isinstance(t, str) for t in value)):
+        return check_tags(value, field)
+    out = []
+    for t in value:
+        clean = _clean_tag if len(t) <= MAX_CACHED_TAG_CHARS else _clean_tag.__wrapped__
+        tag, found = clean(t, field)
+        findings.extend(found)
+        out.append(tag)
+    return _unique_tags(out, field)
+
+
+#: Longest tag `_clean_tag` remembers: 16,384 of them bound its cache to a few MB whatever a file holds.
+MAX_CACHED_TAG_CHARS = 128
+
+
+@lru_cache(maxsize=16384)
+def _clean_tag(t: str, field: str) -> tuple[str | None, tuple[Finding, ...]]:
+    """One tag of `clean_tags` and its findings (a pure function of its input; a bad tag
+    raises InvalidInput, which is not cached)."""
+    found: list[Finding] = []
+    return _check_tag(sanitize_text(_clean_str(t, field), found), field), tuple(found)
 
 
 def clean_object(value: Any, findings: list[Finding], field: str) -> dict[str, Any]:
@@ -315,6 +346,12 @@ def clean_memory_record(raw: Any, findings: list[Finding], *, scope: str) -> dic
     }
     for name in MEMORY_TIME_FIELDS:
         rec[name] = parse_time(raw.get(name), name)
+    # A record without its times gets now, the engine's default, here: the record indexed at
+    # once must say what the engine stores. Left out, the index read the creation and the last
+    # access as 1970, and the next maintenance archived, then forgot, every such memory.
+    rec["created_at"] = rec["created_at"] or now_dt()
+    for name in ("updated_at", "last_accessed_at", "status_changed_at"):
+        rec[name] = rec[name] or rec["created_at"]
     return {k: v for k, v in rec.items() if v is not None}
 
 

@@ -21,6 +21,8 @@ import json
 import os
 import re
 import stat
+import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -63,16 +65,25 @@ from engram_mcp.storage.schema import CURRENT_SCHEMA_VERSION
 
 EXPORT_FORMAT = "engram-export"
 EXPORT_VERSION = 1
-#: Memories per locked write. Measured here (2 cores, the model embedding on the other one):
-#: 32 records with vectors took 30-80 ms under the lock, 16 take 10-40 ms; a recall waits at
-#: most one batch behind an import (issue 12: no lock hold above ~100 ms).
+#: How long one locked write of an import may hold the service lock, in ms. The batch size is
+#: set from the time the previous batch took (`_Writer`): a larger INSERT costs less per record
+#: (10,000 memories with vectors: 1,123 per CPU-second against 928 in batches of 16, same run),
+#: and a recall still waits at most one batch behind an import (issue 12: no lock hold above
+#: ~100 ms). On a loaded machine the batches stay at the floor, as they were before.
+WRITE_LOCK_BUDGET_MS = 60.0
+#: First batch of an import, before one has been timed, and the smallest.
 WRITE_BATCH = 16
+MAX_WRITE_BATCH = 2000
 #: Graph and history lines applied per lock hold (each costs one to three small statements).
 DEFERRED_BATCH = 16
 EMBED_BATCH = 64
-#: Memories read per lock hold by export: 250 records with vectors took 40-100 ms here, 100
-#: take 15-40 ms (the whole export used to hold the lock: 1.1 s at 5,000 memories).
+#: Memories read in the first lock hold of an export; later pages are sized from the time the
+#: last one held the lock, to about EXPORT_LOCK_BUDGET_MS (at most MAX_EXPORT_PAGE): 100
+#: records with vectors took 15-40 ms here, and each page is one query whose fixed cost a
+#: larger page spreads (the whole export used to hold the lock: 1.1 s at 5,000 memories).
 EXPORT_PAGE = 100
+EXPORT_LOCK_BUDGET_MS = 60.0
+MAX_EXPORT_PAGE = 2000
 ENTITY_KEY_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 Progress = Callable[[int, int | None, str], None]
 DEFAULT_SCOPES = PERSISTENT_SCOPES  # what export and reindex cover unless told otherwise
@@ -142,28 +153,36 @@ def _export_memories(
     include_vectors: bool,
     progress: Progress | None,
 ) -> None:
-    """The memories that existed when the export began, EXPORT_PAGE records per lock hold
-    (written to the file outside it), in key order; one removed meanwhile is left out."""
-    total = len(keys)
-    for start in range(0, total, EXPORT_PAGE):
-        page = keys[start : start + EXPORT_PAGE]
+    """The memories that existed when the export began, a page per lock hold (written to the
+    file outside it), in key order; one removed meanwhile is left out."""
+    total, start, size = len(keys), 0, EXPORT_PAGE
+    while start < total:
+        page = keys[start : start + size]
         with access.lock:
-            rows = sorted(h.repo.get_many(page), key=lambda r: r["id"])
+            began = time.perf_counter()
+            rows = h.repo.get_many(page)
+            held = time.perf_counter() - began
+        rows.sort(key=lambda r: r["id"])
         _write_memory_lines(rows, scope, out, counts, include_vectors)
+        start += len(page)
+        size = next_batch(size, len(page), held, EXPORT_LOCK_BUDGET_MS, EXPORT_PAGE, MAX_EXPORT_PAGE)
         if progress:
-            progress(min(start + EXPORT_PAGE, total), total, f"export {scope}")
+            progress(start, total, f"export {scope}")
 
 
 def _write_memory_lines(
     rows: list[dict[str, Any]], scope: str, out, counts: dict[str, int], include_vectors: bool
 ) -> None:
+    lines = []
     for row in rows:
-        rec = {k: v for k, v in row.items() if k not in ("id", "embedding")}
-        line = {"kind": "memory", "scope": scope, "id": row["id"], "record": jsonable(rec)}
-        if include_vectors and row.get("embedding"):
-            line["vector_b64"] = base64.b64encode(bytes(row["embedding"])).decode()
-        out.write(json.dumps(line, ensure_ascii=False) + "\n")
-        counts["memory"] += 1
+        key, blob = row.pop("id"), row.pop("embedding", None)  # the rows are ours (repository.get_many)
+        line = {"kind": "memory", "scope": scope, "id": key, "record": jsonable(row)}
+        if include_vectors and blob:
+            line["vector_b64"] = base64.b64encode(bytes(blob)).decode()
+        lines.append(json.dumps(line, ensure_ascii=False))
+    if lines:
+        out.write("\n".join(lines) + "\n")
+    counts["memory"] += len(lines)
 
 
 def _export_graph_lines(h: ScopeHandle, scope: str) -> dict[str, list[dict[str, Any]]]:
@@ -423,9 +442,10 @@ def import_(
     if not path.is_file():
         raise InvalidInput(f"{path}: no such file", field="path")
     run = _Run(access, ctx, path, target_scope, progress)
-    ready, to_embed, deferred = _check_lines(run)
-    _write_memories(run, ready)
-    _embed_and_write(run, to_embed)
+    writer = _Writer(run)
+    to_embed, deferred = _check_lines(run, writer)
+    writer.flush()
+    _embed_and_write(run, to_embed, writer)
     _import_deferred(run, deferred)
     counts = run.counts
     imported = sum(v for k, v in counts.items() if k not in ("rejected", "embedded"))
@@ -442,10 +462,10 @@ def import_(
     return out
 
 
-def _check_lines(run: _Run) -> tuple[list[_Memory], list[_Memory], list[tuple[int, dict]]]:
-    """Parse and check every line without the lock: (memories with a usable vector or none
-    needed, memories to embed, graph/history lines for later)."""
-    ready: list[_Memory] = []
+def _check_lines(run: _Run, writer: "_Writer") -> tuple[list[_Memory], list[tuple[int, dict]]]:
+    """Parse and check every line without the lock; a memory with a usable vector (or none
+    needed) goes to `writer` at once, so the file is never held in memory whole. Returns
+    (memories to embed, graph/history lines for later)."""
     to_embed: list[_Memory] = []
     deferred: list[tuple[int, dict]] = []
     seen: set[tuple[str, str]] = set()
@@ -483,8 +503,11 @@ def _check_lines(run: _Run) -> tuple[list[_Memory], list[_Memory], list[tuple[in
             run.counts["skipped"] += 1
             continue
         seen.add((scope, key))
-        (to_embed if mem.vector is None and rec.get("status") != "forgotten" else ready).append(mem)
-    return ready, to_embed, deferred
+        if mem.vector is None and rec.get("status") != "forgotten":
+            to_embed.append(mem)
+        else:
+            writer.add(mem)
+    return to_embed, deferred
 
 
 def _header_version(obj: dict[str, Any]) -> int:
@@ -517,36 +540,75 @@ def _attach_vector(mem: _Memory, obj: dict[str, Any], model: str, dim: int, text
         rec.pop(name, None)
 
 
-def _write_memories(run: _Run, memories: list[_Memory]) -> None:
-    """Write checked memories, WRITE_BATCH at a time, each batch one transaction under the lock."""
-    total = len(memories)
-    for i in range(0, total, WRITE_BATCH):
-        _write_batch(run, memories[i : i + WRITE_BATCH])
-        run.tick(min(i + WRITE_BATCH, total), total, "write")
+def next_batch(current: int, done: int, held_s: float, budget_ms: float, smallest: int, largest: int) -> int:
+    """The size of the next locked batch: what `budget_ms` allows at the per-record time of the
+    batch just done (`done` records in `held_s`), at most twice the current size (one fast
+    batch on a machine whose load then returns must not buy a long hold), within the bounds."""
+    if done <= 0 or held_s <= 0:
+        return current
+    fits = budget_ms / 1000.0 / (held_s / done)
+    return int(max(smallest, min(largest, 2 * current, fits)))
 
 
-def _write_batch(run: _Run, batch: list[_Memory]) -> None:
+class _Writer:
+    """Writes checked memories in batches, each one statement under the service lock.
+
+    The batch size follows the time the last batch held the lock: the next one is sized to
+    take about WRITE_LOCK_BUDGET_MS (between WRITE_BATCH and MAX_WRITE_BATCH records), so a
+    bulk import runs at the engine's pace while a recall waits one short batch at most.
+    """
+
+    def __init__(self, run: _Run) -> None:
+        self.run = run
+        self.pending: list[_Memory] = []
+        self.batch = WRITE_BATCH
+        self.written = 0
+
+    def add(self, m: _Memory) -> None:
+        self.pending.append(m)
+        if len(self.pending) >= self.batch:
+            self.flush()
+
+    def write_all(self, memories: list[_Memory]) -> None:
+        for m in memories:
+            self.add(m)
+        self.flush()
+
+    def flush(self) -> None:
+        if not self.pending:
+            return
+        batch, self.pending = self.pending, []
+        held = _write_batch(self.run, batch)
+        self.batch = next_batch(self.batch, len(batch), held, WRITE_LOCK_BUDGET_MS, WRITE_BATCH, MAX_WRITE_BATCH)
+        self.written += len(batch)
+        self.run.tick(self.written, None, "write")
+
+
+def _write_batch(run: _Run, batch: list[_Memory]) -> float:
+    """Write one batch (per scope: one INSERT under the lock, then the index); the seconds
+    the lock was held."""
     by_scope: dict[str, list[_Memory]] = {}
     for m in batch:
         by_scope.setdefault(m.scope, []).append(m)
+    held = 0.0
     for scope, items in by_scope.items():
         h = run.handle(scope)
         with run.access.lock:
+            started = time.perf_counter()
             fresh = [
                 m for m in items if h.index.slot_of(m.key) is None
             ]  # another client may have written one meanwhile
             run.counts["skipped"] += len(items) - len(fresh)
-            if not fresh:
-                continue
-            try:
-                with h.repo.atomic() as tx:
-                    for m in fresh:
-                        tx.insert(m.key, m.record)
-            except InvalidInput:
-                fresh = _write_one_by_one(run, h, fresh)  # find the record the engine refused; keep the rest
-            for m in fresh:
-                h.index.upsert({**m.record, "id": m.key}, m.vector)
-            run.counts["memory"] += len(fresh)
+            if fresh:
+                try:
+                    with h.repo.atomic() as tx:
+                        tx.insert_many((m.key, m.record) for m in fresh)
+                except InvalidInput:
+                    fresh = _write_one_by_one(run, h, fresh)  # find the record the engine refused; keep the rest
+                h.index.bulk_load({**m.record, "id": m.key} for m in fresh)  # new slots: one pass for the batch
+                run.counts["memory"] += len(fresh)
+            held += time.perf_counter() - started
+    return held
 
 
 def _write_one_by_one(run: _Run, h: ScopeHandle, items: list[_Memory]) -> list[_Memory]:
@@ -560,22 +622,38 @@ def _write_one_by_one(run: _Run, h: ScopeHandle, items: list[_Memory]) -> list[_
     return written
 
 
-def _embed_and_write(run: _Run, memories: list[_Memory]) -> None:
-    """Embed in EMBED_BATCH chunks outside the lock, then write each chunk."""
+def _embed_and_write(run: _Run, memories: list[_Memory], writer: _Writer) -> None:
+    """Embed in EMBED_BATCH chunks outside the lock and write each chunk, the next chunk
+    embedding (in one worker thread; the model releases the GIL) while this one is written.
+
+    The memories are taken shortest first: the model pads every batch to its longest text, so
+    chunks of like lengths embed faster than chunks in file order.
+    """
     total = len(memories)
-    model = run.access.model_name
-    for i in range(0, total, EMBED_BATCH):
-        chunk = memories[i : i + EMBED_BATCH]
-        vecs, _warning = run.access.embed_documents([m.record["content"] for m in chunk])
-        for j, m in enumerate(chunk):
-            v = None if vecs is None else vecs[j]
-            if v is not None:
-                m.vector = v
-                m.record.update(embedding=vector_bytes(v), embedding_model=model, embedding_dim=int(v.shape[0]))
-                run.counts["embedded"] += 1
-        for k in range(0, len(chunk), WRITE_BATCH):
-            _write_batch(run, chunk[k : k + WRITE_BATCH])
-        run.tick(min(i + EMBED_BATCH, total), total, "embed")
+    if not total:
+        return
+    memories = sorted(memories, key=lambda m: len(m.record["content"]))
+    chunks = [memories[i : i + EMBED_BATCH] for i in range(0, total, EMBED_BATCH)]
+
+    def embed(chunk: list[_Memory]) -> tuple[np.ndarray | None, str | None]:
+        return run.access.embed_documents([m.record["content"] for m in chunk])
+
+    model, done = run.access.model_name, 0
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="engram-import-embed") as pool:
+        pending = pool.submit(embed, chunks[0])
+        for i, chunk in enumerate(chunks):
+            vecs, _warning = pending.result()
+            if i + 1 < len(chunks):
+                pending = pool.submit(embed, chunks[i + 1])
+            for j, m in enumerate(chunk):
+                v = None if vecs is None else vecs[j]
+                if v is not None:
+                    m.vector = v
+                    m.record.update(embedding=vector_bytes(v), embedding_model=model, embedding_dim=int(v.shape[0]))
+                    run.counts["embedded"] += 1
+            writer.write_all(chunk)
+            done += len(chunk)
+            run.tick(done, total, "embed")
 
 
 @dataclass
@@ -853,28 +931,43 @@ def reindex(
 ) -> dict[str, Any]:
     """Embed memories stored without a vector (model was missing) or with another model.
 
-    As import: the rows are read under the lock, embedded outside it, and each chunk is
-    written back under it, re-read first so an edit made meanwhile is not overwritten.
+    As import: the rows are read under the lock, embedded outside it (the next chunk in a
+    worker thread while this one is written), and each chunk is written back under it,
+    re-read first so an edit made meanwhile is not overwritten.
     """
     model = access.model_name
     done, failed = 0, 0
+
+    def embed(rows: list[dict[str, Any]]) -> tuple[np.ndarray | None, str | None]:
+        return access.embed_documents([r["content"] for r in rows])
+
     for scope, h in access.try_scopes(ctx, scopes):
         if isinstance(h, StoreUnavailable):
             raise h
         with access.lock:
             # the derived index knows which live memories lack a vector of this model: no table scan under the lock
             keys = sorted(k for k in (h.index.key_of(s) for s in list(h.index.without_vector)) if k)
-        for i in range(0, len(keys), EMBED_BATCH):
-            chunk = keys[i : i + EMBED_BATCH]
+        chunks = [keys[i : i + EMBED_BATCH] for i in range(0, len(keys), EMBED_BATCH)]
+        if not chunks:
+            continue
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="engram-reindex-embed") as pool:
             with access.lock:
-                rows = h.repo.get_many(chunk)
-            vecs, _warning = access.embed_documents([r["content"] for r in rows])
-            if vecs is None:
-                failed += len(keys) - i
-                break
-            done += _write_vectors(access, h, rows, vecs, model)
-            if progress:
-                progress(min(i + EMBED_BATCH, len(keys)), len(keys), f"reindex {scope}")
+                rows = h.repo.get_many(chunks[0])
+            pending = pool.submit(embed, rows)
+            for i in range(len(chunks)):
+                vecs, _warning = pending.result()
+                if vecs is None:
+                    failed += len(keys) - i * EMBED_BATCH
+                    break
+                if i + 1 < len(chunks):
+                    with access.lock:
+                        following = h.repo.get_many(chunks[i + 1])
+                    pending = pool.submit(embed, following)
+                done += _write_vectors(access, h, rows, vecs, model)
+                if progress:
+                    progress(min((i + 1) * EMBED_BATCH, len(keys)), len(keys), f"reindex {scope}")
+                if i + 1 < len(chunks):
+                    rows = following
     return {"reindexed": done, "failed": failed, "model": model}
 
 

@@ -20,6 +20,8 @@ LIST_DATABASES = "INFO FOR NS"
 
 # --- memory ------------------------------------------------------------------
 CREATE_MEMORY = "CREATE type::thing('memory', $id) CONTENT $record RETURN NONE"
+# Many new memories in one statement (import): fails whole if any id exists, like CREATE.
+INSERT_MEMORIES = "INSERT INTO memory $rows RETURN NONE"
 REPLACE_MEMORY = "UPDATE type::thing('memory', $id) CONTENT $record RETURN NONE"
 GET_MEMORY = "SELECT * FROM type::thing('memory', $id)"
 GET_MEMORIES = "SELECT * FROM $ids"

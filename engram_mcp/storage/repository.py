@@ -196,6 +196,13 @@ class ScopeRepository:
         """Create memory `key` (fails if it exists)."""
         self._q(q.CREATE_MEMORY, {"id": key, "record": record})
 
+    def insert_many(self, items: Iterable[tuple[str, dict[str, Any]]]) -> None:
+        """Create many memories in one statement (fails whole if any `key` exists): a bulk
+        import pays one statement per batch instead of one per memory."""
+        rows = [{**record, "id": record_id("memory", key)} for key, record in items]
+        if rows:
+            self._q(q.INSERT_MEMORIES, {"rows": rows})
+
     def replace(self, key: str, record: dict[str, Any]) -> None:
         """Overwrite memory `key` with `record` (its whole content)."""
         self._q(q.REPLACE_MEMORY, {"id": key, "record": record})
