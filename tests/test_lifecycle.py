@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import shutil
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -95,7 +96,11 @@ class Store:
         self.set(mid, scope, last_accessed_at=t, created_at=t, **fields)
 
     def reopen(self):
+        """Close and open again, rebuilding the indexes from the records: `set` writes behind
+        the index's back, so the persisted index files (services/handles.py) are dropped."""
         self.svc.close()
+        for directory in (self.project / ".claude" / "engram" / "index", self.home / ".claude" / "engram" / "index"):
+            shutil.rmtree(directory, ignore_errors=True)
         self.svc = MemoryService(home=self.home, embedder=FakeEmbedder())
 
     def get(self, mid, **kw):

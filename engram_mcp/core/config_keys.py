@@ -226,6 +226,11 @@ class Config:
     daemon_idle_exit_seconds: int = setting(
         900, "Daemon", "Idle seconds before the daemon exits.", minimum=10, maximum=86400
     )
+    index_persist: bool = setting(
+        True,
+        "Daemon",
+        "Keep each store's retrieval index in a file beside it, so a store opens without re-reading every memory.",
+    )
     log_level: str = setting("info", "Daemon", "Logging verbosity.", choices=LOG_LEVELS)
     #: Where each value came from: "default", a config file's display path, or "env ENGRAM_X".
     sources: dict[str, str] = field(default_factory=dict, compare=False)

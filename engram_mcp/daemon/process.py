@@ -60,6 +60,9 @@ DRAIN_RETRY_MIN_S, DRAIN_RETRY_MAX_S = 2.0, 60.0  # backoff while a store stays 
 DRAIN_FIRST_WAIT_S = 2.0  # a request waits at most this long for a running drain pass
 READY_WAIT_S = 60.0  # a request waits this long for the service to load, then is answered (writes queued)
 MAX_REPLAY_ATTEMPTS = 3  # unexpected (non-engram) errors before an entry is rejected
+# Changed indexes are written to their files after this long without a request (and at most
+# this often): writing a 100k index takes ~0.5 s under the service lock, so never mid-burst.
+CHECKPOINT_QUIET_SECONDS = 20.0
 log = logging.getLogger("engram.daemon")
 
 
@@ -133,6 +136,9 @@ class Daemon:
         self._drain_wanted = threading.Event()
         self._drain_wanted.set()  # drain once as soon as the service is loaded
         self._drain_retry_at = 0.0
+        self._checkpointing = threading.Event()
+        self._inflight = 0  # requests being answered (a checkpoint waits for none)
+        self._last_checkpoint = 0.0
         self._attempts: dict[str, int] = {}
         self._entry_keys: dict[str, str] = {}  # spool file name -> project root (entries are immutable)
         self.queue_state: dict[str, Any] = {"blocked": {}, "last_drain_at": None, "applied": 0, "rejected": 0}
@@ -200,13 +206,52 @@ class Daemon:
             except Exception as exc:  # a broken config file must not stop memory
                 log.warning("config: %s", exc)
             self.service = MemoryService(user_dir=self.user_dir)
+            # The model loads (~0.6 s, more at first use of a cold disk) on the other core
+            # while the first request opens its store and index.
+            threading.Thread(target=self._preload_model, name="engram-model", daemon=True).start()
         except Exception as exc:
             self.startup_error = f"engram daemon failed to start: {exc}"
             log.exception("startup failed")
         finally:
             self.ready.set()
 
+    def _preload_model(self) -> None:
+        service = self.service
+        if service is None:
+            return
+        try:
+            service.preload_model()
+        except Exception as exc:  # the first request that needs it reports the problem
+            log.info("embedding model not preloaded: %s", exc)
+
+    def _checkpoint_when_quiet(self) -> None:
+        """Write changed indexes to their files once requests have paused (services/handles.py);
+        in a thread of its own, so the socket loop never waits for it."""
+        if self.service is None or self._checkpointing.is_set():
+            return
+        with self._conn_lock:
+            if self._inflight or time.monotonic() - self.last_activity < CHECKPOINT_QUIET_SECONDS:
+                return
+        if time.monotonic() - self._last_checkpoint < CHECKPOINT_QUIET_SECONDS:
+            return
+        self._checkpointing.set()
+        self._last_checkpoint = time.monotonic()
+        service = self.service
+
+        def run() -> None:
+            try:
+                written = service.checkpoint()
+                if written:
+                    log.info("wrote %d index file(s)", written)
+            except Exception:
+                log.exception("index checkpoint failed")
+            finally:
+                self._checkpointing.clear()
+
+        threading.Thread(target=run, name="engram-checkpoint", daemon=True).start()
+
     def _check_idle(self) -> None:
+        self._checkpoint_when_quiet()
         if not self.user_dir.exists():
             log.info("user directory vanished; exiting")
             self.stopping.set()
@@ -226,11 +271,15 @@ class Daemon:
 
     def _request(self, line: bytes, stream: Any) -> dict[str, Any]:
         """One request line from the socket loop (`connections.py`): its response."""
-        self.last_activity = time.monotonic()
+        with self._conn_lock:
+            self.last_activity = time.monotonic()
+            self._inflight += 1
         try:
             return self._handle_line(line, stream)
         finally:
-            self.last_activity = time.monotonic()
+            with self._conn_lock:
+                self.last_activity = time.monotonic()
+                self._inflight -= 1
 
     def _handle_line(self, line: bytes, stream: Any = None) -> dict[str, Any]:
         rid = None

@@ -172,6 +172,90 @@ class BM25Index:
         doc_of = np.repeat(np.arange(len(parts), dtype=np.int64), lengths)
         self._bulk_add(np.asarray(present, dtype=np.int64), stacked[0], doc_of, stacked[1])
 
+    # ---- persistence (index/persist.py) ----
+
+    def export_state(self) -> tuple[dict[str, object], dict[str, np.ndarray]]:
+        """(metadata, arrays) for `from_state`: the vocabulary in term-id order, the live
+        postings as CSR (offsets per term, slots, tfs; dead postings dropped), and the
+        per-document term lists as CSR (offsets per slot, [term ids; tfs])."""
+        n_terms = len(self._post_len)
+        post_counts = np.zeros(n_terms + 1, dtype=np.int64)
+        slot_parts: list[np.ndarray] = []
+        tf_parts: list[np.ndarray] = []
+        for tid in range(n_terms):
+            n = self._post_len[tid]
+            slots, tfs = self._post_slots[tid][:n], self._post_tfs[tid][:n]
+            if self._post_dead[tid]:
+                live = tfs > 0
+                slots, tfs = slots[live], tfs[live]
+            slot_parts.append(slots)
+            tf_parts.append(tfs)
+            post_counts[tid + 1] = len(slots)
+        cap = len(self._doc_terms)
+        doc_counts = np.zeros(cap + 1, dtype=np.int64)
+        doc_parts = []
+        for slot, doc in enumerate(self._doc_terms):
+            if doc is not None:
+                doc_parts.append(doc)
+                doc_counts[slot + 1] = doc.shape[1]
+        arrays: dict[str, np.ndarray] = {
+            "bm25_post_offsets": np.cumsum(post_counts),
+            "bm25_post_slots": np.concatenate(slot_parts).astype(np.int32) if slot_parts else _EMPTY_POSTING_SLOTS,
+            "bm25_post_tfs": np.concatenate(tf_parts).astype(np.float32) if tf_parts else _EMPTY_POSTING_TFS,
+            "bm25_doc_offsets": np.cumsum(doc_counts),
+            "bm25_doc_terms": np.concatenate(doc_parts, axis=1).astype(np.int32)
+            if doc_parts
+            else np.zeros((2, 0), dtype=np.int32),
+            "bm25_doc_len": np.asarray(self._doc_len, dtype=np.float32),
+        }
+        meta = {
+            "k1": self.k1,
+            "b": self.b,
+            "vocab": list(self._vocab),
+            "doc_count": self._doc_count,
+            "total_len": self._total_len,
+        }
+        return meta, arrays
+
+    @classmethod
+    def from_state(cls, meta: dict, arrays: dict[str, np.ndarray]) -> "BM25Index":
+        """The index `export_state` described, over views of its arrays (no copy)."""
+        index = cls(k1=float(meta["k1"]), b=float(meta["b"]), initial_capacity=1)
+        vocab = meta["vocab"]
+        po, ps, pt = arrays["bm25_post_offsets"], arrays["bm25_post_slots"], arrays["bm25_post_tfs"]
+        do, dt, dl = arrays["bm25_doc_offsets"], arrays["bm25_doc_terms"], arrays["bm25_doc_len"]
+        n_terms, cap = len(vocab), len(dl)
+        if (
+            not isinstance(vocab, list)
+            or po.shape != (n_terms + 1,)
+            or do.shape != (cap + 1,)
+            or ps.shape != pt.shape
+            or dt.ndim != 2
+            or dt.shape[0] != 2
+            or (n_terms and (po[0] != 0 or po[-1] != len(ps) or np.any(np.diff(po) < 0)))
+            or do[0] != 0
+            or do[-1] != dt.shape[1]
+            or np.any(np.diff(do) < 0)
+            or (len(ps) and (int(ps.min()) < 0 or int(ps.max()) >= max(cap, 1)))
+            or (dt.shape[1] and (int(dt[0].min()) < 0 or int(dt[0].max()) >= n_terms))
+        ):
+            raise ValueError("BM25 arrays do not fit together")
+        index._vocab = {str(t): i for i, t in enumerate(vocab)}
+        if len(index._vocab) != n_terms:
+            raise ValueError("BM25 vocabulary repeats a term")
+        bounds = po.tolist()
+        index._post_slots = [ps[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
+        index._post_tfs = [pt[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
+        index._post_len = np.diff(po).tolist()
+        index._post_dead = [0] * n_terms
+        index._df = list(index._post_len)
+        dbounds = do.tolist()
+        index._doc_terms = [dt[:, a:b] if b > a else None for a, b in zip(dbounds, dbounds[1:], strict=False)]
+        index._doc_len = dl
+        index._doc_count = int(meta["doc_count"])
+        index._total_len = int(meta["total_len"])
+        return index
+
     # ---- reads ----
 
     def search(self, query: str, k: int, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:

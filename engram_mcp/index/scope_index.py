@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
@@ -112,6 +113,8 @@ class ScopeIndex:
         self._tag_slots: dict[str, set[int]] = {}
         self._category_slots: dict[str, set[int]] = {}
         self._version = 0
+        #: Changes of any kind so far (a checkpoint compares it with the count it saved).
+        self.edits = 0
         self._mask_cache: dict[tuple, tuple[int, np.ndarray]] = {}
         # Strengthening applied here at recall time but not yet written to the engine
         # (write-behind, see `add_pending_strengthen`): key -> [count, last access, session ids].
@@ -290,6 +293,7 @@ class ScopeIndex:
 
     def _changed(self) -> None:
         """A filter column changed: cached masks are stale."""
+        self.edits += 1
         self._version += 1
         if self._mask_cache:
             self._mask_cache.clear()
@@ -297,6 +301,7 @@ class ScopeIndex:
     def touch(self, keys: Iterable[str], now: float) -> None:
         """Mirror a recall's strengthening (access_count + 1, last access now)."""
         created, active = STATUS_CODE["created"], STATUS_CODE["active"]
+        self.edits += 1
         for key in keys:
             slot = self.slots.get(key)
             if slot is None:
@@ -330,6 +335,103 @@ class ScopeIndex:
         if slot is not None:
             self.cols.status_code[slot] = STATUS_CODE[status]
             self._changed()
+
+    # -- persistence (index/persist.py; services/handles.py decides when) ---------------
+    #: Arrays read without a checksum at open: the float32 rows, read lazily from the mapping
+    #: (their size is checked; a torn write cannot happen, the file is replaced by a rename).
+    UNCHECKED_ARRAYS = frozenset({"vec_f32"})
+    #: Arrays the index writes in place after loading (copy-on-write pages of the mapping).
+    WRITABLE_ARRAYS = frozenset(
+        {
+            "vec_f32",
+            "vec_i8",
+            "vec_scale",
+            "vec_has",
+            "bm25_post_tfs",
+            "bm25_doc_len",
+            "col_type_code",
+            "col_status_code",
+            "col_importance",
+            "col_access_count",
+            "col_created_at",
+            "col_last_accessed",
+        }
+    )
+    _COLUMNS = ("type_code", "status_code", "importance", "access_count", "created_at", "last_accessed")
+
+    def export_state(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """(metadata, arrays) describing the whole index, for `from_state`. Per-slot labels and
+        keys travel as one JSON blob (an array of bytes, checksummed like the others)."""
+        n = self.slots.size
+        bm25_meta, bm25_arrays = self.bm25.export_state()
+        arrays: dict[str, Any] = {**bm25_arrays, **self.vectors.export_arrays()}
+        for name in self._COLUMNS:
+            arrays[f"col_{name}"] = getattr(self.cols, name)[:n]
+        objects = {
+            "keys": self.slots.export_keys(),
+            "tags": [sorted(self.tags[s]) if self.tags.get(s) else None for s in range(n)],
+            "category": [self.category.get(s) for s in range(n)],
+            "session": [self.session_of.get(s) for s in range(n)],
+            "hash": [self.slot_hash.get(s) for s in range(n)],
+            "superseded_by": self.superseded_by,
+            "without_vector": sorted(self.without_vector),
+            "bm25": bm25_meta,
+        }
+        blob = json.dumps(objects, separators=(",", ":")).encode()
+        arrays["objects_json"] = np.frombuffer(blob, dtype=np.uint8)
+        # which slot owns each content hash (with exact copies, the one written last)
+        arrays["hash_owners"] = np.array(sorted(self.hash_to_slot.values()), dtype=np.int64)
+        meta = {"scope": self.scope, "dim": self.dim, "model": self.model_name, "slots": n}
+        return meta, arrays
+
+    @classmethod
+    def from_state(cls, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> "ScopeIndex":
+        """The index `export_state` described; raises ValueError/KeyError/TypeError when the
+        parts do not fit together (the caller then rebuilds from the store)."""
+        index = cls(str(meta["scope"]), int(meta["dim"]), str(meta["model"]))
+        objects = json.loads(arrays["objects_json"].tobytes())
+        keys = objects["keys"]
+        n = len(keys)
+        if int(meta["slots"]) != n:
+            raise ValueError("slot count does not match")
+        index.slots = SlotAllocator.from_keys(keys)
+        index.vectors = VectorIndex.from_arrays(index.dim, arrays)
+        index.bm25 = BM25Index.from_state(objects["bm25"], arrays)
+        cols = _Columns(capacity=max(n, 1))
+        for name in cls._COLUMNS:
+            col = arrays[f"col_{name}"]
+            if col.shape != (n,) or col.dtype != getattr(cols, name).dtype:
+                raise ValueError(f"column {name} does not fit")
+            if n:
+                setattr(cols, name, col)
+        index.cols = cols
+        tags, category, session, hashes = objects["tags"], objects["category"], objects["session"], objects["hash"]
+        if not len(tags) == len(category) == len(session) == len(hashes) == n:
+            raise ValueError("per-slot labels do not fit")
+        live = [slot for slot, key in enumerate(keys) if key is not None]
+        # One frozenset per distinct tag list (stores repeat a few tag sets many times).
+        sets: dict[tuple[str, ...], frozenset[str]] = {}
+        for slot in live:
+            t = tuple(tags[slot] or ())
+            fs = sets.get(t)
+            if fs is None:
+                fs = sets[t] = frozenset(t)
+            index.tags[slot] = fs
+        index._tag_slots = _group_slots((tag, slot) for slot in live for tag in (tags[slot] or ()))
+        index.category = {slot: category[slot] for slot in live if category[slot] is not None}
+        index._category_slots = _group_slots((c, slot) for slot, c in index.category.items())
+        index.session_of = {slot: session[slot] for slot in live if session[slot] is not None}
+        created = cols.created_at
+        for slot, sid in index.session_of.items():
+            index._session_times.setdefault(sid, []).append((float(created[slot]), slot))
+        index.slot_hash = {slot: hashes[slot] for slot in live if hashes[slot] is not None}
+        for line in index._session_times.values():
+            line.sort()
+        for slot in arrays["hash_owners"].tolist():
+            index.hash_to_slot[index.slot_hash[slot]] = slot
+        index.superseded_by = {str(k): str(v) for k, v in objects["superseded_by"].items()}
+        index.without_vector = {int(s) for s in objects["without_vector"]}
+        return index
 
     # -- reads --------------------------------------------------------------------
     def __len__(self) -> int:
@@ -436,3 +538,15 @@ class ScopeIndex:
             c.access_count[slots].astype(np.float64),
             c.importance[slots].astype(np.float64),
         )
+
+
+def _group_slots(pairs: Iterable[tuple[str, int]]) -> dict[str, set[int]]:
+    """label -> set of slots, from (label, slot) pairs."""
+    out: dict[str, set[int]] = {}
+    for label, slot in pairs:
+        members = out.get(label)
+        if members is None:
+            out[label] = {slot}
+        else:
+            members.add(slot)
+    return out

@@ -75,6 +75,21 @@ class SlotAllocator:
         self._live[: len(keys)] = True
         return old_slots
 
+    def export_keys(self) -> list[str | None]:
+        """Slot -> key (None for a tombstone), what `from_keys` restores."""
+        return list(self._keys)
+
+    @classmethod
+    def from_keys(cls, keys: list[str | None]) -> "SlotAllocator":
+        """The allocator `export_keys` described (tombstones stay tombstones)."""
+        alloc = cls(initial_capacity=max(len(keys), 1))
+        alloc._keys = list(keys)
+        alloc._slots = {k: i for i, k in enumerate(keys) if k is not None}
+        if len(alloc._slots) != sum(k is not None for k in keys):
+            raise ValueError("a key holds two slots")
+        alloc._live[: len(keys)] = [k is not None for k in keys]
+        return alloc
+
     @property
     def live_mask(self) -> np.ndarray:
         """Read-only view, one bool per slot ever allocated (length == ``size``). Being a view,

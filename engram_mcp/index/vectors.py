@@ -178,6 +178,46 @@ class VectorIndex:
         if len(new_slots):
             self.set_many(new_slots, matrix)
 
+    # ---- persistence (index/persist.py) ----
+
+    def export_arrays(self) -> dict[str, np.ndarray | list[np.ndarray]]:
+        """What `from_arrays` needs: the float32 and int8 blocks (as parts, never copied
+        together), the per-row int8 factors and the presence mask, up to the last block."""
+        rows = len(self._blocks) * self._block_rows
+        has = np.zeros(rows, dtype=bool)
+        scale = np.zeros(rows, dtype=np.float32)
+        n = min(rows, len(self._has))
+        has[:n] = self._has[:n]
+        scale[:n] = self._qscale[:n]
+        empty_f = np.zeros((0, self.dim), dtype=np.float32)
+        empty_q = np.zeros((0, self.dim), dtype=np.int8)
+        return {
+            "vec_f32": list(self._blocks) or [empty_f],
+            "vec_i8": list(self._qblocks) or [empty_q],
+            "vec_scale": scale,
+            "vec_has": has,
+        }
+
+    @classmethod
+    def from_arrays(cls, dim: int, arrays: dict[str, np.ndarray]) -> "VectorIndex":
+        """An index over arrays written by `export_arrays` (views, typically of a private file
+        mapping: the rows are read from the file as recall touches them, and a write copies
+        only the page it changes)."""
+        vec, qvec, scale, has = arrays["vec_f32"], arrays["vec_i8"], arrays["vec_scale"], arrays["vec_has"]
+        index = cls(dim)
+        rows = index._block_rows
+        n = vec.shape[0]
+        if vec.shape != (n, dim) or qvec.shape != (n, dim) or scale.shape != (n,) or has.shape != (n,) or n % rows:
+            raise ValueError("vector arrays do not fit together")
+        index._blocks = [vec[i : i + rows] for i in range(0, n, rows)]
+        index._qblocks = [qvec[i : i + rows] for i in range(0, n, rows)]
+        if n:
+            index._has, index._qscale = has, scale
+        present = np.flatnonzero(has)
+        index._end = int(present[-1]) + 1 if len(present) else 0
+        index._count = len(present)
+        return index
+
     # ---- reads ----
 
     def has(self, slot: int) -> bool:

@@ -93,7 +93,7 @@ class ScopeAccess:
         self._config_cache: dict[Path | None, tuple[tuple, Config, str | None]] = {}  # stamp, config, its problem
         self._embedder = embedder
         self._embedder_lock = threading.Lock()
-        self.registry = StoreRegistry(self.user_dir, self._new_index)
+        self.registry = StoreRegistry(self.user_dir, self._new_index, self._index_persist)
         self.write_behind = StrengthenWriteBehind(self.lock, self.registry)
         self._session_seen: dict[tuple[Path, str], float] = {}
 
@@ -148,6 +148,19 @@ class ScopeAccess:
         except Exception:
             return DEFAULT_DIM
 
+    def _index_persist(self) -> bool:
+        """Config `index_persist` (user level: the daemon's stores are shared by every project)."""
+        try:
+            return bool(self.config(None).index_persist)
+        except ConfigError:
+            return True
+
+    def checkpoint(self) -> int:
+        """Write the changed indexes to their files (handles.py); the number written."""
+        with self.lock:
+            self.write_behind.flush_all()
+            return self.registry.checkpoint_all()
+
     def _new_index(self, scope: str) -> ScopeIndex:
         return ScopeIndex(scope, self.dim(), self.model_name)
 
@@ -179,6 +192,7 @@ class ScopeAccess:
         """Write pending recall strengthening, then close every store."""
         with self.lock:
             self.write_behind.close()  # pending recall strengthening is written before the stores close
+            self.registry.checkpoint_all()  # the next open maps the index instead of rebuilding it
             self.registry.close_all()
 
     # ------------------------------------------------------------------ handles

@@ -6,27 +6,47 @@ per scope database, a `ScopeHandle`: the store, the SurrealDB namespace/database
 the derived retrieval index. Session scopes live in the project store's `session`
 namespace, so hooks and the MCP server of one session share them and a crash loses
 nothing until they are promoted.
+
+The derived index is persisted next to its store (`<store dir>/index/<ns>.<db>.eidx`,
+index/persist.py), stamped with the database's change counter, which the store bumps in the
+same transaction as every write that may change what the index holds (every write but
+storage/queries.py UNINDEXED_WRITES).
+Opening a scope loads the file when its stamp equals the counter (the file is mapped, not
+read); a missing, torn, corrupt, foreign-model or stale file is ignored and the index is
+rebuilt from the records, as without persistence. `checkpoint` writes the file (at idle in
+the daemon, and when the service closes). The engine stays the system of record: a file is
+only ever trusted after comparing its stamp with the engine's counter, so a `kill -9` at any
+point costs a rebuild, never a wrong answer.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import stat
 import time
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
 from engram_mcp.core.errors import StoreUnavailable
 from engram_mcp.core.ids import session_db_name
 from engram_mcp.core.paths import project_dir, project_id
+from engram_mcp.index.persist import IndexFileError, read_index_file, write_index_file
 from engram_mcp.index.scope_index import ScopeIndex
 from engram_mcp.storage.repository import ScopeRepository
+from engram_mcp.storage.rows import LinkRow
 from engram_mcp.storage.store import SurrealStore
 
 log = logging.getLogger("engram.handles")
 USER_NS, USER_DB = "user", "default"
 PROJECT_NS = "project"
 SESSION_NS = "session"
+#: Where a store keeps its persisted indexes (beside `data/`).
+INDEX_DIRNAME = "index"
+INDEX_SUFFIX = ".eidx"
+_EPOCH = datetime.fromtimestamp(0, timezone.utc)
 
 
 @dataclass
@@ -43,6 +63,12 @@ class ScopeHandle:
     # Called with this handle before any statement runs on it: writes what is held back in
     # memory (recall strengthening, engram_mcp/services/strengthen.py) so every statement sees it.
     before_io: Callable[["ScopeHandle"], None] | None = None
+    #: How the index came to be: "loaded" from its file, or "rebuilt (<why the file was not used>)".
+    index_status: str = "rebuilt"
+    #: The change stamp the index file on disk reflects (None: no usable file).
+    persisted_changes: str | None = None
+    #: `index.edits` when the file was last written or loaded (a checkpoint is due when it moved).
+    persisted_edits: int = -1
     #: Every read and write of this database, by intent (storage/repository.py); each
     #: statement runs after `before_io`.
     repo: ScopeRepository = field(init=False, repr=False)
@@ -76,9 +102,12 @@ class ScopeHandle:
 class StoreRegistry:
     """Opens stores lazily and keeps one handle per scope database."""
 
-    def __init__(self, user_dir: Path, make_index: Callable[[str], ScopeIndex]) -> None:
+    def __init__(
+        self, user_dir: Path, make_index: Callable[[str], ScopeIndex], persist: Callable[[], bool] = lambda: True
+    ) -> None:
         self.user_dir = user_dir
         self._make_index = make_index
+        self._persist = persist  # config `index_persist`, read when a scope opens or checkpoints
         self._stores: dict[Path, SurrealStore] = {}
         self._handles: dict[tuple[Path, str, str], ScopeHandle] = {}
         self._failures: dict[Path, tuple[float, str]] = {}
@@ -113,6 +142,7 @@ class StoreRegistry:
         return [s for s in self._stores.values() if s.is_open]
 
     def close_all(self) -> None:
+        """Close every store (callers checkpoint first: `checkpoint_all`)."""
         for store in self._stores.values():
             store.close()
         self._stores.clear()
@@ -152,14 +182,102 @@ class StoreRegistry:
         index = self._make_index(scope)
         started = time.perf_counter()
         repo = store.repository(ns, db)
-        index.bulk_load(repo.index_rows())
-        for link in repo.all_links():
-            if link.relation_type == "supersedes":
-                index.mark_superseded(link.dst, link.src)
+        loaded, why = self._load_persisted(Path(directory), ns, db, index, repo) if self._persist() else (None, "off")
+        if loaded is not None:
+            index = loaded
+        else:
+            index.bulk_load(repo.index_rows())
+            # oldest first, so when a memory was superseded twice the latest link wins, as it
+            # did when the links were made (the table's own order is arbitrary)
+            for link in sorted(repo.all_links(), key=_link_time):
+                if link.relation_type == "supersedes":
+                    index.mark_superseded(link.dst, link.src)
         self.load_seconds[f"{scope}:{db}"] = time.perf_counter() - started
+        log.info(
+            "%s:%s index %s in %.2f s",
+            scope,
+            db,
+            "loaded" if loaded is not None else "rebuilt",
+            time.perf_counter() - started,
+        )
         handle = ScopeHandle(scope, store, ns, db, index, root, session_id)
+        if loaded is not None:
+            handle.index_status, handle.persisted_changes, handle.persisted_edits = "loaded", why, index.edits
+        else:
+            handle.index_status = f"rebuilt ({why})"
+            if why != "off":
+                log.info("%s index rebuilt from the store: %s", handle.label, why)
         self._handles[key] = handle
         return handle
+
+    # -- the persisted index ------------------------------------------------------------
+    @staticmethod
+    def index_path(directory: Path, ns: str, db: str) -> Path:
+        """The index file of database (ns, db) of the store in `directory` (names from core/ids.py)."""
+        return Path(directory) / INDEX_DIRNAME / f"{ns}.{db}{INDEX_SUFFIX}"
+
+    def _load_persisted(
+        self, directory: Path, ns: str, db: str, fresh: ScopeIndex, repo: ScopeRepository
+    ) -> tuple[ScopeIndex | None, str]:
+        """(the persisted index, its stamp as text) when it may be trusted, else (None, why not)."""
+        try:
+            meta, arrays = read_index_file(
+                self.index_path(directory, ns, db),
+                unchecked=ScopeIndex.UNCHECKED_ARRAYS,
+                writable=ScopeIndex.WRITABLE_ARRAYS,
+                random_access=ScopeIndex.UNCHECKED_ARRAYS,
+            )
+        except IndexFileError as exc:
+            return None, f"index file {exc}"
+        if meta.get("ns") != ns or meta.get("db") != db:
+            return None, "index file of another database"
+        if meta.get("model") != fresh.model_name or meta.get("dim") != fresh.dim:
+            return None, f"index file made with {meta.get('model')}/{meta.get('dim')}"
+        changes = repo.changes()
+        if not changes or meta.get("changes") != changes:
+            return None, f"index file stale (change {meta.get('changes')}, store at {changes})"
+        try:
+            index = ScopeIndex.from_state(meta, arrays)
+        except (ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
+            return None, f"index file inconsistent ({exc})"
+        index.scope = fresh.scope
+        return index, changes
+
+    def checkpoint(self, handle: ScopeHandle) -> bool:
+        """Write the handle's index to its file when it changed since the last write or load.
+
+        The caller holds the service lock, so no operation is half applied: reading the counter
+        first writes any held-back strengthening (`before_io`), then the index and the engine
+        agree at that counter. Returns whether a file was written."""
+        if not self._persist() or not handle.store.is_open or handle.index.edits == handle.persisted_edits:
+            return False
+        changes = handle.repo.changes()
+        if not changes:  # no counter yet (a store older than it): start one, or no stamp can match
+            handle.repo.start_changes()
+            changes = handle.repo.changes()
+        edits = handle.index.edits
+        if changes == handle.persisted_changes:
+            handle.persisted_edits = edits
+            return False
+        meta, arrays = handle.index.export_state()
+        meta.update(changes=changes, ns=handle.ns, db=handle.db)
+        path = self.index_path(handle.store.directory, handle.ns, handle.db)
+        _private_dir(path.parent)
+        for leftover in path.parent.glob(f".{path.name}.*.tmp"):  # a write a crash cut short
+            leftover.unlink(missing_ok=True)
+        write_index_file(path, meta, arrays)
+        handle.persisted_changes, handle.persisted_edits = changes, edits
+        return True
+
+    def checkpoint_all(self) -> int:
+        """`checkpoint` every open handle; a failure is logged (the file is only a cache)."""
+        written = 0
+        for handle in list(self._handles.values()):
+            try:
+                written += self.checkpoint(handle)
+            except Exception as exc:
+                log.warning("could not write the index of %s: %s", handle.label, exc)
+        return written
 
     def drop_session(self, root: Path, session_id: str) -> None:
         """Remove a session database (after its promotion) and forget its handle."""
@@ -168,8 +286,24 @@ class StoreRegistry:
         store = self.store_for(directory, "project", root)
         store.remove_database(SESSION_NS, db)
         self._handles.pop((directory, SESSION_NS, db), None)
+        self.index_path(directory, SESSION_NS, db).unlink(missing_ok=True)
 
     def session_databases(self, root: Path) -> list[str]:
         """Names of the session databases present in a project store."""
         store = self.store_for(project_dir(root), "project", root)
         return sorted(name for name in store.databases(SESSION_NS) if name.startswith("s_"))
+
+
+def _private_dir(path: Path) -> None:
+    """Create the index directory (0700) or check the one there: a real directory of this user
+    (a repository could ship a link there; the file writes would follow it)."""
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        st = os.lstat(path)
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+            raise OSError(f"{path} is not a directory of this user") from None
+
+
+def _link_time(link: LinkRow) -> datetime:
+    return link.created_at or _EPOCH

@@ -99,6 +99,16 @@ class MemoryService:
     def close(self) -> None:
         self.access.close()
 
+    def checkpoint(self) -> int:
+        """Write the indexes that changed to their files (services/handles.py); how many."""
+        return self.access.checkpoint()
+
+    def preload_model(self) -> None:
+        """Load the embedding model now (the daemon does it beside the first store open)."""
+        load = getattr(self.access.embedder, "load", None)  # embedders that load lazily have it
+        if load is not None:
+            load()
+
     # ------------------------------------------------------------------ operations
     def store(
         self,

@@ -42,6 +42,8 @@ def status(access: ScopeAccess, ctx: RequestContext) -> dict[str, Any]:
                 "entities": h.repo.count_entities(),
                 "relationships": h.repo.count_relations(),
                 "without_vectors": h.index.missing_vectors,
+                # "loaded" from its file, or "rebuilt (why the file was not used)" (handles.py)
+                "index": h.index_status,
                 "repaired_records": h.store.nul_repairs.get(
                     (h.ns, h.db), 0
                 ),  # NULs removed from old records (storage/store.py)

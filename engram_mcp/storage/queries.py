@@ -14,6 +14,14 @@ GET_SCHEMA_VERSION = "SELECT VALUE version FROM ONLY engram_meta:schema"
 SET_SCHEMA_VERSION = "UPSERT engram_meta:schema SET version = $version, migrated_at = time::now()"
 GET_META = "SELECT VALUE value FROM ONLY type::thing('engram_meta', $key)"
 SET_META = "UPSERT type::thing('engram_meta', $key) SET value = $value, updated_at = time::now()"
+# The change counter of a database: bumped in the same transaction as every write that may
+# change what the derived retrieval index holds (all but UNINDEXED_WRITES, applied by store.py),
+# so a persisted index stamped with it knows whether it still reflects the store
+# (services/handles.py).
+# The counter carries a random id drawn at its first bump: a stamp names this database, so an
+# index file copied from another store (or shipped by a repository) never matches by chance.
+BUMP_CHANGES = "UPSERT engram_meta:changes SET n = (n ?? 0) + 1, store_id = store_id ?? rand::uuid::v4() RETURN NONE"
+GET_CHANGES = "SELECT n, store_id FROM ONLY engram_meta:changes"
 DEFINE_DATABASE = "DEFINE DATABASE IF NOT EXISTS {db}"  # {db} from ids.session_db_name/project_db_name only
 REMOVE_DATABASE = "REMOVE DATABASE IF EXISTS {db}"
 LIST_DATABASES = "INFO FOR NS"
@@ -163,4 +171,43 @@ ENTITIES_MENTIONED_BY = "SELECT VALUE out FROM mentions WHERE in = $memory"
 DELETE_ORPHAN_ENTITIES = (
     "FOR $e IN $entities { IF count((SELECT id FROM mentions WHERE out = $e)) = 0 { "
     "DELETE relates_to WHERE in = $e OR out = $e RETURN NONE; DELETE $e RETURN NONE; }; }"
+)
+
+# Write statements that never change what the derived retrieval index holds (it reads memory
+# records and memory -> memory links). Every OTHER write, including any statement added later
+# and not listed here, is committed together with BUMP_CHANGES (store.py), so a persisted
+# index stamped with the counter can only ever be too cautious, never trusted while stale.
+# tests/test_index_persist.py checks that none of these names the memory or memory_link table.
+UNINDEXED_WRITES = frozenset(
+    {
+        SET_SCHEMA_VERSION,
+        SET_META,
+        BUMP_CHANGES,
+        CREATE_HISTORY,
+        UPSERT_ENTITY,
+        RELATE_MENTION,
+        UNLINK_MENTIONS_BY_NAME,
+        RELATE_ENTITIES,
+        ADD_RELATION_EVIDENCE,
+        UPSERT_SESSION,
+        CREATE_PROMOTION_LOG,
+        ENQUEUE,
+        COMPLETE_QUEUE,
+        UPSERT_ENTITY_NODE,
+        SET_ENTITY_TYPE,
+        BUMP_ENTITY_MENTIONS,
+        IMPORT_ENTITY,
+        IMPORT_MENTION,
+        IMPORT_RELATION,
+        SET_HISTORY_SNAPSHOT,
+        TOUCH_SESSION,
+        UPSERT_SIGHTING,
+        DELETE_SIGHTING,
+        ENQUEUE_MANY,
+        DEFINE_DENUL_FUNCTION,
+        REMOVE_DENUL_FUNCTION,
+        DELETE_HISTORY_OF,
+        DELETE_MENTIONS_OF,
+        DELETE_ORPHAN_ENTITIES,
+    }
 )

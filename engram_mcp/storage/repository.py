@@ -167,6 +167,22 @@ class ScopeRepository:
     def meta_set(self, key: str, value: Any) -> None:
         self._q(q.SET_META, {"key": key, "value": value})
 
+    def changes(self) -> str:
+        """The database's change stamp, "<store id>:<counter>": the counter is bumped with every
+        write that may change what the retrieval index holds (all but queries.UNINDEXED_WRITES),
+        the id is drawn at the first bump; "" before the first one."""
+        row = self._q(q.GET_CHANGES)
+        if isinstance(row, list):
+            row = row[0] if row else None
+        if not isinstance(row, dict) or row.get("n") is None:
+            return ""
+        return f"{row.get('store_id')}:{int(row['n'])}"
+
+    def start_changes(self) -> None:
+        """Create the change counter of a database that never had an indexed write since it
+        existed (a store older than the counter): its index file can then be stamped."""
+        self._q(q.BUMP_CHANGES)
+
     # -- memories ---------------------------------------------------------------------
     def get(self, key: str) -> MemoryRecord | None:
         rows = self._q(q.GET_MEMORY, {"id": key}) or []

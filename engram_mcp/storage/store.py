@@ -37,7 +37,7 @@ from engram_mcp.core.paths import (
     tighten_store_data,
     vet_store_entries,
 )
-from engram_mcp.storage import compact
+from engram_mcp.storage import compact, wire
 from engram_mcp.storage import queries as q
 from engram_mcp.storage.repository import ScopeRepository
 from engram_mcp.storage.schema import CURRENT_SCHEMA_VERSION, MIGRATIONS
@@ -62,6 +62,12 @@ def _is_write(sql: str) -> bool:
     """Whether a statement may write (every statement is a constant of storage/queries.py)."""
     head = sql.lstrip().split(None, 1)
     return not head or head[0].upper() not in _READ_STATEMENTS
+
+
+def _moves_index(sql: str) -> bool:
+    """Whether a statement may change what the retrieval index holds: every write but the ones
+    `queries.UNINDEXED_WRITES` names (so an unlisted or ad-hoc write is counted, never missed)."""
+    return sql not in q.UNINDEXED_WRITES and _is_write(sql)
 
 
 def approx_bytes(value: Any) -> int:
@@ -237,6 +243,7 @@ class SurrealStore:
         with self._mutex:
             if self._conn is not None:
                 return self
+            started = time.perf_counter()
             dir_fd, checked = self._prepare_directory()
             try:
                 self._recover_compaction(dir_fd, checked)
@@ -244,6 +251,7 @@ class SurrealStore:
                 try:
                     from surrealdb import Surreal  # heavy import (~0.3 s): only the owner process pays it
 
+                    wire.install_fast_decoder()
                     self._conn = Surreal(f"surrealkv://{checked / DATA_DIRNAME}")
                 except Exception as exc:  # engine refused: corrupt files, permissions, ...
                     self._release_lock()
@@ -251,6 +259,7 @@ class SurrealStore:
                 self._tighten_after_open(dir_fd, checked)
             finally:
                 os.close(dir_fd)
+            log.info("%s store %s opened in %.2f s", self.label, self.directory, time.perf_counter() - started)
             return self
 
     def _prepare_directory(self) -> tuple[int, Path]:
@@ -347,6 +356,8 @@ class SurrealStore:
 
     def query(self, ns: str, db: str, sql: str, params: dict[str, Any] | None = None) -> Any:
         """Run ONE statement and return its result (the SDK only reports the first)."""
+        if _moves_index(sql):  # the change counter goes with it, atomically
+            return self.transaction(ns, db, [(sql, params or {})])[0]
         with self._mutex:
             self._use(ns, db)
             if _is_write(sql):
@@ -365,8 +376,14 @@ class SurrealStore:
         """Run statements atomically (BEGIN/COMMIT in one request; rolls back on error).
 
         Each statement's params are renamed with a per-statement prefix so they can
-        share one request without colliding.
+        share one request without colliding. When one of them may change what the retrieval
+        index holds (`_moves_index`), the database's change counter is bumped in the same
+        transaction (its result is not returned).
         """
+        given = statements
+        trim = 1 if any(_moves_index(sql) for sql, _ in statements) else 0
+        if trim:
+            statements = [*statements, (q.BUMP_CHANGES, {})]
         body, params = [], {}
         for i, (sql, p) in enumerate(statements):
             renamed = sql
@@ -385,7 +402,7 @@ class SurrealStore:
                 if _holds_nul(exc) and _nul_in(params):
                     raise InvalidInput("a text value holds a NUL character, which the store cannot keep") from exc
                 if _holds_nul(exc) and self.repair_nul(ns, db):
-                    return self.transaction(ns, db, statements)
+                    return self.transaction(ns, db, given)
                 raise self._failed(_classify(exc, f"{self.label} store")) from exc
             if raw.get("error"):
                 raise self._failed(_classify(RuntimeError(str(raw["error"])), f"{self.label} store"))
@@ -394,7 +411,8 @@ class SurrealStore:
             if failures:
                 real = [r for r in failures if "failed transaction" not in str(r.get("result"))] or failures
                 raise self._failed(_classify(RuntimeError(str(real[0].get("result"))), f"{self.label} store"))
-        return [r.get("result") for r in results]
+        out = [r.get("result") for r in results]
+        return out[: len(out) - trim]
 
     def execute_ddl(self, ns: str, sql: str) -> Any:
         """DDL at namespace level (define/remove a database); `sql` uses validated names only."""
@@ -453,7 +471,13 @@ class SurrealStore:
                 if version <= current:
                     continue
                 log.info("migrating %s %s/%s to v%d: %s", self.label, ns, db, version, description)
-                self.transaction(ns, db, [(s, {}) for s in statements] + [(q.SET_SCHEMA_VERSION, {"version": version})])
+                # a migration may rewrite memories: the change counter moves with it
+                self.transaction(
+                    ns,
+                    db,
+                    [(s, {}) for s in statements]
+                    + [(q.SET_SCHEMA_VERSION, {"version": version}), (q.BUMP_CHANGES, {})],
+                )
                 current = version
             if migrations is None:
                 self._migrated.add(key)

@@ -1,0 +1,165 @@
+#!/usr/bin/env python3
+"""Cold start with and without the persisted retrieval index, at N memories.
+
+For each size a fresh HOME and git project are filled like bench/scale_extras.py (an import
+of N project memories carrying vectors, plus 100 user memories). Then, alternating the
+config switch `index_persist` (ENGRAM_INDEX_PERSIST) in one run, each repeat:
+
+  * spawns the real daemon and times spawn -> answer of the first `recall` (model load,
+    engine open and index load or rebuild included), then reads the daemon's VmHWM/VmRSS;
+  * times 40 warm recalls (p50/p95), then shuts the daemon down (a checkpoint writes the
+    index file when persistence is on).
+
+A run with persistence off moves the store's change counter (its recalls strengthen), so the
+next run with it on rebuilds once and writes the file: the first "on" repeat after an "off"
+one is reported apart as `on_after_off`, and `on` is a run that found a current file. The
+daemon log's "opened in" / "index loaded|rebuilt in" lines give the engine open and index
+load of each run.
+
+    python bench/index_open_bench.py --sizes 1000 10000 [--repeats 2] [--out DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+QUERIES = ("deploy cache", "database migration index", "auth token session", "kubernetes docker", "retry timeout queue")
+
+
+def _mem(pid: int) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key, _, val = line.partition(":")
+        if key in ("VmHWM", "VmRSS"):
+            out[key] = round(int(val.split()[0]) / 1024.0, 1)
+    return out
+
+
+def cold_run(world: Any, persist: bool) -> dict[str, Any]:
+    from engram_mcp.daemon.client import DaemonClient
+
+    env = dict(world.env, ENGRAM_INDEX_PERSIST="true" if persist else "false")
+    log = world.user_dir / "logs" / "engramd.log"
+    log_start = log.stat().st_size if log.exists() else 0
+    started = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "engram_mcp.daemon.process", "--user-dir", str(world.user_dir)],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        while True:
+            try:
+                client = DaemonClient(world.user_dir, autostart=False, timeout=600)
+                client.call("ping")
+                break
+            except Exception:
+                if proc.poll() is not None:
+                    raise RuntimeError("daemon exited") from None
+                time.sleep(0.01)
+        first = client.call("recall", {"query": "deploy cache database migration", "limit": 10}, project_root=str(world.project))
+        cold_s = time.perf_counter() - started
+        mem_first = _mem(proc.pid)
+        lat = []
+        for q in QUERIES * 8:
+            t = time.perf_counter()
+            client.call("recall", {"query": q, "limit": 10}, project_root=str(world.project))
+            lat.append(time.perf_counter() - t)
+        mem_after = _mem(proc.pid)
+        client.call("shutdown")
+        proc.wait(timeout=600)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    text = log.read_text(errors="replace")[log_start:] if log.exists() else ""
+    opened = [float(x) for x in re.findall(r"project store .* opened in ([\d.]+) s", text)]
+    index = re.findall(r"project:\S+ index (loaded|rebuilt) in ([\d.]+) s", text)
+    ms = np.asarray(lat) * 1000.0
+    return {
+        "persist": persist, "cold_first_recall_s": round(cold_s, 3), "hits": len(first.get("memories", [])),
+        "engine_open_s": opened[0] if opened else None,
+        "index": index[0][0] if index else None, "index_s": float(index[0][1]) if index else None,
+        "rss_after_first_mb": mem_first, "rss_after_40_mb": mem_after,
+        "warm_p50_ms": round(float(np.percentile(ms, 50)), 2), "warm_p95_ms": round(float(np.percentile(ms, 95)), 2),
+    }
+
+
+def run_size(n: int, repeats: int, tmp: Path, models: Path, embedder: Any, pool: np.ndarray) -> dict[str, Any]:
+    import scale_extras as se
+
+    from engram_mcp.services.service import MemoryService, RequestContext
+
+    world = se.World(tmp / f"n{n}", models)
+    svc = MemoryService(home=world.home, user_dir=world.user_dir, embedder=embedder)
+    try:
+        rnd, rng = random.Random(n), np.random.default_rng(n)
+        filled = se.fill(svc, RequestContext(world.project), n, pool, embedder.model_name, tmp, rnd, rng)
+    finally:
+        svc.close()
+    runs: dict[str, list[dict[str, Any]]] = {"off": [], "on_after_off": [], "on": []}
+    for _ in range(repeats):
+        runs["off"].append(cold_run(world, False))
+        runs["on_after_off"].append(cold_run(world, True))
+        runs["on"].append(cold_run(world, True))
+        print(f"  [{n}] " + "; ".join(f"{k} {v[-1]['cold_first_recall_s']} s" for k, v in runs.items()), flush=True)
+    shutil.rmtree(world.base, ignore_errors=True)
+    return {"memories": n, "import_s": filled["import_s"], "runs": runs}
+
+
+def markdown(result: dict[str, Any]) -> str:
+    lines = ["| memories | mode | cold first recall s | engine open s | index | index s | peak RSS MB | warm p95 ms |",
+             "|---|---|---|---|---|---|---|---|"]
+    for size in result["sizes"]:
+        for mode, runs in size["runs"].items():
+            for r in runs:
+                lines.append(f"| {size['memories']} | {mode} | {r['cold_first_recall_s']} | {r['engine_open_s']} | {r['index']} | "
+                             f"{r['index_s']} | {r['rss_after_40_mb'].get('VmHWM')} | {r['warm_p95_ms']} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args(argv)
+    import scale_extras as se
+
+    from engram_mcp.index.embeddings import DEFAULT_MODEL, FastEmbedEmbedder
+
+    tmp = Path(tempfile.mkdtemp(prefix="engram-idxopen-"))
+    try:
+        models = tmp / "models"
+        embedder = FastEmbedEmbedder(DEFAULT_MODEL, cache_dir=str(models))
+        rnd = random.Random(11)
+        pool = np.asarray(embedder.embed_documents([se.sentence(rnd) for _ in range(se.DISTINCT_SENTENCES)]), dtype=np.float32)
+        result = {"loadavg_start": list(os.getloadavg()),
+                  "sizes": [run_size(n, args.repeats, tmp, models, embedder, pool) for n in args.sizes]}
+        result["loadavg_end"] = list(os.getloadavg())
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    out = args.out or ROOT / "bench" / "results" / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) / "index_open"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "index_open.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    (out / "index_open.md").write_text(markdown(result), encoding="utf-8")
+    print(markdown(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
