@@ -16,7 +16,7 @@ from typing import Any
 PART_FILES = {"tokens": "tokens/tokens.json", "locomo": "locomo/locomo.json", "coding": "coding/coding_memory.json",
               "speed": "speed/speed.json",
               "scale": "scale/scale.json", "bulk": "bulk/bulk.json", "hooks": "hooks/hooks.json", "stop": "stop/stop.json",
-              "ui": "ui/ui.json"}
+              "ui": "ui/ui.json", "model": "model/model_load.json"}
 SECTIONS = ("Headline", "1. Retrieval quality (LoCoMo)", "1b. Retrieval quality (coding memory across scopes)", "2. Speed and scale", "3. Hooks", "4. Token cost per session", "5. The run")
 PLOTS = {"latency": "latency_vs_size.png", "scale": "scale_vs_size.png", "locomo": "locomo.png", "locomo_categories": "locomo_categories.png",
          "hooks": "hooks.png", "tokens": "tokens.png"}
@@ -508,6 +508,11 @@ def ui_section(parts: dict[str, Any], run: dict[str, Any], out_dir: Path) -> lis
     return part_markdown(run, out_dir, "ui", "### engram ui: page load and search", "ui.md")
 
 
+def model_section(parts: dict[str, Any], run: dict[str, Any], out_dir: Path) -> list[str]:
+    """Cold model load, fastembed vs direct onnxruntime (written by bench/model_load_bench.py)."""
+    return part_markdown(run, out_dir, "model", "### Model load: fastembed vs direct onnxruntime", "model_load.md")
+
+
 def stop_section(parts: dict[str, Any], run: dict[str, Any], out_dir: Path) -> list[str]:
     """The Stop trigger on the labelled corpus (written by bench/stop_bench.py)."""
     return part_markdown(run, out_dir, "stop", "### Stop hook trigger on the labelled corpus", "stop.md")
@@ -786,6 +791,7 @@ def write_report(out_dir: Path, run: dict[str, Any]) -> dict[str, Any]:
     L += speed_section(parts, run, plots)
     L += bulk_section(parts, run, out_dir)
     L += ui_section(parts, run, out_dir)
+    L += model_section(parts, run, out_dir)
     L += hooks_section(parts, run, plots)
     L += stop_section(parts, run, out_dir)
     L += tokens_section(parts, run, plots)

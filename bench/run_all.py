@@ -35,6 +35,9 @@ others down, and its peak RSS is its own):
                                   corpus, false positives on the hard negatives, ms per KB; ~15 s
   ui      bench/ui_bench.py       `engram ui` over HTTP: page load and search (targets 300 / 100 ms
                                   at 10k memories), the other pages' API calls; 10k (quick: 1k)
+  model   bench/model_load_bench.py  the built-in model through fastembed vs directly on
+                                  onnxruntime: process start to first query vector, peak RSS, query
+                                  p50/p95, docs/s, fresh processes A/B; 6 rounds (quick: 2), ~1 min
 
 `--quick` (1k memories, 2 LoCoMo conversations, fewer repetitions) checks that everything still
 runs; tests/test_bench_report.py runs it. Writes bench/results/<UTC>/ (or --out): report.md
@@ -65,15 +68,15 @@ for p in (str(ROOT), str(BENCH)):
     if p not in sys.path:
         sys.path.insert(0, p)
 
-PARTS = ("tokens", "locomo", "coding", "speed", "scale", "bulk", "hooks", "stop", "secrets", "ui")
+PARTS = ("tokens", "locomo", "coding", "speed", "scale", "bulk", "hooks", "stop", "secrets", "ui", "model")
 FULL_SIZES = [1000, 10000, 100000]
 QUICK_SIZES = [1000]
 # The LoCoMo runs the report needs (the issue's strategies + the baseline); `--locomo-runs all`
 # adds locomo_bench's fusion variants (hybrid-rrf, keyword weight 0.3 / 0.7), ~3 more minutes.
 LOCOMO_CORE_RUNS = ("bm25-plain", "keyword", "vector", "hybrid")
 TIMEOUTS_S = {  # per part; generous: they only stop a hung part
-    False: {"tokens": 600, "locomo": 2400, "coding": 600, "speed": 1800, "scale": 5400, "bulk": 1800, "hooks": 1200, "stop": 300, "secrets": 300, "ui": 900},
-    True: {"tokens": 300, "locomo": 1200, "coding": 600, "speed": 900, "scale": 900, "bulk": 900, "hooks": 900, "stop": 300, "secrets": 300, "ui": 600},
+    False: {"tokens": 600, "locomo": 2400, "coding": 600, "speed": 1800, "scale": 5400, "bulk": 1800, "hooks": 1200, "stop": 300, "secrets": 300, "ui": 900, "model": 900},
+    True: {"tokens": 300, "locomo": 1200, "coding": 600, "speed": 900, "scale": 900, "bulk": 900, "hooks": 900, "stop": 300, "secrets": 300, "ui": 600, "model": 300},
 }
 FAIL_ENV = "ENGRAM_BENCH_FAIL_PART"  # tests: make the named part fail on purpose
 BUDGET_S = 20 * 60  # the full suite must finish within 20 minutes on a 2-core machine
@@ -121,6 +124,9 @@ def part_settings(part: str, quick: bool, locomo_runs: str) -> dict[str, Any]:
         return {"corpora": ["tests/data/secrets_corpus.jsonl", "tests/data/not_secrets.jsonl"]}
     if part == "ui":  # the issue's targets are stated at 10k memories
         return {"sizes": [1000] if quick else [10000], "repeats": 10 if quick else 30}
+    if part == "model":
+        # fewer rounds and documents than the script's own defaults (10, 500): ~1 min of the budget
+        return {"rounds": 2, "queries": 30, "docs": 50} if quick else {"rounds": 6, "queries": 100, "docs": 200}
     raise ValueError(part)
 
 
@@ -192,6 +198,10 @@ def run_child(part: str, out: Path, quick: bool, locomo_runs: str) -> int:
 
         ui_bench.run_ui(settings["sizes"], out, repeats=settings["repeats"])
         return 0
+    if part == "model":
+        import model_load_bench
+
+        return int(model_load_bench.main([f"--{k}={v}" for k, v in settings.items()] + ["--out", str(out)]) or 0)
     raise ValueError(part)
 
 

@@ -155,14 +155,14 @@ def test_text_past_256_word_pieces_does_not_change_the_vector(model: FastEmbedEm
 @pytest.mark.slow
 def test_concurrent_first_use_from_four_threads_loads_the_model_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[dict[str, object]] = []
-    real_open = emb._open_text_embedding
+    real_open = emb._open_onnx_text_model
 
     def counting_open(**kwargs: object) -> object:
         calls.append(kwargs)
         time.sleep(0.2)  # widen the race window
         return real_open(**kwargs)
 
-    monkeypatch.setattr(emb, "_open_text_embedding", counting_open)
+    monkeypatch.setattr(emb, "_open_onnx_text_model", counting_open)
     e = FastEmbedEmbedder(cache_dir=str(tmp_path))
     barrier = threading.Barrier(4)
     results: list[np.ndarray] = [np.empty(0)] * 4
@@ -184,6 +184,7 @@ def test_concurrent_first_use_from_four_threads_loads_the_model_once(tmp_path: P
     by_threads = [c["threads"] for c in calls]
     assert by_threads.count(1) == 1  # the query session, once
     assert by_threads.count(2) <= 1  # the 2-thread session, used for queries while a core is idle
+    assert all(c["enable_cpu_mem_arena"] is (c["threads"] == 1) for c in calls)  # no arena for bulk
     for r in results[1:]:
         np.testing.assert_allclose(r, results[0], atol=1e-5)
 
@@ -215,6 +216,76 @@ def test_a_broken_assembly_is_rebuilt(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == [ASSEMBLY]
 
 
+# --------------------------------------------------------------------------- direct path = fastembed
+
+#: Every kind of text a store holds, in several batches (16 per call, sorted by length or not) that
+#: mix lengths, so padding is exercised as ``embed_documents`` pads.
+VARIED_TEXTS = [
+    "hello",
+    "",
+    "   \n\t  ",
+    "def square(x: int) -> int:\n    return x ** 2  # the usual\n",
+    "naïve café, Zürich, 日本語のテキスト, emoji 🚀🔥👩‍💻 and ∑ x² ≠ ∞",
+    " ".join(["Caroline talked about the adoption agency interview and her painting class"] * 30),
+    "SELECT * FROM memory WHERE scope = 'project' AND deleted = false ORDER BY created DESC LIMIT 10;",
+    "the user prefers pnpm over npm in this repository",
+    *(f"turn {i}: " + " ".join(["we decided to keep the daemon", "and the retry budget"][i % 2] for _ in range(i % 23)) for i in range(40)),
+]
+
+
+def _both_paths(cache_dir: Path, **kwargs: object) -> tuple[FastEmbedEmbedder, FastEmbedEmbedder]:
+    direct = FastEmbedEmbedder(cache_dir=str(cache_dir), **kwargs)  # type: ignore[arg-type]
+    via_fastembed = FastEmbedEmbedder(cache_dir=str(cache_dir), direct=False, **kwargs)  # type: ignore[arg-type]
+    return direct, via_fastembed
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("idle", [False, True], ids=["query-session", "bulk-session"])
+def test_the_direct_path_gives_the_vectors_fastembed_gives_bit_for_bit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, idle: bool
+) -> None:
+    # Stores hold vectors written through fastembed: the direct path must reproduce them.
+    monkeypatch.setattr(emb, "_idle_core", lambda: idle)
+    direct, via_fastembed = _both_paths(tmp_path)
+    assert len(direct.embed_documents([VARIED_TEXTS[5]])) == 1
+    assert len(VARIED_TEXTS) > 2 * direct.batch_size  # several batches of mixed lengths
+    assert len(direct._model.tokenizer.encode(VARIED_TEXTS[5]).ids) == emb.MAX_TOKENS  # truncated
+    queries_direct = np.stack([direct.embed_query(t) for t in VARIED_TEXTS])
+    queries_fastembed = np.stack([via_fastembed.embed_query(t) for t in VARIED_TEXTS])
+    np.testing.assert_array_equal(queries_direct, queries_fastembed)
+    for sort in (True, False):
+        docs_direct = direct.embed_documents(VARIED_TEXTS, sort_by_length=sort)
+        docs_fastembed = via_fastembed.embed_documents(VARIED_TEXTS, sort_by_length=sort)
+        np.testing.assert_array_equal(docs_direct, docs_fastembed)
+    session = direct._bulk_model if idle else direct._model
+    assert isinstance(session, emb.OnnxTextModel)
+    assert type(via_fastembed._model).__name__ == "TextEmbedding"
+
+
+@pytest.mark.slow
+def test_the_direct_path_reads_a_model_path_directory_like_fastembed(tmp_path: Path) -> None:
+    d = tmp_path / "copy"
+    d.mkdir()
+    for f in FILES:
+        (d / f).write_bytes((assemble_builtin_model(tmp_path / "cache") / f).read_bytes())
+    direct, via_fastembed = _both_paths(tmp_path / "cache", model_path=str(d), bulk_threads=None)
+    np.testing.assert_array_equal(direct.embed_documents(VARIED_TEXTS), via_fastembed.embed_documents(VARIED_TEXTS))
+    np.testing.assert_array_equal(direct.embed_query("a question"), via_fastembed.embed_query("a question"))
+
+
+@pytest.mark.slow
+def test_loading_the_builtin_model_and_embedding_a_query_does_not_import_fastembed(tmp_path: Path) -> None:
+    code = (
+        "import sys; from engram_mcp.index.embeddings import FastEmbedEmbedder as E; "
+        "v = E(cache_dir=sys.argv[1]).embed_query('a question'); "
+        "print(v.shape[0], 'fastembed' in sys.modules, 'onnxruntime' in sys.modules)"
+    )
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], cwd=root, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == [str(DEFAULT_DIM), "False", "True"]
+
+
 # --------------------------------------------------------------------------- failures
 
 
@@ -236,6 +307,42 @@ def test_a_model_path_with_a_corrupt_onnx_file_raises_embeddings_unavailable(tmp
     (d / "model.onnx").write_bytes(b"not an onnx model")
     with pytest.raises(EmbeddingsUnavailable, match="engram doctor"):
         FastEmbedEmbedder(model_path=str(d), cache_dir=str(tmp_path)).load()
+
+
+def _model_dir_copy(tmp_path: Path) -> Path:
+    d = tmp_path / "model"
+    d.mkdir()
+    for f in FILES:
+        (d / f).write_bytes((assemble_builtin_model(tmp_path / "cache") / f).read_bytes())
+    return d
+
+
+def test_a_corrupt_tokenizer_json_raises_embeddings_unavailable(tmp_path: Path) -> None:
+    d = _model_dir_copy(tmp_path)
+    (d / "tokenizer.json").write_text('{"version": "1.0", "model": ')
+    e = FastEmbedEmbedder(model_path=str(d), cache_dir=str(tmp_path / "cache"))
+    with pytest.raises(EmbeddingsUnavailable, match="engram doctor") as info:
+        e.embed_query("x")
+    assert "Exception" in str(info.value) and not e.loaded
+
+
+def test_a_tokenizer_config_without_a_length_limit_raises_embeddings_unavailable_naming_it(tmp_path: Path) -> None:
+    d = _model_dir_copy(tmp_path)
+    (d / "tokenizer_config.json").write_text('{"model_max_length": 1e30, "max_length": null}')
+    with pytest.raises(EmbeddingsUnavailable, match="model_max_length") as info:
+        FastEmbedEmbedder(model_path=str(d), cache_dir=str(tmp_path / "cache")).load()
+    assert "tokenizer_config.json" in str(info.value)
+
+
+@pytest.mark.parametrize("package", ["onnxruntime", "tokenizers"])
+def test_a_missing_onnxruntime_or_tokenizers_raises_embeddings_unavailable_naming_the_package(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, package: str
+) -> None:
+    monkeypatch.setitem(sys.modules, package, None)  # find_spec() and import both fail on None
+    e = FastEmbedEmbedder(cache_dir=str(tmp_path))
+    with pytest.raises(EmbeddingsUnavailable, match=f"`{package}` is not installed") as info:
+        e.embed_query("x")
+    assert f"pip install {package}" in str(info.value) and not e.loaded
 
 
 def test_a_model_path_without_tokenizer_files_says_which_are_missing(tmp_path: Path) -> None:

