@@ -93,7 +93,7 @@ class ScopeAccess:
         self._config_cache: dict[Path | None, tuple[tuple, Config, str | None]] = {}  # stamp, config, its problem
         self._embedder = embedder
         self._embedder_lock = threading.Lock()
-        self.registry = StoreRegistry(self.user_dir, self._new_index, self._index_persist)
+        self.registry = StoreRegistry(self.user_dir, self._new_index, self._index_persist, self._index_early)
         self.write_behind = StrengthenWriteBehind(self.lock, self.registry)
         self._session_seen: dict[tuple[Path, str], float] = {}
 
@@ -155,6 +155,13 @@ class ScopeAccess:
         except ConfigError:
             return True
 
+    def _index_early(self) -> bool:
+        """Config `index_early_answers` (user level, like `index_persist`)."""
+        try:
+            return bool(self.config(None).index_early_answers)
+        except ConfigError:
+            return True
+
     def checkpoint(self) -> int:
         """Write the changed indexes to their files (handles.py); the number written."""
         with self.lock:
@@ -191,6 +198,7 @@ class ScopeAccess:
     def close(self) -> None:
         """Write pending recall strengthening, then close every store."""
         with self.lock:
+            self.registry.wait_for_openings()  # a store opening in the background finishes first
             self.write_behind.close()  # pending recall strengthening is written before the stores close
             self.registry.checkpoint_all()  # the next open maps the index instead of rebuilding it
             self.registry.close_all()
@@ -275,7 +283,10 @@ class ScopeAccess:
         if now - self._session_seen.get(seen_key, -SESSION_TOUCH_SECONDS) < SESSION_TOUCH_SECONDS:
             return
         try:
-            self.registry.project(project_root).repo.touch_session(session_db_name(session_id), session_id)
+            project = self.registry.project(project_root)
+            if project.engine_pending:  # never hold a recall for bookkeeping: done once the store is open
+                return
+            project.repo.touch_session(session_db_name(session_id), session_id)
         except (StoreUnavailable, InvalidInput):  # bookkeeping must never fail the caller's request
             return
         self._session_seen[seen_key] = now

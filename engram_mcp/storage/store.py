@@ -25,7 +25,7 @@ import resource
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from engram_mcp.core.errors import InvalidInput, SchemaTooNew, StorageFull, StoreUnavailable
 from engram_mcp.core.paths import (
@@ -183,6 +183,9 @@ class SurrealStore:
         self._write_seq = 0  # statements that may have written: a compaction copy is current if it did not move
         self._compacting = threading.Lock()  # one compaction of this store at a time (one `data.compact/`)
         self._low_space: tuple[str, int] | None = None  # (why, bytes it needed): the last write refused
+        # (ns, db) -> what to run before the next write that moves its change counter: removes the
+        # `clean` marker of its persisted index (services/handles.py), BEFORE the engine commits.
+        self._before_counter_moves: dict[tuple[str, str], Callable[[], None]] = {}
 
     # -- lifecycle --------------------------------------------------------------
     @property
@@ -347,6 +350,23 @@ class SurrealStore:
                 self._lock_fd = None
 
     # -- statements ---------------------------------------------------------------
+    def before_counter_moves(self, ns: str, db: str, callback: Callable[[], None]) -> None:
+        """Run `callback` once, before the next statement that moves (ns, db)'s change counter is
+        sent to the engine (the caller holds the store mutex then). If it raises, the write is
+        not sent and the callback stays registered: a marker that could not be removed must
+        never be left beside a store that moved on."""
+        with self._mutex:
+            self._before_counter_moves[(ns, db)] = callback
+
+    def _counter_moves(self, ns: str, db: str) -> None:
+        callback = self._before_counter_moves.pop((ns, db), None)
+        if callback is not None:
+            try:
+                callback()
+            except BaseException:
+                self._before_counter_moves[(ns, db)] = callback
+                raise
+
     def _use(self, ns: str, db: str) -> None:
         if self._conn is None:
             raise StoreUnavailable(f"{self.label} store {self.directory} is not open")
@@ -363,6 +383,8 @@ class SurrealStore:
             if _is_write(sql):
                 self._check_room(params)
                 self._write_seq += 1
+                if sql == q.BUMP_CHANGES:
+                    self._counter_moves(ns, db)
             try:
                 return self._conn.query(sql, params or {})
             except Exception as exc:
@@ -381,7 +403,11 @@ class SurrealStore:
         transaction (its result is not returned).
         """
         given = statements
-        trim = 1 if any(_moves_index(sql) for sql, _ in statements) else 0
+        # One bump per transaction: when the caller bumps itself (a migration), none is added. Two
+        # UPSERTs of the counter in one transaction read back as n + 2 in this process but were
+        # found at n + 1 after a reopen (measured), which would tell a persisted index it is stale.
+        bumps = any(sql == q.BUMP_CHANGES for sql, _ in statements)
+        trim = 1 if not bumps and any(_moves_index(sql) for sql, _ in statements) else 0
         if trim:
             statements = [*statements, (q.BUMP_CHANGES, {})]
         body, params = [], {}
@@ -396,6 +422,8 @@ class SurrealStore:
             self._use(ns, db)
             self._check_room(params)
             self._write_seq += 1
+            if trim or bumps:
+                self._counter_moves(ns, db)
             try:
                 raw = self._conn.query_raw(text, params)
             except Exception as exc:
