@@ -508,3 +508,51 @@ def test_record_encoding_round_trips_times_and_no_stored_value_passes_for_one() 
     back = decode_record(encode_record(row))
     assert back == row
     assert back["metadata"]["r"] == {"$t": "2020-01-01T00:00:00+00:00"}  # text stays text
+
+
+def test_a_checkpoint_rereads_only_the_records_written_since_and_gets_what_a_full_read_gets(
+    home: Path, project: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from engram_mcp.services.handles import _record_arrays
+
+    ctx = RequestContext(project, None)
+    svc = MemoryService(home=home, embedder=FakeEmbedder())
+    try:
+        ids = fill(svc, ctx, 30)
+        svc.checkpoint()
+        handle = svc.access.handle(ctx, "project")
+        project_ids = [i for i in ids if svc.get(ctx, i)["scope"] == "project"]
+        svc.update(ctx, project_ids[0], content="rewritten alpha content", importance=0.9)
+        svc.forget(ctx, project_ids[1], reason="test")
+        svc.link(ctx, project_ids[2], project_ids[3], "supersedes")
+        svc.recall(ctx, query="alpha", limit=3)  # strengthened: written by the checkpoint's flush
+        new = svc.store(ctx, content="a new project memory", type="semantic", scope="project")["memory_id"]
+        caplog.set_level("INFO", logger="engram.handles")
+        svc.checkpoint()
+        line = next(r.getMessage() for r in caplog.records if handle.label in r.getMessage() and "written" in r.getMessage())
+        reread = int(line.split("records ")[1].split(", ")[1].split(" ")[0])
+        assert 3 <= reread < 15, line  # the written ones, not all 24
+        path = StoreRegistry.index_path(handle.store.directory, handle.ns, handle.db)
+        _meta, arrays = read_index_file(path)
+        full, _ = _record_arrays(handle, None, None)
+        for name in ("rec_offsets", "rec_crc", "rec_json"):
+            assert np.array_equal(arrays[name], full[name]), name
+        assert b"rewritten alpha content" in arrays["rec_json"].tobytes()
+        assert new.split(":")[-1].encode() in arrays["rec_json"].tobytes()
+    finally:
+        svc.close()
+
+
+def test_a_write_that_does_not_name_its_records_makes_the_next_checkpoint_read_them_all(home: Path) -> None:
+    store = SurrealStore(home / "s", label="test")
+    store.open()
+    try:
+        store.ensure_schema("user", "default")
+        store.take_changed_records("user", "default")
+        store.repository("user", "default").set_status(["01K", "01L"], "active")
+        assert store.take_changed_records("user", "default") == {"01K", "01L"}
+        store.transaction("user", "default", [("UPDATE memory SET importance = 0.5 RETURN NONE", {})])
+        assert store.take_changed_records("user", "default") is None
+        assert store.take_changed_records("user", "default") == set()
+    finally:
+        store.close()

@@ -62,6 +62,16 @@ class EarlyAnswerWithdrawn(Exception):
     """The engine opened and did not match the index file: an answer from the file must not be given."""
 
 
+@dataclass
+class RecordSnapshot:
+    """The record arrays of an index file and the key each slot held when it was written."""
+
+    keys: list[str | None]
+    offsets: np.ndarray
+    crcs: np.ndarray
+    blob: np.ndarray
+
+
 class EarlyOpen:
     """A handle served from its index file while its store opens in a background thread."""
 
@@ -124,6 +134,9 @@ class ScopeHandle:
     persisted_edits: int = -1
     #: Set while the store opens in the background and recall answers from the index file.
     early: EarlyOpen | None = None
+    #: The records in the index file last written or loaded (mapped), with the key of each slot
+    #: then: a checkpoint re-reads only the records written since (storage `take_changed_records`).
+    records: "RecordSnapshot | None" = None
     #: Every read and write of this database, by intent (storage/repository.py); each
     #: statement runs after `before_io`.
     repo: ScopeRepository = field(init=False, repr=False)
@@ -205,6 +218,7 @@ class StoreRegistry:
         self._persist = persist  # config `index_persist`, read when a scope opens or checkpoints
         self._early = early  # config `index_early_answers`
         self._opening: dict[Path, threading.Thread] = {}  # store directory -> its background open
+        self._loaded_records: dict[tuple[Path, str, str], RecordSnapshot] = {}
         self._stores: dict[Path, SurrealStore] = {}
         self._handles: dict[tuple[Path, str, str], ScopeHandle] = {}
         self._failures: dict[Path, tuple[float, str]] = {}
@@ -256,6 +270,9 @@ class StoreRegistry:
         self._handles.clear()
 
     def close_store(self, directory: Path) -> None:
+        opening = self._opening.get(Path(directory))
+        if opening is not None and opening is not threading.current_thread():
+            opening.join()  # closing a store a thread is still opening would leave it open
         store = self._stores.pop(Path(directory), None)
         if store is not None:
             store.close()
@@ -315,8 +332,10 @@ class StoreRegistry:
             time.perf_counter() - started,
         )
         handle = ScopeHandle(scope, store, ns, db, index, root, session_id)
+        store.take_changed_records(ns, db)  # the snapshot below is the state at this point
         if loaded is not None:
             handle.index_status, handle.persisted_changes, handle.persisted_edits = "loaded", why, index.edits
+            handle.records = self._loaded_records.pop((Path(directory), ns, db), None)
         else:
             handle.index_status = f"rebuilt ({why})"
             if why != "off":
@@ -388,6 +407,7 @@ class StoreRegistry:
         store = SurrealStore(directory, label=label, trusted=root)
         handle = ScopeHandle(scope, store, ns, db, index, root, session_id)
         handle.early = EarlyOpen(str(stamp), offsets, crcs, blob)
+        handle.records = _snapshot(index, arrays)
         handle.index_status, handle.persisted_changes, handle.persisted_edits = "loaded", str(stamp), index.edits
         self._stores[directory] = store
         thread = threading.Thread(
@@ -435,6 +455,7 @@ class StoreRegistry:
                 handle.index = index
                 handle.index_status = "rebuilt (index file marked clean but stale)"
                 handle.persisted_changes, handle.persisted_edits = None, -1
+                handle.records = None
         except BaseException as exc:
             early.withdrawn = True
             early.error = exc
@@ -482,6 +503,9 @@ class StoreRegistry:
         except (ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
             return None, f"index file inconsistent ({exc})"
         index.scope = fresh.scope
+        snapshot = _snapshot(index, arrays)
+        if snapshot is not None:
+            self._loaded_records[(Path(directory), ns, db)] = snapshot
         return index, changes
 
     def checkpoint(self, handle: ScopeHandle) -> bool:
@@ -506,15 +530,34 @@ class StoreRegistry:
         _private_dir(path.parent)
         for leftover in path.parent.glob(f".{path.name}.*.tmp"):  # a write a crash cut short
             leftover.unlink(missing_ok=True)
+        started = time.perf_counter()
         remove_marker(path)  # the file is about to change: no marker may name the old one
         early = self._early()
+        snapshot, handle.records = handle.records, None
+        changed = handle.store.take_changed_records(handle.ns, handle.db)
+        reread = 0
         if early:
-            arrays = {**_record_arrays(handle), **arrays}
+            records, reread = _record_arrays(handle, snapshot, changed)
+            arrays = {**records, **arrays}
+        records_s = time.perf_counter() - started
         write_index_file(path, meta, arrays)
         if early and handle.repo.changes() == changes:  # nothing moved while the records were read
             write_marker(path, changes)
             self._watch_marker(handle.store, handle.ns, handle.db)
+        if early:
+            try:
+                _meta, mapped = read_index_file(path, unchecked=frozenset(arrays), random_access=RECORD_ARRAYS)
+                handle.records = _snapshot(handle.index, mapped)
+            except IndexFileError as exc:
+                log.warning("could not map the index file just written for %s: %s", handle.label, exc)
         handle.persisted_changes, handle.persisted_edits = changes, edits
+        log.info(
+            "%s index file written in %.2f s (records %.2f s, %d read from the store)",
+            handle.label,
+            time.perf_counter() - started,
+            records_s,
+            reread,
+        )
         return True
 
     def checkpoint_all(self) -> int:
@@ -550,29 +593,55 @@ RECORD_ARRAYS = frozenset({"rec_offsets", "rec_crc", "rec_json"})
 _UNCHECKED_RECORD_ARRAYS = frozenset({"rec_json"})
 
 
-def _record_arrays(handle: ScopeHandle) -> dict[str, np.ndarray]:
+def _snapshot(index: ScopeIndex, arrays: dict[str, np.ndarray]) -> RecordSnapshot | None:
+    """The record arrays of a file just read or written, when present and fitting the index."""
+    if not all(name in arrays for name in RECORD_ARRAYS):
+        return None
+    n = index.slots.size
+    offsets, crcs, blob = arrays["rec_offsets"], arrays["rec_crc"], arrays["rec_json"]
+    if offsets.shape != (n + 1,) or crcs.shape != (n,) or int(offsets[-1]) != blob.shape[0]:
+        return None
+    return RecordSnapshot([index.slots.key_at(s) for s in range(n)], offsets, crcs, blob)
+
+
+def _record_arrays(
+    handle: ScopeHandle, snapshot: RecordSnapshot | None, changed: set[str] | None
+) -> tuple[dict[str, np.ndarray], int]:
     """Per slot, the record recall returns for it (`get_many_for_recall`), as UTF-8 JSON:
-    `rec_json` holds them end to end, `rec_offsets[slot]:rec_offsets[slot + 1]` is one."""
+    `rec_json` holds them end to end, `rec_offsets[slot]:rec_offsets[slot + 1]` is one,
+    `rec_crc[slot]` its CRC-32. A record the previous file holds for the same key and slot, not
+    written since (`changed`; None: unknown), is copied from it; the others are read from the
+    store. Returns the arrays and how many records were read."""
     index = handle.index
     n = index.slots.size
     keys = [index.slots.key_at(slot) for slot in range(n)]
-    live = [k for k in keys if k is not None]
-    repo = handle.direct_repo()
-    rows: dict[str, bytes] = {}
-    for start in range(0, len(live), RECORD_PAGE):
-        for row in repo.get_many_for_recall(live[start : start + RECORD_PAGE]):
-            rows[record_key_text(row.get("id"))] = encode_record(row)
-    offsets = np.zeros(n + 1, dtype=np.int64)
-    parts = []
-    pos = 0
+    parts: list[bytes] = [b""] * n
+    crcs = np.zeros(n, dtype=np.uint32)
+    need: dict[str, int] = {}
+    old = snapshot if changed is not None else None
     for slot, key in enumerate(keys):
-        data = rows.get(key, b"") if key is not None else b""
-        parts.append(data)
-        pos += len(data)
-        offsets[slot + 1] = pos
-    crcs = np.array([zlib.crc32(p) for p in parts], dtype=np.uint32).view(np.int32)
+        if key is None:
+            continue
+        if old is not None and changed is not None and key not in changed and old.keys[slot : slot + 1] == [key]:
+            start, end = int(old.offsets[slot]), int(old.offsets[slot + 1])
+            if end > start:
+                parts[slot] = old.blob[start:end].tobytes()
+                crcs[slot] = int(old.crcs[slot]) & 0xFFFFFFFF
+                continue
+        need[key] = slot
+    repo = handle.direct_repo()
+    wanted = list(need)
+    for start in range(0, len(wanted), RECORD_PAGE):
+        for row in repo.get_many_for_recall(wanted[start : start + RECORD_PAGE]):
+            at = need.get(record_key_text(row.get("id")))
+            if at is not None:
+                parts[at] = encode_record(row)
+                crcs[at] = zlib.crc32(parts[at])
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum([len(p) for p in parts], out=offsets[1:])
+    pos = int(offsets[-1])
     blob = np.frombuffer(b"".join(parts) or b"\0", dtype=np.uint8)[:pos]
-    return {"rec_offsets": offsets, "rec_crc": crcs, "rec_json": blob}
+    return {"rec_offsets": offsets, "rec_crc": crcs.view(np.int32), "rec_json": blob}, len(wanted)
 
 
 def encode_record(row: dict[str, Any]) -> bytes:

@@ -70,6 +70,29 @@ def _moves_index(sql: str) -> bool:
     return sql not in q.UNINDEXED_WRITES and _is_write(sql)
 
 
+def _key(rid: Any) -> str:
+    """The bare key of a record id (the engine's RecordID, or text)."""
+    key = getattr(rid, "id", None)
+    if key is None:
+        text = str(rid)
+        key = text.split(":", 1)[1] if ":" in text else text
+    return str(key)
+
+
+#: Writes of memory records that name every record they write, and how to read the keys from
+#: their parameters. Any other statement that moves the change counter, except
+#: _NO_RECORD_WRITES, counts as changing any record.
+_NAMED_RECORD_WRITES: dict[str, Callable[[dict[str, Any]], list[str]]] = {
+    q.CREATE_MEMORY: lambda p: [str(p["id"])],
+    q.REPLACE_MEMORY: lambda p: [str(p["id"])],
+    q.INSERT_MEMORIES: lambda p: [_key(r["id"]) for r in p["rows"]],
+    q.SET_STATUS: lambda p: [_key(r) for r in p["ids"]],
+    q.STRENGTHEN_BATCH: lambda p: [_key(b["id"]) for b in p["batch"]],
+}
+#: Counter-moving writes that change no memory record (memory -> memory links, the counter).
+_NO_RECORD_WRITES = frozenset({q.CREATE_LINK, q.IMPORT_LINK, q.BUMP_CHANGES})
+
+
 def approx_bytes(value: Any) -> int:
     """A cheap upper-ish estimate of the stored size of statement parameters (vectors are bytes)."""
     if isinstance(value, (str, bytes, bytearray)):
@@ -186,6 +209,9 @@ class SurrealStore:
         # (ns, db) -> what to run before the next write that moves its change counter: removes the
         # `clean` marker of its persisted index (services/handles.py), BEFORE the engine commits.
         self._before_counter_moves: dict[tuple[str, str], Callable[[], None]] = {}
+        # (ns, db) -> keys of the memory records written since `take_changed_records` last ran
+        # (None: a statement wrote records it does not name, e.g. a migration: assume all)
+        self._changed_records: dict[tuple[str, str], set[str] | None] = {}
 
     # -- lifecycle --------------------------------------------------------------
     @property
@@ -358,6 +384,29 @@ class SurrealStore:
         with self._mutex:
             self._before_counter_moves[(ns, db)] = callback
 
+    def take_changed_records(self, ns: str, db: str) -> set[str] | None:
+        """The keys of the memory records of (ns, db) written since the last call (or since the
+        store opened), and forget them; None when some write may have changed records it does
+        not name. Lets a checkpoint re-read only those records (services/handles.py)."""
+        with self._mutex:
+            return self._changed_records.pop((ns, db), set())
+
+    def _note_record_writes(self, ns: str, db: str, statements: list[tuple[str, dict[str, Any]]]) -> None:
+        changed = self._changed_records.setdefault((ns, db), set())
+        if changed is None:
+            return
+        for sql, params in statements:
+            if sql in _NAMED_RECORD_WRITES:
+                try:
+                    changed.update(_NAMED_RECORD_WRITES[sql](params))
+                    continue
+                except (KeyError, TypeError, AttributeError):
+                    pass
+            elif sql in _NO_RECORD_WRITES or not _moves_index(sql):
+                continue
+            self._changed_records[(ns, db)] = None
+            return
+
     def _counter_moves(self, ns: str, db: str) -> None:
         callback = self._before_counter_moves.pop((ns, db), None)
         if callback is not None:
@@ -424,6 +473,7 @@ class SurrealStore:
             self._write_seq += 1
             if trim or bumps:
                 self._counter_moves(ns, db)
+                self._note_record_writes(ns, db, given)
             try:
                 raw = self._conn.query_raw(text, params)
             except Exception as exc:
