@@ -94,7 +94,7 @@ def cold_run(world: Any, persist: bool, early: bool = True) -> dict[str, Any]:
     text = log.read_text(errors="replace")[log_start:] if log.exists() else ""
     opened = [float(x) for x in re.findall(r"project store .* opened in ([\d.]+) s", text)]
     index = re.findall(r"project:\S+ index (loaded|rebuilt) in ([\d.]+) s", text)
-    answered_early = "answering before the store opens" in text
+    answered_early = bool(re.search(r"project:\S+ index loaded in [\d.]+ s \(answering before the store opens\)", text))
     checkpoints = [float(x) for x in re.findall(r"project:\S+ index file written in ([\d.]+) s", text)]
     ms = np.asarray(lat) * 1000.0
     return {

@@ -108,12 +108,12 @@ def test_an_early_answer_is_the_answer_given_once_the_engine_is_open(
         early = [svc.recall(ctx, query=w, limit=10, strengthen=False) for w in QUERIES]
         early_strengthened = svc.recall(ctx, query="deploy cache", limit=4)
         for scope in ("user", "project"):
-            handle = svc.access.handle(ctx, scope)
+            handle = svc.access.handle(ctx, scope, early_ok=True)
             assert handle.engine_pending and not handle.store.is_open, scope  # answered from the file
         gate.set()
         for scope in ("user", "project"):
-            svc.access.handle(ctx, scope).wait_engine()
-            assert svc.access.handle(ctx, scope).index_status == "loaded"
+            svc.access.handle(ctx, scope, early_ok=True).wait_engine()
+            assert svc.access.handle(ctx, scope, early_ok=True).index_status == "loaded"
         late = [svc.recall(ctx, query=w, limit=10, strengthen=False) for w in QUERIES]
         for e, lt in zip(early, late, strict=True):
             assert e["memories"], e
@@ -148,8 +148,8 @@ def test_with_early_answers_off_no_marker_is_written_and_the_engine_opens_first(
     svc = MemoryService(home=home, embedder=FakeEmbedder())
     try:
         svc.recall(ctx, query="alpha", limit=3)
-        assert svc.access.handle(ctx, "project").early is None
-        assert svc.access.handle(ctx, "project").index_status == "loaded"
+        assert svc.access.handle(ctx, "project", early_ok=True).early is None
+        assert svc.access.handle(ctx, "project", early_ok=True).index_status == "loaded"
     finally:
         svc.close()
 
@@ -179,7 +179,7 @@ def test_a_write_after_a_checkpoint_removes_the_marker_before_the_engine_commits
     try:
         ids = fill(svc, ctx, 10)
         svc.checkpoint()
-        handle = svc.access.handle(ctx, "project")
+        handle = svc.access.handle(ctx, "project", early_ok=True)
         path = StoreRegistry.index_path(handle.store.directory, handle.ns, handle.db)
         marker = read_marker(path)
         meta, _ = read_index_file(path)
@@ -262,7 +262,7 @@ def test_a_kill_right_after_a_write_returns_leaves_no_marker(home: Path, project
     try:
         ctx = RequestContext(project, None)
         got = svc.recall(ctx, query="written after the checkpoint", limit=3, strengthen=False)
-        handle = svc.access.handle(ctx, "project")
+        handle = svc.access.handle(ctx, "project", early_ok=True)
         assert handle.early is None and handle.index_status.startswith("rebuilt (index file stale")
         assert got["memories"][0]["content"] == "written after the checkpoint"
     finally:
@@ -330,7 +330,7 @@ def test_a_stale_file_under_a_marker_is_withdrawn_and_rebuilt_when_the_engine_op
     svc = MemoryService(home=home, embedder=FakeEmbedder())
     ids = fill(svc, ctx, 20)
     svc.checkpoint()
-    handle = svc.access.handle(ctx, "project")
+    handle = svc.access.handle(ctx, "project", early_ok=True)
     handle.store._before_counter_moves.clear()  # the write below leaves the marker in place
     svc.update(ctx, ids[1], content="zeta zeta fresh content")
     svc.access.write_behind.flush_all()
@@ -343,7 +343,7 @@ def test_a_stale_file_under_a_marker_is_withdrawn_and_rebuilt_when_the_engine_op
 
     svc = MemoryService(home=home, embedder=FakeEmbedder())
     try:
-        handle = svc.access.handle(ctx, "project")
+        handle = svc.access.handle(ctx, "project", early_ok=True)
         assert handle.engine_pending
         ranked_on = handle.index
         gate.set()
@@ -368,7 +368,7 @@ def test_a_recall_ranked_early_is_ranked_again_when_the_engine_withdraws_the_fil
     svc = MemoryService(home=home, embedder=FakeEmbedder())
     ids = fill(svc, ctx, 20)
     svc.checkpoint()
-    handle = svc.access.handle(ctx, "project")
+    handle = svc.access.handle(ctx, "project", early_ok=True)
     handle.store._before_counter_moves.clear()
     svc.update(ctx, ids[1], content="zeta zeta fresh content")
     svc.access.write_behind.flush_all()
@@ -386,7 +386,7 @@ def test_a_recall_ranked_early_is_ranked_again_when_the_engine_withdraws_the_fil
         if len(calls) == 1:  # the engine opens right after the first (early) ranking
             gate.set()
             for scope in ("user", "project"):
-                svc.access.handle(ctx, scope).early.done.wait(30)
+                svc.access.handle(ctx, scope, early_ok=True).early.done.wait(30)
         return out
 
     monkeypatch.setattr(recall_mod, "rank", rank_then_open)
@@ -431,7 +431,7 @@ def test_a_tampered_file_is_not_trusted(home: Path, project: Path, damage: str, 
     svc = MemoryService(home=home, embedder=FakeEmbedder())
     try:
         if damage != "record":
-            assert svc.access.handle(ctx, "project").early is None  # the ordinary open
+            assert svc.access.handle(ctx, "project", early_ok=True).early is None  # the ordinary open
             gate.set()
         else:
             threading.Timer(0.5, gate.set).start()  # the recall waits for the engine instead
@@ -470,7 +470,7 @@ def test_a_store_that_fails_to_open_in_the_background_is_reported_and_tried_agai
     monkeypatch.setattr(SurrealStore, "open", failing_open)
     svc = MemoryService(home=home, embedder=FakeEmbedder())
     try:
-        handle = svc.access.handle(ctx, "user")  # the first background open fails
+        handle = svc.access.handle(ctx, "user", early_ok=True)  # the first background open fails
         with pytest.raises(StoreUnavailable):
             handle.wait_engine()
         assert svc.get(ctx, ids[0])["id"] == ids[0]  # opened again, in the foreground
@@ -520,7 +520,7 @@ def test_a_checkpoint_rereads_only_the_records_written_since_and_gets_what_a_ful
     try:
         ids = fill(svc, ctx, 30)
         svc.checkpoint()
-        handle = svc.access.handle(ctx, "project")
+        handle = svc.access.handle(ctx, "project", early_ok=True)
         project_ids = [i for i in ids if svc.get(ctx, i)["scope"] == "project"]
         svc.update(ctx, project_ids[0], content="rewritten alpha content", importance=0.9)
         svc.forget(ctx, project_ids[1], reason="test")
@@ -529,7 +529,9 @@ def test_a_checkpoint_rereads_only_the_records_written_since_and_gets_what_a_ful
         new = svc.store(ctx, content="a new project memory", type="semantic", scope="project")["memory_id"]
         caplog.set_level("INFO", logger="engram.handles")
         svc.checkpoint()
-        line = next(r.getMessage() for r in caplog.records if handle.label in r.getMessage() and "written" in r.getMessage())
+        line = next(
+            r.getMessage() for r in caplog.records if handle.label in r.getMessage() and "written" in r.getMessage()
+        )
         reread = int(line.split("records ")[1].split(", ")[1].split(" ")[0])
         assert 3 <= reread < 15, line  # the written ones, not all 24
         path = StoreRegistry.index_path(handle.store.directory, handle.ns, handle.db)

@@ -204,8 +204,18 @@ class ScopeAccess:
             self.registry.close_all()
 
     # ------------------------------------------------------------------ handles
-    def handle(self, ctx: RequestContext, scope: str, *, session_id: str | None = None) -> ScopeHandle:
-        """The handle of one of the caller's scopes (opened on first use)."""
+    def handle(
+        self, ctx: RequestContext, scope: str, *, session_id: str | None = None, early_ok: bool = False
+    ) -> ScopeHandle:
+        """The handle of one of the caller's scopes (opened on first use). A handle whose store is
+        still opening in the background (handles.py, early answers) is returned as it is only to
+        callers that say `early_ok` (recall); others wait for the open, and get its failure."""
+        handle = self._handle(ctx, scope, session_id)
+        if handle.engine_pending and not early_ok:
+            handle.wait_engine()
+        return handle
+
+    def _handle(self, ctx: RequestContext, scope: str, session_id: str | None) -> ScopeHandle:
         check_enum(scope, SCOPES, "scope")
         if scope == "user":
             return self.registry.user()
@@ -220,13 +230,18 @@ class ScopeAccess:
         return self.registry.session(ctx.project_root, sid)
 
     def open_scopes(
-        self, ctx: RequestContext, scopes: Iterable[str], warnings: list[dict[str, Any]] | None = None
+        self,
+        ctx: RequestContext,
+        scopes: Iterable[str],
+        warnings: list[dict[str, Any]] | None = None,
+        *,
+        early_ok: bool = False,
     ) -> list[tuple[str, ScopeHandle]]:
         """(scope, handle) for each of `scopes` this caller can read: the session scope only when
         the caller has a session; a store that cannot open is left out, and named in `warnings`
         (code scope_unavailable) when a list is given."""
         opened = []
-        for scope, result in self.try_scopes(ctx, scopes):
+        for scope, result in self.try_scopes(ctx, scopes, early_ok=early_ok):
             if isinstance(result, StoreUnavailable):
                 if warnings is not None:
                     warnings.append({"code": "scope_unavailable", "scope": scope, "message": result.message})
@@ -235,7 +250,7 @@ class ScopeAccess:
         return opened
 
     def try_scopes(
-        self, ctx: RequestContext, scopes: Iterable[str]
+        self, ctx: RequestContext, scopes: Iterable[str], *, early_ok: bool = False
     ) -> Iterator[tuple[str, ScopeHandle | StoreUnavailable]]:
         """The one per-scope iteration: for each of `scopes` the caller can read (the session
         scope only with a session), its handle, or the StoreUnavailable that kept it closed.
@@ -248,7 +263,7 @@ class ScopeAccess:
                 continue
             try:
                 with self.lock:
-                    handle = self.handle(ctx, scope)
+                    handle = self.handle(ctx, scope, early_ok=early_ok)
             except StoreUnavailable as exc:
                 yield scope, exc
                 continue
@@ -262,7 +277,7 @@ class ScopeAccess:
         weights = cfg.scope_weights_resolved()
         views: list[ScopeView] = []
         warnings: list[dict[str, Any]] = []
-        for scope, h in self.open_scopes(ctx, scopes, warnings):
+        for scope, h in self.open_scopes(ctx, scopes, warnings, early_ok=True):  # recall's: early answers
             refused = h.store.failure  # readable, but not writable: recall strengthening waits too
             if refused:
                 warnings.append({"code": "scope_read_only", "scope": scope, "message": refused})

@@ -112,7 +112,7 @@ def recall(
                 # the store opened and did not match its index file: rank again on the rebuilt index
                 for v in views:
                     try:
-                        access.handle(ctx, v.scope).wait_engine()
+                        access.handle(ctx, v.scope, early_ok=True).wait_engine()
                     except StoreUnavailable:
                         pass  # the next attempt names the scope as unavailable
                 if attempt:
@@ -136,7 +136,7 @@ def _still_current(access: ScopeAccess, ctx: RequestContext, views: list[ScopeVi
     the background and did not match its index file has a rebuilt one: services/handles.py)."""
     for v in views:
         try:
-            if access.handle(ctx, v.scope).index is not v.index:
+            if access.handle(ctx, v.scope, early_ok=True).index is not v.index:
                 return False
         except StoreUnavailable:
             return False
@@ -170,7 +170,7 @@ def materialise(
     rows: dict[tuple[str, str], dict] = {}
     now = time.time()
     for scope, scope_hits in by_scope.items():
-        handle = access.handle(ctx, scope)
+        handle = access.handle(ctx, scope, early_ok=True)
         pending = handle.index.pending_strengthen
         keys = [h.key for h in scope_hits]
         ranked_on = next(v.index for v in views if v.scope == scope)
@@ -216,7 +216,7 @@ def strengthen_hits(access: ScopeAccess, ctx: RequestContext, hits: list[Hit], s
         by_scope.setdefault(h.scope, []).append(h.key)
     write_behind = access.write_behind
     for scope, keys in by_scope.items():
-        handle = access.handle(ctx, scope)
+        handle = access.handle(ctx, scope, early_ok=True)
         write_behind.record(handle, keys, now, session_id)  # index now, engine shortly (strengthen.py)
         reactivate = []
         for k in keys:
