@@ -237,6 +237,23 @@ def table(rows: dict[str, dict[str, Any]], baseline: dict[str, dict[str, Any]]) 
     return head + "\n".join(out) + "\n"
 
 
+def project_halves(scorer, queries: list[dict[str, Any]], ranked: dict[str, list[str]]) -> dict[str, dict[str, Any]]:
+    """Overall metrics on each half of the questions split by project, for the three pairings of
+    the four projects (sorted by name: 1+2 vs 3+4, 1+3 vs 2+4, 1+4 vs 2+3). A ranking change that generalises
+    moves both halves of each pairing the same way; one that helps one half and hurts the other
+    is fitted to those projects."""
+    projects = sorted({q["current_project"] for q in queries})
+    if len(projects) != 4:
+        return {}
+    a, b, c, d = projects
+    out = {}
+    for half in ((a, b), (c, d), (a, c), (b, d), (a, d), (b, c)):
+        sub = [q for q in queries if q["current_project"] in half]
+        res = scorer.evaluate(sub, {q["qid"]: ranked.get(q["qid"], []) for q in sub})["overall"]
+        out[" + ".join(half)] = {"n": res["n"], "R@5": res["recall"], "hit@1": res["hit1"], "MRR@10": res["mrr"]}
+    return out
+
+
 def rows_of(res: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """{kind: {n, R@5, hit@1, MRR@10, forbidden}} from the scorer's result (by_kind + overall)."""
     pick = lambda a: {"n": a["n"], "R@5": a["recall"], "hit@1": a["hit1"], "MRR@10": a["mrr"],  # noqa: E731
@@ -299,13 +316,14 @@ def main(argv: list[str] | None = None) -> int:
     engram_res = score_run(scorer, queries, ranked)
     base_res = run_baseline(args.data, out, scorer, queries)
     rows, brow = rows_of(engram_res), rows_of(base_res)
+    halves = project_halves(scorer, queries, ranked)
     settings = {k: getattr(cfg, k) for k in ("fusion", "keyword_weight", "candidate_pool", "scope_weight_profile",
                                              "relevance_min_cosine", "relevance_min_cosine_ratio", "store_dedup_similarity",
                                              "cross_scope_dedup_similarity") if hasattr(cfg, k)}
     result = {
         "machine": machine_info(), "data": str(args.data), "memories": len(memories), "queries": len(queries),
         "limit": LIMIT, "strengthen": False, "settings": settings, "load": {"seconds": round(world.load_s, 2), "counts": world.counts},
-        "engram": rows, "bm25_baseline": brow, "recall_ms": latency_summary(wall), "dedup": dedup,
+        "engram": rows, "bm25_baseline": brow, "project_halves": halves, "recall_ms": latency_summary(wall), "dedup": dedup,
         "wall_s": round(time.perf_counter() - started, 1),
     }
     write_json(out / "coding_memory.json", result)
@@ -316,6 +334,9 @@ def main(argv: list[str] | None = None) -> int:
         f"recall limit {LIMIT}, no strengthening; scored by the set's `score.py`.", "",
         table(rows, brow),
         f"Settings: `{json.dumps(settings)}`", "",
+        "By project half (engram; a change that generalises moves both halves of a pairing alike):", "",
+        "| half | n | R@5 | hit@1 | MRR@10 |", "|---|---|---|---|---|",
+        *[f"| {k} | {v['n']} | {v['R@5']:.3f} | {v['hit@1']:.3f} | {v['MRR@10']:.3f} |" for k, v in halves.items()], "",
         f"Recall latency (ms): p50 {result['recall_ms'].get('p50_ms')}, p95 {result['recall_ms'].get('p95_ms')}.", "",
     ]
     if dedup:

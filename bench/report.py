@@ -18,7 +18,7 @@ PART_FILES = {"tokens": "tokens/tokens.json", "locomo": "locomo/locomo.json", "c
               "scale": "scale/scale.json", "bulk": "bulk/bulk.json", "hooks": "hooks/hooks.json", "stop": "stop/stop.json",
               "ui": "ui/ui.json"}
 SECTIONS = ("Headline", "1. Retrieval quality (LoCoMo)", "1b. Retrieval quality (coding memory across scopes)", "2. Speed and scale", "3. Hooks", "4. Token cost per session", "5. The run")
-PLOTS = {"latency": "latency_vs_size.png", "locomo": "locomo.png", "locomo_categories": "locomo_categories.png",
+PLOTS = {"latency": "latency_vs_size.png", "scale": "scale_vs_size.png", "locomo": "locomo.png", "locomo_categories": "locomo_categories.png",
          "hooks": "hooks.png", "tokens": "tokens.png"}
 TARGET_R5, MOONSHOT_R5 = 0.60, 0.70
 PUBLISHED_BM25 = {"R@1": 0.264, "R@5": 0.480, "R@10": 0.566, "MRR": 0.367}  # ../shared/bench/locomo/README.md
@@ -116,6 +116,10 @@ def headline(parts: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
                       ("posttooluse_hook_p95_ms", "PostToolUse hook"), ("sessionstart_hook_p95_ms", "SessionStart hook")):
         if name in series:
             h[key] = {str(n): v.get("p95") for n, v in sorted(series[name].items())}
+    for row in scale_design_rows(parts):
+        if row["case"] in ("index rebuilt", "index persisted"):  # each design's normal cold start
+            h.setdefault("cold_first_recall_s", {}).setdefault(row["design"], {})[str(row["memories"])] = row["cold_first_recall_s"]
+            h.setdefault("daemon_peak_rss_mb", {}).setdefault(row["design"], {})[str(row["memories"])] = row["daemon_peak_rss_mb"]
     hooks = ((parts.get("hooks") or {}).get("wall_times") or {}).get("hooks") or {}
     for key, name in (("hooks_bench_posttooluse_p95_ms", "PostToolUse (Edit)"), ("hooks_bench_sessionstart_p95_ms", "SessionStart (warm)")):
         if name in hooks:
@@ -200,6 +204,14 @@ def headline_section(h: dict[str, Any], run: dict[str, Any], sizes: list[int]) -
     rows.append([f"hybrid recall p95 at {' / '.join(fsize(n) for n in big)} memories",
                  by_size({k: v for k, v in (rh or {}).items() if int(k) in big}, big) if rh else "not measured",
                  "in process, across the 3 scopes, limit 10; target < 200 ms"])
+    for key, label, fmt, ref in (
+            ("cold_first_recall_s", "cold first recall (MCP spawn -> answer, no daemon running)", "{:.2f} s",
+             "targets ≤ 0.5 s at 10k, ≤ 1.5 s at 100k; model load included"),
+            ("daemon_peak_rss_mb", "daemon peak RSS (VmHWM)", "{:,.0f} MB", "target ≤ 800 MB at 100k")):
+        v = h.get(key)
+        rows.append([label, "; ".join(f"{d}: " + " / ".join(f"{fmt.format(x)} at {fsize(int(n))}" for n, x in sorted(
+            per.items(), key=lambda kv: int(kv[0])) if isinstance(x, (int, float))) for d, per in v.items()) if v else "not measured",
+                     ref])
     sp = h.get("store_p95_ms")
     rows.append(["store p95", by_size(sp, sizes) if sp else "not measured", "embedding + dedup + fsync'd write; target < 50 ms"])
     for key, label, ref in (("posttooluse_hook_p95_ms", "PostToolUse hook p95", "process start to exit; hook timeout 5 s"),
@@ -311,6 +323,7 @@ def speed_section(parts: dict[str, Any], run: dict[str, Any], plots: dict[str, s
     L += ["", "Resources:", ""]
     L += table(["memories", "disk bytes/memory (speed store)", "disk bytes/memory (with graph + sessions)",
                 "bench process peak RSS MB (speed)", "daemon peak RSS MB (after serving)", "index load on reopen s", "import/s with vectors"], rows)
+    L += design_section(parts, plots)
     # batch operations detail
     rows = []
     for n in measured:
@@ -340,6 +353,70 @@ def speed_section(parts: dict[str, Any], run: dict[str, Any], plots: dict[str, s
                   f"{(parts.get('scale') or {}).get('vector_pool')}, graph N/20 entities, N/4 mentions, 2 relations per entity. "
                   "Per-part details: `speed/speed.md`, `scale/scale.md`."]
     L.append("")
+    return L
+
+
+def scale_design_rows(parts: dict[str, Any]) -> list[dict[str, Any]]:
+    """scale_extras' rows per size, design and cold case, with the speed part's hybrid p95 beside them."""
+    sc = parts.get("scale") or {}
+    if not sc.get("runs"):
+        return []
+    from scale_extras import design_rows
+
+    hybrid = latency_series(parts).get("recall (hybrid)", {})
+    rows = design_rows(sc)
+    for row in rows:
+        row["hybrid_p95_ms"] = (hybrid.get(row["memories"]) or {}).get("p95")
+    return rows
+
+
+def _target(parts: dict[str, Any], key: str, n: int) -> float | None:
+    t = ((parts.get("scale") or {}).get("targets") or {}).get(key) or {}
+    return t.get(str(n))
+
+
+def _verdict(value: Any, target: float | None) -> str:
+    if target is None:
+        return ""
+    if not isinstance(value, (int, float)):
+        return "not measured"
+    return f"PASS (≤ {target:g})" if value <= target else f"**FAIL** (> {target:g})"
+
+
+def design_section(parts: dict[str, Any], plots: dict[str, str]) -> list[str]:
+    """Cold open, cold first recall, RSS and disk per memory, previous design vs new, against the targets."""
+    rows = scale_design_rows(parts)
+    if not rows:
+        return []
+    sc = parts["scale"]
+    designs = sc.get("designs") or {}
+    L = ["", "### Cold start, memory and disk: previous design vs new", "",
+         "Measured by scale_extras on the same stores in the same run. Cold open: a fresh process opens the project store and "
+         "makes its index ready. Cold first recall: MCP server spawn -> first `recall_memories` answer with no daemon running "
+         "(daemon start and model load included; p50 of the repeats). Daemon RSS from /proc after the cold first recall, "
+         "a few recalls and an idle moment: VmHWM (peak) and VmRSS (steady). Hybrid p95: the speed part, in process (one design: "
+         "the code's default). Designs: " + "; ".join(f"`{d}` {json.dumps(env) if env else '(no switch)'}" for d, env in designs.items())
+         + ("." if "new" in designs else ". **Only the previous design exists in this code**: no new-design rows."), ""]
+    if "scale" in plots:
+        L += [f"![cold start and RSS against store size]({plots['scale']})", ""]
+    out = []
+    for r in rows:
+        n = r["memories"]
+        rec, rss = r["cold_first_recall_s"], r["daemon_peak_rss_mb"]
+        out.append([fsize(n), r["design"], r["case"], fms(r["cold_open_ms"]), fms(r["store_rss_mb"]),
+                    f"{rec:.2f}" if isinstance(rec, (int, float)) else "-", _verdict(rec, _target(parts, "cold_first_recall_s", n)),
+                    fms(rss), _verdict(rss, _target(parts, "peak_rss_mb", n)), fms(r["daemon_steady_rss_mb"]),
+                    fms(r["hybrid_p95_ms"]), _verdict(r["hybrid_p95_ms"], _target(parts, "hybrid_p95_ms", n)),
+                    f"{fms(r['disk_bytes_per_memory'])} ({fms(r['index_bytes_per_memory'])})"])
+    L += table(["memories", "design", "cold case", "cold open ms", "opened store RSS MB", "cold first recall s", "target",
+                "daemon peak RSS MB", "target", "daemon steady RSS MB", "hybrid p95 ms", "target", "disk bytes/memory (index)"], out)
+    m = sc.get("multi_store")
+    if m:
+        L += ["", f"A daemon holding {m['projects']} project stores plus the user store, {m['per_store']:,} memories each (started "
+                  "by an MCP first recall in one project, then a recall in each other one):", ""]
+        L += table(["design", "cold case", "first recall s", "all stores open s", "daemon peak RSS MB", "daemon steady RSS MB"],
+                   [[d, case, f"{c['first_recall_s']:.2f}", f"{c['all_stores_open_s']:.1f}", fms(c.get("peak_rss_mb")),
+                     fms(c.get("steady_rss_mb"))] for d, cases in m["designs"].items() for case, c in cases.items()])
     return L
 
 
@@ -551,6 +628,50 @@ def plot_latency(series: dict[str, dict[int, dict[str, float]]], path: Path) -> 
     return True
 
 
+def plot_scale(parts: dict[str, Any], path: Path) -> bool:
+    """Cold first recall and cold open (left), daemon peak / steady RSS (right) against store size, per design and case."""
+    rows = scale_design_rows(parts)
+    if not rows:
+        return False
+    plt = _plt()
+    from matplotlib.ticker import NullLocator
+
+    fig, axes = plt.subplots(1, 2, figsize=(14, 5.5))
+    keys = list(dict.fromkeys((r["design"], r["case"]) for r in rows))
+    sizes = sorted({r["memories"] for r in rows})
+    for i, key in enumerate(keys):
+        pts = sorted((r for r in rows if (r["design"], r["case"]) == key), key=lambda r: r["memories"])
+        xs = [r["memories"] for r in pts]
+        color, label = f"C{i % 10}", f"{key[0]}, {key[1]}"
+        axes[0].plot(xs, [r["cold_first_recall_s"] for r in pts], marker="o", color=color, label=f"{label}: cold first recall")
+        axes[0].plot(xs, [r["cold_open_ms"] / 1000.0 for r in pts], marker=".", ls=":", color=color, label=f"{label}: cold open")
+        axes[1].plot(xs, [r["daemon_peak_rss_mb"] for r in pts], marker="o", color=color, label=f"{label}: daemon peak")
+        axes[1].plot(xs, [r["daemon_steady_rss_mb"] for r in pts], marker=".", ls=":", color=color, label=f"{label}: daemon steady")
+    for ax, key, unit in ((axes[0], "cold_first_recall_s", 1.0), (axes[1], "peak_rss_mb", 1.0)):
+        t = ((parts.get("scale") or {}).get("targets") or {}).get(key) or {}
+        pts = sorted((int(n), v * unit) for n, v in t.items() if int(n) in sizes)
+        if pts:
+            ax.plot([n for n, _ in pts], [v for _, v in pts], ls="none", marker="_", markersize=24, mew=2.5, color="red",
+                    label="target")
+    for ax, ylabel, title in ((axes[0], "seconds (solid: cold first recall, dotted: cold open)", "cold start"),
+                              (axes[1], "MB (solid: VmHWM peak, dotted: VmRSS steady)", "daemon resident memory")):
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlim(sizes[0] / 2, sizes[-1] * 2)
+        ax.set_xticks(sizes, [fsize(n) for n in sizes])
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.set_xlabel("memories in the project store")
+        ax.set_ylabel(ylabel)
+        ax.set_title(title)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7, loc="upper left")
+    fig.suptitle("engram cold start and memory against store size, previous design vs new")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
 def plot_locomo_categories(lo: dict[str, Any], path: Path) -> bool:
     runs = lo.get("runs") or {}
     if not runs:
@@ -633,6 +754,7 @@ def make_plots(parts: dict[str, Any], out_dir: Path) -> tuple[dict[str, str], di
     lo_png = out_dir / "locomo" / "locomo.png"
     jobs = {
         "latency": lambda p: plot_latency(latency_series(parts), p),
+        "scale": lambda p: plot_scale(parts, p),
         "locomo": lambda p: lo_png.is_file() and bool(shutil.copyfile(lo_png, p)),
         "locomo_categories": lambda p: plot_locomo_categories(parts.get("locomo") or {}, p),
         "hooks": lambda p: plot_hooks(parts.get("hooks") or {}, p),

@@ -109,6 +109,14 @@ def proc_memory_mb(pid: int) -> dict[str, float]:
 
 
 
+def process_alive(pid: int) -> bool:
+    """True while `pid` runs (a zombie counts as ended)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
 def sentence(rnd: random.Random) -> str:
     return " ".join(rnd.choice(WORDS) for _ in range(rnd.randint(6, 18)))
 
@@ -136,8 +144,21 @@ class World:
                    PYTHONPATH=str(ROOT), CLAUDE_PROJECT_DIR=str(self.project), CLAUDE_CODE_SESSION_ID=SESSION_ID)
         self.env = env
 
-    def project_store_dir(self) -> Path:
-        return self.project / ".claude" / "engram"
+    def project_store_dir(self, project: Path | None = None) -> Path:
+        return (project or self.project) / ".claude" / "engram"
+
+    def add_project(self, name: str) -> Path:
+        """Another git project under the same HOME (the daemon holding several project stores)."""
+        project = self.base / name
+        (project / ".git").mkdir(parents=True)
+        return project
+
+    def env_for(self, design_env: dict[str, str], project: Path | None = None) -> dict[str, str]:
+        """The processes' environment under one design (bench/scale_extras.py DESIGNS), in `project`."""
+        env = {**self.env, **design_env}
+        if project is not None:
+            env["CLAUDE_PROJECT_DIR"] = str(project)
+        return env
 
     def daemon_pid(self) -> int | None:
         from engram_mcp.daemon.client import DaemonClient
@@ -149,14 +170,17 @@ class World:
             return None
 
     def shutdown_daemon(self) -> None:
+        """Stop the daemon and wait for its process to end: it removes its socket first, then
+        closes the stores (writing what it keeps in memory), which the next cold start must see."""
         from engram_mcp.daemon.client import DaemonClient, socket_path
 
+        pid = self.daemon_pid()
         try:
             DaemonClient(self.user_dir, autostart=False, timeout=30).call("shutdown")
         except Exception:
             pass
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and socket_path(self.user_dir).exists():
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and (socket_path(self.user_dir).exists() or (pid and process_alive(pid))):
             time.sleep(0.1)
 
     def hook(self, event: str, payload: dict[str, Any]) -> tuple[float, subprocess.CompletedProcess]:
@@ -187,17 +211,19 @@ def memory_line(key: str, scope: str, rec: dict[str, Any], vec: np.ndarray) -> s
                        "vector_b64": base64.b64encode(vector_bytes(vec)).decode()})
 
 
-def fill(svc, ctx, n: int, pool: np.ndarray, model: str, tmp: Path, rnd: random.Random, rng: np.random.Generator) -> dict[str, Any]:
-    """N project memories (+100 user ones) with vectors, then the graph; returns keys and timings."""
+def fill(svc, ctx, n: int, pool: np.ndarray, model: str, tmp: Path, rnd: random.Random, rng: np.random.Generator,
+         n_user: int = 100, graph: bool = True) -> dict[str, Any]:
+    """N project memories (+ n_user user ones) with vectors, then the graph; returns keys and timings."""
     from engram_mcp.core.ids import new_ulid
 
     now = datetime.now(timezone.utc)
     path = tmp / "fill.jsonl"
-    vecs = pooled_vectors(pool, n + 100, rng)
+    total = n + n_user
+    vecs = pooled_vectors(pool, total, rng)
     keys: list[str] = []
     with open(path, "w", encoding="utf-8") as f:
         f.write(json.dumps({"kind": "header", "format": "engram-export", "version": 1}) + "\n")
-        for i in range(n + 100):
+        for i in range(total):
             scope = "project" if i < n else "user"
             # 97% touched in the last day, 3% 1-30 days ago: a store maintained about daily, with some work left.
             days = rnd.uniform(0, 1) if rnd.random() < 0.97 else rnd.uniform(1, 30)
@@ -214,11 +240,13 @@ def fill(svc, ctx, n: int, pool: np.ndarray, model: str, tmp: Path, rnd: random.
             f.write(memory_line(key, scope, rec, vecs[i]) + "\n")
     t_import, res = timed(lambda: svc.import_(ctx, path))
     path.unlink()
-    if res["counts"]["memory"] != n + 100 or res["counts"]["embedded"]:
-        raise RuntimeError(f"fill imported {res['counts']} for {n + 100} memories (vectors must be reused)")
-    t_graph, graph = timed(lambda: build_graph(svc, ctx, keys, rnd))
-    return {"keys": keys, "sample_vectors": vecs[:200].copy(), "import_s": round(t_import, 2), "import_per_s": round((n + 100) / t_import, 1),
-            "graph_s": round(t_graph, 2), "graph": graph["counts"], "entity_names": graph["names"]}
+    if res["counts"]["memory"] != total or res["counts"]["embedded"]:
+        raise RuntimeError(f"fill imported {res['counts']} for {total} memories (vectors must be reused)")
+    out = {"keys": keys, "sample_vectors": vecs[:200].copy(), "import_s": round(t_import, 2), "import_per_s": round(total / t_import, 1)}
+    if graph:
+        t_graph, g = timed(lambda: build_graph(svc, ctx, keys, rnd))
+        out.update(graph_s=round(t_graph, 2), graph=g["counts"], entity_names=g["names"])
+    return out
 
 
 def build_graph(svc, ctx, keys: list[str], rnd: random.Random, batch: int = 500) -> dict[str, Any]:
@@ -326,11 +354,18 @@ def measure_promotion(svc, ctx_project, pool: np.ndarray, project_vecs_sample: n
 
 
 # ------------------------------------------------------------------------------------ processes
-async def _mcp_first_recall(world: World, query: str) -> dict[str, Any]:
+async def _mcp_first_recall(world: World, query: str, env: dict[str, str] | None = None, project: Path | None = None,
+                            allow_partial: bool = False) -> dict[str, Any]:
+    """MCP server spawn -> `initialize` -> first `recall_memories` answer, as Claude Code runs it.
+
+    `allow_partial`: a recall that says it answered from a partial index (the index being
+    rebuilt in the background) is recorded rather than refused."""
     from mcp.client.session import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
-    params = StdioServerParameters(command=sys.executable, args=["-m", "engram_mcp.interfaces.server"], env=world.env, cwd=str(world.project))
+    project = project or world.project
+    params = StdioServerParameters(command=sys.executable, args=["-m", "engram_mcp.interfaces.server"], env=env or world.env,
+                                   cwd=str(project))
     started = time.perf_counter()
     with open(os.devnull, "w") as errlog:
         async with stdio_client(params, errlog=errlog) as (read, write):
@@ -342,18 +377,17 @@ async def _mcp_first_recall(world: World, query: str) -> dict[str, Any]:
                 res = await session.call_tool("recall_memories", {"query": query, "limit": 10})
                 t_recall = time.perf_counter() - started
                 body = json.loads(res.content[0].text)
-    if res.is_error or body.get("degraded"):
+    if res.is_error or (body.get("degraded") and not allow_partial):
         raise RuntimeError(f"first recall failed or degraded: {json.dumps(body)[:400]}")
-    return {"initialize_s": t_init, "first_recall_s": t_recall, "memories": len(body.get("memories", []))}
+    return {"initialize_s": t_init, "first_recall_s": t_recall, "memories": len(body.get("memories", [])),
+            "degraded": bool(body.get("degraded")), "warnings": body.get("warnings") or body.get("scope_warnings")}
 
 
-def measure_mcp(world: World, cold: int, warm: int, rnd: random.Random) -> dict[str, Any]:
-    cold_runs, warm_runs = [], []
-    for i in range(cold):
-        world.shutdown_daemon()
-        cold_runs.append(asyncio.run(_mcp_first_recall(world, sentence(rnd))))
-        say(f"MCP cold {i + 1}/{cold}: initialize {cold_runs[-1]['initialize_s'] * 1000:.0f} ms, "
-            f"first recall {cold_runs[-1]['first_recall_s']:.1f} s")
+def measure_mcp(world: World, cold_runs: list[dict[str, Any]], warm: int, rnd: random.Random) -> dict[str, Any]:
+    """Warm runs here; the cold ones are the default design's, measured by `measure_cold`."""
+    warm_runs = []
+    if world.daemon_pid() is None:  # the first run starts the daemon: not a warm one
+        asyncio.run(_mcp_first_recall(world, sentence(rnd)))
     for _ in range(warm):
         warm_runs.append(asyncio.run(_mcp_first_recall(world, sentence(rnd))))
     init = [r["initialize_s"] for r in cold_runs + warm_runs]
@@ -361,9 +395,241 @@ def measure_mcp(world: World, cold: int, warm: int, rnd: random.Random) -> dict[
         "spawn_to_initialize": summary_ms(init),
         "spawn_to_first_recall_cold": summary_ms([r["first_recall_s"] for r in cold_runs]),
         "spawn_to_first_recall_warm": summary_ms([r["first_recall_s"] for r in warm_runs]),
-        "note": "cold: no daemon running (the first recall starts it, loads the model, opens the store and builds its index); "
-                "warm: the daemon is already up (a second Claude Code window)",
+        "note": "cold: no daemon running (the first recall starts it, loads the model, opens the store and loads or builds its "
+                "index), the default design's runs of `designs`; warm: the daemon is already up (a second Claude Code window)",
     }
+
+
+# ------------------------------------------------------------------------------------ designs
+# The previous design (the derived index rebuilt from the store by every process that opens it)
+# against the new one (the index persisted next to the store), measured on the same stores in
+# the same run. A design is the environment its processes get; the new design has two cold
+# cases: its index files absent (the first open after the upgrade: built) and present (loaded).
+INDEX_PERSIST_KEY = "index_persist"  # the config key that turns the persisted index off (the previous design)
+PREVIOUS, NEW = "previous", "new"
+REBUILT, INDEX_MISSING, INDEX_PERSISTED = "index rebuilt", "index missing", "index persisted"
+STEADY_RECALLS = 5
+STEADY_IDLE_S = 2.0
+TARGETS = {  # issue 15, "Done means"
+    "cold_first_recall_s": {10_000: 0.5, 100_000: 1.5},
+    "peak_rss_mb": {100_000: 800.0},
+    "hybrid_p95_ms": {10_000: 10.0, 100_000: 15.0},
+}
+
+
+def designs() -> dict[str, dict[str, str]]:
+    """design -> the environment its processes get (previous first)."""
+    from engram_mcp.core.config import ENV_PREFIX
+    from engram_mcp.core.config_keys import Config
+
+    if INDEX_PERSIST_KEY not in Config.__dataclass_fields__:  # this code has only the previous design
+        return {PREVIOUS: {}}
+    env = ENV_PREFIX + INDEX_PERSIST_KEY.upper()
+    return {PREVIOUS: {env: "false"}, NEW: {env: "true"}}
+
+
+def default_design() -> str:
+    return NEW if NEW in designs() else PREVIOUS
+
+
+def design_cases(design: str) -> list[str]:
+    return [REBUILT] if design == PREVIOUS else [INDEX_MISSING, INDEX_PERSISTED]
+
+
+def persisted_index_paths(store_dir: Path) -> list[Path]:
+    """The persisted index files of a store directory (none in the previous design)."""
+    from engram_mcp.services import handles
+
+    dirname = getattr(handles, "INDEX_DIRNAME", None)
+    return [Path(store_dir) / dirname] if dirname else []
+
+
+def remove_persisted_index(store_dir: Path) -> int:
+    """Delete the persisted index of a store (the first open after the upgrade); returns bytes removed."""
+    removed = 0
+    for path in persisted_index_paths(store_dir):
+        if path.is_dir():
+            from engram_mcp.core.paths import dir_bytes
+
+            removed += dir_bytes(path)
+            shutil.rmtree(path)
+        elif path.exists():
+            removed += path.stat().st_size
+            path.unlink()
+    return removed
+
+
+def persisted_index_bytes(store_dir: Path) -> int:
+    from engram_mcp.core.paths import dir_bytes
+
+    return sum(dir_bytes(p) if p.is_dir() else p.stat().st_size for p in persisted_index_paths(store_dir) if p.exists())
+
+
+COLD_OPEN_CHILD = """
+import json, sys, time
+t0 = time.perf_counter()
+from pathlib import Path
+sys.path.insert(0, {root!r})
+from engram_mcp.services.service import MemoryService, RequestContext
+t_import = time.perf_counter() - t0
+def mem():
+    out = {{}}
+    for line in Path("/proc/self/status").read_text().splitlines():
+        k, _, v = line.partition(":")
+        if k in ("VmHWM", "VmRSS"):
+            out[k] = round(int(v.split()[0]) / 1024.0, 1)
+    return out
+before = mem()
+svc = MemoryService(home=Path({home!r}), user_dir=Path({user_dir!r}))
+t = time.perf_counter()
+h = svc.handle(RequestContext(Path({project!r})), "project")
+open_s = time.perf_counter() - t
+after = mem()
+n = len(h.index) if hasattr(h.index, "__len__") else None
+status = getattr(h, "index_status", None)
+svc.close()
+print(json.dumps({{"open_s": open_s, "import_s": t_import, "rss_before_mb": before["VmRSS"], "rss_after_mb": after["VmRSS"],
+                   "peak_rss_mb": after["VmHWM"], "indexed": n, "index_status": status}}))
+"""
+
+
+def cold_open(world: World, env: dict[str, str], project: Path | None = None) -> dict[str, Any]:
+    """A fresh process opens the project store and makes its index ready (no model: opening only)."""
+    project = project or world.project
+    code = COLD_OPEN_CHILD.format(root=str(ROOT), home=str(world.home), user_dir=str(world.user_dir), project=str(project))
+    proc = subprocess.run([sys.executable, "-c", code], env=env, cwd=str(project), capture_output=True, text=True, timeout=1200)
+    if proc.returncode != 0:
+        raise RuntimeError(f"cold open failed: {proc.stderr[-800:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def steady_recalls(world: World, rnd: random.Random, projects: list[Path], recalls: int = STEADY_RECALLS) -> None:
+    from engram_mcp.daemon.client import DaemonClient
+
+    with DaemonClient(world.user_dir, autostart=False, timeout=600) as c:
+        for project in projects:
+            for _ in range(recalls):
+                c.call("recall", {"query": sentence(rnd), "limit": 10}, project_root=str(project))
+
+
+def measure_cold(world: World, design: str, case: str, reps: int, rnd: random.Random) -> dict[str, Any]:
+    """Cold open of the store, then cold first recall (MCP spawn -> answer, daemon started, model
+    loaded), then the daemon's peak and steady RSS after a few more recalls and an idle moment."""
+    env = world.env_for(designs()[design])
+    store_dir = world.project_store_dir()
+    opens, recalls, mems = [], [], []
+    for i in range(reps):
+        world.shutdown_daemon()
+        if case == INDEX_MISSING:
+            remove_persisted_index(store_dir)
+            remove_persisted_index(world.user_dir)
+        present = persisted_index_bytes(store_dir)
+        if case == INDEX_PERSISTED and not present:
+            raise RuntimeError("no persisted index to load: the store was closed without writing it")
+        opens.append(cold_open(world, env) | {"index_bytes_before": present})
+        if case == INDEX_MISSING:
+            remove_persisted_index(store_dir)
+            remove_persisted_index(world.user_dir)
+        elif case == INDEX_PERSISTED and not persisted_index_bytes(store_dir):
+            raise RuntimeError("no persisted index to load: the store was closed without writing it")
+        recalls.append(asyncio.run(_mcp_first_recall(world, sentence(rnd), env=env, allow_partial=case == INDEX_MISSING)))
+        pid = world.daemon_pid()
+        first = proc_memory_mb(pid) if pid else {}
+        steady_recalls(world, rnd, [world.project])
+        time.sleep(STEADY_IDLE_S)
+        after = proc_memory_mb(pid) if pid else {}
+        mems.append({"after_first_recall": first, "steady": after})
+        say(f"{design} / {case} {i + 1}/{reps}: cold open {opens[-1]['open_s']:.2f} s (+{opens[-1]['rss_after_mb'] - opens[-1]['rss_before_mb']:.0f} MB), "
+            f"cold first recall {recalls[-1]['first_recall_s']:.2f} s, daemon peak {after.get('peak_rss_mb')} MB, "
+            f"steady {after.get('rss_mb')} MB")
+    world.shutdown_daemon()
+    return {
+        "design": design, "case": case, "env": designs()[design], "repeats": reps,
+        "cold_open": summary_ms([o["open_s"] for o in opens]) | {
+            "store_rss_mb": max(round(o["rss_after_mb"] - o["rss_before_mb"], 1) for o in opens),
+            "process_peak_rss_mb": max(o["peak_rss_mb"] for o in opens), "indexed": opens[-1].get("indexed"),
+            "index_status": [o.get("index_status") for o in opens]},
+        "cold_first_recall": summary_ms([r["first_recall_s"] for r in recalls]) | {
+            "partial_answers": sum(r["degraded"] for r in recalls), "memories_returned": [r["memories"] for r in recalls]},
+        "daemon_rss": {"peak_mb": max(m["steady"].get("peak_rss_mb", 0.0) for m in mems),
+                       "steady_mb": max(m["steady"].get("rss_mb", 0.0) for m in mems),
+                       "after_first_recall_mb": max(m["after_first_recall"].get("rss_mb", 0.0) for m in mems)},
+        "runs": {"cold_open": opens, "cold_first_recall": recalls, "daemon_memory": mems},
+    }
+
+
+def measure_designs(world: World, n: int, reps: int, rnd: random.Random) -> dict[str, Any]:
+    """Every design and cold case on the same store; the store's bytes per memory per design."""
+    store_dir = world.project_store_dir()
+    from engram_mcp.core.paths import dir_bytes
+
+    out: dict[str, Any] = {}
+    for design in designs():
+        cases = {}
+        for case in design_cases(design):
+            rebuilds = case in (REBUILT, INDEX_MISSING)  # a minute or two each at 100k: one run there
+            cases[case] = measure_cold(world, design, case, max(1, reps - 1) if rebuilds and n >= 100_000 else reps, rnd)
+        total = dir_bytes(store_dir)
+        index_bytes = persisted_index_bytes(store_dir)
+        if design == PREVIOUS:  # index files left by the fill (the code's default) are not the previous design's
+            total, index_bytes = total - index_bytes, 0
+        out[design] = {"cases": cases, "disk": {"store_bytes": total, "persisted_index_bytes": index_bytes,
+                                                "bytes_per_memory": round(total / max(n, 1), 1),
+                                                "index_bytes_per_memory": round(index_bytes / max(n, 1), 1)}}
+    return out
+
+
+def measure_multi_store(base: Path, models: Path, embedder, pool: np.ndarray, per_store: int, n_projects: int, rnd: random.Random,
+                        rng: np.random.Generator, tmp: Path) -> dict[str, Any]:
+    """One daemon holding `n_projects` project stores plus the user store, `per_store` memories each.
+
+    The daemon is started by an MCP first recall in project 1, then recalls in every other
+    project (each recall reads the project and the user store); its VmHWM / VmRSS after
+    that and after an idle moment, per design."""
+    from engram_mcp.services.service import MemoryService, RequestContext
+
+    world = World(base, models)
+    projects = [world.project] + [world.add_project(f"project{i + 2}") for i in range(n_projects - 1)]
+    svc = MemoryService(home=world.home, user_dir=world.user_dir, embedder=embedder)
+    t = time.perf_counter()
+    try:
+        for i, project in enumerate(projects):
+            fill(svc, RequestContext(project), per_store, pool, embedder.model_name, tmp, rnd, rng,
+                 n_user=per_store if i == 0 else 0, graph=False)
+    finally:
+        svc.close()
+    fill_s = time.perf_counter() - t
+    say(f"[multi] filled {n_projects} project stores + the user store, {per_store} memories each, in {fill_s:.0f} s")
+    out: dict[str, Any] = {"projects": n_projects, "per_store": per_store, "fill_s": round(fill_s, 1), "designs": {}}
+    try:
+        for design in designs():
+            for case in design_cases(design):
+                env = world.env_for(designs()[design])
+                world.shutdown_daemon()
+                if case == INDEX_MISSING:
+                    for p in projects:
+                        remove_persisted_index(world.project_store_dir(p))
+                    remove_persisted_index(world.user_dir)
+                t = time.perf_counter()
+                first = asyncio.run(_mcp_first_recall(world, sentence(rnd), env=env, allow_partial=case == INDEX_MISSING))
+                steady_recalls(world, rnd, projects[1:], recalls=1)
+                all_open_s = time.perf_counter() - t
+                pid = world.daemon_pid()
+                opened = proc_memory_mb(pid) if pid else {}
+                steady_recalls(world, rnd, projects, recalls=2)
+                time.sleep(STEADY_IDLE_S)
+                steady = proc_memory_mb(pid) if pid else {}
+                out["designs"].setdefault(design, {})[case] = {
+                    "first_recall_s": round(first["first_recall_s"], 3), "all_stores_open_s": round(all_open_s, 2),
+                    "peak_rss_mb": steady.get("peak_rss_mb"), "steady_rss_mb": steady.get("rss_mb"),
+                    "rss_after_opening_all_mb": opened.get("rss_mb")}
+                say(f"[multi] {design} / {case}: first recall {first['first_recall_s']:.2f} s, all {n_projects} + user open "
+                    f"{all_open_s:.1f} s, daemon peak {steady.get('peak_rss_mb')} MB, steady {steady.get('rss_mb')} MB")
+                world.shutdown_daemon()
+    finally:
+        world.shutdown_daemon()
+        shutil.rmtree(world.base, ignore_errors=True)
+    return out
 
 
 def measure_hooks(world: World, repeats: int) -> dict[str, Any]:
@@ -385,7 +651,8 @@ def measure_hooks(world: World, repeats: int) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------------ driver
-def run_size(n: int, embedder, pool: np.ndarray, models: Path, tmp: Path, quick: bool, seed: int) -> dict[str, Any]:
+def run_size(n: int, embedder, pool: np.ndarray, models: Path, tmp: Path, quick: bool, seed: int, cold_only: bool = False) -> dict[str, Any]:
+    """Every measurement at one size; `cold_only`: only the designs' cold start, memory and disk."""
     from engram_mcp.services.service import MemoryService, RequestContext
 
     rnd, rng = random.Random(seed + n), np.random.default_rng(seed + n)
@@ -397,20 +664,23 @@ def run_size(n: int, embedder, pool: np.ndarray, models: Path, tmp: Path, quick:
     svc = MemoryService(home=world.home, user_dir=world.user_dir, embedder=embedder)
     ctx = RequestContext(world.project)
     try:
-        say(f"[{n}] filling {n} project memories + graph")
-        filled = fill(svc, ctx, n, pool, embedder.model_name, tmp, rnd, rng)
+        say(f"[{n}] filling {n} project memories" + ("" if cold_only else " + graph"))
+        filled = fill(svc, ctx, n, pool, embedder.model_name, tmp, rnd, rng, graph=not cold_only)
         result["fill"] = {k: v for k, v in filled.items() if k not in ("keys", "entity_names", "sample_vectors")}
-        say(f"[{n}] filled: import {filled['import_s']} s ({filled['import_per_s']}/s), graph {filled['graph_s']} s {filled['graph']}")
-        sample_vecs = filled["sample_vectors"]
-        result["graph_traversal"] = measure_graph(svc, ctx, filled["entity_names"], rnd, reps["graph"])
-        g = result["graph_traversal"]
-        say(f"[{n}] graph depth 1 p95 {g['depth1']['p95_ms']} ms, depth 3 p95 {g['depth3']['p95_ms']} ms")
-        result["maintenance"] = measure_maintenance(svc, ctx, reps["maint"])
-        say(f"[{n}] maintenance passes (ms): {[r['ms'] for r in result['maintenance']['passes']]}")
-        result["promotion"] = measure_promotion(svc, ctx, pool, sample_vecs, embedder.model_name, tmp, reps["promote"], rnd, rng)
-        say(f"[{n}] session_end of {SESSION_MEMORIES} memories (ms): {[r['ms'] for r in result['promotion']['runs']]}")
+        say(f"[{n}] filled: import {filled['import_s']} s ({filled['import_per_s']}/s), graph {filled.get('graph_s')} s {filled.get('graph')}")
+        if not cold_only:
+            sample_vecs = filled["sample_vectors"]
+            result["graph_traversal"] = measure_graph(svc, ctx, filled["entity_names"], rnd, reps["graph"])
+            g = result["graph_traversal"]
+            say(f"[{n}] graph depth 1 p95 {g['depth1']['p95_ms']} ms, depth 3 p95 {g['depth3']['p95_ms']} ms")
+            result["maintenance"] = measure_maintenance(svc, ctx, reps["maint"])
+            say(f"[{n}] maintenance passes (ms): {[r['ms'] for r in result['maintenance']['passes']]}")
+            result["promotion"] = measure_promotion(svc, ctx, pool, sample_vecs, embedder.model_name, tmp, reps["promote"], rnd, rng)
+            say(f"[{n}] session_end of {SESSION_MEMORIES} memories (ms): {[r['ms'] for r in result['promotion']['runs']]}")
     finally:
         svc.close()
+    if cold_only:
+        return run_cold_only(world, n, reps, result, rnd)
     from engram_mcp.core.paths import dir_bytes
 
     store_bytes = dir_bytes(world.project_store_dir())
@@ -418,7 +688,11 @@ def run_size(n: int, embedder, pool: np.ndarray, models: Path, tmp: Path, quick:
                       "note": "project store directory (memories, vectors, graph, history, sessions) after the run, / N"}
     result["bench_process_peak_rss_mb"] = peak_rss_mb_self()
     try:
-        result["mcp"] = measure_mcp(world, reps["cold"], reps["warm"], rnd)
+        say(f"[{n}] cold open / cold first recall / daemon RSS per design: {', '.join(designs())}")
+        result["designs"] = measure_designs(world, n, reps["cold"], rnd)
+        default = result["designs"][default_design()]["cases"]
+        cold_runs = list(default.values())[-1]["runs"]["cold_first_recall"]
+        result["mcp"] = measure_mcp(world, cold_runs, reps["warm"], rnd)
         m = result["mcp"]
         say(f"[{n}] MCP spawn->initialize p50 {m['spawn_to_initialize']['p50_ms']} ms; first recall warm p50 "
             f"{m['spawn_to_first_recall_warm']['p50_ms']} ms, cold p50 {m['spawn_to_first_recall_cold']['p50_ms']} ms")
@@ -434,13 +708,28 @@ def run_size(n: int, embedder, pool: np.ndarray, models: Path, tmp: Path, quick:
     return result
 
 
-def run_scale(sizes: list[int], out_dir: Path | None = None, quick: bool = False, seed: int = 11) -> dict[str, Any]:
+def run_cold_only(world: World, n: int, reps: dict[str, int], result: dict[str, Any], rnd: random.Random) -> dict[str, Any]:
+    try:
+        say(f"[{n}] cold open / cold first recall / daemon RSS per design: {', '.join(designs())}")
+        result["designs"] = measure_designs(world, n, reps["cold"], rnd)
+    finally:
+        world.shutdown_daemon()
+        shutil.rmtree(world.base, ignore_errors=True)
+    return result
+
+
+def run_scale(sizes: list[int], out_dir: Path | None = None, quick: bool = False, seed: int = 11,
+              multi_per_store: int | None = None, multi_projects: int = 10, cold_only: bool = False) -> dict[str, Any]:
+    """`multi_per_store`: memories per store of the daemon holding `multi_projects` project stores
+    plus the user store (default 10k, 200 with `quick`; 0 leaves that measurement out).
+    `cold_only`: only the designs' cold start, memory and disk (no graph, batch, hook runs)."""
     from engram_mcp.index.embeddings import DEFAULT_MODEL, FastEmbedEmbedder
 
     started = time.perf_counter()
     tmp = Path(tempfile.mkdtemp(prefix="engram-scale-"))
     models = tmp / "models"
-    results: dict[str, Any] = {"sizes": sizes, "quick": quick, "started_utc": datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ"),
+    results: dict[str, Any] = {"sizes": sizes, "quick": quick, "designs": designs(), "default_design": default_design(),
+                               "targets": {k: {str(n): v for n, v in t.items()} for k, t in TARGETS.items()}, "started_utc": datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ"),
                                "loadavg_start": [round(x, 2) for x in os.getloadavg()], "runs": []}
     try:
         embedder = FastEmbedEmbedder(DEFAULT_MODEL, cache_dir=str(models))
@@ -451,7 +740,12 @@ def run_scale(sizes: list[int], out_dir: Path | None = None, quick: bool = False
         results["vector_pool"] = {"distinct_sentences": DISTINCT_SENTENCES, "embed_s": round(t_embed, 2), "noise": NOISE}
         for n in sizes:
             print(f"scale extras at {n} memories", flush=True)
-            results["runs"].append(run_size(n, embedder, pool, models, tmp, quick, seed))
+            results["runs"].append(run_size(n, embedder, pool, models, tmp, quick, seed, cold_only))
+        per_store = multi_per_store if multi_per_store is not None else (200 if quick else 10_000)
+        if per_store and multi_projects:
+            print(f"a daemon holding {multi_projects} project stores + the user store, {per_store} memories each", flush=True)
+            rnd, rng = random.Random(seed), np.random.default_rng(seed)
+            results["multi_store"] = measure_multi_store(tmp / "multi", models, embedder, pool, per_store, multi_projects, rnd, rng, tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     results["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
@@ -477,6 +771,8 @@ def markdown(results: dict[str, Any]) -> str:
     extra = ["| memories | maintenance passes ms | disk bytes/memory | daemon peak RSS MB | fill (import/s, graph s) |",
              "|---|---|---|---|---|"]
     for r in results["runs"]:
+        if "graph_traversal" not in r:  # a cold-only run
+            continue
         mcp, hooks = r.get("mcp", {}), r.get("hooks", {})
         rows.append(f"| {r['memories']} | {_cell(r['graph_traversal']['depth1'])} | {_cell(r['graph_traversal']['depth3'])} | "
                     f"{_cell(r['promotion']['latency'])} | {_cell(r['maintenance']['steady_state'])} | {_cell(mcp.get('spawn_to_initialize'))} | "
@@ -485,7 +781,82 @@ def markdown(results: dict[str, Any]) -> str:
         extra.append(f"| {r['memories']} | {', '.join(str(p['ms']) for p in r['maintenance']['passes'])} | "
                      f"{r['disk']['bytes_per_memory']} | "
                      f"{r.get('daemon_memory', {}).get('peak_rss_mb', '-')} | {r['fill']['import_per_s']}, {r['fill']['graph_s']} |")
-    return ("# engram scale extras\n\np50 / p95 / p99 ms.\n\n" + "\n".join(rows) + "\n\n" + "\n".join(extra) + "\n")
+    head = "# engram scale extras\n\n"
+    if len(rows) > 2:  # not a cold-only run
+        head += "p50 / p95 / p99 ms.\n\n" + "\n".join(rows) + "\n\n" + "\n".join(extra) + "\n\n"
+    return head + "\n".join(design_markdown(results)) + "\n"
+
+
+def verdict(value: float | None, target: float | None) -> str:
+    if target is None:
+        return ""
+    if value is None:
+        return "not measured"
+    return "PASS" if value <= target else "FAIL"
+
+
+def design_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """One flat row per size, design and cold case (what the tables and plots show)."""
+    rows = []
+    for r in results.get("runs", []):
+        n = r["memories"]
+        for design, d in (r.get("designs") or {}).items():
+            for case, c in d["cases"].items():
+                recall_s = c["cold_first_recall"].get("p50_ms", 0.0) / 1000.0 if c["cold_first_recall"].get("n") else None
+                rows.append({"memories": n, "design": design, "case": case,
+                             "cold_open_ms": c["cold_open"].get("p50_ms"), "store_rss_mb": c["cold_open"].get("store_rss_mb"),
+                             "cold_first_recall_s": None if recall_s is None else round(recall_s, 3),
+                             "cold_first_recall_max_s": round(c["cold_first_recall"].get("max_ms", 0.0) / 1000.0, 3),
+                             "partial_answers": c["cold_first_recall"].get("partial_answers", 0),
+                             "daemon_peak_rss_mb": c["daemon_rss"]["peak_mb"], "daemon_steady_rss_mb": c["daemon_rss"]["steady_mb"],
+                             "disk_bytes_per_memory": d["disk"]["bytes_per_memory"],
+                             "index_bytes_per_memory": d["disk"]["index_bytes_per_memory"], "repeats": c["repeats"]})
+    return rows
+
+
+def design_markdown(results: dict[str, Any]) -> list[str]:
+    """Cold open, cold first recall, daemon RSS and disk per memory, previous design vs new, with the targets."""
+    rows = design_rows(results)
+    if not rows:
+        return []
+    targets = TARGETS
+    L = ["## Cold start, memory and disk: previous design vs new (same run, same stores)", "",
+         "Cold open: a fresh process opens the project store and makes its index ready (no model). Cold first recall: MCP "
+         "server spawn -> first `recall_memories` answer with no daemon running (the daemon starts, loads the model, opens the "
+         "stores), p50 of the repeats judged against the target, max beside it. Daemon RSS: VmHWM (peak) and VmRSS (steady: after "
+         f"{STEADY_RECALLS} more recalls and {STEADY_IDLE_S:g} s idle) from /proc. The page cache is warm in every case (the "
+         "store was just written): cold means no process holds the store. Designs: "
+         + "; ".join(f"`{d}` {json.dumps(env) if env else '(no switch)'}" for d, env in results.get("designs", designs()).items())
+         + (". Only the previous design exists in this code: the new design's columns are left out." if NEW not in
+            results.get("designs", designs()) else "."), "",
+         "| memories | design | cold case | cold open ms | RSS of the opened store MB | cold first recall s (max) | target s | "
+         "verdict | daemon peak RSS MB | target MB | verdict | daemon steady RSS MB | disk bytes/memory (of it index) | repeats |",
+         "|---" * 14 + "|"]
+    for row in rows:
+        n = row["memories"]
+        t_recall = targets["cold_first_recall_s"].get(n)
+        t_rss = targets["peak_rss_mb"].get(n)
+        L.append(f"| {n} | {row['design']} | {row['case']} | {row['cold_open_ms']:,.0f} | {row['store_rss_mb']:,.0f} | "
+                 f"{row['cold_first_recall_s']:.2f} ({row['cold_first_recall_max_s']:.2f})"
+                 + (f", {row['partial_answers']} partial" if row["partial_answers"] else "")
+                 + f" | {t_recall if t_recall is not None else ''} | {verdict(row['cold_first_recall_s'], t_recall)} | "
+                 f"{row['daemon_peak_rss_mb']:,.0f} | {t_rss if t_rss is not None else ''} | {verdict(row['daemon_peak_rss_mb'], t_rss)} | "
+                 f"{row['daemon_steady_rss_mb']:,.0f} | {row['disk_bytes_per_memory']:,.0f} ({row['index_bytes_per_memory']:,.0f}) | "
+                 f"{row['repeats']} |")
+    L += ["", "Hybrid recall p95 (targets ≤ 10 ms at 10k, ≤ 15 ms at 100k) is measured by the speed part (`speed/speed.md`); "
+              "`make bench`'s report puts it beside these."]
+    m = results.get("multi_store")
+    if m:
+        L += ["", f"A daemon holding {m['projects']} project stores plus the user store, {m['per_store']:,} memories each "
+                  f"(filled in {m['fill_s']:.0f} s): started by an MCP first recall in the first project, then one recall in each "
+                  "other project (each reads its project store and the user store); RSS after that, then steady after 2 more recalls "
+                  f"per project and {STEADY_IDLE_S:g} s idle.", "",
+              "| design | cold case | first recall s | all stores open s | daemon peak RSS MB | daemon steady RSS MB |", "|---" * 6 + "|"]
+        for design, cases in m["designs"].items():
+            for case, c in cases.items():
+                L.append(f"| {design} | {case} | {c['first_recall_s']:.2f} | {c['all_stores_open_s']:.1f} | "
+                         f"{c['peak_rss_mb'] or 0:,.0f} | {c['steady_rss_mb'] or 0:,.0f} |")
+    return L
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -493,9 +864,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 100000])
     ap.add_argument("--quick", action="store_true", help="fewer repetitions (structure check)")
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--multi-per-store", type=int, default=None,
+                    help="memories per store of the daemon holding 10 project stores + the user store (default 10000, 200 "
+                         "with --quick; 0: leave it out)")
+    ap.add_argument("--cold-only", action="store_true",
+                    help="only cold open, cold first recall, daemon RSS and disk per design (no graph, batch or hook runs)")
     a = ap.parse_args(argv)
     out = a.out or ROOT / "bench" / "results" / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) / "scale"
-    results = run_scale(a.sizes, out, quick=a.quick)
+    results = run_scale(a.sizes, out, quick=a.quick, multi_per_store=a.multi_per_store, cold_only=a.cold_only)
     print(markdown(results))
     print(f"wrote {out / 'scale.json'} ({results['wall_s']:.0f} s)")
     return 0

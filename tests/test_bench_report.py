@@ -82,7 +82,10 @@ def test_quick_suite_writes_the_whole_report(tmp_path: Path) -> None:
     assert set(coding["engram"]) == set(coding["bm25_baseline"])  # the baseline is measured in the same run
     assert {"groups", "groups_merged", "wrong_merges"} <= set(coding["dedup"])
     scale = json.loads((out / "scale" / "scale.json").read_text())
-    assert {"graph_traversal", "maintenance", "promotion", "mcp", "hooks", "disk", "daemon_memory"} <= set(scale["runs"][0])
+    assert {"graph_traversal", "maintenance", "promotion", "mcp", "hooks", "disk", "daemon_memory", "designs"} <= set(scale["runs"][0])
+    assert "previous" in scale["runs"][0]["designs"] and scale["multi_store"]["projects"] == 10
+    assert "### Cold start, memory and disk: previous design vs new" in text
+    assert {"cold_first_recall_s", "daemon_peak_rss_mb"} <= set(report["headline"])
     bulk = json.loads((out / "bulk" / "bulk.json").read_text())
     assert {"import", "import_baseline", "embedding", "month", "month_baseline"} <= set(bulk)
     assert {"per_s", "per_cpu_s", "export"} <= set(bulk["import"]) and len(bulk["month"]["bytes_per_memory_by_day"]) == 30
@@ -90,7 +93,7 @@ def test_quick_suite_writes_the_whole_report(tmp_path: Path) -> None:
     tokens = json.loads((out / "tokens" / "tokens.json").read_text())
     assert {"tools_list", "markdown", "session_start", "per_session"} <= set(tokens)
 
-    assert set(report["plots"]) >= {"latency", "locomo", "locomo_categories", "hooks", "tokens"}
+    assert set(report["plots"]) >= {"latency", "scale", "locomo", "locomo_categories", "hooks", "tokens"}
     for name in report["plots"].values():
         png = out / name
         assert png.read_bytes()[:8] == PNG_MAGIC, name
@@ -112,3 +115,39 @@ def test_a_failing_part_is_reported_and_the_others_still_run(tmp_path: Path) -> 
     text = (out / "report.md").read_text()
     assert sections_in_order(text) == list(SECTIONS)
     assert "**Failed: tokens**" in text and "### tokens failed" in text and "failed on purpose" in text
+
+
+def test_the_scale_report_judges_each_design_against_the_targets(tmp_path: Path) -> None:
+    """Cold first recall, peak RSS and hybrid p95 per size and design, each against its target."""
+    sys.path.insert(0, str(REPO_ROOT / "bench"))
+    import report
+
+    def case(recall_s: float, peak_mb: float) -> dict:
+        return {"repeats": 1, "cold_open": {"n": 1, "p50_ms": 300.0, "store_rss_mb": 40.0},
+                "cold_first_recall": {"n": 1, "p50_ms": recall_s * 1000, "max_ms": recall_s * 1000, "partial_answers": 0},
+                "daemon_rss": {"peak_mb": peak_mb, "steady_mb": peak_mb - 10}}
+
+    disk = {"bytes_per_memory": 3000.0, "index_bytes_per_memory": 0.0}
+    scale = {"designs": {"previous": {"X": "0"}, "new": {"X": "1"}},
+             "targets": {"cold_first_recall_s": {"10000": 0.5, "100000": 1.5}, "peak_rss_mb": {"100000": 800.0},
+                         "hybrid_p95_ms": {"10000": 10.0, "100000": 15.0}},
+             "runs": [{"memories": 100000, "designs": {
+                 "previous": {"cases": {"index rebuilt": case(51.0, 2700.0)}, "disk": disk},
+                 "new": {"cases": {"index missing": case(9.0, 900.0), "index persisted": case(1.2, 600.0)}, "disk": disk}}}]}
+    speed = {"runs": [{"memories": 100000, "recall_ms": {"hybrid": {"n": 200, "p50_ms": 8.0, "p95_ms": 14.0}}}]}
+    for part, body in (("scale/scale.json", scale), ("speed/speed.json", speed)):
+        (tmp_path / part).parent.mkdir(parents=True)
+        (tmp_path / part).write_text(json.dumps(body))
+    run = {"started_utc": "T", "quick": False, "sizes": [100000], "argv": [], "wall_s": 1.0, "budget_s": None,
+           "loadavg_start": [0.0], "loadavg_end": [0.0], "machine": {"cpus": 2, "python": "3", "platform": "linux"}, "git": {},
+           "parts": {"scale": {"status": "ok", "settings": {}}, "speed": {"status": "ok", "settings": {}}}}
+    summary = report.write_report(tmp_path, run)
+    text = (tmp_path / "report.md").read_text()
+    section = text[text.index("### Cold start"):]
+    table = section[: section.index("\n\n", section.index("| memories | design"))]
+    rows = {tuple(c.strip() for c in line.split("|")[2:4]): line for line in table.splitlines() if line.startswith("| 100k")}
+    assert set(rows) == {("previous", "index rebuilt"), ("new", "index missing"), ("new", "index persisted")}
+    assert rows[("previous", "index rebuilt")].count("**FAIL**") == 2  # 51 s > 1.5 s, 2.7 GB > 800 MB; hybrid passes
+    assert rows[("new", "index persisted")].count("PASS") == 3 and "FAIL" not in rows[("new", "index persisted")]
+    assert summary["headline"]["cold_first_recall_s"] == {"previous": {"100000": 51.0}, "new": {"100000": 1.2}}
+    assert (tmp_path / summary["plots"]["scale"]).read_bytes()[:8] == PNG_MAGIC

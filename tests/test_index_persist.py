@@ -138,6 +138,20 @@ def test_round_trip_gives_the_same_index_which_then_takes_writes_like_the_origin
     assert again["col_access_count"].tolist() == arrays["col_access_count"].tolist()
 
 
+def test_an_index_whose_terms_were_cut_by_another_tokenizer_is_refused(tmp_path: Path) -> None:
+    from engram_mcp.index.tokenizer import TOKENIZER_VERSION
+
+    original = random_index(random.Random(4), 50)
+    meta, arrays = original.export_state()
+    write_index_file(tmp_path / "x.eidx", meta, arrays)
+    meta, arrays = read_index_file(tmp_path / "x.eidx", unchecked=ScopeIndex.UNCHECKED_ARRAYS)
+    assert meta["tokenizer"] == TOKENIZER_VERSION
+    assert fingerprint(ScopeIndex.from_state(meta, arrays)) == fingerprint(original)
+    for other in (None, TOKENIZER_VERSION - 1):  # a file from before the stamp, or an older cut
+        with pytest.raises(ValueError, match="tokenizer"):
+            ScopeIndex.from_state({**meta, "tokenizer": other}, arrays)
+
+
 @pytest.mark.parametrize("damage", ["truncate", "flip", "garbage", "empty", "header"])
 def test_a_damaged_file_is_refused(tmp_path: Path, damage: str) -> None:
     original = random_index(random.Random(4), 500)

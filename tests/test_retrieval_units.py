@@ -12,6 +12,7 @@ import pytest
 from engram_mcp.index import retrieval, scoring
 from engram_mcp.index.retrieval import RetrievalSettings, ScopeView, rank, relevant_mask
 from engram_mcp.index.scope_index import Filters, ScopeIndex
+from engram_mcp.index.tokenizer import tokenize
 from engram_mcp.services.service import MemoryService, RequestContext
 from engram_mcp.storage import queries as q
 
@@ -293,3 +294,72 @@ def test_a_thin_keyword_match_no_longer_outranks_the_memory_the_embedding_prefer
     # with the fixed weight (coverage ignored) the one shared word used to win
     fixed = scoring.score_fusion(np.array([1.0, 0.0]), np.array([0.325, 0.60]), 0.4)
     assert fixed[0] > fixed[1]
+
+
+# ------------------------------------------------------------------ one scale for all scopes
+def test_shared_stats_score_two_indexes_like_one_index_holding_both():
+    from engram_mcp.index.bm25 import BM25Index, SharedStats
+
+    texts = ["deploy runs nomad job", "run the tests with nextest", "compaction needs the writer lock",
+             "run book for the nightly job", "user prefers fish shell", "run gh run view on a red build"]
+    whole, left, right = BM25Index(), BM25Index(), BM25Index()
+    whole.set_many(range(6), texts)
+    left.set_many(range(4), texts[:4])
+    right.set_many(range(2), texts[4:])
+    query = "why can't I run the compaction job"
+    stats = SharedStats.of([left, right], tokenize(query))
+    expected = whole.scores_for(query, range(6))
+    got = np.concatenate([left.scores_for(query, range(4), stats=stats), right.scores_for(query, range(2), stats=stats)])
+    np.testing.assert_allclose(got, expected, rtol=1e-5)
+    # on its own statistics the small index rates the common word "run" far higher
+    assert right.scores_for(query, [1])[0] > got[5] * 1.2
+    # search() ranks with them too
+    slots, scores = right.search(query, 5, stats=stats)
+    assert slots.tolist() == [1] and scores[0] == pytest.approx(expected[5], rel=1e-5)
+
+
+def test_a_recall_over_several_scopes_scores_every_scope_on_the_shared_scale():
+    rng = np.random.default_rng(5)
+    qvec = _unit(rng)
+    project, user = ScopeIndex("project", DIM, "m"), ScopeIndex("user", DIM, "m")
+    for i in range(12):
+        project.upsert(_row(f"P{i:03d}", f"run step {i} of the pipeline"), _unit(rng))
+    project.upsert(_row("P100", "run the compaction with the ingester stopped"), _at_cosine(qvec, 0.4, rng))
+    user.upsert(_row("U000", "run the compaction with the ingester stopped"), _at_cosine(qvec, 0.4, rng))
+    for i in range(1, 11):  # the user store never says "run": there the word looks rare
+        user.upsert(_row(f"U{i:03d}", f"prefers fish shell and neovim, habit {i}"), _unit(rng))
+    views = [ScopeView("project", project, 1.0), ScopeView("user", user, 0.0)]
+    hits, _ = rank(views, qvec, "run compaction", Filters(), "hybrid", RetrievalSettings(), 10)
+    kw = {h.key: h.keyword for h in hits}
+    assert kw["U000"] == pytest.approx(kw["P100"], rel=1e-5)  # same text, same score
+    alone = user.bm25.scores_for("run compaction", [user.slot_of("U000")])[0]
+    assert alone > 1.2 * kw["U000"]  # its own statistics inflated it
+
+
+# ------------------------------------------------------------------ how-to questions
+def test_asks_how_to_recognises_questions_about_doing_something():
+    for q in ("How do I deploy a new version?", "how should we name branches", "HOW TO rerun CI",
+              "How can I get onto the cluster?", "how does a change get deployed"):
+        assert scoring.asks_how_to(q), q
+    for q in ("Who approves PRs?", "Why did the index fragment?", "what runs in CI", "however slow it is",
+              "showdown"):
+        assert not scoring.asks_how_to(q), q
+
+
+def test_a_how_to_question_prefers_the_procedure_among_memories_of_one_subject():
+    rng = np.random.default_rng(9)
+    qvec = _unit(rng)
+    idx = ScopeIndex("project", DIM, "m")
+    idx.upsert(_row("K000", "release train cut every second tuesday"), _at_cosine(qvec, 0.52, rng))
+    idx.upsert(_row("K001", "release lane builds and uploads the bundle", memory_type="procedural"),
+               _at_cosine(qvec, 0.50, rng))
+    for i in range(2, 8):
+        idx.upsert(_row(f"K{i:03d}", f"gradle cache note {i}"), _at_cosine(qvec, 0.0, rng))
+    view = ScopeView("project", idx, 1.0)
+    settings = RetrievalSettings(contiguity_weight=0.0)
+
+    def first(query: str) -> str:
+        return rank([view], qvec, query, Filters(), "hybrid", settings, 3)[0][0].key
+
+    assert first("How do I put out a release?") == "K001"
+    assert first("When is the release?") == "K000"  # no how-to: the closer fact wins

@@ -122,6 +122,16 @@ def test_tokenize_splits_on_punctuation_and_keeps_digits() -> None:
     ]
 
 
+def test_tokenize_writes_a_hyphenated_compound_also_solid() -> None:
+    # "to-do" is two stop words: only the solid form lets it meet "TODO"
+    assert tokenize("my to-do list") == ["list", "todo"]
+    assert set(tokenize("TODO")) <= set(tokenize("to-do"))
+    assert {"pre", "commit", "precommit"} <= set(tokenize("the pre-commit hook"))
+    assert set(tokenize("re-run")) >= set(tokenize("rerun"))
+    # dates, versions and ranges are not words: nothing is joined
+    assert tokenize("2024-05-01 v3.6-beta") == ["2024", "05", "01", "v3", "6", "beta"]
+
+
 def test_tokenize_indexes_camel_case_identifier_by_parts_and_whole() -> None:
     terms = tokenize("getUserName")
     assert set(terms) == {"get", "user", "name", tokenize("getusername")[0]}

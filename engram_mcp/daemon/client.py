@@ -253,6 +253,23 @@ def spawn_daemon(user_dir: Path, python: str | None = None) -> subprocess.Popen 
         os.close(log_fd)
 
 
+def prestart_daemon(user_dir: Path | None = None) -> None:
+    """Start engramd now if none answers, without waiting for it.
+
+    The MCP server calls this before importing the MCP SDK (~2 s here), so the daemon's own
+    start (imports, model, first store) runs beside it on the other core instead of after
+    it. A second start is harmless: a daemon that finds another holding the lock exits.
+    """
+    try:
+        client = DaemonClient(user_dir)
+        if client._try_connect():
+            client.close()
+            return
+        spawn_daemon(client.user_dir)
+    except Exception:  # only an early start; the first call connects (or reports) as before
+        pass
+
+
 class DaemonClient:
     """A connection to engramd; reconnects (and restarts the daemon) when needed."""
 

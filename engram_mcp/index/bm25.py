@@ -9,7 +9,8 @@ from __future__ import annotations
 import math
 import sys
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from itertools import chain
 
 import numpy as np
@@ -26,6 +27,34 @@ _EMPTY_POSTING_TFS = np.zeros(0, dtype=np.float32)
 # LoCoMo together (the usual 1.2-1.5 / 0.75 over-rewarded the shortest texts that shared a word).
 BM25_K1 = 0.9
 BM25_B = 0.3
+
+
+@dataclass(frozen=True)
+class SharedStats:
+    """Collection statistics of several indexes searched together (the scopes of one recall).
+
+    Each index has its own N, df and avgdl; a small index (the user store next to a large
+    project) gives a word common in the project a high idf, so a memory sharing one incidental
+    word with the query outscored the project's answers. Scoring every index with the summed
+    statistics (as a distributed search engine scores its shards with global statistics) puts
+    all candidates of one recall on one scale. `doc_freq` holds the query's terms only.
+    """
+
+    doc_count: int
+    avg_doc_len: float
+    doc_freq: Mapping[str, int]
+
+    @classmethod
+    def of(cls, indexes: Sequence[BM25Index], terms: Sequence[str]) -> SharedStats:
+        """The summed statistics of `indexes` for the (already tokenized) query `terms`."""
+        n = sum(i.doc_count for i in indexes)
+        total = sum(i.avg_doc_len * i.doc_count for i in indexes)
+        df = {t: sum(i.doc_freq(t) for i in indexes) for t in dict.fromkeys(terms)}
+        return cls(n, total / n if n else 0.0, df)
+
+    def idf(self, term: str) -> float:
+        df = self.doc_freq.get(term, 0)
+        return math.log(1.0 + (self.doc_count - df + 0.5) / (df + 0.5))
 
 
 class BM25Index:
@@ -258,11 +287,14 @@ class BM25Index:
 
     # ---- reads ----
 
-    def search(self, query: str, k: int, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """Top-k documents by BM25, best first, only scores > 0 and slots passing the mask."""
+    def search(
+        self, query: str, k: int, mask: np.ndarray | None = None, stats: SharedStats | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Top-k documents by BM25, best first, only scores > 0 and slots passing the mask.
+        `stats`: score with the statistics of all indexes searched together (SharedStats)."""
         if k <= 0:
             return EMPTY_SLOTS, EMPTY_SCORES
-        slots, scores = self._scores(self._query_term_ids(query))
+        slots, scores = self._scores(self._query_term_ids(query), stats)
         if len(scores) == 0:
             return EMPTY_SLOTS, EMPTY_SCORES
         if mask is not None:
@@ -274,14 +306,14 @@ class BM25Index:
         return top_k(scores, k, slots=slots, positive_only=True)
 
     def search_scored(
-        self, query: str, k: int, mask: np.ndarray | None = None
+        self, query: str, k: int, mask: np.ndarray | None = None, stats: SharedStats | None = None
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """`search`, plus every document's unmasked score as a dense array indexed by slot (it may
         be shorter than the index: missing entries score 0). Pass it to `scores_for(..., dense=)`
         so fused candidates found elsewhere are looked up instead of scoring the query twice."""
         if k <= 0:
             return EMPTY_SLOTS, EMPTY_SCORES, EMPTY_SCORES
-        slots, scores = self._scores(self._query_term_ids(query))
+        slots, scores = self._scores(self._query_term_ids(query), stats)
         if len(scores) == 0:
             return EMPTY_SLOTS, EMPTY_SCORES, EMPTY_SCORES
         if slots is None:
@@ -295,13 +327,19 @@ class BM25Index:
         top_slots, top_scores = top_k(scores, k, slots=slots, positive_only=True)
         return top_slots, top_scores, dense
 
-    def scores_for(self, query: str, slots: Sequence[int] | np.ndarray, dense: np.ndarray | None = None) -> np.ndarray:
+    def scores_for(
+        self,
+        query: str,
+        slots: Sequence[int] | np.ndarray,
+        dense: np.ndarray | None = None,
+        stats: SharedStats | None = None,
+    ) -> np.ndarray:
         """BM25 score of each given slot (0 where it does not match or has no document); for
         fusing with vector candidates that BM25's own top-k did not reach."""
         slot_arr = np.asarray(slots, dtype=np.int64).reshape(-1)
         out = np.zeros(len(slot_arr), dtype=np.float32)
         if dense is None:
-            hit_slots, scores = self._scores(self._query_term_ids(query))
+            hit_slots, scores = self._scores(self._query_term_ids(query), stats)
             if len(scores) == 0:
                 return out
             dense = scores if hit_slots is None else np.bincount(hit_slots, weights=scores)
@@ -356,23 +394,21 @@ class BM25Index:
 
     # ---- internals: scoring ----
 
-    def _query_term_ids(self, query: str) -> list[int]:
-        """Distinct known query terms with at least one live document."""
+    def _query_term_ids(self, query: str) -> list[tuple[int, str]]:
+        """(id, term) of the distinct known query terms with at least one live document."""
         vocab, df = self._vocab, self._df
-        ids: list[int] = []
+        ids: list[tuple[int, str]] = []
         for term in dict.fromkeys(tokenize(query)):
             tid = vocab.get(term)
             if tid is not None and df[tid] > 0:
-                ids.append(tid)
+                ids.append((tid, term))
         return ids
 
-    def _term_scores(self, tid: int, n_docs: int, avgdl: float) -> tuple[np.ndarray, np.ndarray]:
+    def _term_scores(self, tid: int, idf: float, avgdl: float) -> tuple[np.ndarray, np.ndarray]:
         """(slots, contributions) of one term's postings; dead postings contribute 0."""
         n = self._post_len[tid]
         slots = self._post_slots[tid][:n]
         tfs = self._post_tfs[tid][:n]
-        df = self._df[tid]
-        idf = math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
         k1, b = self.k1, self.b
         denom = self._doc_len[slots] * np.float32(k1 * b / avgdl)
         denom += np.float32(k1 * (1.0 - b))
@@ -381,7 +417,9 @@ class BM25Index:
         contrib /= denom
         return slots, contrib
 
-    def _scores(self, tids: list[int]) -> tuple[np.ndarray | None, np.ndarray]:
+    def _scores(
+        self, tids: list[tuple[int, str]], stats: SharedStats | None = None
+    ) -> tuple[np.ndarray | None, np.ndarray]:
         """Scores of every matching document, in one of two shapes (zero-score entries allowed):
 
         - one term: (posting slots, contributions), postings-sized, so a rare word costs almost
@@ -390,10 +428,15 @@ class BM25Index:
         """
         if not tids or self._doc_count == 0:
             return None, EMPTY_SCORES
-        n_docs, avgdl = self._doc_count, self.avg_doc_len
-        if len(tids) == 1:
-            return self._term_scores(tids[0], n_docs, avgdl)
-        parts = [self._term_scores(tid, n_docs, avgdl) for tid in tids]
+        if stats is not None and stats.doc_count > 0:
+            avgdl = stats.avg_doc_len
+            weighted = [(tid, stats.idf(term)) for tid, term in tids]
+        else:
+            n_docs, avgdl, df = self._doc_count, self.avg_doc_len, self._df
+            weighted = [(tid, math.log(1.0 + (n_docs - df[tid] + 0.5) / (df[tid] + 0.5))) for tid, _ in tids]
+        if len(weighted) == 1:
+            return self._term_scores(*weighted[0], avgdl)
+        parts = [self._term_scores(tid, idf, avgdl) for tid, idf in weighted]
         all_slots = np.concatenate([p[0] for p in parts])
         all_contrib = np.concatenate([p[1] for p in parts])
         return None, np.bincount(all_slots, weights=all_contrib)

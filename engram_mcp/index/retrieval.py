@@ -8,8 +8,10 @@ Candidates with neither a keyword hit nor a cosine above the relevance floor are
 (`relevant_mask`): they are not returned, not counted in total_matched and not
 strengthened. A memory recorded next to a relevant one in the same session then gets a
 share of its neighbour's relevance (temporal contiguity), and the final score adds the
-scope, importance and recency priors (scoring.final_score). Last come the supersedes
-rule (with `include_superseded`) and dedup across scopes (same id, then cosine >= 0.90).
+scope, importance, recency and how-to priors (scoring.final_score). BM25 scores every
+scope with the statistics of all the recall's scopes (bm25.SharedStats): one scale. Last
+come the supersedes rule (with `include_superseded`) and dedup across scopes (same id,
+then cosine >= 0.90).
 """
 
 from __future__ import annotations
@@ -23,14 +25,15 @@ import numpy as np
 
 from engram_mcp.core.config_keys import DEFAULT_CONFIG, Config
 from engram_mcp.core.vocabulary import RECALL_STRATEGIES
-from engram_mcp.index.bm25 import BM25Index
-from engram_mcp.index.scope_index import STATUS_CODE, Filters, ScopeIndex
+from engram_mcp.index.bm25 import BM25Index, SharedStats
+from engram_mcp.index.scope_index import STATUS_CODE, TYPE_CODE, Filters, ScopeIndex
 from engram_mcp.index.scoring import (
     CONSOLIDATED_RANK_FACTOR,
     CONTIGUITY_LAGS,
     CONTIGUITY_WEIGHT,
     COSINE_FLOOR,
     adaptive_keyword_weight,
+    asks_how_to,
     decay_factors,
     final_score,
     rrf_fusion,
@@ -102,12 +105,14 @@ class RetrievalSettings:
 _NO_SLOTS = np.empty(0, dtype=np.int64)
 
 
-def _candidates(view: ScopeView, qvec, text: str, mask: np.ndarray, strategy: str, pool: int):
+def _candidates(
+    view: ScopeView, qvec, text: str, mask: np.ndarray, strategy: str, pool: int, stats: SharedStats | None = None
+):
     """Union of vector and BM25 top-k for one scope, with both signals for every slot.
 
     Returns (slots sorted, keyword scores, cosines, BM25 top slots best first, vector top slots
     best first). Each index scores the query once: the other list's candidates are looked up in
-    the scores the search already computed.
+    the scores the search already computed. `stats`: the recall's shared BM25 statistics.
     """
     idx = view.index
     has_text = bool(text.strip())
@@ -116,12 +121,12 @@ def _candidates(view: ScopeView, qvec, text: str, mask: np.ndarray, strategy: st
     if strategy in ("vector", "hybrid", "graph") and qvec is not None:
         vec_slots, _, scanned = idx.vectors.search_scored(qvec, pool, mask)
     if strategy in ("keyword", "hybrid") and has_text:
-        kw_slots, _, kw_dense = idx.bm25.search_scored(text, pool, mask)
+        kw_slots, _, kw_dense = idx.bm25.search_scored(text, pool, mask, stats)
     slots = np.union1d(vec_slots, kw_slots).astype(np.int64, copy=False)
 
     def signals(which: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(BM25, cosine) of any slots, from what the searches already computed."""
-        kw = idx.bm25.scores_for(text, which, dense=kw_dense) if has_text else np.zeros(which.size)
+        kw = idx.bm25.scores_for(text, which, dense=kw_dense, stats=stats) if has_text else np.zeros(which.size)
         vec = (
             idx.vectors.similarities(qvec, which, scanned=scanned) if qvec is not None else np.full(which.size, np.nan)
         )
@@ -179,6 +184,7 @@ def rank(
     `restrict` limits a scope to given keys (the graph strategy's reachable memories).
     """
     now = time.time() if now is None else now
+    stats = shared_stats(views, text)
     parts = []
     for view in views:
         mask = view.index.mask(filters)
@@ -192,10 +198,12 @@ def rank(
         if not mask.any():
             continue
         eff = "hybrid" if strategy == "graph" else strategy
-        slots, kw, vec, kw_top, vec_top, signals = _candidates(view, qvec, text, mask, eff, settings.candidate_pool)
+        slots, kw, vec, kw_top, vec_top, signals = _candidates(
+            view, qvec, text, mask, eff, settings.candidate_pool, stats
+        )
         if restrict is not None and slots.size == 0:
             slots = np.flatnonzero(mask)[: settings.candidate_pool]
-            kw = view.index.bm25.scores_for(text, slots) if text.strip() else np.zeros(slots.size)
+            kw = view.index.bm25.scores_for(text, slots, stats=stats) if text.strip() else np.zeros(slots.size)
             vec = view.index.vectors.similarities(qvec, slots) if qvec is not None else np.full(slots.size, np.nan)
             kw, vec = np.asarray(kw, dtype=np.float64), np.asarray(vec, dtype=np.float64)
             kw_top = vec_top = _NO_SLOTS
@@ -206,7 +214,7 @@ def rank(
 
     kw_all = np.concatenate([p[2] for p in parts])
     vec_all = np.concatenate([p[3] for p in parts])
-    fuse = _fusion(strategy, settings, kw_all, vec_all, text, keyword_coverage(parts, text))
+    fuse = _fusion(strategy, settings, kw_all, vec_all, text, keyword_coverage(parts, text, stats))
     if fuse is None:  # rrf: ranks only exist for candidates
         kr = np.concatenate([_ranks(p[4], p[1]) for p in parts])
         vr = np.concatenate([_ranks(p[5], p[1]) for p in parts])
@@ -224,6 +232,7 @@ def rank(
     # all scopes (one entry per kept candidate, in scope then slot order).
     cols: list[tuple[np.ndarray, ...]] = []
     offset = 0
+    how_to = asks_how_to(text)
     for pi, (view, slots, kw, vec, *_rest) in enumerate(parts):
         n = slots.size
         sel = np.flatnonzero(keep[offset : offset + n])
@@ -234,7 +243,8 @@ def rank(
         slots = slots[sel]
         half, last, access, importance = view.index.decay_inputs(slots)
         recency = np.ones(sel.size) if view.frozen else decay_factors(half, now - last, access)
-        final = final_score(rel, importance, recency, view.weight)
+        procedure = view.index.cols.type_code[slots] == TYPE_CODE["procedural"] if how_to else 0.0
+        final = final_score(rel, importance, recency, view.weight, procedure)
         consolidated = view.index.cols.status_code[slots] == STATUS_CODE["consolidated"]
         final = np.where(consolidated, final * CONSOLIDATED_RANK_FACTOR, final)
         cols.append((np.full(sel.size, pi), slots, rel, final, kw[sel], np.nan_to_num(vec[sel])))
@@ -259,6 +269,15 @@ def rank(
     return _finish(views, parts, flat, None, settings, limit), matched
 
 
+def shared_stats(views: Sequence[ScopeView], text: str) -> SharedStats | None:
+    """BM25 statistics summed over the recall's scopes (None for a single scope, which keeps its
+    own): every scope's keyword scores are then on one scale (see SharedStats)."""
+    if len(views) < 2:
+        return None
+    terms = tokenize(text)
+    return SharedStats.of([v.index.bm25 for v in views], terms) if terms else None
+
+
 def query_idf_mass(bm25: BM25Index, terms: Sequence[str]) -> float:
     """Sum of the IDF (BM25's own formula and statistics) of the distinct query terms in one
     scope's index; a term no memory holds counts with document frequency 0. About the BM25
@@ -269,16 +288,17 @@ def query_idf_mass(bm25: BM25Index, terms: Sequence[str]) -> float:
     return sum(math.log(1.0 + (n - df + 0.5) / (df + 0.5)) for df in map(bm25.doc_freq, terms))
 
 
-def keyword_coverage(parts, text: str) -> float | None:
-    """How much of the query its best keyword match covers: the best candidate's BM25 over its
-    scope's IDF mass of the query, the highest over the scopes (None without query terms or
-    documents). Each scope has its own statistics, so each is measured on its own scale."""
+def keyword_coverage(parts, text: str, stats: SharedStats | None = None) -> float | None:
+    """How much of the query its best keyword match covers: the best candidate's BM25 over the
+    IDF mass of the query, the highest over the scopes (None without query terms or documents).
+    With shared statistics every scope is measured on their scale, else each on its own."""
     terms = list(dict.fromkeys(tokenize(text)))
     if not terms:
         return None
     best: float | None = None
+    shared = sum(stats.idf(t) for t in terms) if stats is not None else None
     for view, _slots, kw, *_rest in parts:
-        mass = query_idf_mass(view.index.bm25, terms)
+        mass = query_idf_mass(view.index.bm25, terms) if shared is None else shared
         if mass > 0 and kw.size:
             best = max(best or 0.0, float(np.max(kw)) / mass)
     return best

@@ -22,6 +22,7 @@ from engram_mcp.core.vocabulary import LIVE_STATUSES, MEMORY_TYPES, RECALLABLE_S
 from engram_mcp.index.bm25 import BM25Index
 from engram_mcp.index.scoring import CONTIGUITY_WINDOW_SECONDS, HALF_LIFE_DAYS, to_epoch
 from engram_mcp.index.slots import SlotAllocator
+from engram_mcp.index.tokenizer import TOKENIZER_VERSION
 from engram_mcp.index.vectors import VectorIndex
 
 TYPE_CODE = {t: i for i, t in enumerate(MEMORY_TYPES)}
@@ -381,13 +382,21 @@ class ScopeIndex:
         arrays["objects_json"] = np.frombuffer(blob, dtype=np.uint8)
         # which slot owns each content hash (with exact copies, the one written last)
         arrays["hash_owners"] = np.array(sorted(self.hash_to_slot.values()), dtype=np.int64)
-        meta = {"scope": self.scope, "dim": self.dim, "model": self.model_name, "slots": n}
+        meta = {
+            "scope": self.scope,
+            "dim": self.dim,
+            "model": self.model_name,
+            "slots": n,
+            "tokenizer": TOKENIZER_VERSION,
+        }
         return meta, arrays
 
     @classmethod
     def from_state(cls, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> "ScopeIndex":
         """The index `export_state` described; raises ValueError/KeyError/TypeError when the
         parts do not fit together (the caller then rebuilds from the store)."""
+        if meta.get("tokenizer") != TOKENIZER_VERSION:  # its BM25 terms were cut another way
+            raise ValueError(f"made by tokenizer version {meta.get('tokenizer')}, now {TOKENIZER_VERSION}")
         index = cls(str(meta["scope"]), int(meta["dim"]), str(meta["model"]))
         objects = json.loads(arrays["objects_json"].tobytes())
         keys = objects["keys"]

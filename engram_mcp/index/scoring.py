@@ -4,10 +4,12 @@ strength  = importance * exp(-ln2 * days_since_access / (half_life(type) * (1 + 
 relevance = kw_weight * bm25 / best_bm25 + (1 - kw_weight) * (cos - COSINE_FLOOR) / (best_cos - COSINE_FLOOR)
             (kw_weight: 0.3-0.6 by the best keyword match's coverage of the query, then raised for codes)
 final     = relevance + SCOPE_PRIOR * scope_weight + IMPORTANCE_PRIOR * (importance - 0.5)
-            + RECENCY_PRIOR * recency
+            + RECENCY_PRIOR * recency + PROCEDURE_PRIOR * [query asks how to do something and
+              the memory is procedural]
 
-Relevance to the query comes first; scope, importance and recency are small priors that
-break ties and settle conflicts (their whole range, 0.36, is less than the relevance gap
+Relevance to the query comes first; scope, importance, recency and the how-to preference are
+small priors that break ties and settle conflicts (their whole range, 0.36 or 0.46 for a how-to
+question, is less than the relevance gap
 between a relevant memory and a loosely related one). The numbers were calibrated by
 measurement on multi-scope coding memory and on LoCoMo together (docs/architecture.md,
 "Ranking"). `recency` is the decay factor itself (strength / importance): how fresh the
@@ -39,6 +41,12 @@ ACCESS_HALF_LIFE_BONUS = 0.2  # each recall extends the effective half-life by 2
 SCOPE_PRIOR = 0.15
 IMPORTANCE_PRIOR = 0.225
 RECENCY_PRIOR = 0.09
+# A question asking how to do something ("how do I ...", "how should we ...") prefers the memory
+# saved as a procedure over a fact or an episode on the same subject: the memory's type is the
+# saver's own statement of what kind of knowledge it holds, which neither BM25 nor the embedding
+# sees. Smaller than the scope prior: a tie-breaker between memories of the same subject.
+PROCEDURE_PRIOR = 0.1
+_HOW_TO = re.compile(r"\bhow\s+(?:do|does|can|could|should|would|to)\b", re.IGNORECASE)
 # Cosine below which MiniLM calls two short texts unrelated; the vector part of relevance is
 # measured from here to the best candidate's cosine (a fixed floor, unlike min-max over the
 # candidates, keeps its meaning whether a store holds 50 memories or 100,000).
@@ -95,16 +103,38 @@ def decay_factors(
     return np.exp(-LN2 * days / effective)
 
 
-def prior(importance: np.ndarray, recency: np.ndarray, scope_weight: float | np.ndarray) -> np.ndarray:
-    """What ranks memories of equal relevance: scope (0-1, from the profile), importance, recency."""
-    return SCOPE_PRIOR * scope_weight + IMPORTANCE_PRIOR * (importance - 0.5) + RECENCY_PRIOR * recency
+def prior(
+    importance: np.ndarray,
+    recency: np.ndarray,
+    scope_weight: float | np.ndarray,
+    procedure_match: float | np.ndarray = 0.0,
+) -> np.ndarray:
+    """What ranks memories of equal relevance: scope (0-1, from the profile), importance, recency,
+    and (1 or 0) whether a how-to question meets a procedural memory (`asks_how_to`)."""
+    return (
+        SCOPE_PRIOR * scope_weight
+        + IMPORTANCE_PRIOR * (importance - 0.5)
+        + RECENCY_PRIOR * recency
+        + PROCEDURE_PRIOR * np.asarray(procedure_match, dtype=np.float64)
+    )
 
 
 def final_score(
-    relevance: np.ndarray, importance: np.ndarray, recency: np.ndarray, scope_weight: float | np.ndarray
+    relevance: np.ndarray,
+    importance: np.ndarray,
+    recency: np.ndarray,
+    scope_weight: float | np.ndarray,
+    procedure_match: float | np.ndarray = 0.0,
 ) -> np.ndarray:
     """Relevance first, priors second (see the module docstring)."""
-    return relevance + prior(importance, recency, scope_weight)
+    return relevance + prior(importance, recency, scope_weight, procedure_match)
+
+
+def asks_how_to(query: str) -> bool:
+    """Whether a query asks how to do something ("How do I deploy?", "how should we name ...",
+    "how to rerun"): it then prefers procedural memories (PROCEDURE_PRIOR). English only; other
+    queries get no type preference."""
+    return _HOW_TO.search(query) is not None
 
 
 def score_fusion(

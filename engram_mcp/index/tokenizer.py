@@ -10,7 +10,12 @@ import re
 
 import Stemmer
 
-__all__ = ["ENGLISH_STOP_WORDS", "tokenize"]
+__all__ = ["ENGLISH_STOP_WORDS", "TOKENIZER_VERSION", "tokenize"]
+
+#: Bumped whenever `tokenize` cuts a text into other terms: a persisted BM25 index holds the terms
+#: of its day, so an index file stamped with another version is rebuilt from the store.
+#: 2: hyphenated compounds are also indexed solid.
+TOKENIZER_VERSION = 2
 
 # Close to NLTK's English list (the one common BM25 baselines use), plus
 # the fragments left by splitting contractions on the apostrophe ("don't" -> "don", "t").
@@ -33,6 +38,9 @@ ENGLISH_STOP_WORDS: frozenset[str] = frozenset(
 )
 
 _WORD_RE = re.compile(r"\w+")  # str patterns are Unicode-aware: letters and digits of any script
+# Words joined by hyphens ("to-do", "pre-commit", "re-run"); letters only, so ranges, dates,
+# versions and flags ("3.6-beta", "2024-06-11", "--force-with-lease" parts) are left alone.
+_HYPHENATED_RE = re.compile(r"(?<![\w-])[^\W\d_]+(?:-[^\W\d_]+)+(?![\w-])")
 _STEMMER = Stemmer.Stemmer("english")
 _TOKEN_CACHE_MAX_ENTRIES = 200_000  # raw token -> terms; ~30 MB when full, then cleared wholesale
 _token_cache: dict[str, tuple[str, ...]] = {}
@@ -46,12 +54,19 @@ def tokenize(text: str) -> list[str]:
     "parse config" and by the identifier itself. Underscores are dropped from the whole form so the
     snake_case and camelCase spellings of one name meet.
 
+    A hyphenated compound is indexed by its parts and also written solid ("to-do" -> todo,
+    "pre-commit" -> pre, commit, precommit): people spell these both ways ("TODO", "precommit",
+    "rerun"), and the parts alone are often stop words or too common to match ("to", "do", "re").
+
     Speed: terms are cached per raw token (the same words recur), so a 20-word sentence takes a few
     microseconds once its words have been seen.
     """
     out: list[str] = []
     cache = _token_cache
-    for raw in _WORD_RE.findall(text):
+    raws = _WORD_RE.findall(text)
+    if "-" in text:
+        raws.extend(m.replace("-", "") for m in _HYPHENATED_RE.findall(text))
+    for raw in raws:
         terms = cache.get(raw)
         if terms is None:
             terms = _terms_of_token(raw)

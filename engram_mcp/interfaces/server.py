@@ -48,6 +48,11 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from engram_mcp.daemon.client import prestart_daemon
+
+if __name__ == "__main__":  # run as the server (not imported by a test): start the daemon before the SDK import
+    prestart_daemon()
+
 import anyio
 import anyio.to_thread
 import mcp_types as types
