@@ -86,6 +86,10 @@ def recall(
         check_enum(profile, tuple(SCOPE_WEIGHT_PROFILES), "profile")
     qvec, warning = (None, None)
     if strategy != "keyword":
+        # Open the stores before embedding: on a cold start the model is still loading in a
+        # thread of its own, and a store answering from its index file starts its engine open
+        # in the background here, so the three overlap instead of running one after the other.
+        access.open_scopes(ctx, scopes, early_ok=True)
         qvec, warning = access.embed_query(query)
     warnings = []
     if warning:
