@@ -170,7 +170,7 @@ class ScopeHandle:
         early = self.early
         if early is None:
             return None
-        if early.done.is_set():
+        if early.done.is_set() and early.error is None:
             if ranked_on is not self.index:
                 raise EarlyAnswerWithdrawn("the index was rebuilt from the engine")
             return None
@@ -457,7 +457,8 @@ class StoreRegistry:
                 handle.persisted_changes, handle.persisted_edits = None, -1
                 handle.records = None
         except BaseException as exc:
-            early.withdrawn = True
+            # the file stays what the engine last committed (its marker says so): recall may go on
+            # answering from it; everything else gets this error, and the next request tries again
             early.error = exc
             log.warning("%s store did not open: %s", handle.label, exc)
             store.close()

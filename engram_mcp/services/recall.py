@@ -120,7 +120,9 @@ def recall(
                     except StoreUnavailable:
                         pass  # the next attempt names the scope as unavailable
                 if attempt:
-                    raise
+                    raise StoreUnavailable(
+                        "a store changed while this recall read it (it opened and its index was rebuilt); try again"
+                    ) from None
         warnings.extend(scope_warnings)
         if strengthen and memories:
             strengthen_hits(access, ctx, hits, ctx.session_id)
