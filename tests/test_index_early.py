@@ -386,7 +386,7 @@ def test_a_recall_ranked_early_is_ranked_again_when_the_engine_withdraws_the_fil
         if len(calls) == 1:  # the engine opens right after the first (early) ranking
             gate.set()
             for scope in ("user", "project"):
-                svc.access.handle(ctx, scope, early_ok=True).early.done.wait(30)
+                svc.access.handle(ctx, scope, early_ok=True).wait_engine()
         return out
 
     monkeypatch.setattr(recall_mod, "rank", rank_then_open)

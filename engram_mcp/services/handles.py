@@ -81,6 +81,8 @@ class EarlyOpen:
         self._crcs = crcs
         self._blob = blob
         self.done = threading.Event()
+        #: Starts the background open (set by the registry; a no-op once started).
+        self.start: Callable[[], None] = lambda: None
         #: Set (before anything else changes) when the engine did not match the file.
         self.withdrawn = False
         self.error: BaseException | None = None
@@ -156,6 +158,7 @@ class ScopeHandle:
         early = self.early
         if early is None:
             return
+        early.start()
         early.done.wait()
         if early.error is not None:
             if isinstance(early.error, StoreUnavailable):
@@ -218,6 +221,7 @@ class StoreRegistry:
         self._persist = persist  # config `index_persist`, read when a scope opens or checkpoints
         self._early = early  # config `index_early_answers`
         self._opening: dict[Path, threading.Thread] = {}  # store directory -> its background open
+        self._start_lock = threading.Lock()
         self._loaded_records: dict[tuple[Path, str, str], RecordSnapshot] = {}
         self._stores: dict[Path, SurrealStore] = {}
         self._handles: dict[tuple[Path, str, str], ScopeHandle] = {}
@@ -232,6 +236,7 @@ class StoreRegistry:
         directory = Path(directory)
         opening = self._opening.get(directory)
         if opening is not None and opening is not threading.current_thread():
+            self._start(opening)
             opening.join()
         store = self._stores.get(directory)
         if store is not None and store.is_open:
@@ -259,6 +264,7 @@ class StoreRegistry:
         """Wait for every background store open to finish (before closing or checkpointing all)."""
         for thread in list(self._opening.values()):
             if thread is not threading.current_thread():
+                self._start(thread)
                 thread.join()
 
     def close_all(self) -> None:
@@ -272,6 +278,7 @@ class StoreRegistry:
     def close_store(self, directory: Path) -> None:
         opening = self._opening.get(Path(directory))
         if opening is not None and opening is not threading.current_thread():
+            self._start(opening)
             opening.join()  # closing a store a thread is still opening would leave it open
         store = self._stores.pop(Path(directory), None)
         if store is not None:
@@ -414,12 +421,29 @@ class StoreRegistry:
             target=self._finish_early, args=(handle, path), name=f"engram-open-{label}", daemon=True
         )
         self._opening[directory] = thread
+        handle.early.start = lambda: self._start(thread)
         self.load_seconds[f"{scope}:{db}"] = time.perf_counter() - started
         log.info(
             "%s:%s index loaded in %.2f s (answering before the store opens)", scope, db, time.perf_counter() - started
         )
-        thread.start()
         return handle
+
+    def _start(self, thread: threading.Thread) -> None:
+        with self._start_lock:
+            if thread.ident is None:
+                thread.start()
+
+    def start_opens(self) -> None:
+        """Start the background opens not started yet. Not at once when a handle answers early:
+        the engine's open holds the interpreter lock throughout (measured: the other threads
+        stall for the whole 0.7 s of a 20k store's open), so it starts once the answer is out
+        (the daemon calls this after a reply) or when something needs the engine."""
+        for thread in list(self._opening.values()):
+            self._start(thread)
+
+    def opens_waiting(self) -> bool:
+        """Whether a background open waits to be started (`start_opens`)."""
+        return any(thread.ident is None for thread in list(self._opening.values()))
 
     def _finish_early(self, handle: ScopeHandle, path: Path) -> None:
         """Open the store of an early handle, then check the engine's counter against the file's
