@@ -536,7 +536,8 @@ def test_a_checkpoint_rereads_only_the_records_written_since_and_gets_what_a_ful
         assert 3 <= reread < 15, line  # the written ones, not all 24
         path = StoreRegistry.index_path(handle.store.directory, handle.ns, handle.db)
         _meta, arrays = read_index_file(path)
-        full, _ = _record_arrays(handle, None, None)
+        full, _, complete = _record_arrays(handle, None, None)
+        assert complete
         for name in ("rec_offsets", "rec_crc", "rec_json"):
             assert np.array_equal(arrays[name], full[name]), name
         assert b"rewritten alpha content" in arrays["rec_json"].tobytes()
@@ -558,3 +559,28 @@ def test_a_write_that_does_not_name_its_records_makes_the_next_checkpoint_read_t
         assert store.take_changed_records("user", "default") == set()
     finally:
         store.close()
+
+
+def test_a_large_rebuilt_store_gets_its_records_over_several_checkpoints_and_then_its_marker(
+    home: Path, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import engram_mcp.services.access as access_mod
+    import engram_mcp.services.handles as handles_mod
+
+    monkeypatch.setattr(access_mod, "RECORD_READ_MAX", 7)
+    ctx = RequestContext(project, None)
+    svc = MemoryService(home=home, embedder=FakeEmbedder())
+    try:
+        fill(svc, ctx, 25)  # 20 project memories: 7 + 7 + 6 records
+        handle = svc.access.handle(ctx, "project")
+        path = StoreRegistry.index_path(handle.store.directory, handle.ns, handle.db)
+        seen = []
+        for _ in range(4):
+            svc.checkpoint()  # at idle: 7 records at most
+            seen.append(read_marker(path) is not None)
+        assert seen == [False, False, True, True]
+        _meta, arrays = read_index_file(path)
+        full, _, _ = handles_mod._record_arrays(handle, None, None)
+        assert np.array_equal(arrays["rec_json"], full["rec_json"])
+    finally:
+        svc.close()

@@ -43,7 +43,7 @@ from engram_mcp.core.vocabulary import SCOPES
 from engram_mcp.index.embeddings import DEFAULT_DIM, DEFAULT_MODEL, Embedder, EmbeddingsUnavailable, make_embedder
 from engram_mcp.index.retrieval import ScopeView
 from engram_mcp.index.scope_index import ScopeIndex, content_hash
-from engram_mcp.services.handles import ScopeHandle, StoreRegistry
+from engram_mcp.services.handles import RECORD_READ_MAX, ScopeHandle, StoreRegistry
 from engram_mcp.services.records import check_enum, now_dt
 from engram_mcp.services.strengthen import StrengthenWriteBehind
 
@@ -166,7 +166,7 @@ class ScopeAccess:
         """Write the changed indexes to their files (handles.py); the number written."""
         with self.lock:
             self.write_behind.flush_all()
-            return self.registry.checkpoint_all()
+            return self.registry.checkpoint_all(RECORD_READ_MAX)  # requests may be waiting
 
     def _new_index(self, scope: str) -> ScopeIndex:
         return ScopeIndex(scope, self.dim(), self.model_name)

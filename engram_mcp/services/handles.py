@@ -56,6 +56,10 @@ INDEX_SUFFIX = ".eidx"
 CLEAN_SUFFIX = ".clean"
 #: Records read per statement when a checkpoint copies what recall returns into the file.
 RECORD_PAGE = 2000
+#: Records an idle checkpoint reads from the store at most (~0.3 ms each, under the service
+#: lock): after a rebuild a large store gets its records over several idle checkpoints (or all
+#: at once at exit), and its `clean` marker once it has them all.
+RECORD_READ_MAX = 10_000
 
 
 class EarlyAnswerWithdrawn(Exception):
@@ -533,7 +537,7 @@ class StoreRegistry:
             self._loaded_records[(Path(directory), ns, db)] = snapshot
         return index, changes
 
-    def checkpoint(self, handle: ScopeHandle) -> bool:
+    def checkpoint(self, handle: ScopeHandle, record_read_max: int | None = None) -> bool:
         """Write the handle's index to its file when it changed since the last write or load.
 
         The caller holds the service lock, so no operation is half applied: reading the counter
@@ -560,13 +564,13 @@ class StoreRegistry:
         early = self._early()
         snapshot, handle.records = handle.records, None
         changed = handle.store.take_changed_records(handle.ns, handle.db)
-        reread = 0
+        reread, complete = 0, False
         if early:
-            records, reread = _record_arrays(handle, snapshot, changed)
+            records, reread, complete = _record_arrays(handle, snapshot, changed, record_read_max)
             arrays = {**records, **arrays}
         records_s = time.perf_counter() - started
         write_index_file(path, meta, arrays)
-        if early and handle.repo.changes() == changes:  # nothing moved while the records were read
+        if early and complete and handle.repo.changes() == changes:  # nothing moved while they were read
             write_marker(path, changes)
             self._watch_marker(handle.store, handle.ns, handle.db)
         if early:
@@ -576,6 +580,8 @@ class StoreRegistry:
             except IndexFileError as exc:
                 log.warning("could not map the index file just written for %s: %s", handle.label, exc)
         handle.persisted_changes, handle.persisted_edits = changes, edits
+        if early and not complete:  # the next checkpoint reads the records still missing
+            handle.persisted_changes, handle.persisted_edits = None, -1
         log.info(
             "%s index file written in %.2f s (records %.2f s, %d read from the store)",
             handle.label,
@@ -585,12 +591,13 @@ class StoreRegistry:
         )
         return True
 
-    def checkpoint_all(self) -> int:
-        """`checkpoint` every open handle; a failure is logged (the file is only a cache)."""
+    def checkpoint_all(self, record_read_max: int | None = None) -> int:
+        """`checkpoint` every open handle; a failure is logged (the file is only a cache).
+        `record_read_max`: records each may read from the store (None: all; at idle, not at exit)."""
         written = 0
         for handle in list(self._handles.values()):
             try:
-                written += self.checkpoint(handle)
+                written += self.checkpoint(handle, record_read_max)
             except Exception as exc:
                 log.warning("could not write the index of %s: %s", handle.label, exc)
         return written
@@ -630,13 +637,14 @@ def _snapshot(index: ScopeIndex, arrays: dict[str, np.ndarray]) -> RecordSnapsho
 
 
 def _record_arrays(
-    handle: ScopeHandle, snapshot: RecordSnapshot | None, changed: set[str] | None
-) -> tuple[dict[str, np.ndarray], int]:
+    handle: ScopeHandle, snapshot: RecordSnapshot | None, changed: set[str] | None, read_max: int | None = None
+) -> tuple[dict[str, np.ndarray], int, bool]:
     """Per slot, the record recall returns for it (`get_many_for_recall`), as UTF-8 JSON:
     `rec_json` holds them end to end, `rec_offsets[slot]:rec_offsets[slot + 1]` is one,
     `rec_crc[slot]` its CRC-32. A record the previous file holds for the same key and slot, not
     written since (`changed`; None: unknown), is copied from it; the others are read from the
-    store. Returns the arrays and how many records were read."""
+    store, at most `read_max` of them (the rest stay empty until the next checkpoint).
+    Returns the arrays, how many records were read and whether every live slot has its record."""
     index = handle.index
     n = index.slots.size
     keys = [index.slots.key_at(slot) for slot in range(n)]
@@ -655,7 +663,8 @@ def _record_arrays(
                 continue
         need[key] = slot
     repo = handle.direct_repo()
-    wanted = list(need)
+    wanted = list(need) if read_max is None else list(need)[:read_max]
+    complete = len(wanted) == len(need)
     for start in range(0, len(wanted), RECORD_PAGE):
         for row in repo.get_many_for_recall(wanted[start : start + RECORD_PAGE]):
             at = need.get(record_key_text(row.get("id")))
@@ -666,7 +675,7 @@ def _record_arrays(
     np.cumsum([len(p) for p in parts], out=offsets[1:])
     pos = int(offsets[-1])
     blob = np.frombuffer(b"".join(parts) or b"\0", dtype=np.uint8)[:pos]
-    return {"rec_offsets": offsets, "rec_crc": crcs.view(np.int32), "rec_json": blob}, len(wanted)
+    return {"rec_offsets": offsets, "rec_crc": crcs.view(np.int32), "rec_json": blob}, len(wanted), complete
 
 
 def encode_record(row: dict[str, Any]) -> bytes:
