@@ -11,6 +11,7 @@ unclear errors (an answer that is not a clear argument error naming the line and
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -225,6 +226,8 @@ def _poison(sb: Sandbox, project: Path) -> dict[str, str]:
         # indexed fields (entity name, memory status, category, session) never held one: the engine refuses NUL in an index key
         h.q(q.IMPORT_ENTITY, {"key": "enul", "record": {"name": "Deploy", "name_key": "deploy", "entity_type": "t\x00",
                                                          "description": "d\x00", "mention_count": 0, "created_at": now, "updated_at": now}})
+    # written behind the index's back (no older engram persisted one): its file goes, as an upgrade finds none
+    shutil.rmtree(project / ".claude" / "engram" / "index", ignore_errors=True)
     return ids
 
 
