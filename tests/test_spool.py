@@ -199,3 +199,69 @@ def test_daemon_start_failure_queues_writes(tmp_path: Path) -> None:
     assert not res["ok"] and res["error"]["degraded"] and "boom" in res["error"]["message"]
     assert spool.count(tmp_path / "u")["pending"] == 1
     shutil.rmtree(tmp_path / "u")
+
+
+def _slow_first_replay(daemon, monkeypatch: pytest.MonkeyPatch):
+    """Hold the drain's first replay until the returned event is set (a daemon's first pass
+    also opens its stores and warms the model: seconds on a cold machine)."""
+    import threading
+
+    release, entered = threading.Event(), threading.Event()
+    replay = daemon._replay
+
+    def held(entry, raw_ctx):
+        entered.set()
+        release.wait(30)
+        return replay(entry, raw_ctx)
+
+    monkeypatch.setattr(daemon, "_replay", held)
+    return release, entered
+
+
+def test_a_request_waits_for_a_running_pass_to_apply_what_was_queued_before_it(
+    daemon, fake_service, ctx: RequestContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    c = {"project_root": str(ctx.project_root), "session_id": ctx.session_id}
+    spool.enqueue(fake_service.user_dir, "store", {"content": "Makefiles are indented with tabs", "type": "semantic", "scope": "user"}, c)
+    release, entered = _slow_first_replay(daemon, monkeypatch)
+    drain = threading.Thread(target=daemon.drain_spool)
+    drain.start()
+    assert entered.wait(10)
+    answers: list[dict] = []
+    request = threading.Thread(target=lambda: answers.append(daemon_request(daemon, "recall", {"query": "Makefiles tabs"}, ctx)))
+    request.start()
+    request.join(3.0)  # a first pass on a cold 2-core machine: seconds
+    assert request.is_alive(), "the request waits for the pass that applies the entry queued before it"
+    release.set()
+    request.join(10)
+    drain.join(10)
+    assert answers and answers[0]["ok"]
+    assert [m["content"] for m in answers[0]["result"]["memories"]] == ["Makefiles are indented with tabs"]
+
+
+def test_a_pass_that_hangs_delays_a_request_by_a_bounded_time(
+    daemon, fake_service, ctx: RequestContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    import engram_mcp.daemon.process as process
+
+    monkeypatch.setattr(process, "DRAIN_FIRST_WAIT_S", 0.4)
+    c = {"project_root": str(ctx.project_root), "session_id": ctx.session_id}
+    spool.enqueue(fake_service.user_dir, "store", {"content": "Queued behind a slow pass", "type": "semantic", "scope": "user"}, c)
+    release, entered = _slow_first_replay(daemon, monkeypatch)
+    drain = threading.Thread(target=daemon.drain_spool)
+    drain.start()
+    try:
+        assert entered.wait(10)
+        started = time.monotonic()
+        answer = daemon_request(daemon, "status", {}, ctx)
+        took = time.monotonic() - started
+        assert answer["ok"] and answer["result"]["write_queue"]["pending"] == 1
+        assert 0.35 <= took < 5, f"served after {took:.2f}s: waited the bound, then answered"
+    finally:
+        release.set()
+        drain.join(10)
+    assert spool.count(fake_service.user_dir)["pending"] == 0

@@ -380,3 +380,29 @@ def test_a_committed_compaction_leftover_link_is_refused_before_recovery_touches
     assert "symbolic link" in err.value.message
     assert (victim / "bin" / "deploy.sh").read_bytes() == content
     assert _lstat_tree(victim) == before
+
+
+def test_a_transaction_that_bumps_the_counter_itself_bumps_it_once(tmp_path):
+    """A migration names the bump itself; the store must not add a second one (read back one
+    short after a reopen, it let a file's stamp be reached again by other contents)."""
+    from engram_mcp.storage import queries as q
+    from engram_mcp.storage.store import SurrealStore
+
+    def counter(store: SurrealStore) -> int:
+        return int(store.query("ns", "db", q.GET_CHANGES)["n"])
+
+    store = SurrealStore(tmp_path / "s", label="test").open()
+    try:
+        store.query("ns", "db", q.CREATE_MEMORY, {"id": "a", "record": {"content": "x"}})
+        before = counter(store)
+        store.transaction("ns", "db", [(q.CREATE_MEMORY, {"id": "b", "record": {"content": "y"}}), (q.BUMP_CHANGES, {})])
+        assert counter(store) == before + 1
+        store.transaction("ns", "db", [(q.CREATE_MEMORY, {"id": "c", "record": {"content": "z"}})])
+        assert counter(store) == before + 2
+    finally:
+        store.close()
+    reopened = SurrealStore(tmp_path / "s", label="test").open()
+    try:
+        assert counter(reopened) == before + 2
+    finally:
+        reopened.close()

@@ -53,3 +53,4 @@ def test_a_store_round_trip_through_the_compiled_decoder(tmp_path, fresh_state):
         assert rows[0]["when"].tzinfo is not None
     finally:
         store.close()
+

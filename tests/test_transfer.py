@@ -525,13 +525,11 @@ def _vector_lines(n: int, model: str) -> list[dict]:
     return out
 
 
-def test_import_batches_grow_to_the_lock_budget_and_stay_within_their_bounds(target, tmp_path, monkeypatch):
-    """The first batch is WRITE_BATCH; later ones are sized from the time the last one held the
-    lock (a generous budget makes them grow, never past MAX_WRITE_BATCH); every memory lands once."""
-    from engram_mcp.services import transfer
+
+def _spy_batch_sizes(monkeypatch) -> list[int]:
+    """The number of memories of each import batch, as the repository's insert_many receives them."""
     from engram_mcp.storage.repository import ScopeRepository
 
-    dst, dctx = target
     sizes: list[int] = []
     real = ScopeRepository.insert_many
 
@@ -541,6 +539,15 @@ def test_import_batches_grow_to_the_lock_budget_and_stay_within_their_bounds(tar
         return real(self, items)
 
     monkeypatch.setattr(ScopeRepository, "insert_many", spy)
+    return sizes
+
+def test_import_batches_grow_to_the_lock_budget_and_stay_within_their_bounds(target, tmp_path, monkeypatch):
+    """The first batch is WRITE_BATCH; later ones are sized from the time the last one held the
+    lock (a generous budget makes them grow, never past MAX_WRITE_BATCH); every memory lands once."""
+    from engram_mcp.services import transfer
+
+    dst, dctx = target
+    sizes = _spy_batch_sizes(monkeypatch)
     monkeypatch.setattr(transfer, "WRITE_LOCK_BUDGET_MS", 10_000.0)
     monkeypatch.setattr(transfer, "MAX_WRITE_BATCH", 100)
     lines = _vector_lines(400, FakeEmbedder().model_name)
@@ -553,18 +560,9 @@ def test_import_batches_grow_to_the_lock_budget_and_stay_within_their_bounds(tar
 
 def test_import_batches_stay_at_the_floor_when_the_budget_is_tiny(target, tmp_path, monkeypatch):
     from engram_mcp.services import transfer
-    from engram_mcp.storage.repository import ScopeRepository
 
     dst, dctx = target
-    sizes: list[int] = []
-    real = ScopeRepository.insert_many
-
-    def spy(self, items):
-        items = list(items)
-        sizes.append(len(items))
-        return real(self, items)
-
-    monkeypatch.setattr(ScopeRepository, "insert_many", spy)
+    sizes = _spy_batch_sizes(monkeypatch)
     monkeypatch.setattr(transfer, "WRITE_LOCK_BUDGET_MS", 0.001)
     out = dst.import_(dctx, _write(tmp_path / "bulk.jsonl", HEADER, *_vector_lines(100, FakeEmbedder().model_name)))
     assert out["counts"]["memory"] == 100

@@ -93,6 +93,15 @@ def project_dir(project_root: Path) -> Path:
 
 
 # ---------------------------------------------------------------------- private directories
+def fsync_dir(directory: Path) -> None:
+    """Make a rename or a new entry in `directory` durable: an fsync of the file alone is not."""
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def make_private_dirs(path: Path) -> Path:
     """Create `path` and its missing parents, each exactly 0700 whatever the umask.
 

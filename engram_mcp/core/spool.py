@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from engram_mcp.core.ids import CROCKFORD, ULID_RE
+from engram_mcp.core.paths import fsync_dir
 from engram_mcp.core.redaction import redact_obj
 
 SPOOL_DIR_NAME = "spool"
@@ -63,14 +64,6 @@ def _ensure_dir(path: Path) -> Path:
     from engram_mcp.core.paths import make_private_dirs  # every level 0700, whatever the umask
 
     return make_private_dirs(path)
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def enqueue(
@@ -123,7 +116,7 @@ def enqueue(
         raise
     os.close(fd)
     os.rename(tmp, d / f"{eid}{ENTRY_SUFFIX}")
-    _fsync_dir(d)
+    fsync_dir(d)
     return eid
 
 

@@ -57,7 +57,8 @@ if TYPE_CHECKING:  # imported when the service loads (`_load_service`), after th
 LOCK_NAME = "engramd.lock"
 DRAIN_POLL_S = 10.0  # look for entries queued without a nudge
 DRAIN_RETRY_MIN_S, DRAIN_RETRY_MAX_S = 2.0, 60.0  # backoff while a store stays unavailable
-DRAIN_FIRST_WAIT_S = 2.0  # a request waits at most this long for a running drain pass
+DRAIN_FIRST_WAIT_S = 10.0  # a request waits at most this long for the entries queued before it
+DRAIN_FIRST_POLL_S = 0.05  # how often a waiting request looks whether a running pass applied them
 READY_WAIT_S = 60.0  # a request waits this long for the service to load, then is answered (writes queued)
 MAX_REPLAY_ATTEMPTS = 3  # unexpected (non-engram) errors before an entry is rejected
 # Changed indexes are written to their files after this long without a request (and at most
@@ -427,11 +428,27 @@ class Daemon:
         return status
 
     def _drain_first(self) -> None:
-        """Apply pending entries before a request, so it sees them and they keep their order."""
+        """Apply the entries pending when a request arrives before serving it, so it sees them
+        and they keep their order.
+
+        A pass already running (the drain thread's first one, on a daemon that just started,
+        also opens the stores and warms the model) is waited for only until the entries this
+        request could depend on are gone, never for entries queued after it, and at most
+        DRAIN_FIRST_WAIT_S: a huge queue delays a request, never holds it.
+        """
         try:
-            if time.monotonic() < self._drain_retry_at or not spool.pending(self.user_dir):
+            if time.monotonic() < self._drain_retry_at:
                 return
-            self.drain_spool(wait=DRAIN_FIRST_WAIT_S)
+            waiting = {p.name for p in spool.pending(self.user_dir)}
+            deadline = time.monotonic() + DRAIN_FIRST_WAIT_S
+            while waiting and time.monotonic() < deadline:
+                if not self._drain_lock.locked():
+                    if time.monotonic() < self._drain_retry_at:
+                        return  # the pass just ended on a store that is unavailable: kept, not retried yet
+                    self.drain_spool(wait=max(0.0, deadline - time.monotonic()))
+                    return
+                time.sleep(DRAIN_FIRST_POLL_S)
+                waiting &= {p.name for p in spool.pending(self.user_dir)}
         except Exception:  # the request itself must still be served
             log.exception("draining the write queue before a request failed")
 

@@ -31,6 +31,8 @@ from typing import Any
 
 import numpy as np
 
+from engram_mcp.core.paths import fsync_dir
+
 MAGIC = b"ENGRIDX1"
 FORMAT_VERSION = 1
 ALIGN_BYTES = 64
@@ -108,11 +110,7 @@ def write_index_file(path: Path, meta: dict[str, Any], arrays: dict[str, np.ndar
         raise
     os.close(fd)
     os.replace(tmp, path)
-    dfd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(dfd)
-    finally:
-        os.close(dfd)
+    fsync_dir(path.parent)
     return data_start + offset
 
 

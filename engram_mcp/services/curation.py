@@ -19,7 +19,7 @@ import numpy as np
 
 from engram_mcp.core.errors import InvalidInput
 from engram_mcp.core.ids import format_memory_id
-from engram_mcp.core.vocabulary import LIVE_STATUSES, MEMORY_TYPES
+from engram_mcp.core.vocabulary import LIVE_STATUSES, MEMORY_TYPES, SESSION_STATUSES
 from engram_mcp.index.scope_index import STATUS_CODE, Filters
 from engram_mcp.index.scoring import SECONDS_PER_DAY, decay_factor, to_epoch
 from engram_mcp.services.access import SCOPE_ORDER, RequestContext, ScopeAccess
@@ -34,7 +34,6 @@ DUPLICATE_SAMPLE_ROWS = 500
 DUPLICATE_BLOCK_ROWS = 256
 CURVE_DAYS = (0, 1, 2, 3, 5, 7, 10, 14, 21, 30, 45, 60, 90, 120, 180, 270, 365)
 SESSIONS_SHOWN = 50
-SESSION_STATUSES = ("active", "completed", "abandoned")
 
 
 def _rate(n: int, of: int) -> float:

@@ -34,6 +34,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from engram_mcp.core.paths import fsync_dir
+
 log = logging.getLogger("engram.compact")
 
 COMPACT_DIRNAME = "data.compact"
@@ -197,9 +199,9 @@ def swap(directory: Path) -> None:
     if data.exists():
         os.rename(data, old)
     os.rename(new, data)
-    _fsync_dir(directory)
+    fsync_dir(directory)
     (directory / READY_MARKER).unlink(missing_ok=True)
-    _fsync_dir(directory)
+    fsync_dir(directory)
     _scrub_tree(old)
 
 
@@ -221,17 +223,17 @@ def recover(directory: Path) -> str | None:
             elif data.exists():
                 _remove_tree(data)  # `old` holds the original; `data` can only be a stray
             os.rename(new, data)
-            _fsync_dir(directory)
+            fsync_dir(directory)
             action = "finished an interrupted compaction"
         marker.unlink(missing_ok=True)
-        _fsync_dir(directory)
+        fsync_dir(directory)
     elif new.exists():
         _remove_tree(new)
         action = "dropped an incomplete compaction copy"
     if old.exists():
         if not data.exists():
             os.rename(old, data)  # cannot happen by the steps above; never lose the only copy
-            _fsync_dir(directory)
+            fsync_dir(directory)
             action = "restored the datastore from before a compaction"
         else:
             _scrub_tree(old)
@@ -263,15 +265,7 @@ def write_marker(directory: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-    _fsync_dir(directory)
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    fsync_dir(directory)
 
 
 def _fsync_tree(root: Path) -> None:
@@ -285,7 +279,7 @@ def _fsync_tree(root: Path) -> None:
             finally:
                 os.close(fd)
         os.chmod(dirpath, 0o700)
-        _fsync_dir(Path(dirpath))
+        fsync_dir(Path(dirpath))
 
 
 def _scrub_tree(root: Path) -> None:
