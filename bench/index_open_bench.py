@@ -12,7 +12,11 @@ config switch `index_persist` (ENGRAM_INDEX_PERSIST) in one run, each repeat:
 
 A run with persistence off moves the store's change counter (its recalls strengthen), so the
 next run with it on rebuilds once and writes the file: the first "on" repeat after an "off"
-one is reported apart as `on_after_off`, and `on` is a run that found a current file. The
+one is reported apart as `on_after_off`. Then `early` finds a current file under its `clean`
+marker and answers from it while the engine opens in the background (config
+`index_early_answers`), and `late` (early answers off) loads the same file only once the
+engine has opened and its counter matched. `checkpoint_s` is the index write at exit (with
+early answers on it copies every record recall returns into the file). The
 daemon log's "opened in" / "index loaded|rebuilt in" lines give the engine open and index
 load of each run.
 
@@ -52,10 +56,11 @@ def _mem(pid: int) -> dict[str, float]:
     return out
 
 
-def cold_run(world: Any, persist: bool) -> dict[str, Any]:
+def cold_run(world: Any, persist: bool, early: bool = True) -> dict[str, Any]:
     from engram_mcp.daemon.client import DaemonClient
 
-    env = dict(world.env, ENGRAM_INDEX_PERSIST="true" if persist else "false")
+    env = dict(world.env, ENGRAM_INDEX_PERSIST="true" if persist else "false",
+               ENGRAM_INDEX_EARLY_ANSWERS="true" if early else "false")
     log = world.user_dir / "logs" / "engramd.log"
     log_start = log.stat().st_size if log.exists() else 0
     started = time.perf_counter()
@@ -89,9 +94,13 @@ def cold_run(world: Any, persist: bool) -> dict[str, Any]:
     text = log.read_text(errors="replace")[log_start:] if log.exists() else ""
     opened = [float(x) for x in re.findall(r"project store .* opened in ([\d.]+) s", text)]
     index = re.findall(r"project:\S+ index (loaded|rebuilt) in ([\d.]+) s", text)
+    answered_early = bool(re.search(r"project:\S+ index loaded in [\d.]+ s \(answering before the store opens\)", text))
+    checkpoints = [float(x) for x in re.findall(r"project:\S+ index file written in ([\d.]+) s", text)]
     ms = np.asarray(lat) * 1000.0
     return {
-        "persist": persist, "cold_first_recall_s": round(cold_s, 3), "hits": len(first.get("memories", [])),
+        "persist": persist, "early": early, "answered_early": answered_early,
+        "cold_first_recall_s": round(cold_s, 3), "hits": len(first.get("memories", [])),
+        "checkpoint_s": max(checkpoints) if checkpoints else None,
         "engine_open_s": opened[0] if opened else None,
         "index": index[0][0] if index else None, "index_s": float(index[0][1]) if index else None,
         "rss_after_first_mb": mem_first, "rss_after_40_mb": mem_after,
@@ -111,24 +120,27 @@ def run_size(n: int, repeats: int, tmp: Path, models: Path, embedder: Any, pool:
         filled = se.fill(svc, RequestContext(world.project), n, pool, embedder.model_name, tmp, rnd, rng)
     finally:
         svc.close()
-    runs: dict[str, list[dict[str, Any]]] = {"off": [], "on_after_off": [], "on": []}
+    runs: dict[str, list[dict[str, Any]]] = {"off": [], "on_after_off": [], "early": [], "late": []}
     for _ in range(repeats):
         runs["off"].append(cold_run(world, False))
-        runs["on_after_off"].append(cold_run(world, True))
-        runs["on"].append(cold_run(world, True))
+        runs["on_after_off"].append(cold_run(world, True))  # rebuilds, writes the file and its marker
+        runs["early"].append(cold_run(world, True, early=True))  # answers from the file as the engine opens
+        runs["late"].append(cold_run(world, True, early=False))  # loads the file once the engine is open
         print(f"  [{n}] " + "; ".join(f"{k} {v[-1]['cold_first_recall_s']} s" for k, v in runs.items()), flush=True)
     shutil.rmtree(world.base, ignore_errors=True)
     return {"memories": n, "import_s": filled["import_s"], "runs": runs}
 
 
 def markdown(result: dict[str, Any]) -> str:
-    lines = ["| memories | mode | cold first recall s | engine open s | index | index s | peak RSS MB | warm p95 ms |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = ["| memories | mode | cold first recall s | answered early | engine open s | index | index s | peak RSS MB | warm p95 ms "
+             "| checkpoint at exit s |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for size in result["sizes"]:
         for mode, runs in size["runs"].items():
             for r in runs:
-                lines.append(f"| {size['memories']} | {mode} | {r['cold_first_recall_s']} | {r['engine_open_s']} | {r['index']} | "
-                             f"{r['index_s']} | {r['rss_after_40_mb'].get('VmHWM')} | {r['warm_p95_ms']} |")
+                lines.append(f"| {size['memories']} | {mode} | {r['cold_first_recall_s']} | {r['answered_early']} | "
+                             f"{r['engine_open_s']} | {r['index']} | {r['index_s']} | {r['rss_after_40_mb'].get('VmHWM')} | "
+                             f"{r['warm_p95_ms']} | {r['checkpoint_s']} |")
     return "\n".join(lines) + "\n"
 
 

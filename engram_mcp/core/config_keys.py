@@ -231,6 +231,12 @@ class Config:
         "Daemon",
         "Keep each store's retrieval index in a file beside it, so a store opens without re-reading every memory.",
     )
+    index_early_answers: bool = setting(
+        True,
+        "Daemon",
+        "Answer recall from the persisted index while the store opens, when the index was marked clean "
+        "by its last checkpoint (writes still wait for the store).",
+    )
     log_level: str = setting("info", "Daemon", "Logging verbosity.", choices=LOG_LEVELS)
     #: Where each value came from: "default", a config file's display path, or "env ENGRAM_X".
     sources: dict[str, str] = field(default_factory=dict, compare=False)

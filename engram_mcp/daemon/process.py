@@ -64,6 +64,8 @@ MAX_REPLAY_ATTEMPTS = 3  # unexpected (non-engram) errors before an entry is rej
 # Changed indexes are written to their files after this long without a request (and at most
 # this often): writing a 100k index takes ~0.5 s under the service lock, so never mid-burst.
 CHECKPOINT_QUIET_SECONDS = 20.0
+#: Delay between a reply and the start of the engine opens it answered ahead of (seconds).
+OPEN_AFTER_REPLY_S = 0.05
 log = logging.getLogger("engram.daemon")
 
 
@@ -329,6 +331,7 @@ class Daemon:
                 args = {**args, "progress": self._progress_writer(rid, stream)}
             try:
                 result = self._run(spec, ctx, args)
+                self._start_opens_after_reply()
             except (StoreUnavailable, MemoryNotFound) as exc:
                 cause = exc if isinstance(exc, StoreUnavailable) else self._unavailable(ctx, exc)
                 if cause is None:
@@ -366,6 +369,17 @@ class Daemon:
                     "retry_possible": True,
                 },
             }
+
+    def _start_opens_after_reply(self) -> None:
+        """Start the engine opens a recall answered ahead of (services/handles.py) just after this
+        reply is sent: the open holds the interpreter lock while it runs, which would hold the reply."""
+        service = self.service
+        if service is None or not service.registry.opens_waiting():
+            return
+        timer = threading.Timer(OPEN_AFTER_REPLY_S, service.registry.start_opens)
+        timer.daemon = True
+        timer.name = "engram-start-opens"
+        timer.start()
 
     # -- the write queue --------------------------------------------------------------
     def _unavailable(self, ctx: Any, exc: EngramError) -> StoreUnavailable | None:

@@ -43,7 +43,7 @@ from engram_mcp.core.vocabulary import SCOPES
 from engram_mcp.index.embeddings import DEFAULT_DIM, DEFAULT_MODEL, Embedder, EmbeddingsUnavailable, make_embedder
 from engram_mcp.index.retrieval import ScopeView
 from engram_mcp.index.scope_index import ScopeIndex, content_hash
-from engram_mcp.services.handles import ScopeHandle, StoreRegistry
+from engram_mcp.services.handles import RECORD_READ_MAX, ScopeHandle, StoreRegistry
 from engram_mcp.services.records import check_enum, now_dt
 from engram_mcp.services.strengthen import StrengthenWriteBehind
 
@@ -93,7 +93,7 @@ class ScopeAccess:
         self._config_cache: dict[Path | None, tuple[tuple, Config, str | None]] = {}  # stamp, config, its problem
         self._embedder = embedder
         self._embedder_lock = threading.Lock()
-        self.registry = StoreRegistry(self.user_dir, self._new_index, self._index_persist)
+        self.registry = StoreRegistry(self.user_dir, self._new_index, self._index_persist, self._index_early)
         self.write_behind = StrengthenWriteBehind(self.lock, self.registry)
         self._session_seen: dict[tuple[Path, str], float] = {}
 
@@ -155,11 +155,18 @@ class ScopeAccess:
         except ConfigError:
             return True
 
+    def _index_early(self) -> bool:
+        """Config `index_early_answers` (user level, like `index_persist`)."""
+        try:
+            return bool(self.config(None).index_early_answers)
+        except ConfigError:
+            return True
+
     def checkpoint(self) -> int:
         """Write the changed indexes to their files (handles.py); the number written."""
         with self.lock:
             self.write_behind.flush_all()
-            return self.registry.checkpoint_all()
+            return self.registry.checkpoint_all(RECORD_READ_MAX)  # requests may be waiting
 
     def _new_index(self, scope: str) -> ScopeIndex:
         return ScopeIndex(scope, self.dim(), self.model_name)
@@ -191,13 +198,24 @@ class ScopeAccess:
     def close(self) -> None:
         """Write pending recall strengthening, then close every store."""
         with self.lock:
+            self.registry.wait_for_openings()  # a store opening in the background finishes first
             self.write_behind.close()  # pending recall strengthening is written before the stores close
             self.registry.checkpoint_all()  # the next open maps the index instead of rebuilding it
             self.registry.close_all()
 
     # ------------------------------------------------------------------ handles
-    def handle(self, ctx: RequestContext, scope: str, *, session_id: str | None = None) -> ScopeHandle:
-        """The handle of one of the caller's scopes (opened on first use)."""
+    def handle(
+        self, ctx: RequestContext, scope: str, *, session_id: str | None = None, early_ok: bool = False
+    ) -> ScopeHandle:
+        """The handle of one of the caller's scopes (opened on first use). A handle whose store is
+        still opening in the background (handles.py, early answers) is returned as it is only to
+        callers that say `early_ok` (recall); others wait for the open, and get its failure."""
+        handle = self._handle(ctx, scope, session_id)
+        if handle.engine_pending and not early_ok:
+            handle.wait_engine()
+        return handle
+
+    def _handle(self, ctx: RequestContext, scope: str, session_id: str | None) -> ScopeHandle:
         check_enum(scope, SCOPES, "scope")
         if scope == "user":
             return self.registry.user()
@@ -212,13 +230,18 @@ class ScopeAccess:
         return self.registry.session(ctx.project_root, sid)
 
     def open_scopes(
-        self, ctx: RequestContext, scopes: Iterable[str], warnings: list[dict[str, Any]] | None = None
+        self,
+        ctx: RequestContext,
+        scopes: Iterable[str],
+        warnings: list[dict[str, Any]] | None = None,
+        *,
+        early_ok: bool = False,
     ) -> list[tuple[str, ScopeHandle]]:
         """(scope, handle) for each of `scopes` this caller can read: the session scope only when
         the caller has a session; a store that cannot open is left out, and named in `warnings`
         (code scope_unavailable) when a list is given."""
         opened = []
-        for scope, result in self.try_scopes(ctx, scopes):
+        for scope, result in self.try_scopes(ctx, scopes, early_ok=early_ok):
             if isinstance(result, StoreUnavailable):
                 if warnings is not None:
                     warnings.append({"code": "scope_unavailable", "scope": scope, "message": result.message})
@@ -227,7 +250,7 @@ class ScopeAccess:
         return opened
 
     def try_scopes(
-        self, ctx: RequestContext, scopes: Iterable[str]
+        self, ctx: RequestContext, scopes: Iterable[str], *, early_ok: bool = False
     ) -> Iterator[tuple[str, ScopeHandle | StoreUnavailable]]:
         """The one per-scope iteration: for each of `scopes` the caller can read (the session
         scope only with a session), its handle, or the StoreUnavailable that kept it closed.
@@ -240,7 +263,7 @@ class ScopeAccess:
                 continue
             try:
                 with self.lock:
-                    handle = self.handle(ctx, scope)
+                    handle = self.handle(ctx, scope, early_ok=early_ok)
             except StoreUnavailable as exc:
                 yield scope, exc
                 continue
@@ -254,7 +277,7 @@ class ScopeAccess:
         weights = cfg.scope_weights_resolved()
         views: list[ScopeView] = []
         warnings: list[dict[str, Any]] = []
-        for scope, h in self.open_scopes(ctx, scopes, warnings):
+        for scope, h in self.open_scopes(ctx, scopes, warnings, early_ok=True):  # recall's: early answers
             refused = h.store.failure  # readable, but not writable: recall strengthening waits too
             if refused:
                 warnings.append({"code": "scope_read_only", "scope": scope, "message": refused})
@@ -275,7 +298,10 @@ class ScopeAccess:
         if now - self._session_seen.get(seen_key, -SESSION_TOUCH_SECONDS) < SESSION_TOUCH_SECONDS:
             return
         try:
-            self.registry.project(project_root).repo.touch_session(session_db_name(session_id), session_id)
+            project = self.registry.project(project_root)
+            if project.engine_pending:  # never hold a recall for bookkeeping: done once the store is open
+                return
+            project.repo.touch_session(session_db_name(session_id), session_id)
         except (StoreUnavailable, InvalidInput):  # bookkeeping must never fail the caller's request
             return
         self._session_seen[seen_key] = now

@@ -21,14 +21,19 @@ point costs a rebuild, never a wrong answer.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import stat
+import threading
 import time
+import zlib
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
+
+import numpy as np
 
 from engram_mcp.core.errors import StoreUnavailable
 from engram_mcp.core.ids import session_db_name
@@ -46,6 +51,70 @@ SESSION_NS = "session"
 #: Where a store keeps its persisted indexes (beside `data/`).
 INDEX_DIRNAME = "index"
 INDEX_SUFFIX = ".eidx"
+#: Beside an index file: written (fsynced) after the checkpoint that wrote the file, removed before
+#: the first engine commit that moves the database's change counter after it.
+CLEAN_SUFFIX = ".clean"
+#: Records read per statement when a checkpoint copies what recall returns into the file.
+RECORD_PAGE = 2000
+#: Records an idle checkpoint reads from the store at most (~0.3 ms each, under the service
+#: lock): after a rebuild a large store gets its records over several idle checkpoints (or all
+#: at once at exit), and its `clean` marker once it has them all.
+RECORD_READ_MAX = 10_000
+
+
+class EarlyAnswerWithdrawn(Exception):
+    """The engine opened and did not match the index file: an answer from the file must not be given."""
+
+
+@dataclass
+class RecordSnapshot:
+    """The record arrays of an index file and the key each slot held when it was written."""
+
+    keys: list[str | None]
+    offsets: np.ndarray
+    crcs: np.ndarray
+    blob: np.ndarray
+
+
+class EarlyOpen:
+    """A handle served from its index file while its store opens in a background thread."""
+
+    def __init__(self, stamp: str, offsets: np.ndarray, crcs: np.ndarray, blob: np.ndarray) -> None:
+        self.stamp = stamp
+        self._offsets = offsets
+        self._crcs = crcs
+        self._blob = blob
+        self.done = threading.Event()
+        #: Starts the background open (set by the registry; a no-op once started).
+        self.start: Callable[[], None] = lambda: None
+        #: Set (before anything else changes) when the engine did not match the file.
+        self.withdrawn = False
+        self.error: BaseException | None = None
+
+    def rows(self, index: ScopeIndex, keys: Iterable[str]) -> list[dict[str, Any]]:
+        """The records of `keys` as the checkpoint read them (what `get_many_for_recall` returns)."""
+        out = []
+        n = self._offsets.shape[0] - 1
+        for key in keys:
+            slot = index.slot_of(key)
+            if slot is None or slot >= n:
+                continue
+            start, end = int(self._offsets[slot]), int(self._offsets[slot + 1])
+            if end <= start:
+                continue
+            data = self._blob[start:end].tobytes()
+            if zlib.crc32(data) != int(self._crcs[slot]) & 0xFFFFFFFF:
+                self.withdrawn = True
+                raise EarlyAnswerWithdrawn(f"record of slot {slot} fails its checksum")
+            row = decode_record(data)
+            if record_key_text(row.get("id")) != key:
+                raise EarlyAnswerWithdrawn(f"record blob of slot {slot} names another memory")
+            out.append(row)
+        if self.withdrawn:
+            raise EarlyAnswerWithdrawn("the engine did not match the index file")
+        return out
+
+
 _EPOCH = datetime.fromtimestamp(0, timezone.utc)
 
 
@@ -69,6 +138,11 @@ class ScopeHandle:
     persisted_changes: str | None = None
     #: `index.edits` when the file was last written or loaded (a checkpoint is due when it moved).
     persisted_edits: int = -1
+    #: Set while the store opens in the background and recall answers from the index file.
+    early: EarlyOpen | None = None
+    #: The records in the index file last written or loaded (mapped), with the key of each slot
+    #: then: a checkpoint re-reads only the records written since (storage `take_changed_records`).
+    records: "RecordSnapshot | None" = None
     #: Every read and write of this database, by intent (storage/repository.py); each
     #: statement runs after `before_io`.
     repo: ScopeRepository = field(init=False, repr=False)
@@ -77,19 +151,56 @@ class ScopeHandle:
         # looked up at each call, not bound once: `q` and `tx` are the handle's one way to the store
         self.repo = ScopeRepository(lambda sql, params: self.q(sql, params), lambda stmts: self.tx(stmts))
 
+    @property
+    def engine_pending(self) -> bool:
+        """Whether the store is still opening in the background (statements wait for it)."""
+        early = self.early
+        return early is not None and not early.done.is_set()
+
+    def wait_engine(self) -> None:
+        """Block until a background open finished; raise what made it fail."""
+        early = self.early
+        if early is None:
+            return
+        early.start()
+        early.done.wait()
+        if early.error is not None:
+            if isinstance(early.error, StoreUnavailable):
+                raise early.error
+            raise StoreUnavailable(f"{self.scope} store {self.store.directory} could not open: {early.error}")
+
+    def early_rows(self, keys: Iterable[str], ranked_on: ScopeIndex) -> list[dict[str, Any]] | None:
+        """Recall's records from the index file while the engine opens; None once it is open and
+        the hits were ranked on the index the handle holds (read them from the engine then).
+        Raises EarlyAnswerWithdrawn when the answer must be ranked again after the engine opened:
+        the file did not match the engine (the index was rebuilt), or a record failed its check."""
+        early = self.early
+        if early is None:
+            return None
+        if early.done.is_set() and early.error is None:
+            if ranked_on is not self.index:
+                raise EarlyAnswerWithdrawn("the index was rebuilt from the engine")
+            return None
+        if early.withdrawn:
+            raise EarlyAnswerWithdrawn("the index file is no longer trusted")
+        return early.rows(ranked_on, keys)
+
     def direct_repo(self) -> ScopeRepository:
         """The repository without `before_io`: for the write-behind flush itself, and for recall's
         reads of the hits, which the flush must not delay (services/strengthen.py)."""
+        self.wait_engine()
         return self.store.repository(self.ns, self.db)
 
     def q(self, sql: str, params: dict[str, Any] | None = None) -> Any:
         """Run one statement of storage/queries.py (the repository's way in; tests read with it too)."""
+        self.wait_engine()
         if self.before_io is not None:
             self.before_io(self)
         return self.store.query(self.ns, self.db, sql, params)
 
     def tx(self, statements: list[tuple[str, dict[str, Any]]]) -> list[Any]:
         """Run statements as one transaction (what `repo.atomic()` commits)."""
+        self.wait_engine()
         if self.before_io is not None:
             self.before_io(self)
         return self.store.transaction(self.ns, self.db, statements)
@@ -103,11 +214,19 @@ class StoreRegistry:
     """Opens stores lazily and keeps one handle per scope database."""
 
     def __init__(
-        self, user_dir: Path, make_index: Callable[[str], ScopeIndex], persist: Callable[[], bool] = lambda: True
+        self,
+        user_dir: Path,
+        make_index: Callable[[str], ScopeIndex],
+        persist: Callable[[], bool] = lambda: True,
+        early: Callable[[], bool] = lambda: False,
     ) -> None:
         self.user_dir = user_dir
         self._make_index = make_index
         self._persist = persist  # config `index_persist`, read when a scope opens or checkpoints
+        self._early = early  # config `index_early_answers`
+        self._opening: dict[Path, threading.Thread] = {}  # store directory -> its background open
+        self._start_lock = threading.Lock()
+        self._loaded_records: dict[tuple[Path, str, str], RecordSnapshot] = {}
         self._stores: dict[Path, SurrealStore] = {}
         self._handles: dict[tuple[Path, str, str], ScopeHandle] = {}
         self._failures: dict[Path, tuple[float, str]] = {}
@@ -119,6 +238,10 @@ class StoreRegistry:
         project root down: `.claude` and `.claude/engram` come from the repository, so neither
         may be a link or belong to someone else (paths.py); the user store from its parent."""
         directory = Path(directory)
+        opening = self._opening.get(directory)
+        if opening is not None and opening is not threading.current_thread():
+            self._start(opening)
+            opening.join()
         store = self._stores.get(directory)
         if store is not None and store.is_open:
             return store
@@ -141,14 +264,26 @@ class StoreRegistry:
     def open_stores(self) -> list[SurrealStore]:
         return [s for s in self._stores.values() if s.is_open]
 
+    def wait_for_openings(self) -> None:
+        """Wait for every background store open to finish (before closing or checkpointing all)."""
+        for thread in list(self._opening.values()):
+            if thread is not threading.current_thread():
+                self._start(thread)
+                thread.join()
+
     def close_all(self) -> None:
         """Close every store (callers checkpoint first: `checkpoint_all`)."""
+        self.wait_for_openings()
         for store in self._stores.values():
             store.close()
         self._stores.clear()
         self._handles.clear()
 
     def close_store(self, directory: Path) -> None:
+        opening = self._opening.get(Path(directory))
+        if opening is not None and opening is not threading.current_thread():
+            self._start(opening)
+            opening.join()  # closing a store a thread is still opening would leave it open
         store = self._stores.pop(Path(directory), None)
         if store is not None:
             store.close()
@@ -173,9 +308,21 @@ class StoreRegistry:
     ) -> ScopeHandle:
         key = (Path(directory), ns, db)
         handle = self._handles.get(key)
-        if handle is not None and handle.store.is_open:
+        if handle is not None and (handle.store.is_open or handle.engine_pending):
             return handle
-        store = self.store_for(directory, scope if scope != "session" else "project", root)
+        label = scope if scope != "session" else "project"
+        if (
+            Path(directory) not in self._stores
+            and Path(directory) not in self._opening
+            and self._persist()
+            and self._early()
+        ):
+            early_handle = self._open_early(Path(directory), label, scope, ns, db, root, session_id)
+            if early_handle is not None:
+                self._handles[key] = early_handle
+                return early_handle
+        store = self.store_for(directory, label, root)
+        self._watch_marker(store, ns, db)
         if ns == SESSION_NS:
             store.define_database(ns, db)
         store.ensure_schema(ns, db)
@@ -186,12 +333,7 @@ class StoreRegistry:
         if loaded is not None:
             index = loaded
         else:
-            index.bulk_load(repo.index_rows())
-            # oldest first, so when a memory was superseded twice the latest link wins, as it
-            # did when the links were made (the table's own order is arbitrary)
-            for link in sorted(repo.all_links(), key=_link_time):
-                if link.relation_type == "supersedes":
-                    index.mark_superseded(link.dst, link.src)
+            index = self._rebuild(scope, repo)
         self.load_seconds[f"{scope}:{db}"] = time.perf_counter() - started
         log.info(
             "%s:%s index %s in %.2f s",
@@ -201,14 +343,163 @@ class StoreRegistry:
             time.perf_counter() - started,
         )
         handle = ScopeHandle(scope, store, ns, db, index, root, session_id)
+        store.take_changed_records(ns, db)  # the snapshot below is the state at this point
         if loaded is not None:
             handle.index_status, handle.persisted_changes, handle.persisted_edits = "loaded", why, index.edits
+            handle.records = self._loaded_records.pop((Path(directory), ns, db), None)
         else:
             handle.index_status = f"rebuilt ({why})"
             if why != "off":
                 log.info("%s index rebuilt from the store: %s", handle.label, why)
         self._handles[key] = handle
         return handle
+
+    def _rebuild(self, scope: str, repo: ScopeRepository) -> ScopeIndex:
+        """The index built from the records. Links oldest first, so when a memory was superseded
+        twice the latest link wins, as it did when the links were made."""
+        index = self._make_index(scope)
+        index.bulk_load(repo.index_rows())
+        for link in sorted(repo.all_links(), key=_link_time):
+            if link.relation_type == "supersedes":
+                index.mark_superseded(link.dst, link.src)
+        return index
+
+    # -- early answers: the index file while the engine opens ---------------------------
+    def _open_early(
+        self, directory: Path, label: str, scope: str, ns: str, db: str, root: Path | None, session_id: str | None
+    ) -> ScopeHandle | None:
+        """A handle answering recall from the index file at once, when its `clean` marker says the
+        file is exactly the engine's state; the store opens in a background thread. None: take the
+        ordinary path (no marker, or it does not match the file)."""
+        started = time.perf_counter()
+        path = self.index_path(directory, ns, db)
+        marker = read_marker(path)
+        if marker is None:
+            return None
+        try:
+            meta, arrays = read_index_file(
+                path,
+                unchecked=ScopeIndex.UNCHECKED_ARRAYS | _UNCHECKED_RECORD_ARRAYS,
+                writable=ScopeIndex.WRITABLE_ARRAYS,
+                random_access=ScopeIndex.UNCHECKED_ARRAYS | _UNCHECKED_RECORD_ARRAYS,
+            )
+        except IndexFileError as exc:
+            log.info("%s:%s index file not used before the store opens: %s", scope, db, exc)
+            return None
+        fresh = self._make_index(scope)
+        stamp = meta.get("changes")
+        if (
+            meta.get("ns") != ns
+            or meta.get("db") != db
+            or meta.get("model") != fresh.model_name
+            or meta.get("dim") != fresh.dim
+            or not stamp
+            or marker.get("changes") != stamp
+            or marker.get("file") != _file_identity(path)
+            or not all(name in arrays for name in RECORD_ARRAYS)
+        ):
+            return None
+        try:
+            index = ScopeIndex.from_state(meta, arrays)
+            offsets, crcs, blob = arrays["rec_offsets"], arrays["rec_crc"], arrays["rec_json"]
+            n = index.slots.size
+            if (
+                offsets.shape != (n + 1,)
+                or crcs.shape != (n,)
+                or int(offsets[0]) != 0
+                or int(offsets[-1]) != blob.shape[0]
+                or bool(np.any(np.diff(offsets) < 0))
+            ):
+                raise ValueError("record blob does not fit")
+        except (ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
+            log.info("%s:%s index file not used before the store opens: %s", scope, db, exc)
+            return None
+        index.scope = fresh.scope
+        store = SurrealStore(directory, label=label, trusted=root)
+        handle = ScopeHandle(scope, store, ns, db, index, root, session_id)
+        handle.early = EarlyOpen(str(stamp), offsets, crcs, blob)
+        handle.records = _snapshot(index, arrays)
+        handle.index_status, handle.persisted_changes, handle.persisted_edits = "loaded", str(stamp), index.edits
+        self._stores[directory] = store
+        thread = threading.Thread(
+            target=self._finish_early, args=(handle, path), name=f"engram-open-{label}", daemon=True
+        )
+        self._opening[directory] = thread
+        handle.early.start = lambda: self._start(thread)
+        self.load_seconds[f"{scope}:{db}"] = time.perf_counter() - started
+        log.info(
+            "%s:%s index loaded in %.2f s (answering before the store opens)", scope, db, time.perf_counter() - started
+        )
+        return handle
+
+    def _start(self, thread: threading.Thread) -> None:
+        with self._start_lock:
+            if thread.ident is None:
+                thread.start()
+
+    def start_opens(self) -> None:
+        """Start the background opens not started yet. Not at once when a handle answers early:
+        the engine's open holds the interpreter lock throughout (measured: the other threads
+        stall for the whole 0.7 s of a 20k store's open), so it starts once the answer is out
+        (the daemon calls this after a reply) or when something needs the engine."""
+        for thread in list(self._opening.values()):
+            self._start(thread)
+
+    def opens_waiting(self) -> bool:
+        """Whether a background open waits to be started (`start_opens`)."""
+        return any(thread.ident is None for thread in list(self._opening.values()))
+
+    def _finish_early(self, handle: ScopeHandle, path: Path) -> None:
+        """Open the store of an early handle, then check the engine's counter against the file's
+        stamp; on a mismatch, withdraw the early answers and rebuild the index from the engine."""
+        early = handle.early
+        assert early is not None
+        store = handle.store
+        try:
+            self._watch_marker(store, handle.ns, handle.db)  # before any write, a migration included
+            try:
+                store.open()
+            except StoreUnavailable as exc:
+                self._failures[store.directory] = (time.time(), exc.message)
+                raise
+            self._failures.pop(store.directory, None)
+            if handle.ns == SESSION_NS:
+                store.define_database(handle.ns, handle.db)
+            store.ensure_schema(handle.ns, handle.db)
+            repo = store.repository(handle.ns, handle.db)
+            changes = repo.changes()
+            if changes != early.stamp:
+                early.withdrawn = True  # first: no answer from the file from here on
+                remove_marker(path)
+                log.error(
+                    "%s index file was marked clean at change %s but the store is at %s: rebuilding it",
+                    handle.label,
+                    early.stamp,
+                    changes,
+                )
+                old = handle.index
+                index = self._rebuild(handle.scope, repo)
+                index.pending_strengthen = old.pending_strengthen
+                handle.index = index
+                handle.index_status = "rebuilt (index file marked clean but stale)"
+                handle.persisted_changes, handle.persisted_edits = None, -1
+                handle.records = None
+        except BaseException as exc:
+            # the file stays what the engine last committed (its marker says so): recall may go on
+            # answering from it; everything else gets this error, and the next request tries again
+            early.error = exc
+            log.warning("%s store did not open: %s", handle.label, exc)
+            store.close()
+            self._stores.pop(store.directory, None)
+            self._handles.pop((store.directory, handle.ns, handle.db), None)
+        finally:
+            self._opening.pop(store.directory, None)
+            early.done.set()
+
+    def _watch_marker(self, store: SurrealStore, ns: str, db: str) -> None:
+        """Have the store remove the database's `clean` marker before its next counter-moving commit."""
+        path = self.index_path(store.directory, ns, db)
+        store.before_counter_moves(ns, db, lambda: remove_marker(path))
 
     # -- the persisted index ------------------------------------------------------------
     @staticmethod
@@ -223,7 +514,7 @@ class StoreRegistry:
         try:
             meta, arrays = read_index_file(
                 self.index_path(directory, ns, db),
-                unchecked=ScopeIndex.UNCHECKED_ARRAYS,
+                unchecked=ScopeIndex.UNCHECKED_ARRAYS | RECORD_ARRAYS,
                 writable=ScopeIndex.WRITABLE_ARRAYS,
                 random_access=ScopeIndex.UNCHECKED_ARRAYS,
             )
@@ -241,9 +532,12 @@ class StoreRegistry:
         except (ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
             return None, f"index file inconsistent ({exc})"
         index.scope = fresh.scope
+        snapshot = _snapshot(index, arrays)
+        if snapshot is not None:
+            self._loaded_records[(Path(directory), ns, db)] = snapshot
         return index, changes
 
-    def checkpoint(self, handle: ScopeHandle) -> bool:
+    def checkpoint(self, handle: ScopeHandle, record_read_max: int | None = None) -> bool:
         """Write the handle's index to its file when it changed since the last write or load.
 
         The caller holds the service lock, so no operation is half applied: reading the counter
@@ -265,16 +559,45 @@ class StoreRegistry:
         _private_dir(path.parent)
         for leftover in path.parent.glob(f".{path.name}.*.tmp"):  # a write a crash cut short
             leftover.unlink(missing_ok=True)
+        started = time.perf_counter()
+        remove_marker(path)  # the file is about to change: no marker may name the old one
+        early = self._early()
+        snapshot, handle.records = handle.records, None
+        changed = handle.store.take_changed_records(handle.ns, handle.db)
+        reread, complete = 0, False
+        if early:
+            records, reread, complete = _record_arrays(handle, snapshot, changed, record_read_max)
+            arrays = {**records, **arrays}
+        records_s = time.perf_counter() - started
         write_index_file(path, meta, arrays)
+        if early and complete and handle.repo.changes() == changes:  # nothing moved while they were read
+            write_marker(path, changes)
+            self._watch_marker(handle.store, handle.ns, handle.db)
+        if early:
+            try:
+                _meta, mapped = read_index_file(path, unchecked=frozenset(arrays), random_access=RECORD_ARRAYS)
+                handle.records = _snapshot(handle.index, mapped)
+            except IndexFileError as exc:
+                log.warning("could not map the index file just written for %s: %s", handle.label, exc)
         handle.persisted_changes, handle.persisted_edits = changes, edits
+        if early and not complete:  # the next checkpoint reads the records still missing
+            handle.persisted_changes, handle.persisted_edits = None, -1
+        log.info(
+            "%s index file written in %.2f s (records %.2f s, %d read from the store)",
+            handle.label,
+            time.perf_counter() - started,
+            records_s,
+            reread,
+        )
         return True
 
-    def checkpoint_all(self) -> int:
-        """`checkpoint` every open handle; a failure is logged (the file is only a cache)."""
+    def checkpoint_all(self, record_read_max: int | None = None) -> int:
+        """`checkpoint` every open handle; a failure is logged (the file is only a cache).
+        `record_read_max`: records each may read from the store (None: all; at idle, not at exit)."""
         written = 0
         for handle in list(self._handles.values()):
             try:
-                written += self.checkpoint(handle)
+                written += self.checkpoint(handle, record_read_max)
             except Exception as exc:
                 log.warning("could not write the index of %s: %s", handle.label, exc)
         return written
@@ -286,12 +609,185 @@ class StoreRegistry:
         store = self.store_for(directory, "project", root)
         store.remove_database(SESSION_NS, db)
         self._handles.pop((directory, SESSION_NS, db), None)
+        remove_marker(self.index_path(directory, SESSION_NS, db))
         self.index_path(directory, SESSION_NS, db).unlink(missing_ok=True)
 
     def session_databases(self, root: Path) -> list[str]:
         """Names of the session databases present in a project store."""
         store = self.store_for(project_dir(root), "project", root)
         return sorted(name for name in store.databases(SESSION_NS) if name.startswith("s_"))
+
+
+#: The arrays of an index file holding what recall returns for each slot: `rec_json` is read a
+#: record at a time and each record is checked against its CRC-32 in `rec_crc` when read (the
+#: offsets and CRCs are checked at open like every other array).
+RECORD_ARRAYS = frozenset({"rec_offsets", "rec_crc", "rec_json"})
+_UNCHECKED_RECORD_ARRAYS = frozenset({"rec_json"})
+
+
+def _snapshot(index: ScopeIndex, arrays: dict[str, np.ndarray]) -> RecordSnapshot | None:
+    """The record arrays of a file just read or written, when present and fitting the index."""
+    if not all(name in arrays for name in RECORD_ARRAYS):
+        return None
+    n = index.slots.size
+    offsets, crcs, blob = arrays["rec_offsets"], arrays["rec_crc"], arrays["rec_json"]
+    if offsets.shape != (n + 1,) or crcs.shape != (n,) or int(offsets[-1]) != blob.shape[0]:
+        return None
+    return RecordSnapshot([index.slots.key_at(s) for s in range(n)], offsets, crcs, blob)
+
+
+def _record_arrays(
+    handle: ScopeHandle, snapshot: RecordSnapshot | None, changed: set[str] | None, read_max: int | None = None
+) -> tuple[dict[str, np.ndarray], int, bool]:
+    """Per slot, the record recall returns for it (`get_many_for_recall`), as UTF-8 JSON:
+    `rec_json` holds them end to end, `rec_offsets[slot]:rec_offsets[slot + 1]` is one,
+    `rec_crc[slot]` its CRC-32. A record the previous file holds for the same key and slot, not
+    written since (`changed`; None: unknown), is copied from it; the others are read from the
+    store, at most `read_max` of them (the rest stay empty until the next checkpoint).
+    Returns the arrays, how many records were read and whether every live slot has its record."""
+    index = handle.index
+    n = index.slots.size
+    keys = [index.slots.key_at(slot) for slot in range(n)]
+    parts: list[bytes] = [b""] * n
+    crcs = np.zeros(n, dtype=np.uint32)
+    need: dict[str, int] = {}
+    old = snapshot if changed is not None else None
+    for slot, key in enumerate(keys):
+        if key is None:
+            continue
+        if old is not None and changed is not None and key not in changed and old.keys[slot : slot + 1] == [key]:
+            start, end = int(old.offsets[slot]), int(old.offsets[slot + 1])
+            if end > start:
+                parts[slot] = old.blob[start:end].tobytes()
+                crcs[slot] = int(old.crcs[slot]) & 0xFFFFFFFF
+                continue
+        need[key] = slot
+    repo = handle.direct_repo()
+    wanted = list(need) if read_max is None else list(need)[:read_max]
+    complete = len(wanted) == len(need)
+    for start in range(0, len(wanted), RECORD_PAGE):
+        for row in repo.get_many_for_recall(wanted[start : start + RECORD_PAGE]):
+            at = need.get(record_key_text(row.get("id")))
+            if at is not None:
+                parts[at] = encode_record(row)
+                crcs[at] = zlib.crc32(parts[at])
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum([len(p) for p in parts], out=offsets[1:])
+    pos = int(offsets[-1])
+    blob = np.frombuffer(b"".join(parts) or b"\0", dtype=np.uint8)[:pos]
+    return {"rec_offsets": offsets, "rec_crc": crcs.view(np.int32), "rec_json": blob}, len(wanted), complete
+
+
+def encode_record(row: dict[str, Any]) -> bytes:
+    """A record as UTF-8 JSON: {"r": the record with its times as ISO text, "t": the paths of
+    those times}. The paths, not a tag inside the values, say what was a time, so no stored
+    value (memory metadata is untrusted) can pass for one."""
+    times: list[list[Any]] = []
+    plain = _plain(row, [], times)
+    return json.dumps({"r": plain, "t": times}, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def decode_record(data: bytes) -> dict[str, Any]:
+    """What `encode_record` was given (record ids come back as their text)."""
+    obj = json.loads(data)
+    row = obj["r"]
+    for path in obj["t"]:
+        parent = row
+        for step in path[:-1]:
+            parent = parent[step]
+        parent[path[-1]] = datetime.fromisoformat(parent[path[-1]])
+    if not isinstance(row, dict):
+        raise ValueError("a record is an object")
+    return row
+
+
+def _plain(value: Any, path: list[Any], times: list[list[Any]]) -> Any:
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return value
+    if isinstance(value, datetime):
+        times.append(path)
+        return value.isoformat()
+    if isinstance(value, dict):
+        return {str(k): _plain(v, [*path, str(k)], times) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v, [*path, i], times) for i, v in enumerate(value)]
+    if isinstance(value, (bytes, bytearray)):
+        raise TypeError("a record for recall carries no bytes")
+    return str(value)  # record ids: recall reads them as text
+
+
+def record_key_text(rid: Any) -> str:
+    """The bare key of a record id, from the engine's RecordID or its text."""
+    key = getattr(rid, "id", None) or getattr(rid, "record_id", None)
+    if key is None:
+        text = str(rid)
+        key = text.split(":", 1)[1] if ":" in text else text
+    return str(key)
+
+
+def marker_path(index_path: Path) -> Path:
+    return index_path.with_name(index_path.name + CLEAN_SUFFIX)
+
+
+def _file_identity(path: Path) -> list[int] | None:
+    try:
+        st = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return None
+    return [st.st_ino, st.st_size, st.st_mtime_ns]
+
+
+def write_marker(index_path: Path, changes: str) -> None:
+    """Say that the index file is exactly the engine at `changes` (fsynced, then the directory)."""
+    target = marker_path(index_path)
+    body = json.dumps({"changes": changes, "file": _file_identity(index_path)}).encode()
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    try:
+        os.write(fd, body)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, target)
+    _fsync_dir(target.parent)
+
+
+def remove_marker(index_path: Path) -> None:
+    """Remove the `clean` marker, durably (unlink, then fsync of the directory); raises if it cannot."""
+    target = marker_path(index_path)
+    try:
+        os.unlink(target)
+    except FileNotFoundError:
+        return
+    _fsync_dir(target.parent)
+
+
+def read_marker(index_path: Path) -> dict[str, Any] | None:
+    target = marker_path(index_path)
+    try:
+        fd = os.open(target, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid() or st.st_size > 4096:
+            return None
+        data = os.read(fd, 4096)
+    finally:
+        os.close(fd)
+    try:
+        marker = json.loads(data)
+    except ValueError:
+        return None
+    return marker if isinstance(marker, dict) else None
+
+
+def _fsync_dir(path: Path) -> None:
+    dfd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
 
 
 def _private_dir(path: Path) -> None:

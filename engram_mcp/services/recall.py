@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from engram_mcp.core.config import SCOPE_WEIGHT_PROFILES, scale_scope_weights
-from engram_mcp.core.errors import InvalidInput
+from engram_mcp.core.errors import InvalidInput, StoreUnavailable
 from engram_mcp.core.ids import format_memory_id
 from engram_mcp.core.vocabulary import MEMORY_TYPES, RECALLABLE_STATUSES, SCOPES, STATUSES
 from engram_mcp.index.retrieval import STRATEGIES, Hit, RetrievalSettings, ScopeView, rank
@@ -21,6 +21,7 @@ from engram_mcp.index.scope_index import STATUS_CODE, Filters
 from engram_mcp.index.scoring import REACTIVATE_AT_STRENGTH, decay_factor, to_epoch
 from engram_mcp.services import graph
 from engram_mcp.services.access import SCOPE_ORDER, RequestContext, ScopeAccess
+from engram_mcp.services.handles import EarlyAnswerWithdrawn
 from engram_mcp.services.records import (
     check_enum,
     check_object,
@@ -85,6 +86,10 @@ def recall(
         check_enum(profile, tuple(SCOPE_WEIGHT_PROFILES), "profile")
     qvec, warning = (None, None)
     if strategy != "keyword":
+        # Open the stores before embedding: on a cold start the model is still loading in a
+        # thread of its own, and a store answering from its index file starts its engine open
+        # in the background here, so the three overlap instead of running one after the other.
+        access.open_scopes(ctx, scopes, early_ok=True)
         qvec, warning = access.embed_query(query)
     warnings = []
     if warning:
@@ -92,17 +97,33 @@ def recall(
     effective = strategy if (qvec is not None or strategy == "keyword") else "keyword"
     settings = RetrievalSettings.from_config(cfg)
     with access.lock:
-        views, scope_warnings = access.views(ctx, scopes, cfg)
+        for attempt in range(2):
+            views, scope_warnings = access.views(ctx, scopes, cfg)
+            if profile:
+                weights = scale_scope_weights(SCOPE_WEIGHT_PROFILES[profile])
+                for v in views:
+                    v.weight = weights[v.scope]
+            restrict = None
+            if effective == "graph":
+                restrict = graph.reachable_memories(access, ctx, [v.scope for v in views], query)
+            hits, matched = rank(views, qvec, query, filters, effective, settings, limit, restrict=restrict)
+            try:
+                memories = materialise(access, ctx, hits, views)
+                if not _still_current(access, ctx, views):
+                    raise EarlyAnswerWithdrawn("an index was rebuilt while this recall ranked on it")
+                break
+            except EarlyAnswerWithdrawn:
+                # the store opened and did not match its index file: rank again on the rebuilt index
+                for v in views:
+                    try:
+                        access.handle(ctx, v.scope, early_ok=True).wait_engine()
+                    except StoreUnavailable:
+                        pass  # the next attempt names the scope as unavailable
+                if attempt:
+                    raise StoreUnavailable(
+                        "a store changed while this recall read it (it opened and its index was rebuilt); try again"
+                    ) from None
         warnings.extend(scope_warnings)
-        if profile:
-            weights = scale_scope_weights(SCOPE_WEIGHT_PROFILES[profile])
-            for v in views:
-                v.weight = weights[v.scope]
-        restrict = None
-        if effective == "graph":
-            restrict = graph.reachable_memories(access, ctx, [v.scope for v in views], query)
-        hits, matched = rank(views, qvec, query, filters, effective, settings, limit, restrict=restrict)
-        memories = materialise(access, ctx, hits, views)
         if strengthen and memories:
             strengthen_hits(access, ctx, hits, ctx.session_id)
         access.state.recalls += 1
@@ -114,6 +135,18 @@ def recall(
         "warnings": warnings,
         "degraded": bool(scope_warnings),
     }
+
+
+def _still_current(access: ScopeAccess, ctx: RequestContext, views: list[ScopeView]) -> bool:
+    """Whether every scope still holds the index the hits were ranked on (a store that opened in
+    the background and did not match its index file has a rebuilt one: services/handles.py)."""
+    for v in views:
+        try:
+            if access.handle(ctx, v.scope, early_ok=True).index is not v.index:
+                return False
+        except StoreUnavailable:
+            return False
+    return True
 
 
 def _as_tuple(value: Any, allowed: tuple[str, ...] | None, field: str) -> tuple[str, ...]:
@@ -143,9 +176,12 @@ def materialise(
     rows: dict[tuple[str, str], dict] = {}
     now = time.time()
     for scope, scope_hits in by_scope.items():
-        handle = access.handle(ctx, scope)
+        handle = access.handle(ctx, scope, early_ok=True)
         pending = handle.index.pending_strengthen
-        for row in handle.direct_repo().get_many_for_recall(h.key for h in scope_hits):
+        keys = [h.key for h in scope_hits]
+        ranked_on = next(v.index for v in views if v.scope == scope)
+        early = handle.early_rows(keys, ranked_on)  # the store still opens: the records the index file carries
+        for row in early if early is not None else handle.direct_repo().get_many_for_recall(keys):
             key = row["id"]
             row["embedding"] = bool(row.pop("has_embedding", False))  # all public_memory reads of it
             bump = pending.get(key)
@@ -186,7 +222,7 @@ def strengthen_hits(access: ScopeAccess, ctx: RequestContext, hits: list[Hit], s
         by_scope.setdefault(h.scope, []).append(h.key)
     write_behind = access.write_behind
     for scope, keys in by_scope.items():
-        handle = access.handle(ctx, scope)
+        handle = access.handle(ctx, scope, early_ok=True)
         write_behind.record(handle, keys, now, session_id)  # index now, engine shortly (strengthen.py)
         reactivate = []
         for k in keys:

@@ -90,8 +90,10 @@ class MemoryService:
     def embed_documents(self, texts: list[str]) -> tuple[np.ndarray | None, str | None]:
         return self.access.embed_documents(texts)
 
-    def handle(self, ctx: RequestContext, scope: str, *, session_id: str | None = None) -> ScopeHandle:
-        return self.access.handle(ctx, scope, session_id=session_id)
+    def handle(
+        self, ctx: RequestContext, scope: str, *, session_id: str | None = None, early_ok: bool = False
+    ) -> ScopeHandle:
+        return self.access.handle(ctx, scope, session_id=session_id, early_ok=early_ok)
 
     def locate(self, ctx: RequestContext, memory_id: str, *, scopes: tuple[str, ...] = SCOPE_ORDER) -> list[Located]:
         return self.access.locate(ctx, memory_id, scopes=scopes)

@@ -57,8 +57,9 @@ class StrengthenWriteBehind:
         self._schedule()
 
     def flush_handle(self, handle: ScopeHandle) -> None:
-        """Write the handle's pending strengthening (a no-op when there is none)."""
-        if not handle.index.pending_strengthen:
+        """Write the handle's pending strengthening (a no-op when there is none). While the
+        handle's store still opens in the background (services/handles.py), it stays held back."""
+        if not handle.index.pending_strengthen or handle.engine_pending:
             return
         with self._lock:
             pending = handle.index.take_pending_strengthen()
@@ -78,9 +79,16 @@ class StrengthenWriteBehind:
 
     def flush_all(self) -> None:
         with self._lock:
-            for handle in list(self._dirty.values()):
+            waiting = {}
+            for hid, handle in list(self._dirty.items()):
+                if handle.engine_pending:  # written once its store has opened
+                    waiting[hid] = handle
+                    continue
                 self.flush_handle(handle)
             self._dirty.clear()
+            self._dirty.update(waiting)
+        if waiting:
+            self._schedule()
 
     def close(self) -> None:
         """Cancel the timer and write everything pending (call before the stores close)."""

@@ -25,7 +25,7 @@ import resource
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from engram_mcp.core.errors import InvalidInput, SchemaTooNew, StorageFull, StoreUnavailable
 from engram_mcp.core.paths import (
@@ -68,6 +68,29 @@ def _moves_index(sql: str) -> bool:
     """Whether a statement may change what the retrieval index holds: every write but the ones
     `queries.UNINDEXED_WRITES` names (so an unlisted or ad-hoc write is counted, never missed)."""
     return sql not in q.UNINDEXED_WRITES and _is_write(sql)
+
+
+def _key(rid: Any) -> str:
+    """The bare key of a record id (the engine's RecordID, or text)."""
+    key = getattr(rid, "id", None)
+    if key is None:
+        text = str(rid)
+        key = text.split(":", 1)[1] if ":" in text else text
+    return str(key)
+
+
+#: Writes of memory records that name every record they write, and how to read the keys from
+#: their parameters. Any other statement that moves the change counter, except
+#: _NO_RECORD_WRITES, counts as changing any record.
+_NAMED_RECORD_WRITES: dict[str, Callable[[dict[str, Any]], list[str]]] = {
+    q.CREATE_MEMORY: lambda p: [str(p["id"])],
+    q.REPLACE_MEMORY: lambda p: [str(p["id"])],
+    q.INSERT_MEMORIES: lambda p: [_key(r["id"]) for r in p["rows"]],
+    q.SET_STATUS: lambda p: [_key(r) for r in p["ids"]],
+    q.STRENGTHEN_BATCH: lambda p: [_key(b["id"]) for b in p["batch"]],
+}
+#: Counter-moving writes that change no memory record (memory -> memory links, the counter).
+_NO_RECORD_WRITES = frozenset({q.CREATE_LINK, q.IMPORT_LINK, q.BUMP_CHANGES})
 
 
 def approx_bytes(value: Any) -> int:
@@ -183,6 +206,12 @@ class SurrealStore:
         self._write_seq = 0  # statements that may have written: a compaction copy is current if it did not move
         self._compacting = threading.Lock()  # one compaction of this store at a time (one `data.compact/`)
         self._low_space: tuple[str, int] | None = None  # (why, bytes it needed): the last write refused
+        # (ns, db) -> what to run before the next write that moves its change counter: removes the
+        # `clean` marker of its persisted index (services/handles.py), BEFORE the engine commits.
+        self._before_counter_moves: dict[tuple[str, str], Callable[[], None]] = {}
+        # (ns, db) -> keys of the memory records written since `take_changed_records` last ran
+        # (None: a statement wrote records it does not name, e.g. a migration: assume all)
+        self._changed_records: dict[tuple[str, str], set[str] | None] = {}
 
     # -- lifecycle --------------------------------------------------------------
     @property
@@ -347,6 +376,46 @@ class SurrealStore:
                 self._lock_fd = None
 
     # -- statements ---------------------------------------------------------------
+    def before_counter_moves(self, ns: str, db: str, callback: Callable[[], None]) -> None:
+        """Run `callback` once, before the next statement that moves (ns, db)'s change counter is
+        sent to the engine (the caller holds the store mutex then). If it raises, the write is
+        not sent and the callback stays registered: a marker that could not be removed must
+        never be left beside a store that moved on."""
+        with self._mutex:
+            self._before_counter_moves[(ns, db)] = callback
+
+    def take_changed_records(self, ns: str, db: str) -> set[str] | None:
+        """The keys of the memory records of (ns, db) written since the last call (or since the
+        store opened), and forget them; None when some write may have changed records it does
+        not name. Lets a checkpoint re-read only those records (services/handles.py)."""
+        with self._mutex:
+            return self._changed_records.pop((ns, db), set())
+
+    def _note_record_writes(self, ns: str, db: str, statements: list[tuple[str, dict[str, Any]]]) -> None:
+        changed = self._changed_records.setdefault((ns, db), set())
+        if changed is None:
+            return
+        for sql, params in statements:
+            if sql in _NAMED_RECORD_WRITES:
+                try:
+                    changed.update(_NAMED_RECORD_WRITES[sql](params))
+                    continue
+                except (KeyError, TypeError, AttributeError):
+                    pass
+            elif sql in _NO_RECORD_WRITES or not _moves_index(sql):
+                continue
+            self._changed_records[(ns, db)] = None
+            return
+
+    def _counter_moves(self, ns: str, db: str) -> None:
+        callback = self._before_counter_moves.pop((ns, db), None)
+        if callback is not None:
+            try:
+                callback()
+            except BaseException:
+                self._before_counter_moves[(ns, db)] = callback
+                raise
+
     def _use(self, ns: str, db: str) -> None:
         if self._conn is None:
             raise StoreUnavailable(f"{self.label} store {self.directory} is not open")
@@ -363,6 +432,8 @@ class SurrealStore:
             if _is_write(sql):
                 self._check_room(params)
                 self._write_seq += 1
+                if sql == q.BUMP_CHANGES:
+                    self._counter_moves(ns, db)
             try:
                 return self._conn.query(sql, params or {})
             except Exception as exc:
@@ -381,10 +452,11 @@ class SurrealStore:
         transaction (its result is not returned).
         """
         given = statements
-        # once per transaction: a second UPSERT of the counter in one transaction was read back one
-        # short after a reopen, so a file could carry a stamp the engine later reaches with other contents
-        bumped = any(sql == q.BUMP_CHANGES for sql, _ in statements)
-        trim = 1 if not bumped and any(_moves_index(sql) for sql, _ in statements) else 0
+        # One bump per transaction: when the caller bumps itself (a migration), none is added. Two
+        # UPSERTs of the counter in one transaction read back as n + 2 in this process but were
+        # found at n + 1 after a reopen (measured), which would tell a persisted index it is stale.
+        bumps = any(sql == q.BUMP_CHANGES for sql, _ in statements)
+        trim = 1 if not bumps and any(_moves_index(sql) for sql, _ in statements) else 0
         if trim:
             statements = [*statements, (q.BUMP_CHANGES, {})]
         body, params = [], {}
@@ -399,6 +471,9 @@ class SurrealStore:
             self._use(ns, db)
             self._check_room(params)
             self._write_seq += 1
+            if trim or bumps:
+                self._counter_moves(ns, db)
+                self._note_record_writes(ns, db, given)
             try:
                 raw = self._conn.query_raw(text, params)
             except Exception as exc:
