@@ -584,3 +584,42 @@ def test_a_large_rebuilt_store_gets_its_records_over_several_checkpoints_and_the
         assert np.array_equal(arrays["rec_json"], full["rec_json"])
     finally:
         svc.close()
+
+
+def test_a_store_a_newer_engram_owns_is_not_served_from_its_file_once_refused(
+    home: Path, project: Path, gate: threading.Event
+) -> None:
+    """A background open refused for a newer schema withdraws the file for good (its marker goes);
+    a store that is only busy keeps its file (the test above)."""
+    from engram_mcp.core.paths import project_dir, project_id
+    from engram_mcp.storage.schema import CURRENT_SCHEMA_VERSION
+
+    ctx = RequestContext(project, None)
+    svc = MemoryService(home=home, embedder=FakeEmbedder())
+    fill(svc, ctx, 10)
+    svc.access.handle(ctx, "project").q(q.SET_SCHEMA_VERSION, {"version": CURRENT_SCHEMA_VERSION + 1})
+    svc.close()
+    index = project_dir(project) / "index" / f"project.{project_id(project)}.eidx"
+    assert read_marker(index) is not None, "the version write moves no index: the file stays clean"
+
+    svc = MemoryService(home=home, embedder=FakeEmbedder())
+    try:
+        first = svc.recall(ctx, query="alpha cache", scope="project", strengthen=False)
+        assert first["memories"], "answered from the clean file before the engine said anything"
+        gate.set()
+        deadline = time.monotonic() + 30
+        while read_marker(index) is not None and time.monotonic() < deadline:
+            svc.access.registry.start_opens()
+            time.sleep(0.05)
+        assert read_marker(index) is None, "the refusal removed the marker"
+        later = svc.recall(ctx, query="alpha cache", scope="project", strengthen=False)
+        assert later["memories"] == [] and later["degraded"]
+        assert any(w["code"] == "schema_too_new" or "newer" in w["message"] for w in later["warnings"]), later["warnings"]
+    finally:
+        svc.close()
+    store = SurrealStore(project_dir(project), label="check")
+    store.open()
+    try:
+        assert store.schema_version("project", project_id(project)) == CURRENT_SCHEMA_VERSION + 1, "left untouched"
+    finally:
+        store.close()

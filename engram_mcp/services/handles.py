@@ -35,7 +35,7 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
-from engram_mcp.core.errors import StoreUnavailable
+from engram_mcp.core.errors import SchemaTooNew, StoreUnavailable
 from engram_mcp.core.ids import session_db_name
 from engram_mcp.core.paths import project_dir, project_id
 from engram_mcp.index.persist import IndexFileError, read_index_file, write_index_file
@@ -488,6 +488,12 @@ class StoreRegistry:
             # the file stays what the engine last committed (its marker says so): recall may go on
             # answering from it; everything else gets this error, and the next request tries again
             early.error = exc
+            if isinstance(exc, SchemaTooNew):
+                # refused for good, not busy: a newer engram owns this store, and what it means by
+                # its records is not ours to serve. No more answers from the file, now or at the
+                # next open (the marker is ours; the store itself stays untouched).
+                early.withdrawn = True
+                remove_marker(path)
             log.warning("%s store did not open: %s", handle.label, exc)
             store.close()
             self._stores.pop(store.directory, None)
