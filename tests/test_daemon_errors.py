@@ -38,3 +38,37 @@ def test_not_found_names_the_memory_id_field(daemon, fake_service, ctx):
     res = daemon_request(daemon, "get", {"memory_id": "memory:01JAAAAAAAAAAAAAAAAAAAAAAA"}, ctx)
     assert res["error"]["error"] == "not_found" and res["error"]["field"] == "memory_id"
     assert MemoryNotFound("gone").envelope()["field"] == "memory_id"
+
+
+def test_a_write_that_fails_after_its_commit_leaves_no_index_that_misses_it(daemon, fake_service, ctx, monkeypatch):
+    """A bug between a store's commit and the index update: the index is dropped, so recall finds
+    the memory (rebuilt from the store) and no file written later is trusted without it."""
+    from engram_mcp.index.scope_index import ScopeIndex
+    from engram_mcp.services.service import MemoryService
+    from tests.fakes import FakeEmbedder
+
+    assert daemon_request(daemon, "store", {"content": "Deploys go through staging first", "type": "semantic", "scope": "project"}, ctx)["ok"]
+    fake_service.checkpoint()
+    real_upsert = ScopeIndex.upsert
+    broken = []
+
+    def upsert_once_broken(self, row, vector=None):
+        if not broken:
+            broken.append(row["id"])
+            raise RuntimeError("a bug after the commit")
+        return real_upsert(self, row, vector)
+
+    monkeypatch.setattr(ScopeIndex, "upsert", upsert_once_broken)
+    res = daemon_request(daemon, "store", {"content": "The cache server listens on port 6380", "type": "semantic", "scope": "project"}, ctx)
+    assert not res["ok"] and res["error"]["error"] == "internal_error", res
+    assert broken, "the failure struck inside the index update"
+    hits = daemon_request(daemon, "recall", {"query": "cache server port", "strengthen": False}, ctx)["result"]["memories"]
+    assert [m["content"] for m in hits][:1] == ["The cache server listens on port 6380"], "rebuilt from the store"
+
+    fake_service.close()  # checkpoints what it holds now
+    again = MemoryService(home=fake_service.home, embedder=FakeEmbedder())
+    try:
+        hits = again.recall(ctx, query="cache server port", strengthen=False)["memories"]
+        assert [m["content"] for m in hits][:1] == ["The cache server listens on port 6380"]
+    finally:
+        again.close()

@@ -16,7 +16,7 @@ import threading
 from typing import Any, Callable
 
 from engram_mcp.core import operations
-from engram_mcp.core.errors import InvalidInput
+from engram_mcp.core.errors import EngramError, InvalidInput
 from engram_mcp.core.operations import Operation
 
 _ARGUMENT_NAME = re.compile(r"argument:? '([^']+)'")
@@ -81,4 +81,14 @@ def call(service: Any, name: str, ctx: Any, args: dict[str, Any]) -> Any:
         raise InvalidInput(f"unknown operation {str(name)[:40]!r}")
     fn, leading = target(service, op)
     bound = bind(op.name, fn, leading, ctx, args)
-    return fn(*bound.args, **bound.kwargs)
+    try:
+        return fn(*bound.args, **bound.kwargs)
+    except EngramError:
+        raise  # refused before it changed anything, or a store that is unavailable
+    except Exception:
+        # A bug may have struck between an engine commit and the index update that follows
+        # it: the indexes in memory are no longer known to match their stores.
+        distrust = getattr(service, "distrust_indexes", None)
+        if not op.read_only and distrust is not None:
+            distrust()
+        raise

@@ -168,6 +168,17 @@ class ScopeAccess:
             self.write_behind.flush_all()
             return self.registry.checkpoint_all(RECORD_READ_MAX)  # requests may be waiting
 
+    def distrust_indexes(self) -> None:
+        """After an unexpected failure of a write, which may have committed to a store and not
+        reached its index: write the held-back strengthening, then drop every index, so the next
+        request loads a file whose stamp still matches its store or rebuilds from the store."""
+        with self.lock:
+            try:
+                self.write_behind.flush_all()
+            except Exception:
+                log.exception("writing held-back recall strengthening before dropping the indexes failed")
+            self.registry.distrust_indexes()
+
     def _new_index(self, scope: str) -> ScopeIndex:
         return ScopeIndex(scope, self.dim(), self.model_name)
 

@@ -597,6 +597,18 @@ class StoreRegistry:
         )
         return True
 
+    def distrust_indexes(self) -> None:
+        """Forget every index held in memory whose store is open, and its `clean` marker: neither
+        is written again from what may miss a commit. A handle still opening in the background is
+        left alone (it has not written). Its store stays open; the next handle of each database
+        checks the file's stamp against the store's counter, and rebuilds when they differ."""
+        for key, handle in list(self._handles.items()):
+            if handle.engine_pending:
+                continue
+            remove_marker(self.index_path(handle.store.directory, handle.ns, handle.db))
+            del self._handles[key]
+        log.warning("the indexes in memory were dropped after an unexpected error in a write")
+
     def checkpoint_all(self, record_read_max: int | None = None) -> int:
         """`checkpoint` every open handle; a failure is logged (the file is only a cache).
         `record_read_max`: records each may read from the store (None: all; at idle, not at exit)."""

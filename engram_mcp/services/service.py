@@ -101,6 +101,10 @@ class MemoryService:
     def close(self) -> None:
         self.access.close()
 
+    def distrust_indexes(self) -> None:
+        """Drop every in-memory index after an unexpected failure of a write (handles.py)."""
+        self.access.distrust_indexes()
+
     def checkpoint(self) -> int:
         """Write the indexes that changed to their files (services/handles.py); how many."""
         return self.access.checkpoint()
