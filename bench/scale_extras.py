@@ -532,7 +532,12 @@ def measure_cold(world: World, design: str, case: str, reps: int, rnd: random.Ra
             remove_persisted_index(world.user_dir)
         elif case == INDEX_PERSISTED and not persisted_index_bytes(store_dir):
             raise RuntimeError("no persisted index to load: the store was closed without writing it")
+        log = world.user_dir / "logs" / "engramd.log"
+        log_start = log.stat().st_size if log.exists() else 0
         recalls.append(asyncio.run(_mcp_first_recall(world, sentence(rnd), env=env, allow_partial=case == INDEX_MISSING)))
+        text = log.read_text(errors="replace")[log_start:] if log.exists() else ""
+        recalls[-1]["answered_early"] = "(answering before the store opens)" in text
+        recalls[-1]["daemon_log"] = [ln[:200] for ln in text.splitlines() if " in " in ln and " s" in ln][:12]
         pid = world.daemon_pid()
         first = proc_memory_mb(pid) if pid else {}
         steady_recalls(world, rnd, [world.project])

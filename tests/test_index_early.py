@@ -154,6 +154,45 @@ def test_with_early_answers_off_no_marker_is_written_and_the_engine_opens_first(
         svc.close()
 
 
+def test_a_session_and_its_project_answer_early_on_one_open_of_their_store(
+    home: Path, project: Path, gate: threading.Event
+) -> None:
+    """Claude Code's case: the project and the session databases live in one store. Both answer
+    from their files while that store opens once, and each is checked against the engine."""
+    ctx = RequestContext(project, "s-early-1")
+    svc = MemoryService(home=home, embedder=FakeEmbedder())
+    fill(svc, ctx, 20)
+    svc.store(ctx, content="alpha cache in this session", type="episodic", scope="session")
+    svc.close()
+
+    opens: list[str] = []
+    real_open = SurrealStore.open
+
+    def counted(self: SurrealStore) -> None:
+        opens.append(threading.current_thread().name)
+        real_open(self)
+
+    svc = MemoryService(home=home, embedder=FakeEmbedder())
+    try:
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(SurrealStore, "open", counted)
+            early = svc.recall(ctx, query="alpha cache", limit=10, strengthen=False)
+            assert "session" in {m["scope"] for m in early["memories"]} and "project" in {m["scope"] for m in early["memories"]}
+            for scope in ("session", "project", "user"):
+                handle = svc.access.handle(ctx, scope, early_ok=True)
+                assert handle.engine_pending and not handle.store.is_open, scope  # all three from their files
+            gate.set()
+            for scope in ("session", "project", "user"):
+                svc.access.handle(ctx, scope, early_ok=True).wait_engine()
+                assert svc.access.handle(ctx, scope, early_ok=True).index_status == "loaded", scope
+        assert sorted(opens) == ["engram-open-project", "engram-open-user"], "one open per store"
+        late = svc.recall(ctx, query="alpha cache", limit=10, strengthen=False)
+        assert comparable(early) == comparable(late)
+    finally:
+        gate.set()
+        svc.close()
+
+
 # ------------------------------------------------------------------- the marker protocol
 class _Watch:
     """Wraps an engine connection: records, for every transaction moving the change counter,

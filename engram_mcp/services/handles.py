@@ -226,6 +226,9 @@ class StoreRegistry:
         self._early = early  # config `index_early_answers`
         self._opening: dict[Path, threading.Thread] = {}  # store directory -> its background open
         self._start_lock = threading.Lock()
+        #: store directory -> early handles its background open still has to check, while that
+        #: open runs (a project store's project and session databases share one open)
+        self._early_pending: dict[Path, list[tuple[ScopeHandle, Path]]] = {}
         self._loaded_records: dict[tuple[Path, str, str], RecordSnapshot] = {}
         self._stores: dict[Path, SurrealStore] = {}
         self._handles: dict[tuple[Path, str, str], ScopeHandle] = {}
@@ -311,12 +314,8 @@ class StoreRegistry:
         if handle is not None and (handle.store.is_open or handle.engine_pending):
             return handle
         label = scope if scope != "session" else "project"
-        if (
-            Path(directory) not in self._stores
-            and Path(directory) not in self._opening
-            and self._persist()
-            and self._early()
-        ):
+        fresh_store = Path(directory) not in self._stores and Path(directory) not in self._opening
+        if (fresh_store or Path(directory) in self._early_pending) and self._persist() and self._early():
             early_handle = self._open_early(Path(directory), label, scope, ns, db, root, session_id)
             if early_handle is not None:
                 self._handles[key] = early_handle
@@ -415,17 +414,27 @@ class StoreRegistry:
             log.info("%s:%s index file not used before the store opens: %s", scope, db, exc)
             return None
         index.scope = fresh.scope
-        store = SurrealStore(directory, label=label, trusted=root)
-        handle = ScopeHandle(scope, store, ns, db, index, root, session_id)
-        handle.early = EarlyOpen(str(stamp), offsets, crcs, blob)
-        handle.records = _snapshot(index, arrays)
-        handle.index_status, handle.persisted_changes, handle.persisted_edits = "loaded", str(stamp), index.edits
-        self._stores[directory] = store
-        thread = threading.Thread(
-            target=self._finish_early, args=(handle, path), name=f"engram-open-{label}", daemon=True
-        )
-        self._opening[directory] = thread
-        handle.early.start = lambda: self._start(thread)
+        with self._start_lock:
+            pending = self._early_pending.get(directory)
+            if pending is None:
+                if directory in self._stores or directory in self._opening:
+                    return None  # the store opened meanwhile: the ordinary path
+                store = SurrealStore(directory, label=label, trusted=root)
+                pending = self._early_pending[directory] = []
+                thread = threading.Thread(
+                    target=self._finish_early, args=(directory, store), name=f"engram-open-{label}", daemon=True
+                )
+                self._stores[directory] = store
+                self._opening[directory] = thread
+            else:  # another database of a store already opening (a project's session): one open
+                store, thread = self._stores[directory], self._opening[directory]
+            handle = ScopeHandle(scope, store, ns, db, index, root, session_id)
+            handle.early = EarlyOpen(str(stamp), offsets, crcs, blob)
+            handle.records = _snapshot(index, arrays)
+            handle.index_status, handle.persisted_changes, handle.persisted_edits = "loaded", str(stamp), index.edits
+            handle.early.start = lambda: self._start(thread)
+            self._watch_marker(store, ns, db)  # before any write, a migration included
+            pending.append((handle, path))
         self.load_seconds[f"{scope}:{db}"] = time.perf_counter() - started
         log.info(
             "%s:%s index loaded in %.2f s (answering before the store opens)", scope, db, time.perf_counter() - started
@@ -449,58 +458,87 @@ class StoreRegistry:
         """Whether a background open waits to be started (`start_opens`)."""
         return any(thread.ident is None for thread in list(self._opening.values()))
 
-    def _finish_early(self, handle: ScopeHandle, path: Path) -> None:
-        """Open the store of an early handle, then check the engine's counter against the file's
-        stamp; on a mismatch, withdraw the early answers and rebuild the index from the engine."""
-        early = handle.early
-        assert early is not None
-        store = handle.store
+    def _finish_early(self, directory: Path, store: SurrealStore) -> None:
+        """Open the store of early handles, then check each database's counter against its file's
+        stamp (`_check_early`). Handles of the store that answer early meanwhile join the list
+        until it is found empty, under the lock that adds them."""
         try:
-            self._watch_marker(store, handle.ns, handle.db)  # before any write, a migration included
             try:
                 store.open()
             except StoreUnavailable as exc:
                 self._failures[store.directory] = (time.time(), exc.message)
                 raise
             self._failures.pop(store.directory, None)
-            if handle.ns == SESSION_NS:
-                store.define_database(handle.ns, handle.db)
-            store.ensure_schema(handle.ns, handle.db)
-            repo = store.repository(handle.ns, handle.db)
-            changes = repo.changes()
-            if changes != early.stamp:
-                early.withdrawn = True  # first: no answer from the file from here on
-                remove_marker(path)
-                log.error(
-                    "%s index file was marked clean at change %s but the store is at %s: rebuilding it",
-                    handle.label,
-                    early.stamp,
-                    changes,
-                )
-                old = handle.index
-                index = self._rebuild(handle.scope, repo)
-                index.pending_strengthen = old.pending_strengthen
-                handle.index = index
-                handle.index_status = "rebuilt (index file marked clean but stale)"
-                handle.persisted_changes, handle.persisted_edits = None, -1
-                handle.records = None
         except BaseException as exc:
-            # the file stays what the engine last committed (its marker says so): recall may go on
-            # answering from it; everything else gets this error, and the next request tries again
-            early.error = exc
-            if isinstance(exc, SchemaTooNew):
-                # refused for good, not busy: a newer engram owns this store, and what it means by
-                # its records is not ours to serve. No more answers from the file, now or at the
-                # next open (the marker is ours; the store itself stays untouched).
-                early.withdrawn = True
-                remove_marker(path)
-            log.warning("%s store did not open: %s", handle.label, exc)
+            with self._start_lock:
+                failed = self._early_pending.pop(directory, [])
+                self._opening.pop(directory, None)
+                self._stores.pop(directory, None)
             store.close()
-            self._stores.pop(store.directory, None)
-            self._handles.pop((store.directory, handle.ns, handle.db), None)
-        finally:
-            self._opening.pop(store.directory, None)
-            early.done.set()
+            log.warning("%s store did not open: %s", store.label, exc)
+            for handle, path in failed:
+                self._early_failed(handle, path, exc)
+            return
+        while True:
+            with self._start_lock:
+                pending = self._early_pending.get(directory)
+                if not pending:
+                    self._early_pending.pop(directory, None)
+                    self._opening.pop(directory, None)
+                    return
+                handle, path = pending.pop(0)
+            try:
+                self._check_early(handle, path)
+            except BaseException as exc:
+                log.warning("%s store did not open: %s", handle.label, exc)
+                self._early_failed(handle, path, exc)
+            finally:
+                assert handle.early is not None
+                handle.early.done.set()
+
+    def _check_early(self, handle: ScopeHandle, path: Path) -> None:
+        """The engine is open: compare the database's counter with the file's stamp; on a
+        mismatch, withdraw the early answers and rebuild the index from the engine."""
+        early = handle.early
+        assert early is not None
+        store = handle.store
+        if handle.ns == SESSION_NS:
+            store.define_database(handle.ns, handle.db)
+        store.ensure_schema(handle.ns, handle.db)
+        repo = store.repository(handle.ns, handle.db)
+        changes = repo.changes()
+        if changes != early.stamp:
+            early.withdrawn = True  # first: no answer from the file from here on
+            remove_marker(path)
+            log.error(
+                "%s index file was marked clean at change %s but the store is at %s: rebuilding it",
+                handle.label,
+                early.stamp,
+                changes,
+            )
+            old = handle.index
+            index = self._rebuild(handle.scope, repo)
+            index.pending_strengthen = old.pending_strengthen
+            handle.index = index
+            handle.index_status = "rebuilt (index file marked clean but stale)"
+            handle.persisted_changes, handle.persisted_edits = None, -1
+            handle.records = None
+
+    def _early_failed(self, handle: ScopeHandle, path: Path, exc: BaseException) -> None:
+        """The store (or this database of it) did not open. The file stays what the engine last
+        committed (its marker says so): recall may go on answering from it; everything else gets
+        this error, and the next request tries again."""
+        early = handle.early
+        assert early is not None
+        early.error = exc
+        if isinstance(exc, SchemaTooNew):
+            # refused for good, not busy: a newer engram owns this store, and what it means by
+            # its records is not ours to serve. No more answers from the file, now or at the
+            # next open (the marker is ours; the store itself stays untouched).
+            early.withdrawn = True
+            remove_marker(path)
+        self._handles.pop((handle.store.directory, handle.ns, handle.db), None)
+        early.done.set()
 
     def _watch_marker(self, store: SurrealStore, ns: str, db: str) -> None:
         """Have the store remove the database's `clean` marker before its next counter-moving commit."""
