@@ -498,3 +498,27 @@ def test_a_core_counts_as_idle_when_only_this_process_keeps_it_busy(monkeypatch:
     assert emb._idle_core()  # 1.6 - ~1.0 of our own: the other core is free
     monkeypatch.setattr(emb, "_own_load", {"wall": time.monotonic() - 1.0, "cpu": time.process_time(), "cores": 0.0})
     assert not emb._idle_core()  # 1.6 from other processes: no idle core
+
+
+@pytest.mark.slow
+def test_only_bulk_work_loads_the_second_session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A daemon that only recalls keeps one session: queries and small stores never load the
+    2-thread one (its load and memory sat on a cold daemon's first recall); a bulk call does,
+    and queries use it from then on while a core is idle."""
+    opened: list[object] = []
+    real_open = emb._open_onnx_text_model
+
+    def counting_open(**kwargs: object) -> object:
+        opened.append(kwargs["threads"])
+        return real_open(**kwargs)
+
+    monkeypatch.setattr(emb, "_open_onnx_text_model", counting_open)
+    monkeypatch.setattr(emb, "_idle_core", lambda: True)
+    e = FastEmbedEmbedder(cache_dir=str(tmp_path))
+    first = e.embed_query("where does the deploy script live")
+    e.embed_documents(["one new memory", "and another"])
+    assert opened == [1] and e._bulk_model is None
+    e.embed_documents([f"memory number {i} of an import" for i in range(emb.BULK_SESSION_MIN_TEXTS)])
+    assert opened == [1, 2]
+    assert e._session() is e._bulk_model
+    np.testing.assert_array_equal(e.embed_query("where does the deploy script live"), first)

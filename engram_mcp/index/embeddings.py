@@ -81,6 +81,11 @@ DEFAULT_THREADS = 1
 #: which costs ~60 MB of RSS once loaded (it runs without onnxruntime's memory arena, so batch
 #: buffers are not kept).
 DEFAULT_BULK_THREADS = 2
+#: A call embedding at least this many texts loads the second session (when a core is idle);
+#: smaller calls and queries use it only once something bulk loaded it. Loading it costs
+#: 0.2-0.4 s and ~100-160 MB of RSS (the optimised graph holds the weights as floats): a cold
+#: daemon's first recall paid both for a 2 ms gain, and a daemon that only recalls never needs it.
+BULK_SESSION_MIN_TEXTS = 16
 
 _VENDORED_DIR = Path(__file__).resolve().parent / "model_files" / "all-MiniLM-L6-v2"
 _TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "config.json")
@@ -566,9 +571,12 @@ class FastEmbedEmbedder:
                         return self._model
         return self._bulk_model
 
-    def _session(self) -> Any:
-        """Which session embeds now (see :data:`DEFAULT_BULK_THREADS`)."""
+    def _session(self, *, texts: int = 1) -> Any:
+        """Which session embeds `texts` texts now (see :data:`DEFAULT_BULK_THREADS` and
+        :data:`BULK_SESSION_MIN_TEXTS`)."""
         if self.bulk_threads is None or not _idle_core():
+            return self._model
+        if self._bulk_model is None and texts < BULK_SESSION_MIN_TEXTS:
             return self._model
         return self._load_bulk()
 
@@ -649,8 +657,8 @@ class FastEmbedEmbedder:
 
     def embed_query(self, text: str) -> np.ndarray:
         """One query. On the 2-thread session while a core is idle (the usual case: Claude Code
-        waits for the answer), else on the 1-thread one: 5.0 vs 7.2 ms p50 idle here, while
-        2 threads on a busy machine are 2x slower (module docstring)."""
+        waits for the answer) and bulk work has loaded it, else on the 1-thread one: 5.0 vs
+        7.2 ms p50 idle here, while 2 threads on a busy machine are 2x slower (module docstring)."""
         self.load()
         vec = next(iter(self._session().embed([text], batch_size=1)))
         return _normalise(vec)
@@ -666,7 +674,7 @@ class FastEmbedEmbedder:
             return np.zeros((0, self.dim), dtype=np.float32)
         self.load()
         order = sorted(range(len(texts)), key=lambda i: len(texts[i])) if sort_by_length else list(range(len(texts)))
-        model = self._session()
+        model = self._session(texts=len(texts))
         rows = np.stack(list(model.embed([texts[i] for i in order], batch_size=self.batch_size)))
         out = np.empty_like(rows, dtype=np.float32)
         out[order] = rows
