@@ -37,7 +37,7 @@ import numpy as np
 
 from engram_mcp.core.errors import SchemaTooNew, StoreUnavailable
 from engram_mcp.core.ids import session_db_name
-from engram_mcp.core.paths import project_dir, project_id
+from engram_mcp.core.paths import fsync_dir, project_dir, project_id
 from engram_mcp.index.persist import IndexFileError, read_index_file, write_index_file
 from engram_mcp.index.scope_index import ScopeIndex
 from engram_mcp.storage.repository import ScopeRepository
@@ -805,7 +805,7 @@ def write_marker(index_path: Path, changes: str) -> None:
     finally:
         os.close(fd)
     os.replace(tmp, target)
-    _fsync_dir(target.parent)
+    fsync_dir(target.parent)
 
 
 def remove_marker(index_path: Path) -> None:
@@ -815,7 +815,7 @@ def remove_marker(index_path: Path) -> None:
         os.unlink(target)
     except FileNotFoundError:
         return
-    _fsync_dir(target.parent)
+    fsync_dir(target.parent)
 
 
 def read_marker(index_path: Path) -> dict[str, Any] | None:
@@ -836,14 +836,6 @@ def read_marker(index_path: Path) -> dict[str, Any] | None:
     except ValueError:
         return None
     return marker if isinstance(marker, dict) else None
-
-
-def _fsync_dir(path: Path) -> None:
-    dfd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(dfd)
-    finally:
-        os.close(dfd)
 
 
 def _private_dir(path: Path) -> None:
