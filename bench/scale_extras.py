@@ -534,7 +534,11 @@ def measure_cold(world: World, design: str, case: str, reps: int, rnd: random.Ra
             raise RuntimeError("no persisted index to load: the store was closed without writing it")
         log = world.user_dir / "logs" / "engramd.log"
         log_start = log.stat().st_size if log.exists() else 0
-        recalls.append(asyncio.run(_mcp_first_recall(world, sentence(rnd), env=env, allow_partial=case == INDEX_MISSING)))
+        # Claude Code starts each conversation with a new session id: a session database the store
+        # has never held, as the first recall of a real session finds it.
+        fresh_session = {**env, "CLAUDE_CODE_SESSION_ID": f"{SESSION_ID}-{design}-{case}-{i}-{rnd.randrange(10**9)}"}
+        recalls.append(asyncio.run(_mcp_first_recall(world, sentence(rnd), env=fresh_session,
+                                                     allow_partial=case == INDEX_MISSING)))
         text = log.read_text(errors="replace")[log_start:] if log.exists() else ""
         recalls[-1]["answered_early"] = "(answering before the store opens)" in text
         recalls[-1]["daemon_log"] = [ln[:200] for ln in text.splitlines() if " in " in ln and " s" in ln][:12]

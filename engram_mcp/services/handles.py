@@ -54,6 +54,9 @@ INDEX_SUFFIX = ".eidx"
 #: Beside an index file: written (fsynced) after the checkpoint that wrote the file, removed before
 #: the first engine commit that moves the database's change counter after it.
 CLEAN_SUFFIX = ".clean"
+#: `<ns>.databases.clean` beside the index files: the databases a namespace held when listed,
+#: removed before the first commit in any other database of it (a new session's, mostly).
+DATABASES_SUFFIX = ".databases"
 #: Records read per statement when a checkpoint copies what recall returns into the file.
 RECORD_PAGE = 2000
 #: Records an idle checkpoint reads from the store at most (~0.3 ms each, under the service
@@ -90,6 +93,8 @@ class EarlyOpen:
         #: Set (before anything else changes) when the engine did not match the file.
         self.withdrawn = False
         self.error: BaseException | None = None
+        #: Answering for a database the store's list said did not exist (`_open_absent`): empty.
+        self.absent = False
 
     def rows(self, index: ScopeIndex, keys: Iterable[str]) -> list[dict[str, Any]]:
         """The records of `keys` as the checkpoint read them (what `get_many_for_recall` returns)."""
@@ -249,6 +254,7 @@ class StoreRegistry:
         if store is not None and store.is_open:
             return store
         store = SurrealStore(directory, label=label, trusted=root)
+        self._adopt_database_list(store)
         try:
             store.open()
         except StoreUnavailable as exc:
@@ -317,6 +323,8 @@ class StoreRegistry:
         fresh_store = Path(directory) not in self._stores and Path(directory) not in self._opening
         if (fresh_store or Path(directory) in self._early_pending) and self._persist() and self._early():
             early_handle = self._open_early(Path(directory), label, scope, ns, db, root, session_id)
+            if early_handle is None and ns == SESSION_NS:
+                early_handle = self._open_absent(Path(directory), label, scope, ns, db, root, session_id)
             if early_handle is not None:
                 self._handles[key] = early_handle
                 return early_handle
@@ -414,12 +422,72 @@ class StoreRegistry:
             log.info("%s:%s index file not used before the store opens: %s", scope, db, exc)
             return None
         index.scope = fresh.scope
+
+        def fill(handle: ScopeHandle) -> None:
+            handle.records = _snapshot(index, arrays)
+            handle.index_status, handle.persisted_changes, handle.persisted_edits = "loaded", str(stamp), index.edits
+
+        handle = self._join_early_open(
+            directory, label, scope, ns, db, root, session_id, index, EarlyOpen(str(stamp), offsets, crcs, blob), fill
+        )
+        if handle is not None:
+            self.load_seconds[f"{scope}:{db}"] = time.perf_counter() - started
+            log.info(
+                "%s:%s index loaded in %.2f s (answering before the store opens)",
+                scope,
+                db,
+                time.perf_counter() - started,
+            )
+        return handle
+
+    def _open_absent(
+        self, directory: Path, label: str, scope: str, ns: str, db: str, root: Path | None, session_id: str | None
+    ) -> ScopeHandle | None:
+        """An empty handle for a database the store's `clean` list of its namespace does not name
+        (a session Claude Code just started): the list is removed before the first commit in
+        any database it does not name (`watch_new_databases`), so while it stands such a
+        database holds no memories, and recall need not wait for the engine to say so. None:
+        no list, or it names the database."""
+        listed = read_marker(self._databases_path(directory, ns))
+        names = listed.get("databases") if listed is not None else None
+        if not isinstance(names, list) or db in names:
+            return None
+        early = EarlyOpen("", np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.uint32), np.zeros(0, dtype=np.uint8))
+        early.absent = True
+
+        def fill(handle: ScopeHandle) -> None:
+            handle.index_status = "new (absent from the store's list of databases)"
+
+        handle = self._join_early_open(
+            directory, label, scope, ns, db, root, session_id, self._make_index(scope), early, fill
+        )
+        if handle is not None:
+            log.info("%s:%s is new, its index empty (answering before the store opens)", scope, db)
+        return handle
+
+    def _join_early_open(
+        self,
+        directory: Path,
+        label: str,
+        scope: str,
+        ns: str,
+        db: str,
+        root: Path | None,
+        session_id: str | None,
+        index: ScopeIndex,
+        early: EarlyOpen,
+        fill: Callable[["ScopeHandle"], None],
+    ) -> ScopeHandle | None:
+        """A handle answering from `index` while the store opens in the background: one open per
+        store, started now or joined (a project's session). None: the store opened meanwhile."""
+        path = self.index_path(directory, ns, db)
         with self._start_lock:
             pending = self._early_pending.get(directory)
             if pending is None:
                 if directory in self._stores or directory in self._opening:
                     return None  # the store opened meanwhile: the ordinary path
                 store = SurrealStore(directory, label=label, trusted=root)
+                self._adopt_database_list(store)
                 pending = self._early_pending[directory] = []
                 thread = threading.Thread(
                     target=self._finish_early, args=(directory, store), name=f"engram-open-{label}", daemon=True
@@ -429,16 +497,11 @@ class StoreRegistry:
             else:  # another database of a store already opening (a project's session): one open
                 store, thread = self._stores[directory], self._opening[directory]
             handle = ScopeHandle(scope, store, ns, db, index, root, session_id)
-            handle.early = EarlyOpen(str(stamp), offsets, crcs, blob)
-            handle.records = _snapshot(index, arrays)
-            handle.index_status, handle.persisted_changes, handle.persisted_edits = "loaded", str(stamp), index.edits
-            handle.early.start = lambda: self._start(thread)
+            handle.early = early
+            fill(handle)
+            early.start = lambda: self._start(thread)
             self._watch_marker(store, ns, db)  # before any write, a migration included
             pending.append((handle, path))
-        self.load_seconds[f"{scope}:{db}"] = time.perf_counter() - started
-        log.info(
-            "%s:%s index loaded in %.2f s (answering before the store opens)", scope, db, time.perf_counter() - started
-        )
         return handle
 
     def _start(self, thread: threading.Thread) -> None:
@@ -506,6 +569,9 @@ class StoreRegistry:
             store.define_database(handle.ns, handle.db)
         store.ensure_schema(handle.ns, handle.db)
         repo = store.repository(handle.ns, handle.db)
+        if early.absent:
+            self._check_absent(handle, repo)
+            return
         changes = repo.changes()
         if changes != early.stamp:
             early.withdrawn = True  # first: no answer from the file from here on
@@ -523,6 +589,20 @@ class StoreRegistry:
             handle.index_status = "rebuilt (index file marked clean but stale)"
             handle.persisted_changes, handle.persisted_edits = None, -1
             handle.records = None
+
+    def _check_absent(self, handle: ScopeHandle, repo: ScopeRepository) -> None:
+        """The engine is open: a database answered for as absent must hold no memories; if it
+        holds some (the list was wrong), withdraw the empty answers and load them."""
+        index = self._rebuild(handle.scope, repo)
+        if len(index) == 0:
+            return
+        assert handle.early is not None
+        handle.early.withdrawn = True
+        remove_marker(self._databases_path(handle.store.directory, handle.ns))
+        log.error("%s was listed as absent from its store but holds memories: loading them", handle.label)
+        index.pending_strengthen = handle.index.pending_strengthen
+        handle.index = index
+        handle.index_status = "rebuilt (listed as absent but present)"
 
     def _early_failed(self, handle: ScopeHandle, path: Path, exc: BaseException) -> None:
         """The store (or this database of it) did not open. The file stays what the engine last
@@ -656,7 +736,43 @@ class StoreRegistry:
                 written += self.checkpoint(handle, record_read_max)
             except Exception as exc:
                 log.warning("could not write the index of %s: %s", handle.label, exc)
+        if self._persist() and self._early():
+            for store in list(self._stores.values()):
+                if store.label == "project" and store.is_open and not store.watching_new_databases(SESSION_NS):
+                    try:
+                        self._list_databases(store, SESSION_NS)
+                    except Exception as exc:
+                        log.warning("could not list the session databases of %s: %s", store.directory, exc)
         return written
+
+    @staticmethod
+    def _databases_path(directory: Path, ns: str) -> Path:
+        """Beside the index files: the base name of the `clean` list of namespace `ns`'s databases."""
+        return Path(directory) / INDEX_DIRNAME / f"{ns}{DATABASES_SUFFIX}"
+
+    def _adopt_database_list(self, store: SurrealStore) -> None:
+        """Before a store can write: a `clean` list of its session databases left by an earlier
+        process is removed before the first commit in a database it does not name, as if this
+        process had written it."""
+        path = self._databases_path(store.directory, SESSION_NS)
+        listed = read_marker(path)
+        names = listed.get("databases") if listed is not None else None
+        if isinstance(names, list) and all(isinstance(n, str) for n in names):
+            store.watch_listed_databases(SESSION_NS, frozenset(names), lambda: remove_marker(path))
+        elif listed is not None:
+            remove_marker(path)  # not a list this code wrote: drop it
+
+    def _list_databases(self, store: SurrealStore, ns: str) -> None:
+        """Write the `clean` list of `ns`'s databases (`_open_absent` reads it), removed before the
+        first commit in a database it does not name."""
+        path = self._databases_path(store.directory, ns)
+        _private_dir(path.parent)
+        remove_marker(path)
+
+        def mark(names: frozenset[str]) -> None:
+            _write_durably(marker_path(path), {"databases": sorted(names)})
+
+        store.watch_new_databases(ns, mark, lambda: remove_marker(path))
 
     def drop_session(self, root: Path, session_id: str) -> None:
         """Remove a session database (after its promotion) and forget its handle."""
@@ -795,8 +911,12 @@ def _file_identity(path: Path) -> list[int] | None:
 
 def write_marker(index_path: Path, changes: str) -> None:
     """Say that the index file is exactly the engine at `changes` (fsynced, then the directory)."""
-    target = marker_path(index_path)
-    body = json.dumps({"changes": changes, "file": _file_identity(index_path)}).encode()
+    _write_durably(marker_path(index_path), {"changes": changes, "file": _file_identity(index_path)})
+
+
+def _write_durably(target: Path, content: dict[str, Any]) -> None:
+    """Write a small JSON file whole or not at all, and fsync it and its directory."""
+    body = json.dumps(content).encode()
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
     try:

@@ -209,6 +209,9 @@ class SurrealStore:
         # (ns, db) -> what to run before the next write that moves its change counter: removes the
         # `clean` marker of its persisted index (services/handles.py), BEFORE the engine commits.
         self._before_counter_moves: dict[tuple[str, str], Callable[[], None]] = {}
+        # ns -> (the databases it held when watched, what to run before the first counter move in
+        # any other database of it): removes the list that lets a new session answer early.
+        self._before_new_database_moves: dict[str, tuple[frozenset[str], Callable[[], None]]] = {}
         # (ns, db) -> keys of the memory records written since `take_changed_records` last ran
         # (None: a statement wrote records it does not name, e.g. a migration: assume all)
         self._changed_records: dict[tuple[str, str], set[str] | None] = {}
@@ -384,6 +387,28 @@ class SurrealStore:
         with self._mutex:
             self._before_counter_moves[(ns, db)] = callback
 
+    def watch_new_databases(self, ns: str, mark: Callable[[frozenset[str]], None], unmark: Callable[[], None]) -> None:
+        """List the databases of `ns` and call `mark` with them, then run `unmark` once before the
+        next counter-moving statement in any database NOT in that list, with the rules of
+        `before_counter_moves`. All under the store mutex, so no such statement can land between
+        the listing and the watch: while `mark`'s record stands, a database it does not name
+        holds no memories."""
+        with self._mutex:
+            names = frozenset(self.databases(ns))
+            mark(names)
+            self._before_new_database_moves[ns] = (names, unmark)
+
+    def watch_listed_databases(self, ns: str, names: frozenset[str], unmark: Callable[[], None]) -> None:
+        """`watch_new_databases` for a list made earlier (by another process): run `unmark` before
+        the first counter-moving statement in a database of `ns` it does not name."""
+        with self._mutex:
+            self._before_new_database_moves[ns] = (names, unmark)
+
+    def watching_new_databases(self, ns: str) -> bool:
+        """Whether a `watch_new_databases` of `ns` still stands (nothing outside its list moved)."""
+        with self._mutex:
+            return ns in self._before_new_database_moves
+
     def take_changed_records(self, ns: str, db: str) -> set[str] | None:
         """The keys of the memory records of (ns, db) written since the last call (or since the
         store opened), and forget them; None when some write may have changed records it does
@@ -415,6 +440,10 @@ class SurrealStore:
             except BaseException:
                 self._before_counter_moves[(ns, db)] = callback
                 raise
+        watch = self._before_new_database_moves.get(ns)
+        if watch is not None and db not in watch[0]:
+            watch[1]()  # raises: the watch stays and the write is not sent
+            del self._before_new_database_moves[ns]
 
     def _use(self, ns: str, db: str) -> None:
         if self._conn is None:
