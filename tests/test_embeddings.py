@@ -6,6 +6,8 @@ model is loaded once per module into a private cache directory.
 
 from __future__ import annotations
 
+import json
+
 import os
 import socket
 import subprocess
@@ -70,7 +72,9 @@ def test_the_builtin_model_assembles_and_loads_with_the_network_unplugged(tmp_pa
     e.load()
     assert e.loaded
     assert no_network == []  # not even attempted
-    assert {p.name for p in (tmp_path / ASSEMBLY).iterdir()} == FILES
+    names = {p.name for p in (tmp_path / ASSEMBLY).iterdir()}
+    optimized = {n for n in names if n.startswith("model.ort-")}  # the saved optimised graph and its note
+    assert names - optimized == FILES and len(optimized) == 2
     v = e.embed_query("offline works")
     assert v.shape == (DEFAULT_DIM,)
 
@@ -260,6 +264,48 @@ def test_the_direct_path_gives_the_vectors_fastembed_gives_bit_for_bit(
     session = direct._bulk_model if idle else direct._model
     assert isinstance(session, emb.OnnxTextModel)
     assert type(via_fastembed._model).__name__ == "TextEmbedding"
+
+
+@pytest.mark.slow
+def test_the_saved_optimised_graph_loads_without_the_optimisation_pass_and_gives_the_same_vectors(
+    tmp_path: Path,
+) -> None:
+    first, via_fastembed = _both_paths(tmp_path, bulk_threads=None)
+    want_q = np.stack([via_fastembed.embed_query(t) for t in VARIED_TEXTS])
+    want_d = via_fastembed.embed_documents(VARIED_TEXTS)
+    np.testing.assert_array_equal(np.stack([first.embed_query(t) for t in VARIED_TEXTS]), want_q)
+    assert first._model.graph == "optimized now"
+    model_dir = tmp_path / ASSEMBLY
+    saved = sorted(p.name for p in model_dir.glob("model.ort-*"))
+    assert [n.rsplit(".", 1)[1] for n in saved] == ["json", "onnx"] and not list(model_dir.glob(".*.tmp"))
+    again = FastEmbedEmbedder(cache_dir=str(tmp_path), bulk_threads=None)
+    np.testing.assert_array_equal(np.stack([again.embed_query(t) for t in VARIED_TEXTS]), want_q)
+    np.testing.assert_array_equal(again.embed_documents(VARIED_TEXTS), want_d)
+    assert again._model.graph == "optimized copy"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("damage", ["truncated", "garbage", "other-source"])
+def test_a_damaged_or_stale_optimised_graph_is_not_used(tmp_path: Path, damage: str) -> None:
+    FastEmbedEmbedder(cache_dir=str(tmp_path), bulk_threads=None).embed_query("build the copy")
+    model_dir = tmp_path / ASSEMBLY
+    graph = next(model_dir.glob("model.ort-*.onnx"))
+    note = graph.with_suffix(".json")
+    if damage == "truncated":
+        graph.write_bytes(graph.read_bytes()[: graph.stat().st_size // 2])
+    elif damage == "garbage":
+        graph.write_bytes(b"\x00not a model" * (graph.stat().st_size // 13) + b"\x00" * (graph.stat().st_size % 13))
+    else:
+        note.write_text(json.dumps({**json.loads(note.read_text()), "source": [1, 2]}))
+    e = FastEmbedEmbedder(cache_dir=str(tmp_path), bulk_threads=None)
+    v = e.embed_query("a question")
+    ref = FastEmbedEmbedder(cache_dir=str(tmp_path / "ref"), direct=False, bulk_threads=None)
+    np.testing.assert_array_equal(v, ref.embed_query("a question"))
+    # the bad copy served nothing: the source was loaded, saving a good copy again
+    assert e._model.graph == "optimized now"
+    after = FastEmbedEmbedder(cache_dir=str(tmp_path), bulk_threads=None)
+    np.testing.assert_array_equal(after.embed_query("a question"), v)
+    assert after._model.graph == "optimized copy"
 
 
 @pytest.mark.slow
