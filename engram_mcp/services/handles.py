@@ -57,6 +57,8 @@ CLEAN_SUFFIX = ".clean"
 #: `<ns>.databases.clean` beside the index files: the databases a namespace held when listed,
 #: removed before the first commit in any other database of it (a new session's, mostly).
 DATABASES_SUFFIX = ".databases"
+#: How long a project root's database name (from its resolved path) is reused, in seconds.
+PROJECT_NAME_TTL_S = 2.0
 #: Records read per statement when a checkpoint copies what recall returns into the file.
 RECORD_PAGE = 2000
 #: Records an idle checkpoint reads from the store at most (~0.3 ms each, under the service
@@ -239,6 +241,7 @@ class StoreRegistry:
         self._handles: dict[tuple[Path, str, str], ScopeHandle] = {}
         self._failures: dict[Path, tuple[float, str]] = {}
         self.load_seconds: dict[str, float] = {}
+        self._project_dbs: dict[Path, tuple[str, float]] = {}  # project root -> (database name, when)
 
     # -- stores --------------------------------------------------------------------
     def store_for(self, directory: Path, label: str, root: Path | None = None) -> SurrealStore:
@@ -304,10 +307,23 @@ class StoreRegistry:
         return self._handle(self.user_dir, "user", USER_NS, USER_DB, None, None)
 
     def project(self, root: Path) -> ScopeHandle:
-        return self._handle(project_dir(root), "project", PROJECT_NS, project_id(root), root, None)
+        return self._handle(project_dir(root), "project", PROJECT_NS, self._project_db(root), root, None)
 
     def session(self, root: Path, session_id: str) -> ScopeHandle:
         return self._handle(project_dir(root), "session", SESSION_NS, session_db_name(session_id), root, session_id)
+
+    def _project_db(self, root: Path) -> str:
+        """The project's database name, reused for PROJECT_NAME_TTL_S: it comes from the root's
+        resolved path, and `realpath` walks every level of it (about 0.1 ms, several times a recall)."""
+        now = time.monotonic()
+        hit = self._project_dbs.get(root)
+        if hit is not None and now - hit[1] < PROJECT_NAME_TTL_S:
+            return hit[0]
+        if len(self._project_dbs) > 1000:  # roots seen over a long life: start over
+            self._project_dbs.clear()
+        name = project_id(root)
+        self._project_dbs[root] = (name, now)
+        return name
 
     def cached_session(self, root: Path, session_id: str) -> ScopeHandle | None:
         return self._handles.get((project_dir(root), SESSION_NS, session_db_name(session_id)))
