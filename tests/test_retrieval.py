@@ -329,3 +329,46 @@ def test_a_rule_restated_in_other_words_is_stored_once(real_service, ctx):
     second = real_service.store(ctx, content="This repo uses pnpm, not npm: install with pnpm install", type="semantic",
                                 scope="project")
     assert second["action"] == "merged" and second["memory_id"] == first["memory_id"]
+
+
+def test_a_write_landing_while_the_query_embeds_is_seen_by_the_keyword_half(home, project, monkeypatch):
+    """The keyword half runs on a worker while the query embeds (services/recall.py); a write that
+    lands in between makes the recall search again instead of ranking on the older search."""
+    import threading
+
+    import engram_mcp.services.recall as recall_mod
+    from tests.fakes import FakeEmbedder
+
+    svc = MemoryService(home=home, embedder=FakeEmbedder())
+    ctx = RequestContext(project, "sess-1")
+    try:
+        _store(svc, ctx, "the staging cluster runs on spot instances")
+        searched = threading.Event()
+        real_first = recall_mod.keyword_first
+        calls: list[int] = []
+
+        def counted(*args, **kwargs):
+            calls.append(1)
+            out = real_first(*args, **kwargs)
+            searched.set()
+            return out
+
+        real_embed = svc.access.embed_query
+
+        wrote: list[int] = []
+
+        def embed_after_a_write(text):
+            if not wrote:  # the recall's query (the store below embeds through here too)
+                wrote.append(1)
+                assert searched.wait(10)  # the keyword half has searched
+                _store(svc, ctx, "zanzibar quokka fleet migrated on friday")
+            return real_embed(text)
+
+        monkeypatch.setattr(recall_mod, "keyword_first", counted)
+        monkeypatch.setattr(svc.access, "embed_query", embed_after_a_write)
+        got = svc.recall(ctx, query="zanzibar quokka", limit=3)
+        assert len(calls) == 2  # searched again on the index the write changed
+        assert got["memories"][0]["content"] == "zanzibar quokka fleet migrated on friday"
+        assert got["strategy_used"] == "hybrid"
+    finally:
+        svc.close()

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -105,14 +105,47 @@ class RetrievalSettings:
 _NO_SLOTS = np.empty(0, dtype=np.int64)
 
 
+@dataclass
+class KeywordFirst:
+    """What a recall computes before its query vector exists (`keyword_first`): the shared BM25
+    statistics and, per view, its filter mask and BM25 search. The recall does this while the
+    query embeds on the other core; `rank` then starts from it."""
+
+    stats: SharedStats | None
+    masks: list[np.ndarray]
+    searches: list[tuple[np.ndarray, Any]]  # (BM25 top slots best first, the dense scores)
+
+
+def keyword_first(views: Sequence[ScopeView], text: str, filters: Filters, pool: int) -> KeywordFirst:
+    """The keyword half of a hybrid recall, which does not need the query vector."""
+    stats = shared_stats(views, text)
+    masks = [view.index.mask(filters) for view in views]
+    searches: list[tuple[np.ndarray, Any]] = []
+    for view, mask in zip(views, masks, strict=True):
+        if text.strip() and mask.any():
+            slots, _, dense = view.index.bm25.search_scored(text, pool, mask, stats)
+            searches.append((slots, dense))
+        else:
+            searches.append((_NO_SLOTS, None))
+    return KeywordFirst(stats, masks, searches)
+
+
 def _candidates(
-    view: ScopeView, qvec, text: str, mask: np.ndarray, strategy: str, pool: int, stats: SharedStats | None = None
+    view: ScopeView,
+    qvec,
+    text: str,
+    mask: np.ndarray,
+    strategy: str,
+    pool: int,
+    stats: SharedStats | None = None,
+    keyword: tuple[np.ndarray, Any] | None = None,
 ):
     """Union of vector and BM25 top-k for one scope, with both signals for every slot.
 
     Returns (slots sorted, keyword scores, cosines, BM25 top slots best first, vector top slots
     best first). Each index scores the query once: the other list's candidates are looked up in
-    the scores the search already computed. `stats`: the recall's shared BM25 statistics.
+    the scores the search already computed. `stats`: the recall's shared BM25 statistics;
+    `keyword`: the BM25 search already made (`keyword_first`).
     """
     idx = view.index
     has_text = bool(text.strip())
@@ -121,7 +154,10 @@ def _candidates(
     if strategy in ("vector", "hybrid", "graph") and qvec is not None:
         vec_slots, _, scanned = idx.vectors.search_scored(qvec, pool, mask)
     if strategy in ("keyword", "hybrid") and has_text:
-        kw_slots, _, kw_dense = idx.bm25.search_scored(text, pool, mask, stats)
+        if keyword is not None:
+            kw_slots, kw_dense = keyword
+        else:
+            kw_slots, _, kw_dense = idx.bm25.search_scored(text, pool, mask, stats)
     slots = np.union1d(vec_slots, kw_slots).astype(np.int64, copy=False)
 
     def signals(which: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -178,16 +214,19 @@ def rank(
     *,
     now: float | None = None,
     restrict: dict[str, set[str]] | None = None,
+    first: KeywordFirst | None = None,
 ) -> tuple[list[Hit], int]:
     """Rank memories across scopes; returns (hits best first, total candidates matched).
 
-    `restrict` limits a scope to given keys (the graph strategy's reachable memories).
+    `restrict` limits a scope to given keys (the graph strategy's reachable memories). `first`:
+    the keyword half already computed on these views with these filters (`keyword_first`).
     """
     now = time.time() if now is None else now
-    stats = shared_stats(views, text)
+    stats = first.stats if first is not None else shared_stats(views, text)
     parts = []
-    for view in views:
-        mask = view.index.mask(filters)
+    for vi, view in enumerate(views):
+        mask = first.masks[vi] if first is not None else view.index.mask(filters)
+        keyword = first.searches[vi] if first is not None and restrict is None else None
         if restrict is not None:
             allowed = np.zeros_like(mask)
             for key in restrict.get(view.scope, ()):
@@ -199,7 +238,7 @@ def rank(
             continue
         eff = "hybrid" if strategy == "graph" else strategy
         slots, kw, vec, kw_top, vec_top, signals = _candidates(
-            view, qvec, text, mask, eff, settings.candidate_pool, stats
+            view, qvec, text, mask, eff, settings.candidate_pool, stats, keyword
         )
         if restrict is not None and slots.size == 0:
             slots = np.flatnonzero(mask)[: settings.candidate_pool]

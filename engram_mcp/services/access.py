@@ -23,9 +23,10 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 import numpy as np
 
@@ -80,6 +81,11 @@ class ServiceState:
     stores: int = 0
 
 
+#: Threads running a recall's Python half beside its query embedding (`ScopeAccess.beside`).
+RECALL_WORKERS = 2
+T = TypeVar("T")
+
+
 class ScopeAccess:
     """The stores, embedder, config and write discipline the operations share (one per service)."""
 
@@ -96,6 +102,8 @@ class ScopeAccess:
         self.registry = StoreRegistry(self.user_dir, self._new_index, self._index_persist, self._index_early)
         self.write_behind = StrengthenWriteBehind(self.lock, self.registry)
         self._session_seen: dict[tuple[Path, str], float] = {}
+        self._workers: ThreadPoolExecutor | None = None
+        self._worker_lock = threading.Lock()
 
     # ------------------------------------------------------------------ config
     def config(self, project_root: Path | None = None) -> Config:
@@ -196,6 +204,23 @@ class ScopeAccess:
             log.exception("embedding failed")
             return None, f"embedding failed: {exc}"
 
+    def holds_lock(self) -> bool:
+        """Whether this thread holds the write lock: work it hands to another thread must then not
+        take the lock (an operation calling recall under it would wait for itself)."""
+        return bool(self.lock._is_owned())  # type: ignore[attr-defined]
+
+    def beside(self, work: Callable[[], T]) -> Future[T]:
+        """Run `work` on a worker thread. A recall embeds its query on its own thread, inside
+        onnxruntime, which leaves the interpreter lock meanwhile; its Python half (opening the
+        stores, the keyword search) runs here on the other core at that time. This way round, not
+        the embedding on the worker: a worker waiting for the interpreter lock while the request
+        thread runs Python would wait up to the switch interval (5 ms) to start. Two workers: two
+        clients' recalls still run side by side."""
+        with self._worker_lock:
+            if self._workers is None:
+                self._workers = ThreadPoolExecutor(max_workers=RECALL_WORKERS, thread_name_prefix="engram-recall")
+            return self._workers.submit(work)
+
     def embed_documents(self, texts: list[str]) -> tuple[np.ndarray | None, str | None]:
         """Embed a batch (import, reindex), or explain why not."""
         if not texts:
@@ -213,6 +238,10 @@ class ScopeAccess:
             self.write_behind.close()  # pending recall strengthening is written before the stores close
             self.registry.checkpoint_all()  # the next open maps the index instead of rebuilding it
             self.registry.close_all()
+        with self._worker_lock:
+            if self._workers is not None:
+                self._workers.shutdown(wait=True)
+                self._workers = None
 
     # ------------------------------------------------------------------ handles
     def handle(

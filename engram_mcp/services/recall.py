@@ -12,11 +12,13 @@ import time
 from datetime import datetime, timezone
 from typing import Any
 
+import numpy as np
+
 from engram_mcp.core.config import SCOPE_WEIGHT_PROFILES, scale_scope_weights
 from engram_mcp.core.errors import InvalidInput, StoreUnavailable
 from engram_mcp.core.ids import format_memory_id
 from engram_mcp.core.vocabulary import MEMORY_TYPES, RECALLABLE_STATUSES, SCOPES, STATUSES
-from engram_mcp.index.retrieval import STRATEGIES, Hit, RetrievalSettings, ScopeView, rank
+from engram_mcp.index.retrieval import STRATEGIES, Hit, KeywordFirst, RetrievalSettings, ScopeView, keyword_first, rank
 from engram_mcp.index.scope_index import STATUS_CODE, Filters
 from engram_mcp.index.scoring import REACTIVATE_AT_STRENGTH, decay_factor, to_epoch
 from engram_mcp.services import graph
@@ -84,21 +86,42 @@ def recall(
     cfg = access.config(ctx.project_root)
     if profile:
         check_enum(profile, tuple(SCOPE_WEIGHT_PROFILES), "profile")
-    qvec, warning = (None, None)
-    if strategy != "keyword":
-        # Open the stores before embedding: on a cold start the model is still loading in a
-        # thread of its own, and a store answering from its index file starts its engine open
-        # in the background here, so the three overlap instead of running one after the other.
-        access.open_scopes(ctx, scopes, early_ok=True)
-        qvec, warning = access.embed_query(query)
-    warnings = []
-    if warning:
-        warnings.append({"code": "partial_results", "message": f"{warning}; fell back to keyword search"})
-    effective = strategy if (qvec is not None or strategy == "keyword") else "keyword"
     settings = RetrievalSettings.from_config(cfg)
+    qvec: np.ndarray | None = None
+    warnings: list[dict[str, Any]] = []
+    effective = strategy
+    views: list[ScopeView] | None = None
+    scope_warnings: list[dict[str, Any]] = []
+    first: KeywordFirst | None = None
+    made_on: list[tuple[int, int]] = []
+    if strategy != "keyword":
+        # The query embeds here while a worker opens the stores (on a cold start the model loads
+        # meanwhile) and, for a hybrid recall, runs the keyword half (`keyword_first`).
+        def prepare() -> tuple[list[ScopeView], list[dict[str, Any]], list[tuple[int, int]], KeywordFirst | None]:
+            with access.lock:
+                got, got_warnings = access.views(ctx, scopes, cfg)
+                half = keyword_first(got, query, filters, settings.candidate_pool) if strategy == "hybrid" else None
+                return got, got_warnings, _edits(got), half
+
+        if access.holds_lock():  # called under the lock (context, consolidation): one after the other
+            qvec, warning = access.embed_query(query)
+        else:
+            prepared = access.beside(prepare)
+            qvec, warning = access.embed_query(query)
+            try:
+                views, scope_warnings, made_on, first = prepared.result()
+            except StoreUnavailable:
+                views = None  # the attempt below opens them again and says why
+        if warning:
+            warnings.append({"code": "partial_results", "message": f"{warning}; fell back to keyword search"})
+        effective = strategy if qvec is not None else "keyword"
     with access.lock:
         for attempt in range(2):
-            views, scope_warnings = access.views(ctx, scopes, cfg)
+            if views is None or _edits(views) != made_on:  # a write landed while the query embedded
+                views, scope_warnings = access.views(ctx, scopes, cfg)
+                first = None
+            if effective == "hybrid" and first is None:
+                first = keyword_first(views, query, filters, settings.candidate_pool)
             if profile:
                 weights = scale_scope_weights(SCOPE_WEIGHT_PROFILES[profile])
                 for v in views:
@@ -106,7 +129,9 @@ def recall(
             restrict = None
             if effective == "graph":
                 restrict = graph.reachable_memories(access, ctx, [v.scope for v in views], query)
-            hits, matched = rank(views, qvec, query, filters, effective, settings, limit, restrict=restrict)
+            hits, matched = rank(
+                views, qvec, query, filters, effective, settings, limit, restrict=restrict, first=first
+            )
             try:
                 memories = materialise(access, ctx, hits, views)
                 if not _still_current(access, ctx, views):
@@ -123,6 +148,7 @@ def recall(
                     raise StoreUnavailable(
                         "a store changed while this recall read it (it opened and its index was rebuilt); try again"
                     ) from None
+                first, views = None, None  # the second attempt opens its views again
         warnings.extend(scope_warnings)
         if strengthen and memories:
             strengthen_hits(access, ctx, hits, ctx.session_id)
@@ -135,6 +161,12 @@ def recall(
         "warnings": warnings,
         "degraded": bool(scope_warnings),
     }
+
+
+def _edits(views: list[ScopeView]) -> list[tuple[int, int]]:
+    """Which index each view reads and how far it has changed: `keyword_first`'s results hold
+    while this is the same."""
+    return [(id(v.index), v.index.edits) for v in views]
 
 
 def _still_current(access: ScopeAccess, ctx: RequestContext, views: list[ScopeView]) -> bool:
