@@ -26,14 +26,16 @@ Speed facts (the 2-core CI machine, int8 model, measured with the other core idl
   import time, so ``import engram_mcp.index.embeddings`` stays cheap.
 * Most of a session's RSS is onnxruntime's graph optimisation, not the 23 MB file: a session
   takes ~215 MB resident with the basic optimisations on (as fastembed sets them, and matching its
-  vectors requires them) against ~95 MB with none.
+  vectors requires them) against ~95 MB with none. The built-in model's optimised graph is saved
+  once and loaded with the pass off (:func:`_optimized_session`): 0.16 s instead of 0.30-0.40 s
+  to a session, peak 190 instead of 266 MB, the same vectors.
 * ``embed_query`` on a short query: ``threads=1`` p50 5.5 ms / p95 6.6 ms idle, 6.8 / 15 ms busy;
   ``threads=2`` 3.5 / 4.5 ms idle but 14 / 31 ms busy (onnxruntime's spinning worker fights the
   other process for the core). engram shares its 2 cores with Claude Code and the store, so the
   default is ``threads=1`` (:data:`DEFAULT_THREADS`): 2 ms slower at best, 2x faster under load.
-  Bulk ``embed_documents`` calls, and queries, use a second, 2-thread session while a core is
-  idle (:data:`DEFAULT_BULK_THREADS`; the 1-minute load average less engram's own share
-  below ``cpus - 0.5``).
+  Bulk ``embed_documents`` calls (16 texts or more load it), and queries once it is loaded, use
+  a second, 2-thread session while a core is idle (:data:`DEFAULT_BULK_THREADS`; the 1-minute
+  load average less engram's own share below ``cpus - 0.5``).
 * ``embed_documents`` sorts texts by length before batching and restores the order afterwards:
   fastembed pads every batch to its longest text. On 1,000 LoCoMo-like turns (6-92 words) that is
   79 vs 34 docs/s at ``threads=1`` (2.3x), 148 vs 48 docs/s at ``threads=2`` (3.1x), idle.
