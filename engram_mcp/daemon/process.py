@@ -201,29 +201,33 @@ class Daemon:
 
     def _load_service(self) -> None:
         try:
-            from engram_mcp.core.config import load_config
+            from engram_mcp.core.config import load_config_lenient
+            from engram_mcp.services.model import configured_embedder
+
+            cfg, problem = load_config_lenient(None)
+            if problem is not None:  # a broken config file must not stop memory
+                log.warning("config: %s", problem)
+            self.idle_exit_s = float(cfg.daemon_idle_exit_seconds)
+            # The model loads (~0.3 s) on the other core while the rest of the service is
+            # imported (~0.3 s) and the first request opens its store and index.
+            embedder = configured_embedder(self.user_dir, cfg)
+            threading.Thread(target=self._preload_model, args=(embedder,), name="engram-model", daemon=True).start()
             from engram_mcp.services.service import MemoryService
 
-            try:
-                self.idle_exit_s = float(load_config(None).daemon_idle_exit_seconds)
-            except Exception as exc:  # a broken config file must not stop memory
-                log.warning("config: %s", exc)
-            self.service = MemoryService(user_dir=self.user_dir)
-            # The model loads (~0.6 s, more at first use of a cold disk) on the other core
-            # while the first request opens its store and index.
-            threading.Thread(target=self._preload_model, name="engram-model", daemon=True).start()
+            self.service = MemoryService(user_dir=self.user_dir, embedder=embedder)
         except Exception as exc:
             self.startup_error = f"engram daemon failed to start: {exc}"
             log.exception("startup failed")
         finally:
             self.ready.set()
 
-    def _preload_model(self) -> None:
-        service = self.service
-        if service is None:
+    @staticmethod
+    def _preload_model(embedder: Any) -> None:
+        load = getattr(embedder, "load", None)  # embedders that load lazily have it
+        if load is None:
             return
         try:
-            service.preload_model()
+            load()
         except Exception as exc:  # the first request that needs it reports the problem
             log.info("embedding model not preloaded: %s", exc)
 

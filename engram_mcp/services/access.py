@@ -41,10 +41,11 @@ from engram_mcp.core.errors import InvalidInput, MemoryNotFound, StoreUnavailabl
 from engram_mcp.core.ids import as_short_id, parse_memory_id, session_db_name
 from engram_mcp.core.paths import user_dir as default_user_dir
 from engram_mcp.core.vocabulary import SCOPES
-from engram_mcp.index.embeddings import DEFAULT_DIM, DEFAULT_MODEL, Embedder, EmbeddingsUnavailable, make_embedder
+from engram_mcp.index.embeddings import DEFAULT_DIM, Embedder, EmbeddingsUnavailable
 from engram_mcp.index.retrieval import ScopeView
 from engram_mcp.index.scope_index import ScopeIndex, content_hash
 from engram_mcp.services.handles import RECORD_READ_MAX, ScopeHandle, StoreRegistry
+from engram_mcp.services.model import configured_embedder
 from engram_mcp.services.records import check_enum, now_dt
 from engram_mcp.services.strengthen import StrengthenWriteBehind
 
@@ -136,13 +137,10 @@ class ScopeAccess:
             with self._embedder_lock:
                 if self._embedder is None:
                     try:
-                        cfg = self.config(None)
-                        name, path, cache = cfg.embedding_model, cfg.embedding_model_path, cfg.embedding_cache_dir
+                        cfg: Config | None = self.config(None)
                     except ConfigError:
-                        name, path, cache = DEFAULT_MODEL, None, None
-                    self._embedder = make_embedder(
-                        name, model_path=path, cache_dir=cache or str(self.user_dir / "models")
-                    )
+                        cfg = None
+                    self._embedder = configured_embedder(self.user_dir, cfg)
         return self._embedder
 
     @property

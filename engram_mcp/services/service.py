@@ -109,12 +109,6 @@ class MemoryService:
         """Write the indexes that changed to their files (services/handles.py); how many."""
         return self.access.checkpoint()
 
-    def preload_model(self) -> None:
-        """Load the embedding model now (the daemon does it beside the first store open)."""
-        load = getattr(self.access.embedder, "load", None)  # embedders that load lazily have it
-        if load is not None:
-            load()
-
     # ------------------------------------------------------------------ operations
     def store(
         self,
