@@ -205,7 +205,8 @@ class ScopeAccess:
     def holds_lock(self) -> bool:
         """Whether this thread holds the write lock: work it hands to another thread must then not
         take the lock (an operation calling recall under it would wait for itself)."""
-        return bool(self.lock._is_owned())  # type: ignore[attr-defined]
+        owned = getattr(self.lock, "_is_owned", None)  # RLock's, as threading.Condition uses it
+        return True if owned is None else bool(owned())  # a lock that cannot say: the safe answer
 
     def beside(self, work: Callable[[], T]) -> Future[T]:
         """Run `work` on a worker thread. A recall embeds its query on its own thread, inside
