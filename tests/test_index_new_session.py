@@ -127,7 +127,9 @@ class _Watch:
 
 
 @pytest.mark.parametrize("lister", ["this process", "an earlier process"])
-def test_the_first_commit_in_an_unlisted_database_removes_the_list_first(home: Path, project: Path, lister: str) -> None:
+def test_the_first_commit_in_an_unlisted_database_removes_the_list_first(
+    home: Path, project: Path, lister: str
+) -> None:
     """Writes in listed databases leave the list; the first one elsewhere removes it, durably, before
     the engine sees the commit. A list an earlier process wrote is adopted when the store opens."""
     ctx = RequestContext(project, "s-earlier")
@@ -161,9 +163,7 @@ def test_the_first_commit_in_an_unlisted_database_removes_the_list_first(home: P
         svc.close()
 
 
-def test_a_list_that_lies_is_withdrawn_once_the_engine_opens(
-    home: Path, project: Path, gate: threading.Event
-) -> None:
+def test_a_list_that_lies_is_withdrawn_once_the_engine_opens(home: Path, project: Path, gate: threading.Event) -> None:
     """A list naming none of the session databases (the protocol never leaves one): the session
     answers empty while the engine opens, then its memories are loaded and the list dropped."""
     seeded(home, project)
@@ -219,13 +219,20 @@ while True:
 """
 
 
-@pytest.mark.timeout(300)
+MAX_KILLS = 40
+
+
+@pytest.mark.timeout(600)
 def test_after_a_kill_9_at_any_point_a_standing_list_is_true(home: Path, project: Path) -> None:
     """A worker opens new sessions, writes to them and checkpoints at random and is killed at a
     random moment: whenever a list is left, every session database it does not name is empty."""
     rnd = random.Random(11)
     with_list = without = 0
-    for cycle in range(8):
+    # At least 8 kills, then on until both sides were seen: a list stands about a third of the
+    # time, so 8 kills alone miss it now and then (about 1 run in 20 on a loaded machine).
+    for cycle in range(MAX_KILLS):
+        if cycle >= 8 and with_list and without:
+            break
         proc = _spawn(["-c", WORKER, str(home), str(project), str(cycle)])
         try:
             assert proc.stdout is not None
