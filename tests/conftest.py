@@ -9,13 +9,16 @@ directory shared by every test (the model is assembled once).
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
 from engram_mcp.index.embeddings import DEFAULT_MODEL, FastEmbedEmbedder
-from tests.fakes import FakeEmbedder
 from engram_mcp.services.service import MemoryService, RequestContext
+from engram_mcp.storage.store import SurrealStore
+from tests.fakes import FakeEmbedder
 
 SESSION_ID = "sess-1"
 
@@ -85,3 +88,20 @@ def daemon(fake_service):
     d.service = fake_service
     d.ready.set()
     return d
+
+
+@pytest.fixture
+def gate(monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.Event]:
+    """Holds every store open made by a background thread until set (the early window of
+    services/handles.py's early answers)."""
+    released = threading.Event()
+    real_open = SurrealStore.open
+
+    def gated_open(self: SurrealStore) -> None:
+        if threading.current_thread().name.startswith("engram-open"):
+            assert released.wait(60), "the gate was never opened"
+        real_open(self)
+
+    monkeypatch.setattr(SurrealStore, "open", gated_open)
+    yield released
+    released.set()

@@ -17,7 +17,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 import pytest
@@ -55,22 +55,6 @@ def fill(svc: MemoryService, ctx: RequestContext, n: int, seed: int = 1) -> list
             )["memory_id"]
         )
     return ids
-
-
-@pytest.fixture
-def gate(monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.Event]:
-    """Holds every store open made by a background thread until set (the early window)."""
-    released = threading.Event()
-    real_open = SurrealStore.open
-
-    def gated_open(self: SurrealStore) -> None:
-        if threading.current_thread().name.startswith("engram-open"):
-            assert released.wait(60), "the gate was never opened"
-        real_open(self)
-
-    monkeypatch.setattr(SurrealStore, "open", gated_open)
-    yield released
-    released.set()
 
 
 def comparable(result: dict[str, Any]) -> list[dict[str, Any]]:

@@ -16,50 +16,21 @@ import signal
 import threading
 import time
 from pathlib import Path
-from typing import Any, Iterator
 
 import pytest
 
 from engram_mcp.services.handles import SESSION_NS, StoreRegistry, marker_path, read_marker
 from engram_mcp.services.service import MemoryService, RequestContext
-from engram_mcp.storage import queries as q
 from engram_mcp.storage.store import SurrealStore
 from tests.fakes import FakeEmbedder
-from tests.test_index_early import _spawn, fill
+from tests.test_index_early import _spawn, _Watch, fill
 
 QUERY = "alpha cache"
-
-
-@pytest.fixture
-def gate(monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.Event]:
-    """Holds every store open made by a background thread until set (the early window)."""
-    released = threading.Event()
-    real_open = SurrealStore.open
-
-    def gated_open(self: SurrealStore) -> None:
-        if threading.current_thread().name.startswith("engram-open"):
-            assert released.wait(60), "the gate was never opened"
-        real_open(self)
-
-    monkeypatch.setattr(SurrealStore, "open", gated_open)
-    yield released
-    released.set()
 
 
 def listing(project: Path) -> Path:
     """The base path of the project store's list of session databases (its marker is beside it)."""
     return StoreRegistry._databases_path(project / ".claude" / "engram", SESSION_NS)
-
-
-def session_memories(project: Path, db: str) -> int:
-    store = SurrealStore(project / ".claude" / "engram", label="check")
-    store.open()
-    try:
-        if db not in store.databases(SESSION_NS):
-            return 0
-        return len(store.repository(SESSION_NS, db).index_rows())
-    finally:
-        store.close()
 
 
 def seeded(home: Path, project: Path) -> None:
@@ -106,24 +77,6 @@ def test_a_new_session_answers_before_its_store_opens(home: Path, project: Path,
         assert got["memories"][0]["content"] == "alpha cache said in the new session"
     finally:
         svc.close()
-
-
-class _Watch:
-    """Wraps an engine connection: for each commit moving a change counter, whether the list of
-    session databases still existed when the engine received it."""
-
-    def __init__(self, conn: Any, marker: Path) -> None:
-        self._conn = conn
-        self._marker = marker
-        self.seen: list[bool] = []
-
-    def query_raw(self, sql: str, params: Any) -> Any:
-        if q.BUMP_CHANGES.split(" RETURN")[0] in sql:
-            self.seen.append(self._marker.exists())
-        return self._conn.query_raw(sql, params)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._conn, name)
 
 
 @pytest.mark.parametrize("lister", ["this process", "an earlier process"])
