@@ -464,9 +464,8 @@ class StoreRegistry:
         any database it does not name (`watch_new_databases`), so while it stands such a
         database holds no memories, and recall need not wait for the engine to say so. None:
         no list, or it names the database."""
-        listed = read_marker(self._databases_path(directory, ns))
-        names = listed.get("databases") if listed is not None else None
-        if not isinstance(names, list) or db in names:
+        names = _database_list(self._databases_path(directory, ns))
+        if names is None or db in names:
             return None
         early = EarlyOpen("", np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.uint32), np.zeros(0, dtype=np.uint8))
         early.absent = True
@@ -771,11 +770,10 @@ class StoreRegistry:
         process is removed before the first commit in a database it does not name, as if this
         process had written it."""
         path = self._databases_path(store.directory, SESSION_NS)
-        listed = read_marker(path)
-        names = listed.get("databases") if listed is not None else None
-        if isinstance(names, list) and all(isinstance(n, str) for n in names):
-            store.watch_listed_databases(SESSION_NS, frozenset(names), lambda: remove_marker(path))
-        elif listed is not None:
+        names = _database_list(path)
+        if names is not None:
+            store.watch_listed_databases(SESSION_NS, names, lambda: remove_marker(path))
+        elif read_marker(path) is not None:
             remove_marker(path)  # not a list this code wrote: drop it
 
     def _list_databases(self, store: SurrealStore, ns: str) -> None:
@@ -972,6 +970,16 @@ def read_marker(index_path: Path) -> dict[str, Any] | None:
     except ValueError:
         return None
     return marker if isinstance(marker, dict) else None
+
+
+def _database_list(path: Path) -> frozenset[str] | None:
+    """The database names of a `clean` list beside the index files, or None: no list, or not
+    one this code wrote (both readers, `_open_absent` and `_adopt_database_list`, use this)."""
+    listed = read_marker(path)
+    names = listed.get("databases") if listed is not None else None
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        return None
+    return frozenset(names)
 
 
 def _private_dir(path: Path) -> None:
