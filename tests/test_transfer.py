@@ -674,3 +674,35 @@ def test_a_batch_grows_at_most_twofold_and_shrinks_at_once():
     assert next_batch(64, 64, 2.0, 60.0, 16, 2000) == 16  # never below the floor
     assert next_batch(1500, 1500, 0.001, 60.0, 16, 2000) == 2000  # never above the ceiling
     assert next_batch(50, 0, 0.0, 60.0, 16, 2000) == 50  # nothing timed: unchanged
+
+
+def test_an_export_holds_what_existed_when_it_began_though_writes_land_between_its_pages(
+    target, tmp_path, monkeypatch
+):
+    """Export reads each page as one range of keys. A memory written meanwhile whose key sorts
+    inside a later page is not exported, one removed meanwhile is left out, and every other
+    memory is exported once, in key order."""
+    from engram_mcp.services import transfer
+
+    svc, tctx = target
+    lines = _vector_lines(12, FakeEmbedder().model_name)
+    svc.import_(tctx, _write(tmp_path / "bulk.jsonl", HEADER, *lines))
+    keys = sorted(line["id"] for line in lines)
+    h = svc.handle(tctx, "project")
+    between = keys[9][:-1] + chr(ord(keys[9][-1]) + 1)  # inside the last page's range of keys
+    assert keys[9] < between < keys[10]
+    monkeypatch.setattr(transfer, "EXPORT_PAGE", 3)
+    monkeypatch.setattr(transfer, "MAX_EXPORT_PAGE", 3)
+    seen: list[int] = []
+
+    def progress(done, total, label):
+        if not seen:  # after the first page: one write, one removal, both in later pages
+            with svc.lock:
+                h.repo.insert(between, {"memory_type": "semantic", "scope": "project", "content": "written meanwhile"})
+                h.q("DELETE type::thing('memory', $id) RETURN NONE", {"id": keys[10]})
+        seen.append(done)
+
+    out = svc.export(tctx, tmp_path / "out.jsonl", scopes=("project",), progress=progress)
+    exported = [json.loads(line)["id"] for line in (tmp_path / "out.jsonl").read_text().splitlines()[1:]]
+    assert exported == [k for k in keys if k != keys[10]]
+    assert out["counts"]["memory"] == 11 and seen == [3, 6, 9, 12]

@@ -54,6 +54,8 @@ from engram_mcp.services.records import (
     clean_object,
     clean_tags,
     findings_summary,
+    iso,
+    json_default,
     jsonable,
     now_dt,
     parse_time,
@@ -87,6 +89,8 @@ MAX_EXPORT_PAGE = 2000
 ENTITY_KEY_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 Progress = Callable[[int, int | None, str], None]
 DEFAULT_SCOPES = PERSISTENT_SCOPES  # what export and reindex cover unless told otherwise
+#: One encoder for every memory line (json.dumps would build one per line).
+_LINE_ENCODER = json.JSONEncoder(ensure_ascii=False, default=json_default)
 
 
 def export(
@@ -160,7 +164,11 @@ def _export_memories(
         page = keys[start : start + size]
         with access.lock:
             began = time.perf_counter()
-            rows = h.repo.get_many(page)
+            rows = h.repo.get_key_range(page[0], page[-1])
+            wanted = set(page)  # the range also holds keys written since the export began
+            rows = [r for r in rows if r["id"] in wanted]
+            if len(rows) < len(page):  # removed meanwhile, or (never seen) ordered apart by the engine
+                rows += h.repo.get_many(wanted.difference(r["id"] for r in rows))
             held = time.perf_counter() - began
         rows.sort(key=lambda r: r["id"])
         _write_memory_lines(rows, scope, out, counts, include_vectors)
@@ -174,12 +182,16 @@ def _write_memory_lines(
     rows: list[dict[str, Any]], scope: str, out, counts: dict[str, int], include_vectors: bool
 ) -> None:
     lines = []
+    encode = _LINE_ENCODER.encode
     for row in rows:
         key, blob = row.pop("id"), row.pop("embedding", None)  # the rows are ours (repository.get_many)
-        line = {"kind": "memory", "scope": scope, "id": key, "record": jsonable(row)}
+        for name, value in row.items():  # a record's own times, as jsonable writes them, without a call per time
+            if type(value) is datetime:
+                row[name] = iso(value)
+        line = {"kind": "memory", "scope": scope, "id": key, "record": row}
         if include_vectors and blob:
             line["vector_b64"] = base64.b64encode(bytes(blob)).decode()
-        lines.append(json.dumps(line, ensure_ascii=False))
+        lines.append(encode(line))
     if lines:
         out.write("\n".join(lines) + "\n")
     counts["memory"] += len(lines)

@@ -33,6 +33,8 @@ INSERT_MEMORIES = "INSERT INTO memory $rows RETURN NONE"
 REPLACE_MEMORY = "UPDATE type::thing('memory', $id) CONTENT $record RETURN NONE"
 GET_MEMORY = "SELECT * FROM type::thing('memory', $id)"
 GET_MEMORIES = "SELECT * FROM $ids"
+# $range: a record id range (repository.record_range); the engine reads it in key order.
+GET_MEMORY_RANGE = "SELECT * FROM $range"
 # What a recall returns: the record without its 1.5 KB vector (only whether it has one).
 GET_MEMORIES_FOR_RECALL = "SELECT *, embedding IS NOT NONE AS has_embedding OMIT embedding FROM $ids"
 EXISTS_MEMORY = "SELECT VALUE id FROM type::thing('memory', $id)"

