@@ -235,7 +235,8 @@ class Config:
         True,
         "Daemon",
         "Answer recall from the persisted index while the store opens, when the index was marked clean "
-        "by its last checkpoint (writes still wait for the store).",
+        "by its last checkpoint; and when the index must be rebuilt, answer from the newest memories "
+        "while the rest load, saying so (writes still wait for the store and the whole index).",
     )
     log_level: str = setting("info", "Daemon", "Logging verbosity.", choices=LOG_LEVELS)
     #: Where each value came from: "default", a config file's display path, or "env ENGRAM_X".

@@ -42,6 +42,13 @@ def as_short_id(raw: object) -> str | None:
     return text if SHORT_ID_RE.match(text) else None
 
 
+def ulid_floor(ms: int) -> str:
+    """The smallest ULID of millisecond `ms` (clamped at 0): every memory created from then on
+    sorts at or after it."""
+    value = max(int(ms), 0) << 80
+    return "".join(CROCKFORD[(value >> (5 * i)) & 31] for i in range(25, -1, -1))
+
+
 def new_ulid(now_ms: int | None = None) -> str:
     """A new ULID: 48 bits of milliseconds + 80 random bits."""
     ms = int(time.time() * 1000) if now_ms is None else now_ms

@@ -31,17 +31,17 @@ import zlib
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
 from engram_mcp.core.errors import SchemaTooNew, StoreUnavailable
-from engram_mcp.core.ids import session_db_name
+from engram_mcp.core.ids import session_db_name, ulid_floor
 from engram_mcp.core.paths import fsync_dir, project_dir, project_id
 from engram_mcp.index.persist import IndexFileError, read_index_file, write_index_file
 from engram_mcp.index.scope_index import ScopeIndex
 from engram_mcp.storage.repository import ScopeRepository
-from engram_mcp.storage.rows import LinkRow
+from engram_mcp.storage.rows import LinkRow, MemoryRecord
 from engram_mcp.storage.store import SurrealStore
 
 log = logging.getLogger("engram.handles")
@@ -65,6 +65,18 @@ RECORD_PAGE = 2000
 #: lock): after a rebuild a large store gets its records over several idle checkpoints (or all
 #: at once at exit), and its `clean` marker once it has them all.
 RECORD_READ_MAX = 10_000
+
+
+#: A rebuild reads the records newest first, this many per statement (~0.1 s each here, and the
+#: engine holds the interpreter lock while it reads: a recall meanwhile waits at most that long).
+REBUILD_PAGE = 500
+#: With early answers on, a handle is returned once its rebuild holds this many memories; the
+#: rest load in a background thread while recall answers from what is loaded, and says so.
+REBUILD_FIRST_ROWS = 2000
+#: The newest window of a rebuild spans this long before now; each older one is 4x as long.
+REBUILD_WINDOW_MS = 86_400_000
+#: Below and above every memory key (ULIDs; any text key too).
+_KEY_MIN, _KEY_MAX = "", "\uffff"
 
 
 class EarlyAnswerWithdrawn(Exception):
@@ -122,6 +134,27 @@ class EarlyOpen:
         return out
 
 
+class BackgroundRebuild(EarlyOpen):
+    """A handle whose index is still loading from its open store, newest memories first.
+
+    Recall ranks on what is loaded (under the registry's `build_lock`, which the loader holds
+    while it adds a page) and reads its hits from the engine; everything else waits for `done`,
+    as for an early open, so nothing writes to the database or reads the partial index meanwhile."""
+
+    def __init__(self, repo: ScopeRepository, loaded: int) -> None:
+        empty = np.zeros(1, dtype=np.int64)
+        super().__init__("", empty, empty, np.zeros(0, dtype=np.uint8))
+        self._repo = repo
+        #: Memories in the index so far.
+        self.loaded = loaded
+        #: Set to make the loader stop between pages (the store is closing).
+        self.cancelled = threading.Event()
+
+    def rows(self, index: ScopeIndex, keys: Iterable[str]) -> list[dict[str, Any]]:
+        """The hits' records, from the engine (open, unlike an early open's)."""
+        return self._repo.get_many_for_recall(keys)
+
+
 _EPOCH = datetime.fromtimestamp(0, timezone.utc)
 
 
@@ -163,6 +196,14 @@ class ScopeHandle:
         """Whether the store is still opening in the background (statements wait for it)."""
         early = self.early
         return early is not None and not early.done.is_set()
+
+    @property
+    def rebuilding(self) -> BackgroundRebuild | None:
+        """The background rebuild still loading this handle's index, if any."""
+        early = self.early
+        if isinstance(early, BackgroundRebuild) and not early.done.is_set():
+            return early
+        return None
 
     def wait_engine(self) -> None:
         """Block until a background open finished; raise what made it fail."""
@@ -242,6 +283,11 @@ class StoreRegistry:
         self._failures: dict[Path, tuple[float, str]] = {}
         self.load_seconds: dict[str, float] = {}
         self._project_dbs: dict[Path, tuple[str, float]] = {}  # project root -> (database name, when)
+        #: (store directory, ns, db) -> the thread loading the rest of that handle's index
+        self._rebuilds: dict[tuple[Path, str, str], threading.Thread] = {}
+        #: Held by a background rebuild while it adds a page to an index, and by recall while it
+        #: reads indexes (services/recall.py). The loader takes no other lock while holding it.
+        self.build_lock = threading.Lock()
 
     # -- stores --------------------------------------------------------------------
     def store_for(self, directory: Path, label: str, root: Path | None = None) -> SurrealStore:
@@ -277,10 +323,23 @@ class StoreRegistry:
         return [s for s in self._stores.values() if s.is_open]
 
     def wait_for_openings(self) -> None:
-        """Wait for every background store open to finish (before closing or checkpointing all)."""
+        """Wait for every background store open to finish, and stop every background rebuild
+        (before closing or checkpointing all: a partly loaded index is dropped, never written)."""
         for thread in list(self._opening.values()):
             if thread is not threading.current_thread():
                 self._start(thread)
+                thread.join()
+        self._stop_rebuilds(None)
+
+    def _stop_rebuilds(self, directory: Path | None) -> None:
+        """Make the background rebuilds of a store (or of every store) stop, and wait for them."""
+        for key, thread in list(self._rebuilds.items()):
+            if directory is not None and key[0] != directory:
+                continue
+            handle = self._handles.get(key)
+            if handle is not None and handle.rebuilding is not None:
+                handle.rebuilding.cancelled.set()
+            if thread is not threading.current_thread():
                 thread.join()
 
     def close_all(self) -> None:
@@ -296,6 +355,7 @@ class StoreRegistry:
         if opening is not None and opening is not threading.current_thread():
             self._start(opening)
             opening.join()  # closing a store a thread is still opening would leave it open
+        self._stop_rebuilds(Path(directory))
         store = self._stores.pop(Path(directory), None)
         if store is not None:
             store.close()
@@ -353,10 +413,12 @@ class StoreRegistry:
         started = time.perf_counter()
         repo = store.repository(ns, db)
         loaded, why = self._load_persisted(Path(directory), ns, db, index, repo) if self._persist() else (None, "off")
+        rest: Iterator[list[MemoryRecord]] | None = None
         if loaded is not None:
             index = loaded
         else:
-            index = self._rebuild(scope, repo)
+            first = REBUILD_FIRST_ROWS if self._early() and why != "off" else None
+            index, rest = self._rebuild_first(scope, repo, first)
         self.load_seconds[f"{scope}:{db}"] = time.perf_counter() - started
         log.info(
             "%s:%s index %s in %.2f s",
@@ -375,17 +437,76 @@ class StoreRegistry:
             if why != "off":
                 log.info("%s index rebuilt from the store: %s", handle.label, why)
         self._handles[key] = handle
+        if rest is not None:
+            self._rebuild_in_background(handle, repo, rest)
         return handle
 
     def _rebuild(self, scope: str, repo: ScopeRepository) -> ScopeIndex:
-        """The index built from the records. Links oldest first, so when a memory was superseded
-        twice the latest link wins, as it did when the links were made."""
+        """The index built from every record."""
+        return self._rebuild_first(scope, repo, None)[0]
+
+    def _rebuild_first(
+        self, scope: str, repo: ScopeRepository, first_rows: int | None
+    ) -> tuple[ScopeIndex, Iterator[list[MemoryRecord]] | None]:
+        """The index built from the records, newest first: all of them, or once it holds
+        `first_rows` (when given), it and the pages still to load (None when none are left).
+
+        Links first, oldest first, so when a memory was superseded twice the latest link wins,
+        as it did when the links were made, and a partly loaded index already hides what its
+        newer memories supersede."""
         index = self._make_index(scope)
-        index.bulk_load(repo.index_rows())
         for link in sorted(repo.all_links(), key=_link_time):
             if link.relation_type == "supersedes":
                 index.mark_superseded(link.dst, link.src)
-        return index
+        pages = _pages_newest_first(repo, REBUILD_PAGE, int(time.time() * 1000))
+        loaded = 0
+        for rows in pages:
+            index.bulk_load(rows)
+            loaded += len(rows)
+            if first_rows is not None and loaded >= first_rows:
+                return index, pages
+        return index, None
+
+    def _rebuild_in_background(
+        self, handle: ScopeHandle, repo: ScopeRepository, rest: Iterator[list[MemoryRecord]]
+    ) -> None:
+        """Load the pages left in a thread; recall answers from the handle meanwhile (`BackgroundRebuild`)."""
+        rebuild = BackgroundRebuild(repo, len(handle.index))
+        key = (handle.store.directory, handle.ns, handle.db)
+        handle.early = rebuild
+        handle.index_status += ", loading in the background"
+        thread = threading.Thread(
+            target=self._load_rest, args=(handle, rebuild, rest), name=f"engram-rebuild-{handle.label}", daemon=True
+        )
+        rebuild.start = lambda: self._start(thread)
+        with self._start_lock:
+            self._rebuilds[key] = thread
+        self._start(thread)
+
+    def _load_rest(self, handle: ScopeHandle, rebuild: BackgroundRebuild, rest: Iterator[list[MemoryRecord]]) -> None:
+        """Read each page (outside `build_lock`: the engine's read is most of the time) and add it
+        to the index under it. A failure or a cancel drops the handle: the next request rebuilds."""
+        key = (handle.store.directory, handle.ns, handle.db)
+        started = time.perf_counter()
+        try:
+            for rows in rest:
+                if rebuild.cancelled.is_set():
+                    raise StoreUnavailable(f"{handle.label}: its index was still loading when the store closed")
+                with self.build_lock:
+                    handle.index.bulk_load(rows)
+                    rebuild.loaded += len(rows)
+            handle.index_status = handle.index_status.replace(", loading in the background", "")
+            log.info("%s index loaded in the background in %.2f s", handle.label, time.perf_counter() - started)
+        except BaseException as exc:
+            rebuild.error = exc
+            if self._handles.get(key) is handle:
+                del self._handles[key]
+            if not rebuild.cancelled.is_set():
+                log.warning("%s index could not load in the background: %s", handle.label, exc)
+        finally:
+            with self._start_lock:
+                self._rebuilds.pop(key, None)
+            rebuild.done.set()
 
     # -- early answers: the index file while the engine opens ---------------------------
     def _open_early(
@@ -682,7 +803,12 @@ class StoreRegistry:
         The caller holds the service lock, so no operation is half applied: reading the counter
         first writes any held-back strengthening (`before_io`), then the index and the engine
         agree at that counter. Returns whether a file was written."""
-        if not self._persist() or not handle.store.is_open or handle.index.edits == handle.persisted_edits:
+        if (
+            not self._persist()
+            or not handle.store.is_open
+            or handle.rebuilding is not None  # partly loaded: never written
+            or handle.index.edits == handle.persisted_edits
+        ):
             return False
         changes = handle.repo.changes()
         if not changes:  # no counter yet (a store older than it): start one, or no stamp can match
@@ -991,6 +1117,35 @@ def _private_dir(path: Path) -> None:
         st = os.lstat(path)
         if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
             raise OSError(f"{path} is not a directory of this user") from None
+
+
+def _pages_newest_first(repo: ScopeRepository, page_rows: int, now_ms: int) -> Iterator[list[MemoryRecord]]:
+    """Every memory's index row, in pages of at most `page_rows`, newest first by window.
+
+    Memory keys are ULIDs, which sort by creation time. The newest window covers keys from a
+    day before now up (and any key sorting above, such as a clock ahead); each older window is
+    4x as long, down to the smallest key, and the last one takes every key below. Within a
+    window, pages follow the key order from a cursor, so each read is one range scan that
+    stops at its limit. The windows tile the whole key space: nothing is skipped or read twice."""
+    oldest = repo.first_memory_key()
+    if oldest is None:
+        return
+    high, span_ms = _KEY_MAX, REBUILD_WINDOW_MS
+    while True:
+        low = ulid_floor(now_ms - span_ms) if now_ms > span_ms else _KEY_MIN
+        if low <= oldest:
+            low = _KEY_MIN
+        after: str | None = None
+        while True:
+            rows = repo.index_rows_between(low, high, after=after, limit=page_rows)
+            if rows:
+                yield rows
+            if len(rows) < page_rows:
+                break
+            after = max(str(r["id"]) for r in rows)
+        if low == _KEY_MIN:
+            return
+        high, span_ms = low, span_ms * 4
 
 
 def _link_time(link: LinkRow) -> datetime:

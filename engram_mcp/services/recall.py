@@ -100,8 +100,9 @@ def recall(
         def prepare() -> tuple[list[ScopeView], list[dict[str, Any]], list[tuple[int, int]], KeywordFirst | None]:
             with access.lock:
                 got, got_warnings = access.views(ctx, scopes, cfg)
-                half = keyword_first(got, query, filters, settings.candidate_pool) if strategy == "hybrid" else None
-                return got, got_warnings, _edits(got), half
+                with access.registry.build_lock:  # an index still loading gets no page meanwhile
+                    half = keyword_first(got, query, filters, settings.candidate_pool) if strategy == "hybrid" else None
+                    return got, got_warnings, _edits(got), half
 
         if access.holds_lock():  # called under the lock (context, consolidation): one after the other
             qvec, warning = access.embed_query(query)
@@ -120,20 +121,24 @@ def recall(
             if views is None or _edits(views) != made_on:  # a write landed while the query embedded
                 views, scope_warnings = access.views(ctx, scopes, cfg)
                 first = None
-            if effective == "hybrid" and first is None:
-                first = keyword_first(views, query, filters, settings.candidate_pool)
-            if profile:
-                weights = scale_scope_weights(SCOPE_WEIGHT_PROFILES[profile])
-                for v in views:
-                    v.weight = weights[v.scope]
             restrict = None
-            if effective == "graph":
+            if effective == "graph":  # reads the store's graph: waits for an index still loading
                 restrict = graph.reachable_memories(access, ctx, [v.scope for v in views], query)
-            hits, matched = rank(
-                views, qvec, query, filters, effective, settings, limit, restrict=restrict, first=first
-            )
             try:
-                memories = materialise(access, ctx, hits, views)
+                # No wait for a store inside: the loader of an index needs this lock to finish.
+                with access.registry.build_lock:
+                    if first is not None and _edits(views) != made_on:  # a page of a loading index landed
+                        first = None
+                    if effective == "hybrid" and first is None:
+                        first = keyword_first(views, query, filters, settings.candidate_pool)
+                    if profile:
+                        weights = scale_scope_weights(SCOPE_WEIGHT_PROFILES[profile])
+                        for v in views:
+                            v.weight = weights[v.scope]
+                    hits, matched = rank(
+                        views, qvec, query, filters, effective, settings, limit, restrict=restrict, first=first
+                    )
+                    memories = materialise(access, ctx, hits, views)
                 if not _still_current(access, ctx, views):
                     raise EarlyAnswerWithdrawn("an index was rebuilt while this recall ranked on it")
                 break
@@ -141,7 +146,9 @@ def recall(
                 # the store opened and did not match its index file: rank again on the rebuilt index
                 for v in views:
                     try:
-                        access.handle(ctx, v.scope, early_ok=True).wait_engine()
+                        h = access.handle(ctx, v.scope, early_ok=True)
+                        if h.rebuilding is None:  # one still loading is read as it is
+                            h.wait_engine()
                     except StoreUnavailable:
                         pass  # the next attempt names the scope as unavailable
                 if attempt:
@@ -255,6 +262,8 @@ def strengthen_hits(access: ScopeAccess, ctx: RequestContext, hits: list[Hit], s
     write_behind = access.write_behind
     for scope, keys in by_scope.items():
         handle = access.handle(ctx, scope, early_ok=True)
+        if handle.rebuilding is not None:  # its index is still loading: not strengthened (a partial answer)
+            continue
         write_behind.record(handle, keys, now, session_id)  # index now, engine shortly (strengthen.py)
         reactivate = []
         for k in keys:

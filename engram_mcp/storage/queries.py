@@ -39,10 +39,15 @@ GET_MEMORY_RANGE = "SELECT * FROM $range"
 GET_MEMORIES_FOR_RECALL = "SELECT *, embedding IS NOT NONE AS has_embedding OMIT embedding FROM $ids"
 EXISTS_MEMORY = "SELECT VALUE id FROM type::thing('memory', $id)"
 ALL_MEMORIES = "SELECT * FROM memory"
-INDEX_ROWS = (
+_INDEX_FIELDS = (
     "SELECT id, memory_type, scope, content, summary, tags, category, importance, access_count, status, "
-    "created_at, last_accessed_at, session_id, embedding, embedding_model FROM memory"
+    "created_at, last_accessed_at, session_id, embedding, embedding_model"
 )
+INDEX_ROWS = f"{_INDEX_FIELDS} FROM memory"
+# A page of a rebuild: $range a record id range (repository.record_range), read in key order.
+INDEX_ROWS_RANGE = f"{_INDEX_FIELDS} FROM $range LIMIT $limit"
+# The smallest memory key (a range scan from the start stops at the first record).
+FIRST_MEMORY_KEY = "SELECT VALUE id FROM memory LIMIT 1"
 # Recall strengthening written behind (services/strengthen.py): one entry per memory with its
 # number of recalls since the last write, the last recall time and the recalling sessions.
 # UPDATE never creates: a memory deleted in the meantime is skipped.

@@ -55,12 +55,15 @@ def record_id(table: str, key: str) -> Any:
     return RecordID(table, key)
 
 
-def record_range(table: str, first: str, last: str) -> Any:
-    """The engine's id range `table:first..=last` (both keys included), passed as a parameter."""
+def record_range(table: str, first: str, last: str, *, after: bool = False, before: bool = False) -> Any:
+    """The engine's id range from `table:first` to `table:last`, each included unless `after`
+    (first excluded) or `before` (last excluded) says otherwise; passed as a parameter."""
     from surrealdb import RecordID
-    from surrealdb.data.types.range import BoundIncluded, Range
+    from surrealdb.data.types.range import BoundExcluded, BoundIncluded, Range
 
-    return RecordID(table, Range(BoundIncluded(first), BoundIncluded(last)))
+    begin = BoundExcluded(first) if after else BoundIncluded(first)
+    end = BoundExcluded(last) if before else BoundIncluded(last)
+    return RecordID(table, Range(begin, end))
 
 
 def key_of(value: Any) -> str:
@@ -222,6 +225,20 @@ class ScopeRepository:
     def index_rows(self) -> list[MemoryRecord]:
         """Every memory with only the fields the retrieval index holds (store open)."""
         return _memories(self._q(q.INDEX_ROWS))
+
+    def index_rows_between(self, low: str, high: str, *, after: str | None, limit: int) -> list[MemoryRecord]:
+        """`index_rows` of the keys from `low` (included) to `high` (excluded), starting after
+        `after` when given, in key order, at most `limit`: a rebuild's page (services/handles.py)."""
+        if after is None:
+            rng = record_range("memory", low, high, before=True)
+        else:
+            rng = record_range("memory", after, high, after=True, before=True)
+        return _memories(self._q(q.INDEX_ROWS_RANGE, {"range": rng, "limit": int(limit)}))
+
+    def first_memory_key(self) -> str | None:
+        """The smallest memory key, or None when the database holds no memory."""
+        rows = self._q(q.FIRST_MEMORY_KEY)
+        return key_of(rows[0]) if rows else None
 
     def insert(self, key: str, record: dict[str, Any]) -> None:
         """Create memory `key` (fails if it exists)."""
