@@ -457,6 +457,21 @@ def test_sanitize_never_raises_and_is_bounded(text):
     assert all(f.count > 0 and f.kind in SECRET_KINDS for f in result.findings)
 
 
+@pytest.mark.parametrize(
+    "glued",
+    [
+        "0000000000000000-----END PRIVATE KEY-----mysql -p01",
+        "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA0Z3VS5JJcds3xfn/ygWyF8PbnGy0AHB7MhgHcTz6sE2I2yPB\n-----END RSA PRIVATE KEY-----mysql -u root -phunter22",
+    ],
+)
+def test_a_secret_glued_to_a_redacted_one_is_found_in_the_same_call(glued):
+    """Redacting one secret changes the context of the next: `sanitize` passes again until the
+    text stops changing, so the second is redacted at once (and a second call changes nothing)."""
+    once = sanitize(glued)
+    assert "password-assignment" in {f.kind for f in once.findings}
+    assert sanitize(once.text).text == once.text
+
+
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_any_text)
 def test_sanitize_is_idempotent(text):

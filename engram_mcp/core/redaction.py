@@ -1671,7 +1671,24 @@ def _run_rules(text: str, counts: Counter) -> str:
     return text
 
 
+#: Passes of the rules at most (`_redact_counts`); one more than any input has needed.
+REDACT_PASSES_MAX = 4
+
+
 def _redact_counts(text: str, counts: Counter) -> str:
+    """Every rule, again while a pass still changes the text: a label written for one secret
+    changes the context another rule reads (in `-----END PRIVATE KEY-----mysql -p01` the
+    MySQL rule, which wants no token character such as `-` right before `mysql`, sees the
+    password only once the key is a label), so one pass can leave a secret the next finds."""
+    for _ in range(REDACT_PASSES_MAX):
+        redacted = _redact_pass(text, counts)
+        if redacted == text:
+            break
+        text = redacted
+    return text
+
+
+def _redact_pass(text: str, counts: Counter) -> str:
     if not text:
         return text
     if textview.needs_view(text):
