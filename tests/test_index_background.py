@@ -219,3 +219,53 @@ def test_pages_cover_every_key_once_newest_window_first(home: Path, project: Pat
         assert rank == sorted(rank) and rank[0] == 0 and rank[-1] >= 5
     finally:
         svc.close()
+
+
+def test_recalls_racing_the_loader_all_answer_and_the_result_is_whole(
+    home: Path, project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Recalls from two threads while the loader adds two-memory pages: none fails, each
+    answers from memories that exist, and the index ends equal to a full rebuild."""
+    monkeypatch.setattr(handles, "REBUILD_PAGE", 2)
+    monkeypatch.setattr(handles, "REBUILD_FIRST_ROWS", 4)
+    everything = _seeded(home, project, tmp_path)
+    real = StoreRegistry._rebuild_in_background
+
+    def slowed(self, handle, repo, rest):
+        def paced() -> Iterator:
+            for rows in rest:
+                time.sleep(0.01)  # the pages of a large store take longer than these few
+                yield rows
+
+        return real(self, handle, repo, paced())
+
+    monkeypatch.setattr(StoreRegistry, "_rebuild_in_background", slowed)
+    svc = MemoryService(home=home, embedder=FakeEmbedder())
+    ctx = RequestContext(project)
+    answers: list[tuple[list[str], list[dict]]] = []
+    errors: list[BaseException] = []
+    try:
+        handle = svc.access.handle(ctx, "project", early_ok=True)
+        assert handle.rebuilding is not None
+
+        def ask() -> None:
+            try:
+                while handle.rebuilding is not None:
+                    answers.append(_recall_keys(svc, ctx))
+            except BaseException as exc:  # noqa: BLE001 - reported below
+                errors.append(exc)
+
+        askers = [threading.Thread(target=ask) for _ in range(2)]
+        for t in askers:
+            t.start()
+        for t in askers:
+            t.join(60)
+        assert not errors, errors
+        assert any(w for _k, w in answers), "no recall overlapped the loader"
+        for keys, warnings in answers:
+            assert set(keys) <= set(everything)
+            assert all(w["code"] == "partial_results" for w in warnings)
+        full = svc.access.registry._rebuild("project", handle.store.repository(handle.ns, handle.db))
+        assert sorted(handle.index.keys()) == sorted(full.keys()) == sorted(everything)
+    finally:
+        svc.close()
