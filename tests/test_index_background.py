@@ -252,6 +252,7 @@ def test_recalls_racing_the_loader_all_answer_and_the_result_is_whole(
             try:
                 while handle.rebuilding is not None:
                     answers.append(_recall_keys(svc, ctx))
+                    time.sleep(0.002)  # a pause between recalls, as between requests
             except BaseException as exc:  # noqa: BLE001 - reported below
                 errors.append(exc)
 
