@@ -35,6 +35,7 @@ PAGE = 4
 @pytest.fixture
 def small_pages(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(handles, "REBUILD_PAGE", PAGE)
+    monkeypatch.setattr(handles, "REBUILD_BACKGROUND_PAGE", PAGE - 1)
     monkeypatch.setattr(handles, "REBUILD_FIRST_ROWS", FIRST_ROWS)
 
 
@@ -140,7 +141,7 @@ def test_recall_answers_from_the_newest_memories_while_the_rest_load(
         go.set()
         waiter.join(60)
         assert counted == [len(everything)]
-        assert handle.rebuilding is None and len(pages) >= 3 and max(pages) <= PAGE
+        assert handle.rebuilding is None and len(pages) >= 3 and max(pages) <= PAGE - 1  # the background's size
 
         keys, warnings = _recall_keys(svc, ctx)
         assert not warnings and len(keys) == len(everything) - 1  # the superseded one is hidden
@@ -208,7 +209,7 @@ def test_pages_cover_every_key_once_newest_window_first(home: Path, project: Pat
         store = svc.access.registry.store_for(project / ".claude" / "engram", "project", project)
         handle = svc.access.handle(RequestContext(project), "project")
         repo = store.repository(handle.ns, handle.db)
-        pages = list(handles._pages_newest_first(repo, 3, int(time.time() * 1000)))
+        pages = list(handles.NewestFirst(repo, 3, int(time.time() * 1000)))
         seen = [str(r["id"]) for page in pages for r in page]
         assert len(seen) == len(set(seen)) and set(seen) == set(newest_first)
         assert all(1 <= len(p) <= 3 for p in pages)
@@ -227,6 +228,7 @@ def test_recalls_racing_the_loader_all_answer_and_the_result_is_whole(
     """Recalls from two threads while the loader adds two-memory pages: none fails, each
     answers from memories that exist, and the index ends equal to a full rebuild."""
     monkeypatch.setattr(handles, "REBUILD_PAGE", 2)
+    monkeypatch.setattr(handles, "REBUILD_BACKGROUND_PAGE", 2)
     monkeypatch.setattr(handles, "REBUILD_FIRST_ROWS", 4)
     everything = _seeded(home, project, tmp_path)
     real = StoreRegistry._rebuild_in_background

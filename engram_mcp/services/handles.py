@@ -67,9 +67,12 @@ RECORD_PAGE = 2000
 RECORD_READ_MAX = 10_000
 
 
-#: A rebuild reads the records newest first, this many per statement (~0.1 s each here, and the
-#: engine holds the interpreter lock while it reads: a recall meanwhile waits at most that long).
+#: A rebuild reads the records newest first, this many per statement while a request waits
+#: (~0.1 s each here)...
 REBUILD_PAGE = 500
+#: ...and this many once the rest loads in the background: the engine holds the interpreter lock
+#: while it reads, so a recall meanwhile waits up to a page's read (~20 ms), a little more in all.
+REBUILD_BACKGROUND_PAGE = 100
 #: With early answers on, a handle is returned once its rebuild holds this many memories; the
 #: rest load in a background thread while recall answers from what is loaded, and says so.
 REBUILD_FIRST_ROWS = 2000
@@ -458,12 +461,14 @@ class StoreRegistry:
         for link in sorted(repo.all_links(), key=_link_time):
             if link.relation_type == "supersedes":
                 index.mark_superseded(link.dst, link.src)
-        pages = _pages_newest_first(repo, REBUILD_PAGE, int(time.time() * 1000))
+        reader = NewestFirst(repo, REBUILD_PAGE, int(time.time() * 1000))
+        pages = iter(reader)
         loaded = 0
         for rows in pages:
             index.bulk_load(rows)
             loaded += len(rows)
             if first_rows is not None and loaded >= first_rows:
+                reader.page_rows = REBUILD_BACKGROUND_PAGE
                 return index, pages
         return index, None
 
@@ -1119,33 +1124,42 @@ def _private_dir(path: Path) -> None:
             raise OSError(f"{path} is not a directory of this user") from None
 
 
-def _pages_newest_first(repo: ScopeRepository, page_rows: int, now_ms: int) -> Iterator[list[MemoryRecord]]:
-    """Every memory's index row, in pages of at most `page_rows`, newest first by window.
+class NewestFirst:
+    """Every memory's index row, in pages of at most `page_rows` (which may change between
+    pages), newest first by window.
 
     Memory keys are ULIDs, which sort by creation time. The newest window covers keys from a
     day before now up (and any key sorting above, such as a clock ahead); each older window is
     4x as long, down to the smallest key, and the last one takes every key below. Within a
     window, pages follow the key order from a cursor, so each read is one range scan that
     stops at its limit. The windows tile the whole key space: nothing is skipped or read twice."""
-    oldest = repo.first_memory_key()
-    if oldest is None:
-        return
-    high, span_ms = _KEY_MAX, REBUILD_WINDOW_MS
-    while True:
-        low = ulid_floor(now_ms - span_ms) if now_ms > span_ms else _KEY_MIN
-        if low <= oldest:
-            low = _KEY_MIN
-        after: str | None = None
-        while True:
-            rows = repo.index_rows_between(low, high, after=after, limit=page_rows)
-            if rows:
-                yield rows
-            if len(rows) < page_rows:
-                break
-            after = max(str(r["id"]) for r in rows)
-        if low == _KEY_MIN:
+
+    def __init__(self, repo: ScopeRepository, page_rows: int, now_ms: int) -> None:
+        self.repo = repo
+        self.page_rows = page_rows
+        self.now_ms = now_ms
+
+    def __iter__(self) -> Iterator[list[MemoryRecord]]:
+        oldest = self.repo.first_memory_key()
+        if oldest is None:
             return
-        high, span_ms = low, span_ms * 4
+        high, span_ms = _KEY_MAX, REBUILD_WINDOW_MS
+        while True:
+            low = ulid_floor(self.now_ms - span_ms) if self.now_ms > span_ms else _KEY_MIN
+            if low <= oldest:
+                low = _KEY_MIN
+            after: str | None = None
+            while True:
+                limit = self.page_rows
+                rows = self.repo.index_rows_between(low, high, after=after, limit=limit)
+                if rows:
+                    yield rows
+                if len(rows) < limit:
+                    break
+                after = max(str(r["id"]) for r in rows)
+            if low == _KEY_MIN:
+                return
+            high, span_ms = low, span_ms * 4
 
 
 def _link_time(link: LinkRow) -> datetime:
