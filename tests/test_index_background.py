@@ -120,14 +120,14 @@ def test_recall_answers_from_the_newest_memories_while_the_rest_load(
         keys, warnings = _recall_keys(svc, ctx)
         handle = svc.access.handle(ctx, "project", early_ok=True)
         loading = handle.rebuilding
-        assert isinstance(loading, BackgroundRebuild) and FIRST_ROWS <= loading.loaded < len(everything)
+        assert isinstance(loading, BackgroundRebuild) and FIRST_ROWS <= len(handle.index) < len(everything)
         # newest first: the last day whole, the window before it begun, nothing older
         loaded = set(handle.index.keys())
-        assert len(loaded) == loading.loaded
+        assert len(loaded) == len(handle.index)
         assert _newer_than(everything, 1) <= loaded <= _newer_than(everything, 5)
         assert keys and set(keys) <= loaded
         assert [w["code"] for w in warnings] == ["partial_results"]
-        assert "being rebuilt" in warnings[0]["message"] and str(loading.loaded) in warnings[0]["message"]
+        assert "being rebuilt" in warnings[0]["message"] and str(len(handle.index)) in warnings[0]["message"]
         # a checkpoint meanwhile writes nothing: a partly loaded index is never trusted later
         assert svc.access.registry.checkpoint(handle) is False
         assert not StoreRegistry.index_path(project / ".claude" / "engram", handle.ns, handle.db).exists()

@@ -320,14 +320,13 @@ class ScopeAccess:
             refused = h.store.failure  # readable, but not writable: recall strengthening waits too
             if refused:
                 warnings.append({"code": "scope_read_only", "scope": scope, "message": refused})
-            loading = h.rebuilding
-            if loading is not None:
+            if h.rebuilding is not None:
                 warnings.append(
                     {
                         "code": "partial_results",
                         "scope": scope,
                         "message": f"the {scope} index is being rebuilt from its store, newest memories "
-                        f"first: this answer searched {loading.loaded} of them; ask again shortly for a "
+                        f"first: this answer searched {len(h.index)} of them; ask again shortly for a "
                         "complete one",
                     }
                 )

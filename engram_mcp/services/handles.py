@@ -144,12 +144,10 @@ class BackgroundRebuild(EarlyOpen):
     while it adds a page) and reads its hits from the engine; everything else waits for `done`,
     as for an early open, so nothing writes to the database or reads the partial index meanwhile."""
 
-    def __init__(self, repo: ScopeRepository, loaded: int) -> None:
+    def __init__(self, repo: ScopeRepository) -> None:
         empty = np.zeros(1, dtype=np.int64)
         super().__init__("", empty, empty, np.zeros(0, dtype=np.uint8))
         self._repo = repo
-        #: Memories in the index so far.
-        self.loaded = loaded
         #: Set to make the loader stop between pages (the store is closing).
         self.cancelled = threading.Event()
 
@@ -476,7 +474,7 @@ class StoreRegistry:
         self, handle: ScopeHandle, repo: ScopeRepository, rest: Iterator[list[MemoryRecord]]
     ) -> None:
         """Load the pages left in a thread; recall answers from the handle meanwhile (`BackgroundRebuild`)."""
-        rebuild = BackgroundRebuild(repo, len(handle.index))
+        rebuild = BackgroundRebuild(repo)
         key = (handle.store.directory, handle.ns, handle.db)
         handle.early = rebuild
         handle.index_status += ", loading in the background"
@@ -499,7 +497,6 @@ class StoreRegistry:
                     raise StoreUnavailable(f"{handle.label}: its index was still loading when the store closed")
                 with self.build_lock:
                     handle.index.bulk_load(rows)
-                    rebuild.loaded += len(rows)
             handle.index_status = handle.index_status.replace(", loading in the background", "")
             log.info("%s index loaded in the background in %.2f s", handle.label, time.perf_counter() - started)
         except BaseException as exc:
