@@ -17,7 +17,10 @@ marker and answers from it while the engine opens in the background (config
 `index_early_answers`), and `late` (early answers off) loads the same file only once the
 engine has opened and its counter matched. With early answers on, `on_after_off` rebuilds in
 the background: it answers from the newest memories first (`first_answer_partial`) and
-`background_load_s` is the time the rest took. `checkpoint_s` is the index write at exit (with
+`background_load_s` is the time the rest took (its `index/` is deleted first, so it is always a
+full rebuild). `writes_then_kill9` stores 20 memories after its recalls and is killed, so the
+file is 20 changes behind the store; `repair` then opens it: the engine, the file, and the 20
+records the change log names, re-read. `checkpoint_s` is the index write at exit (with
 early answers on it copies every record recall returns into the file). The
 daemon log's "opened in" / "index loaded|rebuilt in" lines give the engine open and index
 load of each run.
@@ -46,6 +49,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
+CRASH_WRITES = 20
 QUERIES = ("deploy cache", "database migration index", "auth token session", "kubernetes docker", "retry timeout queue")
 
 
@@ -58,7 +62,9 @@ def _mem(pid: int) -> dict[str, float]:
     return out
 
 
-def cold_run(world: Any, persist: bool, early: bool = True) -> dict[str, Any]:
+def cold_run(world: Any, persist: bool, early: bool = True, writes_then_kill: int = 0) -> dict[str, Any]:
+    """One daemon from spawn to shutdown. `writes_then_kill`: after the recalls, store this many
+    memories and `kill -9` the daemon, so its index file is left behind the store."""
     from engram_mcp.daemon.client import DaemonClient
 
     env = dict(world.env, ENGRAM_INDEX_PERSIST="true" if persist else "false",
@@ -90,7 +96,13 @@ def cold_run(world: Any, persist: bool, early: bool = True) -> dict[str, Any]:
         # a listing waits for a background rebuild to finish (recall does not), so the
         # shutdown below writes a whole index file for the next run
         client.call("list", {"limit": 1}, project_root=str(world.project))
-        client.call("shutdown")
+        for i in range(writes_then_kill):
+            client.call("store", {"content": f"written before a crash {i}: deploy cache note", "type": "semantic",
+                                  "scope": "project"}, project_root=str(world.project))
+        if writes_then_kill:
+            proc.kill()
+        else:
+            client.call("shutdown")
         proc.wait(timeout=600)
     finally:
         if proc.poll() is None:
@@ -98,7 +110,7 @@ def cold_run(world: Any, persist: bool, early: bool = True) -> dict[str, Any]:
             proc.wait()
     text = log.read_text(errors="replace")[log_start:] if log.exists() else ""
     opened = [float(x) for x in re.findall(r"project store .* opened in ([\d.]+) s", text)]
-    index = re.findall(r"project:\S+ index (loaded|rebuilt) in ([\d.]+) s", text)
+    index = re.findall(r"project:\S+ index (loaded|rebuilt|repaired) (?:\(\d+ re-read\) )?in ([\d.]+) s", text)
     answered_early = bool(re.search(r"project:\S+ index loaded in [\d.]+ s \(answering before the store opens\)", text))
     checkpoints = [float(x) for x in re.findall(r"project:\S+ index file written in ([\d.]+) s", text)]
     background = [float(x) for x in re.findall(r"project:\S+ index loaded in the background in ([\d.]+) s", text)]
@@ -129,11 +141,17 @@ def run_size(n: int, repeats: int, tmp: Path, models: Path, embedder: Any, pool:
         filled = se.fill(svc, RequestContext(world.project), n, pool, embedder.model_name, tmp, rnd, rng)
     finally:
         svc.close()
-    runs: dict[str, list[dict[str, Any]]] = {"off": [], "on_after_off": [], "early": [], "late": []}
+    runs: dict[str, list[dict[str, Any]]] = {"off": [], "on_after_off": [], "early": [], "writes_then_kill9": [],
+                                             "repair": [], "late": []}
+    index_dir = world.project / ".claude" / "engram" / "index"
     for _ in range(repeats):
         runs["off"].append(cold_run(world, False))
+        shutil.rmtree(index_dir, ignore_errors=True)  # no file: a full rebuild, whatever the log holds
         runs["on_after_off"].append(cold_run(world, True))  # rebuilds, writes the file and its marker
         runs["early"].append(cold_run(world, True, early=True))  # answers from the file as the engine opens
+        # 20 stores, then kill -9: the file is 20 changes behind; the next open repairs it from the log
+        runs["writes_then_kill9"].append(cold_run(world, True, writes_then_kill=CRASH_WRITES))
+        runs["repair"].append(cold_run(world, True))
         runs["late"].append(cold_run(world, True, early=False))  # loads the file once the engine is open
         print(f"  [{n}] " + "; ".join(f"{k} {v[-1]['cold_first_recall_s']} s" for k, v in runs.items()), flush=True)
     shutil.rmtree(world.base, ignore_errors=True)

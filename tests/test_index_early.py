@@ -286,7 +286,7 @@ def test_a_kill_right_after_a_write_returns_leaves_no_marker(home: Path, project
         ctx = RequestContext(project, None)
         got = svc.recall(ctx, query="written after the checkpoint", limit=3, strengthen=False)
         handle = svc.access.handle(ctx, "project", early_ok=True)
-        assert handle.early is None and handle.index_status.startswith("rebuilt (index file stale")
+        assert handle.early is None and handle.index_status.startswith("loaded and repaired")
         assert got["memories"][0]["content"] == "written after the checkpoint"
     finally:
         svc.close()

@@ -326,20 +326,91 @@ def test_a_store_older_than_the_counter_gets_one_at_the_first_checkpoint(home: P
     assert reopen_and_compare(home, project)[0] == "loaded"
 
 
-def test_a_stale_file_is_never_trusted(home: Path, project: Path) -> None:
-    """Writes made while the file was not updated (another engram with persistence off here)
-    leave the counter ahead of the stamp: the next open rebuilds."""
+def _write_behind_its_back(home: Path, project: Path, ids: list[str], then: Any = None) -> None:
+    """Writes the file does not see: an update, a forget, a new memory and a supersede link,
+    then `then(handle)`, and the stores close with no checkpoint, as at a crash."""
+    ctx = RequestContext(project, None)
+    other = open_service(home, True)
+    try:
+        other.update(ctx, ids[1], content="changed behind the index's back: deploy merge")
+        other.forget(ctx, ids[2], reason="test")
+        new = other.store(ctx, content="alpha cache written behind the file", type="semantic", scope="project")
+        other.link(ctx, new["memory_id"], ids[4], "supersedes")
+        if then is not None:
+            then(other.access.handle(ctx, "project"))
+        other.access.registry.close_all()
+    finally:
+        other.close()
+
+
+def test_a_stale_file_is_repaired_from_the_change_log_to_what_a_rebuild_gives(home: Path, project: Path) -> None:
+    """The counter ran ahead of the file's stamp, and the log names every write since: the
+    file is loaded, those records are read again, and the index equals a rebuild's."""
+    ctx = RequestContext(project, None)
+    svc = open_service(home, True)
+    ids = fill(svc, ctx, 40)
+    svc.close()
+    _write_behind_its_back(home, project, [i for n, i in enumerate(ids) if n % 5])
+    statuses = reopen_and_compare(home, project)
+    assert statuses[0] == "loaded and repaired from the change log (3 memories re-read)", statuses
+    assert statuses[1] == "loaded"
+    # the repaired index was written back at close, and the log pruned up to its stamp
+    assert reopen_and_compare(home, project)[0] == "loaded"
+    svc = open_service(home, True)
+    try:
+        assert svc.access.handle(ctx, "project").repo.changes_after(0, 100) == []
+    finally:
+        svc.close()
+
+
+@pytest.mark.parametrize("why", ["gap", "unnamed"])
+def test_a_stale_file_the_log_cannot_repair_is_never_trusted(home: Path, project: Path, why: str) -> None:
+    """A row missing from the log (pruned, or a bump by an engram before the log), or a write
+    that could not name its records: the next open rebuilds."""
     ctx = RequestContext(project, None)
     svc = open_service(home, True)
     ids = fill(svc, ctx, 30)
     svc.close()
-    other = open_service(home, False)
-    other.update(ctx, ids[1], content="changed behind the index's back: deploy merge")
-    other.forget(ctx, ids[2], reason="test")
-    other.close()
+
+    def then(h: Any) -> None:
+        if why == "gap":  # straight to the engine, as an older engram's bump would leave it
+            first = h.repo.changes_after(0, 1)[0]["n"]
+            h.store._use(h.ns, h.db)
+            h.store._conn.query(f"DELETE engram_change:{first}")
+        else:
+            h.store.query(h.ns, h.db, "UPDATE memory SET importance = 0.25 WHERE content CONTAINS 'alpha'")
+
+    _write_behind_its_back(home, project, [i for n, i in enumerate(ids) if n % 5], then)
     statuses = reopen_and_compare(home, project)
     assert statuses[0].startswith("rebuilt (index file stale"), statuses
-    assert statuses[1] == "loaded"
+
+
+def test_with_persistence_off_the_change_log_is_emptied_at_checkpoint(home: Path, project: Path) -> None:
+    ctx = RequestContext(project, None)
+    svc = open_service(home, False)
+    try:
+        fill(svc, ctx, 5)
+        repo = svc.access.handle(ctx, "project").repo
+        assert len(repo.changes_after(0, 100)) >= 4
+        svc.access.registry.checkpoint_all()
+        assert repo.changes_after(0, 100) == []
+        assert not (project / ".claude" / "engram" / "index").exists()
+    finally:
+        svc.close()
+
+
+def test_the_change_log_names_what_each_transaction_wrote(fake_service: MemoryService, ctx: RequestContext) -> None:
+    h = fake_service.access.handle(ctx, "project")
+    a = fake_service.store(ctx, content="first logged memory", type="semantic", scope="project")["memory_id"]
+    b = fake_service.store(ctx, content="second logged memory", type="semantic", scope="project")["memory_id"]
+    fake_service.link(ctx, b, a, "supersedes")
+    h.repo.upsert_entity("e1", "Thing", "thing", "concept")  # unindexed: no row
+    n = int(h.repo.changes().rpartition(":")[2])
+    rows = h.repo.changes_after(0, 1000)
+    assert [r["n"] for r in rows] == list(range(rows[0]["n"], n + 1))  # one row per counter move
+    assert rows[-1] == {"n": n, "keys": [], "links": True}
+    assert [r["keys"] for r in rows[-3:-1]] == [[a.removeprefix("memory:")], [b.removeprefix("memory:")]]
+    assert rows[0]["keys"] is None  # the schema's migrations: anything may have changed
 
 
 @pytest.mark.parametrize("damage", ["truncate", "corrupt", "missing", "model"])
@@ -377,13 +448,13 @@ def test_kill_9_during_writes_and_checkpoints_never_leaves_a_wrong_index(home: P
     """A process stores, updates, forgets, supersedes, recalls and checkpoints at random; it is
     killed at a random moment, then every scope is opened from its file (when the stamp allows)
     and compared with a rebuild from the store. Some kills land after a checkpoint (the file is
-    loaded), others between a write and the next checkpoint (the file is stale, rebuilt)."""
+    loaded), others between a write and the next checkpoint (the file is stale, repaired from the change log)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("ENGRAM_")}
     env["PYTHONPATH"] = str(ROOT)
     rnd = random.Random(20)
     seen: list[str] = []
     for cycle in range(KILLS_MAX):
-        if cycle >= KILLS and "loaded" in seen and any(s.startswith("rebuilt (index file stale") for s in seen):
+        if cycle >= KILLS and "loaded" in seen and any(s.startswith("loaded and repaired") for s in seen):
             break
         proc = subprocess.Popen(
             [sys.executable, "-m", "tests.index_crash_worker", str(home), str(project), str(cycle)],
@@ -400,4 +471,4 @@ def test_kill_9_during_writes_and_checkpoints_never_leaves_a_wrong_index(home: P
             proc.wait()
         seen.extend(reopen_and_compare(home, project))
     assert "loaded" in seen  # the comparisons covered trusted files ...
-    assert any(s.startswith("rebuilt (index file stale") for s in seen)  # ... and stale ones
+    assert any(s.startswith("loaded and repaired") for s in seen)  # ... and stale ones, repaired

@@ -262,6 +262,14 @@ class ScopeIndex:
             self.superseded_by[old_key] = new_key
             self._changed()
 
+    def replace_superseded(self, pairs: Iterable[tuple[str, str]]) -> None:
+        """Forget every supersede and record these (old key, new key) pairs in order, so a later
+        pair for the same old key wins: the links as the store holds them now."""
+        self.superseded_by = {}
+        for old_key, new_key in pairs:
+            self.superseded_by[old_key] = new_key
+        self._changed()
+
     def neighbours(self, slots: np.ndarray, allowed: np.ndarray, lags: int = 1) -> np.ndarray:
         """The memories recorded before and after each slot in its session, up to `lags` steps
         away and within CONTIGUITY_WINDOW_SECONDS, skipping those `allowed` (the recall's mask)

@@ -12,8 +12,10 @@ index/persist.py), stamped with the database's change counter, which the store b
 same transaction as every write that may change what the index holds (every write but
 storage/queries.py UNINDEXED_WRITES).
 Opening a scope loads the file when its stamp equals the counter (the file is mapped, not
-read); a missing, torn, corrupt, foreign-model or stale file is ignored and the index is
-rebuilt from the records, as without persistence. `checkpoint` writes the file (at idle in
+read). A file a few changes behind is loaded and repaired from the store's change log (each
+bump names the records its transaction wrote): only those records are read again. A missing,
+torn, corrupt or foreign-model file, or a stale one the log cannot repair, is ignored and the
+index is rebuilt from the records, as without persistence. `checkpoint` writes the file (at idle in
 the daemon, and when the service closes). The engine stays the system of record: a file is
 only ever trusted after comparing its stamp with the engine's counter, so a `kill -9` at any
 point costs a rebuild, never a wrong answer.
@@ -78,6 +80,12 @@ REBUILD_BACKGROUND_PAGE = 100
 REBUILD_FIRST_ROWS = 2000
 #: The newest window of a rebuild spans this long before now; each older one is 4x as long.
 REBUILD_WINDOW_MS = 86_400_000
+#: A stale index file is repaired from the change log when its changes name at most this many
+#: memories (re-read at ~0.3 ms each while the opening request waits); beyond, or when one of
+#: them cannot say what it wrote, the index is rebuilt (answering early, in the background).
+REPAIR_KEYS_MAX = 5_000
+#: Change log rows a repair reads at most (one per write transaction since the file's stamp).
+REPAIR_CHANGES_MAX = 20_000
 #: Below and above every memory key (ULIDs; any text key too).
 _KEY_MIN, _KEY_MAX = "", "\uffff"
 
@@ -413,7 +421,9 @@ class StoreRegistry:
         index = self._make_index(scope)
         started = time.perf_counter()
         repo = store.repository(ns, db)
-        loaded, why = self._load_persisted(Path(directory), ns, db, index, repo) if self._persist() else (None, "off")
+        loaded, why, repaired = (
+            self._load_persisted(Path(directory), ns, db, index, repo) if self._persist() else (None, "off", None)
+        )
         rest: Iterator[list[MemoryRecord]] | None = None
         if loaded is not None:
             index = loaded
@@ -425,7 +435,7 @@ class StoreRegistry:
             "%s:%s index %s in %.2f s",
             scope,
             db,
-            "loaded" if loaded is not None else "rebuilt",
+            "rebuilt" if loaded is None else "loaded" if repaired is None else f"repaired ({len(repaired)} re-read)",
             time.perf_counter() - started,
         )
         handle = ScopeHandle(scope, store, ns, db, index, root, session_id)
@@ -433,6 +443,10 @@ class StoreRegistry:
         if loaded is not None:
             handle.index_status, handle.persisted_changes, handle.persisted_edits = "loaded", why, index.edits
             handle.records = self._loaded_records.pop((Path(directory), ns, db), None)
+            if repaired is not None:  # the file is behind: the next checkpoint rewrites it
+                handle.index_status = f"loaded and repaired from the change log ({len(repaired)} memories re-read)"
+                handle.persisted_changes, handle.persisted_edits = None, -1
+                store.note_changed_records(ns, db, repaired)
         else:
             handle.index_status = f"rebuilt ({why})"
             if why != "off":
@@ -771,8 +785,10 @@ class StoreRegistry:
 
     def _load_persisted(
         self, directory: Path, ns: str, db: str, fresh: ScopeIndex, repo: ScopeRepository
-    ) -> tuple[ScopeIndex | None, str]:
-        """(the persisted index, its stamp as text) when it may be trusted, else (None, why not)."""
+    ) -> tuple[ScopeIndex | None, str, set[str] | None]:
+        """(the persisted index, its stamp as text, None) when it may be trusted as it is;
+        (the index, the store's stamp, the keys re-read) when the change log repaired it;
+        else (None, why not, None)."""
         try:
             meta, arrays = read_index_file(
                 self.index_path(directory, ns, db),
@@ -781,23 +797,30 @@ class StoreRegistry:
                 random_access=ScopeIndex.UNCHECKED_ARRAYS,
             )
         except IndexFileError as exc:
-            return None, f"index file {exc}"
+            return None, f"index file {exc}", None
         if meta.get("ns") != ns or meta.get("db") != db:
-            return None, "index file of another database"
+            return None, "index file of another database", None
         if meta.get("model") != fresh.model_name or meta.get("dim") != fresh.dim:
-            return None, f"index file made with {meta.get('model')}/{meta.get('dim')}"
+            return None, f"index file made with {meta.get('model')}/{meta.get('dim')}", None
         changes = repo.changes()
+        plan: tuple[set[str], bool] | None = None
         if not changes or meta.get("changes") != changes:
-            return None, f"index file stale (change {meta.get('changes')}, store at {changes})"
+            plan = _repair_plan(str(meta.get("changes") or ""), changes, repo)
+            if plan is None:
+                return None, f"index file stale (change {meta.get('changes')}, store at {changes})", None
         try:
             index = ScopeIndex.from_state(meta, arrays)
         except (ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
-            return None, f"index file inconsistent ({exc})"
+            return None, f"index file inconsistent ({exc})", None
         index.scope = fresh.scope
         snapshot = _snapshot(index, arrays)
+        if plan is not None:
+            _repair(index, repo, *plan)
+            if repo.changes() != changes:  # a write elsewhere meanwhile (none under the lock): start over
+                return None, f"store moved while its index file was repaired (at {changes})", None
         if snapshot is not None:
             self._loaded_records[(Path(directory), ns, db)] = snapshot
-        return index, changes
+        return index, changes, plan[0] if plan is not None else None
 
     def checkpoint(self, handle: ScopeHandle, record_read_max: int | None = None) -> bool:
         """Write the handle's index to its file when it changed since the last write or load.
@@ -806,11 +829,14 @@ class StoreRegistry:
         first writes any held-back strengthening (`before_io`), then the index and the engine
         agree at that counter. Returns whether a file was written."""
         if (
-            not self._persist()
-            or not handle.store.is_open
+            not handle.store.is_open
             or handle.rebuilding is not None  # partly loaded: never written
             or handle.index.edits == handle.persisted_edits
         ):
+            return False
+        if not self._persist():  # no file to repair: the change log only grows, so it is emptied
+            handle.persisted_edits = handle.index.edits
+            _prune_change_log(handle, handle.repo.changes())
             return False
         changes = handle.repo.changes()
         if not changes:  # no counter yet (a store older than it): start one, or no stamp can match
@@ -837,6 +863,7 @@ class StoreRegistry:
             arrays = {**records, **arrays}
         records_s = time.perf_counter() - started
         write_index_file(path, meta, arrays)
+        _prune_change_log(handle, changes)
         if early and complete and handle.repo.changes() == changes:  # nothing moved while they were read
             write_marker(path, changes)
             self._watch_marker(handle.store, handle.ns, handle.db)
@@ -937,6 +964,68 @@ class StoreRegistry:
 #: offsets and CRCs are checked at open like every other array).
 RECORD_ARRAYS = frozenset({"rec_offsets", "rec_crc", "rec_json"})
 _UNCHECKED_RECORD_ARRAYS = frozenset({"rec_json"})
+
+
+def _stamp_parts(stamp: str) -> tuple[str, int] | None:
+    """(store id, counter) of a stamp "<store id>:<counter>", or None when it is not one."""
+    store_id, sep, counter = stamp.rpartition(":")
+    if not sep or not store_id or not counter.isdigit():
+        return None
+    return store_id, int(counter)
+
+
+def _repair_plan(stamp: str, changes: str, repo: ScopeRepository) -> tuple[set[str], bool] | None:
+    """(the memory keys written since `stamp`, whether links were) when the change log names
+    every write from the file's stamp to the store's `changes`; None: rebuild instead (another
+    store, a gap in the log, a write that cannot name its records, or too many of them)."""
+    was, now = _stamp_parts(stamp), _stamp_parts(changes)
+    if was is None or now is None or was[0] != now[0] or not was[1] < now[1]:
+        return None
+    if now[1] - was[1] > REPAIR_CHANGES_MAX:
+        return None
+    rows = repo.changes_after(was[1], now[1] - was[1] + 1)
+    keys: set[str] = set()
+    links = False
+    for expected, row in enumerate(rows, start=was[1] + 1):
+        if row.get("n") != expected or row.get("keys") is None:
+            return None  # a gap (pruned, or bumped by an older engram) or "anything may have changed"
+        keys.update(str(k) for k in row["keys"])
+        links = links or bool(row.get("links"))
+        if len(keys) > REPAIR_KEYS_MAX:
+            return None
+    if len(rows) != now[1] - was[1]:
+        return None
+    return keys, links
+
+
+def _repair(index: ScopeIndex, repo: ScopeRepository, keys: set[str], links: bool) -> None:
+    """Bring a loaded index up to the store: re-read the records the log named (a record gone is
+    removed) and, when links were written, take the supersede links afresh."""
+    wanted = sorted(keys)
+    found: dict[str, MemoryRecord] = {}
+    for start in range(0, len(wanted), RECORD_PAGE):
+        for row in repo.index_rows_of(wanted[start : start + RECORD_PAGE]):
+            found[record_key_text(row.get("id"))] = row
+    for key in wanted:
+        record = found.get(key)
+        if record is None:
+            index.remove(key)
+        else:
+            index.upsert(record)
+    if links:
+        ordered = sorted(repo.all_links(), key=_link_time)
+        index.replace_superseded((link.dst, link.src) for link in ordered if link.relation_type == "supersedes")
+
+
+def _prune_change_log(handle: ScopeHandle, changes: str) -> None:
+    """The file now stands at `changes`: the log rows up to it can go (a failure only keeps them)."""
+    parts = _stamp_parts(changes)
+    if parts is None:
+        return
+    try:
+        handle.repo.prune_changes(parts[1])
+    except Exception as exc:
+        log.warning("could not prune the change log of %s: %s", handle.label, exc)
 
 
 def _snapshot(index: ScopeIndex, arrays: dict[str, np.ndarray]) -> RecordSnapshot | None:

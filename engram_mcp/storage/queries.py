@@ -22,6 +22,21 @@ SET_META = "UPSERT type::thing('engram_meta', $key) SET value = $value, updated_
 # index file copied from another store (or shipped by a repository) never matches by chance.
 BUMP_CHANGES = "UPSERT engram_meta:changes SET n = (n ?? 0) + 1, store_id = store_id ?? rand::uuid::v4() RETURN NONE"
 GET_CHANGES = "SELECT n, store_id FROM ONLY engram_meta:changes"
+# The change log: the counter's bump, together with a row keyed by the counter's new value that
+# names the memory records its transaction wrote ($keys; NONE: it cannot name them all) and
+# whether it wrote memory -> memory links ($links). store.py commits it in place of BUMP_CHANGES,
+# so an index file stamped n that finds rows n+1..m repairs itself from them instead of
+# rebuilding (services/handles.py); a missing row only costs a rebuild. The table is created
+# by its first row (schemaless, like engram_meta) and pruned up to each index file's stamp.
+LOG_CHANGE = (
+    "CREATE type::thing('engram_change', (UPSERT engram_meta:changes SET n = (n ?? 0) + 1, "
+    "store_id = store_id ?? rand::uuid::v4() RETURN VALUE n)[0]) SET keys = $keys, links = $links RETURN NONE"
+)
+CHANGES_AFTER = (
+    "SELECT record::id(id) AS n, keys, links FROM engram_change "
+    "WHERE id > type::thing('engram_change', $after) ORDER BY n LIMIT $limit"
+)
+PRUNE_CHANGES = "DELETE engram_change WHERE id <= type::thing('engram_change', $upto) RETURN NONE"
 DEFINE_DATABASE = "DEFINE DATABASE IF NOT EXISTS {db}"  # {db} from ids.session_db_name/project_db_name only
 REMOVE_DATABASE = "REMOVE DATABASE IF EXISTS {db}"
 LIST_DATABASES = "INFO FOR NS"
@@ -46,6 +61,8 @@ _INDEX_FIELDS = (
 INDEX_ROWS = f"{_INDEX_FIELDS} FROM memory"
 # A page of a rebuild: $range a record id range (repository.record_range), read in key order.
 INDEX_ROWS_RANGE = f"{_INDEX_FIELDS} FROM $range LIMIT $limit"
+# The index rows of given records ($ids: record ids): an index file's repair from the change log.
+INDEX_ROWS_OF = f"{_INDEX_FIELDS} FROM $ids"
 # The smallest memory key (a range scan from the start stops at the first record).
 FIRST_MEMORY_KEY = "SELECT VALUE id FROM memory LIMIT 1"
 # Recall strengthening written behind (services/strengthen.py): one entry per memory with its
@@ -190,6 +207,8 @@ UNINDEXED_WRITES = frozenset(
         SET_SCHEMA_VERSION,
         SET_META,
         BUMP_CHANGES,
+        LOG_CHANGE,
+        PRUNE_CHANGES,
         CREATE_HISTORY,
         UPSERT_ENTITY,
         RELATE_MENTION,

@@ -194,6 +194,17 @@ class ScopeRepository:
         existed (a store older than the counter): its index file can then be stamped."""
         self._q(q.BUMP_CHANGES)
 
+    def changes_after(self, after: int, limit: int) -> list[dict[str, Any]]:
+        """The change log's rows after counter value `after`, oldest first, at most `limit`:
+        ``{"n": counter value, "keys": memory keys or None (any), "links": bool}``."""
+        rows = self._q(q.CHANGES_AFTER, {"after": int(after), "limit": int(limit)}) or []
+        return [r for r in rows if isinstance(r, dict)]
+
+    def prune_changes(self, upto: int) -> None:
+        """Drop the change log's rows up to counter value `upto` (an index file stamped `upto`
+        no longer needs them); moves no counter."""
+        self._q(q.PRUNE_CHANGES, {"upto": int(upto)})
+
     # -- memories ---------------------------------------------------------------------
     def get(self, key: str) -> MemoryRecord | None:
         rows = self._q(q.GET_MEMORY, {"id": key}) or []
@@ -225,6 +236,11 @@ class ScopeRepository:
     def index_rows(self) -> list[MemoryRecord]:
         """Every memory with only the fields the retrieval index holds (store open)."""
         return _memories(self._q(q.INDEX_ROWS))
+
+    def index_rows_of(self, keys: Iterable[str]) -> list[MemoryRecord]:
+        """`index_rows` of the records of `keys` that exist (in no particular order)."""
+        ids = [record_id("memory", k) for k in keys]
+        return _memories(self._q(q.INDEX_ROWS_OF, {"ids": ids})) if ids else []
 
     def index_rows_between(self, low: str, high: str, *, after: str | None, limit: int) -> list[MemoryRecord]:
         """`index_rows` of the keys from `low` (included) to `high` (excluded), starting after

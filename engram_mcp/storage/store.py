@@ -81,7 +81,7 @@ def _key(rid: Any) -> str:
 
 #: Writes of memory records that name every record they write, and how to read the keys from
 #: their parameters. Any other statement that moves the change counter, except
-#: _NO_RECORD_WRITES, counts as changing any record.
+#: link writes and the bumps, counts as changing any record (`written_by`).
 _NAMED_RECORD_WRITES: dict[str, Callable[[dict[str, Any]], list[str]]] = {
     q.CREATE_MEMORY: lambda p: [str(p["id"])],
     q.REPLACE_MEMORY: lambda p: [str(p["id"])],
@@ -89,8 +89,30 @@ _NAMED_RECORD_WRITES: dict[str, Callable[[dict[str, Any]], list[str]]] = {
     q.SET_STATUS: lambda p: [_key(r) for r in p["ids"]],
     q.STRENGTHEN_BATCH: lambda p: [_key(b["id"]) for b in p["batch"]],
 }
-#: Counter-moving writes that change no memory record (memory -> memory links, the counter).
-_NO_RECORD_WRITES = frozenset({q.CREATE_LINK, q.IMPORT_LINK, q.BUMP_CHANGES})
+#: Counter-moving writes of memory -> memory links (they change no memory record).
+_LINK_WRITES = frozenset({q.CREATE_LINK, q.IMPORT_LINK})
+#: The counter's own bumps.
+_BUMPS = frozenset({q.BUMP_CHANGES, q.LOG_CHANGE})
+
+
+def written_by(statements: list[tuple[str, dict[str, Any]]]) -> tuple[set[str] | None, bool]:
+    """(the keys of the memory records these statements write, whether they write memory ->
+    memory links). Keys None: one of them may write records it does not name (a migration, an
+    ad-hoc write), and links is then True too: a reader must assume everything changed."""
+    keys: set[str] = set()
+    links = False
+    for sql, params in statements:
+        if sql in _NAMED_RECORD_WRITES:
+            try:
+                keys.update(_NAMED_RECORD_WRITES[sql](params))
+                continue
+            except (KeyError, TypeError, AttributeError):
+                return None, True
+        if sql in _LINK_WRITES:
+            links = True
+        elif sql not in _BUMPS and _moves_index(sql):
+            return None, True
+    return keys, links
 
 
 def approx_bytes(value: Any) -> int:
@@ -416,21 +438,20 @@ class SurrealStore:
         with self._mutex:
             return self._changed_records.pop((ns, db), set())
 
-    def _note_record_writes(self, ns: str, db: str, statements: list[tuple[str, dict[str, Any]]]) -> None:
+    def _note_record_writes(self, ns: str, db: str, keys: set[str] | None) -> None:
         changed = self._changed_records.setdefault((ns, db), set())
         if changed is None:
             return
-        for sql, params in statements:
-            if sql in _NAMED_RECORD_WRITES:
-                try:
-                    changed.update(_NAMED_RECORD_WRITES[sql](params))
-                    continue
-                except (KeyError, TypeError, AttributeError):
-                    pass
-            elif sql in _NO_RECORD_WRITES or not _moves_index(sql):
-                continue
+        if keys is None:
             self._changed_records[(ns, db)] = None
-            return
+        else:
+            changed.update(keys)
+
+    def note_changed_records(self, ns: str, db: str, keys: set[str] | None) -> None:
+        """Count `keys` as written since the last `take_changed_records` (an index repaired from
+        the change log: the records it re-read must be re-read by the next checkpoint too)."""
+        with self._mutex:
+            self._note_record_writes(ns, db, keys)
 
     def _counter_moves(self, ns: str, db: str) -> None:
         callback = self._before_counter_moves.pop((ns, db), None)
@@ -484,10 +505,16 @@ class SurrealStore:
         # One bump per transaction: when the caller bumps itself (a migration), none is added. Two
         # UPSERTs of the counter in one transaction read back as n + 2 in this process but were
         # found at n + 1 after a reopen (measured), which would tell a persisted index it is stale.
-        bumps = any(sql == q.BUMP_CHANGES for sql, _ in statements)
+        # The bump is the change log's (LOG_CHANGE): it names what the transaction wrote.
+        bumps = any(sql in _BUMPS for sql, _ in statements)
         trim = 1 if not bumps and any(_moves_index(sql) for sql, _ in statements) else 0
+        written: tuple[set[str] | None, bool] = (None, True)
+        if trim or bumps:
+            written = written_by(given)
+            log_params = {"keys": sorted(written[0]) if written[0] is not None else None, "links": written[1]}
+            statements = [(q.LOG_CHANGE, log_params) if sql in _BUMPS else (sql, p) for sql, p in statements]
         if trim:
-            statements = [*statements, (q.BUMP_CHANGES, {})]
+            statements = [*statements, (q.LOG_CHANGE, log_params)]
         body, params = [], {}
         for i, (sql, p) in enumerate(statements):
             renamed = sql
@@ -502,7 +529,7 @@ class SurrealStore:
             self._write_seq += 1
             if trim or bumps:
                 self._counter_moves(ns, db)
-                self._note_record_writes(ns, db, given)
+                self._note_record_writes(ns, db, written[0])
             try:
                 raw = self._conn.query_raw(text, params)
             except Exception as exc:
