@@ -363,10 +363,10 @@ def test_a_stale_file_is_repaired_from_the_change_log_to_what_a_rebuild_gives(ho
         svc.close()
 
 
-@pytest.mark.parametrize("why", ["gap", "unnamed"])
+@pytest.mark.parametrize("why", ["gap", "unnamed", "not_ours"])
 def test_a_stale_file_the_log_cannot_repair_is_never_trusted(home: Path, project: Path, why: str) -> None:
-    """A row missing from the log (pruned, or a bump by an engram before the log), or a write
-    that could not name its records: the next open rebuilds."""
+    """A row missing from the log (pruned, or a bump by an engram before the log), a write
+    that could not name its records, or a row engram did not write: the next open rebuilds."""
     ctx = RequestContext(project, None)
     svc = open_service(home, True)
     ids = fill(svc, ctx, 30)
@@ -377,8 +377,12 @@ def test_a_stale_file_the_log_cannot_repair_is_never_trusted(home: Path, project
             first = h.repo.changes_after(0, 1)[0]["n"]
             h.store._use(h.ns, h.db)
             h.store._conn.query(f"DELETE engram_change:{first}")
-        else:
+        elif why == "unnamed":
             h.store.query(h.ns, h.db, "UPDATE memory SET importance = 0.25 WHERE content CONTAINS 'alpha'")
+        else:  # keys as text: read as a list of characters it would name none of the records
+            last = h.repo.changes_after(0, 1000)[-1]["n"]
+            h.store._use(h.ns, h.db)
+            h.store._conn.query(f"UPDATE engram_change:{last} SET keys = 'abc'")
 
     _write_behind_its_back(home, project, [i for n, i in enumerate(ids) if n % 5], then)
     statuses = reopen_and_compare(home, project)

@@ -37,7 +37,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
-from engram_mcp.core.errors import SchemaTooNew, StoreUnavailable
+from engram_mcp.core.errors import InvalidInput, SchemaTooNew, StoreUnavailable
 from engram_mcp.core.ids import session_db_name, ulid_floor
 from engram_mcp.core.paths import fsync_dir, project_dir, project_id
 from engram_mcp.index.persist import IndexFileError, read_index_file, write_index_file
@@ -805,7 +805,10 @@ class StoreRegistry:
         changes = repo.changes()
         plan: tuple[set[str], bool] | None = None
         if not changes or meta.get("changes") != changes:
-            plan = _repair_plan(str(meta.get("changes") or ""), changes, repo)
+            try:
+                plan = _repair_plan(str(meta.get("changes") or ""), changes, repo)
+            except (StoreUnavailable, InvalidInput, TypeError, ValueError, AttributeError) as exc:
+                log.warning("could not read the change log of %s/%s: %s", ns, db, exc)
             if plan is None:
                 return None, f"index file stale (change {meta.get('changes')}, store at {changes})", None
         try:
@@ -815,7 +818,10 @@ class StoreRegistry:
         index.scope = fresh.scope
         snapshot = _snapshot(index, arrays)
         if plan is not None:
-            _repair(index, repo, *plan)
+            try:
+                _repair(index, repo, *plan)
+            except (TypeError, ValueError, KeyError, AttributeError) as exc:  # a log row or record not as written
+                return None, f"index file stale, its repair failed ({exc})", None
             if repo.changes() != changes:  # a write elsewhere meanwhile (none under the lock): start over
                 return None, f"store moved while its index file was repaired (at {changes})", None
         if snapshot is not None:
@@ -987,9 +993,10 @@ def _repair_plan(stamp: str, changes: str, repo: ScopeRepository) -> tuple[set[s
     keys: set[str] = set()
     links = False
     for expected, row in enumerate(rows, start=was[1] + 1):
-        if row.get("n") != expected or row.get("keys") is None:
-            return None  # a gap (pruned, or bumped by an older engram) or "anything may have changed"
-        keys.update(str(k) for k in row["keys"])
+        named = row.get("keys")
+        if row.get("n") != expected or not isinstance(named, list) or not all(isinstance(k, str) for k in named):
+            return None  # a gap (pruned, or bumped by an older engram), "anything may have changed", or not ours
+        keys.update(named)
         links = links or bool(row.get("links"))
         if len(keys) > REPAIR_KEYS_MAX:
             return None
