@@ -989,7 +989,7 @@ def _repair_plan(stamp: str, changes: str, repo: ScopeRepository) -> tuple[set[s
         return None
     if now[1] - was[1] > REPAIR_CHANGES_MAX:
         return None
-    rows = repo.changes_after(was[1], now[1] - was[1] + 1)
+    rows = repo.changes_after(was[1], now[1] - was[1])  # rows past the counter, if any, are not read
     keys: set[str] = set()
     links = False
     for expected, row in enumerate(rows, start=was[1] + 1):

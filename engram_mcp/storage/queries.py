@@ -28,8 +28,11 @@ GET_CHANGES = "SELECT n, store_id FROM ONLY engram_meta:changes"
 # so an index file stamped n that finds rows n+1..m repairs itself from them instead of
 # rebuilding (services/handles.py); a missing row only costs a rebuild. The table is created
 # by its first row (schemaless, like engram_meta) and pruned up to each index file's stamp.
+# UPSERT, not CREATE: should the counter ever restart (its record lost), a row left from before
+# must not make every write fail; the restarted counter also has a new store id, so no file
+# stamped before matches, and every row up to the counter is rewritten as it passes.
 LOG_CHANGE = (
-    "CREATE type::thing('engram_change', (UPSERT engram_meta:changes SET n = (n ?? 0) + 1, "
+    "UPSERT type::thing('engram_change', (UPSERT engram_meta:changes SET n = (n ?? 0) + 1, "
     "store_id = store_id ?? rand::uuid::v4() RETURN VALUE n)[0]) SET keys = $keys, links = $links RETURN NONE"
 )
 CHANGES_AFTER = (
