@@ -18,7 +18,7 @@ torn, corrupt or foreign-model file, or a stale one the log cannot repair, is ig
 index is rebuilt from the records, as without persistence. `checkpoint` writes the file (at idle in
 the daemon, and when the service closes). The engine stays the system of record: a file is
 only ever trusted after comparing its stamp with the engine's counter, so a `kill -9` at any
-point costs a rebuild, never a wrong answer.
+point costs a repair or a rebuild, never a wrong answer.
 """
 
 from __future__ import annotations
