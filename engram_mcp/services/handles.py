@@ -470,9 +470,7 @@ class StoreRegistry:
         as it did when the links were made, and a partly loaded index already hides what its
         newer memories supersede."""
         index = self._make_index(scope)
-        for link in sorted(repo.all_links(), key=_link_time):
-            if link.relation_type == "supersedes":
-                index.mark_superseded(link.dst, link.src)
+        index.replace_superseded(_supersedes(repo))
         reader = NewestFirst(repo, REBUILD_PAGE, int(time.time() * 1000))
         pages = iter(reader)
         loaded = 0
@@ -1020,8 +1018,7 @@ def _repair(index: ScopeIndex, repo: ScopeRepository, keys: set[str], links: boo
         else:
             index.upsert(record)
     if links:
-        ordered = sorted(repo.all_links(), key=_link_time)
-        index.replace_superseded((link.dst, link.src) for link in ordered if link.relation_type == "supersedes")
+        index.replace_superseded(_supersedes(repo))
 
 
 def _prune_change_log(handle: ScopeHandle, changes: str) -> None:
@@ -1257,3 +1254,10 @@ class NewestFirst:
 
 def _link_time(link: LinkRow) -> datetime:
     return link.created_at or _EPOCH
+
+
+def _supersedes(repo: ScopeRepository) -> list[tuple[str, str]]:
+    """(old key, new key) of every supersede link of the store, oldest first: so when a memory
+    was superseded twice the latest link wins, as it did when the links were made."""
+    ordered = sorted(repo.all_links(), key=_link_time)
+    return [(link.dst, link.src) for link in ordered if link.relation_type == "supersedes"]
