@@ -54,3 +54,58 @@ def test_a_store_round_trip_through_the_compiled_decoder(tmp_path, fresh_state):
     finally:
         store.close()
 
+
+
+@pytest.fixture
+def fresh_encoder(monkeypatch):
+    import surrealdb.request_message.descriptors.cbor_ws as requests
+
+    monkeypatch.setattr(requests, "encode", requests.encode)  # restored after the test
+    monkeypatch.setattr(wire, "_encoder_state", {"installed": None, "reason": ""})
+    return requests
+
+
+def test_the_compiled_encoder_writes_the_sdks_bytes(fresh_encoder):
+    from surrealdb.data import cbor as sdk_cbor
+
+    assert wire.install_fast_encoder() is True
+    assert fresh_encoder.encode is not sdk_cbor.encode
+    sample = wire._request_sample()
+    assert fresh_encoder.encode(sample) == sdk_cbor.encode(sample)
+    # None is NONE (tag 6), not CBOR null, wherever it sits
+    assert fresh_encoder.encode({"a": [None, {"b": None}]}) == sdk_cbor.encode({"a": [None, {"b": None}]})
+    assert b"\xc6\xf6" in fresh_encoder.encode({"x": None})
+    # a naive datetime is taken as UTC, as the SDK takes it
+    naive = datetime(2026, 1, 2, 3, 4, 5, 6)
+    assert fresh_encoder.encode([naive]) == sdk_cbor.encode([naive])
+
+
+def test_an_encoder_that_disagrees_is_not_installed(fresh_encoder, monkeypatch):
+    import cbor2
+
+    real = cbor2.dumps
+    monkeypatch.setattr(cbor2, "dumps", lambda obj, **kw: real(obj, **kw) + b"\x00")
+    before = fresh_encoder.encode
+    assert wire.install_fast_encoder() is False
+    assert fresh_encoder.encode is before
+    assert "self-check" in wire.encoder_in_use()
+
+
+def test_a_schemafull_write_through_the_compiled_encoder(tmp_path, fresh_state, fresh_encoder):
+    """None must reach the engine as NONE: an option<string> field refuses NULL."""
+    from surrealdb.data.types.record_id import RecordID
+
+    store = SurrealStore(tmp_path / "s", label="test").open()
+    try:
+        assert wire.encoder_in_use() == "cbor2's compiled encoder"
+        store.query("ns", "db", "DEFINE TABLE t SCHEMAFULL; DEFINE FIELD note ON t TYPE option<string>; "
+                    "DEFINE FIELD at ON t TYPE datetime;")
+        when = datetime(2026, 11, 27, 3, 4, 5, 678901, tzinfo=timezone.utc)
+        store.query("ns", "db", "INSERT INTO t $rows RETURN NONE",
+                    {"rows": [{"id": RecordID("t", "a"), "note": None, "at": when},
+                              {"id": RecordID("t", "b"), "note": "ü", "at": when}]})
+        rows = store.query("ns", "db", "SELECT * FROM t WHERE note = $none ORDER BY id", {"none": None})
+        assert [r["id"].id for r in rows] == ["a"]
+        assert rows[0]["at"] == when and "note" not in rows[0]
+    finally:
+        store.close()

@@ -306,6 +306,7 @@ class SurrealStore:
                     from surrealdb import Surreal  # heavy import (~0.3 s): only the owner process pays it
 
                     wire.install_fast_decoder()
+                    wire.install_fast_encoder()
                     self._conn = Surreal(f"surrealkv://{checked / DATA_DIRNAME}")
                 except Exception as exc:  # engine refused: corrupt files, permissions, ...
                     self._release_lock()
