@@ -706,3 +706,38 @@ def test_an_export_holds_what_existed_when_it_began_though_writes_land_between_i
     exported = [json.loads(line)["id"] for line in (tmp_path / "out.jsonl").read_text().splitlines()[1:]]
     assert exported == [k for k in keys if k != keys[10]]
     assert out["counts"]["memory"] == 11 and seen == [3, 6, 9, 12]
+
+
+def test_a_memory_line_by_orjson_reads_back_as_the_json_line_did():
+    """The fast path must write what the json path writes, as data, for every kind of value a
+    record holds; a value orjson refuses falls back to json instead of failing the export."""
+    from datetime import datetime, timedelta, timezone
+
+    from surrealdb.data.types.record_id import RecordID
+
+    from engram_mcp.services import transfer
+
+    assert transfer._ORJSON_DUMPS is not None
+    when = datetime(2026, 11, 27, 3, 4, 5, 678901, tzinfo=timezone.utc)
+    record = {"content": "ü \U0001f600 \"q\" \n\t\x01 \u2028", "tags": ["a"], "importance": 0.625, "access_count": 3,
+              "created_at": when, "updated_at": when.replace(microsecond=0), "forgotten_at": None,
+              "last_accessed_at": datetime(2026, 1, 2), "status_changed_at": when.astimezone(timezone(timedelta(hours=2))),
+              "metadata": {"n": [1, 2.5e-7, None, True, {"at": when}], "ref": RecordID("memory", "k")},
+              "promotion_chain": [{"from": "session", "at": when}]}
+
+    def by_json(rec):
+        json_line = {"kind": "memory", "scope": "project", "id": "k", "record": dict(rec)}
+        saved = transfer._ORJSON_DUMPS
+        transfer._ORJSON_DUMPS = None
+        try:
+            return transfer._memory_line(json_line)
+        finally:
+            transfer._ORJSON_DUMPS = saved
+
+    fast = transfer._memory_line({"kind": "memory", "scope": "project", "id": "k", "record": dict(record)})
+    assert fast != by_json(record)  # not the same bytes (orjson writes no spaces)...
+    assert json.loads(fast) == json.loads(by_json(record))  # ...but the same data
+    assert json.loads(fast)["record"]["created_at"] == "2026-11-27T03:04:05.678901Z"
+    huge = {**record, "metadata": {"n": 2**70}}  # beyond orjson: json writes it
+    assert json.loads(transfer._memory_line({"kind": "memory", "scope": "p", "id": "k", "record": huge}))["record"][
+        "metadata"] == {"n": 2**70}
