@@ -741,3 +741,28 @@ def test_a_memory_line_by_orjson_reads_back_as_the_json_line_did():
     huge = {**record, "metadata": {"n": 2**70}}  # beyond orjson: json writes it
     assert json.loads(transfer._memory_line({"kind": "memory", "scope": "p", "id": "k", "record": huge}))["record"][
         "metadata"] == {"n": 2**70}
+
+
+def test_an_export_read_in_pages_of_one_writes_what_one_page_writes(exported, ctx, tmp_path, monkeypatch):
+    """The graph is read a page per lock hold: the smallest pages must give the same lines,
+    and no hold reads more than a page."""
+    from engram_mcp.services import transfer
+    from engram_mcp.storage.repository import ScopeRepository
+
+    svc, _ids, path, res = exported
+    assert all(res["counts"][k] > 0 for k in ("history", "entity", "mention", "relation", "link"))
+    pages: list[int] = []
+    real = ScopeRepository.graph_page
+
+    def counted(self, kind, after, limit):
+        rows, nxt = real(self, kind, after, limit)
+        pages.append(len(rows))
+        return rows, nxt
+
+    monkeypatch.setattr(ScopeRepository, "graph_page", counted)
+    monkeypatch.setattr(transfer, "EXPORT_PAGE", 1)
+    monkeypatch.setattr(transfer, "MAX_EXPORT_PAGE", 1)
+    again = svc.export(ctx, tmp_path / "paged.jsonl")
+    assert again["counts"] == res["counts"]
+    assert Path(again["path"]).read_text().splitlines()[1:] == path.read_text().splitlines()[1:]
+    assert max(pages) == 1 and sum(pages) == sum(res["counts"][k] for k in ("history", "entity", "mention", "relation", "link"))

@@ -117,6 +117,14 @@ COUNT_RELATIONS = "SELECT count() AS n FROM relates_to GROUP ALL"
 FIND_LINK = "SELECT VALUE id FROM memory_link WHERE in = $a AND out = $b AND relation_type = $relation_type"
 CREATE_LINK = "RELATE $a->memory_link->$b SET relation_type = $relation_type, strength = $strength RETURN NONE"
 ALL_LINKS = "SELECT in, out, relation_type, strength, created_at FROM memory_link"
+# One page of a graph table in id order: $range runs from just after the last id read to the
+# end of the table, and a range scan returns its records in id order, so LIMIT reads the next
+# $limit records and costs only those (an export reads the tables a page per lock hold).
+HISTORY_PAGE = "SELECT * FROM $range LIMIT $limit"
+ENTITIES_PAGE = "SELECT * FROM $range LIMIT $limit"
+MENTIONS_PAGE = "SELECT id, in, out, relationship, created_at FROM $range LIMIT $limit"
+RELATIONS_PAGE = "SELECT id, in, out, relation_type, weight, evidence, created_at FROM $range LIMIT $limit"
+LINKS_PAGE = "SELECT id, in, out, relation_type, strength, created_at FROM $range LIMIT $limit"
 LINKS_OF_MEMORY = "SELECT in, out, relation_type, strength FROM memory_link WHERE in = $memory OR out = $memory"
 
 # --- sessions / promotion / queue ----------------------------------------------------

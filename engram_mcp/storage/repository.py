@@ -66,6 +66,25 @@ def record_range(table: str, first: str, last: str, *, after: bool = False, befo
     return RecordID(table, Range(begin, end))
 
 
+def _excluded(value: Any) -> Any:
+    from surrealdb.data.types.range import BoundExcluded
+
+    return BoundExcluded(value)
+
+
+def _open_range(table: str, begin: Any) -> Any:
+    """`table`'s ids from `begin` (a bound; None: the first id) to the last, of every kind."""
+    from surrealdb import RecordID
+    from surrealdb.data.types.range import Range
+
+    return RecordID(table, Range(begin, None))  # type: ignore[arg-type]  # NONE: unbounded (tests/test_storage_repository.py)
+
+
+def _raw_id(value: Any) -> Any:
+    """The id part of an engine record id as the engine holds it (a string, number or array)."""
+    return value.id
+
+
 def key_of(value: Any) -> str:
     """The bare key of an engine record id (or of a `table:key` string, or of a key)."""
     key = getattr(value, "id", None)
@@ -150,6 +169,21 @@ def _session(row: dict[str, Any]) -> SessionRow:
         summary=row.get("summary"),
         info=row.get("info") or {},
     )
+
+
+def _mention(row: dict[str, Any]) -> MentionRow:
+    return MentionRow(key_of(row["in"]), key_of(row["out"]), row.get("relationship") or "", row.get("created_at"))
+
+
+#: The graph tables `ScopeRepository.graph_page` reads: kind -> (table, page query, row converter).
+_GRAPH_PAGES: dict[str, tuple[str, str, Callable[[dict[str, Any]], Any]]] = {
+    "history": ("memory_history", q.HISTORY_PAGE, _history),
+    "entity": ("entity", q.ENTITIES_PAGE, _entity),
+    "mention": ("mentions", q.MENTIONS_PAGE, _mention),
+    "relation": ("relates_to", q.RELATIONS_PAGE, _relation),
+    "link": ("memory_link", q.LINKS_PAGE, _link),
+}
+GRAPH_PAGE_KINDS = tuple(_GRAPH_PAGES)
 
 
 class ScopeRepository:
@@ -316,6 +350,16 @@ class ScopeRepository:
     def all_history(self) -> list[HistoryEntry]:
         return [_history(r) for r in self._q(q.ALL_HISTORY) or []]
 
+    def graph_page(self, kind: str, after: Any, limit: int) -> tuple[list[Any], Any]:
+        """One page of a graph table (`GRAPH_PAGE_KINDS`) in id order: the first `limit` rows
+        after the id `after` (a value `graph_page` returned; None: from the start), and the id
+        to pass next, None once the table is read to its end."""
+        table, query, convert = _GRAPH_PAGES[kind]
+        begin = None if after is None else _excluded(after)
+        rows = self._q(query, {"range": _open_range(table, begin), "limit": int(limit)}) or []
+        last = _raw_id(rows[-1]["id"]) if len(rows) >= limit else None
+        return [convert(r) for r in rows], last
+
     def set_history_snapshot(self, entry_id: str, snapshot: dict[str, Any]) -> None:
         self._q(q.SET_HISTORY_SNAPSHOT, {"id": record_id("memory_history", entry_id), "snapshot": snapshot})
 
@@ -443,10 +487,7 @@ class ScopeRepository:
         return [MentionRow(key_of(r["memory"]), key_of(r["entity"]), r.get("relationship") or "") for r in rows]
 
     def all_mentions(self) -> list[MentionRow]:
-        return [
-            MentionRow(key_of(m["in"]), key_of(m["out"]), m.get("relationship") or "", m.get("created_at"))
-            for m in self._q(q.ALL_MENTIONS) or []
-        ]
+        return [_mention(m) for m in self._q(q.ALL_MENTIONS) or []]
 
     # -- relations (entity -> entity) -------------------------------------------------
     def _relation_params(self, src: str, dst: str, relation_type: str) -> Params:
