@@ -109,3 +109,19 @@ def test_a_schemafull_write_through_the_compiled_encoder(tmp_path, fresh_state, 
         assert rows[0]["at"] == when and "note" not in rows[0]
     finally:
         store.close()
+
+
+def test_record_ids_are_built_as_the_sdk_builds_them():
+    from surrealdb.data.types.record_id import RecordID
+
+    make = wire._record_id_maker(RecordID)
+    assert make is not RecordID  # the short path is in use on this SDK
+    made = make("memory", "01JB")
+    assert type(made) is RecordID and vars(made) == vars(RecordID("memory", "01JB")) and made == RecordID("memory", "01JB")
+
+    class Different(RecordID):
+        def __init__(self, table_name, identifier):
+            super().__init__(table_name, identifier)
+            self.extra = 1
+
+    assert wire._record_id_maker(Different) is Different  # a constructor that does more is kept

@@ -730,16 +730,16 @@ def test_a_memory_line_by_orjson_reads_back_as_the_json_line_did():
         saved = transfer._ORJSON_DUMPS
         transfer._ORJSON_DUMPS = None
         try:
-            return transfer._memory_line(json_line)
+            return transfer._line(json_line)
         finally:
             transfer._ORJSON_DUMPS = saved
 
-    fast = transfer._memory_line({"kind": "memory", "scope": "project", "id": "k", "record": dict(record)})
+    fast = transfer._line({"kind": "memory", "scope": "project", "id": "k", "record": dict(record)})
     assert fast != by_json(record)  # not the same bytes (orjson writes no spaces)...
     assert json.loads(fast) == json.loads(by_json(record))  # ...but the same data
     assert json.loads(fast)["record"]["created_at"] == "2026-11-27T03:04:05.678901Z"
     huge = {**record, "metadata": {"n": 2**70}}  # beyond orjson: json writes it
-    assert json.loads(transfer._memory_line({"kind": "memory", "scope": "p", "id": "k", "record": huge}))["record"][
+    assert json.loads(transfer._line({"kind": "memory", "scope": "p", "id": "k", "record": huge}))["record"][
         "metadata"] == {"n": 2**70}
 
 

@@ -149,8 +149,8 @@ def export(
             _export_memories(access, h, scope, keys, out, counts, include_vectors, progress)
             graph = _export_graph_lines(_read_graph(access, h), scope)
             for kind, lines in graph.items():
-                for line in lines:
-                    out.write(json.dumps(line, ensure_ascii=False) + "\n")
+                if lines:
+                    out.write("\n".join(map(_line, lines)) + "\n")
                 counts[kind] += len(lines)
     return {"path": str(path), "counts": counts}
 
@@ -198,22 +198,24 @@ def _write_memory_lines(
         line = {"kind": "memory", "scope": scope, "id": key, "record": row}
         if include_vectors and blob:
             line["vector_b64"] = base64.b64encode(bytes(blob)).decode()
-        lines.append(_memory_line(line))
+        lines.append(_line(line))
     if lines:
         out.write("\n".join(lines) + "\n")
     counts["memory"] += len(lines)
 
 
-def _memory_line(line: dict[str, Any]) -> str:
+def _line(line: dict[str, Any]) -> str:
+    """One export line: by orjson, or by json for what orjson refuses."""
     if _ORJSON_DUMPS is not None:
         try:
             return _ORJSON_DUMPS(line, default=json_default, option=_ORJSON_OPTIONS).decode()
         except TypeError:  # orjson's JSONEncodeError is a TypeError
             pass
-    record = line["record"]
-    for name, value in record.items():  # a record's own times, as jsonable writes them
-        if type(value) is datetime:
-            record[name] = iso(value)
+    record = line.get("record")
+    if isinstance(record, dict):  # a memory's own times, as jsonable writes them
+        for name, value in record.items():
+            if type(value) is datetime:
+                record[name] = iso(value)
     return _LINE_ENCODER.encode(line)
 
 

@@ -47,20 +47,40 @@ def _make_hook() -> Callable[..., Any]:
     record_tag = constants.TAG_RECORD_ID
     none_tag = constants.TAG_NONE
     sdk_hook = sdk_cbor.tag_decoder
+    record_id = _record_id_maker(RecordID)
 
     def hook(*args: Any) -> Any:
         tag = args[0] if hasattr(args[0], "tag") else args[1]  # cbor2 6 passes (tag, ...); 5 (decoder, tag)
         number = tag.tag
         if number == datetime_tag:
             value = tag.value
-            return _EPOCH + timedelta(seconds=value[0], microseconds=value[1] // 1000)
+            return _EPOCH + timedelta(0, value[0], value[1] // 1000)  # positional: 0.7 us, not 1.8
         if number == record_tag:
-            return RecordID(tag.value[0], tag.value[1])
+            return record_id(tag.value[0], tag.value[1])
         if number == none_tag:
             return None
         return sdk_hook(None, tag)  # type: ignore[arg-type]  # the SDK hook never reads its decoder
 
     return hook
+
+
+def _record_id_maker(record_class: Any) -> Callable[[str, Any], Any]:
+    """The SDK's record id without its constructor, which imports a module on every call
+    (2.9 us against 0.34 us here; an export or index rebuild of 100k memories makes 100-200k).
+    Used only when it builds what the constructor builds (same attributes), else the constructor."""
+    new = record_class.__new__
+
+    def make(table: str, key: Any) -> Any:
+        made = new(record_class)
+        made.table_name = table
+        made.id = key
+        return made
+
+    try:
+        same = vars(make("memory", "k")) == vars(record_class("memory", "k"))
+    except TypeError:  # no instance dict (slots): the constructor it is
+        same = False
+    return make if same else record_class
 
 
 def _sample() -> Any:
