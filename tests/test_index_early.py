@@ -646,3 +646,35 @@ def test_a_store_a_newer_engram_owns_is_not_served_from_its_file_once_refused(
         assert store.schema_version("project", project_id(project)) == CURRENT_SCHEMA_VERSION + 1, "left untouched"
     finally:
         store.close()
+
+
+def test_an_export_waits_for_a_store_still_opening_without_holding_the_lock(
+    home: Path, project: Path, gate: threading.Event, tmp_path: Path
+) -> None:
+    """Recalls answer early while a store opens; an export that meets the open waits for it
+    outside the service lock, so those recalls are not kept waiting behind it."""
+    ctx = RequestContext(project, None)
+    svc = MemoryService(home=home, embedder=FakeEmbedder())
+    fill(svc, ctx, 30)
+    svc.close()
+
+    svc = MemoryService(home=home, embedder=FakeEmbedder())
+    try:
+        svc.recall(ctx, query="alpha", limit=3, strengthen=False)  # both stores now open in the background
+        assert svc.access.handle(ctx, "project", early_ok=True).engine_pending
+        result: dict[str, Any] = {}
+        exporter = threading.Thread(target=lambda: result.update(svc.export(ctx, tmp_path / "out.jsonl")))
+        exporter.start()
+        time.sleep(0.3)  # the export is now waiting for the gated open
+        assert exporter.is_alive()
+        took = time.perf_counter()
+        assert svc.access.lock.acquire(timeout=5), "the export held the lock while the store opened"
+        svc.access.lock.release()
+        assert time.perf_counter() - took < 1.0
+        assert svc.recall(ctx, query="deploy cache", limit=3, strengthen=False)["memories"]
+        gate.set()
+        exporter.join(60)
+        assert not exporter.is_alive() and result["counts"]["memory"] == 30
+    finally:
+        gate.set()
+        svc.close()

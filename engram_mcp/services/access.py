@@ -295,14 +295,18 @@ class ScopeAccess:
         scope only with a session), its handle, or the StoreUnavailable that kept it closed.
 
         Lazy: each store is opened (under the write lock) when the loop reaches it, so a
-        caller working scope by scope opens the next one only after the previous is done.
+        caller working scope by scope opens the next one only after the previous is done. A
+        store still opening in the background is waited for outside the lock, so recalls answer
+        meanwhile (an export that met a user store mid-open held the lock for that open).
         """
         for scope in scopes:
             if scope == "session" and not ctx.session_id:
                 continue
             try:
                 with self.lock:
-                    handle = self.handle(ctx, scope, early_ok=early_ok)
+                    handle = self.handle(ctx, scope, early_ok=True)
+                if handle.engine_pending and not early_ok:
+                    handle.wait_engine()
             except StoreUnavailable as exc:
                 yield scope, exc
                 continue
