@@ -107,40 +107,64 @@ def _sample() -> Any:
     return {"result": [{"result": [row, {**row, "content": ""}], "status": "OK", "time": "1ms"}], "id": "x"}
 
 
+def _install_checked(
+    state: dict[str, Any],
+    make: Callable[[], Callable[..., Any]],
+    agrees: Callable[[Callable[..., Any]], bool],
+    put: Callable[[Callable[..., Any]], None],
+    *,
+    what: str,
+    verb: str,
+    differs: str,
+) -> bool:
+    """Once per process (`state`): `make` the compiled `what` ("decoder", "encoder"), keep it
+    only if it `agrees` with the SDK's on the self-check, then `put` it in the SDK's place.
+    Otherwise the SDK's stays; `state["reason"]` says which is in use and why."""
+    with _lock:
+        if state["installed"] is not None:
+            return bool(state["installed"])
+        state["installed"] = False
+        try:
+            codec = make()
+        except (ImportError, AttributeError) as exc:
+            state["reason"] = f"cbor2's {what} is not usable ({exc}); the SDK's slower {what} is used"
+            log.info(state["reason"])
+            return False
+        try:
+            ok, detail = agrees(codec), differs
+        except Exception as exc:  # any disagreement in kind: keep the SDK's
+            ok, detail = False, f"{type(exc).__name__}: {exc}"
+        if not ok:
+            state["reason"] = f"cbor2's {what} {verb} {detail} on the self-check; the SDK's {what} is used"
+            log.warning(state["reason"])
+            return False
+        put(codec)
+        state["installed"] = True
+        state["reason"] = f"cbor2's compiled {what}"
+        return True
+
+
 def install_fast_decoder() -> bool:
     """Put the compiled decoder in the SDK's embedded connection, once per process, if it agrees."""
-    with _lock:
-        if _state["installed"] is not None:
-            return bool(_state["installed"])
-        _state["installed"] = False
-        try:
-            import cbor2
-            import surrealdb.connections.blocking_embedded as embedded
-            from surrealdb.data import cbor as sdk_cbor
-        except ImportError as exc:
-            _state["reason"] = f"cbor2 is not installed ({exc}); the SDK's slower decoder is used"
-            log.info(_state["reason"])
-            return False
+
+    def make() -> Callable[[bytes], Any]:
+        import cbor2
+
         hook = _make_hook()
+        return lambda data: cbor2.loads(data, tag_hook=hook)
 
-        def decode(data: bytes) -> Any:
-            return cbor2.loads(data, tag_hook=hook)
+    def agrees(decode: Callable[[bytes], Any]) -> bool:
+        from surrealdb.data import cbor as sdk_cbor
 
-        try:
-            sample = sdk_cbor.encode(_sample())
-            agrees = decode(sample) == sdk_cbor.decode(sample)
-        except Exception as exc:  # any disagreement in kind: keep the SDK's decoder
-            agrees, detail = False, f"{type(exc).__name__}: {exc}"
-        else:
-            detail = "a different value"
-        if not agrees:
-            _state["reason"] = f"cbor2's decoder gave {detail} on the self-check; the SDK's decoder is used"
-            log.warning(_state["reason"])
-            return False
-        embedded.decode = decode
-        _state["installed"] = True
-        _state["reason"] = "cbor2's compiled decoder"
-        return True
+        sample = sdk_cbor.encode(_sample())
+        return bool(decode(sample) == sdk_cbor.decode(sample))
+
+    def put(decode: Callable[[bytes], Any]) -> None:
+        import surrealdb.connections.blocking_embedded as embedded
+
+        embedded.decode = decode  # type: ignore[assignment]
+
+    return _install_checked(_state, make, agrees, put, what="decoder", verb="gave", differs="a different value")
 
 
 class _NoneMarker:
@@ -256,34 +280,21 @@ def _request_sample() -> Any:
 
 def install_fast_encoder() -> bool:
     """Put the compiled encoder in the SDK's request path, once per process, if it agrees."""
-    with _lock:
-        if _encoder_state["installed"] is not None:
-            return bool(_encoder_state["installed"])
-        _encoder_state["installed"] = False
-        try:
-            import surrealdb.request_message.descriptors.cbor_ws as requests
-            from surrealdb.data import cbor as sdk_cbor
 
-            encode = _make_encoder()
-        except (ImportError, AttributeError) as exc:
-            _encoder_state["reason"] = f"cbor2's encoder is not usable ({exc}); the SDK's slower encoder is used"
-            log.info(_encoder_state["reason"])
-            return False
-        try:
-            sample = _request_sample()
-            agrees = encode(sample) == sdk_cbor.encode(sample)
-        except Exception as exc:  # any disagreement in kind: keep the SDK's encoder
-            agrees, detail = False, f"{type(exc).__name__}: {exc}"
-        else:
-            detail = "different bytes"
-        if not agrees:
-            _encoder_state["reason"] = f"cbor2's encoder wrote {detail} on the self-check; the SDK's encoder is used"
-            log.warning(_encoder_state["reason"])
-            return False
+    def agrees(encode: Callable[[Any], bytes]) -> bool:
+        from surrealdb.data import cbor as sdk_cbor
+
+        sample = _request_sample()
+        return encode(sample) == sdk_cbor.encode(sample)
+
+    def put(encode: Callable[[Any], bytes]) -> None:
+        import surrealdb.request_message.descriptors.cbor_ws as requests
+
         requests.encode = encode  # type: ignore[assignment]
-        _encoder_state["installed"] = True
-        _encoder_state["reason"] = "cbor2's compiled encoder"
-        return True
+
+    return _install_checked(
+        _encoder_state, _make_encoder, agrees, put, what="encoder", verb="wrote", differs="different bytes"
+    )
 
 
 def encoder_in_use() -> str:
