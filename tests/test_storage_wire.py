@@ -10,13 +10,18 @@ from engram_mcp.storage import wire
 from engram_mcp.storage.store import SurrealStore
 
 
+def _fresh(monkeypatch, module, attribute: str, state: str):
+    """`module.attribute` restored after the test, and wire's `state` as before any install."""
+    monkeypatch.setattr(module, attribute, getattr(module, attribute))
+    monkeypatch.setattr(wire, state, {"installed": None, "reason": ""})
+    return module
+
+
 @pytest.fixture
 def fresh_state(monkeypatch):
     import surrealdb.connections.blocking_embedded as embedded
 
-    monkeypatch.setattr(embedded, "decode", embedded.decode)  # restored after the test
-    monkeypatch.setattr(wire, "_state", {"installed": None, "reason": ""})
-    return embedded
+    return _fresh(monkeypatch, embedded, "decode", "_state")
 
 
 def test_the_compiled_decoder_reads_what_the_sdk_reads(fresh_state):
@@ -60,9 +65,7 @@ def test_a_store_round_trip_through_the_compiled_decoder(tmp_path, fresh_state):
 def fresh_encoder(monkeypatch):
     import surrealdb.request_message.descriptors.cbor_ws as requests
 
-    monkeypatch.setattr(requests, "encode", requests.encode)  # restored after the test
-    monkeypatch.setattr(wire, "_encoder_state", {"installed": None, "reason": ""})
-    return requests
+    return _fresh(monkeypatch, requests, "encode", "_encoder_state")
 
 
 def test_the_compiled_encoder_writes_the_sdks_bytes(fresh_encoder):
