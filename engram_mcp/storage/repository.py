@@ -55,34 +55,16 @@ def record_id(table: str, key: str) -> Any:
     return RecordID(table, key)
 
 
-def record_range(table: str, first: str, last: str, *, after: bool = False, before: bool = False) -> Any:
+def record_range(table: str, first: Any, last: Any, *, after: bool = False, before: bool = False) -> Any:
     """The engine's id range from `table:first` to `table:last`, each included unless `after`
-    (first excluded) or `before` (last excluded) says otherwise; passed as a parameter."""
+    (first excluded) or `before` (last excluded) says otherwise; passed as a parameter. A None
+    end is open: the range runs from the table's first id, or to its last, of every kind."""
     from surrealdb import RecordID
     from surrealdb.data.types.range import BoundExcluded, BoundIncluded, Range
 
-    begin = BoundExcluded(first) if after else BoundIncluded(first)
-    end = BoundExcluded(last) if before else BoundIncluded(last)
-    return RecordID(table, Range(begin, end))
-
-
-def _excluded(value: Any) -> Any:
-    from surrealdb.data.types.range import BoundExcluded
-
-    return BoundExcluded(value)
-
-
-def _open_range(table: str, begin: Any) -> Any:
-    """`table`'s ids from `begin` (a bound; None: the first id) to the last, of every kind."""
-    from surrealdb import RecordID
-    from surrealdb.data.types.range import Range
-
-    return RecordID(table, Range(begin, None))  # type: ignore[arg-type]  # NONE: unbounded (tests/test_storage_repository.py)
-
-
-def _raw_id(value: Any) -> Any:
-    """The id part of an engine record id as the engine holds it (a string, number or array)."""
-    return value.id
+    begin = None if first is None else BoundExcluded(first) if after else BoundIncluded(first)
+    end = None if last is None else BoundExcluded(last) if before else BoundIncluded(last)
+    return RecordID(table, Range(begin, end))  # type: ignore[arg-type]  # None: NONE, unbounded (tests/test_storage_repository.py)
 
 
 def key_of(value: Any) -> str:
@@ -355,9 +337,8 @@ class ScopeRepository:
         after the id `after` (a value `graph_page` returned; None: from the start), and the id
         to pass next, None once the table is read to its end."""
         table, query, convert = _GRAPH_PAGES[kind]
-        begin = None if after is None else _excluded(after)
-        rows = self._q(query, {"range": _open_range(table, begin), "limit": int(limit)}) or []
-        last = _raw_id(rows[-1]["id"]) if len(rows) >= limit else None
+        rows = self._q(query, {"range": record_range(table, after, None, after=True), "limit": int(limit)}) or []
+        last = rows[-1]["id"].id if len(rows) >= limit else None  # the id as the engine holds it (any kind)
         return [convert(r) for r in rows], last
 
     def set_history_snapshot(self, entry_id: str, snapshot: dict[str, Any]) -> None:
