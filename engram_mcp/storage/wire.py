@@ -222,7 +222,6 @@ def _make_encoder() -> Callable[[Any], bytes]:
     record_tag = constants.TAG_RECORD_ID
     sdk_default = getattr(sdk_cbor.default_encoder, "__wrapped__", sdk_cbor.default_encoder)
     dumps = cbor2.dumps
-    utc = timezone.utc
 
     class _Tagged:
         """Catches the tag the SDK's hook builds (its own CBORTag class, unknown to cbor2)."""
@@ -243,7 +242,7 @@ def _make_encoder() -> Callable[[Any], bytes]:
             encoder.encode(cbor2.CBORTag(caught.tagged.tag, caught.tagged.value))
 
     def encode(obj: Any) -> bytes:
-        return dumps(_none_tagged(obj), default=default, timezone=utc)
+        return dumps(_none_tagged(obj), default=default, timezone=_UTC)
 
     return encode
 
