@@ -406,3 +406,89 @@ def test_a_transaction_that_bumps_the_counter_itself_bumps_it_once(tmp_path):
         assert counter(reopened) == before + 2
     finally:
         reopened.close()
+
+
+_TORN_WRITER = r"""
+import os, sys
+sys.path.insert(0, sys.argv[2])
+from engram_mcp.storage import queries as q
+from engram_mcp.storage.store import SurrealStore
+store = SurrealStore(sys.argv[1], label="project").open()
+store.ensure_schema("project", "p_torn")
+record = {"memory_type": "semantic", "scope": "project", "content": "v1 " + "x" * 300, "category": "fact", "version": 1}
+store.query("project", "p_torn", q.CREATE_MEMORY, {"id": "m1", "record": record})
+row = {k: v for k, v in store.query("project", "p_torn", q.GET_MEMORY, {"id": "m1"})[0].items() if k != "id"}
+print(store.query("project", "p_torn", q.GET_CHANGES)["n"], flush=True)  # the counter before the update
+repo = store.repository("project", "p_torn")
+with repo.atomic() as tx:  # what ScopeAccess.write_update writes: history first, then the record
+    tx.add_history("m1", version=1, change="update", snapshot=dict(row))
+    tx.replace("m1", {**row, "content": "v2 " + "y" * 300, "version": 2})
+os._exit(0)  # killed: the engine is never closed
+"""
+
+
+def _torn_state(store: SurrealStore) -> tuple[list[int], int | None]:
+    from surrealdb import RecordID
+
+    rows = store.query("project", "p_torn", q.GET_MEMORY, {"id": "m1"}) or []
+    hist = store.query("project", "p_torn", q.HISTORY_OF, {"memory": RecordID("memory", "m1")}) or []
+    return sorted(int(h["version"]) for h in hist), (int(rows[0]["version"]) if rows else None)
+
+
+def _logged_after(store: SurrealStore, counter: int) -> list[list[str]]:
+    """The memory keys the change log names after `counter` (what an index repair reads again)."""
+    rows = store.query("project", "p_torn", q.CHANGES_AFTER, {"after": counter, "limit": 10}) or []
+    return [list(r.get("keys") or []) for r in rows]
+
+
+def test_a_history_row_left_by_a_transaction_a_crash_tore_is_dropped_at_the_next_open(tmp_path):
+    """The engine keeps the first writes of a transaction whose end the log lost: cutting the log
+    inside an update leaves its history row without the new version (what a kill -9 in the middle
+    of the engine's write left on CI). The next open after an unclean close drops that row; a
+    finished update's row stays, and nothing is checked after a clean close. Whatever part of the
+    update survives, the change log names it (the bump is the transaction's first write), so a
+    persisted index is repaired, never trusted stale."""
+    src = tmp_path / "src"
+    done = subprocess.run(
+        [os.sys.executable, "-c", _TORN_WRITER, str(src), str(Path(__file__).resolve().parents[1])],
+        check=True, capture_output=True, text=True,
+    )
+    before = int(done.stdout.split()[-1])
+    log_file = next((src / "data").rglob("*.clog"))
+    size = log_file.stat().st_size
+    torn_seen = False
+    for cut in [0, *range(8, 1200, 8)]:
+        copy = tmp_path / f"cut{cut}"
+        shutil.copytree(src, copy)
+        with open(next((copy / "data").rglob("*.clog")), "r+b") as f:
+            f.truncate(size - cut)
+        store = SurrealStore(copy, label="project").open()
+        try:
+            versions, version = _torn_state(store)
+            if version is None:
+                break  # the cut reached the memory's own creation
+            torn = versions == [1] and version == 1
+            if versions or version == 2:  # some write of the update survived: the log names it
+                assert _logged_after(store, before) == [["m1"]], f"cut {cut}: a surviving write is not in the change log"
+            store.ensure_schema("project", "p_torn")
+            after = _torn_state(store)
+            if torn:
+                torn_seen = True
+                assert after == ([], 1), f"cut {cut}: the torn update's history row is still there"
+                assert store.torn_repairs == {("project", "p_torn"): 1}
+                break
+            assert after == (versions, version), f"cut {cut}: a consistent state was changed"
+            assert store.torn_repairs == {}
+        finally:
+            store.close()
+        shutil.rmtree(copy)
+    else:
+        pytest.fail("no cut reached the memory's creation")
+    if not torn_seen:
+        pytest.skip("this engine never kept part of a torn transaction")
+    # closed cleanly just now: the next open checks nothing
+    reopened = SurrealStore(copy, label="project").open()
+    try:
+        assert not reopened._unclean
+    finally:
+        reopened.close()

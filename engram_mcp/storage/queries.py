@@ -198,6 +198,12 @@ DEFINE_DENUL_FUNCTION = """DEFINE FUNCTION OVERWRITE fn::engram_denul($v: any, $
 REPAIR_NUL_IN_TABLE = "UPDATE type::table($table) CONTENT fn::engram_denul($this, $nul) WHERE string::contains(<string> $this, $nul) RETURN VALUE id"
 REMOVE_DENUL_FUNCTION = "REMOVE FUNCTION IF EXISTS fn::engram_denul"
 
+# --- after a crash: what a torn transaction left (store.py, `_reconcile_after_crash`) -------
+# The engine keeps the first writes of a transaction the log lost the end of (measured: a
+# history row without the update it belongs to). History holds versions 1 .. version - 1 of a
+# memory, so a row at or above the memory's version is an update that never landed.
+DROP_TORN_HISTORY = "DELETE memory_history WHERE memory.version != NONE AND version >= memory.version RETURN BEFORE"
+
 # --- purge now: a memory's history and mentions go with its text ---------------------------
 DELETE_HISTORY_OF = "DELETE memory_history WHERE memory = $memory RETURN NONE"
 DELETE_MENTIONS_OF = "DELETE mentions WHERE in = $memory RETURN NONE"
@@ -244,6 +250,7 @@ UNINDEXED_WRITES = frozenset(
         DEFINE_DENUL_FUNCTION,
         REMOVE_DENUL_FUNCTION,
         DELETE_HISTORY_OF,
+        DROP_TORN_HISTORY,
         DELETE_MENTIONS_OF,
         DELETE_ORPHAN_ENTITIES,
     }

@@ -222,6 +222,11 @@ class SurrealStore:
         self._mutex = threading.RLock()
         self._current: tuple[str, str] | None = None
         self._migrated: set[tuple[str, str]] = set()
+        # The last owner did not close the engine (its pid was still in LOCK): each database is
+        # checked once for what a torn transaction left (`_reconcile_after_crash`).
+        self._unclean = False
+        self._reconciled: set[tuple[str, str]] = set()
+        self.torn_repairs: dict[tuple[str, str], int] = {}  # history rows dropped, per database
         self._io_failure: str | None = None  # why the engine was closed after an I/O error
         self.nul_repairs: dict[tuple[str, str], int] = {}  # records whose NULs were removed, per database
         self._repairing = False
@@ -360,6 +365,8 @@ class SurrealStore:
             if self._conn is not None:
                 try:
                     self._conn.close()
+                    if self._io_failure is None and self._lock_fd is not None:
+                        os.ftruncate(self._lock_fd, 0)  # closed cleanly: the next owner need not check
                 except Exception:  # closing a broken engine must not mask the original problem
                     log.exception("closing %s", self.directory)
                 self._conn = None
@@ -389,6 +396,9 @@ class SurrealStore:
                 "it will be used when that process exits.",
                 retry_possible=True,
             ) from None
+        # A pid left in the file: its owner died (or an older engram closed it) without a clean
+        # close, so a transaction may have been torn at the log's end.
+        self._unclean = self._unclean or bool(os.pread(fd, 32, 0).strip())
         os.ftruncate(fd, 0)
         os.pwrite(fd, str(os.getpid()).encode(), 0)
         self._lock_fd = fd
@@ -515,7 +525,10 @@ class SurrealStore:
             log_params = {"keys": sorted(written[0]) if written[0] is not None else None, "links": written[1]}
             statements = [(q.LOG_CHANGE, log_params) if sql in _BUMPS else (sql, p) for sql, p in statements]
         if trim:
-            statements = [*statements, (q.LOG_CHANGE, log_params)]
+            # First: the engine keeps a prefix of a transaction a crash tore (`_reconcile_after_crash`),
+            # so any of its writes that survive come with the log row naming them, and the index
+            # file they make stale is repaired instead of trusted.
+            statements = [(q.LOG_CHANGE, log_params), *statements]
         body, params = [], {}
         for i, (sql, p) in enumerate(statements):
             renamed = sql
@@ -546,8 +559,7 @@ class SurrealStore:
             if failures:
                 real = [r for r in failures if "failed transaction" not in str(r.get("result"))] or failures
                 raise self._failed(_classify(RuntimeError(str(real[0].get("result"))), f"{self.label} store"))
-        out = [r.get("result") for r in results]
-        return out[: len(out) - trim]
+        return [r.get("result") for r in results][trim:]
 
     def execute_ddl(self, ns: str, sql: str) -> Any:
         """DDL at namespace level (define/remove a database); `sql` uses validated names only."""
@@ -616,7 +628,35 @@ class SurrealStore:
                 current = version
             if migrations is None:
                 self._migrated.add(key)
+            self._reconcile_after_crash(ns, db)
             return max(current, target) if current >= target else current
+
+    def _reconcile_after_crash(self, ns: str, db: str) -> None:
+        """Drop what a transaction torn by a crash left, once per database after an unclean close.
+
+        SurrealKV repairs a log whose end a crash cut off by keeping the records before the cut,
+        and it keeps the first writes of the transaction that was cut (measured with the engine
+        this package pins: an update's history row landed, its new record version did not). An
+        update writes its history row first, so what can be left is a history row for a version
+        the memory never reached; it is removed, and the update counts as never made, as an
+        update in flight at a crash may. Rows of finished updates are never touched: their
+        versions are below the memory's.
+        """
+        if not self._unclean or (ns, db) in self._reconciled:
+            return
+        self._reconciled.add((ns, db))
+        dropped = self.query(ns, db, q.DROP_TORN_HISTORY) or []
+        if dropped:
+            self.torn_repairs[(ns, db)] = self.torn_repairs.get((ns, db), 0) + len(dropped)
+            log.warning(
+                "%s store %s (%s/%s): removed %d history entr%s of an update a crash interrupted",
+                self.label,
+                self.directory,
+                ns,
+                db,
+                len(dropped),
+                "y" if len(dropped) == 1 else "ies",
+            )
 
     def schema_version(self, ns: str, db: str) -> int:
         current = self.query(ns, db, q.GET_SCHEMA_VERSION)
