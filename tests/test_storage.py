@@ -492,3 +492,26 @@ def test_a_history_row_left_by_a_transaction_a_crash_tore_is_dropped_at_the_next
         assert not reopened._unclean
     finally:
         reopened.close()
+
+
+def test_a_torn_update_check_that_cannot_write_still_opens_the_store(tmp_path, monkeypatch, caplog):
+    """After an unclean close on a full disk, the check is skipped with a warning, not fatal."""
+    (tmp_path / "s").mkdir(mode=0o700)
+    (tmp_path / "s" / "LOCK").write_text("4242")  # a pid left by an owner that died
+    (tmp_path / "s" / "LOCK").chmod(0o600)
+    store = SurrealStore(tmp_path / "s", label="project").open()
+    real = store.query
+
+    def full_disk(ns, db, sql, params=None):
+        if sql == q.DROP_TORN_HISTORY:
+            raise StorageFull("the disk is full")
+        return real(ns, db, sql, params)
+
+    monkeypatch.setattr(store, "query", full_disk)
+    try:
+        assert store._unclean
+        assert store.ensure_schema("project", "p_full") == CURRENT_SCHEMA_VERSION
+        assert "torn-update check skipped" in caplog.text
+    finally:
+        store.close()
+    assert (tmp_path / "s" / "LOCK").read_text() == ""  # closed cleanly: emptied

@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from engram_mcp.core.errors import InvalidInput, SchemaTooNew, StorageFull, StoreUnavailable
+from engram_mcp.core.errors import EngramError, InvalidInput, SchemaTooNew, StorageFull, StoreUnavailable
 from engram_mcp.core.paths import (
     DATA_DIRNAME,
     UnsafePath,
@@ -365,14 +365,23 @@ class SurrealStore:
             if self._conn is not None:
                 try:
                     self._conn.close()
-                    if self._io_failure is None and self._lock_fd is not None:
-                        os.ftruncate(self._lock_fd, 0)  # closed cleanly: the next owner need not check
+                    self._mark_closed_cleanly()
                 except Exception:  # closing a broken engine must not mask the original problem
                     log.exception("closing %s", self.directory)
                 self._conn = None
             self._current = None
             self._migrated.clear()
             self._release_lock()
+
+    def _mark_closed_cleanly(self) -> None:
+        """Empty LOCK after the engine closed without an I/O failure: the next owner need not
+        look for a torn transaction (`_reconcile_after_crash`). A read-only file system keeps
+        the pid, which only costs that check."""
+        if self._io_failure is None and self._lock_fd is not None:
+            try:
+                os.ftruncate(self._lock_fd, 0)
+            except OSError:
+                pass
 
     def _failed(self, err: Exception) -> Exception:
         """After an I/O failure, close the engine so the next use reopens (and repairs) it."""
@@ -645,7 +654,11 @@ class SurrealStore:
         if not self._unclean or (ns, db) in self._reconciled:
             return
         self._reconciled.add((ns, db))
-        dropped = self.query(ns, db, q.DROP_TORN_HISTORY) or []
+        try:
+            dropped = self.query(ns, db, q.DROP_TORN_HISTORY) or []
+        except EngramError as exc:  # a full disk or a read-only store: still open it, check next time
+            log.warning("%s store %s (%s/%s): torn-update check skipped: %s", self.label, self.directory, ns, db, exc)
+            return
         if dropped:
             self.torn_repairs[(ns, db)] = self.torn_repairs.get((ns, db), 0) + len(dropped)
             log.warning(
