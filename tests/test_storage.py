@@ -514,4 +514,11 @@ def test_a_torn_update_check_that_cannot_write_still_opens_the_store(tmp_path, m
         assert "torn-update check skipped" in caplog.text
     finally:
         store.close()
-    assert (tmp_path / "s" / "LOCK").read_text() == ""  # closed cleanly: emptied
+    assert (tmp_path / "s" / "LOCK").read_text().strip()  # the pid stays: the next open checks again
+    again = SurrealStore(tmp_path / "s", label="project").open()
+    try:
+        assert again._unclean
+        again.ensure_schema("project", "p_full")  # the check runs (and finds nothing)
+    finally:
+        again.close()
+    assert (tmp_path / "s" / "LOCK").read_text() == ""  # checked, closed cleanly: emptied

@@ -226,6 +226,7 @@ class SurrealStore:
         # checked once for what a torn transaction left (`_reconcile_after_crash`).
         self._unclean = False
         self._reconciled: set[tuple[str, str]] = set()
+        self._check_skipped = False  # a check failed: LOCK keeps the pid so the next open checks
         self.torn_repairs: dict[tuple[str, str], int] = {}  # history rows dropped, per database
         self._io_failure: str | None = None  # why the engine was closed after an I/O error
         self.nul_repairs: dict[tuple[str, str], int] = {}  # records whose NULs were removed, per database
@@ -377,7 +378,7 @@ class SurrealStore:
         """Empty LOCK after the engine closed without an I/O failure: the next owner need not
         look for a torn transaction (`_reconcile_after_crash`). A read-only file system keeps
         the pid, which only costs that check."""
-        if self._io_failure is None and self._lock_fd is not None:
+        if self._io_failure is None and not self._check_skipped and self._lock_fd is not None:
             try:
                 os.ftruncate(self._lock_fd, 0)
             except OSError:
@@ -657,6 +658,7 @@ class SurrealStore:
         try:
             dropped = self.query(ns, db, q.DROP_TORN_HISTORY) or []
         except EngramError as exc:  # a full disk or a read-only store: still open it, check next time
+            self._check_skipped = True
             log.warning("%s store %s (%s/%s): torn-update check skipped: %s", self.label, self.directory, ns, db, exc)
             return
         if dropped:
