@@ -4,8 +4,7 @@ A hold is measured net of the interpreter's garbage collections that ran during 
 collection stops every Python thread, whether or not it holds the lock, so it says nothing
 about how long engram's code keeps the lock; in a test process that has run hundreds of
 tests before, one full collection takes 0.3-0.4 s (measured), which used to be counted as a
-lock hold and failed these tests on a loaded machine. The collections' own time is kept in
-`gc_pauses`, so a test can still see it.
+lock hold and failed these tests on a loaded machine.
 """
 
 from __future__ import annotations
@@ -21,7 +20,6 @@ class HoldTimer:
     def __init__(self, inner: Any) -> None:
         self.inner = inner
         self.holds: list[float] = []
-        self.gc_pauses: list[float] = []
         self._gc_total_s = 0.0
         self._gc_started = 0.0
         self._depth = 0
@@ -47,9 +45,7 @@ class HoldTimer:
         if phase == "start":
             self._gc_started = time.perf_counter()
             return
-        pause = time.perf_counter() - self._gc_started
-        self.gc_pauses.append(pause)
-        self._gc_total_s += pause
+        self._gc_total_s += time.perf_counter() - self._gc_started
 
     def start(self) -> HoldTimer:
         """Begin counting collections (call `stop` when done: the callback holds this timer)."""
