@@ -678,3 +678,133 @@ def test_an_export_waits_for_a_store_still_opening_without_holding_the_lock(
     finally:
         gate.set()
         svc.close()
+
+
+# ------------------------------------------------------------------ records from the file, engine open
+def _engine_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The memory keys recall reads from the engine from now on."""
+    from engram_mcp.storage.repository import ScopeRepository
+
+    reads: list[str] = []
+    real = ScopeRepository.get_many_for_recall
+
+    def counted(self: ScopeRepository, keys: Any) -> Any:
+        keys = list(keys)
+        reads.extend(keys)
+        return real(self, keys)
+
+    monkeypatch.setattr(ScopeRepository, "get_many_for_recall", counted)
+    return reads
+
+
+def _engine_only_answer(svc: MemoryService, ctx: RequestContext, query: str, monkeypatch: pytest.MonkeyPatch) -> Any:
+    from engram_mcp.services.handles import ScopeHandle
+
+    with monkeypatch.context() as m:
+        m.setattr(ScopeHandle, "file_rows", lambda self, keys, ranked_on: ([], list(keys)))
+        return svc.recall(ctx, query=query, limit=6, strengthen=False)
+
+
+def test_an_open_store_takes_recall_records_from_the_file_unless_written_since(
+    home: Path, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once the engine is open, recall reads from the engine only the hits written since the
+    file's records were read or written; the answer is the one the engine gives."""
+    ctx = RequestContext(project, None)
+    svc = MemoryService(home=home, embedder=FakeEmbedder())
+    try:
+        fill(svc, ctx, 30)
+        svc.checkpoint()
+        reads = _engine_reads(monkeypatch)
+        for query in QUERIES:
+            got = svc.recall(ctx, query=query, limit=6, strengthen=False)
+            assert got["memories"] and reads == []
+            assert comparable(got) == comparable(_engine_only_answer(svc, ctx, query, monkeypatch))
+            assert len(reads) == len(got["memories"])  # the comparison did read them all
+            reads.clear()
+        hit = svc.recall(ctx, query="alpha cache", limit=1, strengthen=False)["memories"][0]["id"]
+        svc.update(ctx, hit, content="rewritten zebra alpha cache")
+        reads.clear()
+        got = svc.recall(ctx, query="zebra alpha cache", limit=6, strengthen=False)
+        assert got["memories"][0]["content"] == "rewritten zebra alpha cache"
+        assert reads == [hit.split(":")[-1]]  # the written one only
+        assert comparable(got) == comparable(_engine_only_answer(svc, ctx, "zebra alpha cache", monkeypatch))
+        svc.checkpoint()  # the file now holds the new text: read from it again
+        reads.clear()
+        assert svc.recall(ctx, query="zebra alpha cache", limit=6, strengthen=False)["memories"] and reads == []
+    finally:
+        svc.close()
+
+
+def test_recall_reads_from_the_engine_what_the_file_cannot_vouch_for(
+    home: Path, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A record failing its checksum is read from the engine, and so is every hit after a write
+    that does not name the records it wrote."""
+    from engram_mcp.services.handles import RecordSnapshot
+
+    ctx = RequestContext(project, None)
+    svc = MemoryService(home=home, embedder=FakeEmbedder())
+    try:
+        fill(svc, ctx, 30)
+        svc.checkpoint()
+        want = comparable(_engine_only_answer(svc, ctx, "alpha cache", monkeypatch))
+        top = svc.recall(ctx, query="alpha cache", limit=1, strengthen=False)["memories"][0]
+        handle = svc.access.handle(ctx, top["scope"])
+        snap = handle.records
+        assert snap is not None
+        key = top["id"].split(":")[-1]
+        crcs = snap.crcs.copy()
+        crcs[handle.index.slot_of(key)] ^= 1
+        handle.records = RecordSnapshot(snap.keys, snap.offsets, crcs, snap.blob)
+        reads = _engine_reads(monkeypatch)
+        assert comparable(svc.recall(ctx, query="alpha cache", limit=6, strengthen=False)) == want
+        assert reads == [key]
+        for scope in ("user", "project"):
+            h = svc.access.handle(ctx, scope)
+            h.store.note_changed_records(h.ns, h.db, None)
+        reads.clear()
+        got = svc.recall(ctx, query="alpha cache", limit=6, strengthen=False)
+        assert comparable(got) == want
+        assert sorted(reads) == sorted(m["id"].split(":")[-1] for m in got["memories"])
+    finally:
+        svc.close()
+
+
+def test_strengthening_written_since_the_file_is_replayed_on_its_records(
+    home: Path, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Recall strengthening written after the file's records were taken is replayed on them as
+    the engine applied it (count, last access, created -> active), so a hit recalled again is
+    still read from the file and equals the engine's record; a strengthening write that failed
+    leaves the engine's state unknown, and the engine answers until the next checkpoint."""
+    from engram_mcp.storage.repository import ScopeRepository
+
+    ctx = RequestContext(project, None)
+    svc = MemoryService(home=home, embedder=FakeEmbedder())
+    try:
+        fill(svc, ctx, 30)
+        svc.checkpoint()
+        for _ in range(3):
+            svc.recall(ctx, query="alpha cache", limit=6)
+            svc.access.write_behind.flush_all()
+        svc.recall(ctx, query="alpha cache", limit=6)  # held back, overlaid as before
+        reads = _engine_reads(monkeypatch)
+        got = svc.recall(ctx, query="alpha cache", limit=6, strengthen=False)
+        assert reads == []
+        assert {m["access_count"] for m in got["memories"]} == {4}
+        assert {m["status"] for m in got["memories"]} == {"active"}
+        svc.access.write_behind.flush_all()
+        assert comparable(got) == comparable(_engine_only_answer(svc, ctx, "alpha cache", monkeypatch))
+
+        def refused(self: ScopeRepository, bumps: Any) -> None:
+            raise RuntimeError("disk gone (test)")
+
+        monkeypatch.setattr(ScopeRepository, "strengthen", refused)
+        svc.recall(ctx, query="alpha cache", limit=6)
+        svc.access.write_behind.flush_all()
+        reads.clear()
+        got = svc.recall(ctx, query="alpha cache", limit=6, strengthen=False)
+        assert sorted(reads) == sorted(m["id"].split(":")[-1] for m in got["memories"])
+    finally:
+        svc.close()

@@ -168,11 +168,12 @@ class ScopeAccess:
         except ConfigError:
             return True
 
-    def checkpoint(self) -> int:
-        """Write the changed indexes to their files (handles.py); the number written."""
+    def checkpoint(self, record_read_max: int | None = RECORD_READ_MAX) -> int:
+        """Write the changed indexes to their files (handles.py); the number written. At most
+        `record_read_max` records are read from the engine (requests may be waiting; None: all)."""
         with self.lock:
             self.write_behind.flush_all()
-            return self.registry.checkpoint_all(RECORD_READ_MAX)  # requests may be waiting
+            return self.registry.checkpoint_all(record_read_max)
 
     def distrust_indexes(self) -> None:
         """After an unexpected failure of a write, which may have committed to a store and not

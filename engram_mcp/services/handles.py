@@ -192,6 +192,9 @@ class ScopeHandle:
     #: The records in the index file last written or loaded (mapped), with the key of each slot
     #: then: a checkpoint re-reads only the records written since (storage `take_changed_records`).
     records: "RecordSnapshot | None" = None
+    #: Recall strengthening written to the engine since `records` was taken (key -> (count,
+    #: epoch seconds) per flush, in order): what `file_rows` replays on a record from the file.
+    flushed: dict[str, list[tuple[int, float]]] = field(default_factory=dict, repr=False)
     #: Every read and write of this database, by intent (storage/repository.py); each
     #: statement runs after `before_io`.
     repo: ScopeRepository = field(init=False, repr=False)
@@ -241,6 +244,42 @@ class ScopeHandle:
         if early.withdrawn:
             raise EarlyAnswerWithdrawn("the index file is no longer trusted")
         return early.rows(ranked_on, keys)
+
+    def file_rows(self, keys: list[str], ranked_on: ScopeIndex) -> tuple[list[dict[str, Any]], list[str]]:
+        """Recall's records of `keys` taken from the index file's record arrays, where the engine
+        has not written them since (the store names the memory records each commit writes:
+        `written_since_take`, reset when the file was read or written), and the keys left to read
+        from the engine: written since, not in the file, or failing their checksum. Reading 10
+        records from the engine took ~2.5 ms of a 100k-memory recall, decoding them ~0.2 ms."""
+        snapshot = self.records
+        if snapshot is None or ranked_on is not self.index or not keys:
+            return [], keys
+        written = self.store.rewritten_since_take(self.ns, self.db, keys)
+        if written is None:
+            return [], keys
+        rows: list[dict[str, Any]] = []
+        rest: list[str] = []
+        for key in keys:
+            row = None if key in written else _snapshot_row(snapshot, self.index.slot_of(key), key)
+            if row is None:
+                rest.append(key)
+                continue
+            for n, at in self.flushed.get(key, ()):  # as queries.STRENGTHEN_BATCH wrote them
+                row["access_count"] = int(row.get("access_count", 0)) + n
+                row["last_accessed_at"] = datetime.fromtimestamp(at, timezone.utc)
+                if row.get("status") == "created":
+                    row["status"] = "active"
+            rows.append(row)
+        return rows, rest
+
+    def note_flushed(self, pending: dict[str, list[Any]], written: bool) -> None:
+        """Recall strengthening was written (`written`), or its write failed: then the engine may
+        hold it or not, so the file's records are not used until the next checkpoint."""
+        if not written:
+            self.records, self.flushed = None, {}
+            return
+        for key, (n, at, _sessions) in pending.items():
+            self.flushed.setdefault(key, []).append((n, at))
 
     def direct_repo(self) -> ScopeRepository:
         """The repository without `before_io`: for the write-behind flush itself, and for recall's
@@ -859,7 +898,7 @@ class StoreRegistry:
         started = time.perf_counter()
         remove_marker(path)  # the file is about to change: no marker may name the old one
         early = self._early()
-        snapshot, handle.records = handle.records, None
+        snapshot, handle.records, handle.flushed = handle.records, None, {}
         changed = handle.store.take_changed_records(handle.ns, handle.db)
         reread, complete = 0, False
         if early:
@@ -1030,6 +1069,23 @@ def _prune_change_log(handle: ScopeHandle, changes: str) -> None:
         handle.repo.prune_changes(parts[1])
     except Exception as exc:
         log.warning("could not prune the change log of %s: %s", handle.label, exc)
+
+
+def _snapshot_row(snapshot: RecordSnapshot, slot: int | None, key: str) -> dict[str, Any] | None:
+    """The record the snapshot holds for `key` at `slot`, or None: another key's slot, an empty
+    entry (a record a checkpoint has not read yet), a failed checksum or a record naming another
+    memory (then the engine is asked instead)."""
+    if slot is None or snapshot.keys[slot : slot + 1] != [key]:
+        return None
+    start, end = int(snapshot.offsets[slot]), int(snapshot.offsets[slot + 1])
+    if end <= start:
+        return None
+    data = snapshot.blob[start:end].tobytes()
+    if zlib.crc32(data) != int(snapshot.crcs[slot]) & 0xFFFFFFFF:
+        log.warning("the index file's record of slot %d fails its checksum; reading it from the store", slot)
+        return None
+    row = decode_record(data)
+    return row if record_key_text(row.get("id")) == key else None
 
 
 def _snapshot(index: ScopeIndex, arrays: dict[str, np.ndarray]) -> RecordSnapshot | None:

@@ -220,7 +220,11 @@ def materialise(
         keys = [h.key for h in scope_hits]
         ranked_on = next(v.index for v in views if v.scope == scope)
         early = handle.early_rows(keys, ranked_on)  # the store still opens: the records the index file carries
-        for row in early if early is not None else handle.direct_repo().get_many_for_recall(keys):
+        if early is None:  # open: the file's records unless written since, the rest from the engine
+            early, rest = handle.file_rows(keys, ranked_on)
+            if rest:
+                early += handle.direct_repo().get_many_for_recall(rest)
+        for row in early:
             key = row["id"]
             row["embedding"] = bool(row.pop("has_embedding", False))  # all public_memory reads of it
             bump = pending.get(key)

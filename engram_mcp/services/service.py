@@ -105,9 +105,11 @@ class MemoryService:
         """Drop every in-memory index after an unexpected failure of a write (handles.py)."""
         self.access.distrust_indexes()
 
-    def checkpoint(self) -> int:
-        """Write the indexes that changed to their files (services/handles.py); how many."""
-        return self.access.checkpoint()
+    def checkpoint(self, *, read_all_records: bool = False) -> int:
+        """Write the indexes that changed to their files (services/handles.py); how many. An idle
+        checkpoint reads at most `RECORD_READ_MAX` records from the engine; `read_all_records`
+        reads every one missing from the file, as the daemon's exit does."""
+        return self.access.checkpoint(None) if read_all_records else self.access.checkpoint()
 
     # ------------------------------------------------------------------ operations
     def store(

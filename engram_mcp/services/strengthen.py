@@ -72,8 +72,10 @@ class StrengthenWriteBehind:
             ]
             try:
                 handle.direct_repo().strengthen(batch)
+                handle.note_flushed(pending, written=True)
                 self.flushed_batches += 1
             except Exception as exc:  # losing access bumps is acceptable; failing the caller is not
+                handle.note_flushed(pending, written=False)
                 self.dropped_batches += 1
                 log.warning("could not write %d recall bumps to %s: %s", len(batch), handle.label, exc)
 

@@ -24,6 +24,7 @@ import os
 import resource
 import threading
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Callable
 
@@ -243,6 +244,8 @@ class SurrealStore:
         # (ns, db) -> keys of the memory records written since `take_changed_records` last ran
         # (None: a statement wrote records it does not name, e.g. a migration: assume all)
         self._changed_records: dict[tuple[str, str], set[str] | None] = {}
+        # ...and those of them written by anything but recall strengthening (`rewritten_since_take`)
+        self._rewritten_records: dict[tuple[str, str], set[str] | None] = {}
 
     # -- lifecycle --------------------------------------------------------------
     @property
@@ -457,16 +460,27 @@ class SurrealStore:
         store opened), and forget them; None when some write may have changed records it does
         not name. Lets a checkpoint re-read only those records (services/handles.py)."""
         with self._mutex:
+            self._rewritten_records.pop((ns, db), None)
             return self._changed_records.pop((ns, db), set())
 
-    def _note_record_writes(self, ns: str, db: str, keys: set[str] | None) -> None:
-        changed = self._changed_records.setdefault((ns, db), set())
-        if changed is None:
-            return
-        if keys is None:
-            self._changed_records[(ns, db)] = None
-        else:
-            changed.update(keys)
+    def rewritten_since_take(self, ns: str, db: str, keys: Iterable[str]) -> set[str] | None:
+        """Which of `keys` were written since the last `take_changed_records` by anything but
+        recall strengthening (`queries.STRENGTHEN_BATCH`, whose effect a reader can replay),
+        without forgetting anything; None when some write may have changed records it does not
+        name."""
+        with self._mutex:
+            rewritten = self._rewritten_records.get((ns, db), set())
+            return None if rewritten is None else rewritten.intersection(keys)
+
+    def _note_record_writes(self, ns: str, db: str, keys: set[str] | None, strengthening_only: bool = False) -> None:
+        for table, skip in ((self._changed_records, False), (self._rewritten_records, strengthening_only)):
+            changed = table.setdefault((ns, db), set())
+            if changed is None or skip:
+                continue
+            if keys is None:
+                table[(ns, db)] = None
+            else:
+                changed.update(keys)
 
     def note_changed_records(self, ns: str, db: str, keys: set[str] | None) -> None:
         """Count `keys` as written since the last `take_changed_records` (an index repaired from
@@ -553,7 +567,8 @@ class SurrealStore:
             self._write_seq += 1
             if trim or bumps:
                 self._counter_moves(ns, db)
-                self._note_record_writes(ns, db, written[0])
+                strengthening_only = all(sql == q.STRENGTHEN_BATCH or sql in _BUMPS for sql, _ in statements)
+                self._note_record_writes(ns, db, written[0], strengthening_only)
             try:
                 raw = self._conn.query_raw(text, params)
             except Exception as exc:
