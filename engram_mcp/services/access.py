@@ -168,12 +168,13 @@ class ScopeAccess:
         except ConfigError:
             return True
 
-    def checkpoint(self, record_read_max: int | None = RECORD_READ_MAX) -> int:
+    def checkpoint(self, *, read_all_records: bool = False) -> int:
         """Write the changed indexes to their files (handles.py); the number written. At most
-        `record_read_max` records are read from the engine (requests may be waiting; None: all)."""
+        `RECORD_READ_MAX` records are read from the engine (requests may be waiting), or every
+        one the files miss with `read_all_records`."""
         with self.lock:
             self.write_behind.flush_all()
-            return self.registry.checkpoint_all(record_read_max)
+            return self.registry.checkpoint_all(None if read_all_records else RECORD_READ_MAX)
 
     def distrust_indexes(self) -> None:
         """After an unexpected failure of a write, which may have committed to a store and not

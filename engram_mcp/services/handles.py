@@ -192,9 +192,9 @@ class ScopeHandle:
     #: The records in the index file last written or loaded (mapped), with the key of each slot
     #: then: a checkpoint re-reads only the records written since (storage `take_changed_records`).
     records: "RecordSnapshot | None" = None
-    #: Recall strengthening written to the engine since `records` was taken (key -> (count,
-    #: epoch seconds) per flush, in order): what `file_rows` replays on a record from the file.
-    flushed: dict[str, list[tuple[int, float]]] = field(default_factory=dict, repr=False)
+    #: Recall strengthening written to the engine since `records` was taken, key -> (the counts
+    #: summed, the last write's epoch seconds): what `file_rows` replays on a record from the file.
+    flushed: dict[str, tuple[int, float]] = field(default_factory=dict, repr=False)
     #: Every read and write of this database, by intent (storage/repository.py); each
     #: statement runs after `before_io`.
     repo: ScopeRepository = field(init=False, repr=False)
@@ -264,9 +264,10 @@ class ScopeHandle:
             if row is None:
                 rest.append(key)
                 continue
-            for n, at in self.flushed.get(key, ()):  # as queries.STRENGTHEN_BATCH wrote them
-                row["access_count"] = int(row.get("access_count", 0)) + n
-                row["last_accessed_at"] = datetime.fromtimestamp(at, timezone.utc)
+            bump = self.flushed.get(key)
+            if bump is not None:  # as queries.STRENGTHEN_BATCH wrote it, once per flush
+                row["access_count"] = int(row.get("access_count", 0)) + bump[0]
+                row["last_accessed_at"] = datetime.fromtimestamp(bump[1], timezone.utc)
                 if row.get("status") == "created":
                     row["status"] = "active"
             rows.append(row)
@@ -278,8 +279,9 @@ class ScopeHandle:
         if not written:
             self.records, self.flushed = None, {}
             return
-        for key, (n, at, _sessions) in pending.items():
-            self.flushed.setdefault(key, []).append((n, at))
+        for key, (n, at, _sessions) in pending.items():  # flushes come in time order: the last `at` stands
+            before = self.flushed.get(key, (0, at))
+            self.flushed[key] = (before[0] + n, at)
 
     def direct_repo(self) -> ScopeRepository:
         """The repository without `before_io`: for the write-behind flush itself, and for recall's

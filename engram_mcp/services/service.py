@@ -109,7 +109,7 @@ class MemoryService:
         """Write the indexes that changed to their files (services/handles.py); how many. An idle
         checkpoint reads at most `RECORD_READ_MAX` records from the engine; `read_all_records`
         reads every one missing from the file, as the daemon's exit does."""
-        return self.access.checkpoint(None) if read_all_records else self.access.checkpoint()
+        return self.access.checkpoint(read_all_records=read_all_records)
 
     # ------------------------------------------------------------------ operations
     def store(
