@@ -248,7 +248,8 @@ class ScopeHandle:
     def file_rows(self, keys: list[str], ranked_on: ScopeIndex) -> tuple[list[dict[str, Any]], list[str]]:
         """Recall's records of `keys` taken from the index file's record arrays, where the engine
         has not written them since (the store names the memory records each commit writes:
-        `written_since_take`, reset when the file was read or written), and the keys left to read
+        `rewritten_since_take`, reset when the file was read or written; strengthening written since
+        is replayed from `flushed`), and the keys left to read
         from the engine: written since, not in the file, or failing their checksum. Reading 10
         records from the engine took ~2.5 ms of a 100k-memory recall, decoding them ~0.2 ms."""
         snapshot = self.records
