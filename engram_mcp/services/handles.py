@@ -246,12 +246,12 @@ class ScopeHandle:
         return early.rows(ranked_on, keys)
 
     def file_rows(self, keys: list[str], ranked_on: ScopeIndex) -> tuple[list[dict[str, Any]], list[str]]:
-        """Recall's records of `keys` taken from the index file's record arrays, where the engine
-        has not written them since (the store names the memory records each commit writes:
-        `rewritten_since_take`, reset when the file was read or written; strengthening written since
-        is replayed from `flushed`), and the keys left to read
-        from the engine: written since, not in the file, or failing their checksum. Reading 10
-        records from the engine took ~2.5 ms of a 100k-memory recall, decoding them ~0.2 ms."""
+        """Recall's records of `keys` taken from the index file's record arrays where the engine
+        has not rewritten them since (the store names the memory records each commit writes:
+        `rewritten_since_take`, reset when the file was read or written; strengthening written
+        since is replayed from `flushed`), and the keys left to read from the engine: rewritten,
+        not in the file, or failing their checksum. Reading 10 records from the engine took
+        ~2.5 ms of a 100k-memory recall, decoding them ~0.2 ms."""
         snapshot = self.records
         if snapshot is None or ranked_on is not self.index or not keys:
             return [], keys
