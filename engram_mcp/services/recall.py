@@ -212,7 +212,9 @@ def _as_tuple(value: Any, allowed: tuple[str, ...] | None, field: str) -> tuple[
 def materialise(
     access: ScopeAccess, ctx: RequestContext, hits: list[Hit], views: list[ScopeView]
 ) -> list[dict[str, Any]]:
-    """Fetch the records of the ranked hits (one query per scope, without their vectors).
+    """Fetch the records of the ranked hits, without their vectors: from the index file's
+    records where the store has not rewritten them since (`ScopeHandle.early_rows` while the
+    store opens, `ScopeHandle.file_rows` after), the rest in one query per scope.
 
     The read bypasses `ScopeHandle.before_io` (`direct_repo`), so strengthening held back from earlier
     recalls is not written here (that is the point of the write-behind); it is overlaid
