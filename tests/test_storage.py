@@ -182,6 +182,29 @@ def test_migrations_are_idempotent(tmp_path):
         store.close()
 
 
+def _memory_indexes(store: SurrealStore, ns: str, db: str) -> set[str]:
+    info = store.query(ns, db, "INFO FOR TABLE memory")
+    return set((info or {}).get("indexes", {}))
+
+
+def test_a_v3_store_loses_the_memory_indexes_no_query_reads(tmp_path):
+    """Version 4 removes the status, session and category indexes (recall and maintenance read
+    the derived index); a store written at version 3 has them and loses them on open, its
+    memories untouched."""
+    store = SurrealStore(tmp_path / "store", label="project").open()
+    try:
+        assert store.ensure_schema("project", "p_test", migrations=MIGRATIONS[:3]) == 3
+        assert {"memory_status", "memory_session", "memory_category"} <= _memory_indexes(store, "project", "p_test")
+        key = new_ulid()
+        store.query("project", "p_test", q.CREATE_MEMORY, {"id": key, "record": {
+            "memory_type": "semantic", "scope": "project", "content": "kept through v4", "session_id": "s1"}})
+        assert store.ensure_schema("project", "p_test") == CURRENT_SCHEMA_VERSION
+        assert not _memory_indexes(store, "project", "p_test") & {"memory_status", "memory_session", "memory_category"}
+        assert store.query("project", "p_test", q.GET_MEMORY, {"id": key})[0]["session_id"] == "s1"
+    finally:
+        store.close()
+
+
 def test_an_old_store_is_upgraded_and_category_backfilled_from_metadata(home, project, ctx):
     ns, db = "project", project_id(project)
     store = SurrealStore(project_dir(project), label="project").open()
