@@ -129,14 +129,13 @@ class EarlyOpen:
             slot = index.slot_of(key)
             if slot is None or slot >= n:
                 continue
-            start, end = int(self._offsets[slot]), int(self._offsets[slot + 1])
-            if end <= start:
-                continue
-            data = self._blob[start:end].tobytes()
-            if zlib.crc32(data) != int(self._crcs[slot]) & 0xFFFFFFFF:
+            try:
+                row = _slot_record(self._offsets, self._crcs, self._blob, slot)
+            except _ChecksumMismatch as exc:
                 self.withdrawn = True
-                raise EarlyAnswerWithdrawn(f"record of slot {slot} fails its checksum")
-            row = decode_record(data)
+                raise EarlyAnswerWithdrawn(str(exc)) from None
+            if row is None:
+                continue
             if record_key_text(row.get("id")) != key:
                 raise EarlyAnswerWithdrawn(f"record blob of slot {slot} names another memory")
             out.append(row)
@@ -1080,15 +1079,29 @@ def _snapshot_row(snapshot: RecordSnapshot, slot: int | None, key: str) -> dict[
     memory (then the engine is asked instead)."""
     if slot is None or snapshot.keys[slot : slot + 1] != [key]:
         return None
-    start, end = int(snapshot.offsets[slot]), int(snapshot.offsets[slot + 1])
+    try:
+        row = _slot_record(snapshot.offsets, snapshot.crcs, snapshot.blob, slot)
+    except _ChecksumMismatch as exc:
+        log.warning("the index file's %s; reading it from the store", exc)
+        return None
+    return row if row is not None and record_key_text(row.get("id")) == key else None
+
+
+class _ChecksumMismatch(Exception):
+    """A record of the index file whose bytes fail their CRC-32."""
+
+
+def _slot_record(offsets: np.ndarray, crcs: np.ndarray, blob: np.ndarray, slot: int) -> dict[str, Any] | None:
+    """The record the file's arrays hold at `slot`, or None for an empty entry (a record no
+    checkpoint has read yet). Raises _ChecksumMismatch: what to do then is the caller's (an
+    early answer is withdrawn, a recall on an open store asks the engine instead)."""
+    start, end = int(offsets[slot]), int(offsets[slot + 1])
     if end <= start:
         return None
-    data = snapshot.blob[start:end].tobytes()
-    if zlib.crc32(data) != int(snapshot.crcs[slot]) & 0xFFFFFFFF:
-        log.warning("the index file's record of slot %d fails its checksum; reading it from the store", slot)
-        return None
-    row = decode_record(data)
-    return row if record_key_text(row.get("id")) == key else None
+    data = blob[start:end].tobytes()
+    if zlib.crc32(data) != int(crcs[slot]) & 0xFFFFFFFF:
+        raise _ChecksumMismatch(f"record of slot {slot} fails its checksum")
+    return decode_record(data)
 
 
 def _snapshot(index: ScopeIndex, arrays: dict[str, np.ndarray]) -> RecordSnapshot | None:
