@@ -73,8 +73,8 @@ def test_the_builtin_model_assembles_and_loads_with_the_network_unplugged(tmp_pa
     assert e.loaded
     assert no_network == []  # not even attempted
     names = {p.name for p in (tmp_path / ASSEMBLY).iterdir()}
-    optimized = {n for n in names if n.startswith("model.ort-")}  # the saved optimised graph and its note
-    assert names - optimized == FILES and len(optimized) == 2
+    optimized = {n for n in names if n.startswith("model.ort-")}  # the saved optimised graph, its weights, its note
+    assert names - optimized == FILES and len(optimized) == 3
     v = e.embed_query("offline works")
     assert v.shape == (DEFAULT_DIM,)
 
@@ -277,7 +277,9 @@ def test_the_saved_optimised_graph_loads_without_the_optimisation_pass_and_gives
     assert first._model.graph == "optimized now"
     model_dir = tmp_path / ASSEMBLY
     saved = sorted(p.name for p in model_dir.glob("model.ort-*"))
-    assert [n.rsplit(".", 1)[1] for n in saved] == ["json", "onnx"] and not list(model_dir.glob(".*.tmp"))
+    assert sorted(n.rsplit(".", 1)[1] for n in saved) == ["data", "json", "onnx"] and not list(model_dir.glob(".*.tmp"))
+    graph = next(model_dir.glob("model.ort-*.onnx"))
+    assert graph.stat().st_size < 1_000_000, "the weights are in their own file, not in the graph"
     again = FastEmbedEmbedder(cache_dir=str(tmp_path), bulk_threads=None)
     np.testing.assert_array_equal(np.stack([again.embed_query(t) for t in VARIED_TEXTS]), want_q)
     np.testing.assert_array_equal(again.embed_documents(VARIED_TEXTS), want_d)
@@ -285,18 +287,33 @@ def test_the_saved_optimised_graph_loads_without_the_optimisation_pass_and_gives
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("damage", ["truncated", "garbage", "other-source"])
+@pytest.mark.parametrize(
+    "damage",
+    ["truncated", "garbage", "other-source", "weights-truncated", "weights-garbage", "weights-missing", "weights-elsewhere",
+     "probe-missing"],
+)
 def test_a_damaged_or_stale_optimised_graph_is_not_used(tmp_path: Path, damage: str) -> None:
     FastEmbedEmbedder(cache_dir=str(tmp_path), bulk_threads=None).embed_query("build the copy")
     model_dir = tmp_path / ASSEMBLY
     graph = next(model_dir.glob("model.ort-*.onnx"))
+    weights = next(model_dir.glob("model.ort-*.data"))
     note = graph.with_suffix(".json")
     if damage == "truncated":
         graph.write_bytes(graph.read_bytes()[: graph.stat().st_size // 2])
     elif damage == "garbage":
         graph.write_bytes(b"\x00not a model" * (graph.stat().st_size // 13) + b"\x00" * (graph.stat().st_size % 13))
-    else:
+    elif damage == "other-source":
         note.write_text(json.dumps({**json.loads(note.read_text()), "source": [1, 2]}))
+    elif damage == "weights-truncated":
+        weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
+    elif damage == "weights-garbage":  # same size, so only the load can tell
+        weights.write_bytes(b"\xff" * weights.stat().st_size)
+    elif damage == "weights-missing":
+        weights.unlink()
+    elif damage == "weights-elsewhere":  # the note names a file outside the model's directory
+        note.write_text(json.dumps({**json.loads(note.read_text()), "data": "../" + weights.name}))
+    else:  # a note without the probe vector (as an earlier engram wrote it)
+        note.write_text(json.dumps({k: v for k, v in json.loads(note.read_text()).items() if k != "probe"}))
     e = FastEmbedEmbedder(cache_dir=str(tmp_path), bulk_threads=None)
     v = e.embed_query("a question")
     ref = FastEmbedEmbedder(cache_dir=str(tmp_path / "ref"), direct=False, bulk_threads=None)

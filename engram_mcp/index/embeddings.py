@@ -27,8 +27,9 @@ Speed facts (the 2-core CI machine, int8 model, measured with the other core idl
 * Most of a session's RSS is onnxruntime's graph optimisation, not the 23 MB file: a session
   takes ~215 MB resident with the basic optimisations on (as fastembed sets them, and matching its
   vectors requires them) against ~95 MB with none. The built-in model's optimised graph is saved
-  once and loaded with the pass off (:func:`_optimized_session`): 0.16 s instead of 0.30-0.40 s
-  to a session, peak 190 instead of 266 MB, the same vectors.
+  once, its weights in a file of their own, and loaded with the pass off (:func:`_optimized_session`):
+  0.05-0.06 s instead of 0.30-0.40 s to a session (0.19 s with the weights inside the graph),
+  peak 118 instead of 266 MB, the same vectors.
 * ``embed_query`` on a short query: ``threads=1`` p50 5.5 ms / p95 6.6 ms idle, 6.8 / 15 ms busy;
   ``threads=2`` 3.5 / 4.5 ms idle but 14 / 31 ms busy (onnxruntime's spinning worker fights the
   other process for the core). engram shares its 2 cores with Claude Code and the store, so the
@@ -45,11 +46,13 @@ Speed facts (the 2-core CI machine, int8 model, measured with the other core idl
 
 from __future__ import annotations
 
+import base64
 import importlib.util
 import json
 import logging
 import math
 import os
+import re
 import shutil
 import socket
 import stat
@@ -58,7 +61,8 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 from urllib.parse import urlparse
@@ -458,25 +462,44 @@ class OnnxTextModel:
         self.tokenizer = load_tokenizer(path)
         #: Where the session's graph came from: "source", "optimized copy" or "optimized now".
         self.graph = "source"
-        session = _optimized_session(ort, path, threads, enable_cpu_mem_arena) if keep_optimized else None
-        if session is not None:
-            self.session: Any = session
-            self.graph = "optimized copy"
-        else:
-            options = _session_options(ort, threads, enable_cpu_mem_arena, ort.GraphOptimizationLevel.ORT_ENABLE_ALL)
-            saved = _start_optimized_copy(path, options) if keep_optimized else None
+        copy = _optimized_session(ort, path, threads, enable_cpu_mem_arena) if keep_optimized else None
+        if copy is not None:
+            self._use(copy.session)
+            if _same_probe(self.probe(), copy.probe):
+                self.graph = "optimized copy"
+                _remove_older_copies(path, keep=copy.files)  # a weights file a failed save left
+                return
+            log.warning("the saved optimised model in %s gives other vectors than it did; using the model itself", path)
+            copy.remove()
+        options = _session_options(ort, threads, enable_cpu_mem_arena, ort.GraphOptimizationLevel.ORT_ENABLE_ALL)
+        saved = _start_optimized_copy(path, options) if keep_optimized else None
+        if saved is not None:
+            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+        try:
+            session = ort.InferenceSession(
+                str(path / _MODEL_FILE), sess_options=options, providers=["CPUExecutionProvider"]
+            )
+        except BaseException:
             if saved is not None:
-                options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
-            try:
-                self.session = ort.InferenceSession(
-                    str(path / _MODEL_FILE), sess_options=options, providers=["CPUExecutionProvider"]
-                )
-            finally:
-                if saved is not None and saved():
-                    self.graph = "optimized now"
-        inputs = {i.name for i in self.session.get_inputs()}
+                saved.discard()
+            raise
+        self._use(session)
+        if saved is not None and saved.publish(self.probe()):
+            self.graph = "optimized now"
+
+    def _use(self, session: Any) -> None:
+        self.session: Any = session
+        inputs = {i.name for i in session.get_inputs()}
         self._attention_mask = "attention_mask" in inputs
         self._token_type_ids = "token_type_ids" in inputs
+
+    def probe(self) -> str:
+        """The vector of a fixed text (float32, base64). A saved copy must reproduce the one its
+        source gave when it was saved (`_same_probe`), or it is not used: that catches weights
+        that load but are not the ones saved (a torn or altered file of the right size) for one
+        query's time (~5 ms)."""
+        vec = self._embed_batch([_PROBE_TEXT]).astype("<f4").reshape(-1)
+        return base64.b64encode(vec.tobytes()).decode("ascii")
 
     def embed(self, documents: Sequence[str], batch_size: int = 256) -> Iterator[np.ndarray]:
         """One vector per text, in order, in batches of ``batch_size`` padded to their longest text."""
@@ -528,69 +551,181 @@ def _source_identity(model_dir: Path) -> list[int] | None:
     return [st.st_size, st.st_mtime_ns]
 
 
-def _optimized_session(ort: Any, model_dir: Path, threads: int | None, arena: bool) -> Any | None:
+@dataclass
+class _SavedCopy:
+    """A session on the saved optimised graph, the probe digest its note recorded, and its files."""
+
+    session: Any
+    probe: str | None
+    files: tuple[Path, ...]
+
+    def remove(self) -> None:
+        for path in self.files:
+            path.unlink(missing_ok=True)
+
+
+def _optimized_session(ort: Any, model_dir: Path, threads: int | None, arena: bool) -> _SavedCopy | None:
     """A session on the saved optimised graph with no optimisation pass, or None (no usable copy).
 
     onnxruntime's graph optimisation is most of a session's creation (0.22-0.25 s of 0.30-0.40 s
     here) and of its peak memory (266 MB peak against 190 MB, 210 against 177 MB after a query):
-    it turns the int8 graph into one holding float weights. Saved once, that graph loads in
-    0.16 s and gives the same vectors to the bit (tests/test_embeddings_optimized.py). The copy is
-    trusted as the model beside it is (the user's model cache); a copy whose note does not name
-    the model file as it is now, or that fails to load, is removed and the source used.
+    it turns the int8 graph into one holding float weights. Saved once, that graph loads with the
+    pass off and gives the same vectors to the bit (tests/test_embeddings.py). Its weights (90 MB
+    of floats) are saved apart from the graph (``_start_optimized_copy``), so a load parses a 57 KB
+    graph and maps the weights instead of parsing and copying them: 0.05-0.06 s to a session
+    instead of 0.19 s, peak 118 instead of 202 MB. The copy is trusted as the model beside it is
+    (the user's model cache), and checked: a copy whose note does not name the model file as it
+    is now and both saved files as they are, that fails to load, or whose probe vector differs
+    (`OnnxTextModel.probe`) is removed and the source used.
     """
     graph, note = _optimized_paths(model_dir)
     try:
         recorded = json.loads(note.read_text(encoding="utf-8"))
+        data = _saved_weights(model_dir, graph, recorded)
         usable = (
-            isinstance(recorded, dict)
+            data is not None
             and recorded.get("source") == _source_identity(model_dir)
-            and recorded.get("size") == os.stat(graph, follow_symlinks=False).st_size
-            and stat.S_ISREG(os.stat(graph, follow_symlinks=False).st_mode)
+            and _regular_size(graph) == recorded.get("size")
+            and _regular_size(data) == recorded.get("data_size")
         )
-    except (OSError, ValueError):
+    except (OSError, ValueError, AttributeError):
         return None
-    if not usable:
+    if not usable or data is None:
         return None
+    files = (note, graph, data)
     options = _session_options(ort, threads, arena, ort.GraphOptimizationLevel.ORT_DISABLE_ALL)
     try:
-        return ort.InferenceSession(str(graph), sess_options=options, providers=["CPUExecutionProvider"])
+        session = ort.InferenceSession(str(graph), sess_options=options, providers=["CPUExecutionProvider"])
     except Exception as exc:  # a damaged copy: drop it, the source still loads
         log.warning("the saved optimised model %s did not load (%s); using the model itself", graph, exc)
-        for path in (note, graph):
-            path.unlink(missing_ok=True)
+        _SavedCopy(None, None, files).remove()
         return None
+    probe = recorded.get("probe")
+    return _SavedCopy(session, probe if isinstance(probe, str) else None, files)
 
 
-def _start_optimized_copy(model_dir: Path, options: Any) -> Callable[[], bool] | None:
-    """Have the session about to be created save its optimised graph (onnxruntime's
-    ``optimized_model_filepath``) at the extended level, the last one whose saved graph does not
-    depend on this CPU. Returns what publishes it once the session exists (renames it into place,
-    writes its note, removes other onnxruntime versions' copies), or None when the model cache
-    cannot be written."""
-    graph, note = _optimized_paths(model_dir)
-    source = _source_identity(model_dir)
-    tmp = graph.with_name(f".{graph.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
-    if source is None or not os.access(model_dir, os.W_OK):
+def _same_probe(now: str, recorded: str | None) -> bool:
+    """Whether a probe vector equals the recorded one, to within float noise (sessions with other
+    thread counts may differ in the last bits; weights that are not the saved ones differ wholly)."""
+    if recorded is None:
+        return False
+    try:
+        a = np.frombuffer(base64.b64decode(now), dtype="<f4")
+        b = np.frombuffer(base64.b64decode(recorded, validate=True), dtype="<f4")
+    except ValueError:
+        return False
+    return a.shape == b.shape and bool(np.all(np.isfinite(a))) and bool(np.allclose(a, b, rtol=0.0, atol=_PROBE_ATOL))
+
+
+def _saved_weights(model_dir: Path, graph: Path, recorded: Any) -> Path | None:
+    """The weights file a note names: a plain name of this version's copy, in the model's directory."""
+    name = recorded.get("data") if isinstance(recorded, dict) else None
+    if not isinstance(name, str) or not _WEIGHTS_NAME.fullmatch(name) or not name.startswith(f"{graph.stem}."):
         return None
-    options.optimized_model_filepath = str(tmp)
+    return model_dir / name
 
-    def publish() -> bool:
+
+def _regular_size(path: Path) -> int | None:
+    """The size of a regular file (never through a link), or None."""
+    st = os.stat(path, follow_symlinks=False)
+    return st.st_size if stat.S_ISREG(st.st_mode) else None
+
+
+#: The saved weights' file name: the graph's stem, the saving process's token, ".data".
+_WEIGHTS_NAME = re.compile(r"model\.ort-[0-9A-Za-z.+_-]+\.[0-9]+\.[0-9a-f]{8}\.data")
+#: Initializers at least this large go to the weights file (the graph keeps the small ones).
+_EXTERNAL_MIN_BYTES = 1024
+#: Another process's weights file younger than this may belong to a copy it is still saving.
+_SAVE_GRACE_S = 300.0
+#: The text whose vector a saved copy must reproduce (`OnnxTextModel.probe`).
+_PROBE_ATOL = 1e-4
+_PROBE_TEXT = "engram checks its saved model: the deploy cache was rebuilt after the schema migration."
+
+
+class _PendingCopy:
+    """The optimised copy a session being created saves, published once it exists (`publish`)."""
+
+    def __init__(self, model_dir: Path, source: list[int]) -> None:
+        self.model_dir = model_dir
+        self.source = source
+        self.graph, self.note = _optimized_paths(model_dir)
+        token = f"{os.getpid()}.{uuid.uuid4().hex[:8]}"
+        self.tmp = self.graph.with_name(f".{self.graph.name}.{token}.tmp")
+        self.data = model_dir / f"{self.graph.stem}.{token}.data"
+
+    def publish(self, probe: str) -> bool:
+        """Make both files durable, then the graph and its note visible (the note last: it is what
+        makes the copy used), then remove older copies. False when anything failed (the next start
+        tries again)."""
         try:
-            size = tmp.stat().st_size  # absent when the session failed: nothing to publish
-            os.replace(tmp, graph)
-            note_tmp = note.with_name(f".{note.name}.{os.getpid()}.tmp")
-            note_tmp.write_text(json.dumps({"source": source, "size": size}), encoding="utf-8")
-            os.replace(note_tmp, note)
-            for old in model_dir.glob("model.ort-*"):
-                if old not in (graph, note):
-                    old.unlink(missing_ok=True)
+            size, data_size = _fsync(self.tmp), _fsync(self.data)  # absent when the session failed
+            os.replace(self.tmp, self.graph)
+            note_tmp = self.note.with_name(f".{self.note.name}.{os.getpid()}.tmp")
+            record = {
+                "source": self.source,
+                "size": size,
+                "data": self.data.name,
+                "data_size": data_size,
+                "probe": probe,
+            }
+            note_tmp.write_text(json.dumps(record), encoding="utf-8")
+            _fsync(note_tmp)
+            os.replace(note_tmp, self.note)
+            _remove_older_copies(self.model_dir, keep=(self.graph, self.note, self.data))
             return True
-        except OSError as exc:  # a full disk: the next start tries again
-            log.info("could not save the optimised model beside %s: %s", model_dir, exc)
-            tmp.unlink(missing_ok=True)
+        except OSError as exc:  # a full disk
+            log.info("could not save the optimised model beside %s: %s", self.model_dir, exc)
+            self.discard()
             return False
 
-    return publish
+    def discard(self) -> None:
+        self.tmp.unlink(missing_ok=True)
+        self.data.unlink(missing_ok=True)
+
+
+def _fsync(path: Path) -> int:
+    """Flush a file to disk; its size."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    try:
+        os.fsync(fd)
+        return os.fstat(fd).st_size
+    finally:
+        os.close(fd)
+
+
+def _start_optimized_copy(model_dir: Path, options: Any) -> _PendingCopy | None:
+    """Have the session about to be created save its optimised graph (onnxruntime's
+    ``optimized_model_filepath``) at the extended level, the last one whose saved graph does not
+    depend on this CPU, with its weights in a file of their own; None when the model cache cannot
+    be written.
+
+    The graph names its weights file, so that file is written under its final name, unique to
+    this save (a concurrent save never writes into it)."""
+    source = _source_identity(model_dir)
+    if source is None or not os.access(model_dir, os.W_OK):
+        return None
+    pending = _PendingCopy(model_dir, source)
+    options.optimized_model_filepath = str(pending.tmp)
+    options.add_session_config_entry("session.optimized_model_external_initializers_file_name", pending.data.name)
+    options.add_session_config_entry(
+        "session.optimized_model_external_initializers_min_size_in_bytes", str(_EXTERNAL_MIN_BYTES)
+    )
+    return pending
+
+
+def _remove_older_copies(model_dir: Path, keep: tuple[Path, ...]) -> None:
+    """Remove other saved copies (other onnxruntime versions', earlier saves'), except weights
+    files young enough to belong to a save still running in another process."""
+    now = time.time()
+    for old in model_dir.glob("model.ort-*"):
+        if old in keep:
+            continue
+        try:
+            if old.suffix == ".data" and now - old.stat(follow_symlinks=False).st_mtime < _SAVE_GRACE_S:
+                continue
+            old.unlink()
+        except OSError:
+            pass
 
 
 # Documents per onnxruntime call. Small batches pad less: on this 2-core machine, LoCoMo
