@@ -119,6 +119,7 @@ def headline(parts: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
     for row in scale_design_rows(parts):
         if row["case"] in ("index rebuilt", "index persisted"):  # each design's normal cold start
             h.setdefault("cold_first_recall_s", {}).setdefault(row["design"], {})[str(row["memories"])] = row["cold_first_recall_s"]
+            h.setdefault("mcp_first_recall_s", {}).setdefault(row["design"], {})[str(row["memories"])] = row["mcp_first_recall_s"]
             h.setdefault("daemon_peak_rss_mb", {}).setdefault(row["design"], {})[str(row["memories"])] = row["daemon_peak_rss_mb"]
     hooks = ((parts.get("hooks") or {}).get("wall_times") or {}).get("hooks") or {}
     for key, name in (("hooks_bench_posttooluse_p95_ms", "PostToolUse (Edit)"), ("hooks_bench_sessionstart_p95_ms", "SessionStart (warm)")):
@@ -205,8 +206,10 @@ def headline_section(h: dict[str, Any], run: dict[str, Any], sizes: list[int]) -
                  by_size({k: v for k, v in (rh or {}).items() if int(k) in big}, big) if rh else "not measured",
                  "in process, across the 3 scopes, limit 10; target < 200 ms"])
     for key, label, fmt, ref in (
-            ("cold_first_recall_s", "cold first recall (MCP spawn -> answer, no daemon running)", "{:.2f} s",
+            ("cold_first_recall_s", "cold first recall (daemon start -> answer, no daemon running)", "{:.2f} s",
              "targets ≤ 0.5 s at 10k, ≤ 1.5 s at 100k; model load included"),
+            ("mcp_first_recall_s", "cold first recall from MCP server spawn (the server starts the daemon)", "{:.2f} s",
+             "what a new Claude Code window waits; not judged"),
             ("daemon_peak_rss_mb", "daemon peak RSS (VmHWM)", "{:,.0f} MB", "target ≤ 800 MB at 100k")):
         v = h.get(key)
         rows.append([label, "; ".join(f"{d}: " + " / ".join(f"{fmt.format(x)} at {fsize(int(n))}" for n, x in sorted(
@@ -392,8 +395,9 @@ def design_section(parts: dict[str, Any], plots: dict[str, str]) -> list[str]:
     designs = sc.get("designs") or {}
     L = ["", "### Cold start, memory and disk: previous design vs new", "",
          "Measured by scale_extras on the same stores in the same run. Cold open: a fresh process opens the project store and "
-         "makes its index ready. Cold first recall: MCP server spawn -> first `recall_memories` answer with no daemon running "
-         "(daemon start and model load included; p50 of the repeats). Daemon RSS from /proc after the cold first recall, "
+         "makes its index ready. Cold first recall: daemon spawn -> first `recall` answer with no daemon running "
+         "(model load and store open included; p50 of the repeats); from MCP spawn: the same begun by spawning the MCP server, "
+         "which starts the daemon (its own start shares the 2 cores). Daemon RSS from /proc after the cold first recall, "
          "a few recalls and an idle moment: VmHWM (peak) and VmRSS (steady). Hybrid p95: the speed part, in process (one design: "
          "the code's default). Designs: " + "; ".join(f"`{d}` {json.dumps(env) if env else '(no switch)'}" for d, env in designs.items())
          + ("." if "new" in designs else ". **Only the previous design exists in this code**: no new-design rows."), ""]
@@ -405,11 +409,12 @@ def design_section(parts: dict[str, Any], plots: dict[str, str]) -> list[str]:
         rec, rss = r["cold_first_recall_s"], r["daemon_peak_rss_mb"]
         out.append([fsize(n), r["design"], r["case"], fms(r["cold_open_ms"]), fms(r["store_rss_mb"]),
                     f"{rec:.2f}" if isinstance(rec, (int, float)) else "-", _verdict(rec, _target(parts, "cold_first_recall_s", n)),
+                    f"{r['mcp_first_recall_s']:.2f}" if isinstance(r.get("mcp_first_recall_s"), (int, float)) else "-",
                     fms(rss), _verdict(rss, _target(parts, "peak_rss_mb", n)), fms(r["daemon_steady_rss_mb"]),
                     fms(r["hybrid_p95_ms"]), _verdict(r["hybrid_p95_ms"], _target(parts, "hybrid_p95_ms", n)),
                     f"{fms(r['disk_bytes_per_memory'])} ({fms(r['index_bytes_per_memory'])})"])
     L += table(["memories", "design", "cold case", "cold open ms", "opened store RSS MB", "cold first recall s", "target",
-                "daemon peak RSS MB", "target", "daemon steady RSS MB", "hybrid p95 ms", "target", "disk bytes/memory (index)"], out)
+                "from MCP spawn s", "daemon peak RSS MB", "target", "daemon steady RSS MB", "hybrid p95 ms", "target", "disk bytes/memory (index)"], out)
     m = sc.get("multi_store")
     if m:
         L += ["", f"A daemon holding {m['projects']} project stores plus the user store, {m['per_store']:,} memories each (started "

@@ -21,10 +21,11 @@ others down, and its peak RSS is its own):
                                   at the same sizes; and, for the previous design (index rebuilt
                                   on every open) and the new one (index persisted: first open after
                                   the upgrade and normal open) on the same stores: cold open of a
-                                  store, cold first recall (MCP spawn -> answer, daemon start and
-                                  model load included), daemon peak / steady RSS, disk bytes per
-                                  memory, and a daemon holding 10 project stores + the user store
-                                  (10k memories each; 200 in --quick), against the issue's targets
+                                  store, cold first recall (daemon spawn -> answer, model load
+                                  included; and from MCP spawn beside it), daemon peak / steady
+                                  RSS, disk bytes per memory, and a daemon holding 10 project
+                                  stores + the user store (10k memories each; 200 in --quick),
+                                  against the targets
   bulk    bench/bulk_bench.py     import with vectors (beside 16 memories per lock hold), embedding
                                   new text, export, and disk per memory over a simulated month of
                                   daily use (beside no compaction), same run
