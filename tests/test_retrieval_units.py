@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import random
-import threading
 import time
 
 import numpy as np
@@ -190,58 +189,6 @@ def test_strengthening_is_written_behind_the_recall_and_seen_by_every_later_stat
         assert mem["access_count"] == 4 and mem["status"] == "active"
     finally:
         again.close()
-
-
-def test_a_large_flush_is_written_in_chunks_and_lets_the_lock_go_between_them(svc, project, monkeypatch):
-    """More pending bumps than FLUSH_CHUNK_BUMPS are written in several statements, the service
-    lock released between them (a recall waits for one chunk, not the whole flush); every bump
-    lands. A caller already holding the lock (a statement about to run) gets them all first."""
-    from engram_mcp.services import strengthen
-    from engram_mcp.storage.repository import ScopeRepository
-
-    monkeypatch.setattr(strengthen, "FLUSH_CHUNK_BUMPS", 4)
-    ctx = RequestContext(project, None)
-    ids = [svc.store(ctx, content=f"deploy pipeline note {i} about caching", type="semantic", scope="project",
-                     dedup=False)["memory_id"] for i in range(10)]
-    handle = svc.handle(ctx, "project")
-    wb = svc.access.write_behind
-    chunks: list[tuple[int, float, float]] = []
-    real = ScopeRepository.strengthen
-
-    def spy(self, batch):
-        started = time.perf_counter()
-        time.sleep(0.05)  # a slow chunk: the other thread gets the lock between chunks, never inside one
-        out = real(self, batch)
-        chunks.append((len(batch), started, time.perf_counter()))
-        return out
-
-    monkeypatch.setattr(ScopeRepository, "strengthen", spy)
-    with svc.access.lock:
-        wb.record(handle, [m.split(":", 1)[1] for m in ids], time.time(), None)
-    taken, done = [], threading.Event()
-
-    def contender() -> None:
-        while not done.is_set():
-            with svc.access.lock:
-                taken.append(time.perf_counter())
-            time.sleep(0.002)
-
-    t = threading.Thread(target=contender)
-    t.start()
-    try:
-        wb.flush_all()
-    finally:
-        done.set()
-        t.join()
-    assert [n for n, _, _ in chunks] == [4, 4, 2] and not handle.index.pending_strengthen
-    assert not any(a < x < b for _, a, b in chunks for x in taken), "the lock is held through a chunk"
-    assert any(chunks[0][2] < x < chunks[-1][1] for x in taken), "the lock was free between chunks"
-    assert all(_raw_access_count(svc, ctx, m) == 1 for m in ids)
-    chunks.clear()
-    with svc.access.lock:  # a statement about to run: its before_io writes every chunk under its lock
-        wb.record(handle, [m.split(":", 1)[1] for m in ids], time.time(), None)
-        assert svc.get(ctx, ids[0])["access_count"] == 2
-        assert [n for n, _, _ in chunks] == [4, 4, 2] and not handle.index.pending_strengthen
 
 
 # ------------------------------------------------------------------ temporal contiguity

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import bisect
 import hashlib
-import itertools
 import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable
@@ -335,14 +334,10 @@ class ScopeIndex:
                 if session_id:
                     entry[2].add(session_id)
 
-    def take_pending_strengthen(self, limit: int | None = None) -> dict[str, list]:
-        """Hand over (and forget) the strengthening not yet written: all of it, or the `limit`
-        memories pending longest."""
-        pending = self.pending_strengthen
-        if limit is None or len(pending) <= limit:
-            self.pending_strengthen = {}
-            return pending
-        return {key: pending.pop(key) for key in list(itertools.islice(pending, limit))}
+    def take_pending_strengthen(self) -> dict[str, list]:
+        """Hand over (and forget) the strengthening not yet written."""
+        pending, self.pending_strengthen = self.pending_strengthen, {}
+        return pending
 
     def set_status(self, key: str, status: str) -> None:
         slot = self.slots.get(key)

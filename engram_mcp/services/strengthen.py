@@ -32,8 +32,6 @@ from engram_mcp.storage.rows import StrengthenBump
 
 log = logging.getLogger("engram.strengthen")
 FLUSH_DELAY_SECONDS = 1.0
-#: Memories per strengthening statement: ~14 ms of the service lock at ~217 us a memory.
-FLUSH_CHUNK_BUMPS = 64
 
 
 class StrengthenWriteBehind:
@@ -59,55 +57,38 @@ class StrengthenWriteBehind:
         self._schedule()
 
     def flush_handle(self, handle: ScopeHandle) -> None:
-        """Write the handle's pending strengthening (a no-op when there is none), FLUSH_CHUNK_BUMPS
-        memories per statement, taking the service lock for each: a recall arriving meanwhile waits
-        for one chunk (~14 ms), not for the whole flush (a back-to-back run of recalls pends ~600
-        memories a second: one statement held the lock ~150 ms). A caller already holding the lock
-        (`before_io`: a statement is about to run) keeps it throughout, so that statement sees every
-        bump. Only what was pending on entry is written: recalls landing meanwhile wait for the next
-        flush. While the handle's store still opens in the background (services/handles.py), it
-        stays held back."""
-        left = len(handle.index.pending_strengthen)
-        while left > 0 and not handle.engine_pending:
-            with self._lock:
-                if not self._still_open(handle):
-                    handle.index.take_pending_strengthen()
-                    self._dirty.pop(id(handle), None)
-                    return
-                pending = handle.index.take_pending_strengthen(min(left, FLUSH_CHUNK_BUMPS))
-                if not handle.index.pending_strengthen:
-                    self._dirty.pop(id(handle), None)
-                if not pending:
-                    return
-                left -= len(pending)
-                self._write(handle, pending)
-
-    def _write(self, handle: ScopeHandle, pending: dict[str, list[Any]]) -> None:
-        """One statement of bumps (caller holds the service lock); a failure drops them, logged."""
-        batch = [
-            StrengthenBump(key, n, datetime.fromtimestamp(at, timezone.utc), tuple(sorted(sessions)))
-            for key, (n, at, sessions) in pending.items()
-        ]
-        try:
-            handle.direct_repo().strengthen(batch)
-            handle.note_flushed(pending, written=True)
-            self.flushed_batches += 1
-        except Exception as exc:  # losing access bumps is acceptable; failing the caller is not
-            handle.note_flushed(pending, written=False)
-            self.dropped_batches += 1
-            log.warning("could not write %d recall bumps to %s: %s", len(batch), handle.label, exc)
+        """Write the handle's pending strengthening (a no-op when there is none). While the
+        handle's store still opens in the background (services/handles.py), it stays held back."""
+        if not handle.index.pending_strengthen or handle.engine_pending:
+            return
+        with self._lock:
+            pending = handle.index.take_pending_strengthen()
+            self._dirty.pop(id(handle), None)
+            if not pending or not self._still_open(handle):
+                return
+            batch = [
+                StrengthenBump(key, n, datetime.fromtimestamp(at, timezone.utc), tuple(sorted(sessions)))
+                for key, (n, at, sessions) in pending.items()
+            ]
+            try:
+                handle.direct_repo().strengthen(batch)
+                handle.note_flushed(pending, written=True)
+                self.flushed_batches += 1
+            except Exception as exc:  # losing access bumps is acceptable; failing the caller is not
+                handle.note_flushed(pending, written=False)
+                self.dropped_batches += 1
+                log.warning("could not write %d recall bumps to %s: %s", len(batch), handle.label, exc)
 
     def flush_all(self) -> None:
-        """Write every handle's pending strengthening, chunk by chunk (`flush_handle`); a handle
-        whose store still opens in the background is written once it has opened."""
         with self._lock:
-            handles = list(self._dirty.values())
-        waiting = False
-        for handle in handles:
-            if handle.engine_pending:
-                waiting = True
-                continue
-            self.flush_handle(handle)
+            waiting = {}
+            for hid, handle in list(self._dirty.items()):
+                if handle.engine_pending:  # written once its store has opened
+                    waiting[hid] = handle
+                    continue
+                self.flush_handle(handle)
+            self._dirty.clear()
+            self._dirty.update(waiting)
         if waiting:
             self._schedule()
 
