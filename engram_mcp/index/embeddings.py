@@ -553,7 +553,7 @@ def _source_identity(model_dir: Path) -> list[int] | None:
 
 @dataclass
 class _SavedCopy:
-    """A session on the saved optimised graph, the probe digest its note recorded, and its files."""
+    """A session on the saved optimised graph, the probe vector its note recorded, and its files."""
 
     session: Any
     probe: str | None
@@ -637,8 +637,9 @@ _WEIGHTS_NAME = re.compile(r"model\.ort-[0-9A-Za-z.+_-]+\.[0-9]+\.[0-9a-f]{8}\.d
 _EXTERNAL_MIN_BYTES = 1024
 #: Another process's weights file younger than this may belong to a copy it is still saving.
 _SAVE_GRACE_S = 300.0
-#: The text whose vector a saved copy must reproduce (`OnnxTextModel.probe`).
+#: How far a saved copy's probe vector may stray from the recorded one, per dimension (unit vectors).
 _PROBE_ATOL = 1e-4
+#: The text whose vector a saved copy must reproduce (`OnnxTextModel.probe`).
 _PROBE_TEXT = "engram checks its saved model: the deploy cache was rebuilt after the schema migration."
 
 
