@@ -326,6 +326,30 @@ def test_a_damaged_or_stale_optimised_graph_is_not_used(tmp_path: Path, damage: 
 
 
 @pytest.mark.slow
+def test_a_copy_that_cannot_be_saved_still_leaves_the_model_loaded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """onnxruntime raises when it cannot write the optimised copy (a full disk): the model loads
+    without saving one, with the same vectors, and the next load tries to save again."""
+    start = emb._start_optimized_copy
+
+    def unwritable(model_dir: Path, options: object) -> object:
+        pending = start(model_dir, options)
+        assert pending is not None
+        pending.tmp = tmp_path / "no-such-dir" / pending.tmp.name
+        options.optimized_model_filepath = str(pending.tmp)  # type: ignore[attr-defined]
+        return pending
+
+    monkeypatch.setattr(emb, "_start_optimized_copy", unwritable)
+    e = FastEmbedEmbedder(cache_dir=str(tmp_path), bulk_threads=None)
+    v = e.embed_query("a question")
+    assert e._model.graph == "source"
+    assert not list((tmp_path / ASSEMBLY).glob("model.ort-*"))  # nothing half-saved is left
+    monkeypatch.undo()
+    again = FastEmbedEmbedder(cache_dir=str(tmp_path), bulk_threads=None)
+    np.testing.assert_array_equal(again.embed_query("a question"), v)
+    assert again._model.graph == "optimized now"
+
+
+@pytest.mark.slow
 def test_the_direct_path_reads_a_model_path_directory_like_fastembed(tmp_path: Path) -> None:
     d = tmp_path / "copy"
     d.mkdir()

@@ -479,10 +479,18 @@ class OnnxTextModel:
             session = ort.InferenceSession(
                 str(path / _MODEL_FILE), sess_options=options, providers=["CPUExecutionProvider"]
             )
-        except BaseException:
-            if saved is not None:
-                saved.discard()
-            raise
+        except Exception as exc:
+            if saved is None:
+                raise
+            # saving the copy failed (a full disk, a directory that refuses the file): the
+            # model must still load, as it did before there was a copy to save
+            saved.discard()
+            saved = None
+            log.info("could not save the optimised model beside %s (%s); loading it without", path, exc)
+            options = _session_options(ort, threads, enable_cpu_mem_arena, ort.GraphOptimizationLevel.ORT_ENABLE_ALL)
+            session = ort.InferenceSession(
+                str(path / _MODEL_FILE), sess_options=options, providers=["CPUExecutionProvider"]
+            )
         self._use(session)
         if saved is not None and saved.publish(self.probe()):
             self.graph = "optimized now"
