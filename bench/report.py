@@ -204,7 +204,7 @@ def headline_section(h: dict[str, Any], run: dict[str, Any], sizes: list[int]) -
     rh = h.get("recall_hybrid_p95_ms")
     rows.append([f"hybrid recall p95 at {' / '.join(fsize(n) for n in big)} memories",
                  by_size({k: v for k, v in (rh or {}).items() if int(k) in big}, big) if rh else "not measured",
-                 "in process, across the 3 scopes, limit 10; target < 200 ms"])
+                 "in process, across the 3 scopes, limit 10; targets ≤ 10 ms at 10k, ≤ 15 ms at 100k"])
     for key, label, fmt, ref in (
             ("cold_first_recall_s", "cold first recall (daemon start -> answer, no daemon running)", "{:.2f} s",
              "targets ≤ 0.5 s at 10k, ≤ 1.5 s at 100k; model load included"),
