@@ -36,7 +36,6 @@ import os
 import random
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -65,25 +64,15 @@ def _mem(pid: int) -> dict[str, float]:
 def cold_run(world: Any, persist: bool, early: bool = True, writes_then_kill: int = 0) -> dict[str, Any]:
     """One daemon from spawn to shutdown. `writes_then_kill`: after the recalls, store this many
     memories and `kill -9` the daemon, so its index file is left behind the store."""
-    from engram_mcp.daemon.client import DaemonClient
+    import scale_extras as se
 
     env = dict(world.env, ENGRAM_INDEX_PERSIST="true" if persist else "false",
                ENGRAM_INDEX_EARLY_ANSWERS="true" if early else "false")
     log = world.user_dir / "logs" / "engramd.log"
     log_start = log.stat().st_size if log.exists() else 0
     started = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "engram_mcp.daemon.process", "--user-dir", str(world.user_dir)],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    proc, client = se.start_daemon(world, env)
     try:
-        while True:
-            try:
-                client = DaemonClient(world.user_dir, autostart=False, timeout=600)
-                client.call("ping")
-                break
-            except Exception:
-                if proc.poll() is not None:
-                    raise RuntimeError("daemon exited") from None
-                time.sleep(0.01)
         first = client.call("recall", {"query": "deploy cache database migration", "limit": 10}, project_root=str(world.project))
         cold_s = time.perf_counter() - started
         mem_first = _mem(proc.pid)

@@ -383,13 +383,11 @@ async def _mcp_first_recall(world: World, query: str, env: dict[str, str] | None
             "degraded": bool(body.get("degraded")), "warnings": body.get("warnings") or body.get("scope_warnings")}
 
 
-def daemon_first_recall(world: World, query: str, env: dict[str, str], session_id: str) -> dict[str, Any]:
-    """Daemon spawn -> first `recall` answer with no daemon running (the cold first recall the targets judge:
-    the daemon starts, loads the model, opens the stores and answers), through its socket as
-    every client talks to it. The MCP server's own start is left out (`_mcp_first_recall` has it)."""
+def start_daemon(world: World, env: dict[str, str]) -> tuple[subprocess.Popen, Any]:
+    """Spawn the daemon (none running) and connect to it once it answers a ping: the process and
+    a `DaemonClient`. Raises if the daemon exits before answering."""
     from engram_mcp.daemon.client import DaemonClient
 
-    started = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "engram_mcp.daemon.process", "--user-dir", str(world.user_dir)],
                             env=env, cwd=str(world.project), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
@@ -397,11 +395,19 @@ def daemon_first_recall(world: World, query: str, env: dict[str, str], session_i
         try:
             client = DaemonClient(world.user_dir, autostart=False, timeout=600)
             client.call("ping")
-            break
+            return proc, client
         except Exception:
             if proc.poll() is not None:
                 raise RuntimeError(f"the daemon exited with {proc.returncode} before answering") from None
             time.sleep(0.005)
+
+
+def daemon_first_recall(world: World, query: str, env: dict[str, str], session_id: str) -> dict[str, Any]:
+    """Daemon spawn -> first `recall` answer with no daemon running (the cold first recall the targets judge:
+    the daemon starts, loads the model, opens the stores and answers), through its socket as
+    every client talks to it. The MCP server's own start is left out (`_mcp_first_recall` has it)."""
+    started = time.perf_counter()
+    _proc, client = start_daemon(world, env)
     with client:
         body = client.call("recall", {"query": query, "limit": 10}, project_root=str(world.project), session_id=session_id)
         took = time.perf_counter() - started
