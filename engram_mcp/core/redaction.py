@@ -1687,7 +1687,7 @@ class _Lookup:
     and one that does compiles fewer rules (a skipped rule's regex is never compiled).
     """
 
-    __slots__ = ("literals", "needs", "automaton", "_fallback")
+    __slots__ = ("literals", "needs", "always", "by_literal", "automaton", "_fallback")
 
     def __init__(self) -> None:
         needs: list[tuple[frozenset[bytes], ...]] = []
@@ -1704,6 +1704,13 @@ class _Lookup:
                 every |= x
         self.literals = frozenset(every)
         self.needs = tuple(needs)
+        # a rule is a candidate when a literal of its first set is present (or it has none)
+        self.always = frozenset(i for i, sets in enumerate(needs) if not sets)
+        by_literal: dict[bytes, list[int]] = {}
+        for i, sets in enumerate(needs):
+            for literal in sets[0] if sets else ():
+                by_literal.setdefault(literal, []).append(i)
+        self.by_literal = {literal: tuple(rules) for literal, rules in by_literal.items()}
         self.automaton = self._automaton()
         self._fallback: Optional[tuple[re.Pattern, dict[bytes, frozenset[bytes]]]] = None
 
@@ -1733,6 +1740,14 @@ class _Lookup:
             found |= implied[m.group(1)]
         return found
 
+    def candidates(self, present: set[bytes], after: int = -1) -> list[int]:
+        """Indexes of the rules after `after` whose first set of literals meets `present`, in
+        rule order (the order of `_RULES` is the order of precedence)."""
+        found = set(self.always)
+        for literal in present:
+            found.update(self.by_literal.get(literal, ()))
+        return sorted(i for i in found if i > after)
+
     def _fallback_pattern(self) -> tuple[re.Pattern, dict[bytes, frozenset[bytes]]]:
         """Without pyahocorasick: one pattern finding every literal at every position (a
         look-ahead) and the literals each one implies. At one position the look-ahead reports
@@ -1757,22 +1772,29 @@ def _lookup() -> _Lookup:
 
 
 def _run_rules(text: str, counts: Counter) -> str:
-    """Every rule on `text`; a rule lacking every literal of one of its sets is skipped: it
-    could not match (`_apply` would find no anchor position, the hint test would fail, or
-    its leading literal is nowhere)."""
+    """Every rule on `text`, in order; a rule lacking every literal of one of its sets is
+    skipped: it could not match (`_apply` would find no anchor position, the hint test would
+    fail, or its leading literal is nowhere). Only the candidates of the literals present are
+    visited, not all ~100 rules; a redaction changes the text, so the candidates after the
+    rule that changed it are found again."""
     lookup = _lookup()
     low = _ascii_lower(text)
     present = lookup.present(low)
-    for rule, needs in zip(_RULES, lookup.needs, strict=True):
-        for need in needs:
+    order = lookup.candidates(present)
+    pos = 0
+    while pos < len(order):
+        i = order[pos]
+        pos += 1
+        for need in lookup.needs[i][1:]:
             if need.isdisjoint(present):
                 break
         else:
-            new = _apply(rule, text, low, counts)
+            new = _apply(_RULES[i], text, low, counts)
             if new is not text:
                 text = new
                 low = _ascii_lower(text)
                 present = lookup.present(low)
+                order, pos = lookup.candidates(present, i), 0
     return text
 
 
