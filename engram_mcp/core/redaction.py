@@ -1687,7 +1687,7 @@ class _Lookup:
     and one that does compiles fewer rules (a skipped rule's regex is never compiled).
     """
 
-    __slots__ = ("literals", "needs", "always", "by_literal", "automaton", "_fallback")
+    __slots__ = ("literals", "needs", "hints", "reach", "always", "by_literal", "automaton", "_fallback")
 
     def __init__(self) -> None:
         needs: list[tuple[frozenset[bytes], ...]] = []
@@ -1704,6 +1704,11 @@ class _Lookup:
                 every |= x
         self.literals = frozenset(every)
         self.needs = tuple(needs)
+        # declared hints are part of what a rule means, so they are checked on the text itself
+        # once `present` is only known to hold every literal (after a redaction)
+        self.hints = tuple(frozenset(rule.hints) for rule in _RULES)
+        # a literal overlapping a label written at [a, b) lies within [a - reach, b + reach)
+        self.reach = max((len(x) for x in every), default=1) - 1
         # a rule is a candidate when a literal of its first set is present (or it has none)
         self.always = frozenset(i for i, sets in enumerate(needs) if not sets)
         by_literal: dict[bytes, list[int]] = {}
@@ -1740,6 +1745,15 @@ class _Lookup:
             found |= implied[m.group(1)]
         return found
 
+    def present_near(self, low: bytes, regions: list[tuple[int, int]]) -> set[bytes]:
+        """The literals occurring within `reach` of the regions of `low` (labels just written):
+        with the literals present before, a superset of those present now, for the cost of
+        the labels' surroundings instead of the whole text."""
+        found: set[bytes] = set()
+        for a, b in regions:
+            found |= self.present(low[max(0, a - self.reach) : b + self.reach])
+        return found
+
     def candidates(self, present: set[bytes], after: int = -1) -> list[int]:
         """Indexes of the rules after `after` whose first set of literals meets `present`, in
         rule order (the order of `_RULES` is the order of precedence)."""
@@ -1771,15 +1785,17 @@ def _lookup() -> _Lookup:
     return _LOOKUP
 
 
-def _run_rules(text: str, counts: Counter) -> str:
+def _run_rules(text: str, counts: Counter, on_redact: Optional[Callable[[list], None]] = None) -> str:
     """Every rule on `text`, in order; a rule lacking every literal of one of its sets is
     skipped: it could not match (`_apply` would find no anchor position, the hint test would
     fail, or its leading literal is nowhere). Only the candidates of the literals present are
     visited, not all ~100 rules; a redaction changes the text, so the candidates after the
-    rule that changed it are found again."""
+    rule that changed it are found again. `on_redact` gets the spans each redacting rule
+    replaced, in the text as that rule saw it (`_view_spans` maps them back)."""
     lookup = _lookup()
     low = _ascii_lower(text)
-    present = lookup.present(low)
+    present = lookup.present(low)  # exactly the literals in `low`; after a redaction a superset
+    exact = True
     order = lookup.candidates(present)
     pos = 0
     while pos < len(order):
@@ -1789,13 +1805,30 @@ def _run_rules(text: str, counts: Counter) -> str:
             if need.isdisjoint(present):
                 break
         else:
-            new = _apply(_RULES[i], text, low, counts)
+            hints = lookup.hints[i]
+            if not exact and hints and not any(h in low for h in hints):
+                continue
+            spans: list[tuple[int, int, str]] = []
+            new = _apply(_RULES[i], text, low, counts, spans)
             if new is not text:
+                if on_redact is not None:
+                    on_redact(spans)
                 text = new
                 low = _ascii_lower(text)
-                present = lookup.present(low)
+                present |= lookup.present_near(low, _label_regions(spans))
+                exact = False
                 order, pos = lookup.candidates(present, i), 0
     return text
+
+
+def _label_regions(spans: list[tuple[int, int, str]]) -> list[tuple[int, int]]:
+    """Where the labels replacing `spans` (in order, as `_apply` reports them) lie in the new text."""
+    regions, shift = [], 0
+    for start, end, kind in spans:
+        length = len(label_for(kind))
+        regions.append((start + shift, start + shift + length))
+        shift += length - (end - start)
+    return regions
 
 
 #: Passes of the rules at most (`_redact_counts`); one more than any input has needed.
@@ -1834,15 +1867,9 @@ def _view_spans(view: str, counts: Counter) -> list[tuple[int, int, str]]:
     written so far, so a span found in the partly redacted text maps back to the view.
     """
     placed: list[tuple[int, int, int, int, str]] = []
-    text = view
-    low = _ascii_lower(text)
-    for rule in _RULES:
-        if rule.hints and not any(h in low for h in rule.hints):
-            continue
-        found: list[tuple[int, int, str]] = []
-        new = _apply(rule, text, low, counts, found)
-        if not found:
-            continue
+
+    def place(found: list[tuple[int, int, str]]) -> None:
+        nonlocal placed
         entries = [(cs, ce, vs, ve, kind, False) for cs, ce, vs, ve, kind in placed]
         for s, e, kind in found:
             entries.append((s, e, _to_view(s, placed), _to_view(e, placed), kind, True))
@@ -1854,8 +1881,8 @@ def _view_spans(view: str, counts: Counter) -> list[tuple[int, int, str]]:
             placed.append((cs + shift, cs + shift + length, vs, ve, kind))
             if fresh:
                 shift += length - (ce - cs)
-        text = new
-        low = _ascii_lower(text)
+
+    _run_rules(view, counts, place)
     return [(vs, ve, kind) for _cs, _ce, vs, ve, kind in placed]
 
 
