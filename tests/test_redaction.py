@@ -822,7 +822,8 @@ def test_every_match_of_every_rule_begins_with_one_of_its_derived_leading_litera
     assert checked > 100
 
 
-def test_skipping_rules_by_their_literals_changes_nothing_against_running_every_rule():
+@pytest.mark.parametrize("derived", [False, True], ids=["first texts of a process", "leading literals derived"])
+def test_skipping_rules_by_their_literals_changes_nothing_against_running_every_rule(derived, monkeypatch):
     """`_run_rules` visits only the candidates of the literals present; running all ~100 rules
     in order on the same texts (each with its declared hints, which are part of what it
     means: `docker run -p 8080:80` is no password without a `login`) must give the same text
@@ -838,6 +839,8 @@ def test_skipping_rules_by_their_literals_changes_nothing_against_running_every_
                 text = redaction._apply(rule, text, low, counts)
         return text
 
+    monkeypatch.setattr(redaction, "_LOOKUP", redaction._Lookup(derive=derived))
+    monkeypatch.setattr(redaction, "LEADING_LITERALS_AFTER_PASSES", 0 if derived else 10**9)
     texts = [row["context"] for row in CORPUS] + [json.dumps(row) for row in _load("not_secrets.jsonl")]
     rnd = random.Random(11)
     texts += [
@@ -847,3 +850,17 @@ def test_skipping_rules_by_their_literals_changes_nothing_against_running_every_
         fast, slow = Counter(), Counter()
         assert redaction._run_rules(text, fast) == every_rule(text, slow), text[:80]
         assert fast == slow, text[:80]
+
+
+def test_a_process_derives_the_leading_literals_once_it_has_run_enough_passes(monkeypatch):
+    from engram_mcp.core import redaction
+
+    monkeypatch.setattr(redaction, "_LOOKUP", None)
+    monkeypatch.setattr(redaction, "_PASSES_SEEN", 0)
+    monkeypatch.setattr(redaction, "LEADING_LITERALS_AFTER_PASSES", 3)
+    seen = []
+    for _ in range(6):
+        assert redaction.sanitize("DB_PASSWORD=Vb3#nQ8zLw2!Kp5t").text == "DB_PASSWORD=[REDACTED:password-assignment]"
+        seen.append(redaction._LOOKUP.derived)
+    assert seen[0] is False and seen[-1] is True
+    assert seen == sorted(seen), "derived once, then kept"
