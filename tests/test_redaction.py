@@ -131,18 +131,18 @@ def test_not_secrets_unchanged(text):
         "api_key=$API_KEY",
         "API_KEY=xxx",
         "SECRET=****",
-        'password: ""',
+        "password: \"\"",
         "password: null",
         "password = None",
         "token: ${{ secrets.NPM_TOKEN }}",
-        'db_password: "{{ vault_db_password }}"',
+        "db_password: \"{{ vault_db_password }}\"",
         "export GITHUB_TOKEN=$(gh auth token)",
-        'print("token=%s" % token)',
-        'url = f"https://x/?access_token={token}"',
+        "print(\"token=%s\" % token)",
+        "url = f\"https://x/?access_token={token}\"",
         "API_TOKEN=your_token_here",
         "password: [hidden]",
         "mysql -u root -p app_db",
-        'curl -u "$USER:$PASS" https://example.com',
+        "curl -u \"$USER:$PASS\" https://example.com",
         "git commit -m 'remove hard-coded password'",
         "UUID: 123e4567-e89b-12d3-a456-426614174000",
         "token_count = 5",
@@ -424,70 +424,14 @@ def test_non_str_input_raises_type_error():
 # ---------------------------------------------------------------------------
 
 _FRAGMENTS = [
-    "password",
-    "=",
-    ":",
-    " ",
-    "\n",
-    '"',
-    "'",
-    "<private>",
-    "</private>",
-    "://",
-    "@",
-    "AKIA",
-    "Bearer ",
-    "Authorization: ",
-    "-----BEGIN RSA PRIVATE KEY-----",
-    "-----END RSA PRIVATE KEY-----",
-    "eyJ",
-    ".",
-    "token",
-    "secret",
-    "key",
-    "_",
-    "-",
-    "sk-",
-    "sk-ant-",
-    "ghp_",
-    "xoxb-",
-    "glpat-",
-    "npm_",
-    "pypi-AgE",
-    "SG.",
-    "SK",
-    "AIza",
-    "--password ",
-    "mysql -p",
-    "curl -u ",
-    "sshpass -p ",
-    "login a password ",
-    "[REDACTED:jwt]",
-    "[private]",
-    "${X}",
-    "$",
-    "<",
-    ">",
-    "abcdEFGH1234ijkl",
-    "0123456789abcdef",
-    "Zx8Qp2LmN4vB7rT1yU6wE3sA",
-    "\\n",
-    ";",
-    "&",
-    ",",
-    "(",
-    ")",
-    "[",
-    "]",
-    "#",
-    "AccountKey=",
-    '"private_key": "',
-    "hooks.slack.com/services/",
-    "https://",
-    "?sig=",
-    "_authToken=",
-    "<password>",
-    "</password>",
+    "password", "=", ":", " ", "\n", '"', "'", "<private>", "</private>", "://", "@", "AKIA",
+    "Bearer ", "Authorization: ", "-----BEGIN RSA PRIVATE KEY-----", "-----END RSA PRIVATE KEY-----",
+    "eyJ", ".", "token", "secret", "key", "_", "-", "sk-", "sk-ant-", "ghp_", "xoxb-", "glpat-",
+    "npm_", "pypi-AgE", "SG.", "SK", "AIza", "--password ", "mysql -p", "curl -u ", "sshpass -p ",
+    "login a password ", "[REDACTED:jwt]", "[private]", "${X}", "$", "<", ">", "abcdEFGH1234ijkl",
+    "0123456789abcdef", "Zx8Qp2LmN4vB7rT1yU6wE3sA", "\\n", ";", "&", ",", "(", ")", "[", "]", "#",
+    "AccountKey=", '"private_key": "', "hooks.slack.com/services/", "https://", "?sig=", "_authToken=",
+    "<password>", "</password>",
 ]
 _structured_text = st.lists(
     st.one_of(
@@ -551,10 +495,8 @@ _GENERATED = {
 
 
 @settings(max_examples=60, deadline=None)
-@given(
-    st.sampled_from(sorted(_GENERATED)).flatmap(lambda k: st.tuples(st.just(k), _GENERATED[k])),
-    st.sampled_from(["{s}", "value: {s}\n", "X={s}", '"{s}"', "curl -H 'x: {s}' https://a", "({s})"]),
-)
+@given(st.sampled_from(sorted(_GENERATED)).flatmap(lambda k: st.tuples(st.just(k), _GENERATED[k])),
+       st.sampled_from(["{s}", "value: {s}\n", "X={s}", '"{s}"', "curl -H 'x: {s}' https://a", "({s})"]))
 def test_generated_fixed_format_secrets_are_redacted(kind_secret, template):
     kind, secret = kind_secret
     out = sanitize(template.format(s=secret)).text
@@ -577,14 +519,8 @@ def test_redact_obj_is_idempotent_and_keeps_colliding_keys():
 
 _json_like = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | _structured_text,
-    lambda children: (
-        st.lists(children, max_size=4)
-        | st.dictionaries(
-            st.sampled_from(["password", "token", "api_key", "note", "cmd", "auth"]) | st.text(max_size=8),
-            children,
-            max_size=4,
-        )
-    ),
+    lambda children: st.lists(children, max_size=4)
+    | st.dictionaries(st.sampled_from(["password", "token", "api_key", "note", "cmd", "auth"]) | st.text(max_size=8), children, max_size=4),
     max_leaves=12,
 )
 
@@ -599,29 +535,16 @@ def test_redact_obj_never_raises_and_is_idempotent(obj):
 
 
 # -- whole tags ---------------------------------------------------------------------------
-NAME_TAGS = (
-    "python3.11 postgres16 ubuntu2204 log4shell i18next web3auth es2022 iso8601 base64url sha256sum "
-    "oauth2proxy node18lts vue3router x86_64 utf8mb4_unicode syncthing2 sqlalchemy2 nextjs14 release-2024-05 "
-    "bug-12345 gpt-4o claude-3-5-sonnet k8s v1.2.3 s3-bucket rfc7231 pep440 edition2021 sprint42 q3-2025 "
-    "typescript5 elasticsearch8 tensorflow2 100k-bench p95-latency sha256-abc123 web3-auth oauth2-proxy "
-    "node-18-alpine python-3.12-slim py3-none-any arm64-darwin linux-x86_64-gnu issue-4521-fix "
-    "internationalization strengthlessness kubernetes-operator"
-).split()
-PASSWORD_TAGS = [
-    "tr0ub4dor&3phnc",
-    "nedawlhvbbe0",
-    "os4irvdzdy",
-    "v919bdjysh",
-    "kvdhaiuwjjhchkr8",
-    "0kutn5j0wju",
-    "zswtq9k3tkcan",
-    "ofu2ajyewq95",
-    # cut by separators into parts too short to judge alone (issue 12)
-    "uim00d_crzu9",
-    "6x10-lgmavje",
-    "x006syakpqn-b",
-    "jmdnwbatccqcfocl",
-]
+NAME_TAGS = ("python3.11 postgres16 ubuntu2204 log4shell i18next web3auth es2022 iso8601 base64url sha256sum "
+             "oauth2proxy node18lts vue3router x86_64 utf8mb4_unicode syncthing2 sqlalchemy2 nextjs14 release-2024-05 "
+             "bug-12345 gpt-4o claude-3-5-sonnet k8s v1.2.3 s3-bucket rfc7231 pep440 edition2021 sprint42 q3-2025 "
+             "typescript5 elasticsearch8 tensorflow2 100k-bench p95-latency sha256-abc123 web3-auth oauth2-proxy "
+             "node-18-alpine python-3.12-slim py3-none-any arm64-darwin linux-x86_64-gnu issue-4521-fix "
+             "internationalization strengthlessness kubernetes-operator").split()
+PASSWORD_TAGS = ["tr0ub4dor&3phnc", "nedawlhvbbe0", "os4irvdzdy", "v919bdjysh", "kvdhaiuwjjhchkr8", "0kutn5j0wju",
+                 "zswtq9k3tkcan", "ofu2ajyewq95",
+                 # cut by separators into parts too short to judge alone (issue 12)
+                 "uim00d_crzu9", "6x10-lgmavje", "x006syakpqn-b", "jmdnwbatccqcfocl"]
 
 
 @pytest.mark.parametrize("tag", NAME_TAGS)
@@ -652,12 +575,8 @@ def _key_block(rng_seed: int, lines: int = 12, width: int = 70) -> tuple[str, li
 
 
 def _bash(stdout: str = "", stderr: str = "", command: str = "./deploy.sh") -> dict:
-    return {
-        "tool_name": "Bash",
-        "hook_event_name": "PostToolUse",
-        "tool_input": {"command": command},
-        "tool_response": {"stdout": stdout, "stderr": stderr, "interrupted": False},
-    }
+    return {"tool_name": "Bash", "hook_event_name": "PostToolUse", "tool_input": {"command": command},
+            "tool_response": {"stdout": stdout, "stderr": stderr, "interrupted": False}}
 
 
 def _stored(memory: dict | None) -> str:
@@ -686,9 +605,7 @@ def test_bash_capture_redacts_a_secret_whose_key_name_the_cut_would_split() -> N
     prefix = "starting deploy\n"
     line = f"export DB_PASSWORD={secret}\n"
     inside_key = len(prefix) + line.index("DB_PASSWORD") + 5
-    filler = (
-        "y" * (inside_key + 200 - len(prefix + line) - 1) + "\n"
-    )  # the 200-character window starts in `DB_PASSWORD`
+    filler = "y" * (inside_key + 200 - len(prefix + line) - 1) + "\n"  # the 200-character window starts in `DB_PASSWORD`
     text = prefix + line + filler + "error: migration failed\n"
     m = ERROR_MARKERS.search(text)
     assert m is not None and text.index("DB_PASSWORD") < m.start() - 200 < text.index(secret)
@@ -700,12 +617,8 @@ def test_failed_bash_capture_redacts_a_long_error_before_cutting_it() -> None:
     from engram_mcp.interfaces.hooks import command_memory
 
     block, body = _key_block(7, lines=40)
-    payload = {
-        "tool_name": "Bash",
-        "hook_event_name": "PostToolUseFailure",
-        "tool_input": {"command": "cat key"},
-        "error": "Exit code 1\n" + "noise line\n" * 500 + block + "fatal: bad key\n",
-    }
+    payload = {"tool_name": "Bash", "hook_event_name": "PostToolUseFailure", "tool_input": {"command": "cat key"},
+               "error": "Exit code 1\n" + "noise line\n" * 500 + block + "fatal: bad key\n"}
     out = _stored(command_memory(payload, failed=True))
     assert not [line for line in body if line[:16] in out]
 
@@ -730,20 +643,16 @@ def test_edit_capture_redacts_a_secret_before_cutting_the_snippet() -> None:
 
     secret = "Vb3#nQ8zLw2!Kp5t"
     new = "# settings\n" + "a = 1\n" * 36 + f"DB_PASSWORD={secret}\n"
-    payload = {
-        "tool_name": "Edit",
-        "hook_event_name": "PostToolUse",
-        "cwd": "/p",
-        "tool_input": {"file_path": "/p/settings.env", "old_string": "x", "new_string": new},
-        "tool_response": {"filePath": "/p/settings.env"},
-    }
+    payload = {"tool_name": "Edit", "hook_event_name": "PostToolUse", "cwd": "/p",
+               "tool_input": {"file_path": "/p/settings.env", "old_string": "x", "new_string": new},
+               "tool_response": {"filePath": "/p/settings.env"}}
     out = _stored(file_change_memory(payload))
     assert secret not in out and secret[:8] not in out
 
 
 # ---------------------------------------------------------------------- the per-text literal lookup (issue 15)
 @pytest.mark.parametrize("lookup", ["automaton", "regex fallback"])
-def test_the_one_pass_literal_lookup_finds_exactly_the_literals_a_per_literal_search_finds(lookup, monkeypatch):
+def test_the_one_pass_literal_lookup_finds_exactly_the_literals_a_per_literal_search_finds(lookup):
     """`_run_rules` skips a rule whose hints or anchors are all absent, as found by one pass
     (pyahocorasick's automaton, or a regex without it); that pass must report every literal
     present (overlapping and nested ones too)."""
