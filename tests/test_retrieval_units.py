@@ -162,7 +162,7 @@ def _raw_access_count(svc: MemoryService, ctx: RequestContext, mid: str) -> int:
 
     h = svc.handle(ctx, "project")
     row = h.store.query(h.ns, h.db, q.GET_MEMORIES, {"ids": [RecordID("memory", mid.split(":", 1)[1])]})[0]
-    return int(row["access_count"])
+    return int(row.get("access_count", 0))  # unwritten at its default (storage/memory_shape.py)
 
 
 def test_strengthening_is_written_behind_the_recall_and_seen_by_every_later_statement(svc, project, home):

@@ -163,21 +163,33 @@ def test_a_write_that_would_fill_the_disk_is_refused_before_the_engine_and_reads
 
 
 def test_migrations_are_idempotent(tmp_path):
+    """Every statement of every migration runs again over the data written at its version: a
+    crash mid-migration leaves the version before it, and the migration reruns. Versions 1-4
+    rerun over whole records (what they wrote), version 5 over sparse ones too."""
     store = SurrealStore(tmp_path / "store", label="project").open()
+    upto_v4 = MIGRATIONS[:4]
     try:
-        assert store.ensure_schema("project", "p_test") == CURRENT_SCHEMA_VERSION
-        assert store.ensure_schema("project", "p_test") == CURRENT_SCHEMA_VERSION
-        assert store.ensure_schema("project", "p_test", migrations=MIGRATIONS) == CURRENT_SCHEMA_VERSION
+        assert store.ensure_schema("project", "p_test", migrations=upto_v4) == 4
+        assert store.ensure_schema("project", "p_test", migrations=upto_v4) == 4
         key = new_ulid()
         store.query("project", "p_test", q.CREATE_MEMORY, {"id": key, "record": {
             "memory_type": "semantic", "scope": "project", "content": "kept through re-migration", "category": "fact"}})
-        # force every statement of every migration to run again over existing data
+        # force every statement of migrations 1-4 to run again over existing data
         store.query("project", "p_test", q.SET_SCHEMA_VERSION, {"version": 0})
+        assert store.ensure_schema("project", "p_test", migrations=upto_v4) == 4
+        assert store.ensure_schema("project", "p_test", migrations=MIGRATIONS) == CURRENT_SCHEMA_VERSION
+        sparse = new_ulid()
+        store.repository("project", "p_test").insert(
+            sparse, {"memory_type": "semantic", "scope": "project", "content": "written sparse"})
+        store.query("project", "p_test", q.SET_SCHEMA_VERSION, {"version": 4})
         assert store.ensure_schema("project", "p_test", migrations=MIGRATIONS) == CURRENT_SCHEMA_VERSION
         assert store.schema_version("project", "p_test") == CURRENT_SCHEMA_VERSION
         row = store.query("project", "p_test", q.GET_MEMORY, {"id": key})[0]
         assert row["content"] == "kept through re-migration"
         assert row["category"] == "fact"
+        assert row["access_count"] == 0  # written whole at version 4
+        row = store.query("project", "p_test", q.GET_MEMORY, {"id": sparse})[0]
+        assert row["content"] == "written sparse" and "access_count" not in row
     finally:
         store.close()
 

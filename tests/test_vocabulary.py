@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from engram_mcp.core import vocabulary as v
 from engram_mcp.core.config import CONFIG_SCHEMA, SCOPE_WEIGHT_PROFILES
 from engram_mcp.index.scoring import HALF_LIFE_DAYS
@@ -31,6 +33,7 @@ ASSERT_IN = re.compile(
     r"DEFINE FIELD (?:IF NOT EXISTS |OVERWRITE )?(?P<field>\w+) ON (?:TABLE )?(?P<table>\w+) .*?"
     r"ASSERT \$value IN \[(?P<words>[^\]]*)\]"
 )
+REMOVE_FIELD = re.compile(r"REMOVE FIELD (?:IF EXISTS )?(?P<field>\w+) ON (?:TABLE )?(?P<table>\w+)")
 
 
 def _enums(node: Any, path: str = "") -> Iterator[tuple[str, list[Any]]]:
@@ -64,12 +67,15 @@ def _cli_choices() -> dict[tuple[str, str], list[str]]:
 
 
 def _latest_asserts() -> dict[tuple[str, str], tuple[str, ...]]:
-    """{(table, field): allowed words} from the last migration that defines each asserted field."""
+    """{(table, field): allowed words} from the last migration that defines each asserted field
+    (a field a later migration removes is gone)."""
     found: dict[tuple[str, str], tuple[str, ...]] = {}
     for _version, _about, statements in MIGRATIONS:
         for statement in statements:
             for m in ASSERT_IN.finditer(statement):
                 found[(m["table"], m["field"])] = tuple(w.strip().strip("'\"") for w in m["words"].split(","))
+            for m in REMOVE_FIELD.finditer(statement):
+                found.pop((m["table"], m["field"]), None)
     return found
 
 
@@ -78,14 +84,31 @@ def _latest_asserts() -> dict[tuple[str, str], tuple[str, ...]]:
 
 def test_the_schema_asserts_allow_exactly_the_vocabulary() -> None:
     assert _latest_asserts() == {
-        ("memory", "memory_type"): v.MEMORY_TYPES,
-        ("memory", "scope"): v.SCOPES,
-        ("memory", "status"): v.STATUSES,
         ("memory_link", "relation_type"): v.LINK_TYPES,
         ("session_registry", "status"): v.SESSION_STATUSES,
         ("consolidation_queue", "reason"): v.QUEUE_REASONS,
         ("consolidation_queue", "status"): v.QUEUE_STATUSES,
     }
+
+
+def test_the_memory_fields_are_checked_against_the_vocabulary() -> None:
+    """The memory table is schemaless since version 5; storage/memory_shape.py checks its
+    words on every write, and allows exactly the vocabulary's."""
+    from engram_mcp.core.errors import InvalidInput
+    from engram_mcp.storage.memory_shape import FIELDS
+
+    for name, words in (("memory_type", v.MEMORY_TYPES), ("scope", v.SCOPES), ("status", v.STATUSES)):
+        for word in words:
+            assert FIELDS[name](word, name) == word
+        for wrong in ("team", words[0].upper(), ""):
+            with pytest.raises(InvalidInput):
+                FIELDS[name](wrong, name)
+
+
+def test_the_assert_reader_sees_a_later_migration_remove_a_field(monkeypatch) -> None:
+    extra = (99, "t", ["REMOVE FIELD IF EXISTS relation_type ON memory_link;"])
+    monkeypatch.setattr(sys.modules[__name__], "MIGRATIONS", [*MIGRATIONS, extra])
+    assert ("memory_link", "relation_type") not in _latest_asserts()
 
 
 def test_the_assert_reader_sees_a_later_migration_redefine_a_field(monkeypatch) -> None:

@@ -201,8 +201,12 @@ REMOVE_DENUL_FUNCTION = "REMOVE FUNCTION IF EXISTS fn::engram_denul"
 # --- after a crash: what a torn transaction left (store.py, `_reconcile_after_crash`) -------
 # The engine keeps the first writes of a transaction the log lost the end of (measured: a
 # history row without the update it belongs to). History holds versions 1 .. version - 1 of a
-# memory, so a row at or above the memory's version is an update that never landed.
-DROP_TORN_HISTORY = "DELETE memory_history WHERE memory.version != NONE AND version >= memory.version RETURN BEFORE"
+# memory, so a row at or above the memory's version is an update that never landed. A record
+# written without its version holds version 1 (storage/memory_shape.py); every record holds its
+# content, so `memory.content != NONE` says the memory still exists.
+DROP_TORN_HISTORY = (
+    "DELETE memory_history WHERE memory.content != NONE AND version >= (memory.version ?? 1) RETURN BEFORE"
+)
 
 # --- purge now: a memory's history and mentions go with its text ---------------------------
 DELETE_HISTORY_OF = "DELETE memory_history WHERE memory = $memory RETURN NONE"

@@ -25,6 +25,7 @@ from datetime import datetime
 from typing import Any, Callable, Iterable, Iterator
 
 from engram_mcp.storage import queries as q
+from engram_mcp.storage.memory_shape import restore, stored
 from engram_mcp.storage.rows import (
     EntityRow,
     HistoryEntry,
@@ -78,16 +79,18 @@ def key_of(value: Any) -> str:
     return str(key)
 
 
-def _memory(row: dict[str, Any]) -> MemoryRecord:
-    """An engine row of `memory` as a MemoryRecord: its id becomes the bare key (in place:
-    the SDK's dict is ours, and a copy per row would cost on the bulk reads)."""
+def _memory(row: dict[str, Any], whole: bool = True) -> MemoryRecord:
+    """An engine row of `memory` as a MemoryRecord: its id becomes the bare key and the fields
+    left unwritten are put back (`memory_shape.restore`; `whole`: a whole record, not a
+    selection of fields). In place: the SDK's dict is ours, and a copy per row would cost on
+    the bulk reads."""
     if "id" in row:
         row["id"] = key_of(row["id"])
-    return row
+    return restore(row, whole=whole)
 
 
-def _memories(rows: Any) -> list[MemoryRecord]:
-    return [_memory(r) for r in rows or []]
+def _memories(rows: Any, whole: bool = True) -> list[MemoryRecord]:
+    return [_memory(r, whole) for r in rows or []]
 
 
 def _count(rows: Any) -> int:
@@ -251,12 +254,12 @@ class ScopeRepository:
 
     def index_rows(self) -> list[MemoryRecord]:
         """Every memory with only the fields the retrieval index holds (store open)."""
-        return _memories(self._q(q.INDEX_ROWS))
+        return _memories(self._q(q.INDEX_ROWS), whole=False)
 
     def index_rows_of(self, keys: Iterable[str]) -> list[MemoryRecord]:
         """`index_rows` of the records of `keys` that exist (in no particular order)."""
         ids = [record_id("memory", k) for k in keys]
-        return _memories(self._q(q.INDEX_ROWS_OF, {"ids": ids})) if ids else []
+        return _memories(self._q(q.INDEX_ROWS_OF, {"ids": ids}), whole=False) if ids else []
 
     def index_rows_between(self, low: str, high: str, *, after: str | None, limit: int) -> list[MemoryRecord]:
         """`index_rows` of the keys from `low` (included) to `high` (excluded), starting after
@@ -265,27 +268,33 @@ class ScopeRepository:
             rng = record_range("memory", low, high, before=True)
         else:
             rng = record_range("memory", after, high, after=True, before=True)
-        return _memories(self._q(q.INDEX_ROWS_RANGE, {"range": rng, "limit": int(limit)}))
+        return _memories(self._q(q.INDEX_ROWS_RANGE, {"range": rng, "limit": int(limit)}), whole=False)
 
     def first_memory_key(self) -> str | None:
         """The smallest memory key, or None when the database holds no memory."""
         rows = self._q(q.FIRST_MEMORY_KEY)
         return key_of(rows[0]) if rows else None
 
+    # Every memory write goes through `memory_shape.stored`: checked field by field (the table
+    # is schemaless), written without the fields at their defaults.
     def insert(self, key: str, record: dict[str, Any]) -> None:
         """Create memory `key` (fails if it exists)."""
-        self._q(q.CREATE_MEMORY, {"id": key, "record": record})
+        self._q(q.CREATE_MEMORY, {"id": key, "record": stored(record)})
 
     def insert_many(self, items: Iterable[tuple[str, dict[str, Any]]]) -> None:
-        """Create many memories in one statement (fails whole if any `key` exists): a bulk
-        import pays one statement per batch instead of one per memory."""
-        rows = [{**record, "id": record_id("memory", key)} for key, record in items]
+        """Create many memories in one statement (fails whole if any `key` exists, or if any
+        record is refused): a bulk import pays one statement per batch instead of one per memory."""
+        rows = []
+        for key, record in items:
+            row = stored(record)
+            row["id"] = record_id("memory", key)
+            rows.append(row)
         if rows:
             self._q(q.INSERT_MEMORIES, {"rows": rows})
 
     def replace(self, key: str, record: dict[str, Any]) -> None:
         """Overwrite memory `key` with `record` (its whole content)."""
-        self._q(q.REPLACE_MEMORY, {"id": key, "record": record})
+        self._q(q.REPLACE_MEMORY, {"id": key, "record": stored(record)})
 
     def set_status(self, keys: Iterable[str], status: str) -> None:
         ids = [record_id("memory", k) for k in keys]
@@ -357,7 +366,7 @@ class ScopeRepository:
         self._q(q.DELETE_HISTORY_OF, {"memory": rid})
         self._q(q.DELETE_MENTIONS_OF, {"memory": rid})
         self._q(q.DELETE_ORPHAN_ENTITIES, {"entities": [record_id("entity", k) for k in entity_keys]})
-        self._q(q.REPLACE_MEMORY, {"id": memory_key, "record": skeleton})
+        self._q(q.REPLACE_MEMORY, {"id": memory_key, "record": stored(skeleton)})
 
     # -- memory -> memory links -------------------------------------------------------
     def has_link(self, src: str, dst: str, relation_type: str) -> bool:

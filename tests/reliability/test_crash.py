@@ -27,6 +27,7 @@ from engram_mcp.core.ids import new_ulid, session_db_name
 from engram_mcp.core.paths import project_dir, project_id
 from engram_mcp.services.service import RequestContext
 from engram_mcp.storage import queries as q
+from engram_mcp.storage.memory_shape import restore
 from engram_mcp.storage.schema import CURRENT_SCHEMA_VERSION, MIGRATIONS
 from engram_mcp.storage.store import SurrealStore
 from tests.reliability._support import STRESS, Sandbox, key_of, record, scaled, wait_for
@@ -140,7 +141,7 @@ def _check_writes(sb: Sandbox, state: dict[str, dict[str, Any]], writers: list[W
                     problems.append(("session database lost", key, session))
                     continue
                 h = handle(scope, session)
-                rows = h.q(q.GET_MEMORY, {"id": key}) or []
+                rows = [restore(r) for r in h.q(q.GET_MEMORY, {"id": key}) or []]  # unwritten defaults back
                 if not rows:
                     if on_me and flight["op"] == "promote" and scope == "project":
                         continue  # the promotion in flight did not land: fine, it was never acknowledged

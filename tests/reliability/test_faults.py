@@ -31,6 +31,7 @@ from engram_mcp.core.errors import EngramError
 from engram_mcp.core.paths import project_dir, project_id
 from engram_mcp.services.service import RequestContext
 from engram_mcp.storage import queries as q
+from engram_mcp.storage.memory_shape import restore
 from engram_mcp.storage.schema import CURRENT_SCHEMA_VERSION
 from engram_mcp.storage.store import SurrealStore
 from tests.reliability._support import Sandbox, assert_envelope, key_of, record, wait_for
@@ -376,7 +377,7 @@ def test_store_from_a_newer_schema_is_refused_untouched_and_the_rest_works(sandb
     store = SurrealStore(project_dir(sandbox.project), label="project").open()
     future = CURRENT_SCHEMA_VERSION + 5
     store.query(ns, db, q.SET_SCHEMA_VERSION, {"version": future})
-    before = sorted((key_of(r), r["content"], r["version"]) for r in store.query(ns, db, q.ALL_MEMORIES) or [])
+    before = sorted((key_of(r), r["content"], r["version"]) for r in map(restore, store.query(ns, db, q.ALL_MEMORIES) or []))
     store.close()
 
     sandbox.start_daemon()
@@ -400,7 +401,7 @@ def test_store_from_a_newer_schema_is_refused_untouched_and_the_rest_works(sandb
     store = SurrealStore(project_dir(sandbox.project), label="project").open()
     try:
         assert store.schema_version(ns, db) == future, "the newer store's version was not touched"
-        after = sorted((key_of(r), r["content"], r["version"]) for r in store.query(ns, db, q.ALL_MEMORIES) or [])
+        after = sorted((key_of(r), r["content"], r["version"]) for r in map(restore, store.query(ns, db, q.ALL_MEMORIES) or []))
         assert after == before, "the newer store's memories were not touched"
         assert len(after) == len([a for a in acked if a[0] == "created"])
     finally:
