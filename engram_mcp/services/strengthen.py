@@ -49,7 +49,11 @@ class StrengthenWriteBehind:
         self.dropped_batches = 0
 
     def record(self, handle: ScopeHandle, keys: list[str], now: float, session_id: str | None) -> None:
-        """Bump `keys` in the index now and remember to write it (caller holds the service lock)."""
+        """Bump `keys` in the index now and remember to write it (caller holds the service lock).
+
+        `now` is taken at the microsecond, as the engine stores it: the index must hold the
+        time an index rebuilt from the engine reads (a float finer than that differed from it)."""
+        now = datetime.fromtimestamp(now, timezone.utc).timestamp()
         handle.index.touch(keys, now)
         handle.index.add_pending_strengthen(keys, now, session_id)
         handle.before_io = self.flush_handle
