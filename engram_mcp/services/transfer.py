@@ -9,7 +9,8 @@ record the checks and redaction `store` applies (records.clean_memory_record): a
 may come from anywhere (an older engram, another machine, a hand-edited file). A bad line
 is reported with its number and reason; the rest is imported. Vectors whose model matches
 the current one are reused (unless redaction changed the text); the rest are embedded.
-Checking and embedding run outside the service lock; records are written in small
+Checking and embedding run outside the service lock (the checks of a large file in a child
+process, services/import_check.py, while this one writes); records are written in small
 transactions (WRITE_BATCH), so an import never keeps a recall waiting.
 """
 
@@ -26,7 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import numpy as np
 
@@ -36,6 +37,7 @@ from engram_mcp.core.vocabulary import LINK_TYPES, PERSISTENT_SCOPES, SCOPES
 from engram_mcp.services.access import RequestContext, ScopeAccess
 from engram_mcp.services.graph import find_entity, name_key
 from engram_mcp.services.handles import ScopeHandle
+from engram_mcp.services.import_check import CheckedMemory, checked_lines
 from engram_mcp.services.records import (
     MAX_CONTENT_CHARS,
     MAX_DESCRIPTION_CHARS,
@@ -46,11 +48,9 @@ from engram_mcp.services.records import (
     check_enum,
     check_int,
     check_text,
-    check_vector,
     check_weight,
     clean_evidence,
     clean_free_text,
-    clean_memory_record,
     clean_object,
     clean_tags,
     findings_summary,
@@ -368,44 +368,6 @@ def _checked_path(path: Any) -> Path:
 
 
 MAX_REJECTED_LISTED = 100  # rejected lines named one by one in the answer; the count covers the rest
-MAX_LINE_BYTES = 4 * 1024 * 1024  # a longer line cannot hold a valid record (content <= 20,000 chars)
-
-
-@dataclass
-class _Line:
-    """One parsed line of the file, or why it could not be parsed."""
-
-    n: int
-    obj: dict[str, Any] | None
-    error: str | None = None
-
-
-def _read_lines(path: Path) -> Iterator[_Line]:
-    """Every non-blank line, parsed; a line that is not a JSON object is reported, not fatal."""
-    with open(path, "rb") as f:
-        for n, raw in enumerate(f, 1):
-            if not raw.strip():
-                continue
-            if len(raw) > MAX_LINE_BYTES:
-                yield _Line(n, None, f"line is {len(raw)} bytes; a record is at most {MAX_LINE_BYTES}")
-                continue
-            try:
-                obj = json.loads(raw.decode("utf-8"))
-            except UnicodeDecodeError as exc:
-                yield _Line(
-                    n,
-                    None,
-                    f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1}); "
-                    "save the file as UTF-8 (e.g. iconv -f latin1 -t utf-8) and import it again",
-                )
-                continue
-            except (json.JSONDecodeError, RecursionError) as exc:
-                yield _Line(n, None, f"not valid JSON ({getattr(exc, 'msg', 'nested too deeply')})")
-                continue
-            if not isinstance(obj, dict) or not isinstance(obj.get("kind"), str):
-                yield _Line(n, None, "each line must be an object with a 'kind'")
-                continue
-            yield _Line(n, obj)
 
 
 @dataclass
@@ -517,51 +479,56 @@ def import_(
 
 
 def _check_lines(run: _Run, writer: "_Writer") -> tuple[list[_Memory], list[tuple[int, dict]]]:
-    """Parse and check every line without the lock; a memory with a usable vector (or none
-    needed) goes to `writer` at once, so the file is never held in memory whole. Returns
-    (memories to embed, graph/history lines for later)."""
+    """Take every line checked (`import_check.checked_lines`: in a child process for a large
+    file) without the lock; a memory with a usable vector (or none needed) goes to `writer` at
+    once, so the file is never held in memory whole. Returns (memories to embed, graph/history
+    lines for later)."""
     to_embed: list[_Memory] = []
     deferred: list[tuple[int, dict]] = []
     seen: set[tuple[str, str]] = set()
-    model, dim = run.access.model_name, run.access.dim()
     header_seen = False
-    for line in _read_lines(run.path):
-        if line.obj is None:
-            run.reject(line.n, line.error or "unreadable line")
-            continue
-        obj, n = line.obj, line.n
+    for item in checked_lines(run.path, run.target_scope, run.access.model_name, run.access.dim()):
+        n = item.n
         if n % 500 == 0:
             run.tick(n, None, "check")
+        if isinstance(item, CheckedMemory):
+            _take_memory(run, item, seen, to_embed, writer)
+            continue
+        if item.obj is None:
+            run.reject(n, item.error or "unreadable line")
+            continue
+        obj = item.obj
         kind = obj["kind"]
         if kind == "header":
             if header_seen or obj.get("format") != EXPORT_FORMAT or _header_version(obj) > EXPORT_VERSION:
                 raise InvalidInput(f"{run.path}:{n}: not an engram export of a version this engram reads", field="path")
             header_seen = True
-            continue
-        if kind not in ("memory", "history", "entity", "mention", "relation", "link"):
-            run.reject(n, f"unknown kind {kind[:40]!r}", "kind")
-            continue
-        if kind != "memory":
+        elif kind in ("history", "entity", "mention", "relation", "link"):
             deferred.append((n, obj))
-            continue
-        try:
-            scope = run.scope_of(obj)
-            key = parse_memory_id(str(obj.get("id", "")), field="id")
-            rec, text_changed = _checked_record(obj, run.findings, scope)
-            mem = _Memory(n, scope, key, rec)
-            _attach_vector(mem, obj, model, dim, text_changed)
-        except InvalidInput as exc:
-            run.reject(n, exc.message, exc.field)
-            continue
-        if (scope, key) in seen or run.handle(scope).index.slot_of(key) is not None:
-            run.counts["skipped"] += 1
-            continue
-        seen.add((scope, key))
-        if mem.vector is None and rec.get("status") != "forgotten":
-            to_embed.append(mem)
         else:
-            writer.add(mem)
+            run.reject(n, f"unknown kind {kind[:40]!r}", "kind")
     return to_embed, deferred
+
+
+def _take_memory(
+    run: _Run, item: CheckedMemory, seen: set[tuple[str, str]], to_embed: list[_Memory], writer: "_Writer"
+) -> None:
+    """A checked memory line: rejected, skipped (already here), to embed, or to write."""
+    run.findings.extend(item.findings)  # a refused line's redactions are reported too
+    if item.error is not None:
+        run.reject(item.n, item.error, item.field)
+        return
+    scope, key = item.scope, item.key
+    if (scope, key) in seen or run.handle(scope).index.slot_of(key) is not None:
+        run.counts["skipped"] += 1
+        return
+    seen.add((scope, key))
+    vector = None if item.vector is None else np.frombuffer(item.vector, dtype="<f4")
+    mem = _Memory(item.n, scope, key, item.record, vector)
+    if vector is None and item.record.get("status") != "forgotten":
+        to_embed.append(mem)
+    else:
+        writer.add(mem)
 
 
 def _header_version(obj: dict[str, Any]) -> int:
@@ -570,28 +537,6 @@ def _header_version(obj: dict[str, Any]) -> int:
         return int(obj.get("version", 0))
     except (TypeError, ValueError, OverflowError):
         return EXPORT_VERSION + 1
-
-
-def _checked_record(obj: dict[str, Any], findings: list, scope: str) -> tuple[dict[str, Any], bool]:
-    """The record through `clean_memory_record`; whether its text changed (then its exported
-    vector no longer describes it: redaction, a NUL removed)."""
-    raw: Any = obj.get("record")  # a dict once clean_memory_record has accepted it
-    rec = clean_memory_record(raw, findings, scope=scope)
-    changed = (rec.get("content"), rec.get("summary")) != (raw.get("content"), raw.get("summary"))
-    return rec, changed
-
-
-def _attach_vector(mem: _Memory, obj: dict[str, Any], model: str, dim: int, text_changed: bool) -> None:
-    """Reuse the exported vector when it is of this model and still describes the text."""
-    blob = obj.get("vector_b64")
-    rec = mem.record
-    if blob is not None and rec.get("embedding_model") == model and not text_changed:
-        raw, vec = check_vector(blob, "vector_b64", dim=dim)
-        rec.update(embedding=raw, embedding_dim=dim)
-        mem.vector = vec
-        return
-    for name in ("embedding", "embedding_model", "embedding_dim"):
-        rec.pop(name, None)
 
 
 def next_batch(current: int, done: int, held_s: float, budget_ms: float, smallest: int, largest: int) -> int:
