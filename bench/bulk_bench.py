@@ -3,8 +3,9 @@
 
 Measured, each beside its baseline in the same run:
   - import of an export carrying its vectors (memories/s), with the import's batches sized by
-    lock time (`transfer.WRITE_LOCK_BUDGET_MS`) and, as the baseline, held to 16 memories per
-    lock hold (the batch size before issue 15);
+    lock time (`transfer.WRITE_LOCK_BUDGET_MS`) and the lines checked in a child process
+    (`import_check`); as baselines, the same import with every line checked in the importing
+    process, and one held to 16 memories per lock hold (the batch size before issue 15);
   - embedding new text: import of an export without vectors (every memory embedded, memories/s)
     and the embedder alone (documents/s);
   - export of the loaded store (s, and the seconds that rate gives for 100,000 memories);
@@ -89,9 +90,10 @@ def _cleanup(tmp: Path, name: str) -> None:
 
 
 def measure_import(embedder, base: np.ndarray, tmp: Path, n: int, rnd, rng, *, name: str, batch_of_16: bool,
-                   export: bool, log: Callable[[str], None]) -> dict[str, Any]:
-    """Import n memories that carry their vectors; with `export`, then export them."""
-    from engram_mcp.services import transfer
+                   export: bool, log: Callable[[str], None], checks_here: bool = False) -> dict[str, Any]:
+    """Import n memories that carry their vectors; with `export`, then export them. `checks_here`:
+    every line checked in the importing process (no child process, whatever the file's size)."""
+    from engram_mcp.services import import_check, transfer
 
     path = tmp / f"{name}.jsonl"
     sb.write_fill_export(path, n, base, embedder.model_name, rnd, rng)
@@ -100,8 +102,10 @@ def measure_import(embedder, base: np.ndarray, tmp: Path, n: int, rnd, rng, *, n
                            f"sized to ~{transfer.WRITE_LOCK_BUDGET_MS:.0f} ms per lock hold"}
     try:
         switch = {"WRITE_BATCH": 16, "MAX_WRITE_BATCH": 16} if batch_of_16 else {}
+        if checks_here:
+            out["checks"] = "in the importing process"
         load = os.getloadavg()[0]
-        with patched(transfer, **switch):
+        with patched(transfer, **switch), patched(import_check, **({"CHILD_MIN_BYTES": 1 << 62} if checks_here else {})):
             t, cpu = time.perf_counter(), time.process_time()
             res = svc.import_(ctx, path)
             secs, cpu = time.perf_counter() - t, time.process_time() - cpu
@@ -184,11 +188,13 @@ def _child_checkout(checkout: Path, n: int) -> None:
 
 
 def measure_engine_insert(tmp: Path, n: int, batch: int = 500) -> dict[str, Any]:
-    """The floor under import: the engine alone INSERTing ready memory records (no checks, no
-    index), `batch` per statement; records per CPU-second (the engine's threads included)."""
+    """The floor under import: the engine alone INSERTing ready memory records as the import
+    writes them (`memory_shape.stored`, done before the clock starts; no checks, no index),
+    `batch` per statement; records per CPU-second (the engine's threads included)."""
     from datetime import datetime, timezone
 
     from engram_mcp.core.ids import new_ulid
+    from engram_mcp.storage.memory_shape import stored
     from engram_mcp.storage.repository import record_id
     from engram_mcp.storage.store import SurrealStore
 
@@ -204,6 +210,7 @@ def measure_engine_insert(tmp: Path, n: int, batch: int = 500) -> dict[str, Any]
                      "embedding_model": "m", "embedding_dim": 384, "created_at": now, "updated_at": now,
                      "last_accessed_at": now, "status_changed_at": now} for i in range(batch)]
                    for _ in range(max(1, n // batch))]
+        batches = [[{**stored(r), "id": r["id"]} for r in rows] for rows in batches]
         t, cpu = time.perf_counter(), time.process_time()
         for rows in batches:
             store.query("bench", "floor", "INSERT INTO memory $rows RETURN NONE", {"rows": rows})
@@ -303,6 +310,9 @@ def run_bulk(out_dir: Path | None = None, *, quick: bool = False, seed: int = 11
         log("import with vectors (and export):")
         results["import"] = measure_import(embedder, base, tmp, cfg["import_n"], rnd, rng, name="import",
                                            batch_of_16=False, export=True, log=log)
+        results["import_checks_here"] = measure_import(embedder, base, tmp, cfg["import_n"], rnd, rng,
+                                                       name="import-here", batch_of_16=False, export=False, log=log,
+                                                       checks_here=True)
         results["import_baseline"] = measure_import(embedder, base, tmp, cfg["baseline_import_n"], rnd, rng,
                                                     name="import16", batch_of_16=True, export=False, log=log)
         if before is not None:  # the same import and export by another checkout (the code before this one)
@@ -342,6 +352,9 @@ def markdown(r: dict[str, Any]) -> str:
         f"({imp['memories']:,}; {imp['batches']}) | "
         f"{base['per_s']:,.0f} ({base['per_cpu_s']:,.0f}) ({base['memories']:,}; {base['batches']}) | >= {t['import_per_s']:,} | "
         f"{_mark(imp['per_s'] >= t['import_per_s'])} |",
+        *([f"| the same import with every line checked in the importing process (no child process), memories/s "
+           f"(per CPU-second) | {r['import_checks_here']['per_s']:,.0f} ({r['import_checks_here']['per_cpu_s']:,.0f}) "
+           f"({r['import_checks_here']['memories']:,}) | | | |"] if "import_checks_here" in r else []),
         f"| the engine alone: INSERT of ready records, records/s (per CPU-second) | "
         f"{r['engine_insert']['per_s']:,.0f} ({r['engine_insert']['per_cpu_s']:,.0f}) "
         f"({r['engine_insert']['records']:,}; {r['engine_insert']['batch']} per statement) | | the floor under import | |",
