@@ -8,6 +8,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
+from engram_mcp.index.arrays import top_k
 from engram_mcp.index.bm25 import BM25_B, BM25_K1, BM25Index
 from engram_mcp.index.slots import SlotAllocator
 from engram_mcp.index.tokenizer import ENGLISH_STOP_WORDS, tokenize
@@ -654,3 +655,42 @@ def test_gathers_row_by_row_and_block_by_block_agree(vector_data: tuple[np.ndarr
     np.testing.assert_array_equal(by_row[0], mat[slots])
     np.testing.assert_array_equal(by_block[0], mat[slots])
     np.testing.assert_allclose(by_row[1], by_block[1], rtol=1e-6, atol=1e-7)
+
+
+# ------------------------------------------------------------------------------------------
+# top_k itself: against a full sort, on the score shapes recall produces
+# ------------------------------------------------------------------------------------------
+
+
+def sorted_top_k(scores: np.ndarray, k: int, slots: np.ndarray | None, positive_only: bool) -> list[int]:
+    """The reference: every entry sorted by (score desc, slot asc), cut at k."""
+    names = np.arange(len(scores)) if slots is None else slots
+    entries = [(-float(s), int(n)) for s, n in zip(scores, names, strict=True) if not positive_only or s > 0]
+    return [n for _, n in sorted(entries)[:k]]
+
+
+@pytest.mark.parametrize("zero_fraction", [0.0, 0.5, 0.97, 1.0])
+@pytest.mark.parametrize("distinct", [3, 40, 10_000])
+def test_top_k_equals_a_full_sort_with_zeros_and_ties(zero_fraction: float, distinct: int) -> None:
+    """BM25's dense scores: mostly zeros (documents without a query term) and few distinct
+    values (equal tf and length), where ties at the k-th score go to the lower slot."""
+    rng = np.random.default_rng(distinct + int(zero_fraction * 100))
+    n = 5_000
+    values = rng.integers(1, distinct + 1, n).astype(np.float64) / distinct
+    scores = np.where(rng.random(n) < zero_fraction, 0.0, values)
+    for k in (1, 10, 100, n + 1):
+        for positive_only in (True, False):
+            slots, got = top_k(scores, k, positive_only=positive_only)
+            assert slots.tolist() == sorted_top_k(scores, k, None, positive_only)
+            np.testing.assert_allclose(got, scores[slots], rtol=1e-6)
+
+
+def test_top_k_over_postings_names_entries_by_their_slots() -> None:
+    """One-term BM25 scores come postings-shaped: entry i is slot `slots[i]`, and a dead posting
+    scores exactly 0 (never returned when positive_only)."""
+    rng = np.random.default_rng(5)
+    slots = rng.permutation(20_000)[:3_000].astype(np.int64)
+    scores = np.where(rng.random(3_000) < 0.3, 0.0, rng.integers(1, 6, 3_000) / 5.0)
+    for k in (1, 7, 50, 3_000):
+        got, _ = top_k(scores, k, slots=slots, positive_only=True)
+        assert got.tolist() == sorted_top_k(scores, k, slots, True)
