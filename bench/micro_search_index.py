@@ -28,6 +28,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from engram_mcp.index import arrays  # noqa: E402
 from engram_mcp.index import tokenizer as tok  # noqa: E402
 from engram_mcp.index.bm25 import BM25Index  # noqa: E402
 from engram_mcp.index.tokenizer import tokenize  # noqa: E402
@@ -252,7 +253,26 @@ def bench_size(n: int, vocab: list[str], n_queries: int) -> dict[str, Any]:
     )
     sentences = make_sentences(rng, vocab, n_queries)
     result["tokenize_sentence_warm"] = time_each(sentences, tokenize)
+    result.update(bench_top_k(vec, rng, n_queries))
     return result
+
+
+def bench_top_k(vec: VectorIndex, rng: np.random.Generator, n_queries: int) -> dict[str, Any]:
+    """The int8 pass's candidate cut (top 200 of every row's cosine) by `arrays.top_k`, and the
+    same with its sampled cut switched off (one partition of the whole array), query by query
+    alternating so both see the same machine."""
+    cosines = [vec.similarities(q, np.arange(len(vec))) for q in random_unit_vectors(rng, n_queries)]
+    sampled: list[int] = []
+    whole: list[int] = []
+    plain_min = arrays.SAMPLED_CUT_MIN_ENTRIES
+    for i, scores in enumerate(cosines):
+        for run in ((sampled, whole) if i % 2 else (whole, sampled)):
+            arrays.SAMPLED_CUT_MIN_ENTRIES = plain_min if run is sampled else 1 << 62
+            start = time.perf_counter_ns()
+            arrays.top_k(scores, 2 * 100)
+            run.append(time.perf_counter_ns() - start)
+    arrays.SAMPLED_CUT_MIN_ENTRIES = plain_min
+    return {"top_k_200_sampled_cut": percentiles_ms(sampled), "top_k_200_whole_array": percentiles_ms(whole)}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -281,6 +301,8 @@ TABLE_ROWS = [
     ("bm25 scores_for x100", "bm25_scores_for_100_multi", "ms"),
     ("bm25 top-100 + 100 looked up (hybrid)", "bm25_top100_plus_lookup_100_multi", "ms"),
     ("tokenize sentence (warm)", "tokenize_sentence_warm", "ms"),
+    ("top-200 of every row's score (sampled cut)", "top_k_200_sampled_cut", "ms"),
+    ("  the same, one partition of the whole array", "top_k_200_whole_array", "ms"),
     ("vector memory (MB)", "vector_bytes", "mb"),
     ("bm25 memory, estimate (MB)", "bm25_bytes_estimate", "mb"),
     ("bm25 memory, traced (MB)", "bm25_bytes_traced", "mb"),

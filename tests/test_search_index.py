@@ -8,7 +8,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from engram_mcp.index.arrays import top_k
+from engram_mcp.index.arrays import SAMPLE_STRIDE, SAMPLED_CUT_MIN_ENTRIES, _sampled_cut, top_k
 from engram_mcp.index.bm25 import BM25_B, BM25_K1, BM25Index
 from engram_mcp.index.slots import SlotAllocator
 from engram_mcp.index.tokenizer import ENGLISH_STOP_WORDS, tokenize
@@ -683,6 +683,52 @@ def test_top_k_equals_a_full_sort_with_zeros_and_ties(zero_fraction: float, dist
             slots, got = top_k(scores, k, positive_only=positive_only)
             assert slots.tolist() == sorted_top_k(scores, k, None, positive_only)
             np.testing.assert_allclose(got, scores[slots], rtol=1e-6)
+
+
+def _large_score_arrays() -> dict[str, np.ndarray]:
+    """Arrays past SAMPLED_CUT_MIN_ENTRIES: shapes a strided sample reads well and badly."""
+    rng = np.random.default_rng(11)
+    n = 3 * SAMPLED_CUT_MIN_ENTRIES
+    cosines = rng.normal(0.2, 0.1, n).astype(np.float32)
+    masked = cosines.copy()
+    masked[rng.random(n) < 0.6] = -np.inf  # filtered rows, as the vector search marks them
+    return {
+        "cosines": cosines,
+        "few distinct values": (rng.integers(0, 4, n) / 4.0).astype(np.float32),
+        "ascending": np.sort(cosines),
+        "descending": np.sort(cosines)[::-1].copy(),
+        "best in one stride": np.where(np.arange(n) % SAMPLE_STRIDE == 3, 0.9, 0.1).astype(np.float32),
+        "mostly masked": masked,
+        "all masked but a few": np.where(np.arange(n) < 50, 0.5, -np.inf).astype(np.float32),
+        "all equal": np.full(n, 0.25, dtype=np.float32),
+    }
+
+
+@pytest.mark.parametrize("shape", list(_large_score_arrays()))
+def test_top_k_of_a_large_array_equals_a_full_sort(shape: str) -> None:
+    """From SAMPLED_CUT_MIN_ENTRIES on, top_k first cuts at a threshold read off a strided
+    sample: the answer is the full sort's (ties to the lower slot), whatever the order of the
+    scores, and with slots naming the entries."""
+    scores = _large_score_arrays()[shape]
+    names = np.random.default_rng(3).permutation(len(scores) * 2)[: len(scores)].astype(np.int64)
+    for slots in (None, names):
+        reference = sorted_top_k(scores, len(scores), slots, False)
+        for k in (1, 10, 200, 5_000, len(scores) // 2 + 1):
+            got, values = top_k(scores, k, slots=slots)
+            assert got.tolist() == reference[:k], (shape, k)
+            by_name = dict(zip((np.arange(len(scores)) if slots is None else slots).tolist(), scores.tolist(), strict=True))
+            np.testing.assert_array_equal(values, np.array([by_name[s] for s in got.tolist()], dtype=np.float32))
+
+
+def test_sampled_cut_keeps_the_top_k_and_cuts_most_of_the_array() -> None:
+    """The cut is taken (it is what makes a 100k top-k cheap) and loses none of the top k."""
+    scores = _large_score_arrays()["cosines"]
+    for k in (10, 200):
+        passed = _sampled_cut(scores, k)
+        assert passed is not None
+        assert k <= len(passed) <= k + 40 * SAMPLE_STRIDE
+        assert set(sorted_top_k(scores, k, None, False)) <= set(passed.tolist())
+    assert _sampled_cut(_large_score_arrays()["all equal"], 10) is None  # nothing to cut: the plain path
 
 
 def test_top_k_over_postings_names_entries_by_their_slots() -> None:
