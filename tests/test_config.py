@@ -543,3 +543,67 @@ def test_a_hostile_environment_value_is_a_clipped_problem_not_a_crash(home: Path
     assert {p.key for p in problems} == {"scope_weights", "rrf_k"}
     assert any("nested too deeply" in p.message for p in problems)
     assert len(str(ConfigError(problems))) < 2000
+
+
+# --------------------------------------------------------------------------- the fast check
+
+
+def _candidate_values(schema: dict) -> list:
+    """Values around what a property's schema accepts: its enum, its bounds and just past them,
+    each JSON type, and the Python values JSON Schema reads differently (bool, 1.0, NaN)."""
+    values: list = [None, True, False, 0, 1, -1, 1.0, 0.5, 2.5, float("nan"), float("inf"), "", "x", "default",
+                    [], ["a"], {}, {"session": 0.5}, 10**6]
+    values += list(schema.get("enum", []))
+    for bound in ("minimum", "maximum"):
+        if bound in schema:
+            b = schema[bound]
+            values += [b, b - 1, b + 1, b - 0.001, b + 0.001, float(b), int(b)]
+    if "properties" in schema:
+        good = {name: 0.5 for name in schema["properties"]}
+        values += [good, {**good, "extra": 0.5}, {**good, "user": 2}, {**good, "user": "0.5"},
+                   {k: v for k, v in good.items() if k != "user"}]
+    return values
+
+
+def test_the_fast_check_passes_nothing_jsonschema_refuses() -> None:
+    """`conforms` lets a layer skip jsonschema (a daemon's start does not import it), so it
+    must never pass what jsonschema would refuse; and it passes the defaults and every
+    enum value, or it saves nothing."""
+    from engram_mcp.core.config import conforms
+
+    validator = jsonschema.Draft202012Validator(CONFIG_SCHEMA)
+    passed = 0
+    for name, schema in CONFIG_SCHEMA["properties"].items():
+        for value in _candidate_values(schema):
+            layer = {name: value}
+            if conforms(layer, CONFIG_SCHEMA):
+                passed += 1
+                assert validator.is_valid(layer), (name, value)
+    assert conforms(dict(DEFAULTS), CONFIG_SCHEMA)
+    assert passed > len(CONFIG_SCHEMA["properties"])
+    assert not conforms({"no_such_key": 1}, CONFIG_SCHEMA)
+    assert not conforms({"keyword_weight": 0.5}, {**CONFIG_SCHEMA, "minProperties": 2})  # a keyword it does not read
+
+
+def test_a_valid_config_loads_without_importing_jsonschema(home: Path, project: Path) -> None:
+    """The daemon's start reads the config before its model loads: a valid file and environment
+    must not pay jsonschema's import, and a mistake in either is still worded by it."""
+    import subprocess
+    import sys
+
+    write_user(home, "keyword_weight: 0.4\nfusion: rrf\n")
+    write_project(project, "candidate_pool: 120\n")
+    code = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from engram_mcp.core.config import load_config_lenient\n"
+        f"cfg, problem = load_config_lenient(Path({str(project)!r}), home=Path({str(home)!r}),"
+        " environ={'ENGRAM_INDEX_PERSIST': 'true', **({'ENGRAM_RRF_K': '0'} if sys.argv[1] == 'bad' else {})})\n"
+        "print(cfg.keyword_weight, cfg.candidate_pool, problem is not None, 'jsonschema' in sys.modules)\n"
+    )
+    root = str(Path(__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": root}
+    good = subprocess.run([sys.executable, "-c", code, "good"], capture_output=True, text=True, env=env, check=True)
+    assert good.stdout.split() == ["0.4", "120", "False", "False"]
+    bad = subprocess.run([sys.executable, "-c", code, "bad"], capture_output=True, text=True, env=env, check=True)
+    assert bad.stdout.split() == ["0.4", "120", "True", "True"]

@@ -38,10 +38,9 @@ import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import frontmatter
-import jsonschema
 import yaml
 from frontmatter.default_handlers import YAMLHandler
 
@@ -53,6 +52,9 @@ from engram_mcp.core.config_keys import (
     scale_scope_weights,
 )
 from engram_mcp.core.paths import describe
+
+if TYPE_CHECKING:
+    import jsonschema
 
 __all__ = [  # the declaration's names are re-exported: callers load and read config from here
     "CONFIG_SCHEMA",
@@ -102,7 +104,107 @@ BOOL_WORDS: dict[str, bool] = {
 
 
 _PROPERTIES: dict[str, dict[str, Any]] = CONFIG_SCHEMA["properties"]
-_VALIDATOR = jsonschema.Draft202012Validator(CONFIG_SCHEMA)
+_VALIDATORS: list[Any] = []  # [jsonschema's validator of CONFIG_SCHEMA], made on first use
+
+
+def _validator() -> Any:
+    """jsonschema's validator of the schema. Importing jsonschema takes ~75 ms (a third of a
+    daemon's start before its first answer), so it is imported only for a layer that
+    `conforms` cannot pass: a mistake to report, or a keyword `conforms` does not read."""
+    if not _VALIDATORS:
+        import jsonschema
+
+        _VALIDATORS.append(jsonschema.Draft202012Validator(CONFIG_SCHEMA))
+    return _VALIDATORS[0]
+
+
+#: JSON Schema types by the Python types that satisfy them; bool is not a number here, as in JSON.
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "object": (dict,),
+    "null": (type(None),),
+}
+
+
+def conforms(instance: Any, schema: Mapping[str, Any]) -> bool:
+    """Whether `instance` certainly satisfies `schema`, reading only the keywords the config
+    schema uses (type, enum, minimum, maximum, minLength, properties, required,
+    additionalProperties). False means "not certain": a schema with any other keyword, or a
+    value outside the plain cases (NaN, 1.0 for an integer), goes to jsonschema, which decides
+    and words every error (`_validate`)."""
+    if not _READ_KEYWORDS.issuperset(schema):
+        return False
+    types = schema.get("type")
+    if types is not None:
+        allowed = [types] if isinstance(types, str) else list(types)
+        if not any(_is_json_type(instance, t) for t in allowed):
+            return False
+    if "enum" in schema and not any(_same_json(instance, v) for v in schema["enum"]):
+        return False
+    if isinstance(instance, (int, float)) and not isinstance(instance, bool):
+        if not math.isfinite(instance):
+            return False
+        if "minimum" in schema and instance < schema["minimum"]:
+            return False
+        if "maximum" in schema and instance > schema["maximum"]:
+            return False
+    if isinstance(instance, str) and len(instance) < schema.get("minLength", 0):
+        return False
+    if isinstance(instance, dict):
+        return _object_conforms(instance, schema)
+    return True
+
+
+_READ_KEYWORDS = frozenset(
+    {
+        "$schema",
+        "title",
+        "description",
+        "type",
+        "enum",
+        "minimum",
+        "maximum",
+        "minLength",
+        "properties",
+        "required",
+        "additionalProperties",
+    }
+)
+
+
+def _is_json_type(instance: Any, name: str) -> bool:
+    python_types = _JSON_TYPES.get(name)
+    if python_types is None:
+        return False
+    if isinstance(instance, bool):
+        return name == "boolean"
+    return isinstance(instance, python_types)
+
+
+def _same_json(a: Any, b: Any) -> bool:
+    """Equal as JSON values (True is not 1)."""
+    return type(a) is type(b) and a == b
+
+
+def _object_conforms(instance: dict[Any, Any], schema: Mapping[str, Any]) -> bool:
+    properties = schema.get("properties", {})
+    if any(name not in instance for name in schema.get("required", ())):
+        return False
+    extra = schema.get("additionalProperties", True)
+    for key, value in instance.items():
+        if not isinstance(key, str):
+            return False
+        if key in properties:
+            if not conforms(value, properties[key]):
+                return False
+        elif extra is False:
+            return False
+        elif extra is not True:
+            return False  # a schema for the other entries: not read here
+    return True
 
 
 @dataclass(frozen=True)
@@ -506,7 +608,9 @@ def _parse_env_value(key: str, raw: str) -> Any:
 def _validate(layer: Mapping[str, Any], source: str) -> list[ConfigProblem]:
     """Validate one layer with the schema and phrase each error for humans."""
     problems: list[ConfigProblem] = []
-    errors = sorted(_VALIDATOR.iter_errors(dict(layer)), key=lambda e: [str(p) for p in e.absolute_path])
+    if conforms(dict(layer), CONFIG_SCHEMA):
+        return problems
+    errors = sorted(_validator().iter_errors(dict(layer)), key=lambda e: [str(p) for p in e.absolute_path])
     # A wrong type makes every other complaint about the same value noise (null also fails enum).
     mistyped = {tuple(e.absolute_path) for e in errors if e.validator == "type"}
     for error in errors:
