@@ -459,7 +459,9 @@ class OnnxTextModel:
         import onnxruntime as ort  # type: ignore[import-untyped]
 
         path = Path(model_dir)
-        self.tokenizer = load_tokenizer(path)
+        # The tokenizer loads beside the session: reading tokenizer.json holds the GIL for ~45 ms
+        # and creating the session releases it for ~75 ms, so a cold start waits for the longer.
+        self._tokenizer = _Background(load_tokenizer, path)
         #: Where the session's graph came from: "source", "optimized copy" or "optimized now".
         self.graph = "source"
         copy = _optimized_session(ort, path, threads, enable_cpu_mem_arena) if keep_optimized else None
@@ -492,8 +494,14 @@ class OnnxTextModel:
                 str(path / _MODEL_FILE), sess_options=options, providers=["CPUExecutionProvider"]
             )
         self._use(session)
+        self.tokenizer  # noqa: B018 - a tokenizer that failed to load fails the model's load, not a later query
         if saved is not None and saved.publish(self.probe()):
             self.graph = "optimized now"
+
+    @property
+    def tokenizer(self) -> Any:
+        """The tokenizer (waits for its load; raises what the load raised)."""
+        return self._tokenizer.result()
 
     def _use(self, session: Any) -> None:
         self.session: Any = session
@@ -531,6 +539,29 @@ class OnnxTextModel:
         pooled = summed / np.maximum(np.sum(mask, axis=1, keepdims=True), 1e-9)
         norms = np.maximum(np.linalg.norm(pooled, ord=2, axis=1, keepdims=True), 1e-12)
         return np.asarray((pooled / norms).astype(out.dtype, copy=False))
+
+
+class _Background:
+    """`fn(*args)` run in a thread of its own from now on; `result()` waits for it and returns
+    its value or raises its exception."""
+
+    def __init__(self, fn: Any, *args: Any) -> None:
+        self._value: Any = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(fn, args), name="engram-load", daemon=True)
+        self._thread.start()
+
+    def _run(self, fn: Any, args: tuple[Any, ...]) -> None:
+        try:
+            self._value = fn(*args)
+        except BaseException as exc:  # handed to the caller of result()
+            self._error = exc
+
+    def result(self) -> Any:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._value
 
 
 def _session_options(ort: Any, threads: int | None, arena: bool, level: Any) -> Any:
