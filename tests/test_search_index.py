@@ -701,6 +701,9 @@ def _large_score_arrays() -> dict[str, np.ndarray]:
         "mostly masked": masked,
         "all masked but a few": np.where(np.arange(n) < 50, 0.5, -np.inf).astype(np.float32),
         "all equal": np.full(n, 0.25, dtype=np.float32),
+        "clusters of near-copies": rng.permutation(
+            np.repeat(rng.normal(0.2, 0.1, n // 96), 96) + rng.normal(0, 1e-4, n)
+        ).astype(np.float32),
     }
 
 
@@ -729,6 +732,13 @@ def test_sampled_cut_keeps_the_top_k_and_cuts_most_of_the_array() -> None:
         assert k <= len(passed) <= k + 40 * SAMPLE_STRIDE
         assert set(sorted_top_k(scores, k, None, False)) <= set(passed.tolist())
     assert _sampled_cut(_large_score_arrays()["all equal"], 10) is None  # nothing to cut: the plain path
+    # The best 30 scores all on sampled positions: the first cut (sample rank 1 + 8 for k = 10)
+    # keeps only 9 entries; the deeper one keeps them all and some more.
+    lopsided = np.random.default_rng(2).random(3 * SAMPLED_CUT_MIN_ENTRIES).astype(np.float32) * 0.5
+    lopsided[np.arange(30) * SAMPLE_STRIDE] = np.linspace(0.9, 0.99, 30)
+    assert np.count_nonzero(lopsided >= np.sort(lopsided[::SAMPLE_STRIDE])[-9]) < 10
+    passed = _sampled_cut(lopsided, 10)
+    assert passed is not None and set(sorted_top_k(lopsided, 10, None, False)) <= set(passed.tolist())
 
 
 def test_top_k_over_postings_names_entries_by_their_slots() -> None:

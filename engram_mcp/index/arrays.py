@@ -48,21 +48,31 @@ def mask_prefix(mask: np.ndarray | None, length: int) -> np.ndarray | None:
 SAMPLED_CUT_MIN_ENTRIES = 16_384
 SAMPLE_STRIDE = 16
 #: Sample ranks taken beyond k / SAMPLE_STRIDE: about this many times SAMPLE_STRIDE entries more
-#: than k pass the cut of an array in no particular order, so it rarely keeps fewer than k.
+#: than k pass the cut of an array in no particular order.
 SAMPLE_SPARE_RANKS = 8
+#: How much deeper into the sample the second cut goes when the first keeps fewer than k: scores
+#: in clusters (near-copies of a memory score alike) pass or fail a cut a cluster at a time.
+SAMPLE_DEEPER_FACTOR = 4
 
 
 def _sampled_cut(scores: np.ndarray, k: int) -> np.ndarray | None:
     """The indices of the entries at or above a threshold read off a strided sample, when at
     least k and at most half of them pass; else None. The top k lies among them: the k-th
-    largest score is at or above the threshold whenever k entries are."""
+    largest score is at or above the threshold whenever k entries are. A cut that keeps fewer
+    than k is retried once, deeper in the sample (one partition of the sample finds both)."""
     sample = scores[::SAMPLE_STRIDE]
-    rank = len(sample) - (-(-k // SAMPLE_STRIDE) + SAMPLE_SPARE_RANKS)
-    if rank < 0:
+    first = -(-k // SAMPLE_STRIDE) + SAMPLE_SPARE_RANKS
+    ranks = [r for r in (first, SAMPLE_DEEPER_FACTOR * first) if r <= len(sample)]
+    if not ranks:
         return None
-    cut = np.partition(sample, rank)[rank]
-    passed = np.flatnonzero(scores >= cut)
-    return passed if k <= len(passed) <= len(scores) // 2 else None
+    ordered = np.partition(sample, [len(sample) - r for r in ranks])
+    for rank in ranks:
+        passed = np.flatnonzero(scores >= ordered[len(sample) - rank])
+        if len(passed) > len(scores) // 2:
+            return None
+        if len(passed) >= k:
+            return passed
+    return None
 
 
 def top_k(
