@@ -100,7 +100,7 @@ class FakeEmbedder:
                 v[idx] += sign * self._TRIGRAM_WEIGHT
         return _normalise(v)
 
-    def embed_query(self, text: str, *, one_thread: bool = False) -> np.ndarray:
+    def embed_query(self, text: str) -> np.ndarray:
         return self._vector(text)
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:

@@ -30,7 +30,7 @@ class BrokenEmbedder:
     dim = 384
     loaded = False
 
-    def embed_query(self, text, *, one_thread=False):
+    def embed_query(self, text):
         raise EmbeddingsUnavailable("the model file is missing (test)")
 
     def embed_documents(self, texts):
@@ -373,46 +373,3 @@ def test_a_write_landing_while_the_query_embeds_is_seen_by_the_keyword_half(home
         assert got["strategy_used"] == "hybrid"
     finally:
         svc.close()
-
-
-def test_a_query_beside_the_keyword_half_runs_on_one_thread_once_the_scan_is_shared(home, project, monkeypatch):
-    """A hybrid recall embeds its query on the 1-thread session once the last recall in the
-    project scanned a scope big enough to share its scan with the helper thread (the 2-thread
-    session's workers would fight that scan and the keyword half for the cores); otherwise,
-    and for a vector recall, the embedder picks as before."""
-    from engram_mcp.index.vectors import VectorIndex
-
-    asked: list[bool] = []
-
-    class Recording(FakeEmbedder):
-        def embed_query(self, text, *, one_thread=False):
-            asked.append(one_thread)
-            return super().embed_query(text)
-
-    svc = MemoryService(home=home, embedder=Recording())
-    ctx = RequestContext(project, "s1")
-    try:
-        _store(svc, ctx, "the deploy script lives in ops/deploy.sh")
-        svc.recall(ctx, query="deploy script", limit=3)
-        svc.recall(ctx, query="deploy script", limit=3)
-        assert asked[-2:] == [False, False]  # nothing known yet, then a small store
-        monkeypatch.setattr(VectorIndex, "shares_scan", lambda self: True)
-        svc.recall(ctx, query="deploy script", limit=3)  # decided before this recall's scan
-        svc.recall(ctx, query="deploy script", limit=3)
-        svc.recall(ctx, query="deploy script", strategy="vector", limit=3)
-        assert asked[-3:] == [False, True, False]
-    finally:
-        svc.close()
-
-
-def test_a_scan_is_shared_from_sixteen_blocks_of_rows_on() -> None:
-    from engram_mcp.index.vectors import SHARED_SCAN_MIN_BLOCKS, VectorIndex
-
-    idx = VectorIndex(dim=384)
-    rows = idx.BLOCK_ELEMENTS_MAX // 384 * (SHARED_SCAN_MIN_BLOCKS - 1)  # 15 whole blocks
-    vec = np.ones(384, dtype=np.float32) / np.sqrt(384)
-    for slot in range(rows):
-        idx.set(slot, vec)
-    assert not idx.shares_scan()
-    idx.set(rows, vec)  # the first row of the 16th block
-    assert idx.shares_scan()

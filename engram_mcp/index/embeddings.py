@@ -121,9 +121,8 @@ class Embedder(Protocol):
         """Length of every vector (an attribute or a read-only property of the embedder)."""
         ...
 
-    def embed_query(self, text: str, *, one_thread: bool = False) -> np.ndarray:
-        """float32 ``(dim,)``, L2-normalised. ``one_thread``: on one core, whatever else the
-        embedder would pick (the caller runs other work on the other core meanwhile)."""
+    def embed_query(self, text: str) -> np.ndarray:
+        """float32 ``(dim,)``, L2-normalised."""
         ...
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
@@ -940,14 +939,12 @@ class FastEmbedEmbedder:
                 return str(m["model_file"])
         return _MODEL_FILE
 
-    def embed_query(self, text: str, *, one_thread: bool = False) -> np.ndarray:
+    def embed_query(self, text: str) -> np.ndarray:
         """One query. On the 2-thread session while a core is idle (the usual case: Claude Code
         waits for the answer) and bulk work has loaded it, else on the 1-thread one: 5.0 vs
-        7.2 ms p50 idle here, while 2 threads on a busy machine are 2x slower (module docstring).
-        ``one_thread``: on the 1-thread session, because the caller keeps the other core busy
-        (a recall whose vector scan is shared with a helper thread: services/recall.py)."""
+        7.2 ms p50 idle here, while 2 threads on a busy machine are 2x slower (module docstring)."""
         self.load()
-        vec = next(iter((self._model if one_thread else self._session()).embed([text], batch_size=1)))
+        vec = next(iter(self._session().embed([text], batch_size=1)))
         return _normalise(vec)
 
     def embed_documents(self, texts: Sequence[str], *, sort_by_length: bool = True) -> np.ndarray:

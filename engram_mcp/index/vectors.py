@@ -311,10 +311,6 @@ class VectorIndex:
             return None
         return int(slots[0]), float(scores[0])
 
-    def shares_scan(self) -> bool:
-        """Whether a full scan of this index is shared with the helper thread (`_for_each_block`)."""
-        return -(-self._end // self._block_rows) >= SHARED_SCAN_MIN_BLOCKS
-
     @property
     def count(self) -> int:
         """Slots holding a vector."""

@@ -105,9 +105,6 @@ class ScopeAccess:
         self._session_seen: dict[tuple[Path, str], float] = {}
         self._workers: ThreadPoolExecutor | None = None
         self._worker_lock = threading.Lock()
-        #: project root -> whether its last recall scanned a scope big enough to share the scan
-        #: with a helper thread (services/recall.py embeds its next query on one thread then)
-        self.scan_shared: dict[Path | None, bool] = {}
 
     # ------------------------------------------------------------------ config
     def config(self, project_root: Path | None = None) -> Config:
@@ -193,11 +190,10 @@ class ScopeAccess:
     def _new_index(self, scope: str) -> ScopeIndex:
         return ScopeIndex(scope, self.dim(), self.model_name)
 
-    def embed_query(self, text: str, *, one_thread: bool = False) -> tuple[np.ndarray | None, str | None]:
-        """Embed, or explain why not (the caller degrades to keyword search). ``one_thread``:
-        on one core (`Embedder.embed_query`)."""
+    def embed_query(self, text: str) -> tuple[np.ndarray | None, str | None]:
+        """Embed, or explain why not (the caller degrades to keyword search)."""
         try:
-            vec = self.embedder.embed_query(text, one_thread=True) if one_thread else self.embedder.embed_query(text)
+            vec = self.embedder.embed_query(text)
             self.state.embedding_error = None
             return vec, None
         except EmbeddingsUnavailable as exc:

@@ -108,14 +108,7 @@ def recall(
             qvec, warning = access.embed_query(query)
         else:
             prepared = access.beside(prepare)
-            # While the keyword half runs beside it, a 2-thread query session (loaded by bulk work)
-            # takes turns with that half on one core, and its spinning workers then slow a vector
-            # scan shared with a helper thread (index/vectors.py). Measured (100 recalls x 6
-            # alternating rounds, both sessions loaded): with a shared scan (100k and 30k memories)
-            # one thread gave p50/p95 11.2/14.0 against 12.1/17.8 ms and 10.6/13.1 against
-            # 10.9/13.8; without one (10k) two threads 8.0/10.6 against 9.5/12.7.
-            one_thread = strategy == "hybrid" and access.scan_shared.get(ctx.project_root, False)
-            qvec, warning = access.embed_query(query, one_thread=one_thread)
+            qvec, warning = access.embed_query(query)  # the embedder picks its session (docs/architecture.md)
             try:
                 views, scope_warnings, made_on, first = prepared.result()
             except StoreUnavailable:
@@ -167,8 +160,6 @@ def recall(
         if strengthen and memories:
             strengthen_hits(access, ctx, hits, ctx.session_id)
         access.state.recalls += 1
-    if views:
-        access.scan_shared[ctx.project_root] = any(v.index.vectors.shares_scan() for v in views)
     return {
         "memories": memories,
         "total_matched": matched,
