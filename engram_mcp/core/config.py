@@ -31,6 +31,7 @@ from __future__ import annotations
 import copy
 import difflib
 import errno
+import functools
 import json
 import math
 import os
@@ -104,29 +105,16 @@ BOOL_WORDS: dict[str, bool] = {
 
 
 _PROPERTIES: dict[str, dict[str, Any]] = CONFIG_SCHEMA["properties"]
-_VALIDATORS: list[Any] = []  # [jsonschema's validator of CONFIG_SCHEMA], made on first use
 
 
+@functools.cache
 def _validator() -> Any:
     """jsonschema's validator of the schema. Importing jsonschema takes ~75 ms (a third of a
     daemon's start before its first answer), so it is imported only for a layer that
     `conforms` cannot pass: a mistake to report, or a keyword `conforms` does not read."""
-    if not _VALIDATORS:
-        import jsonschema
+    import jsonschema
 
-        _VALIDATORS.append(jsonschema.Draft202012Validator(CONFIG_SCHEMA))
-    return _VALIDATORS[0]
-
-
-#: JSON Schema types by the Python types that satisfy them; bool is not a number here, as in JSON.
-_JSON_TYPES: dict[str, tuple[type, ...]] = {
-    "string": (str,),
-    "integer": (int,),
-    "number": (int, float),
-    "boolean": (bool,),
-    "object": (dict,),
-    "null": (type(None),),
-}
+    return jsonschema.Draft202012Validator(CONFIG_SCHEMA)
 
 
 def conforms(instance: Any, schema: Mapping[str, Any]) -> bool:
@@ -176,12 +164,10 @@ _READ_KEYWORDS = frozenset(
 
 
 def _is_json_type(instance: Any, name: str) -> bool:
-    python_types = _JSON_TYPES.get(name)
-    if python_types is None:
-        return False
-    if isinstance(instance, bool):
-        return name == "boolean"
-    return isinstance(instance, python_types)
+    """Whether `instance` is of JSON Schema type `name` (an integer is a number too; a boolean
+    is neither), by the names `_json_type` gives."""
+    actual = _json_type(instance)
+    return actual == name or (name == "number" and actual == "integer")
 
 
 def _same_json(a: Any, b: Any) -> bool:
@@ -200,10 +186,8 @@ def _object_conforms(instance: dict[Any, Any], schema: Mapping[str, Any]) -> boo
         if key in properties:
             if not conforms(value, properties[key]):
                 return False
-        elif extra is False:
-            return False
         elif extra is not True:
-            return False  # a schema for the other entries: not read here
+            return False  # an entry the schema forbids, or one a schema for the others would check
     return True
 
 
@@ -608,9 +592,10 @@ def _parse_env_value(key: str, raw: str) -> Any:
 def _validate(layer: Mapping[str, Any], source: str) -> list[ConfigProblem]:
     """Validate one layer with the schema and phrase each error for humans."""
     problems: list[ConfigProblem] = []
-    if conforms(dict(layer), CONFIG_SCHEMA):
+    instance = dict(layer)
+    if conforms(instance, CONFIG_SCHEMA):
         return problems
-    errors = sorted(_validator().iter_errors(dict(layer)), key=lambda e: [str(p) for p in e.absolute_path])
+    errors = sorted(_validator().iter_errors(instance), key=lambda e: [str(p) for p in e.absolute_path])
     # A wrong type makes every other complaint about the same value noise (null also fails enum).
     mistyped = {tuple(e.absolute_path) for e in errors if e.validator == "type"}
     for error in errors:
