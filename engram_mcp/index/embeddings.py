@@ -62,6 +62,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -460,7 +461,9 @@ class OnnxTextModel:
         path = Path(model_dir)
         # The tokenizer loads beside the session: reading tokenizer.json holds the GIL for ~45 ms
         # and creating the session releases it for ~75 ms, so a cold start waits for the longer.
-        self._tokenizer = _Background(load_tokenizer, path)
+        loader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="engram-load")
+        self._tokenizer = loader.submit(load_tokenizer, path)
+        loader.shutdown(wait=False)  # its one thread ends once the tokenizer is loaded
         #: Where the session's graph came from: "source", "optimized copy" or "optimized now".
         self.graph = "source"
         copy = _optimized_session(ort, path, threads, enable_cpu_mem_arena) if keep_optimized else None
@@ -538,29 +541,6 @@ class OnnxTextModel:
         pooled = summed / np.maximum(np.sum(mask, axis=1, keepdims=True), 1e-9)
         norms = np.maximum(np.linalg.norm(pooled, ord=2, axis=1, keepdims=True), 1e-12)
         return np.asarray((pooled / norms).astype(out.dtype, copy=False))
-
-
-class _Background:
-    """`fn(*args)` run in a thread of its own from now on; `result()` waits for it and returns
-    its value or raises its exception."""
-
-    def __init__(self, fn: Any, *args: Any) -> None:
-        self._value: Any = None
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, args=(fn, args), name="engram-load", daemon=True)
-        self._thread.start()
-
-    def _run(self, fn: Any, args: tuple[Any, ...]) -> None:
-        try:
-            self._value = fn(*args)
-        except BaseException as exc:  # handed to the caller of result()
-            self._error = exc
-
-    def result(self) -> Any:
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        return self._value
 
 
 def _session_options(ort: Any, threads: int | None, arena: bool, level: Any) -> Any:
