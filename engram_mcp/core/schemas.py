@@ -245,6 +245,19 @@ CONSOLIDATE_STEPS = _obj(
     },
     ["steps"],
 )
+#: Stamped over `source` of every memory the MCP tools store: the memory is Claude's, whatever
+#: the call's own `source` says (services/records.origin_of reads it; a call cannot pass for the user).
+MCP_ORIGIN: dict[str, str] = {"origin": "claude", "via": "mcp"}
+
+
+def with_mcp_origin(tool: str, args: dict[str, Any]) -> dict[str, Any]:
+    """`args` of an MCP tool call with the origin stamped where the tool stores a memory."""
+    if tool != "store_memory":
+        return args
+    source = args.get("source") if isinstance(args.get("source"), dict) else {}
+    return {**args, "source": {**source, **MCP_ORIGIN}}
+
+
 HOOK_SESSION_START = _obj({"source": _str(40)})
 HOOK_PROMPT = _obj({"prompt": _str(4000)}, ["prompt"])
 HOOK_CAPTURE = _obj(

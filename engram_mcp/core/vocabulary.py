@@ -54,6 +54,14 @@ RECALL_STRATEGIES: tuple[str, ...] = ("hybrid", "vector", "keyword", "graph")
 CONSOLIDATE_STRATEGIES: tuple[str, ...] = ("full", "summarize", "extract_patterns")
 #: Which edges a knowledge-graph search follows from an entity.
 GRAPH_DIRECTIONS: tuple[str, ...] = ("both", "outgoing", "incoming")
+#: Where a memory came from (its `origin`, derived from the record's `source` by
+#: services/records.origin_of): the user (CLI, UI), Claude (MCP tools), a hook's capture, a
+#: repository's team file, the user's sync folder, an import from another tool.
+ORIGIN_KINDS: tuple[str, ...] = ("user", "claude", "hook", "team-file", "user-sync", "import")
+#: Origins whose text someone or something other than the user and their Claude wrote: shown
+#: apart in the context, never among the user's preferences, whatever their category claims.
+FOREIGN_ORIGINS: tuple[str, ...] = ("team-file", "user-sync", "import")
+
 #: The parts of the memory context block, in the order they are shown.
 CONTEXT_SECTIONS: tuple[str, ...] = ("preferences", "project_context", "session_history", "relevant_procedures")
 
@@ -64,7 +72,9 @@ __all__ = [
     "GRAPH_DIRECTIONS",
     "LINK_TYPES",
     "LIVE_STATUSES",
+    "FOREIGN_ORIGINS",
     "MEMORY_TYPES",
+    "ORIGIN_KINDS",
     "PERSISTENT_SCOPES",
     "PROMOTE_TARGETS",
     "QUEUE_REASONS",

@@ -40,6 +40,7 @@ from engram_mcp import __version__
 from engram_mcp.core.errors import DaemonUnavailable, EngramError
 from engram_mcp.core.operations import SCHEMAS, TOOL_OPS, TOOLS
 from engram_mcp.core.paths import lock_held
+from engram_mcp.core.schemas import with_mcp_origin
 from engram_mcp.daemon.client import PLUGIN_VENV_PYTHON, DaemonClient, plugin_env_python
 from engram_mcp.interfaces import jsonrpc_wire
 from engram_mcp.interfaces.tool_calls import (
@@ -226,7 +227,7 @@ class StandIn:
             problem = self._check(name, args)
             if problem is not None:
                 return _fail(problem)
-            args = _coerce_integers(args, SCHEMAS[name])
+            args = with_mcp_origin(name, _coerce_integers(args, SCHEMAS[name]))
             if state != "ready":
                 queued = queue_locally(self.user_dir, name, op, args, self.env.unavailable(state, failure, write=True))
                 if queued is not None:

@@ -65,6 +65,7 @@ from pydantic import ValidationError
 from engram_mcp import __version__
 from engram_mcp.core.errors import DaemonUnavailable, EngramError
 from engram_mcp.core.operations import SCHEMAS, TOOL_OPS, TOOLS
+from engram_mcp.core.schemas import with_mcp_origin
 from engram_mcp.daemon.client import DaemonClient
 from engram_mcp.interfaces import jsonrpc_wire
 from engram_mcp.interfaces.tool_calls import (
@@ -232,7 +233,7 @@ class Engram:
             problem = await anyio.to_thread.run_sync(self.validators.check, name, args)
             if problem is not None:
                 return _fail(problem)
-            args = _coerce_integers(args, SCHEMAS[name])
+            args = with_mcp_origin(name, _coerce_integers(args, SCHEMAS[name]))
             try:
                 return _ok(await self.daemon(op, args))
             except DaemonUnavailable as exc:

@@ -36,6 +36,7 @@ from engram_mcp.services.records import (
     findings_summary,
     iso,
     now_dt,
+    origin_of,
 )
 from engram_mcp.services.sightings import note_project_sighting
 from engram_mcp.services.store import store as store_memory
@@ -145,7 +146,12 @@ def promote_row(
             new["last_accessed_at"] = now_dt()
             new["confidence"] = min(1.0, float(trow.get("confidence", 0.7)) + 0.05)
             new["promotion_chain"] = list(trow.get("promotion_chain") or []) + [
-                {**entry, "action": "merged", "similarity": round(similarity, 4)}
+                {
+                    **entry,
+                    "action": "merged",
+                    "similarity": round(similarity, 4),
+                    "origin": origin_of(row.get("source")),
+                }
             ]
             if new.get("status") in ("consolidated", "archived"):
                 new["status"] = "active"

@@ -18,7 +18,7 @@ import numpy as np
 from engram_mcp.core.errors import InvalidInput
 from engram_mcp.core.ids import format_memory_id
 from engram_mcp.core.redaction import Finding, label_for, redact_obj, sanitize, tag_secret_kind
-from engram_mcp.core.vocabulary import LINK_TYPES, MEMORY_TYPES, SCOPES, STATUSES
+from engram_mcp.core.vocabulary import FOREIGN_ORIGINS, LINK_TYPES, MEMORY_TYPES, ORIGIN_KINDS, SCOPES, STATUSES
 from engram_mcp.index.scope_index import record_key
 from engram_mcp.index.scoring import decay_factor, to_epoch
 
@@ -496,6 +496,7 @@ def public_memory(
         "last_accessed_at": iso(row.get("last_accessed_at")),
         "session_id": row.get("session_id"),
         "source": row.get("source") or {},
+        "origin": origin_of(row.get("source")),
         "version": int(row.get("version", 1)),
         "promotion_chain": [_chain_entry(e) for e in (row.get("promotion_chain") or [])],
         "metadata": _jsonable(meta),
@@ -508,6 +509,89 @@ def public_memory(
     if include_embedding and row.get("embedding"):
         out["embedding_b64"] = base64.b64encode(bytes(row["embedding"])).decode()
     return {k: v for k, v in out.items() if v is not None or k in ("summary", "category")}
+
+
+# ---------------------------------------------------------------------- provenance
+#: `source.kind` values written before origins were named, and the origin each stands for.
+_LEGACY_KINDS = {
+    "team-memory": "team-file",
+    "team-file": "team-file",
+    "user-mirror": "user-sync",
+    "user-sync": "user-sync",
+}
+#: The details an origin carries over from `source`, when present (short strings or numbers).
+ORIGIN_DETAILS = ("via", "hook", "tool", "path", "commit", "author", "file", "id", "table", "entity", "project")
+MAX_ORIGIN_DETAIL_CHARS = 200
+
+
+def origin_of(source: Any) -> dict[str, Any]:
+    """Where a memory came from, as one shape whatever wrote its `source`.
+
+    `{"kind": <ORIGIN_KINDS>, "via": ..., details...}`. The write paths stamp `source.origin`
+    (the CLI and the UI: "user", the MCP server: "claude", the hooks: "hook"; team and sync
+    files and importers write `source.kind`); records written before that are read by the
+    marks they already carried: `{"tool": "cli"}` is the user at the command line, `{"hook": ...}`
+    a hook, `{"kind": "team-memory"}` a team file, `{"kind": "user-mirror"}` the sync folder,
+    any other `kind` an importer, and anything else (an empty source included: the MCP tool
+    was the one path that left it empty) Claude. A stamped origin wins over a kind, except that
+    a file's or an import's kind is never read as less foreign than it is.
+    """
+    src = source if isinstance(source, dict) else {}
+    kind = _kind_of(src)
+    out: dict[str, Any] = {"kind": kind}
+    if kind == "import" and isinstance(src.get("kind"), str):
+        out["tool"] = src["kind"]
+    for name in ORIGIN_DETAILS:
+        value = src.get(name)
+        if isinstance(value, (str, int)) and not isinstance(value, bool) and name not in out:
+            out[name] = value[:MAX_ORIGIN_DETAIL_CHARS] if isinstance(value, str) else value
+    if "via" not in out:
+        via = _via_of(kind, src)
+        if via:
+            out["via"] = via
+    return out
+
+
+def _kind_of(src: dict[str, Any]) -> str:
+    kind = src.get("kind")
+    if isinstance(kind, str) and kind:
+        return _LEGACY_KINDS.get(kind, "import")  # a file or an import stays what it is
+    stamped = src.get("origin")
+    if stamped in ORIGIN_KINDS and stamped not in FOREIGN_ORIGINS:
+        return str(stamped)
+    if src.get("hook"):
+        return "hook"
+    if src.get("tool") in ("cli", "ui"):
+        return "user"
+    return "claude"
+
+
+def _via_of(kind: str, src: dict[str, Any]) -> str | None:
+    if kind == "user":
+        return str(src.get("tool") or "cli")
+    if kind == "claude":
+        return "mcp"
+    return None
+
+
+def is_foreign(mem: dict[str, Any]) -> bool:
+    """Whether a memory's text came from outside: a team file, the sync folder, an import."""
+    origin = mem.get("origin") if isinstance(mem.get("origin"), dict) else origin_of(mem.get("source"))
+    return origin.get("kind") in FOREIGN_ORIGINS
+
+
+def origin_marker(origin: dict[str, Any]) -> str:
+    """A short name of an origin for one-line listings: `user`, `claude`, `hook`,
+    `team:<author>`, `sync`, `import:<tool>`."""
+    kind = str(origin.get("kind") or "claude")
+    if kind == "team-file":
+        author = str(origin.get("author") or "").split("<")[0].strip()
+        return f"team:{author}" if author else "team"
+    if kind == "user-sync":
+        return "sync"
+    if kind == "import":
+        return f"import:{origin.get('tool')}" if origin.get("tool") else "import"
+    return kind
 
 
 def _chain_entry(entry: dict[str, Any]) -> dict[str, Any]:
