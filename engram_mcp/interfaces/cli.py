@@ -280,7 +280,7 @@ def cmd_store(app: App) -> int:
             "tags": _csv(a.tags),
             "category": a.category,
             "summary": a.summary,
-            "source": {"tool": "cli"},
+            "source": {"tool": "cli", "origin": "user", "via": "cli"},
         },
     )
     app.out(res, render_stored)

@@ -117,7 +117,9 @@ def store(
             twin = access.find_twin(h, content, vec, access.config(ctx.project_root).store_dedup_similarity)
             if twin is not None:
                 key, similarity = twin
-                result = merge_into(access, h, key, imp, record_tags, content, similarity, sid, request_id=rid)
+                result = merge_into(
+                    access, h, key, imp, record_tags, content, similarity, sid, request_id=rid, source=source
+                )
                 result.update(
                     embedding_generated=vec is not None, warnings=warnings, redactions=findings_summary(findings)
                 )
@@ -226,11 +228,13 @@ def merge_into(
     session_id: str | None,
     *,
     request_id: str | None = None,
+    source: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Strengthen an existing memory instead of storing a duplicate; record the merge.
 
     A merge made for a `request_id` is recorded with it, so replaying that request
-    finds it here and changes nothing.
+    finds it here and changes nothing. The memory keeps its own `source` (where it came from
+    first); where the merged-in text came from is recorded in its merge entry (`origin`).
     """
     row = h.repo.get(key)
     if row is None:
@@ -261,6 +265,7 @@ def merge_into(
             "similarity": round(similarity, 4),
             "content": content[:500],
             "session_id": session_id,
+            "origin": records.origin_of(source),
             **({"request_id": request_id} if request_id else {}),
         }
     )
