@@ -15,7 +15,7 @@ import pytest
 
 from engram_mcp.services.service import MemoryService, RequestContext
 from engram_mcp.storage import queries as q
-from tests.daemon_env import REPO, make_env
+from tests.daemon_env import make_env
 
 WORKERS = 4
 OPS_PER_WORKER = 250
@@ -50,8 +50,13 @@ def test_four_processes_interleaving_stores_and_recalls_lose_nothing(tmp_path: P
     script.write_text(WORKER)
     try:
         procs = [
-            subprocess.Popen([sys.executable, str(script), str(env.user_dir), str(env.project), str(w), str(OPS_PER_WORKER)],
-                             env=env.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            subprocess.Popen(
+                [sys.executable, str(script), str(env.user_dir), str(env.project), str(w), str(OPS_PER_WORKER)],
+                env=env.env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
             for w in range(WORKERS)
         ]
         acked = []
@@ -71,7 +76,7 @@ def test_four_processes_interleaving_stores_and_recalls_lose_nothing(tmp_path: P
         rows = h.q(q.ALL_MEMORIES)
         by_id = {f"memory:{r['id'].id}": r for r in rows}
         assert len(rows) == len(acked), "every acknowledged store present, nothing extra"
-        for mid, token, text in acked:
+        for mid, _token, text in acked:
             assert by_id[mid]["content"] == text
         contents = [r["content"] for r in rows]
         assert len(set(contents)) == len(contents), "no memory stored twice"
@@ -106,3 +111,42 @@ def _wait_for_daemon_exit(user_dir: Path, timeout: float = 30.0) -> None:
         finally:
             os.close(fd)
     raise AssertionError("daemon did not exit")
+
+
+def test_engram_python_wins_over_a_checkout_venv_that_cannot_be_looked_at(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A checkout whose `.venv` cannot even be stat'ed (another user's, not searchable: the
+    tests run as root, so the refusal is raised by hand) must not stop ENGRAM_PYTHON."""
+    from engram_mcp.daemon import client
+
+    checkout = tmp_path / "checkout"
+    (checkout / ".venv" / "bin").mkdir(parents=True)
+    real_stat = Path.stat
+
+    def refusing_stat(self: Path, *a: object, **kw: object) -> os.stat_result:
+        if ".venv" in self.parts:
+            raise PermissionError(13, "Permission denied", str(self))
+        return real_stat(self, *a, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Path, "stat", refusing_stat)
+    monkeypatch.setattr(client.checkout_env_python, "__defaults__", (checkout,))
+    monkeypatch.delenv("CLAUDE_PLUGIN_DATA", raising=False)
+    chosen = tmp_path / "custom" / "python"  # outside any .venv, as a custom install's
+    chosen.parent.mkdir()
+    chosen.write_text("#!/bin/sh\n")
+    chosen.chmod(0o755)
+    monkeypatch.setenv("ENGRAM_PYTHON", str(chosen))
+    assert client.find_python() == str(chosen)
+    monkeypatch.delenv("ENGRAM_PYTHON")
+    assert client.checkout_env_python() is None  # refused, not raised
+
+
+def test_an_engram_python_that_cannot_run_is_passed_over(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from engram_mcp.daemon import client
+
+    not_runnable = tmp_path / "python"
+    not_runnable.write_text("")
+    not_runnable.chmod(0o644)
+    monkeypatch.setenv("ENGRAM_PYTHON", str(not_runnable))
+    assert client.find_python() != str(not_runnable)

@@ -15,6 +15,7 @@ import os
 import socket
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -184,26 +185,41 @@ def plugin_env_python(data: Path, root: Path = PACKAGE_PARENT) -> Path | None:
 
 
 def checkout_env_python(root: Path = PACKAGE_PARENT) -> Path | None:
-    """A development checkout's `.venv/bin/python`, once `make setup` has written its stamp (last)."""
+    """A development checkout's `.venv/bin/python`, once `make setup` has written its stamp (last).
+    None too when it cannot be looked at (a `.venv` of another user, not searchable)."""
     python = Path(root) / ".venv" / "bin" / "python"
-    return python if python.exists() and (Path(root) / CHECKOUT_VENV_STAMP).exists() else None
+    try:
+        return python if python.exists() and (Path(root) / CHECKOUT_VENV_STAMP).exists() else None
+    except OSError:
+        return None
+
+
+def _runnable(candidate: str | Path | None) -> bool:
+    """Whether `candidate` names an executable file; a path that cannot be looked at is not."""
+    try:
+        return bool(candidate) and Path(str(candidate)).is_file() and os.access(str(candidate), os.X_OK)
+    except OSError:
+        return False
 
 
 def find_python() -> str | None:
-    """A Python that has engram's dependencies, to run the daemon with; None while none is complete."""
+    """A Python that has engram's dependencies, to run the daemon with; None while none is complete.
+
+    Candidates are looked at one at a time, in order, each only when the ones before it failed:
+    an `ENGRAM_PYTHON` that runs wins without the checkout's `.venv` ever being looked at (one
+    that cannot be, such as another user's, raised PermissionError here before)."""
     import importlib.util
 
-    candidates: list[str | Path | None] = [os.environ.get("ENGRAM_PYTHON")]
-    if importlib.util.find_spec("surrealdb") is not None:
-        candidates.append(sys.executable)
-    data = os.environ.get("CLAUDE_PLUGIN_DATA")
-    if data:
-        candidates.append(plugin_env_python(Path(data)))
-    candidates.append(checkout_env_python())
-    for c in candidates:
-        if c and Path(c).exists():
-            return str(c)
-    return None
+    def candidates() -> Iterator[str | Path | None]:
+        yield os.environ.get("ENGRAM_PYTHON")
+        if importlib.util.find_spec("surrealdb") is not None:
+            yield sys.executable
+        data = os.environ.get("CLAUDE_PLUGIN_DATA")
+        if data:
+            yield plugin_env_python(Path(data))
+        yield checkout_env_python()
+
+    return next((str(c) for c in candidates() if _runnable(c)), None)
 
 
 def environment_missing() -> str:
