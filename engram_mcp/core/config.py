@@ -21,9 +21,9 @@ It imports nothing else from ``engram_mcp`` but the standard-library-only ``conf
 configuration without import cycles.
 
 Config files are untrusted input (a repository commits its ``.claude``): the project
-file is never read through a link, at most 64 KiB is read, YAML anchors and aliases
-are refused (an alias bomb of a few hundred bytes expands to gigabytes), and messages
-echo only a clipped prefix of any value.
+file is never read through a link, at most 64 KiB is read, the YAML goes through
+``safe_yaml`` (the one hardened loader: no anchors or aliases, bounded depth, nodes and
+numbers), and messages echo only a clipped prefix of any value.
 """
 
 from __future__ import annotations
@@ -41,10 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-import frontmatter
-import yaml
-from frontmatter.default_handlers import YAMLHandler
-
+from engram_mcp.core import safe_yaml
 from engram_mcp.core.config_keys import (
     CONFIG_SCHEMA,
     DEFAULTS,
@@ -326,45 +323,6 @@ MAX_YAML_NODES = 5000
 MAX_PROBLEMS_PER_FILE = 20
 #: Characters of a value or key echoed in a message.
 SHOWN_VALUE_CHARS = 80
-_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-class _UntrustedYAMLHandler(YAMLHandler):
-    """YAML frontmatter as untrusted input: no aliases or anchors, bounded depth and size.
-
-    An alias bomb (a few hundred bytes of `&a [*b, *b, ...]`) expands to billions of nodes
-    the moment anything walks it (validation, json.dumps of an error message), which stalled
-    the daemon for every project. Events are vetted before anything is built.
-    """
-
-    def load(self, fm: str, **kwargs: object) -> Any:
-        _vet_yaml_events(fm)
-        kwargs.setdefault("Loader", _YAML_LOADER)
-        return super().load(fm, **kwargs)
-
-
-def _vet_yaml_events(fm: str) -> None:
-    """Refuse anchors, aliases, deep nesting and too many nodes (raises a marked YAMLError)."""
-    depth = nodes = 0
-    for event in yaml.parse(fm, Loader=_YAML_LOADER):
-        refusal = None
-        if isinstance(event, yaml.AliasEvent):
-            refusal = "YAML aliases (*name) are not allowed in engram config files"
-        elif isinstance(event, yaml.NodeEvent):
-            nodes += 1
-            if event.anchor is not None:
-                refusal = "YAML anchors (&name) are not allowed in engram config files"
-            elif nodes > MAX_YAML_NODES:
-                refusal = f"more than {MAX_YAML_NODES} YAML values"
-            elif isinstance(event, yaml.CollectionStartEvent):
-                depth += 1
-                if depth > MAX_YAML_DEPTH:
-                    refusal = f"YAML nested deeper than {MAX_YAML_DEPTH} levels"
-        elif isinstance(event, yaml.CollectionEndEvent):
-            depth -= 1
-        if refusal is not None:
-            # The stubs accept only the pure-Python Mark; the C parser's Mark serves the same (it is only printed).
-            raise yaml.MarkedYAMLError(problem=refusal, problem_mark=event.start_mark)  # type: ignore[arg-type]
 
 
 def _read_file(path: Path, display: str, *, within: Path | None = None) -> tuple[dict[str, Any], list[ConfigProblem]]:
@@ -380,27 +338,13 @@ def _read_file(path: Path, display: str, *, within: Path | None = None) -> tuple
     if text is None:
         return {}, []
 
-    handler = _UntrustedYAMLHandler()  # explicit: a body starting with "{" must not be taken for JSON
     try:
-        post = frontmatter.loads(text, handler=handler)
-    except yaml.YAMLError as exc:
-        return {}, [ConfigProblem(display, None, _yaml_error_message(text, exc))]
-    except (ValueError, TypeError, RecursionError, OverflowError) as exc:  # e.g. a date 2024-13-45, a 5,000-digit int
-        return {}, [ConfigProblem(display, None, f"broken YAML frontmatter: {_clip(str(exc))}")]
-
-    stripped = text.strip()
-    if not post.metadata and handler.detect(stripped):
-        # python-frontmatter silently drops unclosed or non-mapping frontmatter.
-        try:
-            raw = handler.load(handler.split(stripped)[0])
-        except ValueError:
-            return {}, [ConfigProblem(display, None, "YAML frontmatter opened with '---' is never closed by '---'")]
-        except yaml.YAMLError as exc:
-            return {}, [ConfigProblem(display, None, _yaml_error_message(text, exc))]
-        if raw is not None and not isinstance(raw, dict):
-            kind = type(raw).__name__
-            return {}, [ConfigProblem(display, None, f"YAML frontmatter must be a mapping of key: value, not a {kind}")]
-    return {_clip(str(key)): value for key, value in post.metadata.items()}, []
+        front, _body = safe_yaml.split_frontmatter(
+            text, source=display, max_bytes=MAX_CONFIG_FILE_BYTES, max_depth=MAX_YAML_DEPTH, max_nodes=MAX_YAML_NODES
+        )
+    except safe_yaml.UnsafeYAML as exc:
+        return {}, [ConfigProblem(display, None, _yaml_problem(str(exc), display))]
+    return {_clip(str(key)): value for key, value in front.items()}, []
 
 
 class _Unreadable(Exception):
@@ -490,22 +434,15 @@ def _capped(problems: list[ConfigProblem], source: str) -> list[ConfigProblem]:
     ]
 
 
-def _yaml_error_message(text: str, exc: yaml.YAMLError) -> str:
-    """Translate a YAML error into a message with a line number of the *file*.
-
-    PyYAML counts lines inside the frontmatter block, and python-frontmatter
-    strips the text first, so both offsets are added back here.
-    """
-    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-    if mark is None:
-        return f"broken YAML frontmatter: {problem}"
-    stripped = text.strip()
-    leading_lines = text[: len(text) - len(text.lstrip())].count("\n")
-    opening = YAMLHandler.FM_BOUNDARY.search(stripped)
-    fm_start = stripped.count("\n", 0, opening.end()) if opening else 0
-    line = leading_lines + fm_start + mark.line + 1
-    return f"broken YAML frontmatter at line {line}, column {mark.column + 1}: {problem}"
+def _yaml_problem(message: str, display: str) -> str:
+    """The loader's message without the file name (a ConfigProblem shows its source), worded
+    as config messages always were: "broken YAML frontmatter at line N, column M: ..."."""
+    detail = message.removeprefix(f"{display}: ")
+    if detail.startswith("not valid YAML"):
+        return "broken YAML frontmatter" + detail.removeprefix("not valid YAML")
+    if "frontmatter" in detail:  # never closed, not a mapping, too large: already says what
+        return detail
+    return f"broken YAML frontmatter: {detail}"
 
 
 def _env_layer(environ: Mapping[str, str], problems: list[ConfigProblem]) -> dict[str, tuple[str, Any]]:

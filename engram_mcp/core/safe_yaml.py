@@ -53,7 +53,8 @@ MAX_INT_DIGITS = 100
 #: by the Python constructor methods overridden below, so speed costs no hardening.
 _BASE_LOADER: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
-_FRONTMATTER_OPEN_RE = re.compile(r"\A---[ \t]*\r?\n")
+_FRONTMATTER_OPEN_RE = re.compile(r"---[ \t]*\r?\n")
+_LEADING_BLANK_LINES_RE = re.compile(r"(?:[ \t]*\r?\n)+")
 _FRONTMATTER_CLOSE_RE = re.compile(r"^---[ \t]*(?:\r?\n|\Z)", re.M)
 
 
@@ -124,14 +125,16 @@ def split_frontmatter(
 ) -> tuple[dict[str, Any], str]:
     """(frontmatter mapping, body) of a markdown file.
 
-    A file that does not start with a ``---`` line has no frontmatter: ``({}, text)``. A
+    A file whose first non-blank line is not ``---`` has no frontmatter: ``({}, text)``. A
     frontmatter that is never closed, too large, not YAML or not a mapping raises
     :class:`UnsafeYAML`: guessing would turn a hostile or broken head into content. A leading
     byte-order mark and CRLF line ends are accepted; line numbers in messages are the file's.
     """
     if text.startswith("\ufeff"):
         text = text[1:]
-    opening = _FRONTMATTER_OPEN_RE.match(text)
+    blank = _LEADING_BLANK_LINES_RE.match(text)
+    start, skipped_lines = (blank.end(), blank.group().count("\n")) if blank else (0, 0)
+    opening = _FRONTMATTER_OPEN_RE.match(text, start)
     if opening is None:
         return {}, text
     # Look for the closing line only within the bound: 10 MB without one is refused at once.
@@ -140,9 +143,18 @@ def split_frontmatter(
     if closing is None:
         if len(text) > len(window):
             raise UnsafeYAML(f"{source}: frontmatter larger than {max_bytes // 1024} KiB (no closing '---' within it)")
-        raise UnsafeYAML(f"{source}: frontmatter opened with '---' on line 1 is never closed by a '---' line")
+        raise UnsafeYAML(
+            f"{source}: frontmatter opened with '---' on line {skipped_lines + 1} is never closed by a '---' line"
+        )
     head = text[opening.end() : closing.start()]
-    value = _load(head, source=source, line_offset=1, max_bytes=max_bytes, max_depth=max_depth, max_nodes=max_nodes)
+    value = _load(
+        head,
+        source=source,
+        line_offset=skipped_lines + 1,
+        max_bytes=max_bytes,
+        max_depth=max_depth,
+        max_nodes=max_nodes,
+    )
     if value is None:
         value = {}
     if not isinstance(value, dict):
