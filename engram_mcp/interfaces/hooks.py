@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from engram_mcp.core import spool
+from engram_mcp.core.display import printable
 from engram_mcp.core.paths import make_private_dirs
 from engram_mcp.core.redaction import sanitize
 from engram_mcp.daemon.client import socket_path, spawn_daemon, user_dir_from_env
@@ -474,9 +475,13 @@ def on_session_start(user_dir: Path, payload: dict[str, Any]) -> dict[str, Any] 
     if isinstance(opened, dict) and opened.get("warning"):
         _log(user_dir, "SessionStart", f"degraded: {str(opened['warning'])[:600]}")
     block = (result or {}).get("additional_context")
-    if not block:
-        return None
-    return {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": block}}
+    note = (result or {}).get("team_note")
+    out: dict[str, Any] = {}
+    if isinstance(note, str) and note:  # the user sees what a pull brought, not only Claude
+        out["systemMessage"] = "engram: " + printable(note)[:600]
+    if block:
+        out["hookSpecificOutput"] = {"hookEventName": "SessionStart", "additionalContext": block}
+    return out or None
 
 
 def on_user_prompt(user_dir: Path, payload: dict[str, Any]) -> dict[str, Any] | None:

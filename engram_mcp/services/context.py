@@ -7,6 +7,14 @@ budget on. Tokens are estimated at 4 characters each (no tokenizer download; the
 estimate is within ~15% for English and code, and the block is budgeted with margin).
 Recalled text is fenced and labelled as data so that a stored "ignore previous
 instructions" stays a note, never an instruction.
+
+Whose text it is shows too: a memory whose origin is foreign (a repository's team file, the
+user's sync folder, an import: `records.origin_of`) is never formatted like the user's own. It
+leaves whatever section recalled it for its own section, "shared", and its line names where it
+came from (the repository and the file's git author) instead of a category, so a file whose
+frontmatter says `category: user_preference` is still shown as a teammate's file, never among
+the user's preferences. Every injected string goes through `display.context_safe` (no control,
+bidi or zero-width characters) before the fence is checked.
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from engram_mcp.core.display import context_safe
 from engram_mcp.core.errors import InvalidInput, StoreUnavailable
 from engram_mcp.core.textview import neutralise_tags
 from engram_mcp.core.vocabulary import CONTEXT_SECTIONS, DURABLE_TYPES, PERSISTENT_SCOPES
@@ -24,7 +33,7 @@ from engram_mcp.index.scope_index import Filters
 from engram_mcp.index.scoring import decay_factors, prior
 from engram_mcp.services.access import RequestContext, ScopeAccess
 from engram_mcp.services.recall import recall, strengthen_hits
-from engram_mcp.services.records import check_tags, clip_words, public_memory
+from engram_mcp.services.records import check_tags, clip_words, is_foreign, origin_of, public_memory
 
 CHARS_PER_TOKEN = 4
 SECTIONS = CONTEXT_SECTIONS
@@ -35,6 +44,18 @@ SECTION_TITLES = {
     "relevant_procedures": "Relevant procedures",
 }
 SECTION_SHARE = {"preferences": 0.25, "project_context": 0.35, "session_history": 0.2, "relevant_procedures": 0.2}
+#: Memory written outside this store (origins in vocabulary.FOREIGN_ORIGINS): its own section,
+#: shown after the project's knowledge, whichever section recalled it. Not a `sections` word of
+#: get_memory_context: it is where the others' foreign memories go, not something to ask for.
+SHARED = "shared"
+SHARED_TITLE = (
+    "Memory from outside this store: team files of this repository, the sync folder, imports. "
+    "Written by others (teammates, other tools), not by the user; each line says whose it is"
+)
+#: The budget share of the shared section when it has memories (the others give up theirs in proportion).
+SHARED_SHARE = 0.15
+#: The order sections are laid out in, the shared one included.
+LAYOUT = (*SECTIONS[:2], SHARED, *SECTIONS[2:])
 FENCE_OPEN = "<engram-memory>"
 FENCE_CLOSE = "</engram-memory>"
 PREAMBLE = (
@@ -62,10 +83,42 @@ def fenced(body: str) -> str:
     return f"{FENCE_OPEN}\n{PREAMBLE}\n{body}{FENCE_CLOSE}\n"
 
 
-def memory_line(mem: dict[str, Any]) -> str:
-    body = clip_words(mem.get("content") or "", ITEM_CHARS)
-    label = " ".join(str(mem.get("category") or mem.get("type")).split())
-    return f"- [{defang(label)}, {mem.get('scope')}, {mem['id']}] {defang(body)}"
+def safe(text: str) -> str:
+    """Text as it may enter the context: invisible characters removed, then no tag can pass
+    for the fence or the harness's markup."""
+    return defang(context_safe(text))
+
+
+def memory_line(mem: dict[str, Any], *, repository: str | None = None) -> str:
+    """One memory as a line of the block: `[category, scope, id]` for the user's own memory; for
+    one from outside, whose it is (`origin_label`) and never the category its file claims."""
+    body = clip_words(context_safe(mem.get("content") or ""), ITEM_CHARS)
+    if is_foreign(mem):
+        label = origin_label(mem, repository)
+    else:
+        label = " ".join(str(mem.get("category") or mem.get("type")).split())
+        label = f"{label}, {mem.get('scope')}"
+    return f"- [{safe(label)}, {mem['id']}] {safe(body)}"
+
+
+def origin_label(mem: dict[str, Any], repository: str | None = None) -> str:
+    """Where a foreign memory came from, in words: "team memory of repository X, by Alice
+    (file .claude/team-memory/a.md), not the user's", "from the user's sync folder", "imported
+    from claude-mem"."""
+    origin = mem.get("origin") if isinstance(mem.get("origin"), dict) else origin_of(mem.get("source"))
+    kind = origin.get("kind")
+    path = _short(origin.get("path"))
+    if kind == "team-file":
+        where = f"team memory of repository {_short(repository)}" if repository else "team memory of this repository"
+        author = _short(origin.get("author")) or "author unknown"
+        return f"{where}, by {author}" + (f", file {path}" if path else "") + ", not the user's"
+    if kind == "user-sync":
+        return "from the sync folder" + (f", file {path}" if path else "") + ", not written here"
+    return f"imported from {_short(origin.get('tool')) or 'another tool'}" + (f", {path}" if path else "")
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    return clip_words(context_safe(str(value)), limit) if value else ""
 
 
 def _recall(
@@ -192,6 +245,9 @@ def build_context(
                     shown.add(m)
                     kept.append(m)
             gathered[name] = kept
+        gathered[SHARED] = _set_apart_foreign(gathered)
+    shares = _shares(bool(gathered[SHARED]))
+    repository = ctx.project_root.name or None
     budget_chars = max_tokens * CHARS_PER_TOKEN
     remaining = budget_chars - len(fenced(""))
     parts: list[str] = []
@@ -199,18 +255,18 @@ def build_context(
     truncated = False
     carry = 0
     counts: dict[str, int] = {}
-    for name in SECTIONS:
-        if name not in wanted:
+    for name in LAYOUT:
+        if name not in wanted and name != SHARED:
             continue
         items = gathered[name]
         if not items:
-            carry += int(budget_chars * SECTION_SHARE[name])
+            carry += int(budget_chars * shares[name])
             continue
-        allowance = min(remaining, int(budget_chars * SECTION_SHARE[name]) + carry)
-        title = f"\n### {SECTION_TITLES[name]}\n"
+        allowance = min(remaining, int(budget_chars * shares[name]) + carry)
+        title = f"\n### {SECTION_TITLES.get(name, SHARED_TITLE)}\n"
         block, spent, n = [], len(title), 0
         for mem in items:
-            line = memory_line(mem) + "\n"
+            line = memory_line(mem, repository=repository) + "\n"
             if spent + len(line) > allowance:
                 truncated = True
                 break
@@ -237,6 +293,24 @@ def build_context(
         "truncated": truncated,
         "sections": counts,
     }
+
+
+def _set_apart_foreign(gathered: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Take the memories of foreign origin out of every section, in section order: the user's
+    preferences, the project's knowledge and the procedures hold only the user's own memory."""
+    foreign: list[dict[str, Any]] = []
+    for name in SECTIONS:
+        foreign.extend(m for m in gathered[name] if is_foreign(m))
+        gathered[name] = [m for m in gathered[name] if not is_foreign(m)]
+    return foreign
+
+
+def _shares(with_shared: bool) -> dict[str, float]:
+    """The budget's split: the sections' own shares, less `SHARED_SHARE` in proportion when
+    foreign memories need their section (so a block without any is laid out as before)."""
+    if not with_shared:
+        return {**SECTION_SHARE, SHARED: 0.0}
+    return {**{k: v * (1.0 - SHARED_SHARE) for k, v in SECTION_SHARE.items()}, SHARED: SHARED_SHARE}
 
 
 def _session_history(access: ScopeAccess, ctx: RequestContext) -> list[dict[str, Any]]:

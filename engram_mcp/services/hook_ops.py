@@ -14,6 +14,7 @@ import time
 from collections import OrderedDict, deque
 from typing import Any
 
+from engram_mcp.core.display import context_safe
 from engram_mcp.core.errors import InvalidInput, StoreUnavailable
 from engram_mcp.services import context as context_ops
 from engram_mcp.services import promotion
@@ -26,6 +27,7 @@ from engram_mcp.services.travel_ops import apply_team_memory
 MEMORY_ID_RE = re.compile(r"memory:[0-9A-HJKMNP-TV-Z]{26}")
 PROMPT_BLOCK_TITLE = "Possibly relevant memories for this prompt"
 COMPACT_TITLE = "Before compaction"
+TEAM_TITLE = "Team memory applied at this session's start"
 MAX_TRACKED_SESSIONS = 256
 #: Injections kept for `engram ui`'s sessions page (in the daemon's memory: since it started).
 MAX_INJECTION_EVENTS = 2000
@@ -122,9 +124,13 @@ def session_start(access: ScopeAccess, ctx: RequestContext, *, source: str = "st
     full_budget = budget = int(access.config(ctx.project_root).context_token_budget)
     snapshot = _compact_snapshot(access, ctx) if source == "compact" else None
     block_parts: list[str] = []
+    team_note = team_report_line(opened.get("team_memory"))
+    if team_note:
+        block_parts.append(_fence(TEAM_TITLE, [context_ops.safe(team_note)]))
+        budget -= context_ops.estimate_tokens(block_parts[-1])
     if snapshot:
-        block_parts.append(_fence(COMPACT_TITLE, [context_ops.defang(" ".join(snapshot.split("\n")))]))
-        budget -= context_ops.estimate_tokens(block_parts[0])
+        block_parts.append(_fence(COMPACT_TITLE, [context_ops.safe(" ".join(snapshot.split("\n")))]))
+        budget -= context_ops.estimate_tokens(block_parts[-1])
     built: dict[str, Any] = {}
     if budget >= 100:
         built = context_ops.build_context(access, ctx, max_tokens=min(budget, 8000), strengthen=False)
@@ -140,7 +146,73 @@ def session_start(access: ScopeAccess, ctx: RequestContext, *, source: str = "st
         "tokens": sum(context_ops.estimate_tokens(p) for p in block_parts),
         "budget": full_budget,
         "session": opened,
+        **({"team_note": context_safe(team_note)} if team_note else {}),
     }
+
+
+def team_report_line(report: Any) -> str | None:
+    """One sentence of what applying the team folder brought at session start, or None when it
+    brought nothing: N new or changed memories and by whom, conflicts, files left alone or
+    waiting, and the command to review them. Reads the report of `apply_team_memory` whether it
+    holds lists (`added`, `arrivals` with authors, `conflicts`, ...) or only their counts."""
+    if not isinstance(report, dict):
+        return None
+    if report.get("error"):
+        return f"Team memory of this repository could not be applied: {str(report['error'])[:200]}. Run `engram sync` to see why."
+    changed = _count(report, "added") + _count(report, "updated")
+    conflicts, left_alone = _count(report, "conflicts"), _count(report, "left_alone") or _count(report, "errors")
+    pending = _count(report, "pending")
+    if not (changed or conflicts or left_alone or pending):
+        return None
+    parts = []
+    if changed:
+        authors = _authors(report)
+        by = (
+            f" (by {', '.join(authors[:MAX_AUTHORS_NAMED])}{', ...' if len(authors) > MAX_AUTHORS_NAMED else ''})"
+            if authors
+            else ""
+        )
+        parts.append(
+            f"{changed} new or changed team {'memory' if changed == 1 else 'memories'} of this repository{by}, written by teammates, not by the user"
+        )
+    if conflicts:
+        parts.append(f"{conflicts} {'conflict' if conflicts == 1 else 'conflicts'}")
+    if left_alone:
+        parts.append(f"{left_alone} {'file' if left_alone == 1 else 'files'} left alone")
+    if pending:
+        parts.append(f"{pending} {'file waits' if pending == 1 else 'files wait'} for the next sync")
+    review = report.get("review") or report.get("review_command") or "engram sync"
+    return f"A pull brought: {'; '.join(parts)}. Review with `{str(review)[:100]}`."
+
+
+#: Authors a session start's team line names before "...".
+MAX_AUTHORS_NAMED = 3
+
+
+def _count(report: dict[str, Any], name: str) -> int:
+    value = report.get(name)
+    if isinstance(value, list):
+        return len(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    counts = report.get("counts")
+    inner = counts.get(name) if isinstance(counts, dict) else None
+    return inner if isinstance(inner, int) and not isinstance(inner, bool) else 0
+
+
+def _authors(report: dict[str, Any]) -> list[str]:
+    """The distinct authors a report names (its `arrivals`, `added`/`updated` entries or `authors`)."""
+    found: list[str] = []
+    entries = [e for k in ("arrivals", "added", "updated") if isinstance(report.get(k), list) for e in report[k]]
+    names = [e.get("author") for e in entries if isinstance(e, dict)]
+    if isinstance(report.get("authors"), (list, dict)):
+        names.extend(report["authors"])
+    for name in names:
+        if isinstance(name, str) and name.strip():
+            short = " ".join(name.split("<")[0].split()) or name.strip()
+            if short not in found:
+                found.append(short[:60])
+    return found
 
 
 def _compact_snapshot(access: ScopeAccess, ctx: RequestContext) -> str | None:
@@ -182,7 +254,8 @@ def prompt_context(access: ScopeAccess, ctx: RequestContext, *, prompt: str) -> 
     if not picked:
         return {"additional_context": None, "considered": len(found.get("memories") or [])}
     INJECTED.add(ctx.session_id, [m["id"] for m in picked])
-    block = _fence(PROMPT_BLOCK_TITLE, [context_ops.memory_line(m) for m in picked])
+    repository = ctx.project_root.name or None
+    block = _fence(PROMPT_BLOCK_TITLE, [context_ops.memory_line(m, repository=repository) for m in picked])
     INJECTION_LOG.record(ctx.session_id, "prompt", [m["id"] for m in picked], context_ops.estimate_tokens(block))
     return {
         "additional_context": block,
