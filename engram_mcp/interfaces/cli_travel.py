@@ -11,8 +11,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from engram_mcp.core.display import printable
+
 SYNC_TIMEOUT_S = 900.0  # a first sync of a large shared folder embeds every file
 IMPORT_SOURCES = ("auto-memory", "claude-mem", "mcp-memory", "markdown")
+#: `engram sync` exits 3 when a file was conflicted or left alone: a script (or a person
+#: chaining `git pull && engram sync && ...`) must not take a partial sync for a clean one.
 EXIT_OK, EXIT_CONFLICT = 0, 3
 
 
@@ -60,29 +64,46 @@ def cmd_sync(app: Any) -> int:
     args = {"user_dir": str(Path(app.args.user).expanduser().resolve())} if app.args.user else {}
     res = app.call("sync", args, timeout=SYNC_TIMEOUT_S)
     app.out(res, render_sync)
-    return EXIT_CONFLICT if res.get("conflicts") else EXIT_OK
+    return EXIT_CONFLICT if res.get("conflicts") or res.get("errors") else EXIT_OK
 
 
 def render_sync(r: dict[str, Any]) -> str:
+    """The sync report for a terminal. Paths, texts and authors come from other people's
+    files and commits: every one goes through `printable`, so no escape sequence acts."""
     counts = r["counts"]
     done = ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in counts.items() if v and k not in ("conflicts", "errors"))
-    lines = [f"{r['folder']}: {done or 'nothing to do'}"]
+    lines = [f"{printable(str(r['folder']))}: {done or 'nothing to do'}"]
+    for a in r.get("arrivals") or []:
+        by = f" by {printable(str(a['author']))}" if a.get("author") else ""
+        lines.append(f"{a.get('change', 'updated')}: {printable(str(a['path']))} ({a['memory_id']}){by}")
     for c in r.get("conflicts") or []:
-        lines.append(f"conflict: {c['path']} ({c['memory_id']}) changed here and in the file since the last sync")
-        lines.append(f"  file:  {_preview(c.get('file'))}")
-        lines.append(f"  local: {_preview(c.get('local'))}")
-        lines.append(f"  {c['resolve']}")
+        lines.extend(_conflict_lines(c))
     for e in r.get("errors") or []:
-        lines.append(f"left alone: {e['error']}")
+        lines.append(f"left alone: {printable(str(e['error']))}")
     for s in r.get("redactions") or []:
-        lines.append(f"warning: {s['path']}: {s['message']}")
+        lines.append(f"warning: {printable(str(s['path']))}: {s['message']}")
+    trouble = len(r.get("conflicts") or []) + len(r.get("errors") or [])
+    if trouble:
+        lines.append(f"{trouble} file(s) need a person (conflicts or left alone): fix them and run engram sync again")
     return "\n".join(lines)
+
+
+def _conflict_lines(c: dict[str, Any]) -> list[str]:
+    path = printable(str(c["path"]))
+    if c.get("reason"):  # a file to fix by hand: merge markers, a conflicted copy, a shared id
+        return [f"conflict: {path} {printable(str(c['reason']))}", f"  {printable(str(c['resolve']))}"]
+    return [
+        f"conflict: {path} ({c['memory_id']}) changed here and in the file since the last sync",
+        f"  file:  {_preview(c.get('file'))}",
+        f"  local: {_preview(c.get('local'))}",
+        f"  {printable(str(c['resolve']))}",
+    ]
 
 
 def _preview(text: str | None, limit: int = 100) -> str:
     if text is None:
         return "(deleted)"
-    one = " ".join(text.split())
+    one = " ".join(printable(text).split())
     return one if len(one) <= limit else one[: limit - 1] + "…"
 
 

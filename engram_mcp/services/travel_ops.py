@@ -37,10 +37,25 @@ def sync(access: "ScopeAccess", ctx: "RequestContext", user_dir: str | None = No
 
 
 def apply_team_memory(access: "ScopeAccess", ctx: "RequestContext") -> dict[str, Any] | None:
-    """At session start: apply teammates' shared files (never writes into the repository).
+    """At session start: apply teammates' shared files (never writes into the repository),
+    within SESSION_START_BUDGET_S, checked while the files are read.
 
-    None when the project has no shared folder (one stat). Fails open: a problem is logged
-    and returned, and the session's context still comes.
+    Returns None when the project has no shared folder (one stat) or nothing happened, else
+    what the pull brought, for the SessionStart hook to tell the user::
+
+        {
+          "added":   [{"memory_id", "path", "author"?, "commit"?}, ...],  # at most REPORT_MAX_ITEMS
+          "updated": [... same shape ...],
+          "authors": {"Alice": 2, ...},   # git author -> memories added or changed ("unknown" when untracked)
+          "conflicts": 1,                 # files or memories changed on both sides, merge markers, copies
+          "left_alone": 1,                # files that could not be read or parsed (each named by `engram sync`)
+          "pending": 0,                   # files not reached within the budget (applied next time)
+          "redactions": 0,                # files that held secrets (applied redacted)
+          "review": "engram sync",        # the command that shows all of it and resolves it
+        }
+
+    Counts are always present; lists only list the first REPORT_MAX_ITEMS. Fails open: a
+    problem is logged and returned as {"error": ...}, and the session's context still comes.
     """
     if not sharing.has_team_memory(ctx):
         return None
@@ -50,5 +65,39 @@ def apply_team_memory(access: "ScopeAccess", ctx: "RequestContext") -> dict[str,
         import logging
 
         logging.getLogger("engram.sharing").warning("applying team memory failed: %s", exc)
-        return {"error": str(exc)[:300]}
-    return {k: v for k, v in report["counts"].items() if v} or None
+        return {"error": str(exc)[:300], "review": REVIEW_COMMAND}
+    return session_report(report)
+
+
+#: Entries listed per kind in the session-start report (the counts say how many in all).
+REPORT_MAX_ITEMS = 10
+REVIEW_COMMAND = "engram sync"
+
+
+def session_report(report: dict[str, Any]) -> dict[str, Any] | None:
+    """The session-start summary of a sync report (see apply_team_memory); None if nothing happened."""
+    arrivals = report.get("arrivals") or []
+    by_change: dict[str, list[dict[str, Any]]] = {"added": [], "updated": []}
+    authors: dict[str, int] = {}
+    for a in arrivals:
+        by_change.setdefault(a.get("change", "updated"), []).append(
+            {k: a[k] for k in ("memory_id", "path", "author", "commit") if k in a}
+        )
+        who = a.get("author") or "unknown"
+        authors[who] = authors.get(who, 0) + 1
+    counts = report.get("counts") or {}
+    out: dict[str, Any] = {
+        "added": by_change["added"][:REPORT_MAX_ITEMS],
+        "updated": by_change["updated"][:REPORT_MAX_ITEMS],
+        "authors": authors,
+        "conflicts": int(counts.get("conflicts", 0)),
+        "left_alone": int(counts.get("errors", 0)),
+        "pending": int(counts.get("pending", 0)),
+        "redactions": int(counts.get("redactions", 0)),
+        "forgotten": int(counts.get("forgotten", 0)),
+    }
+    if not (arrivals or any(out[k] for k in ("conflicts", "left_alone", "pending", "redactions", "forgotten"))):
+        return None
+    out["counts"] = {"added": len(by_change["added"]), "updated": len(by_change["updated"])}
+    out["review"] = REVIEW_COMMAND
+    return out

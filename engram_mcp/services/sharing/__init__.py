@@ -34,6 +34,10 @@ if TYPE_CHECKING:
 #: (the git-ignored store), so `git add .claude/team-memory` is all it takes.
 TEAM_MEMORY_DIR = Path(".claude") / "team-memory"
 PROJECT_STATE_FILE = "team-memory.state.json"
+#: `source.kind` of a memory that arrived from a file: a repository's team folder, or the
+#: user's own synced folder. The context and `show` say whose text it is from this.
+TEAM_FILE_KIND = "team-file"
+USER_SYNC_KIND = "user-sync"
 
 
 def project_target(access: "ScopeAccess", ctx: "RequestContext") -> Target:
@@ -46,7 +50,7 @@ def project_target(access: "ScopeAccess", ctx: "RequestContext") -> Target:
         state=StateFile(project_dir(root), root, PROJECT_STATE_FILE),
         label=str(TEAM_MEMORY_DIR),
         mirror_all=False,
-        source_kind="team-memory",
+        source_kind=TEAM_FILE_KIND,
         auto_share=_auto_share_rule(access.config(root).team_memory_share_min_importance),
     )
 
@@ -68,7 +72,11 @@ def user_target(access: "ScopeAccess", directory: Path) -> Target:
         state=StateFile(access.user_dir, access.user_dir.parent, f"user-mirror-{tag}.state.json"),
         label=str(directory),
         mirror_all=True,
-        source_kind="user-mirror",
+        source_kind=USER_SYNC_KIND,
+        resolve=(
+            f"edit the file in {directory} or the memory (`engram update ID --content ...`) so both say the same, "
+            f"then run `engram sync --user {directory}` again"
+        ),
     )
 
 

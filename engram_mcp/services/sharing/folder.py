@@ -13,7 +13,8 @@ from __future__ import annotations
 import json
 import os
 import stat
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,18 @@ from engram_mcp.core.paths import open_dir_at, open_private_dir, write_private_f
 from .memory_file import MAX_FILE_BYTES
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+#: Names listed at most: a folder of a million files must not make a listing take seconds.
+MAX_FOLDER_FILES = 20_000
+
+
+@dataclass
+class Reading:
+    """What one bounded read of the folder got: the files read, and the names left unread
+    (time or byte budget spent) for the next sync, which must not take them for deletions."""
+
+    files: list["FileText"] = field(default_factory=list)
+    unread: list[str] = field(default_factory=list)
+    too_many: bool = False  # more than MAX_FOLDER_FILES names: the rest were never listed
 
 
 @dataclass
@@ -67,14 +80,43 @@ class Folder:
 
     def read_all(self) -> list[FileText]:
         """Every `*.md` file directly in the folder, sorted by name; unreadable ones with a reason."""
+        return self.read_within().files
+
+    def read_within(self, *, deadline: float | None = None, max_total_bytes: int | None = None) -> Reading:
+        """The `*.md` files in name order, stopping before a file once `deadline` (monotonic)
+        has passed or `max_total_bytes` were read: a session start reads what its budget
+        allows, checked per file and before any parse, and the rest is listed as unread."""
+        out = Reading()
         fd = self._open(create=False)
         if fd is None:
-            return []
+            return out
         try:
-            names = sorted(n for n in os.listdir(fd) if n.endswith(".md") and not n.startswith("."))
-            return [self._read_one(fd, n) for n in names]
+            names = self._names(fd, out)
+            spent = 0
+            for i, name in enumerate(names):
+                if (deadline is not None and time.monotonic() >= deadline) or (
+                    max_total_bytes is not None and spent >= max_total_bytes
+                ):
+                    out.unread = names[i:]
+                    break
+                ft = self._read_one(fd, name)
+                spent += len(ft.text or "")
+                out.files.append(ft)
+            return out
         finally:
             os.close(fd)
+
+    @staticmethod
+    def _names(fd: int, out: Reading) -> list[str]:
+        names: list[str] = []
+        with os.scandir(fd) as it:
+            for entry in it:
+                if entry.name.endswith(".md") and not entry.name.startswith("."):
+                    if len(names) >= MAX_FOLDER_FILES:
+                        out.too_many = True
+                        break
+                    names.append(entry.name)
+        return sorted(names)
 
     @staticmethod
     def _read_one(dir_fd: int, name: str) -> FileText:

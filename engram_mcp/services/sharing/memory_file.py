@@ -15,8 +15,9 @@ The body is the content; the frontmatter holds what a reviewer needs to judge it
 importance, tags, category, summary, which memory it replaces). Nothing personal or
 machine-bound goes in (no session ids, access counts, vectors): the file is the same on
 every machine, so it only changes when the memory does, and a pull request diff shows
-exactly the change in knowledge. YAML is read with `yaml.safe_load` only: a repository is
-untrusted input.
+exactly the change in knowledge. A repository is untrusted input, so YAML is read only through
+`core.safe_yaml` (no aliases, bounded size, depth and numbers) with a frontmatter bound far
+below the file's, and every problem comes back as an InvalidInput naming the file.
 """
 
 from __future__ import annotations
@@ -25,10 +26,12 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass, field
+from datetime import date, datetime
 from typing import Any
 
 import yaml
 
+from engram_mcp.core import safe_yaml
 from engram_mcp.core.errors import InvalidInput
 from engram_mcp.core.ids import CROCKFORD, format_memory_id, parse_memory_id
 from engram_mcp.core.redaction import sanitize
@@ -36,6 +39,14 @@ from engram_mcp.core.vocabulary import MEMORY_TYPES
 
 SHARED_TYPES = tuple(t for t in MEMORY_TYPES if t != "working")  # working memory is session scratch
 MAX_FILE_BYTES = 256 * 1024  # a memory is at most 20,000 characters; a bigger file is no memory file
+#: Frontmatter bytes of a memory file: what engram writes is a few hundred bytes; the bound keeps
+#: the parse of a hostile file (250 KB of valid YAML) in microseconds, not seconds.
+MAX_FRONTMATTER_BYTES = 16 * 1024
+#: Lines git writes into a file it could not merge. A file holding them is a conflict to resolve,
+#: never content: `=======` alone is also a setext heading, so only the two outer markers count.
+_CONFLICT_MARKER_RE = re.compile(r"^(?:<{7}|>{7})(?:[ \t].*)?$", re.M)
+#: Tags written as one string split as the markdown importer splits them (`tags: oncall, pager`).
+_TAG_SPLIT_RE = re.compile(r"[,\s]+")
 SLUG_WORDS = 6
 _FRONTMATTER_RE = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)(.*)\Z", re.S)
 _SLUG_STRIP_RE = re.compile(r"[^a-z0-9]+")
@@ -59,6 +70,7 @@ class SharedMemory:
     supersedes: tuple[str, ...] = ()
     created_at: str | None = None
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
+    id_from_name: bool = field(default=False, compare=False)  # no `id:` in the file: derived from its name
 
     def fingerprint(self) -> str:
         """A hash of what a teammate would call "the memory" (not its id or timestamps)."""
@@ -154,34 +166,34 @@ def render(memory: SharedMemory) -> str:
     return f"---\n{head}---\n{memory.content.strip()}\n"
 
 
-def split_frontmatter(text: str) -> tuple[dict[str, Any], str]:
+def split_frontmatter(
+    text: str, *, source: str = "the file", max_bytes: int = safe_yaml.MAX_YAML_BYTES
+) -> tuple[dict[str, Any], str]:
     """(frontmatter mapping, body) of a markdown file; a file without frontmatter is all body.
 
-    Raises InvalidInput when the frontmatter is not YAML or not a mapping.
+    Read with the hardened loader; raises InvalidInput (never a bare ValueError or
+    RecursionError) when the frontmatter is not bounded YAML or not a mapping.
     """
-    m = _FRONTMATTER_RE.match(text)
-    if not m:
-        return {}, text
     try:
-        front = yaml.safe_load(m.group(1)) if m.group(1).strip() else {}
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 2})" if mark is not None else ""
-        raise InvalidInput(f"the frontmatter is not valid YAML{where}: {getattr(exc, 'problem', exc)}") from None
-    if front is None:
-        front = {}
-    if not isinstance(front, dict):
-        raise InvalidInput("the frontmatter must be a mapping of keys to values")
-    return front, m.group(2)
+        return safe_yaml.split_frontmatter(text, source=source, max_bytes=max_bytes)
+    except safe_yaml.UnsafeYAML as exc:
+        message = str(exc)
+        prefix = f"{source}: "
+        raise InvalidInput(message[len(prefix) :] if message.startswith(prefix) else message) from None
 
 
-def parse(text: str, *, fallback_id: str) -> SharedMemory:
+def has_conflict_markers(text: str) -> bool:
+    """Whether git left `<<<<<<<` / `>>>>>>>` lines in the file (an unresolved merge)."""
+    return _CONFLICT_MARKER_RE.search(text) is not None
+
+
+def parse(text: str, *, fallback_id: str, source: str = "the file") -> SharedMemory:
     """A shared memory from a file's text; raises InvalidInput naming what is wrong.
 
     `fallback_id` is used when the frontmatter has no `id` (a file a person wrote by hand):
     derived from the file's path, so every clone gives it the same id.
     """
-    front, body = split_frontmatter(text)
+    front, body = split_frontmatter(text, source=source, max_bytes=MAX_FRONTMATTER_BYTES)
     content = body.strip()
     if not content:
         raise InvalidInput("the file has no content below its frontmatter")
@@ -193,13 +205,13 @@ def parse(text: str, *, fallback_id: str) -> SharedMemory:
     importance = front.get("importance", 0.5)
     if isinstance(importance, bool) or not isinstance(importance, (int, float)) or not 0 <= importance <= 1:
         raise InvalidInput("importance must be a number from 0 to 1", field="importance")
-    tags = _string_list(front.get("tags"), "tags")
+    tags = _tag_list(front.get("tags"))
     supersedes = tuple(
         parse_memory_id(s, field="supersedes") for s in _string_list(front.get("supersedes"), "supersedes")
     )
     category = _optional_text(front.get("category"), "category")
     summary = _optional_text(front.get("summary"), "summary")
-    created = front.get("created_at")
+    created = _created_at(front.get("created_at"))
     known = {"id", "type", "memory_type", "importance", "tags", "supersedes", "category", "summary", "created_at"}
     return SharedMemory(
         memory_id=memory_id,
@@ -210,9 +222,38 @@ def parse(text: str, *, fallback_id: str) -> SharedMemory:
         category=category,
         summary=summary,
         supersedes=supersedes,
-        created_at=str(created) if created is not None else None,
+        created_at=created,
         extra={k: v for k, v in front.items() if k not in known},
+        id_from_name=raw_id is None,
     )
+
+
+def _tag_list(value: Any) -> list[str]:
+    """Tags as the markdown importer reads them: one string is split at commas and spaces
+    (`tags: oncall, pager` is two tags), a list gives one tag per item; a leading `#` goes."""
+    if isinstance(value, str):
+        value = _TAG_SPLIT_RE.split(value)
+    return [t for t in (s.strip().lstrip("#") for s in _string_list(value, "tags")) if t]
+
+
+def _created_at(value: Any) -> str | None:
+    """`created_at` as ISO 8601 text, or None; a value that is no date is refused by name
+    (`2024-13-45` must not become a memory's time, nor abort the other files)."""
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, date):
+        return datetime(value.year, value.month, value.day).isoformat()
+    text = str(value).strip() if isinstance(value, str) else ""
+    try:
+        datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise InvalidInput(
+            f"created_at must be a date and time like 2026-03-02T09:10:00+00:00; got {str(value)[:40]!r}",
+            field="created_at",
+        ) from None
+    return text
 
 
 def _string_list(value: Any, name: str) -> list[str]:

@@ -7,13 +7,23 @@ the service's own operations, so redaction, dedup, supersession and history appl
 any write); only the store -> write the file (or delete it); both -> a conflict, reported
 with both texts, and neither side is touched until someone resolves it. One file per memory
 means two people changing different memories never meet, in git or in a synced folder.
+
+The folder is untrusted input (a cloned repository, a folder someone else can write): each
+file is read under bounds, within the caller's time budget, checked per file before it is
+parsed; a file that cannot be read, parsed or trusted (git conflict markers, a sync tool's
+conflicted copy, an id another file also claims) is reported by path and left alone, and the
+others are still applied. A file's memory is stored exactly as written, never merged into a
+private memory or another file's (a later write-back would publish the private text), and it
+records where it came from: the file, and the last commit and author touching it.
 """
 
 from __future__ import annotations
 
+import hashlib
+import re
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, TypeGuard
@@ -25,8 +35,17 @@ from engram_mcp.index.scope_index import record_key
 from engram_mcp.services import edit
 from engram_mcp.services import store as store_ops
 
+from . import provenance
 from .folder import Folder, StateFile
-from .memory_file import SharedMemory, derived_ulid, file_name_for, parse, redacted, render
+from .memory_file import (
+    SharedMemory,
+    derived_ulid,
+    file_name_for,
+    has_conflict_markers,
+    parse,
+    redacted,
+    render,
+)
 
 if TYPE_CHECKING:
     from engram_mcp.services.access import RequestContext, ScopeAccess
@@ -34,6 +53,13 @@ if TYPE_CHECKING:
 DELETED = "deleted"  # the fingerprint of a side that no longer holds the memory
 READ_PAGE = 100  # memories read per lock hold
 FEW_MEMORIES = 32  # up to this many, links are read per memory instead of for the whole scope
+#: Bytes of files one budgeted run (a session start) reads at most; the rest waits.
+BUDGET_READ_MAX_BYTES = 8 * 1024 * 1024
+#: Seconds `git log` may take to name the authors of the files (less when the budget is short).
+GIT_LOG_TIMEOUT_S = 2.0
+#: Names that sync tools give the second version of a file they could not merge (Dropbox and
+#: Nextcloud "conflicted copy", Syncthing ".sync-conflict-"): stale text, never applied.
+CONFLICT_COPY_RE = re.compile(r"conflicted copy|\.sync-conflict-|\(conflict\)|\(case conflict\)", re.I)
 _SYNC_LOCKS: dict[str, threading.Lock] = {}
 _SYNC_LOCKS_GUARD = threading.Lock()
 
@@ -49,6 +75,10 @@ class Target:
     mirror_all: bool  # the user mirror sends every live memory; a project only what was shared
     source_kind: str  # recorded in `source` of memories that arrive from files
     auto_share: dict[str, Any] | None = None  # {min_importance, types}: also share what matches
+    #: How a person resolves a conflict here: a command that works for this scope.
+    resolve: str = (
+        "edit the file or the memory so both say the same, or run `engram share ID` to keep the local version"
+    )
 
 
 @dataclass
@@ -64,6 +94,8 @@ class Report:
     errors: list[dict[str, str]] = field(default_factory=list)
     redactions: list[dict[str, Any]] = field(default_factory=list)
     pending: list[str] = field(default_factory=list)  # files left for the next sync (time budget spent)
+    #: One entry per memory added or changed from a file: {memory_id, path, change, author?, commit?}.
+    arrivals: list[dict[str, Any]] = field(default_factory=list)
 
     def as_dict(self, label: str) -> dict[str, Any]:
         out: dict[str, Any] = {"folder": label}
@@ -80,6 +112,7 @@ class Report:
         ):
             out[name] = getattr(self, name)
         out["counts"] = {k: len(v) for k, v in out.items() if isinstance(v, list)}
+        out["arrivals"] = self.arrivals
         return out
 
 
@@ -154,6 +187,8 @@ class _Sync:
         self.entries = target.state.load()
         self.files: dict[str, tuple[str, SharedMemory]] = {}
         self.bad_names: set[str] = set()
+        self.partial = False  # some files were not read (budget, too many): no deletions this run
+        self._origins: dict[str, dict[str, str]] | None = None
         self.supersede_todo: list[tuple[str, tuple[str, ...]]] = []
         self.dropped: set[str] = set()  # local keys whose shared file went away in this run
 
@@ -169,6 +204,7 @@ class _Sync:
 
     def run(self) -> Report:
         self._read_files()
+        self._match_renames()
         keys = {str(e.get("key")) for e in self.entries.values()} | set(self.files)
         self.local = read_local(self.access, self.ctx, self.t.scope, None if self.t.mirror_all else keys)
         arrived = sorted(set(self.files) - set(self.entries))  # before _known drops deleted entries
@@ -193,11 +229,10 @@ class _Sync:
             step(fid)
         except StoreUnavailable:
             raise
-        except EngramError as exc:
+        except (EngramError, ValueError, TypeError, RecursionError) as exc:
             name = self.files[fid][0] if fid in self.files else self.entries.get(fid, {}).get("path")
-            self.report.errors.append(
-                {"path": f"{self.t.label}/{name}", "error": f"{self.t.label}/{name}: {exc.message}"}
-            )
+            message = exc.message if isinstance(exc, EngramError) else f"cannot be applied ({type(exc).__name__})"
+            self.report.errors.append({"path": f"{self.t.label}/{name}", "error": f"{self.t.label}/{name}: {message}"})
 
     def _out_of_time(self, fid: str) -> bool:
         """Past the time budget (a session start must not wait for a large first sync): the
@@ -209,33 +244,125 @@ class _Sync:
         return True
 
     def _read_files(self) -> None:
-        seen_at: dict[str, str] = {}
-        for ft in self.t.folder.read_all():
+        """Read and parse the folder's files, each checked against the budget before it is
+        read and before it is parsed; what is not reached is pending, never a deletion."""
+        reading = self.t.folder.read_within(
+            deadline=self.deadline, max_total_bytes=BUDGET_READ_MAX_BYTES if self.deadline is not None else None
+        )
+        self.partial = bool(reading.unread) or reading.too_many
+        self.report.pending.extend(f"{self.t.label}/{n}" for n in reading.unread)
+        if reading.too_many:
+            self.report.errors.append(
+                {"path": self.t.label, "error": f"{self.t.label}: too many files; only the first ones were read"}
+            )
+        claims: dict[str, list[tuple[str, SharedMemory]]] = {}
+        for ft in reading.files:
             path = f"{self.t.label}/{ft.name}"
-            if ft.text is None:
-                self._bad(ft.name, f"{path}: {ft.error}")
+            if self.deadline is not None and time.monotonic() >= self.deadline:
+                self.partial = True
+                self.report.pending.append(path)
                 continue
-            try:
-                mem = parse(ft.text, fallback_id=derived_ulid("shared-file", ft.name))
-            except InvalidInput as exc:
-                self._bad(ft.name, f"{path}: {exc.message}")
+            mem = self._parse_one(ft.name, ft.text, ft.error)
+            if mem is not None:
+                claims.setdefault(mem.memory_id, []).append((ft.name, mem))
+        for fid, claimants in claims.items():
+            if len(claimants) > 1 or CONFLICT_COPY_RE.search(claimants[0][0]):
+                self._claimed_twice(claimants)
                 continue
-            if mem.memory_id in seen_at:
-                self._bad(
-                    ft.name, f"{path}: has the same id as {self.t.label}/{seen_at[mem.memory_id]}; give one a new id"
-                )
-                continue
-            seen_at[mem.memory_id] = ft.name
-            self.files[mem.memory_id] = (ft.name, mem)
+            name, mem = claimants[0]
+            self.files[fid] = (name, mem)
             _cleaned, found = redacted(mem)
             if found:
                 self.report.redactions.append(
                     {
-                        "path": path,
+                        "path": f"{self.t.label}/{name}",
                         "secrets": found,
                         "message": "the file holds secrets; they were redacted in the store, remove them from the file",
                     }
                 )
+
+    def _parse_one(self, name: str, text: str | None, error: str | None) -> SharedMemory | None:
+        """One file's memory, or None with the reason reported (a bad file never stops the others)."""
+        path = f"{self.t.label}/{name}"
+        if text is None:
+            self._bad(name, f"{path}: {error}")
+            return None
+        if has_conflict_markers(text):
+            self._file_conflict(
+                name, "holds git conflict markers (<<<<<<< ... >>>>>>>) from an unfinished merge; resolve them"
+            )
+            return None
+        try:
+            return parse(text, fallback_id=derived_ulid("shared-file", name), source=path)
+        except InvalidInput as exc:
+            self._bad(name, f"{path}: {exc.message}")
+        except (ValueError, TypeError, RecursionError, OverflowError) as exc:  # a parser bug is still one file
+            self._bad(name, f"{path}: cannot be read ({type(exc).__name__})")
+        return None
+
+    def _claimed_twice(self, claimants: list[tuple[str, SharedMemory]]) -> None:
+        """Two files with one id (a copy, a sync tool's conflicted copy): neither can be told
+        the real one, so both are left alone and reported until one is removed or re-identified."""
+        names = [n for n, _m in claimants]
+        for name in names:
+            others = ", ".join(f"{self.t.label}/{o}" for o in names if o != name)
+            if CONFLICT_COPY_RE.search(name):
+                why = "is a sync tool's conflicted copy; merge what it adds into the original file and delete it"
+            else:
+                why = f"has the same id as {others}; delete one or give one a new id"
+            self._file_conflict(name, why, memory_id=format_memory_id(claimants[0][1].memory_id))
+
+    def _file_conflict(self, name: str, why: str, *, memory_id: str | None = None) -> None:
+        """A file that must be resolved by a person: a conflict, left alone (never a deletion)."""
+        self.bad_names.add(name)
+        self.report.conflicts.append(
+            {
+                "memory_id": memory_id,
+                "path": f"{self.t.label}/{name}",
+                "file": None,
+                "local": None,
+                "reason": why,
+                "resolve": f"fix {self.t.label}/{name}, then run the sync again",
+            }
+        )
+
+    def _match_renames(self) -> None:
+        """A hand-written file without `id:` takes its id from its name, so a rename looks like
+        a new file and a vanished one. When the vanished file's body is the new file's, it is
+        the same memory: its state entry moves to the new name and the memory keeps its key,
+        history and strength (instead of forget + add)."""
+        if self.partial:
+            return
+        vanished = {
+            e.get("body") or e.get("file"): fid
+            for fid, e in self.entries.items()
+            if fid not in self.files and e.get("path") not in self.bad_names
+        }
+        for fid, (name, mem) in sorted(self.files.items()):
+            if fid in self.entries or not mem.id_from_name:
+                continue
+            old = vanished.pop(body_hash(mem.content), None) or vanished.pop(mem.fingerprint(), None)
+            if old is not None and old in self.entries:
+                self.entries[fid] = {**self.entries.pop(old), "path": name}
+
+    def origin(self, name: str | None) -> dict[str, str]:
+        """The last commit touching the file and its author (read once per run, time-boxed)."""
+        if self._origins is None:
+            timeout = GIT_LOG_TIMEOUT_S
+            if self.deadline is not None:
+                timeout = min(timeout, max(0.0, (self.deadline - time.monotonic()) / 3))
+            self._origins = provenance.last_commits(self.t.folder.path, timeout_s=timeout)
+        return dict(self._origins.get(name or "", {}))
+
+    def _arrival(self, key: str, name: str | None, change: str) -> None:
+        self.report.arrivals.append(
+            {
+                "memory_id": format_memory_id(key),
+                "path": f"{self.t.label}/{name}",
+                "change": change,
+                **self.origin(name),
+            }
+        )
 
     def _bad(self, name: str, message: str) -> None:
         self.bad_names.add(name)
@@ -244,8 +371,10 @@ class _Sync:
     # -- a memory both sides knew at the last sync
     def _known(self, fid: str) -> None:
         e = self.entries[fid]
-        if fid not in self.files and e.get("path") in self.bad_names:
-            return  # the file is there but unreadable: left alone, reported, never taken for a deletion
+        if fid not in self.files and (self.partial or e.get("path") in self.bad_names):
+            return  # unread or unreadable this run: left alone, never taken for a deletion
+        if fid in self.files:
+            e["path"] = self.files[fid][0]  # a file keeping its `id:` may have been renamed
         name, mem = self.files.get(fid, (e.get("path"), None))
         row = self.local.get(str(e.get("key")))
         file_fp = mem.fingerprint() if mem else DELETED
@@ -275,7 +404,7 @@ class _Sync:
                 "path": f"{self.t.label}/{name}",
                 "file": mem.content if mem else None,
                 "local": local_mem.content if local_mem else None,
-                "resolve": "edit the file or the memory so both say the same, or run `engram share ID` to keep the local version",
+                "resolve": self.t.resolve,
             }
         )
 
@@ -301,11 +430,12 @@ class _Sync:
             self.entries.pop(fid, None)
             self.dropped.add(key)
             return
-        self._update_local(key, mem)
+        self._update_local(key, mem, name)
         self.report.updated.append(format_memory_id(key))
+        self._arrival(key, name, "updated")
         self._remember(fid, key, name, mem)
 
-    def _update_local(self, key: str, mem: SharedMemory) -> None:
+    def _update_local(self, key: str, mem: SharedMemory, name: str | None) -> None:
         row = self.local.get(key) or {}
         if row.get("status") == "forgotten":
             edit.forget(self.access, self.ctx, format_memory_id(key), undo=True)
@@ -320,6 +450,8 @@ class _Sync:
             category=mem.category if mem.category is not None else ("" if row.get("category") else None),
             memory_type=mem.memory_type,
             tags={"add": sorted(new_tags - old_tags), "remove": sorted(old_tags - new_tags)},
+            # the memory's `source` stays its arrival; the latest file edit is recorded beside it
+            metadata={"shared_file": {"path": f"{self.t.label}/{name}", **self.origin(name)}},
         )
         if mem.supersedes:
             self.supersede_todo.append((key, mem.supersedes))
@@ -329,7 +461,13 @@ class _Sync:
         row = read_local(self.access, self.ctx, self.t.scope, {key}).get(key)
         self.local[key] = row or {}
         local_fp = as_shared(row, fid, self.to_file_id).fingerprint() if _is_live(row) else DELETED
-        self.entries[fid] = {"key": key, "path": name, "file": mem.fingerprint(), "local": local_fp}
+        self.entries[fid] = {
+            "key": key,
+            "path": name,
+            "file": mem.fingerprint(),
+            "local": local_fp,
+            "body": body_hash(mem.content),
+        }
 
     def _write_local(self, fid: str, name: str | None, local_mem: SharedMemory | None) -> None:
         if local_mem is None:  # forgotten here: the file goes
@@ -340,12 +478,22 @@ class _Sync:
         self.write_file(fid, self.to_local_key(fid), local_mem, name)
 
     def write_file(self, fid: str, key: str, local_mem: SharedMemory, name: str | None) -> None:
-        """Write one memory's file (redacted) and record the new base."""
+        """Write one memory's file (redacted) and record the new base. A `created_at` the file
+        already holds is kept: two machines' clocks must not make the file flip between them."""
         name = name or file_name_for(local_mem)
+        on_file = self.files.get(fid, (None, None))[1]
+        if on_file is not None and on_file.created_at:
+            local_mem = replace(local_mem, created_at=on_file.created_at)
         text = render(local_mem)
         self.t.folder.write(name, text)
         written = parse(text, fallback_id=fid)
-        self.entries[fid] = {"key": key, "path": name, "file": written.fingerprint(), "local": local_mem.fingerprint()}
+        self.entries[fid] = {
+            "key": key,
+            "path": name,
+            "file": written.fingerprint(),
+            "local": local_mem.fingerprint(),
+            "body": body_hash(written.content),
+        }
         self.report.written.append(f"{self.t.label}/{name}")
 
     # -- a file this machine has not synced before
@@ -363,11 +511,15 @@ class _Sync:
                 self._conflict(fid, fid, name, mem, local_mem)
                 return
             if local_mem is None:
-                self._update_local(fid, mem)
+                self._update_local(fid, mem, name)
                 self.report.added.append(format_memory_id(fid))
+                self._arrival(fid, name, "added")
             self._remember(fid, fid, name, mem)
             return
+        origin = self.origin(name)
         try:
+            # dedup=False: the file's memory is exactly what was shared, never merged into a
+            # private memory (whose text a later write-back would publish) or another file's
             result = store_ops.store(
                 self.access,
                 self.ctx,
@@ -378,8 +530,9 @@ class _Sync:
                 tags=list(mem.tags),
                 category=mem.category,
                 summary=mem.summary,
-                source={"kind": self.t.source_kind, "path": f"{self.t.label}/{name}"},
+                source={"kind": self.t.source_kind, "path": f"{self.t.label}/{name}", **origin},
                 request_id=fid,
+                dedup=False,
             )
         except EngramError as exc:
             self.report.errors.append(
@@ -388,6 +541,7 @@ class _Sync:
             return
         key = str(result["memory_id"]).split(":", 1)[1]
         self.report.added.append(format_memory_id(key))
+        self._arrival(key, name, "added")
         if mem.supersedes:
             self.supersede_todo.append((key, mem.supersedes))
         self._remember(fid, key, name, mem)
@@ -432,6 +586,11 @@ class _Sync:
             fid = self.to_file_id(key)
             if fid in self.entries and fid in self.files:
                 self._remember(fid, key, self.entries[fid].get("path"), self.files[fid][1])
+
+
+def body_hash(content: str) -> str:
+    """What a rename keeps: the body alone (a renamed file is matched by it)."""
+    return hashlib.sha256(content.strip().encode()).hexdigest()[:32]
 
 
 def run_sync(

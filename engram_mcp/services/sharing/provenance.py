@@ -1,0 +1,91 @@
+"""Who wrote a shared file: the last commit touching it and its author, from git.
+
+A memory that arrives from a team file or a synced folder records where it came from, so the
+context and `engram show` can say "team memory of this repository, by Alice" instead of
+passing it off as the user's own. The history is read with ONE `git log` over the folder
+(never one process per file), bounded in commits, time and output, and its text is
+untrusted (an author name is whatever a committer typed): it is reduced to printable
+characters of bounded length, and a record that does not have the expected shape is dropped.
+Without git, outside a repository, or past the time box, files simply have no commit.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import unicodedata
+from pathlib import Path
+
+#: Commits of the folder's history read at most: the last change of every file is almost
+#: always among the recent ones, and a huge history must not cost a session start seconds.
+MAX_COMMITS = 1000
+#: Bytes of `git log` output read at most (a hostile history can name millions of files).
+MAX_LOG_BYTES = 4 * 1024 * 1024
+MAX_AUTHOR_CHARS = 80
+_COMMIT_RE = re.compile(r"\A(?:[0-9a-f]{40}|[0-9a-f]{64})\Z")
+#: Unicode categories never kept from untrusted text: controls (terminal escapes), format
+#: characters (bidi overrides, zero-width), separators that break lines, private and surrogates.
+_DROPPED_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Co", "Cs", "Cn"})
+#: git is run with the repository's own hooks and monitors off: reading a log must never
+#: execute something a cloned repository configured.
+_GIT_SAFETY = ("-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "-c", "log.showSignature=false")
+
+
+def clean_text(text: str, limit: int) -> str:
+    """Untrusted text reduced to printable characters (whitespace runs become one space)."""
+    kept = "".join(
+        " " if ch.isspace() else ch
+        for ch in text
+        if unicodedata.category(ch) not in _DROPPED_CATEGORIES or ch.isspace()
+    )
+    one = " ".join(kept.split())
+    return one if len(one) <= limit else one[: limit - 1] + "…"
+
+
+def last_commits(folder: Path, *, timeout_s: float) -> dict[str, dict[str, str]]:
+    """{file name directly in `folder`: {"commit", "author"}} from the newest commit touching
+    it; {} when the folder is not in a git repository, git is missing, or it takes too long."""
+    if timeout_s <= 0:
+        return {}
+    cmd = [
+        "git",
+        *_GIT_SAFETY,
+        "log",
+        "-z",
+        "--no-renames",
+        "--relative",
+        "--name-only",
+        "--no-color",
+        "--format=%x1e%H%x1f%an",
+        f"-n{MAX_COMMITS}",
+        "--",
+        ".",
+    ]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(GIT_TERMINAL_PROMPT="0", GIT_OPTIONAL_LOCKS="0", GIT_PAGER="cat", LC_ALL="C")
+    try:
+        proc = subprocess.run(
+            cmd, cwd=str(folder), env=env, capture_output=True, timeout=timeout_s, stdin=subprocess.DEVNULL
+        )
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    if proc.returncode != 0:
+        return {}
+    return parse_log(proc.stdout[:MAX_LOG_BYTES])
+
+
+def parse_log(raw: bytes) -> dict[str, dict[str, str]]:
+    """The output of the `git log` above, newest first: each file's first sighting wins."""
+    out: dict[str, dict[str, str]] = {}
+    for record in raw.decode("utf-8", "replace").split("\x1e"):
+        head, _sep, names = record.partition("\x00")
+        commit, _sep, author = head.partition("\x1f")
+        if not _COMMIT_RE.match(commit):
+            continue
+        origin = {"commit": commit, "author": clean_text(author, MAX_AUTHOR_CHARS)}
+        for name in names.split("\x00"):
+            name = name.strip("\n")
+            if name and "/" not in name and name not in out:
+                out[name] = origin
+    return out
