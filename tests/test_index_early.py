@@ -161,7 +161,9 @@ def test_a_session_and_its_project_answer_early_on_one_open_of_their_store(
         with pytest.MonkeyPatch.context() as mp:
             mp.setattr(SurrealStore, "open", counted)
             early = svc.recall(ctx, query="alpha cache", limit=10, strengthen=False)
-            assert "session" in {m["scope"] for m in early["memories"]} and "project" in {m["scope"] for m in early["memories"]}
+            assert "session" in {m["scope"] for m in early["memories"]} and "project" in {
+                m["scope"] for m in early["memories"]
+            }
             for scope in ("session", "project", "user"):
                 handle = svc.access.handle(ctx, scope, early_ok=True)
                 assert handle.engine_pending and not handle.store.is_open, scope  # all three from their files
@@ -292,33 +294,56 @@ def test_a_kill_right_after_a_write_returns_leaves_no_marker(home: Path, project
         svc.close()
 
 
+#: Where each run of the crash worker is killed: standing still after a checkpoint (markers
+#: stand), after a write (the project's marker is gone), or at a random moment.
+STOPS = ("checkpoint", "write", "any", "any", "checkpoint", "write", "any", "any", "any", "any")
+
+
 @pytest.mark.timeout(300)
 def test_after_a_kill_9_at_any_point_a_marker_always_names_the_engines_state(home: Path, project: Path) -> None:
     """The crash worker stores, updates, forgets, recalls and checkpoints at random and is killed
-    at a random moment; every marker left must name the file beside it and the engine's counter.
-    Then recall through the normal open (early when a marker allows) equals a rebuild's."""
+    at a point it reached on purpose or at a random moment; every marker left must name the file
+    beside it and the engine's counter. Then recall through the normal open (early when a
+    marker allows) equals a rebuild's."""
     rnd = random.Random(7)
     with_marker = without = 0
-    for cycle in range(10):
-        proc = _spawn(["-m", "tests.index_crash_worker", str(home), str(project), str(100 + cycle)])
-        try:
-            assert proc.stdout is not None
-            assert proc.stdout.readline().strip() == "ready", proc.stderr.read() if proc.stderr else ""
-            time.sleep(rnd.uniform(0.05, 1.2))
-        finally:
-            proc.send_signal(signal.SIGKILL)
-            proc.wait()
+    for cycle, stop_at in enumerate(STOPS):
+        proc = kill_crash_worker(home, project, 100 + cycle, stop_at, rnd)
         for store_dir in (project / ".claude" / "engram", home / ".claude" / "engram"):
             for path in index_files(store_dir):
                 marker = read_marker(path)
+                if stop_at == "checkpoint":
+                    assert marker is not None, path
+                elif stop_at == "write" and path.name.startswith("project."):
+                    assert marker is None, path
                 if marker is None:
                     without += 1
                     continue
                 with_marker += 1
                 meta, _ = read_index_file(path)
                 assert marker["changes"] == meta["changes"] == engine_changes(store_dir, meta["ns"], meta["db"]), path
+        assert proc.returncode is not None
         _early_equals_rebuild(home, project)
     assert with_marker and without  # both sides of the protocol were exercised
+
+
+def kill_crash_worker(home: Path, project: Path, seed: int, stop_at: str, rnd: random.Random) -> subprocess.Popen[str]:
+    """Run tests/index_crash_worker.py and kill -9 it where `stop_at` says: once it says it stands
+    there ("checkpoint", "write"), or after a random pause ("any")."""
+    args = ["-m", "tests.index_crash_worker", str(home), str(project), str(seed)]
+    proc = _spawn(args + ([] if stop_at == "any" else [stop_at]))
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "ready", proc.stderr.read() if proc.stderr else ""
+        if stop_at == "any":
+            time.sleep(rnd.uniform(0.05, 1.2))
+        else:
+            assert proc.stdout.readline().strip() == f"at {stop_at}", proc.stderr.read() if proc.stderr else ""
+        assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    return proc
 
 
 def _early_equals_rebuild(home: Path, project: Path) -> None:
@@ -637,7 +662,9 @@ def test_a_store_a_newer_engram_owns_is_not_served_from_its_file_once_refused(
         assert read_marker(index) is None, "the refusal removed the marker"
         later = svc.recall(ctx, query="alpha cache", scope="project", strengthen=False)
         assert later["memories"] == [] and later["degraded"]
-        assert any(w["code"] == "schema_too_new" or "newer" in w["message"] for w in later["warnings"]), later["warnings"]
+        assert any(w["code"] == "schema_too_new" or "newer" in w["message"] for w in later["warnings"]), later[
+            "warnings"
+        ]
     finally:
         svc.close()
     store = SurrealStore(project_dir(project), label="check")

@@ -151,14 +151,25 @@ import random, sys, time
 from pathlib import Path
 from engram_mcp.services.service import MemoryService, RequestContext
 from tests.fakes import FakeEmbedder
-home, project, seed = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3])
+home, project, seed, stop_at = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 rnd = random.Random(seed)
 svc = MemoryService(home=home, embedder=FakeEmbedder())
 svc.store(RequestContext(project, f"c{seed}-0"), content="alpha first", type="semantic", scope="project")
 svc.checkpoint()
 print("ready", flush=True)
 k = 0
+steps = rnd.randint(3, 30) if stop_at != "any" else -1
 while True:
+    if steps == 0:  # stand still where the test wants the kill, and say so
+        if stop_at == "listed":
+            svc.checkpoint()  # the list is written
+        else:  # the first write in a new session's database: the list is removed first
+            k += 1
+            svc.store(RequestContext(project, f"c{seed}-{k}"), content="alpha cache new", type="episodic", scope="session")
+        print("at " + stop_at, flush=True)
+        sys.stdin.readline()
+        time.sleep(3600)
+    steps -= 1
     roll = rnd.random()
     if roll < 0.3:
         k += 1  # a new session
@@ -172,33 +183,37 @@ while True:
 """
 
 
-MAX_KILLS = 40
+#: Where each run's worker is killed: standing still right after the list was written, right
+#: after the first write in a new session took it away, or at a random moment. The first two
+#: reach both sides of the protocol on purpose (a run once saw only one side in 40 random kills).
+STOPS = ("listed", "unlisted", "any", "any", "listed", "unlisted", "any", "any")
 
 
 @pytest.mark.timeout(600)
 def test_after_a_kill_9_at_any_point_a_standing_list_is_true(home: Path, project: Path) -> None:
-    """A worker opens new sessions, writes to them and checkpoints at random and is killed at a
-    random moment: whenever a list is left, every session database it does not name is empty."""
+    """A worker opens new sessions, writes to them and checkpoints at random and is killed, at a
+    point it reached on purpose or at a random moment: whenever a list is left, every session
+    database it does not name is empty."""
     rnd = random.Random(11)
-    with_list = without = 0
-    # At least 8 kills, then on until both sides were seen: a list stands about a third of the
-    # time, so 8 kills alone miss it now and then (about 1 run in 20 on a loaded machine).
-    for cycle in range(MAX_KILLS):
-        if cycle >= 8 and with_list and without:
-            break
-        proc = _spawn(["-c", WORKER, str(home), str(project), str(cycle)])
+    seen: list[bool] = []
+    for cycle, stop_at in enumerate(STOPS):
+        proc = _spawn(["-c", WORKER, str(home), str(project), str(cycle), stop_at])
         try:
             assert proc.stdout is not None
             assert proc.stdout.readline().strip() == "ready", proc.stderr.read() if proc.stderr else ""
-            time.sleep(rnd.uniform(0.05, 1.0))
+            if stop_at == "any":
+                time.sleep(rnd.uniform(0.05, 1.0))
+            else:
+                assert proc.stdout.readline().strip() == f"at {stop_at}", proc.stderr.read() if proc.stderr else ""
         finally:
             proc.send_signal(signal.SIGKILL)
             proc.wait()
         listed = read_marker(listing(project))
+        seen.append(listed is not None)
+        if stop_at != "any":
+            assert seen[-1] == (stop_at == "listed"), stop_at
         if listed is None:
-            without += 1
             continue
-        with_list += 1
         store = SurrealStore(project / ".claude" / "engram", label="check")
         store.open()
         try:
@@ -206,4 +221,4 @@ def test_after_a_kill_9_at_any_point_a_standing_list_is_true(home: Path, project
                 assert not store.repository(SESSION_NS, db).index_rows(), db
         finally:
             store.close()
-    assert with_list and without  # both sides of the protocol were exercised
+    assert any(seen) and not all(seen)  # both sides of the protocol were checked

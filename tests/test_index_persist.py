@@ -13,11 +13,7 @@ import json
 import os
 import random
 import re
-import signal
 import struct
-import subprocess
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +32,7 @@ from tests.fakes import FAKE_MODEL, FakeEmbedder
 ROOT = Path(__file__).resolve().parents[1]
 WORDS = "alpha beta gamma delta cache deploy index query token retry schema parser merge branch".split()
 
+
 # ------------------------------------------------------------------------ comparing indexes
 def fingerprint(index: ScopeIndex) -> dict[str, Any]:
     """Everything an index answers with, by memory key (slot numbers may differ between a
@@ -52,10 +49,18 @@ def fingerprint(index: ScopeIndex) -> dict[str, Any]:
             vocab = list(index.bm25._vocab)
             terms = {vocab[t]: int(f) for t, f in zip(doc[0].tolist(), doc[1].tolist(), strict=True)}
         per_key[key] = (
-            int(c.type_code[s]), int(c.status_code[s]), round(float(c.importance[s]), 5), int(c.access_count[s]),
-            round(float(c.created_at[s]), 3), round(float(c.last_accessed[s]), 3),
-            tuple(sorted(index.tags.get(s, ()))), index.category.get(s), index.session_of.get(s),
-            index.slot_hash.get(s), None if vec is None else np.round(vec, 5).tobytes(), tuple(sorted(terms.items())),
+            int(c.type_code[s]),
+            int(c.status_code[s]),
+            round(float(c.importance[s]), 5),
+            int(c.access_count[s]),
+            round(float(c.created_at[s]), 3),
+            round(float(c.last_accessed[s]), 3),
+            tuple(sorted(index.tags.get(s, ()))),
+            index.category.get(s),
+            index.session_of.get(s),
+            index.slot_hash.get(s),
+            None if vec is None else np.round(vec, 5).tobytes(),
+            tuple(sorted(terms.items())),
             s in index.without_vector,
         )
     live_terms = {t: index.bm25.doc_freq(t) for t in index.bm25._vocab if index.bm25.doc_freq(t)}
@@ -90,12 +95,16 @@ def random_index(rnd: random.Random, n: int, dim: int = 384) -> ScopeIndex:
     keys = [f"K{i:05d}" for i in range(n)]
     for i, key in enumerate(keys):
         row = {
-            "id": key, "memory_type": rnd.choice(["episodic", "semantic", "procedural"]),
+            "id": key,
+            "memory_type": rnd.choice(["episodic", "semantic", "procedural"]),
             "content": " ".join(rnd.choice(WORDS) for _ in range(rnd.randint(0, 9))) + (f" n{i}" if i % 7 else ""),
-            "tags": rnd.sample(WORDS, rnd.randint(0, 2)), "category": rnd.choice([None, "decision", "convention"]),
-            "importance": rnd.random(), "access_count": rnd.randint(0, 4),
+            "tags": rnd.sample(WORDS, rnd.randint(0, 2)),
+            "category": rnd.choice([None, "decision", "convention"]),
+            "importance": rnd.random(),
+            "access_count": rnd.randint(0, 4),
             "status": rnd.choice(["created", "active", "active", "archived", "forgotten"]),
-            "created_at": 1.7e9 + i * 60, "session_id": rnd.choice([None, "s1", "s2"]),
+            "created_at": 1.7e9 + i * 60,
+            "session_id": rnd.choice([None, "s1", "s2"]),
         }
         vec = rng.standard_normal(dim).astype(np.float32) if rnd.random() < 0.9 else None
         index.upsert(row, vec)
@@ -128,8 +137,17 @@ def test_round_trip_gives_the_same_index_which_then_takes_writes_like_the_origin
         for key in r.sample(idx.keys(), 300):
             idx.remove(key)
         for i in range(2000):
-            idx.upsert({"id": f"N{i}", "memory_type": "episodic", "content": f"{r.choice(WORDS)} fresh {i}",
-                        "status": "active", "created_at": 1.9e9 + i, "tags": ["alpha"]}, rng.standard_normal(384))
+            idx.upsert(
+                {
+                    "id": f"N{i}",
+                    "memory_type": "episodic",
+                    "content": f"{r.choice(WORDS)} fresh {i}",
+                    "status": "active",
+                    "created_at": 1.9e9 + i,
+                    "tags": ["alpha"],
+                },
+                rng.standard_normal(384),
+            )
         idx.touch(r.sample(idx.keys(), 50), 1.95e9)
     assert fingerprint(loaded) == fingerprint(original)
     assert answers(loaded) == answers(original)
@@ -210,14 +228,18 @@ def test_writes_declared_unindexed_never_touch_what_the_index_reads() -> None:
     assert not _moves_index(q.GET_MEMORY) and not _moves_index(q.UPSERT_ENTITY)
 
 
-def test_indexed_writes_move_the_counter_and_other_writes_do_not(fake_service: MemoryService, ctx: RequestContext) -> None:
+def test_indexed_writes_move_the_counter_and_other_writes_do_not(
+    fake_service: MemoryService, ctx: RequestContext
+) -> None:
     h = fake_service.access.handle(ctx, "project")
 
     def counter() -> tuple[str, int]:
         store_id, _, n = h.repo.changes().rpartition(":")
         return store_id, int(n)
 
-    mid = fake_service.store(ctx, content="the counter moves with memories", type="semantic", scope="project")["memory_id"]
+    mid = fake_service.store(ctx, content="the counter moves with memories", type="semantic", scope="project")[
+        "memory_id"
+    ]
     store_id, after_store = counter()
     assert len(store_id) == 36 and after_store > 0
     h.repo.upsert_entity("e1", "Thing", "thing", "concept")
@@ -256,7 +278,9 @@ def reopen_and_compare(home: Path, project: Path) -> list[str]:
             statuses.append(persisted.access.handle(ctx, scope).index_status)
         got = {s: fingerprint(persisted.access.handle(ctx, s).index) for s in ("project", "user")}
         got_answers = {s: answers(persisted.access.handle(ctx, s).index) for s in ("project", "user")}
-        got_recall = [persisted.recall(ctx, query=w, limit=8, strengthen=False) for w in ("alpha cache", "deploy merge")]
+        got_recall = [
+            persisted.recall(ctx, query=w, limit=8, strengthen=False) for w in ("alpha cache", "deploy merge")
+        ]
         persisted.close()
         rebuilt = open_service(home, False)
         for scope in ("project", "user"):
@@ -287,8 +311,11 @@ def fill(svc: MemoryService, ctx: RequestContext, n: int, seed: int = 1) -> list
     for i in range(n):
         text = " ".join(rnd.choice(WORDS) for _ in range(rnd.randint(3, 10))) + f" item{i}"
         scope = "user" if i % 5 == 0 else "project"
-        ids.append(svc.store(ctx, content=text, type=rnd.choice(["semantic", "episodic"]), scope=scope,
-                             tags=[rnd.choice(WORDS)])["memory_id"])
+        ids.append(
+            svc.store(
+                ctx, content=text, type=rnd.choice(["semantic", "episodic"]), scope=scope, tags=[rnd.choice(WORDS)]
+            )["memory_id"]
+        )
     return ids
 
 
@@ -450,36 +477,29 @@ def test_a_damaged_missing_or_foreign_file_means_a_rebuild(home: Path, project: 
 
 
 # ------------------------------------------------------------------------------ kill -9
-KILLS = 6  # at least; more (up to KILLS_MAX) until a trusted file and a stale one were both seen
-KILLS_MAX = 14
+#: Where each run is killed: standing after a checkpoint (the files are trusted and loaded),
+#: after a write (the project's file is stale and repaired), or at a random moment.
+STOPS = ("checkpoint", "write", "any", "any", "checkpoint", "write", "any", "any")
 
 
 @pytest.mark.timeout(300)
 def test_kill_9_during_writes_and_checkpoints_never_leaves_a_wrong_index(home: Path, project: Path) -> None:
     """A process stores, updates, forgets, supersedes, recalls and checkpoints at random; it is
-    killed at a random moment, then every scope is opened from its file (when the stamp allows)
-    and compared with a rebuild from the store. Some kills land after a checkpoint (the file is
-    loaded), others between a write and the next checkpoint (the file is stale, repaired from the change log)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ENGRAM_")}
-    env["PYTHONPATH"] = str(ROOT)
+    killed at a point it reached on purpose or at a random moment, then every scope is opened
+    from its file (when the stamp allows) and compared with a rebuild from the store. The
+    kills after a checkpoint load the file as it is; those after a write repair a stale file
+    from the change log."""
+    from tests.test_index_early import kill_crash_worker
+
     rnd = random.Random(20)
     seen: list[str] = []
-    for cycle in range(KILLS_MAX):
-        if cycle >= KILLS and "loaded" in seen and any(s.startswith("loaded and repaired") for s in seen):
-            break
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.index_crash_worker", str(home), str(project), str(cycle)],
-            env=env, cwd=str(ROOT), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )
-        try:
-            assert proc.stdout is not None
-            line = proc.stdout.readline()
-            assert line.strip() == "ready", proc.stderr.read() if proc.stderr else line
-            time.sleep(rnd.uniform(0.05, 1.5))
-            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
-        finally:
-            proc.send_signal(signal.SIGKILL)
-            proc.wait()
-        seen.extend(reopen_and_compare(home, project))
+    for cycle, stop_at in enumerate(STOPS):
+        kill_crash_worker(home, project, cycle, stop_at, rnd)
+        statuses = reopen_and_compare(home, project)
+        if stop_at == "checkpoint":
+            assert "loaded" in statuses, statuses
+        elif stop_at == "write":
+            assert any(s.startswith("loaded and repaired") for s in statuses), statuses
+        seen.extend(statuses)
     assert "loaded" in seen  # the comparisons covered trusted files ...
     assert any(s.startswith("loaded and repaired") for s in seen)  # ... and stale ones, repaired
