@@ -9,14 +9,15 @@ comes back with a hint that it may replace it (`supersede_hint`).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from engram_mcp.core.errors import InvalidInput, MemoryNotFound
 from engram_mcp.core.ids import format_memory_id, new_ulid, parse_memory_id
-from engram_mcp.core.vocabulary import MEMORY_TYPES, SCOPES
-from engram_mcp.services import graph, records
+from engram_mcp.core.vocabulary import FOREIGN_ORIGINS, MEMORY_TYPES, SCOPES
+from engram_mcp.services import fact_diff, graph, records
 from engram_mcp.services.access import RequestContext, ScopeAccess
 from engram_mcp.services.handles import ScopeHandle
 from engram_mcp.services.links import link_memories, mark_consolidated
@@ -95,6 +96,7 @@ def store(
         dedup = False
 
     vec, warning = access.embed_query(content)  # outside the lock: uses the other core
+    dedup_threshold = access.config(ctx.project_root).store_dedup_similarity
     warnings = [{"code": "embedding_failed", "message": warning, "searchable_by": "keyword_only"}] if warning else []
     with access.lock:
         h = access.handle(ctx, scope, session_id=session_id)
@@ -113,30 +115,29 @@ def store(
                 "warnings": warnings,
                 "redactions": findings_summary(findings),
             }
-        if dedup:
-            twin = access.find_twin(h, content, vec, access.config(ctx.project_root).store_dedup_similarity)
-            if twin is not None:
-                key, similarity = twin
-                result = merge_into(
-                    access, h, key, imp, record_tags, content, similarity, sid, request_id=rid, source=source
-                )
-                result.update(
-                    embedding_generated=vec is not None, warnings=warnings, redactions=findings_summary(findings)
-                )
-                if result["action"] == "exists":
-                    return result
-                access.state.stores += 1
-                if entities:
-                    result["graph_edges_created"] = graph.link_entities(h, key, entities)
-                if superseded_key and superseded_key != key:  # the twin now says what the new text said
-                    link_memories(h, key, superseded_key, "supersedes")
-                note_sighting(access, h, key)
-                return result
-        hint = (
-            None
-            if superseded_key or scope == "session"
-            else supersede_hint(h, vec, access.config(ctx.project_root).store_dedup_similarity)
+        plan = (
+            _dedup_plan(h, access.find_twin(h, content, vec, dedup_threshold), content, source, superseded_key)
+            if dedup
+            else None
         )
+        if plan is not None and plan.action == "merge":
+            result = merge_into(
+                access, h, plan.key, imp, record_tags, content, plan.similarity, sid, request_id=rid, source=source
+            )
+            result.update(embedding_generated=vec is not None, warnings=warnings, redactions=findings_summary(findings))
+            if result["action"] == "exists":
+                return result
+            access.state.stores += 1
+            if entities:
+                result["graph_edges_created"] = graph.link_entities(h, plan.key, entities)
+            if superseded_key and superseded_key != plan.key:  # the twin now says what the new text said
+                link_memories(h, plan.key, superseded_key, "supersedes")
+            note_sighting(access, h, plan.key)
+            return result
+        if plan is not None and plan.action == "hint":
+            hint = _hint_for(h, plan.key, plan.similarity)
+        else:
+            hint = None if superseded_key or scope == "session" else supersede_hint(h, vec, dedup_threshold)
         key = rid or new_ulid()
         now = now_dt()
         record = {
@@ -169,6 +170,8 @@ def store(
         edges = graph.link_entities(h, key, entities) if entities else 0
         if superseded_key:
             link_memories(h, key, superseded_key, "supersedes")
+        if plan is not None and plan.action == "supersede" and plan.key != superseded_key:
+            link_memories(h, key, plan.key, "supersedes")
         note_sighting(access, h, key)
         for src in sources:
             mark_consolidated(access, ctx, h, key, src)
@@ -183,6 +186,10 @@ def store(
         "warnings": warnings,
         "redactions": findings_summary(findings),
     }
+    if plan is not None and plan.action in ("supersede", "hint"):
+        result["near_duplicate"] = plan.report()
+    if plan is not None and plan.action == "supersede":
+        result["supersedes"] = format_memory_id(plan.key)
     if hint:
         hint["if_it_replaces_it"] = (
             f"update_memory(memory_id={format_memory_id(key)!r}, supersedes={hint['memory_id']!r})"
@@ -205,8 +212,13 @@ def supersede_hint(h: ScopeHandle, vec: np.ndarray | None, dedup_similarity: flo
     if best is None or not SUPERSEDE_HINT_MIN_COSINE <= best[1] < dedup_similarity:
         return None
     key = h.index.key_of(best[0])
-    row = h.repo.get(key) if key else None
-    if row is None or not key:
+    return _hint_for(h, key, float(best[1])) if key else None
+
+
+def _hint_for(h: ScopeHandle, key: str, similarity: float) -> dict[str, Any] | None:
+    """The `possibly_supersedes` hint naming memory `key`: its id, similarity and a preview."""
+    row = h.repo.get(key)
+    if row is None:
         return None
     text = " ".join(str(row.get("content") or "").split())
     preview = (
@@ -214,7 +226,70 @@ def supersede_hint(h: ScopeHandle, vec: np.ndarray | None, dedup_similarity: flo
         if len(text) <= SUPERSEDE_HINT_PREVIEW_CHARS
         else text[:SUPERSEDE_HINT_PREVIEW_CHARS].rsplit(" ", 1)[0] + " …"
     )
-    return {"memory_id": format_memory_id(key), "similarity": round(float(best[1]), 3), "content": preview}
+    return {"memory_id": format_memory_id(key), "similarity": round(similarity, 3), "content": preview}
+
+
+@dataclass(frozen=True)
+class DedupPlan:
+    """What store does with the near-duplicate `key` it found: merge into it, store the new
+    memory as superseding it, store it beside it with a hint, or store it beside it plainly."""
+
+    action: str  # "merge" | "supersede" | "hint" | "separate"
+    key: str
+    similarity: float
+    reason: str
+    verdict: fact_diff.Verdict | None = None
+
+    def report(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "memory_id": format_memory_id(self.key),
+            "similarity": round(self.similarity, 4),
+            "not_merged_because": self.reason,
+        }
+        if self.verdict is not None:
+            out["fact_tokens"] = {"old": list(self.verdict.old_only), "new": list(self.verdict.new_only)}
+        return out
+
+
+def _dedup_plan(
+    h: ScopeHandle,
+    twin: tuple[str, float] | None,
+    content: str,
+    source: dict[str, Any] | None,
+    superseded_key: str | None,
+) -> DedupPlan | None:
+    """Merge only what is the same fact from the same side of a boundary.
+
+    - A memory from a team file, the sync folder or an import and any other memory are never
+      merged (nor two such memories): a merge would write one side's text and tags into what
+      the other side shared, or lose what a file said. The new memory is stored beside it.
+    - The memory the caller says this one supersedes is replaced, never merged into.
+    - A near-duplicate that swaps a fact token (fact_diff.compare) is a new memory: it
+      supersedes the older one when it reads as a correction of it, else carries a hint.
+    """
+    if twin is None:
+        return None
+    key, similarity = twin
+    row = h.repo.get(key)
+    if row is None:
+        return None
+    if _foreign(source) or _foreign(row.get("source")):
+        return DedupPlan(
+            "hint", key, similarity, "origin: a shared file or an import is never merged with another memory"
+        )
+    if superseded_key == key:
+        return DedupPlan("separate", key, similarity, "it is the memory this one supersedes")
+    verdict = fact_diff.compare(str(row.get("content") or ""), content)
+    if verdict.relation == fact_diff.REPLACES:
+        return DedupPlan("supersede", key, similarity, "a fact changed: it replaces the older memory", verdict)
+    if verdict.relation == fact_diff.DIFFERS:
+        return DedupPlan("hint", key, similarity, "a fact differs: another item that reads alike", verdict)
+    return DedupPlan("merge", key, similarity, "same facts", verdict)
+
+
+def _foreign(source: Any) -> bool:
+    """Whether a `source` says the text came from across a boundary (team file, sync folder, import)."""
+    return records.origin_of(source).get("kind") in FOREIGN_ORIGINS
 
 
 def merge_into(

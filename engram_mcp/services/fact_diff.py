@@ -1,0 +1,189 @@
+"""Does a near-duplicate change a fact? The token-level test store-time dedup asks before a merge.
+
+Two texts at cosine >= `store_dedup_similarity` read alike, but an embedding barely moves when
+one value changes: "the API listens on port 8443" and "... on port 9443" sit at ~0.95, and so
+do "Fact 7: ... OPS-1007" and "Fact 97: ... OPS-1097". A merge keeps the older text, so a
+merge of those loses the newer fact. The values that make a fact are the tokens an embedding
+weighs least: numbers, versions, identifiers, names and tools. This module compares those
+"fact tokens" of the two texts and answers one of three things:
+
+- ``same``: no fact token was swapped (a paraphrase, or one text only adds detail of a kind the
+  other does not state at all): a merge loses nothing.
+- ``replaces``: the newer text changes a value of the same subject: the same sentence with one
+  value changed, or a value added beside a change marker ("moved to", "now", "(was X)",
+  "instead of", "replaced by", "switched"): it supersedes the older memory.
+- ``differs``: values of one kind differ in more than one place with no change marker (another
+  item that reads alike: "Fact 7 ... OPS-1007" vs "Fact 97 ... OPS-1097"): two memories, the
+  newer one only hinting that it may replace the older.
+
+A lowercase word counts as a name or tool when a general English lexicon does not hold it
+(colima, orbstack, infisical, pnpm); the lexicon is the word list of the vendored
+all-MiniLM-L6-v2 tokenizer (30k WordPiece entries, the common words of English text), used
+here only as a word list whatever embedding model is configured.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import json
+import re
+from dataclasses import dataclass
+
+from engram_mcp.index.embeddings import _VENDORED_DIR
+
+SAME = "same"
+REPLACES = "replaces"
+DIFFERS = "differs"
+
+NUMBER, IDENT, NAME = "number", "identifier", "name"
+
+# A token: letters/digits joined by the punctuation identifiers use inside (OPS-1007, 4.2.0,
+# nomad-stg-3, core/db/Migrations.kt, snake_case, user@host). Trailing dots and colons are
+# sentence punctuation and stay outside.
+_TOKEN_RE = re.compile(r"[\w][\w.\-/@:+#]*[\w]|[\w]", re.UNICODE)
+_NUMBER_RE = re.compile(r"^v?\d+(?:[.,]\d+)*(?:[a-z%]{1,3})?$", re.IGNORECASE)
+_SENTENCE_END_RE = re.compile(r"[.!?:;]\s*$|^\s*$")
+# Change markers: the words English uses to say a value was replaced. Counted only when the
+# newer text has one the older lacks, so a rule that always said "now" is no marker.
+_CHANGE_WORDS = frozenset(
+    {
+        "was",
+        "were",
+        "previously",
+        "formerly",
+        "former",
+        "now",
+        "moved",
+        "migrated",
+        "switched",
+        "changed",
+        "replaced",
+        "replaces",
+        "instead",
+        "longer",
+        "renamed",
+        "upgraded",
+        "downgraded",
+        "bumped",
+        "updated",
+        "retired",
+        "deprecated",
+        "superseded",
+        "anymore",
+    }
+)
+_SUFFIXES = ("'s", "ing", "ed", "es", "s", "er", "ers", "ly", "ies")
+_MIN_RARE_WORD_CHARS = 3
+_MAX_SAME_SENTENCE_SWAPS = 1  # one value changed in an otherwise identical sentence: a correction
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """How a newer text relates to an older near-duplicate, with the fact tokens that decided it."""
+
+    relation: str  # SAME | REPLACES | DIFFERS
+    old_only: tuple[str, ...] = ()
+    new_only: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict[str, object]:
+        return {"relation": self.relation, "old_only": list(self.old_only), "new_only": list(self.new_only)}
+
+
+@functools.cache
+def _lexicon() -> frozenset[str]:
+    """Whole words of the vendored tokenizer's vocabulary (no '##' pieces, no [special] tokens)."""
+    try:
+        vocab = json.loads((_VENDORED_DIR / "tokenizer.json").read_text(encoding="utf-8"))["model"]["vocab"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return frozenset()
+    return frozenset(w for w in vocab if w.isalpha() and not w.startswith("##"))
+
+
+def _is_common_word(word: str) -> bool:
+    """In the lexicon as written or after one inflection suffix (listens -> listen)."""
+    lex = _lexicon()
+    if not lex:  # no word list: treat every word as common, so only digits and case decide
+        return True
+    w = word.lower()
+    if w in lex:
+        return True
+    return any(w.endswith(s) and len(w) - len(s) >= 2 and w[: -len(s)] in lex for s in _SUFFIXES) or (
+        w.endswith("ies") and w[:-3] + "y" in lex
+    )
+
+
+def _kind(token: str, sentence_start: bool) -> str | None:
+    """The fact kind of one token, or None for an ordinary word."""
+    if _NUMBER_RE.match(token):
+        return NUMBER
+    if any(c.isdigit() for c in token) or any(c in token for c in "_/@.:+#"):
+        return IDENT
+    if "-" in token:  # pre-push is two words; nomad-stg is a name when a part is no word
+        return IDENT if any(p and not _is_common_word(p) for p in token.split("-")) else None
+    if token[1:] != token[1:].lower():  # camelCase or an acronym (AWS, OPS)
+        return NAME if len(token) > 1 else None
+    if token[0].isupper() and not sentence_start:
+        return NAME
+    if len(token) >= _MIN_RARE_WORD_CHARS and token.isalpha() and not _is_common_word(token):
+        return NAME
+    return None
+
+
+def fact_tokens(text: str) -> dict[str, str]:
+    """{lowercased token: kind} for every fact token of `text`."""
+    out: dict[str, str] = {}
+    for m in _TOKEN_RE.finditer(text):
+        token = m.group(0)
+        start = bool(_SENTENCE_END_RE.search(text[max(0, m.start() - 3) : m.start()]))
+        kind = _kind(token, start or m.start() == 0)
+        if kind:
+            out.setdefault(token.lower(), kind)
+    return out
+
+
+def _words(text: str) -> set[str]:
+    return {m.group(0).lower() for m in _TOKEN_RE.finditer(text)}
+
+
+def _value_swaps(old: str, new: str, a: dict[str, str], b: dict[str, str]) -> tuple[int, bool]:
+    """(places where one value was written over another, whether those are the only changes).
+
+    A place is a run of words the word-level diff replaces where one side holds a fact token
+    the other text lacks (`a`, `b`: each side's own) and the other side a fact token or a
+    capitalised word (a token both texts hold, only moved, is no swap): "Priya owns ..." -> "Marcus owns ..."
+    is a swap even though "Marcus" is a common word at a sentence start.
+    """
+    old_words, new_words = _TOKEN_RE.findall(old), _TOKEN_RE.findall(new)
+    ops = difflib.SequenceMatcher(None, [w.lower() for w in old_words], [w.lower() for w in new_words], autojunk=False)
+    swaps, only_swaps = 0, True
+    for tag, i1, i2, j1, j2 in ops.get_opcodes():
+        if tag == "equal":
+            continue
+        left, right = old_words[i1:i2], new_words[j1:j2]
+        fact_l, fact_r = any(w.lower() in a for w in left), any(w.lower() in b for w in right)
+        named_l = fact_l or any(w[:1].isupper() for w in left)
+        named_r = fact_r or any(w[:1].isupper() for w in right)
+        if tag == "replace" and (fact_l or fact_r) and named_l and named_r:
+            swaps += 1
+        else:
+            only_swaps = False
+    return swaps, only_swaps
+
+
+def compare(old: str, new: str) -> Verdict:
+    """Whether `new` keeps, replaces or differs from the facts of its near-duplicate `old`."""
+    a, b = fact_tokens(old), fact_tokens(new)
+    old_only = {t: k for t, k in a.items() if t not in b}
+    new_only = {t: k for t, k in b.items() if t not in a}
+    marker = bool((_words(new) - _words(old)) & _CHANGE_WORDS)
+    kind_swap = bool(set(old_only.values()) & set(new_only.values()))
+    swaps, only_swaps = _value_swaps(old, new, old_only, new_only)
+    verdict = lambda rel: Verdict(rel, tuple(sorted(old_only)), tuple(sorted(new_only)))  # noqa: E731
+    if (new_only or swaps) and marker:
+        return verdict(REPLACES)
+    if not kind_swap and not swaps:
+        return verdict(SAME)
+    if only_swaps and swaps <= _MAX_SAME_SENTENCE_SWAPS:
+        return verdict(REPLACES)
+    return verdict(DIFFERS)

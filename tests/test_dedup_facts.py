@@ -1,0 +1,137 @@
+"""Store-time dedup never swallows a changed fact and never crosses a boundary (issues 32, 33).
+
+With the real model: the pairs below sit above the dedup threshold (checked in each test, so a
+pair that drifts below it fails instead of passing for the wrong reason), and the outcome is
+read back through recall and get, as a user would see it.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from engram_mcp.services import fact_diff
+
+STG2 = "The staging cluster is nomad-stg-2; deploy previews there."
+STG3 = "The staging cluster is nomad-stg-3 (was stg-2); deploy previews there."
+PORT_OLD = "The payments API gateway listens on port 8443."
+PORT_NEW = "The payments API gateway now listens on port 9443 (moved from 8443)."
+FACT_7 = "Fact 7: the Redis cache is monitored by the on-call rota; see OPS-1007 for details."
+FACT_97 = "Fact 97: the Redis cache is monitored by the on-call rota; see OPS-1097 for details."
+
+
+def _threshold(svc, ctx) -> float:
+    return svc.access.config(ctx.project_root).store_dedup_similarity
+
+
+def _cosine(svc, a: str, b: str) -> float:
+    va, _ = svc.access.embed_query(a)
+    vb, _ = svc.access.embed_query(b)
+    return float(va @ vb)
+
+
+def _near_duplicates(svc, ctx, a: str, b: str) -> None:
+    """The pair is above the dedup threshold: without the fact test it would be merged."""
+    assert _cosine(svc, a, b) >= _threshold(svc, ctx), (a, b)
+
+
+def _ids(recall: dict) -> list[str]:
+    return [m["id"] for m in recall["memories"]]
+
+
+# ------------------------------------------------------------------ the token-level rule
+@pytest.mark.parametrize(
+    ("old", "new", "relation"),
+    [
+        (STG2, STG3, fact_diff.REPLACES),
+        (PORT_OLD, PORT_NEW, fact_diff.REPLACES),
+        (FACT_7, FACT_97, fact_diff.DIFFERS),
+        ("Local containers run on colima.", "Local containers run on orbstack.", fact_diff.REPLACES),
+        ("Priya owns the billing rota.", "Marcus owns the billing rota.", fact_diff.REPLACES),
+        ("The SDK is pinned to 4.2.0.", "The SDK is pinned to 4.6.0 now.", fact_diff.REPLACES),
+        ("Always run the linter before pushing.", "Before you push, always run the linter.", fact_diff.SAME),
+        ("Use pnpm, never npm, in this repo.", "In this repo use pnpm and never npm.", fact_diff.SAME),
+    ],
+)
+def test_compare_reads_the_fact_tokens_that_changed(old, new, relation):
+    assert fact_diff.compare(old, new).relation == relation
+
+
+def test_a_detail_the_older_text_never_stated_is_no_swap():
+    """Adding a value of a kind the older text has none of is elaboration, not a correction."""
+    verdict = fact_diff.compare("Register every Room migration.", "Register every Room migration, as 3.6.1 did.")
+    assert verdict.relation == fact_diff.SAME
+
+
+# ------------------------------------------------------------------ through the store, real model
+def test_a_corrected_value_supersedes_and_recall_returns_the_new_text(real_service, ctx):
+    svc = real_service
+    _near_duplicates(svc, ctx, STG2, STG3)
+    old = svc.store(ctx, content=STG2, type="semantic", scope="project")["memory_id"]
+    new = svc.store(ctx, content=STG3, type="semantic", scope="project")
+    assert new["action"] == "created" and new["memory_id"] != old
+    assert new["supersedes"] == old
+    assert svc.get(ctx, new["memory_id"])["content"] == STG3
+    for query in ("nomad-stg-3", "which staging cluster do previews deploy to"):
+        found = svc.recall(ctx, query=query, limit=5, strengthen=False)
+        assert _ids(found)[0] == new["memory_id"], query
+        assert old not in _ids(found), query  # superseded: hidden by default
+
+
+def test_a_moved_port_is_a_new_memory_and_update_supersedes_works(real_service, ctx):
+    svc = real_service
+    _near_duplicates(svc, ctx, PORT_OLD, PORT_NEW)
+    old = svc.store(ctx, content=PORT_OLD, type="semantic", scope="project")["memory_id"]
+    new = svc.store(ctx, content=PORT_NEW, type="semantic", scope="project")
+    assert new["action"] == "created" and new["memory_id"] != old
+    assert svc.get(ctx, old)["content"] == PORT_OLD and svc.get(ctx, new["memory_id"])["content"] == PORT_NEW
+    svc.update(ctx, new["memory_id"], supersedes=old)  # no "a memory cannot supersede itself"
+    found = svc.recall(ctx, query="payments gateway port", limit=5, strengthen=False)
+    assert _ids(found)[0] == new["memory_id"] and old not in _ids(found)
+
+
+def test_an_explicit_supersedes_never_merges_into_the_memory_it_replaces(real_service, ctx):
+    svc = real_service
+    old = svc.store(ctx, content=PORT_OLD, type="semantic", scope="project")["memory_id"]
+    again = PORT_OLD.replace("listens", "only listens")
+    _near_duplicates(svc, ctx, PORT_OLD, again)
+    new = svc.store(ctx, content=again, type="semantic", scope="project", supersedes=old)
+    assert new["action"] == "created" and new["memory_id"] != old
+
+
+def test_two_items_that_read_alike_stay_two_without_supersession(real_service, ctx):
+    svc = real_service
+    _near_duplicates(svc, ctx, FACT_7, FACT_97)
+    seven = svc.store(ctx, content=FACT_7, type="semantic", scope="project")["memory_id"]
+    ninety_seven = svc.store(ctx, content=FACT_97, type="semantic", scope="project")
+    assert ninety_seven["action"] == "created" and ninety_seven["memory_id"] != seven
+    assert "supersedes" not in ninety_seven
+    assert ninety_seven["possibly_supersedes"]["memory_id"] == seven  # only a hint
+    assert _ids(svc.recall(ctx, query="OPS-1097", limit=3, strengthen=False))[0] == ninety_seven["memory_id"]
+    assert _ids(svc.recall(ctx, query="OPS-1007", limit=3, strengthen=False))[0] == seven
+
+
+def test_a_paraphrase_still_merges(real_service, ctx):
+    svc = real_service
+    a = "Always run the full test suite with pytest -q before pushing to main."
+    b = "Before pushing to main, always run the full test suite with pytest -q."
+    _near_duplicates(svc, ctx, a, b)
+    first = svc.store(ctx, content=a, type="procedural", scope="project")["memory_id"]
+    second = svc.store(ctx, content=b, type="procedural", scope="project")
+    assert second["action"] == "merged" and second["memory_id"] == first
+
+
+@pytest.mark.parametrize("kind", ["team-memory", "user-mirror", "markdown"])
+def test_a_shared_or_imported_memory_and_a_private_one_are_never_merged(real_service, ctx, kind):
+    svc = real_service
+    shared = "Use pnpm, never npm or yarn, for installing JS dependencies in this repo."
+    private = shared + " (Bob's private note: my npm token lives in ~/.npmrc.)"
+    _near_duplicates(svc, ctx, shared, private)
+    mine = svc.store(ctx, content=private, type="procedural", scope="project", source={"tool": "cli"})
+    theirs = svc.store(ctx, content=shared, type="procedural", scope="project", source={"kind": kind, "path": "a.md"})
+    assert theirs["action"] == "created" and theirs["memory_id"] != mine["memory_id"]
+    assert svc.get(ctx, theirs["memory_id"])["content"] == shared  # exactly what was shared
+    assert svc.get(ctx, mine["memory_id"])["content"] == private
+    # and the other way round: a private store never merges into the shared memory
+    again = svc.store(ctx, content=shared + " Really.", type="procedural", scope="project", source={"tool": "cli"})
+    assert again["action"] == "created"
+    assert svc.get(ctx, theirs["memory_id"])["content"] == shared
