@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import pytest
 
-from engram_mcp.services import fact_diff
-
 STG2 = "The staging cluster is nomad-stg-2; deploy previews there."
 STG3 = "The staging cluster is nomad-stg-3 (was stg-2); deploy previews there."
 PORT_OLD = "The payments API gateway listens on port 8443."
@@ -42,24 +40,28 @@ def _ids(recall: dict) -> list[str]:
 @pytest.mark.parametrize(
     ("old", "new", "relation"),
     [
-        (STG2, STG3, fact_diff.REPLACES),
-        (PORT_OLD, PORT_NEW, fact_diff.REPLACES),
-        (FACT_7, FACT_97, fact_diff.DIFFERS),
-        ("Local containers run on colima.", "Local containers run on orbstack.", fact_diff.REPLACES),
-        ("Priya owns the billing rota.", "Marcus owns the billing rota.", fact_diff.REPLACES),
-        ("The SDK is pinned to 4.2.0.", "The SDK is pinned to 4.6.0 now.", fact_diff.REPLACES),
-        ("Always run the linter before pushing.", "Before you push, always run the linter.", fact_diff.SAME),
-        ("Use pnpm, never npm, in this repo.", "In this repo use pnpm and never npm.", fact_diff.SAME),
+        (STG2, STG3, "replaces"),
+        (PORT_OLD, PORT_NEW, "replaces"),
+        (FACT_7, FACT_97, "differs"),
+        ("Local containers run on colima.", "Local containers run on orbstack.", "replaces"),
+        ("Priya owns the billing rota.", "Marcus owns the billing rota.", "replaces"),
+        ("The SDK is pinned to 4.2.0.", "The SDK is pinned to 4.6.0 now.", "replaces"),
+        ("Always run the linter before pushing.", "Before you push, always run the linter.", "same"),
+        ("Use pnpm, never npm, in this repo.", "In this repo use pnpm and never npm.", "same"),
     ],
 )
 def test_compare_reads_the_fact_tokens_that_changed(old, new, relation):
+    from engram_mcp.services import fact_diff
+
     assert fact_diff.compare(old, new).relation == relation
 
 
 def test_a_detail_the_older_text_never_stated_is_no_swap():
     """Adding a value of a kind the older text has none of is elaboration, not a correction."""
+    from engram_mcp.services import fact_diff
+
     verdict = fact_diff.compare("Register every Room migration.", "Register every Room migration, as 3.6.1 did.")
-    assert verdict.relation == fact_diff.SAME
+    assert verdict.relation == "same"
 
 
 # ------------------------------------------------------------------ through the store, real model
