@@ -124,6 +124,27 @@ def _short(text: str, n: int = 100) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
+def origin_marker(origin: dict[str, Any]) -> str:
+    """An origin (services/records.origin_of) in a word for one-line listings: `user`, `claude`,
+    `hook`, `team:<author>`, `sync`, `import:<tool>`; a teammate's name is their text, cut short."""
+    kind = str(origin.get("kind") or "claude")
+    if kind == "team-file":
+        author = _short(str(origin.get("author") or "").split("<")[0], 20).replace(" ", "_")
+        return f"team:{author}" if author else "team"
+    if kind == "user-sync":
+        return "sync"
+    if kind == "import":
+        return f"import:{_short(str(origin.get('tool') or ''), 20)}".rstrip(":")
+    return kind
+
+
+def origin_words(origin: dict[str, Any]) -> str:
+    """An origin for `engram show`: its kind, then each detail it carries (`via cli`, `path ...`,
+    `author ...`)."""
+    details = ", ".join(f"{k} {_short(str(v), 120)}" for k, v in origin.items() if k != "kind")
+    return f"{origin.get('kind')}" + (f" ({details})" if details else "")
+
+
 def render_memory_line(m: dict[str, Any]) -> str:
     score = f"{m['score']:.3f} " if "score" in m else ""
     cat = f"/{m['category']}" if m.get("category") else ""
@@ -175,6 +196,8 @@ def render_memory(m: dict[str, Any]) -> str:
         "source",
     ]
     out = [f"{k:>17}: {m.get(k)}" for k in keys if m.get(k) not in (None, [], {})]
+    if isinstance(m.get("origin"), dict):
+        out.insert(3, f"{'origin':>17}: {origin_words(m['origin'])}")
     out.append(f"{'content':>17}: {m.get('content')}")
     for e in m.get("promotion_chain") or []:
         out.append(f"{'promoted':>17}: from {e.get('scope')} ({e.get('action')}) at {e.get('promoted_at')}")
@@ -400,14 +423,15 @@ def _age_bound(value: str | None, flag: str) -> str | None:
 
 def render_list(r: dict[str, Any], a: argparse.Namespace) -> str:
     """One line per memory: short id (accepted by show/update/forget/promote), date, scope, type,
-    status, preview (`--json` keeps the full ids)."""
+    status, origin (`origin_marker`), preview (`--json` keeps the full ids)."""
     lines = []
     for m in r["memories"]:
         bare = short_id(str(m["id"]).split(":", 1)[-1])
         when = str(m.get("created_at") or "")[:16].replace("T", " ")
         cat = f"/{m['category']}" if m.get("category") else ""
+        origin = origin_marker(m.get("origin") or {})
         lines.append(
-            f"{bare}  {when}  {m['scope']:<7} {m['type'] + cat:<12} {m['status']:<9} {_short(m.get('summary') or m['content'], 80)}"
+            f"{bare}  {when}  {m['scope']:<7} {m['type'] + cat:<12} {m['status']:<9} {origin:<8} {_short(m.get('summary') or m['content'], 80)}"
         )
     if not r["memories"]:
         lines.append(

@@ -237,6 +237,7 @@ async function memoryPage(id) {
       ["importance", num(m.importance)], ["confidence", num(m.confidence)], ["strength", num(m.strength, 3)],
       ["recalls", m.access_count], ["tags", (m.tags || []).join(", ")], ["created", when(m.created_at)], ["updated", when(m.updated_at)],
       ["last recalled", when(m.last_accessed_at)], ["session", m.session_id], ["version", m.version],
+      ["origin", m.origin ? [m.origin.kind, ...Object.entries(m.origin).filter(([k]) => k !== "kind").map(([k, v]) => `${k} ${v}`)].join(", ") : ""],
       ["source", m.source && Object.keys(m.source).length ? JSON.stringify(m.source) : ""],
       ["forgotten", m.forgotten_at ? `${when(m.forgotten_at)} (${m.forget_reason || "no reason"})` : ""]])),
     el("div", { class: "card" }, el("h2", {}, "Strength and decay"), decayChart(m.decay)),
