@@ -81,14 +81,18 @@ def call(service: Any, name: str, ctx: Any, args: dict[str, Any]) -> Any:
         raise InvalidInput(f"unknown operation {str(name)[:40]!r}")
     fn, leading = target(service, op)
     bound = bind(op.name, fn, leading, ctx, args)
+    marks = getattr(service, "index_marks", None)
+    before = marks() if marks is not None and not op.read_only else None
     try:
         return fn(*bound.args, **bound.kwargs)
     except EngramError:
         raise  # refused before it changed anything, or a store that is unavailable
     except Exception:
         # A bug may have struck between an engine commit and the index update that follows
-        # it: the indexes in memory are no longer known to match their stores.
+        # it: the indexes of the stores this request wrote are no longer known to match them.
+        # Those of the stores it did not write (another project's) stay: a fault in one
+        # project's input costs that project only.
         distrust = getattr(service, "distrust_indexes", None)
         if not op.read_only and distrust is not None:
-            distrust()
+            distrust(before) if before is not None else distrust()
         raise

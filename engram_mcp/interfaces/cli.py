@@ -157,6 +157,8 @@ def render_stored(r: dict[str, Any]) -> str:
     out = f"{r['action']} {r['memory_id']} ({r['scope']} {r['type']})" + "".join(
         f"\nwarning: {for_cli(w['message'])}" for w in r.get("warnings", [])
     )
+    if r.get("supersedes"):
+        out += f"\nreplaces {r['supersedes']} (a fact changed; the old one is hidden from recall)"
     hint = r.get("possibly_supersedes")
     if hint:
         out += (
@@ -221,6 +223,8 @@ def render_status(s: dict[str, Any]) -> str:
         types = ", ".join(f"{k} {v}" for k, v in sorted(info["by_type"].items())) or "empty"
         size = f", {info['database_size_bytes'] / 1e6:.1f} MB" if info.get("database_size_bytes") else ""
         lines.append(f"  {scope:<8} {info['total']:>6} memories ({types}); {info['entities']} entities{size}")
+        if info.get("superseded"):
+            lines.append(f"           {info.get('live', 0)} live, {info['superseded']} superseded (hidden from recall)")
         if info.get("without_vectors"):
             lines.append(f"           {info['without_vectors']} without vectors: run `engram reindex`")
     if s.get("config_problem"):
@@ -304,6 +308,7 @@ def cmd_store(app: App) -> int:
             "category": a.category,
             "summary": a.summary,
             "source": {"tool": "cli", "origin": "user", "via": "cli"},
+            **({"supersedes": a.supersedes} if a.supersedes else {}),
         },
     )
     app.out(res, render_stored)
@@ -322,6 +327,7 @@ def _recall_args(a: argparse.Namespace, query: str) -> dict[str, Any]:
             "category": _csv(a.category),
             "tags": _csv(a.tags),
             "include_superseded": a.include_superseded or None,
+            "strengthen": False if a.no_strengthen else None,
         }.items()
         if v is not None
     }
@@ -430,8 +436,9 @@ def render_list(r: dict[str, Any], a: argparse.Namespace) -> str:
         when = str(m.get("created_at") or "")[:16].replace("T", " ")
         cat = f"/{m['category']}" if m.get("category") else ""
         origin = origin_marker(m.get("origin") or {})
+        status = "superseded" if m.get("superseded_by") else m["status"]
         lines.append(
-            f"{bare}  {when}  {m['scope']:<7} {m['type'] + cat:<12} {m['status']:<9} {origin:<8} {_short(m.get('summary') or m['content'], 80)}"
+            f"{bare}  {when}  {m['scope']:<7} {m['type'] + cat:<12} {status:<9} {origin:<8} {_short(m.get('summary') or m['content'], 80)}"
         )
     if not r["memories"]:
         lines.append(
@@ -764,6 +771,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--importance", type=float)
     s.add_argument("--category", help="decision, convention, error_fix, preference, ...")
     s.add_argument("--summary")
+    s.add_argument(
+        "--supersedes", metavar="OLD_ID", help="this memory replaces OLD_ID: recall hides OLD_ID from then on"
+    )
     s.set_defaults(fn=cmd_store)
 
     r = sub.add_parser(
@@ -784,6 +794,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--include-superseded",
         action="store_true",
         help="also memories replaced by a newer one (hidden by default; each names its successor)",
+    )
+    r.add_argument(
+        "--no-strengthen",
+        action="store_true",
+        help="look without touching: the memories found are not counted as accessed nor strengthened",
     )
     r.set_defaults(fn=cmd_recall)
 

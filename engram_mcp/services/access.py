@@ -44,7 +44,7 @@ from engram_mcp.core.vocabulary import SCOPES
 from engram_mcp.index.embeddings import DEFAULT_DIM, Embedder, EmbeddingsUnavailable
 from engram_mcp.index.retrieval import ScopeView
 from engram_mcp.index.scope_index import ScopeIndex, content_hash
-from engram_mcp.services.handles import RECORD_READ_MAX, ScopeHandle, StoreRegistry
+from engram_mcp.services.handles import RECORD_READ_MAX, IndexMarks, ScopeHandle, StoreRegistry
 from engram_mcp.services.model import configured_embedder
 from engram_mcp.services.records import check_enum, now_dt
 from engram_mcp.services.strengthen import StrengthenWriteBehind
@@ -176,16 +176,18 @@ class ScopeAccess:
             self.write_behind.flush_all()
             return self.registry.checkpoint_all(None if read_all_records else RECORD_READ_MAX)
 
-    def distrust_indexes(self) -> None:
+    def distrust_indexes(self, since: IndexMarks | None = None) -> None:
         """After an unexpected failure of a write, which may have committed to a store and not
-        reached its index: write the held-back strengthening, then drop every index, so the next
-        request loads a file whose stamp still matches its store or rebuilds from the store."""
+        reached its index: write the held-back strengthening, then drop the indexes of the stores
+        the write may have reached (all without `since`, `registry.write_marks` taken before it),
+        so the next request loads a file whose stamp still matches its store or rebuilds."""
         with self.lock:
+            stores = self.registry.moved_since(since) if since is not None else None
             try:
                 self.write_behind.flush_all()
             except Exception:
                 log.exception("writing held-back recall strengthening before dropping the indexes failed")
-            self.registry.distrust_indexes()
+            self.registry.distrust_indexes(stores)
 
     def _new_index(self, scope: str) -> ScopeIndex:
         return ScopeIndex(scope, self.dim(), self.model_name)

@@ -75,6 +75,9 @@ REBUILD_PAGE = 500
 #: ...and this many once the rest loads in the background: the engine holds the interpreter lock
 #: while it reads, so a recall meanwhile waits up to a page's read (~20 ms), a little more in all.
 REBUILD_BACKGROUND_PAGE = 100
+#: Per handle key (directory, ns, db): its store's index-moving writes and its index's edits
+#: at one moment (`StoreRegistry.write_marks`).
+IndexMarks = dict[tuple[Path, str, str], tuple[int, int]]
 #: With early answers on, a handle is returned once its rebuild holds this many memories; the
 #: rest load in a background thread while recall answers from what is loaded, and says so.
 REBUILD_FIRST_ROWS = 2000
@@ -930,17 +933,43 @@ class StoreRegistry:
         )
         return True
 
-    def distrust_indexes(self) -> None:
-        """Forget every index held in memory whose store is open, and its `clean` marker: neither
-        is written again from what may miss a commit. A handle still opening in the background is
-        left alone (it has not written). Its store stays open; the next handle of each database
-        checks the file's stamp against the store's counter, and rebuilds when they differ."""
+    def write_marks(self) -> IndexMarks:
+        """Where each index held in memory stands now (its store's index-moving writes, its own
+        edits), so that after a failure `distrust_indexes` drops only what moved since."""
+        return {key: (h.store.index_writes, h.index.edits) for key, h in list(self._handles.items())}
+
+    def moved_since(self, since: IndexMarks) -> set[Path]:
+        """The stores a failed request may have written since `write_marks` gave `since`: one whose
+        index-moving writes or an index's edits moved, or with a handle opened meanwhile. Taken
+        before anything else writes (the held-back strengthening flushed after a failure moves
+        counters of its own)."""
+        return {
+            h.store.directory
+            for key, h in list(self._handles.items())
+            if since.get(key) != (h.store.index_writes, h.index.edits)
+        }
+
+    def distrust_indexes(self, stores: set[Path] | None = None) -> None:
+        """Forget the indexes held in memory that may miss a commit, and their `clean` markers:
+        neither is written again from what may miss a commit. With `stores` (`moved_since`), only
+        the indexes of those stores; the others (another project's) are kept. A handle still
+        opening in the background is left alone (it has not written). Its store stays open; the
+        next handle of each database checks the file's stamp against the store's counter, and
+        rebuilds when they differ."""
+        dropped, kept = [], []
         for key, handle in list(self._handles.items()):
-            if handle.engine_pending:
+            if handle.engine_pending or (stores is not None and handle.store.directory not in stores):
+                kept.append(handle.label)
                 continue
             remove_marker(self.index_path(handle.store.directory, handle.ns, handle.db))
             del self._handles[key]
-        log.warning("the indexes in memory were dropped after an unexpected error in a write")
+            dropped.append(f"{handle.label} ({handle.store.directory})")
+        log.warning(
+            "after an unexpected error in a write, dropped the indexes in memory of %s: their stores may hold "
+            "a commit they miss; kept %d of stores it did not write",
+            ", ".join(sorted(dropped)) or "none",
+            len(kept),
+        )
 
     def checkpoint_all(self, record_read_max: int | None = None) -> int:
         """`checkpoint` every open handle; a failure is logged (the file is only a cache).

@@ -37,7 +37,7 @@ from engram_mcp.services import (
     transfer,
 )
 from engram_mcp.services.access import SCOPE_ORDER, Located, RequestContext, ScopeAccess, ServiceState
-from engram_mcp.services.handles import ScopeHandle, StoreRegistry
+from engram_mcp.services.handles import IndexMarks, ScopeHandle, StoreRegistry
 from engram_mcp.services.transfer import Progress
 
 __all__ = ["MemoryService", "RequestContext", "Located", "ServiceState"]
@@ -101,9 +101,14 @@ class MemoryService:
     def close(self) -> None:
         self.access.close()
 
-    def distrust_indexes(self) -> None:
-        """Drop every in-memory index after an unexpected failure of a write (handles.py)."""
-        self.access.distrust_indexes()
+    def index_marks(self) -> IndexMarks:
+        """Where the indexes in memory stand, taken before a request (`distrust_indexes`)."""
+        return self.access.registry.write_marks()
+
+    def distrust_indexes(self, since: IndexMarks | None = None) -> None:
+        """Drop the in-memory indexes of the stores a write that failed unexpectedly may have
+        reached (every one without `since`, `index_marks` taken before it; handles.py)."""
+        self.access.distrust_indexes(since)
 
     def checkpoint(self, *, read_all_records: bool = False) -> int:
         """Write the indexes that changed to their files (services/handles.py); how many. An idle

@@ -233,6 +233,9 @@ class SurrealStore:
         self.nul_repairs: dict[tuple[str, str], int] = {}  # records whose NULs were removed, per database
         self._repairing = False
         self._write_seq = 0  # statements that may have written: a compaction copy is current if it did not move
+        # Writes that moved a change counter (what a retrieval index reads), in any database: a
+        # failed request that did not move it left every index of this store true (handles.py).
+        self.index_writes = 0
         self._compacting = threading.Lock()  # one compaction of this store at a time (one `data.compact/`)
         self._low_space: tuple[str, int] | None = None  # (why, bytes it needed): the last write refused
         # (ns, db) -> what to run before the next write that moves its change counter: removes the
@@ -489,6 +492,7 @@ class SurrealStore:
             self._note_record_writes(ns, db, keys)
 
     def _counter_moves(self, ns: str, db: str) -> None:
+        self.index_writes += 1
         callback = self._before_counter_moves.pop((ns, db), None)
         if callback is not None:
             try:
