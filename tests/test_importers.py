@@ -48,22 +48,27 @@ def twice(svc: MemoryService, ctx: RequestContext, **kw) -> tuple[dict, dict]:
     second = run_import(svc.access, ctx, **kw)
     assert second["new_memories"] == 0 and second["imported"]["counts"]["memory"] == 0
     assert second["already_present"] == first["new_memories"]
+    assert (second["added"], second["updated"], second["unchanged"]) == (0, 0, first["added"])  # no churn
     return first, second
 
 
 def test_mcp_memory_graph_comes_in_whole_once(real_service, ctx):
     dry = run_import(real_service.access, ctx, source="mcp-memory", path=str(DATA / "mcp-memory.jsonl"), dry_run=True)
-    assert dry["new_memories"] == 4 and "imported" not in dry and contents(real_service, ctx, "user") == []
+    assert dry["new_memories"] == 7 and "imported" not in dry and contents(real_service, ctx, "user") == []
     first, _ = twice(real_service, ctx, source="mcp-memory", path=str(DATA / "mcp-memory.jsonl"))
-    assert first["imported"]["counts"]["memory"] == 4
+    assert first["imported"]["counts"]["memory"] == 7  # 4 observations, and each of the 3 relations as text
     assert contents(real_service, ctx, "user") == [
+        "BillingService publishes to LedgerQueue",
+        "BillingService stores data in Postgres",
         "BillingService: Deploys through the blue-green pipeline",
         "BillingService: Written in Go 1.22",
+        "Dana_Okafor maintains BillingService",
         "Dana_Okafor: Maintains the billing service",
         "Dana_Okafor: Prefers reviews within one working day",
     ]
     # 4 entities (LedgerQueue only named by a relation), 3 relations, one mention per observation
-    assert graph_counts(real_service, ctx, "user") == (4, 3, 4)
+    # and two per relation (its subject and its object)
+    assert graph_counts(real_service, ctx, "user") == (4, 3, 4 + 2 * 3)
     hits = real_service.graph_search(ctx, entity="BillingService", depth=1)
     assert "Dana_Okafor" in str(hits) and "Postgres" in str(hits)
 

@@ -229,6 +229,11 @@ class ScopeRepository:
         rows = self._q(q.GET_MEMORY, {"id": key}) or []
         return _memory(rows[0]) if rows else None
 
+    def imported_from(self, kind: str) -> list[dict[str, Any]]:
+        """{key, source, status} of every memory an importer of `kind` brought."""
+        rows = self._q(q.IMPORTED_FROM, {"kind": kind}) or []
+        return [{"key": key_of(r["id"]), "source": r.get("source") or {}, "status": r.get("status")} for r in rows]
+
     def get_many(self, keys: Iterable[str]) -> list[MemoryRecord]:
         """The records of `keys` that exist (in no particular order)."""
         ids = [record_id("memory", k) for k in keys]
@@ -449,6 +454,13 @@ class ScopeRepository:
 
     def has_mention(self, memory_key: str, entity_key: str, relationship: str) -> bool:
         return bool(self._q(q.FIND_MENTION, self._mention_params(memory_key, entity_key, relationship)))
+
+    def mentions_of_memories(self, memory_keys: list[str]) -> set[tuple[str, str, str]]:
+        """(memory, entity, relationship) of every mention of the memories, in one query."""
+        if not memory_keys:
+            return set()
+        rows = self._q(q.MENTIONS_OF_MEMORIES, {"memories": [record_id("memory", k) for k in memory_keys]}) or []
+        return {(key_of(r["in"]), key_of(r["out"]), str(r.get("relationship"))) for r in rows}
 
     def add_mention(self, memory_key: str, entity_key: str, relationship: str) -> None:
         self._q(q.RELATE_MENTION, self._mention_params(memory_key, entity_key, relationship))

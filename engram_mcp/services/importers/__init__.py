@@ -11,15 +11,19 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
+import sqlite3
 import tempfile
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from engram_mcp.core.errors import InvalidInput
-from engram_mcp.core.vocabulary import PERSISTENT_SCOPES, SCOPES
+from engram_mcp.core.vocabulary import PERSISTENT_SCOPES
+from engram_mcp.services.records import findings_summary, sanitize_obj
 
-from . import auto_memory, claude_mem, markdown_notes, mcp_memory
+from . import auto_memory, claude_mem, markdown_notes, mcp_memory, resync
 from .batch import ImportBatch
 
 if TYPE_CHECKING:
@@ -33,6 +37,8 @@ READERS: dict[str, Callable[..., ImportBatch]] = {
 }
 SOURCES = tuple(READERS)
 MAX_SKIPPED_LISTED = 50
+TEMP_PREFIX = "engram-import-"
+KEPT_SOURCE_FIELDS = ("kind", "key", "fingerprint")
 
 
 def default_path(source: str, ctx: "RequestContext", home: Path) -> Path | None:
@@ -53,13 +59,16 @@ def run_import(
     dry_run: bool = False,
     scope: str | None = None,
     project: str | None = None,
+    include_sensitive: bool = False,
     progress: Callable[[int, int | None, str], None] | None = None,
 ) -> dict[str, Any]:
-    """Import `source` from `path` (or its default place); a summary of what was (or would be) added."""
+    """Import `source` from `path` (or its default place); a report of what was (or would be)
+    added, updated, left unchanged and skipped, and why."""
     if source not in READERS:
         raise InvalidInput(f"source must be one of {', '.join(SOURCES)}", field="source")
-    if not isinstance(dry_run, bool):
-        raise InvalidInput("dry_run must be true or false", field="dry_run")
+    for name, flag in (("dry_run", dry_run), ("include_sensitive", include_sensitive)):
+        if not isinstance(flag, bool):
+            raise InvalidInput(f"{name} must be true or false", field=name)
     if scope is not None and scope not in PERSISTENT_SCOPES:
         raise InvalidInput("scope must be project or user (session memories are not imported)", field="scope")
     home = Path(access.home) if access.home else Path.home()
@@ -68,13 +77,9 @@ def run_import(
         raise InvalidInput(f"give the path of the {source} data to import", field="path")
     if not where.exists():
         raise InvalidInput(f"{where}: no such file or directory", field="path")
-    options: dict[str, Any] = {"scope": scope} if scope else {}
-    if source == claude_mem.SOURCE:
-        options["project_name"] = project or Path(ctx.project_root).name
-    try:
-        batch = READERS[source](where, **options)
-    except (ValueError, OSError) as exc:
-        raise InvalidInput(f"{where}: {exc}", field="path") from None
+    batch = _read(
+        source, where, scope=scope, project=project or Path(ctx.project_root).name, sensitive=include_sensitive
+    )
     summary: dict[str, Any] = {
         "source": source,
         "path": str(where),
@@ -82,53 +87,119 @@ def run_import(
         "read": batch.counts(),
         "skipped": batch.skipped[:MAX_SKIPPED_LISTED],
         "skipped_count": len(batch.skipped),
+        "skipped_reasons": _reasons(batch),
     }
-    summary.update(_presence(access, ctx, batch))
-    if dry_run or not batch.lines:
+    if batch.notes:
+        summary["notes"] = batch.notes
+    todo = resync.plan(access, ctx, batch)
+    summary.update(todo.summary())
+    summary["new_memories"] = len(todo.new)  # the names of the first version of this report
+    summary["already_present"] = len(todo.updates) + todo.unchanged + todo.forgotten
+    if dry_run:
         return summary
-    summary["imported"] = _import_lines(access, ctx, batch, progress)
+    findings: list = []
+    if todo.updates:
+        done = resync.apply_updates(access, ctx, todo.updates, findings, progress)
+        summary["updated"] = done["updated"]
+        if done.get("rejected"):
+            summary["rejected_updates"] = done["rejected"]
+    if batch.lines:  # the new memories and the graph (resync.plan left out the others)
+        summary["imported"] = _import_lines(access, ctx, batch, findings, progress)
+    else:
+        summary["imported"] = {"counts": {"memory": 0}, "redactions": findings_summary(findings)}
     return summary
 
 
-def _presence(access: "ScopeAccess", ctx: "RequestContext", batch: ImportBatch) -> dict[str, int]:
-    """How many of the batch's memories are new, and how many an earlier run already brought."""
-    present = new = 0
-    handles = {}
-    for line in batch.lines:
-        if line["kind"] != "memory":
-            continue
-        scope = line["scope"]
-        if scope not in SCOPES:
-            continue
-        if scope not in handles:
-            with access.lock:
-                handles[scope] = access.handle(ctx, scope)
-        if handles[scope].index.slot_of(line["id"]) is None:
-            new += 1
-        else:
-            present += 1
-    return {"new_memories": new, "already_present": present}
+def _read(source: str, where: Path, *, scope: str | None, project: str, sensitive: bool) -> ImportBatch:
+    """The source read by its reader; whatever is wrong with it is the caller's invalid input,
+    named, and never an internal error (a corrupt database is not a fault of engram's)."""
+    options: dict[str, Any] = {"scope": scope} if scope else {}
+    if source == claude_mem.SOURCE:
+        options.update(project_name=project, include_sensitive=sensitive)
+    try:
+        return READERS[source](where, **options).finish()
+    except InvalidInput as exc:
+        raise InvalidInput(f"{where}: {exc.message}", field="path") from None
+    except (ValueError, OSError, sqlite3.Error, RecursionError, MemoryError, UnicodeError) as exc:
+        raise InvalidInput(f"{where}: cannot read this {source} source: {exc}", field="path") from None
+
+
+def _reasons(batch: ImportBatch) -> dict[str, int]:
+    """How many records were skipped for each reason (the reason without its details)."""
+    out: Counter[str] = Counter(s["why"].split(" (", 1)[0].split(": ", 1)[0][:80] for s in batch.skipped)
+    return dict(out.most_common())
 
 
 def _import_lines(
     access: "ScopeAccess",
     ctx: "RequestContext",
     batch: ImportBatch,
+    findings: list,
     progress: Callable[[int, int | None, str], None] | None,
 ) -> dict[str, Any]:
-    """Write the records to a private temporary JSONL file and import it (then remove it)."""
+    """Write the records, redacted, to a private temporary JSONL file and import it (then remove it).
+
+    The file never holds a secret the store would not: every string is redacted before it is
+    written, so even an import killed before its `finally` leaves nothing unredacted, and the
+    next import sweeps the folders of imports whose process is gone."""
     from engram_mcp.services import transfer
 
-    tmp = Path(tempfile.mkdtemp(prefix="engram-import-"))
+    sweep_stale_temp_dirs()
+    tmp = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-"))
     try:
         file = tmp / f"{batch.source}.jsonl"
         with open(os.open(file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w", encoding="utf-8") as out:
             for line in batch.lines:
-                out.write(json.dumps(line, ensure_ascii=False) + "\n")
+                out.write(json.dumps(_redacted(line, findings), ensure_ascii=False) + "\n")
         result = transfer.import_(access, ctx, file, progress=progress)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     result.pop("path", None)
     for item in result.get("rejected", []):  # the temporary file's line numbers mean nothing to the user
         item["error"] = item["error"].split(": ", 1)[-1]
+    result["redactions"] = findings_summary(findings)
     return result
+
+
+def _redacted(line: dict[str, Any], findings: list) -> dict[str, Any]:
+    """The line with every text it carries redacted; ids, keys and hashes stay as they are
+    (a hex key looks like a secret to the scanner, and the import needs it intact)."""
+    out = dict(line)
+    if "record" in out:
+        record = dict(out["record"])
+        source = record.pop("source", None)
+        record = sanitize_obj(record, findings)
+        if isinstance(source, dict):
+            kept = {k: source[k] for k in KEPT_SOURCE_FIELDS if k in source}
+            record["source"] = {**sanitize_obj({k: v for k, v in source.items() if k not in kept}, findings), **kept}
+        out["record"] = record
+    for name in ("relationship", "relation_type"):
+        if isinstance(out.get(name), str):
+            out[name] = sanitize_obj(out[name], findings)
+    return out
+
+
+def sweep_stale_temp_dirs() -> int:
+    """Remove the temporary folders of imports whose process no longer runs (killed mid-import)."""
+    removed = 0
+    for entry in Path(tempfile.gettempdir()).glob(f"{TEMP_PREFIX}*"):
+        m = re.match(rf"{TEMP_PREFIX}(\d+)-", entry.name)
+        if m is None or _alive(int(m.group(1))):
+            continue
+        try:
+            if entry.is_dir() and not entry.is_symlink() and entry.stat().st_uid == os.getuid():
+                shutil.rmtree(entry, ignore_errors=True)
+                removed += 1
+        except OSError:
+            continue
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, OSError):
+        return True
+    return True

@@ -2,20 +2,33 @@
 
 Importers only translate; `transfer.import_` does the rest (checks, redaction, embedding,
 progress, idempotence by id). Each record's id is derived from the source record
-(`derived_ulid`), so importing the same source twice finds every id present and adds nothing.
+(`derived_ulid`), and the record remembers where it came from in `source`: `key` (a hash of
+the source record's identity: a file path, a row id, an entity's observation), `fingerprint`
+(a hash of what the source says about it) and `group` (records that may replace one another,
+e.g. the observations of one memory-server entity). A re-import finds each record by its key,
+compares fingerprints and so tells added, updated and unchanged apart (`resync.py`).
+
+Time: the source's own time is kept as `created_at`/`updated_at` (history and display), but
+`last_accessed_at`, the clock decay runs on, starts at the import. A months-old record read
+today has not been forgotten by its owner; decaying it from its source date archived most of a
+claude-mem history on the first maintenance pass (issue 35, docs/team-memory.md "Importers").
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
+from collections import Counter
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import date, datetime, timezone
 from typing import Any
 
 from engram_mcp.services.records import MAX_CONTENT_CHARS
 from engram_mcp.services.sharing.memory_file import derived_ulid
 
 ENTITY_KEY_CHARS = 40
+SOURCE_KEY_CHARS = 32  # hex digits of the source-record hash kept in `source.key`
+DEFAULT_ENTITY_TYPE = "concept"
 
 
 @dataclass
@@ -25,7 +38,8 @@ class ImportBatch:
     source: str
     lines: list[dict[str, Any]] = field(default_factory=list)
     skipped: list[dict[str, str]] = field(default_factory=list)
-    entity_keys: set[tuple[str, str]] = field(default_factory=set)  # (scope, key) already added
+    entity_lines: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)  # (scope, key) -> line
+    notes: list[str] = field(default_factory=list)  # facts about the source worth telling (not skips)
 
     def memory(
         self,
@@ -39,9 +53,15 @@ class ImportBatch:
         category: str | None = None,
         importance: float = 0.5,
         when: datetime | None = None,
+        updated: datetime | None = None,
         origin: dict[str, Any] | None = None,
+        group: str | None = None,
+        metadata: dict[str, Any] | None = None,
     ) -> str:
-        """Add one memory line (content cut to the store's limit); returns its id."""
+        """Add one memory line (content cut to the store's limit); returns its id.
+
+        `when` is the source's creation time, `updated` its last edit (a file's mtime);
+        neither starts the decay clock (module docstring)."""
         when_ms = int(when.timestamp() * 1000) if when else None
         key = derived_ulid(self.source, source_key, when_ms=when_ms)
         record: dict[str, Any] = {
@@ -49,29 +69,51 @@ class ImportBatch:
             "content": content.strip()[:MAX_CONTENT_CHARS],
             "tags": list(dict.fromkeys(t for t in (tags or []) if t))[:32],
             "importance": importance,
-            "source": {"kind": self.source, **(origin or {})},
         }
-        if summary:
+        if summary and summary.strip():
             record["summary"] = summary.strip()[:500]
         if category:
             record["category"] = category
-        if when:
-            stamp = when.astimezone(timezone.utc).isoformat()
-            record.update(created_at=stamp, updated_at=stamp, last_accessed_at=stamp, status_changed_at=stamp)
+        if metadata:
+            record["metadata"] = metadata
+        record["source"] = {
+            "kind": self.source,
+            **(origin or {}),
+            "key": source_hash(source_key),
+            "fingerprint": fingerprint(record),
+            **({"group": group} if group else {}),
+        }
+        now = datetime.now(timezone.utc)
+        created = when or updated or now
+        record.update(
+            created_at=iso(created),
+            updated_at=iso(max(updated or created, created)),
+            last_accessed_at=iso(now),
+            status_changed_at=iso(now),
+        )
         self.lines.append({"kind": "memory", "scope": scope, "id": key, "record": record})
         return key
 
-    def entity(self, *, scope: str, name: str, entity_type: str = "concept", description: str = "") -> str:
-        """Add an entity node once per name; returns its key (derived from the name)."""
+    def entity(self, *, scope: str, name: str, entity_type: str | None = None, description: str = "") -> str:
+        """Add an entity node once per name; returns its key (derived from the name).
+
+        A type given later replaces the default one given earlier (a link to a note seen
+        before the note itself), so the node's type does not depend on reading order."""
         key = entity_key(self.source, name)
-        if (scope, key) not in self.entity_keys:
-            self.entity_keys.add((scope, key))
+        line = self.entity_lines.get((scope, key))
+        if line is None:
             record = {
-                "name": name.strip()[:200],
-                "entity_type": entity_type[:200] or "concept",
+                "name": " ".join(name.split())[:200],
+                "entity_type": (entity_type or DEFAULT_ENTITY_TYPE)[:200],
                 "description": description[:2000],
             }
-            self.lines.append({"kind": "entity", "scope": scope, "key": key, "record": record})
+            line = {"kind": "entity", "scope": scope, "key": key, "record": record}
+            self.entity_lines[(scope, key)] = line
+            self.lines.append(line)
+        elif entity_type and line["record"]["entity_type"] == DEFAULT_ENTITY_TYPE:
+            line["record"]["entity_type"] = entity_type[:200]
+        if description and not line["record"]["description"]:
+            line["record"]["description"] = description[:2000]
         return key
 
     def mention(self, *, scope: str, memory_id: str, entity: str, relationship: str = "mentions") -> None:
@@ -85,13 +127,26 @@ class ImportBatch:
             }
         )
 
-    def relation(self, *, scope: str, source: str, target: str, relation_type: str) -> None:
-        self.lines.append(
-            {"kind": "relation", "scope": scope, "from": source, "to": target, "relation_type": relation_type}
-        )
+    def relation(
+        self, *, scope: str, source: str, target: str, relation_type: str, evidence: list[str] | None = None
+    ) -> None:
+        line = {"kind": "relation", "scope": scope, "from": source, "to": target, "relation_type": relation_type}
+        if evidence:
+            line["evidence"] = [e[:500] for e in evidence[:10]]
+        self.lines.append(line)
 
     def skip(self, where: str, why: str) -> None:
         self.skipped.append({"where": where, "why": why})
+
+    def finish(self) -> "ImportBatch":
+        """Give each entity the number of memories that mention it (an entity line of an
+        export carries its count; the import does not recount what the file brings)."""
+        counts: Counter[tuple[str, str]] = Counter(
+            (line["scope"], line["entity_key"]) for line in self.lines if line["kind"] == "mention"
+        )
+        for (scope, key), line in self.entity_lines.items():
+            line["record"]["mention_count"] = counts.get((scope, key), 0)
+        return self
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -100,22 +155,50 @@ class ImportBatch:
         return out
 
 
+def source_hash(source_key: str) -> str:
+    return hashlib.sha256(source_key.encode("utf-8", "surrogatepass")).hexdigest()[:SOURCE_KEY_CHARS]
+
+
+def fingerprint(record: dict[str, Any]) -> str:
+    """A hash of what the source says about a record: a re-import with the same fingerprint
+    changes nothing (no new version, no re-embedding)."""
+    fields = {k: record.get(k) for k in ("memory_type", "content", "tags", "summary", "category", "metadata")}
+    text = json.dumps(fields, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:SOURCE_KEY_CHARS]
+
+
 def entity_key(namespace: str, name: str) -> str:
     """An entity key from its case-folded name: the same node for the same name, every run."""
     digest = hashlib.sha256(f"{namespace}\x00{' '.join(name.split()).casefold()}".encode()).hexdigest()
     return f"imp_{digest[: ENTITY_KEY_CHARS - 4]}"
 
 
+def iso(when: datetime) -> str:
+    return when.astimezone(timezone.utc).isoformat()
+
+
 def from_epoch_ms(value: Any) -> datetime | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        return None
     try:
         return datetime.fromtimestamp(int(value) / 1000, tz=timezone.utc)
     except (TypeError, ValueError, OverflowError, OSError):
         return None
 
 
+def from_epoch_s(value: float) -> datetime | None:
+    try:
+        return datetime.fromtimestamp(value, tz=timezone.utc)
+    except (ValueError, OverflowError, OSError):
+        return None
+
+
 def from_iso(value: Any) -> datetime | None:
+    """A datetime from an ISO string, a datetime or a date (YAML reads `2024-03-14` as a date)."""
     if isinstance(value, datetime):
         return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+    if isinstance(value, date):
+        return datetime(value.year, value.month, value.day, tzinfo=timezone.utc)
     if not isinstance(value, str):
         return None
     try:

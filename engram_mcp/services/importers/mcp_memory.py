@@ -1,73 +1,126 @@
 """The official MCP memory server's knowledge graph (`@modelcontextprotocol/server-memory`).
 
-Its file (`MEMORY_FILE_PATH`, by default `memory.jsonl`) holds one JSON object per line:
-`{"type": "entity", "name", "entityType", "observations": [str]}` and
-`{"type": "relation", "from", "to", "relationType"}` (entity names, active voice).
+Its file (`MEMORY_FILE_PATH`, by default `memory.jsonl`) holds one JSON object per line, as
+its `saveGraph` writes them: `{"type": "entity", "name", "entityType", "observations": [str]}`
+and `{"type": "relation", "from", "to", "relationType"}` (relation types in active voice,
+"works_at").
 
 Mapping: every entity becomes an engram entity node of its type; every observation becomes a
 semantic memory ("<entity>: <observation>", so it stands on its own in a recall) that
-mentions its entity; every relation becomes an entity relation. The server is about the user
+mentions its entity; every relation becomes an entity relation *and* a memory stating it
+("John_Smith works at Anthropic"), because a graph edge alone is found by `graph_search` but
+never by a recall, and "where does John work" is a recall. The server is about the user
 across chats, so the default scope is `user`.
+
+An observation has no id of its own (the server edits by deleting a string and adding
+another), so its memories are grouped by entity: on a re-import, a new observation of an
+entity that lost one is that one edited (resync.py).
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from .batch import ImportBatch
+from .files import open_regular
 
 SOURCE = "mcp-memory"
 DEFAULT_SCOPE = "user"
+MAX_LINE_CHARS = 1_000_000
 
 
 def read(path: Path, *, scope: str = DEFAULT_SCOPE, **_: object) -> ImportBatch:
     batch = ImportBatch(SOURCE)
-    relations: list[tuple[int, dict]] = []
-    with open(path, encoding="utf-8", errors="replace") as f:
+    relations: list[tuple[str, dict]] = []
+    with open_regular(path) as f:
         for n, raw in enumerate(f, 1):
+            where = f"{path.name}:{n}"
             if not raw.strip():
                 continue
-            try:
-                item = json.loads(raw)
-            except json.JSONDecodeError as exc:
-                batch.skip(f"{path}:{n}", f"not JSON ({exc.msg})")
-                continue
+            item = _parse(batch, raw, where)
             kind = item.get("type") if isinstance(item, dict) else None
+            if item is None:
+                continue
             if kind == "entity":
-                _entity(batch, item, scope, f"{path}:{n}")
+                _entity(batch, item, scope, where)
             elif kind == "relation":
-                relations.append((n, item))
+                relations.append((where, item))
             else:
-                batch.skip(f"{path}:{n}", f"neither an entity nor a relation (type {str(kind)[:20]!r})")
-    for n, item in relations:
-        src, dst, rel = item.get("from"), item.get("to"), item.get("relationType")
-        if not (_text(src) and _text(dst) and _text(rel)):
-            batch.skip(f"{path}:{n}", "a relation needs from, to and relationType")
-            continue
-        a = batch.entity(scope=scope, name=str(src))  # an entity only named by a relation still gets a node
-        b = batch.entity(scope=scope, name=str(dst))
-        batch.relation(scope=scope, source=a, target=b, relation_type=str(rel))
+                batch.skip(where, f"neither an entity nor a relation (type {str(kind)[:20]!r})")
+    for where, item in relations:
+        _relation(batch, item, scope, where)
     return batch
+
+
+def _parse(batch: ImportBatch, raw: str, where: str) -> Any:
+    if len(raw) > MAX_LINE_CHARS:
+        batch.skip(where, f"line too long ({len(raw)} characters)")
+        return None
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError as exc:
+        batch.skip(where, f"not JSON ({exc.msg})")
+    except RecursionError:
+        batch.skip(where, "not JSON this server writes (nested too deeply)")
+    return None
 
 
 def _entity(batch: ImportBatch, item: dict, scope: str, where: str) -> None:
     name, etype = item.get("name"), item.get("entityType") or "concept"
-    if not isinstance(name, str) or not name.strip():
+    if not _text(name):
         batch.skip(where, "an entity needs a name")
         return
-    key = batch.entity(scope=scope, name=name, entity_type=str(etype))
-    for i, obs in enumerate(item.get("observations") or []):
-        if not isinstance(obs, str) or not obs.strip():
+    if not isinstance(etype, str):
+        etype = "concept"
+    observations = item.get("observations") or []
+    if not isinstance(observations, list):
+        batch.skip(where, "observations must be a list of strings")
+        observations = []
+    key = batch.entity(scope=scope, name=name, entity_type=etype)
+    for i, obs in enumerate(observations):
+        if not _text(obs):
+            if obs not in (None, ""):
+                batch.skip(f"{where} observation {i + 1}", "an observation must be text")
             continue
         mid = batch.memory(
             source_key=f"{name}\x00{obs}",
             scope=scope,
             content=f"{name}: {obs}",
-            tags=["mcp-memory", str(etype).lower().replace(" ", "-")[:40]],
-            origin={"entity": name, "observation": i},
+            tags=["mcp-memory", etype.lower().replace(" ", "-")[:40]],
+            origin={"entity": name[:200], "observation": i},
+            group=f"entity\x00{name.casefold()}"[:300],
         )
         batch.mention(scope=scope, memory_id=mid, entity=key, relationship="about")
+
+
+def _relation(batch: ImportBatch, item: dict, scope: str, where: str) -> None:
+    src, dst, rel = item.get("from"), item.get("to"), item.get("relationType")
+    if not (_text(src) and _text(dst) and _text(rel)):
+        batch.skip(where, "a relation needs from, to and relationType")
+        return
+    a = batch.entity(scope=scope, name=src)  # an entity only named by a relation still gets a node
+    b = batch.entity(scope=scope, name=dst)
+    batch.relation(scope=scope, source=a, target=b, relation_type=rel)
+    mid = batch.memory(
+        source_key=f"relation\x00{src}\x00{rel}\x00{dst}",
+        scope=scope,
+        content=f"{src} {relation_phrase(rel)} {dst}",
+        tags=["mcp-memory", "relation"],
+        origin={"entity": src[:200], "relation": rel[:200], "to": dst[:200]},
+    )
+    batch.mention(scope=scope, memory_id=mid, entity=a, relationship="subject")
+    batch.mention(scope=scope, memory_id=mid, entity=b, relationship="object")
+
+
+def relation_phrase(relation_type: str) -> str:
+    """`works_at` -> `works at`, `isPartOf` -> `is part of`: the relation as words."""
+    words = []
+    for part in relation_type.replace("_", " ").replace("-", " ").split():
+        spaced = "".join(f" {c.lower()}" if c.isupper() and i else c for i, c in enumerate(part))
+        words.append(spaced.strip() if not part.isupper() else part)
+    return " ".join(words)
 
 
 def _text(value: object) -> bool:
