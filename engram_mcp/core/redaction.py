@@ -83,6 +83,8 @@ __all__ = [
     "strip_private",
     "sanitize",
     "redact_obj",
+    "redact_outbound",
+    "redact_outbound_obj",
 ]
 
 SECRET_KINDS: tuple[str, ...] = (
@@ -118,6 +120,7 @@ SECRET_KINDS: tuple[str, ...] = (
     "url-credentials",
     "bearer-token",
     "password-assignment",
+    "password",
     "generic-high-entropy",
 )
 
@@ -556,6 +559,21 @@ _RULE_AWS_SECRET = _Rule(
     r"(?i:secret[_\-]?access[_\-]?key[\"']?[ \t]*(?:=>|=|:)[ \t]*[\"']?)"
     r"(?P<s>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])",
     ("secret",),
+)
+
+
+def _aws_pair_check(_m: re.Match, value: str) -> bool:
+    return bool(_DIGIT.search(value) and _LOWER.search(value) and _UPPER.search(value)) and _shannon(value) >= 3.5
+
+
+# The 40-character secret key written after its access key id, whatever is between them on the
+# line: `AWS AKIA... secret 9xK2...`, `AKIA.../9xK2...`, `key id AKIA..., and the key is 9xK2...`.
+# The id is already a label when this rule runs (rules run in order).
+_RULE_AWS_PAIR = _Rule(
+    "aws-secret-key",
+    r"\[REDACTED:aws-access-key\][^\r\n]{0,160}?(?<![A-Za-z0-9/+])(?P<s>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])",
+    (("aws-access-key]", len(_LABEL_MARK)),),
+    check=_aws_pair_check,
 )
 _RULE_ANTHROPIC = _Rule(
     "anthropic-key",
@@ -1482,6 +1500,7 @@ _RULES: tuple[_Rule, ...] = (
     # provider formats (specific before general: anthropic before openai)
     _RULE_AWS_ID,
     _RULE_AWS_SECRET,
+    _RULE_AWS_PAIR,
     _RULE_ANTHROPIC,
     _RULE_STRIPE,
     _RULE_GITHUB,
@@ -1867,7 +1886,8 @@ def _redact_pass(text: str, counts: Counter) -> str:
     text = _run_rules(text, counts)
     if "Secret" in text:
         text = _k8s_secrets(text, counts)
-    return _headless_pem(text, counts)
+    text = _headless_pem(text, counts)
+    return _prose_pass(text, counts, outbound=False)
 
 
 def _view_spans(view: str, counts: Counter) -> list[tuple[int, int, str]]:
@@ -1938,6 +1958,238 @@ def _redact_view(text: str, counts: Counter) -> str:
 
 
 # ---------------------------------------------------------------------------
+# secrets in prose: "the staging admin password is X until Friday", in any language
+# ---------------------------------------------------------------------------
+# Found on the normalised view (`textview` maps `Passwort`, `mot de passe`, `пароль`, `パスワード`,
+# `密码`, `비밀번호` ... to `password`), so one English list of key names serves every language;
+# what links the name to its value (a copula, a colon, a dash, a particle) is spelled per language.
+# The local pass (every write) redacts a value built like a secret; the outbound pass (what leaves
+# the machine: team files, the sync folder, exports) also redacts weaker values and any random
+# token near a key name.
+
+_PROSE_KEYWORD = re.compile(
+    r"(?<![A-Za-z])(?:"
+    r"(?P<pw>pass(?:words?|phrases?|codes?|wd)|pwd|pin[ _-]?(?:code|number)s?)"
+    r"|(?P<sec>(?:(?:api|access|private|secret|signing|master|encryption|license|deploy|client|app|auth)[ _-]?)?"
+    r"(?:secrets?|tokens?|credentials?|creds)(?:[ _-]?(?:access[ _-]?)?keys?)?"
+    r"|(?:api|access|private|secret|signing|master|encryption|license|deploy)[ _-]?keys?|apikeys?)"
+    r"|(?P<key>keys?))(?![A-Za-z0-9_\-])",
+    re.IGNORECASE,
+)
+# cheap test before the keyword regex: one of these is in every key name of the view
+_PROSE_HINTS = ("pass", "pwd", "pin", "secret", "token", "cred", "key")
+# Words linking a key name to its value: en, de, fr, es, it, pt, nl, pl, ru (whole words), then
+# marks and the ja, zh, ko particles, which need no blank around them.
+_PROSE_LINK_WORDS = (
+    "is|was|are|were|will be|has been|have been|becomes|became|remains|set to|changed to|reset to|"
+    "rotated to|updated to|now|currently|still|temporarily|"
+    "ist|lautet|war|wird|heißt|bleibt|jetzt|nun|"
+    "est|était|sera|reste|maintenant|désormais|"
+    "es|era|será|sigue siendo|ahora|"
+    "è|e'|sarà|resta|ora|adesso|"
+    "é|continua|agora|"
+    "wordt|luidt|blijft|nu|"
+    "to|jest|brzmi|był|było|teraz|"
+    "это|будет|был|было|теперь|сейчас"
+)
+_PROSE_LINK = (
+    rf"(?:[ \t]+(?:{_PROSE_LINK_WORDS})(?=[ \t:：]|$)"
+    r"|[ \t]*(?:[:：→]|->|=>)"
+    r"|[ \t]+[-–—]+(?=[ \t])"
+    r"|[ \t]*(?:は|が|も|是|为|為|는|은|이|가))"
+)
+_PROSE_VALUE = (
+    r"[ \t]*(?:(?P<q>[\"'“‘«„「『‹`])(?P<qv>[^\"'”’»“‘「」『』‹›`\r\n]{1,128})[\"'”’»」』›`]"
+    r"|(?P<v>[A-Za-z0-9!#$%&*+\-./:;=?@^_|~\\]{1,200}))"
+)
+# the key name, a few words about whose it is ("for the staging admin"), a link, the value
+_PROSE_LINKED = re.compile(
+    r"(?P<fill>(?:['’]s)?(?:[ \t](?:[^\r\n=:：.!?;。！？]|\.(?=[^\s.])){0,80}?)?)"
+    + rf"(?:{_PROSE_LINK}){{1,3}}"
+    + _PROSE_VALUE
+)
+# the value right after the key name: "secret key 9xK2...", "login with password Xk9#pL2mQv"
+_PROSE_DIRECT = re.compile(r"[ \t]+" + _PROSE_VALUE)
+_EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[A-Za-z]{2,}")
+_VERSION = re.compile(r"v?[0-9]+(?:[._-][0-9A-Za-z]+)+")
+_DOTTED_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
+# A word of prose a value slot often holds: "the password is required", "the token was rotated".
+_PROSE_WORDS = frozenset(
+    """
+    a an the this that it its in on at of for to from by with via not no yes also only just same
+    different new old another other one two both empty blank missing unset wrong invalid valid correct
+    incorrect required optional needed necessary mandatory secure insecure safe unsafe weak strong long
+    short too very still being kept stored saved shared hidden secret private public known unknown
+    available unavailable expired rotated revoked changed reset set sent encrypted hashed managed
+    generated random unique static dynamic temporary permanent correct stale fresh ok okay fine
+    here there where what which who how when why please see check ask use used
+    """.split()
+)
+_WORDY_SUFFIX = re.compile(r"(?:ed|ing|ly|ion|ions|able|ible|ent|ant|ive|ous|ful|less|ness|ment|ity)$")
+
+
+def _ordinary_word(value: str) -> bool:
+    """A letters-only value that reads as a word of the sentence, not as a password."""
+    low = value.lower()
+    if low in _PROSE_WORDS or _WORDY_SUFFIX.search(low):
+        return True
+    return False
+
+
+def _named_parts(value: str) -> bool:
+    """`sha256-hashed`, `base64-encoded`, `utf-8`: words and numbers joined by separators, a
+    description of the value rather than the value."""
+    parts = [p for p in re.split(r"[-_./]", value) if p]
+    if len(parts) < 2:
+        return False
+    for part in parts:
+        for run in _ALPHA_RUN.findall(part.lower()):
+            if len(run) >= 4 and _VOWELS.intersection(run) and not _CONSONANT_RUN_3.search(run):
+                return True
+    return False
+
+
+def _prose_value_kind(group: str, value: str, *, linked: bool, outbound: bool) -> Optional[str]:
+    """The kind of secret `value` is after a key name of `group` (pw, sec, key) in prose, or None."""
+    v = value
+    if len(v) < 4 or _is_placeholder(v) or _PATH.match(v) or "://" in v or _is_label_like(v):
+        return None
+    if _EMAIL.fullmatch(v) or _VERSION.fullmatch(v) or _DOTTED_NAME.fullmatch(v):
+        return None
+    kind = "password" if group == "pw" else "generic-high-entropy"
+    if _looks_random(v, weak_key=group == "key" and not outbound):
+        return kind
+    has_digit = _DIGIT.search(v) is not None
+    has_alpha = _LOWER.search(v) is not None or _UPPER.search(v) is not None
+    if group == "key":
+        return None  # `the key is user_42`: a plain key names a value, it is not one
+    if group == "sec":
+        if _password_like(v, strict=not outbound) and not _named_parts(v):
+            return kind
+        return kind if outbound and has_digit and has_alpha and len(v) >= 12 and not _named_parts(v) else None
+    # a password
+    if not linked:
+        return kind if _password_like(v, strict=not outbound) and not _named_parts(v) else None
+    if v.isdigit():
+        return kind if len(v) >= (4 if outbound else 6) else None
+    if has_digit and has_alpha:
+        return kind if len(v) >= 6 and not _named_parts(v) else None
+    if not has_alpha:
+        return kind if outbound and len(v) >= 6 else None
+    if not outbound:
+        return None  # `the password is incorrect`: a word; only the outbound pass takes the risk
+    return kind if len(v) >= 6 and not _ordinary_word(v) else None
+
+
+def _prose_decide(text: str, m: re.Match, outbound: bool) -> Decision:
+    group = m.lastgroup or "key"
+    for regex, linked in ((_PROSE_LINKED, True), (_PROSE_DIRECT, False)):
+        t = regex.match(text, m.end())
+        if t is None:
+            continue
+        if (
+            not outbound
+            and linked
+            and not t.group("fill")
+            and not text[m.end() : t.start("q") if t.group("q") else t.start("v")].strip(" \t:")
+        ):
+            continue  # `token: value` right after the name is an assignment: the assignment rules judge it
+        if t.group("qv") is not None:
+            start, end = t.span("qv")
+        else:
+            start, end = t.span("v")
+            while end > start and text[end - 1] in ".,;:!?":
+                end -= 1  # the sentence's punctuation, not the value's
+        kind = _prose_value_kind(group, text[start:end], linked=linked, outbound=outbound)
+        if kind is not None:
+            return kind, start, end
+    return None
+
+
+# A token near a key name, for the outbound pass: base64 / hex / url-safe, 16+ characters.
+_NEAR_TOKEN = re.compile(r"(?<![A-Za-z0-9+/=_\-])[A-Za-z0-9+/_\-~][A-Za-z0-9+/=_\-.~]{14,510}[A-Za-z0-9+/=_\-~]")
+#: How far from a key name the outbound pass looks for a random token (same line), before and after.
+NEAR_BEFORE_CHARS = 80
+NEAR_AFTER_CHARS = 160
+
+
+def _outbound_random(token: str, group: str) -> bool:
+    """A token random enough to be a secret when it sits near a key name in text that leaves
+    the machine (a commit hash near `key` may be taken: the outbound pass prefers that)."""
+    if _is_placeholder(token) or _PATH.match(token) or _UUID.match(token) or _VERSION.fullmatch(token):
+        return False
+    if _looks_random(token):
+        return True
+    if _HEX.match(token):
+        return False  # a commit or a digest named in a sentence; hex right after a key name is `_prose_decide`'s
+    return (
+        len(token) >= 20
+        and _DIGIT.search(token) is not None
+        and (_LOWER.search(token) is not None or _UPPER.search(token) is not None)
+        and _shannon(token) >= 3.5
+        and not _named_parts(token)
+    )
+
+
+def _near_tokens(text: str, m: re.Match, group: str) -> list[tuple[str, int, int]]:
+    lo = max(text.rfind("\n", 0, m.start()) + 1, m.start() - NEAR_BEFORE_CHARS)
+    nl = text.find("\n", m.end())
+    hi = min(nl if nl != -1 else len(text), m.end() + NEAR_AFTER_CHARS)
+    out = []
+    for t in _NEAR_TOKEN.finditer(text, lo, hi):
+        token = t.group(0).rstrip(".")
+        if _outbound_random(token, group):
+            out.append(("generic-high-entropy", t.start(), t.start() + len(token)))
+    return out
+
+
+def _prose_pass(text: str, counts: Counter, *, outbound: bool) -> str:
+    """Secrets written in sentences, in any language (see above); the view is searched and the
+    original characters replaced."""
+    low = text.lower()
+    foreign = textview.needs_view(text)
+    if not foreign and not any(h in low for h in _PROSE_HINTS):
+        return text
+    view = textview.build_view(text) if foreign else None
+    seen = view.text if view is not None else text
+    labels = [x.span() for x in _LABEL_RE.finditer(seen)] if _LABEL_MARK in seen else []
+    found: list[tuple[int, int, str]] = []
+    for m in _PROSE_KEYWORD.finditer(seen):
+        if labels and _overlaps(labels, m.start(), m.end()):
+            continue
+        group = m.lastgroup or "key"
+        decision = _prose_decide(seen, m, outbound)
+        if decision is not None:
+            kind, s, e = decision
+            found.append((s, e, kind))
+        if outbound:
+            found += [(s, e, kind) for kind, s, e in _near_tokens(seen, m, group)]
+    if not found:
+        return text
+    regions = []
+    for s, e, kind in sorted(found):
+        if labels and _overlaps(labels, s, e):
+            continue
+        if view is not None:
+            s, e = view.span(s, e)
+        if _is_doc_example(text[s:e]) or _LABEL_MARK in text[s:e]:
+            continue
+        regions.append((s, e, kind))
+    out: list[str] = []
+    copied = 0
+    for s, e, kind in sorted(regions):
+        if s < copied:
+            continue
+        out += [text[copied:s], label_for(kind)]
+        copied = e
+        counts[kind] += 1
+    if not out:
+        return text
+    out.append(text[copied:])
+    return "".join(out)
+
+
+# ---------------------------------------------------------------------------
 # public API
 # ---------------------------------------------------------------------------
 
@@ -1958,10 +2210,12 @@ def sanitize(text: str) -> RedactionResult:
     return redact(strip_private(text))
 
 
-def _sanitize_pair(key: Any, value: str, counts: Counter) -> str:
+def _sanitize_pair(key: Any, value: str, counts: Counter, outbound: bool = False) -> str:
     """Sanitize a string value, using its dict key as context."""
     counts_before = sum(counts.values())
     out = _redact_counts(strip_private(value), counts)
+    if outbound:
+        out = _prose_pass(out, counts, outbound=True)
     if sum(counts.values()) != counts_before or not isinstance(key, str):
         return out
     # the value alone did not reveal a secret: `{"password": "hunter2"}`
@@ -1985,9 +2239,9 @@ def _sanitize_pair(key: Any, value: str, counts: Counter) -> str:
     return label_for(kind)
 
 
-def _walk(obj: Any, counts: Counter, key: Any = None) -> Any:
+def _walk(obj: Any, counts: Counter, key: Any = None, outbound: bool = False) -> Any:
     if isinstance(obj, str):
-        return _sanitize_pair(key, obj, counts)
+        return _sanitize_pair(key, obj, counts, outbound)
     if isinstance(obj, dict):
         new: dict = {}
         for k, v in obj.items():
@@ -1997,12 +2251,12 @@ def _walk(obj: Any, counts: Counter, key: Any = None) -> Any:
                 while f"{nk}#{n}" in new:
                     n += 1
                 nk = f"{nk}#{n}"
-            new[nk] = _walk(v, counts, k)
+            new[nk] = _walk(v, counts, k, outbound)
         return new
     if isinstance(obj, list):
-        return [_walk(v, counts, key) for v in obj]
+        return [_walk(v, counts, key, outbound) for v in obj]
     if isinstance(obj, tuple):
-        return tuple(_walk(v, counts, key) for v in obj)
+        return tuple(_walk(v, counts, key, outbound) for v in obj)
     return obj
 
 
@@ -2015,6 +2269,28 @@ def redact_obj(obj: Any) -> tuple[Any, tuple[Finding, ...]]:
     """
     counts: Counter = Counter()
     new = _walk(obj, counts)
+    return new, _findings(counts)
+
+
+def redact_outbound(text: str) -> RedactionResult:
+    """The stricter pass for text that leaves the machine (a team file in git, the user sync
+    folder, an export): everything :func:`sanitize` removes, plus secrets in prose with weaker
+    values (``the password is changeme``, a PIN) and any random-looking token within a line's
+    reach of a key name in any language (``AWS key ... secret 9xK2...``). It accepts more false
+    positives than the local pass (``bench/secrets_bench.py`` counts them): a commit hash beside
+    the word ``token`` may be replaced in a shared file, never a secret left in one."""
+    if not isinstance(text, str):
+        raise TypeError(f"redact_outbound() expects str, got {type(text).__name__}")
+    counts: Counter = Counter()
+    out = _redact_counts(strip_private(text), counts)
+    out = _prose_pass(out, counts, outbound=True)
+    return RedactionResult(out, _findings(counts))
+
+
+def redact_outbound_obj(obj: Any) -> tuple[Any, tuple[Finding, ...]]:
+    """:func:`redact_obj` with the outbound pass (:func:`redact_outbound`) on every string."""
+    counts: Counter = Counter()
+    new = _walk(obj, counts, outbound=True)
     return new, _findings(counts)
 
 
@@ -2066,6 +2342,12 @@ PASSWORD_MIN_CHARS = 8
 GIBBERISH_MIN_CHARS = 12
 
 
+# A name followed by numbers joined by one- or two-letter markers: `win10x64`, `h264x1080`,
+# `python3x11`, `arm64v8a`, `i18n2l10n`, `gpt4o2024`, `llama3b8`, `qwen2vl7b`. Letters and
+# digits switch often in such names, but after the leading word every letter run is a unit or
+# separator (x, v, b, o, n, l, vl), never the multi-letter runs a random string has
+# (`0kutn5j0wju`, `ofu2ajyewq95`).
+_VERSIONED_NAME = re.compile(r"[a-z]{0,12}(?:[0-9]+[a-z]{0,2})+")
 _ALPHA_RUN = re.compile(r"[a-z]+")
 _CONSONANT_RUN_3 = re.compile(r"[bcdfghjklmnpqrstvwxz]{3,}")
 _CONSONANT_RUN_6 = re.compile(r"[bcdfghjklmnpqrstvwxz]{6,}")
@@ -2113,7 +2395,7 @@ def _looks_like_password(tag: str) -> bool:
         if len(part) < PASSWORD_MIN_CHARS or not _DIGIT.search(part) or not _LOWER.search(part):
             continue
         runs = _CHAR_CLASS_RUNS.findall(part)
-        if len(runs) - 1 >= 3:
+        if len(runs) - 1 >= 3 and not _VERSIONED_NAME.fullmatch(part):
             return True
         for run in runs:
             if len(run) >= 5 and run.isalpha():
