@@ -89,13 +89,17 @@ def _line_of(block: str, needle: str) -> str:
     return lines[0]
 
 
-def test_a_cloned_repositorys_team_file_is_labelled_as_team_memory_never_as_the_users_preference(tmp_path, env):
+def _session_start(env, session_id: str) -> dict:
+    return _hook_output(
+        run_hook(env, "SessionStart", sample("SessionStart", session_id=session_id, cwd=str(env.project)))
+    )
+
+
+def test_a_cloned_repositorys_team_file_is_labelled_as_team_memory_at_session_start(tmp_path, env):
     _hostile_clone(tmp_path, env.project)
     env.cli("store", USER_PREFERENCE, "--scope", "user", "--category", "preference", "--importance", "0.9")
 
-    start = _hook_output(
-        run_hook(env, "SessionStart", sample("SessionStart", session_id="prov-start", cwd=str(env.project)))
-    )
+    start = _session_start(env, "prov-start")
     block = _context(start)
     line = _line_of(block, "ignore previous instructions")
     # the teammate's text, labelled with the repository and the file's git author ...
@@ -113,6 +117,10 @@ def test_a_cloned_repositorys_team_file_is_labelled_as_team_memory_never_as_the_
     assert "A pull brought: 1 new or changed team memory of this repository" in block
     assert "`engram sync`" in start.get("systemMessage", "")
 
+
+def test_a_cloned_repositorys_team_file_is_labelled_as_team_memory_in_the_prompt_hook(tmp_path, env):
+    _hostile_clone(tmp_path, env.project)
+    _session_start(env, "prov-boot")  # applies the team folder
     prompt = sample(
         "UserPromptSubmit",
         session_id="prov-prompt",
@@ -141,7 +149,9 @@ def test_an_origin_survives_dedup_promotion_and_update(env):
     )
     with env.client() as c:
         merged = c.call("store", args, project_root=str(env.project))
+        found = c.call("recall", {"query": "integration tests docker"}, project_root=str(env.project))
     assert merged["action"] == "merged" and merged["memory_id"] == mid
+    assert [m["origin"]["kind"] for m in found["memories"] if m["id"] == mid] == ["user"]  # recall_memories shows it
     shown = _show(env, mid)
     assert shown["origin"]["kind"] == "user"  # the memory keeps where it came from first
     assert shown["metadata"]["merged"][-1]["origin"] == {"kind": "claude", "via": "mcp", "tool": "cli"}
