@@ -137,3 +137,39 @@ def test_a_shared_or_imported_memory_and_a_private_one_are_never_merged(real_ser
     again = svc.store(ctx, content=shared + " Really.", type="procedural", scope="project", source={"tool": "cli"})
     assert again["action"] == "created"
     assert svc.get(ctx, theirs["memory_id"])["content"] == shared
+
+
+# ------------------------------------------------------------------ the CLI, through the real daemon
+@pytest.mark.slow
+def test_cli_store_supersedes_recall_no_strengthen_and_superseded_marks(tmp_path) -> None:
+    import json
+
+    from tests.daemon_env import make_env
+
+    env = make_env(tmp_path)
+    try:
+        def j(*args: str) -> dict:
+            return json.loads(env.cli("--json", *args).stdout)
+
+        old = j("store", PORT_OLD, "--type", "semantic")["memory_id"]
+        other = j("store", "Deploy previews go to the staging cluster.", "--type", "semantic")["memory_id"]
+        # an explicit replacement of a different text
+        new = j("store", "Internal payments traffic uses port 9443.", "--type", "semantic", "--supersedes", old)
+        assert new["action"] == "created"
+        found = j("recall", "payments gateway port", "--limit", "5")
+        assert old not in [m["id"] for m in found["memories"]]
+        # --no-strengthen leaves access counts alone; a plain recall counts the access
+        before = j("show", other)["access_count"]
+        j("recall", "deploy previews staging", "--no-strengthen")
+        assert j("show", other)["access_count"] == before
+        j("recall", "deploy previews staging")
+        assert j("show", other)["access_count"] > before
+        # list marks the replaced memory; status counts live and superseded
+        listed = env.cli("list").stdout
+        line = next(ln for ln in listed.splitlines() if "8443" in ln)
+        assert "superseded" in line
+        project = j("status")["scopes"]["project"]
+        assert project["superseded"] == 1 and project["live"] == 2
+        assert "1 superseded" in env.cli("status").stdout
+    finally:
+        env.shutdown()

@@ -6,6 +6,8 @@ import time
 from typing import Any
 
 from engram_mcp.core.errors import StoreUnavailable
+from engram_mcp.core.vocabulary import RECALLABLE_STATUSES
+from engram_mcp.index.scope_index import Filters
 from engram_mcp.services.access import SCOPE_ORDER, RequestContext, ScopeAccess
 
 
@@ -37,6 +39,7 @@ def status(access: ScopeAccess, ctx: RequestContext) -> dict[str, Any]:
                 "database": f"{h.ns}/{h.db}",
                 "path": str(h.store.directory),
                 "total": sum(by_type.values()),
+                **_live_and_superseded(h.index),
                 "by_type": by_type,
                 "by_status": by_status,
                 "entities": h.repo.count_entities(),
@@ -68,3 +71,12 @@ def status(access: ScopeAccess, ctx: RequestContext) -> dict[str, Any]:
             "current_session": {"session_id": ctx.session_id} if ctx.session_id else None,
             "config_problem": config_problem,
         }
+
+
+def _live_and_superseded(index: Any) -> dict[str, int]:
+    """Recallable memories split as recall sees them: `live` ones it can return, `superseded`
+    ones it hides because a newer live memory replaced them (both counted from the index)."""
+    statuses = frozenset(RECALLABLE_STATUSES)
+    live = int(index.mask(Filters(statuses=statuses)).sum())
+    every = int(index.mask(Filters(statuses=statuses, include_superseded=True)).sum())
+    return {"live": live, "superseded": every - live}
