@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from engram_mcp.core.errors import InvalidInput
+from engram_mcp.core.ids import format_memory_id
 from engram_mcp.core.vocabulary import MEMORY_TYPES, RECALLABLE_STATUSES, SCOPES, STATUSES
 from engram_mcp.index.scope_index import Filters
 from engram_mcp.index.scoring import to_epoch
@@ -112,6 +113,7 @@ def list_memories(
         after=to_epoch(after_dt) if after_dt else None,
         before=to_epoch(before_dt) if before_dt else None,
         statuses=_statuses(status),
+        include_superseded=True,  # browsing lists what engram holds; a replaced memory is marked, not hidden
     )
     want = page * limit
     warnings: list[dict[str, Any]] = []
@@ -151,8 +153,22 @@ def _fetch(handles: dict[str, Any], shown: list[tuple[float, str, str]]) -> list
             row["embedding"] = bool(row.pop("has_embedding", False))
             rows[(name, row["id"])] = row
     now = time.time()
-    return [
-        public_memory(rows[(name, key)], frozen=(name == "session"), now=now)
-        for _, key, name in shown
-        if (name, key) in rows
-    ]
+    out = []
+    for _, key, name in shown:
+        if (name, key) in rows:
+            mem = public_memory(rows[(name, key)], frozen=(name == "session"), now=now)
+            newer = _successor(handles[name].index, key)
+            if newer:
+                mem["superseded_by"] = format_memory_id(newer)
+            out.append(mem)
+    return out
+
+
+def _successor(index: Any, key: str) -> str | None:
+    """The memory that replaced `key`, when recall hides `key` for it (the successor is live)."""
+    newer = index.superseded_by.get(key)
+    slot = index.slot_of(key)
+    if newer is None or slot is None:
+        return None
+    visible = index.mask(Filters(statuses=frozenset(STATUSES)))  # all statuses; superseded slots drop out
+    return None if slot < visible.size and visible[slot] else str(newer)
