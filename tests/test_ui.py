@@ -77,23 +77,35 @@ def ui(tmp_path_factory):
     finally:
         client.close()
     assert len(set(ids.values())) == len(ids), "every seeded memory is its own"
+    proc, base, token = _start_ui(env)
+    try:
+        yield env, base, token, ids
+    finally:
+        _stop_ui(proc)
+        env.shutdown()
+
+
+def _start_ui(env, *args: str, preexec_fn=None) -> tuple[subprocess.Popen, str, str]:
+    """`engram ui --no-open` as a user runs it: (process, base URL, token) from the link it prints."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "engram_mcp.interfaces.cli", "ui", "--no-open"],
+        [sys.executable, "-m", "engram_mcp.interfaces.cli", "ui", "--no-open", *args],
         cwd=env.project, env=env.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=preexec_fn,
     )
     line = proc.stdout.readline()
     assert line.startswith("engram ui: http://127.0.0.1:"), (line, proc.stderr.read() if proc.poll() is not None else "")
     url = line.split(": ", 1)[1].strip()
     base, token = url.split("/?token=")
+    return proc, base, token
+
+
+def _stop_ui(proc: subprocess.Popen) -> None:
+    proc.terminate()
     try:
-        yield env, base, token, ids
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        env.shutdown()
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=15)
 
 
 @pytest.fixture(scope="module")
@@ -186,24 +198,34 @@ def _http(url: str, *, method: str = "GET", headers: dict[str, str] | None = Non
         return exc.code
 
 
+def _session_cookie(base: str, token: str) -> str:
+    """The `name=value` of the session cookie the server sets when its link is opened."""
+    with urllib.request.urlopen(f"{base}/?token={token}", timeout=30) as r:
+        return r.headers["Set-Cookie"].split(";", 1)[0]
+
+
 # ------------------------------------------------------------------ security at the HTTP level
 def test_requests_without_the_token_get_403(ui) -> None:
     _, base, token, _ = ui
     assert _http(f"{base}/") == 403
     assert _http(f"{base}/api/list") == 403
     assert _http(f"{base}/api/list?token=wrong-{token[:8]}") == 403
-    assert _http(f"{base}/api/events") == 403
+    assert _http(f"{base}/api/live") == 403
     assert _http(f"{base}/static/app.js") == 403
-    assert _http(f"{base}/api/list", headers={"Cookie": f"engram_ui_token={token}"}) == 200
+    assert _http(f"{base}/api/list", headers={"X-Engram-UI": token}) == 200
+    cookie = _session_cookie(base, token)
+    assert token not in cookie, "the cookie never carries the token"
+    assert _http(f"{base}/static/app.js", headers={"Cookie": cookie}) == 200, "the session cookie opens the page"
+    assert _http(f"{base}/api/list", headers={"Cookie": cookie}) == 403, "but never the data"
 
 
 def test_foreign_origin_and_host_get_403(ui) -> None:
     _, base, token, ids = ui
-    cookie = {"Cookie": f"engram_ui_token={token}", "Content-Type": "application/json", "X-Engram-UI": "1"}
+    cookie = {"Content-Type": "application/json", "X-Engram-UI": token}
     forget = f"{base}/api/memory/{ids['db']}/forget"
     assert _http(forget, method="POST", headers={**cookie, "Origin": "http://evil.example"}, body=b"{}") == 403
     assert _http(f"{base}/api/list", headers={**cookie, "Origin": "http://evil.example"}) == 403
-    assert _http(f"{base}/api/events", headers={**cookie, "Origin": "http://127.0.0.1:1"}) == 403
+    assert _http(f"{base}/api/live", headers={**cookie, "Origin": "http://127.0.0.1:1"}) == 403
     port = base.rsplit(":", 1)[1]
     assert _http(f"{base}/api/list", headers={**cookie, "Host": f"rebound.example:{port}"}) == 403
     assert _http(forget, method="POST", headers=cookie, body=b"{}") == 403, "a change needs our Origin"
@@ -213,7 +235,7 @@ def test_foreign_origin_and_host_get_403(ui) -> None:
     assert shown["status"] != "forgotten", "no refused request changed anything"
 
 
-def test_the_token_redirect_stays_on_this_server(ui) -> None:
+def test_the_link_sets_a_session_cookie_of_this_port_and_never_redirects_away(ui) -> None:
     _, base, token, _ = ui
     import http.client
 
@@ -221,8 +243,14 @@ def test_the_token_redirect_stays_on_this_server(ui) -> None:
     conn = http.client.HTTPConnection(host, int(port), timeout=30)
     conn.request("GET", f"//evil.example/?token={token}")
     r = conn.getresponse()
-    assert r.status == 303 and r.getheader("Location") == "/evil.example/"
-    assert "HttpOnly" in r.getheader("Set-Cookie") and "SameSite=strict" in r.getheader("Set-Cookie")
+    r.read()
+    assert r.getheader("Location") is None and r.status == 404
+    conn.request("GET", f"/?token={token}")
+    r = conn.getresponse()
+    r.read()
+    cookie = r.getheader("Set-Cookie")
+    assert r.status == 200 and cookie.startswith(f"engram_ui_{port}=") and token not in cookie
+    assert "HttpOnly" in cookie and "SameSite=strict" in cookie
     conn.close()
 
 
@@ -351,7 +379,7 @@ def test_another_project_is_browsed_by_its_directory(ui, browser, tmp_path) -> N
     shown = {r.get_attribute("data-id") for r in _css(browser, "[data-testid=memory-row]")}
     assert ids["db"] not in shown, "the other project's page shows that project's memories"
     assert _css(browser, "#project")[0].get_attribute("value") == str(other)
-    assert _http(f"{base}/api/list?project=relative/path", headers={"Cookie": f"engram_ui_token={ui[2]}"}) == 400
+    assert _http(f"{base}/api/list?project=relative/path", headers={"X-Engram-UI": ui[2]}) == 400
     browser.get(f"{base}/#/browse")
 
 
@@ -369,3 +397,297 @@ def test_other_pages_render(ui, browser, shots) -> None:
     browser.save_screenshot(str(shots / "sessions.png"))
     _open(browser, base, "graph", "[data-testid=graph-svg]")
     browser.save_screenshot(str(shots / "graph.png"))
+
+
+# ------------------------------------------------------------------ daily use (issue 34)
+def _rows(driver) -> list[str]:
+    return [r.get_attribute("data-id") for r in _css(driver, "[data-testid=memory-row]")]
+
+
+def _shows_memories(driver) -> bool:
+    return bool(_css(driver, "[data-testid=memory-row]")) and "memories" in _text(driver, "[data-testid=result-info]")
+
+
+def test_a_restarted_ui_and_a_second_ui_work_from_their_printed_links(ui, browser) -> None:
+    env, base, _, _ = ui
+    second, base2, token2 = _start_ui(env)
+    try:
+        browser.get(f"{base2}/?token={token2}#/browse")
+        _wait(browser, _shows_memories)
+        browser.get(f"{base}/#/browse")  # the first UI, from the same browser, still works
+        _wait(browser, _shows_memories)
+    finally:
+        _stop_ui(second)
+    port2 = base2.rsplit(":", 1)[1]
+    restarted, base3, token3 = _start_ui(env, "--port", port2)
+    try:
+        assert base3 == base2 and token3 != token2
+        browser.get(f"{base3}/?token={token3}#/browse")  # the old launch's cookie is still in the browser
+        _wait(browser, _shows_memories)
+        assert _http(f"{base3}/api/list", headers={"X-Engram-UI": token2}) == 403, "the old launch's token is dead"
+    finally:
+        _stop_ui(restarted)
+        browser.get(f"{base}/#/browse")
+
+
+def test_the_token_never_reaches_another_local_server(ui, browser) -> None:
+    """Browsers send a host's cookies to all its ports: another server on 127.0.0.1 (a dev
+    server, or one a local attacker runs) sees whatever cookie the UI set. It must never see the
+    token, and nothing it sees may open the UI's data."""
+    import http.server
+    import threading
+
+    _, base, token, _ = ui
+    seen: list[str] = []
+
+    class Recorder(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+            seen.append(f"{self.requestline}\n{self.headers}")
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.end_headers()
+            self.wfile.write(b"<p>another local server</p>")
+
+        def log_message(self, *args) -> None:
+            pass
+
+    other = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
+    threading.Thread(target=other.serve_forever, daemon=True).start()
+    try:
+        _open(browser, base, "browse", "[data-testid=memory-row]")  # the UI's session is in the browser
+        browser.get(f"http://127.0.0.1:{other.server_address[1]}/")
+        _wait(browser, lambda d: seen)
+    finally:
+        other.shutdown()
+        other.server_close()
+        browser.get(f"{base}/#/browse")
+    assert all(token not in request for request in seen), seen
+    cookies = [line.split(":", 1)[1].strip() for request in seen for line in request.splitlines() if line.lower().startswith("cookie:")]
+    for cookie in cookies:
+        assert _http(f"{base}/api/list", headers={"Cookie": cookie}) == 403
+        assert _http(f"{base}/api/memory/x/forget", method="POST", body=b"{}",
+                     headers={"Cookie": cookie, "Origin": base, "X-Engram-UI": "1", "Content-Type": "application/json"}) == 403
+
+
+def test_seven_tabs_and_a_search_answer_within_2_s(ui, browser) -> None:
+    _, base, token, _ = ui
+    assert _http(f"{base}/api/search?q=warm+the+model", headers={"X-Engram-UI": token}) == 200
+    first = browser.current_window_handle
+    opened = []
+    try:
+        for _ in range(7):
+            browser.switch_to.new_window("tab")
+            opened.append(browser.current_window_handle)
+            browser.get(f"{base}/#/browse")
+            _wait(browser, _shows_memories)
+        browser.switch_to.window(first)
+        _open(browser, base, "browse", "[data-testid=memory-row]")
+        for _ in range(6):  # rapid navigation
+            for page in ("sessions", "health", "browse"):
+                browser.execute_script("location.hash = arguments[0]", f"#/{page}")
+        _wait(browser, lambda d: d.execute_script("return document.querySelector('main').dataset.page") == "browse")
+        _css(browser, "[data-testid=search-input]")[0].send_keys("payments deploy")
+        _css(browser, "[data-testid=search-button]")[0].click()
+        _wait(browser, lambda d: "matched" in _text(d, "[data-testid=result-info]"), timeout=2)
+    finally:
+        for handle in opened:
+            browser.switch_to.window(handle)
+            browser.close()
+        browser.switch_to.window(first)
+
+
+FETCH_PROBE = """
+window.__started = []; window.__settled = [];
+const original = window.fetch;
+window.fetch = (...args) => {
+  const url = String(args[0]);
+  window.__started.push(url);
+  const p = original(...args);
+  p.then((r) => r.clone().text()).then(() => window.__settled.push(url), () => window.__settled.push(url));
+  return p;
+};
+"""
+
+
+def test_a_slow_answer_for_a_view_left_is_never_shown(ui, browser) -> None:
+    _, base, _, ids = ui
+    _open(browser, base, "sessions", "[data-testid=session]")
+    browser.execute_script(FETCH_PROBE)
+    browser.execute_cdp_cmd("Network.enable", {})
+    browser.execute_cdp_cmd("Network.emulateNetworkConditions", {"offline": False, "latency": 400, "downloadThroughput": -1, "uploadThroughput": -1})
+    try:
+        mid = ids["db"].split(":", 1)[1]
+        browser.execute_script("location.hash = arguments[0]", f"#/memory/{mid}")
+        _wait(browser, lambda d: d.execute_script("return window.__started.some((u) => u.includes('/api/memory/'))"))
+        browser.execute_script("location.hash = '#/sessions'")
+        _wait(browser, lambda d: _css(d, "[data-testid=session]"))
+        _wait(browser, lambda d: d.execute_script("return window.__settled.some((u) => u.includes('/api/memory/'))"))
+        # the memory's answer has been read: one more turn of the event loop lets any code awaiting it run
+        browser.execute_async_script("setTimeout(arguments[0], 200)")
+        assert browser.execute_script("return document.querySelector('main').dataset.page") == "sessions"
+        assert _css(browser, "[data-testid=memory-full-content]") == [], "the memory page was painted onto Sessions"
+        assert _css(browser, "[data-testid=forget]") == []
+    finally:
+        browser.execute_cdp_cmd("Network.emulateNetworkConditions", {"offline": False, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1})
+
+
+def _counts(env, mid: str) -> tuple:
+    shown = json.loads(env.cli("--json", "show", mid).stdout)
+    return shown["access_count"], shown.get("last_accessed_at"), shown["status"]
+
+
+def test_a_ui_search_changes_nothing(ui, browser) -> None:
+    env, base, _, ids = ui
+    before = _counts(env, ids["graph"])
+    _open(browser, base, "browse", "[data-testid=search-input]")
+    _css(browser, "[data-testid=search-input]")[0].send_keys("payments service PostgreSQL pgbouncer")
+    _css(browser, "[data-testid=search-button]")[0].click()
+    _wait(browser, lambda d: ids["graph"] in _rows(d))
+    # a recall's strengthening is written behind it, before the next statement on its store: the show below
+    assert _counts(env, ids["graph"]) == before
+
+
+def _search(driver, base: str, query: str, **filters: str) -> None:
+    """A search through the form, with the filters named (select values or the tag text)."""
+    from selenium.webdriver.support.ui import Select
+
+    _open(driver, base, "browse", "[data-testid=search-input]")
+    box = _css(driver, "[data-testid=search-input]")[0]
+    box.clear()
+    box.send_keys(query)
+    for name, value in filters.items():
+        Select(_css(driver, f"[data-testid=filter-{name}]")[0]).select_by_value(value)
+    _css(driver, "[data-testid=search-button]")[0].click()
+    _wait(driver, lambda d: "matched" in _text(d, "[data-testid=result-info]") or _css(d, "[data-testid=error]"))
+
+
+def test_search_honours_every_filter_and_pages(ui, browser) -> None:
+    env, base, _, ids = ui
+    client = env.client("ui-filters")
+    try:
+        gone = client.call("store", {"content": "Obsolete: the staging cluster ran on Nomad", "type": "semantic", "scope": "project"}, project_root=env.project)["memory_id"]
+        client.call("forget", {"memory_id": gone, "reason": "moved to Kubernetes"}, project_root=env.project)
+        for i in range(22):
+            client.call("store", {"content": f"Paging probe {i}: runbook step {i} for the payments queue worker", "type": "semantic", "scope": "project", "dedup": False}, project_root=env.project)
+    finally:
+        client.close()
+    _search(browser, base, "staging cluster Nomad")
+    assert gone not in _rows(browser), "a forgotten memory is not recallable by default"
+    _search(browser, base, "staging cluster Nomad", status="forgotten")
+    assert _rows(browser) and set(_rows(browser)) == {gone}, "status: forgotten shows only forgotten ones"
+    _search(browser, base, "run the API tests", type="procedural")
+    assert _rows(browser) and ids["db"] not in _rows(browser)
+    _search(browser, base, "payments", age="90d+")
+    assert _rows(browser) == [] and _css(browser, "[data-testid=empty]"), "nothing here is older than 90 days"
+    _search(browser, base, "payments queue worker runbook")
+    first_page = _rows(browser)
+    assert len(first_page) == 20 and "page 1 of" in _text(browser, "[data-testid=result-info]")
+    _css(browser, "[data-testid=next-page]")[0].click()
+    _wait(browser, lambda d: "page 2 of" in _text(d, "[data-testid=result-info]"))
+    assert _rows(browser) and not set(_rows(browser)) & set(first_page)
+
+
+def test_a_hung_daemon_is_said_on_the_page_within_5_s(ui, browser) -> None:
+    import signal
+
+    env, base, _, _ = ui
+    client = env.client("ui-pid")
+    try:
+        pid = client.call("ping")["pid"]
+    finally:
+        client.close()
+    _open(browser, base, "browse", "[data-testid=memory-row]")
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        browser.execute_script("location.hash = '#/health'")
+        notice = _wait(browser, lambda d: [n for n in _css(d, "[data-testid=slow], [data-testid=error]") if n.is_displayed()], timeout=5)
+        assert "daemon" in notice[0].text
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    _wait(browser, lambda d: _css(d, "[data-testid=health-project]") or _css(d, "[data-testid=error]"))
+    _open(browser, base, "health", "[data-testid=health-project]")  # and it recovers
+
+
+def test_an_unknown_project_folder_is_an_error_and_creates_nothing(ui, browser, tmp_path) -> None:
+    _, base, token, _ = ui
+    folder = tmp_path / "typo"
+    folder.mkdir()
+    browser.get(f"{base}/?project={folder}#/browse")
+    error = _wait(browser, lambda d: _css(d, "[data-testid=error]"))[0]
+    assert "no engram memory" in error.text
+    assert not (folder / ".claude").exists()
+    assert _http(f"{base}/api/list?project=/", headers={"X-Engram-UI": token}) == 400
+    assert not Path("/.claude/engram").exists()
+    browser.get(f"{base}/#/browse")
+
+
+def test_a_thousand_idle_connections_leave_a_request_answered_within_1_s(ui) -> None:
+    """As a local user without the token could: connections that send nothing, or trickle their
+    headers. The UI starts with the usual soft limit of 1,024 descriptors."""
+    import resource
+    import socket
+
+    env = ui[0]
+
+    def usual_limit() -> None:
+        hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+        resource.setrlimit(resource.RLIMIT_NOFILE, (1024, hard))
+
+    proc, base, token = _start_ui(env, preexec_fn=usual_limit)
+    port = int(base.rsplit(":", 1)[1])
+    idle: list[socket.socket] = []
+    try:
+        for i in range(1000):
+            s = socket.create_connection(("127.0.0.1", port), timeout=5)
+            if i % 10 == 0:
+                s.sendall(b"GET /api/list HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")  # and never finishes
+            idle.append(s)
+        started = time.monotonic()
+        assert _http(f"{base}/api/list", headers={"X-Engram-UI": token}) == 200
+        assert time.monotonic() - started < 1.0
+        import selectors
+
+        sel = selectors.DefaultSelector()
+        for s in idle:
+            s.setblocking(False)
+            sel.register(s, selectors.EVENT_READ)
+        deadline = time.monotonic() + 30
+        closed = 0
+        while closed < len(idle) and time.monotonic() < deadline:
+            for key, _ in sel.select(timeout=1):
+                try:
+                    data = key.fileobj.recv(4096)
+                except (ConnectionResetError, BlockingIOError):
+                    data = b""
+                if not data:
+                    sel.unregister(key.fileobj)
+                    closed += 1
+        assert closed == len(idle), f"{len(idle) - closed} idle connections are still open after 30 s"
+    finally:
+        for s in idle:
+            s.close()
+        _stop_ui(proc)
+
+
+def test_cli_port_errors_and_json(ui) -> None:
+    import socket
+
+    env = ui[0]
+    for bad in ("70000", "-1"):
+        r = env.cli("ui", "--no-open", "--port", bad, check=False)
+        assert r.returncode != 0 and "out of range" in r.stderr and "Traceback" not in r.stderr, r.stderr
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        r = env.cli("ui", "--no-open", "--port", str(port), check=False)
+    assert r.returncode != 0 and "is taken" in r.stderr and "--port" in r.stderr and "Traceback" not in r.stderr, r.stderr
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "engram_mcp.interfaces.cli", "ui", "--no-open", "--json"],
+        cwd=env.project, env=env.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        shown = json.loads(proc.stdout.readline())
+        assert shown["pid"] == proc.pid and shown["url"].startswith(f"http://127.0.0.1:{shown['port']}/?token=")
+    finally:
+        _stop_ui(proc)

@@ -722,9 +722,28 @@ def cmd_serve(app: App) -> int:
 
 def cmd_ui(app: App) -> int:
     """Serve the web viewer on the loopback interface until Ctrl-C (interfaces/ui/server.py)."""
-    from engram_mcp.interfaces.ui.server import serve
+    from engram_mcp.interfaces.ui.server import PortUnavailable, serve
 
-    return serve(app.project, app.session, port=app.args.port, open_browser=not app.args.no_open)
+    as_json = bool(getattr(app.args, "json", False))
+    try:
+        return serve(app.project, app.session, port=app.args.port, open_browser=not app.args.no_open, as_json=as_json)
+    except PortUnavailable as exc:  # a taken or forbidden port is the user's to fix: no traceback
+        if as_json:
+            print(json.dumps({"error": "port_unavailable", "message": str(exc)}), file=sys.stderr)
+        else:
+            print(f"engram ui: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+
+
+def _ui_port(text: str) -> int:
+    """`--port`: 0 (any free port) to 65535, checked before anything starts."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is out of range: give 1 to 65535, or 0 for a free one")
+    return port
 
 
 # ------------------------------------------------------------------ parser
@@ -934,7 +953,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Open a local web page to browse, search and curate memory. It listens on 127.0.0.1 only "
         "and needs the per-launch link it prints. Example: engram ui --no-open",
     )
-    ui.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one)")
+    ui.add_argument("--port", type=_ui_port, default=0, help="port on 127.0.0.1 (default: a free one)")
     ui.add_argument("--no-open", action="store_true", help="print the link without opening a browser")
     ui.set_defaults(fn=cmd_ui)
     return p

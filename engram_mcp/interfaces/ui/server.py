@@ -7,10 +7,18 @@ CDN); memory text reaches the DOM only as text (`textContent`), never as markup.
 
 Security model (stored memories are untrusted text from tool output and web pages):
 - bound to 127.0.0.1 only, on a random free port unless `--port` is given;
-- a random token per launch (`secrets.token_urlsafe`), given once in the URL that is opened,
-  then kept in an HttpOnly, SameSite=Strict cookie scoped to this origin; it is written to no
-  file. Every request without it (cookie or `?token=`) gets 403, so another local user who
-  finds the port cannot read or change anything;
+- a random token per launch (`secrets.token_urlsafe`), given once in the URL that is opened and
+  written to no file. The token never goes into a cookie: browsers send a host's cookies to
+  every port of it, so a cookie holding the token would reach any other server on 127.0.0.1.
+  The first request with the token gets instead a second per-launch random value, the session,
+  in an HttpOnly, SameSite=Strict cookie named after the port (`engram_ui_<port>`). A cookie
+  from another launch or another port matches nothing here, and `?token=` in the URL wins over
+  any cookie, so a restarted UI and two UIs at once each work from their printed link. Every
+  request with neither gets 403, so another local user who finds the port cannot read or
+  change anything;
+- connections must send their request headers within HEADER_READ_TIMEOUT_S and idle ones are
+  closed after KEEP_ALIVE_S, so idle or trickling connections cannot use up the descriptors
+  before the token is ever checked;
 - `Host` must be this server (127.0.0.1:<port> or localhost:<port>), against DNS rebinding;
 - a request carrying an `Origin` that is not ours gets 403; a state-changing request (POST)
   must carry our `Origin` and the `X-Engram-UI` header (which a cross-site form cannot send);
@@ -21,17 +29,17 @@ Security model (stored memories are untrusted text from tool output and web page
 from __future__ import annotations
 
 import asyncio
-import json
+import errno
+import math
 import os
+import resource
 import secrets
 import socket
 import sys
 import threading
-import time
 import webbrowser
 from pathlib import Path
 from typing import Any, Callable
-from urllib.parse import urlencode
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -40,20 +48,19 @@ from starlette.responses import (
     FileResponse,
     JSONResponse,
     PlainTextResponse,
-    RedirectResponse,
     Response,
-    StreamingResponse,
 )
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from engram_mcp.core import operations
-from engram_mcp.core.errors import EngramError, InvalidInput
+from engram_mcp.core.errors import DaemonUnavailable, EngramError, InvalidInput
+from engram_mcp.core.paths import project_dir, resolve_project_root
 from engram_mcp.daemon.client import DaemonClient
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
-COOKIE_NAME = "engram_ui_token"
-CSRF_HEADER = "x-engram-ui"
+COOKIE_PREFIX = "engram_ui_"  # + the port: one cookie per UI, never the token itself
+CSRF_HEADER = "x-engram-ui"  # carries the token on every API call (no form can send it)
 LOOPBACK = "127.0.0.1"
 CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
@@ -67,9 +74,16 @@ SECURITY_HEADERS = {
     "cross-origin-opener-policy": "same-origin",
     "cross-origin-resource-policy": "same-origin",
 }
-LIVE_POLL_S = 1.0  # how often the live feed asks the daemon for memories newer than the last it saw
-LIVE_WINDOW = 50  # newest memories compared per poll
-LIVE_KEEPALIVE_S = 15.0
+LIVE_WINDOW = 50  # newest memories a live poll returns (the page compares them with what it has shown)
+CALL_TIMEOUT_S = 10.0  # a read the daemon does not answer in this is an error on the page, not a blank one
+SLOW_CALL_TIMEOUT_S = 60.0  # a consolidation plan or apply at 10k takes seconds
+SLOW_OPS = frozenset({"consolidate", "consolidate_steps"})
+SEARCH_PAGE_LIMIT = 50  # recall ranks at most this many: search pages stop there
+HEADER_READ_TIMEOUT_S = 10.0  # a connection must send a request's headers within this
+KEEP_ALIVE_S = 5.0  # an idle kept-alive connection is closed after this
+MAX_HEADER_BYTES = 64 * 1024  # h11's limit on an incomplete request head
+LISTEN_BACKLOG = 1024
+WANTED_OPEN_FILES = 8192  # soft descriptor limit the server raises itself to (within the hard one)
 PAGES = ("/", "/index.html")
 STATIC_TYPES = {".js": "text/javascript", ".css": "text/css", ".svg": "image/svg+xml", ".html": "text/html"}
 
@@ -85,25 +99,49 @@ class Backend:
         self._local = threading.local()
 
     def call(self, op: str, args: dict[str, Any] | None = None, project: Path | None = None) -> Any:
-        """One daemon operation in `project` (default: the one the UI was started in)."""
+        """One daemon operation in `project` (default: the one the UI was started in).
+
+        Bounded by CALL_TIMEOUT_S (SLOW_CALL_TIMEOUT_S for consolidation): a hung daemon is an
+        error the page shows within seconds, not a blank page for the client's 120 s."""
         if operations.get(op) is None:
             raise ValueError(f"{op!r} is not an engram operation")  # a bug here, not the user's input
         client = getattr(self._local, "client", None)
         if client is None:
             client = self._local.client = DaemonClient(self.user_dir, client_name="ui")
-        return client.call(op, args or {}, project_root=project or self.project, session_id=self.session)
+        timeout = SLOW_CALL_TIMEOUT_S if op in SLOW_OPS else CALL_TIMEOUT_S
+        try:
+            return client.call(
+                op, args or {}, project_root=project or self.project, session_id=self.session, timeout=timeout
+            )
+        except DaemonUnavailable:
+            client.close()  # a late reply must not be read as the answer to the next call
+            self._local.client = None
+            raise
 
 
-def project_of(request: Request) -> Path | None:
+def project_of(request: Request, own: Path) -> Path | None:
     """The project a request names (`?project=<directory>`, as `engram --project` takes one), or None
-    for the UI's own. The daemon resolves it to its project root as for any other caller."""
+    for the UI's own.
+
+    Looking never creates a store: a folder whose project root (resolved as the daemon does) has
+    no engram store yet is refused here, so a typo or `?project=/` is an error on the page
+    instead of a `.claude/engram` made wherever it points."""
     raw = request.query_params.get("project", "").strip()
     if not raw:
         return None
     path = Path(raw).expanduser()
     if not path.is_absolute() or not path.is_dir():
         raise InvalidInput(f"project {raw[:200]!r} is not a directory (give its absolute path)", field="project")
-    return path
+    root = resolve_project_root(path)
+    if root == resolve_project_root(own):
+        return None
+    if not project_dir(root).is_dir():
+        raise InvalidInput(
+            f"no engram memory in {str(root)[:200]!r} (its project has no .claude/engram; engram creates one "
+            "when a session there stores something)",
+            field="project",
+        )
+    return root
 
 
 def _our_hosts(port: int) -> set[str]:
@@ -113,9 +151,10 @@ def _our_hosts(port: int) -> set[str]:
 class Guard:
     """The security checks of every request, before any route (see the module docstring)."""
 
-    def __init__(self, app: ASGIApp, token: str, port_of: Callable[[], int]) -> None:
+    def __init__(self, app: ASGIApp, token: str, port_of: Callable[[], int], session: str | None = None) -> None:
         self.app = app
         self.token = token
+        self.session = session or secrets.token_urlsafe(32)  # what the cookie carries: never the token
         self.port_of = port_of
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -127,15 +166,9 @@ class Guard:
         if denied is not None:
             await _with_headers(PlainTextResponse(denied, status_code=403))(scope, receive, send)
             return
-        supplied = request.query_params.get("token")
-        if supplied is not None and request.method == "GET" and not request.url.path.startswith("/api/"):
-            # First visit: keep the token in a cookie and drop it from the address bar (and history).
-            rest = _without_token(request)
-            clean = "/" + request.url.path.lstrip("/") + ("?" + rest if rest else "")  # never `//host`
-            response: Response = RedirectResponse(clean, status_code=303)
-            response.set_cookie(COOKIE_NAME, self.token, httponly=True, samesite="strict", path="/")
-            await _with_headers(response)(scope, receive, send)
-            return
+        # A page opened with this launch's token gets this launch's session cookie (never the
+        # token); the page itself keeps the token for its API calls and drops it from the address.
+        fresh_session = request.query_params.get("token") is not None and not _is_api(request)
 
         async def send_with_headers(message: Any) -> None:
             if message["type"] == "http.response.start":
@@ -144,12 +177,20 @@ class Guard:
                 for k, v in SECURITY_HEADERS.items():
                     if k.encode() not in present:
                         headers.append((k.encode(), v.encode()))
-                if request.url.path.startswith("/api/") and b"cache-control" not in present:
+                if (_is_api(request) or fresh_session) and b"cache-control" not in present:
                     headers.append((b"cache-control", b"no-store"))
+                if fresh_session:
+                    headers.append((b"set-cookie", self.session_cookie().encode("latin-1")))
                 message["headers"] = headers
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
+
+    def session_cookie(self) -> str:
+        """`Set-Cookie` for this launch's session: HttpOnly, SameSite=Strict, named after the port."""
+        response = Response()
+        response.set_cookie(cookie_name(self.port_of()), self.session, httponly=True, samesite="strict", path="/")
+        return response.headers["set-cookie"]
 
     def check(self, request: Request) -> str | None:
         """Why the request is refused, or None."""
@@ -164,19 +205,36 @@ class Guard:
         site = request.headers.get("sec-fetch-site")
         if site is not None and site not in ("same-origin", "none"):
             return "forbidden: cross-site request"
-        given = request.cookies.get(COOKIE_NAME) or request.query_params.get("token") or ""
-        if not secrets.compare_digest(given.encode(), self.token.encode()):
+        if not self.authenticated(request, port):
             return "forbidden: missing or wrong token (open the URL `engram ui` printed)"
-        if request.method not in ("GET", "HEAD"):
-            if origin is None:
-                return "forbidden: a change needs the page's Origin"
-            if request.headers.get(CSRF_HEADER) != "1":
-                return "forbidden: missing X-Engram-UI header"
+        if request.method not in ("GET", "HEAD") and origin is None:
+            return "forbidden: a change needs the page's Origin"
         return None
 
+    def authenticated(self, request: Request, port: int) -> bool:
+        """Whether the request proves it comes from this launch's link.
 
-def _without_token(request: Request) -> str:
-    return urlencode([(k, v) for k, v in request.query_params.multi_items() if k != "token"])
+        The URL's token wins over anything else (a link from a new launch works whatever an old
+        launch left in the browser). The API needs the token itself, in the `X-Engram-UI` header
+        the page sends (or `?token=`): the page keeps it in its origin's storage, which no other
+        port's page can read. The session cookie, which the browser also sends to every other
+        server on 127.0.0.1, opens only the static page and its scripts, never the data."""
+        supplied = request.query_params.get("token")
+        if supplied is None and _is_api(request):
+            supplied = request.headers.get(CSRF_HEADER, "")
+        if supplied is not None:
+            return secrets.compare_digest(supplied.encode(), self.token.encode())
+        cookie = request.cookies.get(cookie_name(port), "")
+        return secrets.compare_digest(cookie.encode(), self.session.encode())
+
+
+def _is_api(request: Request) -> bool:
+    return request.url.path.startswith("/api/")
+
+
+def cookie_name(port: int) -> str:
+    """One cookie per port: browsers do not separate cookies by port, names do."""
+    return f"{COOKIE_PREFIX}{port}"
 
 
 def _with_headers(response: Response) -> Response:
@@ -224,11 +282,11 @@ class _BadBody(Exception):
     pass
 
 
-def make_app(backend: Backend, token: str, port_of: Callable[[], int]) -> ASGIApp:
+def make_app(backend: Backend, token: str, port_of: Callable[[], int], session: str | None = None) -> ASGIApp:
     """The ASGI application: static page, JSON API, live feed, behind the Guard."""
 
     async def call(op: str, args: dict[str, Any] | None = None, request: Request | None = None) -> Any:
-        project = project_of(request) if request is not None else None
+        project = project_of(request, backend.project) if request is not None else None
         return await run_in_threadpool(backend.call, op, args, project)
 
     def endpoint(fn: Callable[[Request], Any]) -> Callable[[Request], Any]:
@@ -265,12 +323,24 @@ def make_app(backend: Backend, token: str, port_of: Callable[[], int]) -> ASGIAp
 
     @endpoint
     async def api_search(request: Request) -> Any:
+        """A ranked search that changes nothing (`strengthen: false`: no access count, no status
+        move, no decay reset), with browse's filters and pages."""
         args = _params(request, ("scope", "type", "tags", "category"))
+        statuses = set(_params(request, ("status",)).get("status", []))
         args["query"] = request.query_params.get("q", "")
-        args["limit"] = _int(request, "limit", 20, 1, 50)
+        args["strengthen"] = False
+        size = _int(request, "limit", 20, 1, SEARCH_PAGE_LIMIT)
+        page = _int(request, "page", 1, 1, SEARCH_PAGE_LIMIT)
+        args["limit"] = min(SEARCH_PAGE_LIMIT, size * page)
+        bounds = {k: request.query_params[k] for k in ("after", "before") if request.query_params.get(k)}
+        if bounds:
+            args["time_range"] = bounds
+        if statuses - {"created", "active", "consolidated"}:
+            args["include_forgotten"] = True  # archived, forgotten or all: recall must see them
         if request.query_params.get("strategy"):
             args["strategy"] = request.query_params["strategy"]
-        return await call("recall", args, request)
+        result = await call("recall", args, request)
+        return search_page(result, statuses, page, size)
 
     @endpoint
     async def api_memory(request: Request) -> Any:
@@ -339,39 +409,12 @@ def make_app(backend: Backend, token: str, port_of: Callable[[], int]) -> ASGIAp
     async def api_tags(request: Request) -> Any:
         return await call("tags", {"limit": 200}, request)
 
-    async def api_events(request: Request) -> Response:
-        """Server-sent events: each memory created since the page connected, newest last."""
-
-        async def newest() -> list[dict[str, Any]]:
-            res = await call("list", {"limit": LIVE_WINDOW, "status": "all"}, request)
-            return list(res.get("memories") or [])
-
-        async def stream() -> Any:
-            try:
-                seen = {m["id"] for m in await newest()}
-            except Exception:
-                seen = set()
-            yield "retry: 2000\n\n"
-            last_beat = time.monotonic()
-            while True:
-                if await request.is_disconnected():
-                    return
-                await asyncio.sleep(LIVE_POLL_S)
-                try:
-                    current = await newest()
-                except Exception:
-                    continue
-                fresh = [m for m in reversed(current) if m["id"] not in seen]
-                for m in fresh:
-                    seen.add(m["id"])
-                    yield f"event: memory\ndata: {json.dumps(m, ensure_ascii=False)}\n\n"
-                if time.monotonic() - last_beat > LIVE_KEEPALIVE_S:
-                    last_beat = time.monotonic()
-                    yield ": keepalive\n\n"
-
-        return StreamingResponse(
-            stream(), media_type="text/event-stream", headers={"cache-control": "no-store", "x-accel-buffering": "no"}
-        )
+    @endpoint
+    async def api_live(request: Request) -> Any:
+        """The newest memories, for the page's live poll. A short request instead of a held
+        stream: a held connection per tab exhausts the browser's six per host and freezes tabs."""
+        res = await call("list", {"limit": LIVE_WINDOW, "status": "all"}, request)
+        return {"memories": list(res.get("memories") or [])}
 
     routes = [
         Route("/", page),
@@ -390,20 +433,82 @@ def make_app(backend: Backend, token: str, port_of: Callable[[], int]) -> ASGIAp
         Route("/api/graph", api_graph),
         Route("/api/health", api_health),
         Route("/api/sessions", api_sessions),
-        Route("/api/events", api_events),
+        Route("/api/live", api_live),
     ]
-    return Guard(Starlette(routes=routes), token, port_of)
+    return Guard(Starlette(routes=routes), token, port_of, session)
+
+
+def search_page(result: dict[str, Any], statuses: set[str], page: int, size: int) -> dict[str, Any]:
+    """One page of a ranked search: recall ranks the best `size * page`, the status filter (which
+    recall does not take) applies to those, and the page is sliced from them."""
+    found = list(result.get("memories") or [])
+    matched = int(result.get("total_matched") or 0)
+    if statuses and "all" not in statuses:
+        found = [m for m in found if m.get("status") in statuses]
+        matched = len(found)
+    reachable = min(matched, SEARCH_PAGE_LIMIT)
+    pages = max(1, math.ceil(reachable / size))
+    shown = found[(page - 1) * size : page * size]
+    return {
+        **result,
+        "memories": shown,
+        "total_matched": matched,
+        "page": page,
+        "pages": pages,
+        "next_page": page + 1 if page < pages else None,
+    }
 
 
 # ------------------------------------------------------------------ running it
+MAX_PORT = 65535
+
+
+class PortUnavailable(Exception):
+    """The port asked for cannot be listened on; the message says why and what to do instead."""
+
+
 def bind(port: int) -> socket.socket:
     """A listening socket on the loopback interface (port 0: a free one the kernel picks)."""
+    if not 0 <= port <= MAX_PORT:
+        raise PortUnavailable(f"port {port} is out of range: give 1 to {MAX_PORT}, or 0 for a free one")
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((LOOPBACK, port))
-    sock.listen(128)
+    try:
+        sock.bind((LOOPBACK, port))
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise PortUnavailable(
+                f"port {port} is taken on {LOOPBACK}; port {free_port()} is free (engram ui --port {free_port()}), "
+                "or leave --port out for any free one"
+            ) from None
+        if exc.errno == errno.EACCES:
+            raise PortUnavailable(f"port {port} needs privileges; use one above 1023, or leave --port out") from None
+        raise PortUnavailable(f"cannot listen on {LOOPBACK}:{port}: {exc.strerror}") from None
+    sock.listen(LISTEN_BACKLOG)
     sock.set_inheritable(True)
     return sock
+
+
+def free_port() -> int:
+    """A port free right now on the loopback interface (for the message of a taken one)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((LOOPBACK, 0))
+        return int(s.getsockname()[1])
+
+
+def raise_open_files_limit(wanted: int = WANTED_OPEN_FILES) -> int:
+    """Raise the soft descriptor limit toward `wanted` (within the hard one): at the usual 1,024
+    a thousand idle connections leave no descriptor for a real request. Returns the limit."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    if soft != resource.RLIM_INFINITY and soft < target:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            return target
+        except (ValueError, OSError):
+            pass
+    return soft
 
 
 def display_available() -> bool:
@@ -415,22 +520,78 @@ def display_available() -> bool:
     return True
 
 
-def serve(project: Path, session: str | None, *, port: int = 0, open_browser: bool = True) -> int:
-    """Serve until Ctrl-C; prints the URL (with the token) first, on a line of its own."""
+def header_timeout_protocol() -> type:
+    """uvicorn's h11 protocol, plus a deadline for each request's headers.
+
+    uvicorn times out idle kept-alive connections but not a new connection that sends nothing
+    or trickles its headers: those would hold a descriptor each until the process has none
+    left, all before the token is ever checked. Here a connection has HEADER_READ_TIMEOUT_S
+    from its opening (and from each response's end) to start its next request."""
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class HeaderTimeoutProtocol(H11Protocol):
+        _deadline: asyncio.TimerHandle | None = None
+
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            self._arm()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            self._arm()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            if self._deadline is not None:
+                self._deadline.cancel()
+            super().connection_lost(exc)
+
+        def _arm(self) -> None:
+            if self._deadline is not None:
+                self._deadline.cancel()
+            waiting_after = self.cycle
+            self._deadline = self.loop.call_later(HEADER_READ_TIMEOUT_S, self._expire, waiting_after)
+
+        def _expire(self, waiting_after: Any) -> None:
+            if self.cycle is waiting_after and not self.transport.is_closing():
+                self.transport.close()  # no new request began: nothing is lost
+
+    return HeaderTimeoutProtocol
+
+
+def serve(
+    project: Path, session: str | None, *, port: int = 0, open_browser: bool = True, as_json: bool = False
+) -> int:
+    """Serve until Ctrl-C; prints the URL (with the token) first, on a line of its own (or, with
+    `as_json`, one JSON object: url, port, pid)."""
+    import json
+
     import uvicorn
 
+    sock = bind(port)  # before the daemon starts: a taken port is the first thing said
     backend = Backend(project, session)
     backend.call("ping")  # start the daemon now, so the first page does not wait for it
+    raise_open_files_limit()
     token = secrets.token_urlsafe(32)
-    sock = bind(port)
     bound = sock.getsockname()[1]
     url = f"http://{LOOPBACK}:{bound}/?token={token}"
     app = make_app(backend, token, lambda: bound)
     config = uvicorn.Config(
-        app, log_level="warning", access_log=False, timeout_graceful_shutdown=2, lifespan="off", server_header=False
+        app,
+        log_level="warning",
+        access_log=False,
+        timeout_graceful_shutdown=2,
+        lifespan="off",
+        server_header=False,
+        http=header_timeout_protocol(),
+        timeout_keep_alive=int(KEEP_ALIVE_S),
+        h11_max_incomplete_event_size=MAX_HEADER_BYTES,
+        backlog=LISTEN_BACKLOG,
     )
     server = uvicorn.Server(config)
-    print(f"engram ui: {url}", flush=True)
+    if as_json:
+        print(json.dumps({"url": url, "port": bound, "pid": os.getpid()}), flush=True)
+    else:
+        print(f"engram ui: {url}", flush=True)
     print("(Ctrl-C stops it)", file=sys.stderr, flush=True)
     if open_browser and display_available():
         webbrowser.open(url)

@@ -35,6 +35,21 @@ function toast(message, isError = false) {
   toast.timer = setTimeout(() => { t.className = ""; }, 4000);
 }
 
+// The launch's token arrives once, in the link `engram ui` printed. It is kept in this origin's
+// localStorage (127.0.0.1:<port>: no page on another port or site can read it) and sent with
+// every API call; the session cookie the server set opens only the page itself. A link from a
+// new launch replaces it, so a restarted UI works from its new link in the same browser.
+const KEY_NAME = "engram_ui_token";
+(function takeToken() {
+  const url = new URL(location.href);
+  const token = url.searchParams.get("token");
+  if (token === null) return;
+  localStorage.setItem(KEY_NAME, token);
+  url.searchParams.delete("token");
+  history.replaceState(null, "", url.pathname + url.search + url.hash);  // out of the address bar and history
+})();
+const token = () => localStorage.getItem(KEY_NAME) || "";
+
 // The project every call is made in: the one `engram ui` started in, unless another is chosen
 // in the header (kept in the page's address as ?project=, so a reload stays there).
 let project = new URLSearchParams(location.search).get("project") || "";
@@ -44,16 +59,43 @@ function inProject(path) {
   return path + (path.includes("?") ? "&" : "?") + "project=" + encodeURIComponent(project);
 }
 
-async function api(path) {
-  const r = await fetch(inProject(path), { credentials: "same-origin" });
-  return answer(r);
+// Each view owns an AbortController: leaving the view aborts its requests, and an answer that
+// still arrives for a view no longer shown is dropped (never painted onto the current one).
+let view = new AbortController();
+const SLOW_MS = 3000;  // after this without an answer the page says the daemon is slow
+
+class Stale extends Error {}
+
+let lateRequests = 0;  // requests waiting longer than SLOW_MS: the notice shows while any is
+
+function lateness(delta) {
+  lateRequests += delta;
+  document.getElementById("slow").hidden = lateRequests === 0;
+}
+
+async function api(path, { signal = view.signal } = {}) {
+  let late = false;
+  const timer = setTimeout(() => { late = true; lateness(1); }, SLOW_MS);
+  try {
+    const r = await fetch(inProject(path), { credentials: "same-origin", signal, headers: { "x-engram-ui": token() } });
+    const data = await answer(r);
+    if (signal.aborted) throw new Stale("left this view");
+    return data;
+  } catch (e) {
+    if (signal.aborted) throw new Stale("left this view");
+    throw e;
+  } finally {
+    clearTimeout(timer);
+    if (late) lateness(-1);
+    if (signal === view.signal) for (const n of main.querySelectorAll(".page-loading")) n.remove();
+  }
 }
 
 async function post(path, body) {
   const r = await fetch(inProject(path), {
     method: "POST",
     credentials: "same-origin",
-    headers: { "content-type": "application/json", "x-engram-ui": "1" },
+    headers: { "content-type": "application/json", "x-engram-ui": token() },
     body: JSON.stringify(body || {}),
   });
   return answer(r);
@@ -63,7 +105,8 @@ async function answer(r) {
   let data = null;
   try { data = await r.json(); } catch (e) { data = null; }
   if (!r.ok) {
-    const msg = (data && data.error && data.error.message) || `request failed (${r.status})`;
+    const msg = (data && data.error && data.error.message)
+      || (r.status === 403 ? "this page's link is from another launch of engram ui: open the link it printed last" : `request failed (${r.status})`);
     throw new Error(msg);
   }
   return data;
@@ -75,13 +118,26 @@ const num = (x, d = 2) => (typeof x === "number" ? x.toFixed(d) : "");
 const memoryLink = (id, text) => el("a", { href: `#/memory/${shortId(id)}`, "data-testid": "memory-link" }, text || shortId(id));
 
 function setPage(name) {
+  view.abort();  // the previous view's pending answers are dropped
+  view = new AbortController();
   for (const a of document.querySelectorAll("nav a")) a.classList.toggle("active", a.dataset.page === name);
-  main.replaceChildren();
+  main.replaceChildren(el("p", { class: "muted loading page-loading", "data-testid": "loading" }, "loading…"));
   main.dataset.page = name;
+  return view.signal;
 }
 
-function failed(e) {
-  main.append(el("p", { class: "card", "data-testid": "error" }, "Could not load: ", e.message));
+function failed(e, where = main) {
+  if (e instanceof Stale || e.name === "AbortError") return;  // a view left: nothing to say
+  const node = el("p", { class: "card error", role: "alert", "data-testid": "error" }, "Could not load: ", e.message);
+  if (where === main) main.append(node); else where.replaceChildren(node);
+}
+
+function loading(text = "loading…") {
+  return el("p", { class: "muted loading", "data-testid": "loading" }, text);
+}
+
+function empty(text) {
+  return el("p", { class: "card empty", "data-testid": "empty" }, text);
 }
 
 // ------------------------------------------------------------------ browse and search
@@ -144,26 +200,28 @@ async function browse() {
   const info = el("p", { class: "muted", "data-testid": "result-info" }, "loading…");
   main.append(el("h1", {}, s.q ? "Search" : "Browse"), form, info,
     el("table", {}, el("thead", {}, el("tr", {}, ["memory", "scope", "status", "content", "strength"].map((h) => el("th", {}, h)))), body));
+  // Search and browse send the same filters and page: a search is read-only (the server asks
+  // recall not to strengthen) and pages through recall's best 50.
   const params = new URLSearchParams();
-  for (const k of ["scope", "type", "tags"]) if (s[k]) params.set(k, s[k]);
+  for (const k of ["scope", "type", "tags", "status"]) if (s[k]) params.set(k, s[k]);
+  for (const [k, v] of Object.entries(ageBounds(s.age))) params.set(k, v);
+  params.set("page", s.page);
+  if (s.q) params.set("q", s.q);
   try {
-    if (s.q) {
-      params.set("q", s.q);
-      const r = await api(`/api/search?${params}`);
-      for (const m of r.memories) body.append(...memoryRow(m, { score: true }));
-      info.textContent = `${r.memories.length} of ${r.total_matched} matched (${r.strategy_used}, ${r.query_time_ms} ms)`;
-    } else {
-      if (s.status) params.set("status", s.status);
-      for (const [k, v] of Object.entries(ageBounds(s.age))) params.set(k, v);
-      params.set("page", s.page);
-      const r = await api(`/api/list?${params}`);
-      for (const m of r.memories) body.append(...memoryRow(m));
-      info.textContent = `${r.total_matched} memories · page ${r.page} of ${r.pages} (${r.query_time_ms} ms)`;
-      main.append(el("div", { class: "pager" },
-        el("button", { class: "secondary", disabled: s.page <= 1, on: { click: () => { s.page -= 1; browse(); } } }, "‹ newer"),
-        el("span", { class: "muted" }, `page ${r.page} / ${r.pages}`),
-        el("button", { class: "secondary", disabled: !r.next_page, "data-testid": "next-page", on: { click: () => { s.page += 1; browse(); } } }, "older ›")));
+    const r = await api(s.q ? `/api/search?${params}` : `/api/list?${params}`);
+    for (const m of r.memories) body.append(...memoryRow(m, { score: !!s.q }));
+    info.textContent = s.q
+      ? `${r.memories.length} shown of ${r.total_matched} matched · page ${r.page} of ${r.pages} (${r.strategy_used}, ${r.query_time_ms} ms)`
+      : `${r.total_matched} memories · page ${r.page} of ${r.pages} (${r.query_time_ms} ms)`;
+    if (!r.memories.length) {
+      main.append(empty(s.q || s.scope || s.type || s.tags || s.age || s.status
+        ? "Nothing matches these filters. Widen them (status: all, any age) or try other words."
+        : "No memories here yet. They appear as Claude Code sessions in this project store them (or run: engram store \"…\")."));
     }
+    main.append(el("div", { class: "pager" },
+      el("button", { class: "secondary", disabled: s.page <= 1, "data-testid": "prev-page", on: { click: () => { s.page -= 1; browse(); } } }, s.q ? "‹ better" : "‹ newer"),
+      el("span", { class: "muted" }, `page ${r.page} / ${r.pages}`),
+      el("button", { class: "secondary", disabled: !r.next_page, "data-testid": "next-page", on: { click: () => { s.page += 1; browse(); } } }, s.q ? "worse ›" : "older ›")));
   } catch (e) { info.textContent = ""; failed(e); }
 }
 
@@ -404,16 +462,42 @@ async function projectPicker() {
   });
 }
 
-function connectLive() {
+// The live feed is a short request every LIVE_POLL_MS while the tab is visible: no connection
+// is held between polls, so any number of tabs stays within the browser's six per host, and a
+// hidden tab asks nothing. A failed poll says so in the header (the daemon is down or slow).
+const LIVE_POLL_MS = 2000;
+const live = { seen: null, timer: null, busy: false };
+
+async function pollLive() {
   const state = document.getElementById("live-state");
-  const source = new EventSource(inProject("/api/events"));
-  source.addEventListener("open", () => { state.textContent = "live"; });
-  source.addEventListener("error", () => { state.textContent = "live: reconnecting"; });
-  source.addEventListener("memory", (ev) => {
-    let m;
-    try { m = JSON.parse(ev.data); } catch (e) { return; }
-    liveMemory(m);
+  live.timer = null;
+  if (document.hidden || live.busy) return;
+  live.busy = true;
+  try {
+    const r = await api("/api/live", { signal: new AbortController().signal });
+    const fresh = live.seen ? r.memories.filter((m) => !live.seen.has(m.id)).reverse() : [];
+    live.seen = new Set([...(live.seen || []), ...r.memories.map((m) => m.id)]);
+    for (const m of fresh) liveMemory(m);
+    state.textContent = "live";
+    state.classList.remove("down");
+  } catch (e) {
+    state.textContent = `not live: ${e.message}`;
+    state.classList.add("down");
+  } finally {
+    live.busy = false;
+    scheduleLive();
+  }
+}
+
+function scheduleLive() {
+  if (live.timer === null && !document.hidden) live.timer = setTimeout(pollLive, LIVE_POLL_MS);
+}
+
+function connectLive() {
+  document.addEventListener("visibilitychange", () => {
+    if (document.hidden) { clearTimeout(live.timer); live.timer = null; } else pollLive();
   });
+  pollLive();
 }
 
 function route() {
