@@ -34,7 +34,7 @@ import yaml
 from engram_mcp.core import safe_yaml
 from engram_mcp.core.errors import InvalidInput
 from engram_mcp.core.ids import CROCKFORD, format_memory_id, parse_memory_id
-from engram_mcp.core.redaction import sanitize
+from engram_mcp.core.redaction import redact_outbound
 from engram_mcp.core.vocabulary import MEMORY_TYPES
 
 SHARED_TYPES = tuple(t for t in MEMORY_TYPES if t != "working")  # working memory is session scratch
@@ -119,15 +119,17 @@ def file_name_for(memory: SharedMemory) -> str:
 def redacted(memory: SharedMemory) -> tuple[SharedMemory, int]:
     """The memory with secrets and <private> spans removed from every text field, and how
     many were found. Runs before every write of a file: a store redacts too, but a file is
-    published, so it is checked again at the last moment."""
+    published (a team file goes to git, a sync folder to another machine), so it gets the
+    stricter outbound pass at the last moment (`redaction.redact_outbound`: passwords in prose,
+    tokens near a key name in any language)."""
     found = 0
 
     def clean(text: str | None) -> str | None:
         nonlocal found
         if text is None:
             return None
-        result = sanitize(text)
-        found += len(result.findings)
+        result = redact_outbound(text)
+        found += sum(f.count for f in result.findings)
         return result.text
 
     tags = tuple(clean(t) or "" for t in memory.tags)

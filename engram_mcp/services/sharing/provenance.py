@@ -17,6 +17,8 @@ import subprocess
 import unicodedata
 from pathlib import Path
 
+from engram_mcp.core.display import printable
+
 #: Commits of the folder's history read at most: the last change of every file is almost
 #: always among the recent ones, and a huge history must not cost a session start seconds.
 MAX_COMMITS = 1000
@@ -33,7 +35,9 @@ _GIT_SAFETY = ("-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "
 
 
 def clean_text(text: str, limit: int) -> str:
-    """Untrusted text reduced to printable characters (whitespace runs become one space)."""
+    """Untrusted text reduced to printable characters (whitespace runs become one space):
+    escape sequences go whole (their parameters too), then every control and format character."""
+    text = printable(text)
     kept = "".join(
         " " if ch.isspace() else ch
         for ch in text

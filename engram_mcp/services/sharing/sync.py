@@ -187,6 +187,7 @@ class _Sync:
         self.entries = target.state.load()
         self.files: dict[str, tuple[str, SharedMemory]] = {}
         self.bad_names: set[str] = set()
+        self.pending_seen: set[str] = set()
         self.partial = False  # some files were not read (budget, too many): no deletions this run
         self._origins: dict[str, dict[str, str]] | None = None
         self.supersede_todo: list[tuple[str, tuple[str, ...]]] = []
@@ -240,7 +241,10 @@ class _Sync:
         if self.deadline is None or time.monotonic() < self.deadline:
             return False
         name = self.files[fid][0] if fid in self.files else self.entries.get(fid, {}).get("path")
-        self.report.pending.append(f"{self.t.label}/{name}")
+        path = f"{self.t.label}/{name}"
+        if path not in self.pending_seen:  # an unread file is already listed
+            self.pending_seen.add(path)
+            self.report.pending.append(path)
         return True
 
     def _read_files(self) -> None:
@@ -251,6 +255,7 @@ class _Sync:
         )
         self.partial = bool(reading.unread) or reading.too_many
         self.report.pending.extend(f"{self.t.label}/{n}" for n in reading.unread)
+        self.pending_seen.update(self.report.pending)
         if reading.too_many:
             self.report.errors.append(
                 {"path": self.t.label, "error": f"{self.t.label}: too many files; only the first ones were read"}
@@ -261,6 +266,7 @@ class _Sync:
             if self.deadline is not None and time.monotonic() >= self.deadline:
                 self.partial = True
                 self.report.pending.append(path)
+                self.pending_seen.add(path)
                 continue
             mem = self._parse_one(ft.name, ft.text, ft.error)
             if mem is not None:

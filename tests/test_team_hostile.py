@@ -1,0 +1,326 @@
+"""Team files and sync folders are untrusted input (issue 32): the scenarios a team of two
+meets, through the real CLI, one real daemon per HOME, the real model and git between two
+clones of one bare repository; and the same rules at the service level where a CLI round trip
+adds nothing (renames, copies, provenance, 300 files)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from engram_mcp.services import sharing, travel_ops
+from engram_mcp.services.sharing.sync import read_local
+from tests.test_sharing import clones, git  # noqa: F401 - the service-level fixture
+from tests.test_travel_cli import js, two  # noqa: F401 - the two-HOME CLI fixture
+
+TEAM = ".claude/team-memory"
+PRIVATE = "Use pnpm, never npm or yarn, for installing JS dependencies in this repo."
+NOTE = " (Bob's private note: my npm token is in ~/.npmrc and the 2FA backup codes are in 1Password)"
+FACT_7 = "Fact 7: the Redis cache is monitored by 15 minutes; OPS-1007 tracks the alert thresholds."
+FACT_97 = "Fact 97: the Redis cache depends on 15 minutes; OPS-1097 tracks the eviction policy."
+
+
+def cli_git(cwd: Path, *args: str, check: bool = True, author: str = "t") -> subprocess.CompletedProcess:
+    env = {"GIT_AUTHOR_NAME": author, "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@example.com", "GIT_CONFIG_NOSYSTEM": "1", "HOME": str(cwd), "PATH": "/usr/bin:/bin"}
+    proc = subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+    assert not check or proc.returncode == 0, proc.stderr
+    return proc
+
+
+def publish(clone: Path, message: str, author: str = "t") -> None:
+    cli_git(clone, "add", TEAM)
+    cli_git(clone, "commit", "-q", "-m", message, author=author)
+    cli_git(clone, "push", "-q", "origin", "main")
+
+
+def write_team_file(clone: Path, name: str, text: str | bytes) -> Path:
+    folder = clone / TEAM
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
+    return path
+
+
+def tracked_diff(clone: Path) -> str:
+    """What the clone's working tree changed in tracked files (what `git commit -a` would take)."""
+    return cli_git(clone, "diff", "HEAD").stdout
+
+
+def live(env, scope: str = "project") -> list[dict]:
+    return [m for m in js(env.cli("--json", "list", "--scope", scope, "--limit", "200"))["memories"]]
+
+
+ALIAS_BOMB = "---\na: &a [" + ", ".join(['"lol"'] * 9) + "]\n" + "".join(
+    f"{c}: &{c} [" + ", ".join([f"*{p}"] * 9) + "]\n" for p, c in zip("abcdefgh", "bcdefghi")
+) + "type: *i\n---\nThe bomb.\n"
+HOSTILE = {
+    "alias-bomb.md": ALIAS_BOMB,
+    "bad-date.md": "---\ncreated_at: 2024-13-45\n---\nA file with a date that does not exist.\n",
+    "huge-int.md": "---\nimportance: " + "7" * 5000 + "\n---\nA file with a 5,000-digit number.\n",
+    "deep.md": "---\ntags: " + "[" * 500 + "]" * 500 + "\n---\nA file nested 500 deep.\n",
+    "bad-type.md": "---\ntype: {nested: map}\n---\nA file whose type is a mapping.\n",
+    "heavy.md": "---\n" + "".join(f"k{i}: {'v' * 200}\n" for i in range(1000)) + "---\nA file with 200 KB of frontmatter.\n",
+}
+HUGE_FRONTMATTER = "---\n" + "x: " + "y" * (10 * 1024 * 1024) + "\n---\nTen megabytes of frontmatter.\n"
+
+
+# ---------------------------------------------------------------------- through the CLI and git
+@pytest.mark.slow
+def test_bobs_private_note_never_reaches_a_tracked_file(two) -> None:
+    alice, bob = two
+    bob_id = js(bob.cli("--json", "store", PRIVATE + NOTE, "--type", "procedural", "--scope", "project"))["memory_id"]
+    alice_id = js(alice.cli("--json", "store", PRIVATE, "--type", "procedural", "--scope", "project",
+                            "--importance", "0.8"))["memory_id"]
+    alice.cli("share", alice_id)
+    publish(alice.project, "share pnpm")
+
+    cli_git(bob.project, "pull", "-q", "origin", "main")
+    assert "1 added" in bob.cli("sync").stdout
+    contents = {m["id"]: m["content"] for m in live(bob)}
+    assert contents.get(alice_id) == PRIVATE and contents.get(bob_id) == PRIVATE + NOTE  # two memories, not one
+    bob.cli("update", bob_id, "--add-tags", "js")  # Bob re-tags his own memory, and syncs again
+    bob.cli("sync")
+    bob.cli("update", alice_id, "--add-tags", "tooling")  # and the team's one: that change travels, alone
+    bob.cli("sync")
+    assert "npmrc" not in tracked_diff(bob.project)
+    for path in (bob.project / TEAM).glob("*.md"):
+        assert "npmrc" not in path.read_text()
+
+
+@pytest.mark.slow
+def test_fact_7_and_fact_97_stay_two_memories_through_repeated_syncs(two) -> None:
+    alice, bob = two
+    write_team_file(alice.project, "redis-monitoring.md", f"---\ntags: redis, monitoring\nimportance: 0.6\n---\n{FACT_7}\n")
+    write_team_file(alice.project, "redis-eviction.md",
+                    f"---\ntype: procedural\ntags: [redis, eviction]\nimportance: 0.9\n---\n{FACT_97}\n")
+    publish(alice.project, "two facts")
+    cli_git(bob.project, "pull", "-q", "origin", "main")
+    for env in (alice, bob, alice, bob, bob):
+        env.cli("sync")
+        assert tracked_diff(env.project) == "", "a sync rewrote a hand-written file"
+    for env in (alice, bob):
+        facts = {m["content"]: m for m in live(env)}
+        assert set(facts) == {FACT_7, FACT_97}
+        assert sorted(facts[FACT_7]["tags"]) == ["monitoring", "redis"] and facts[FACT_7]["type"] == "semantic"
+        assert sorted(facts[FACT_97]["tags"]) == ["eviction", "redis"] and facts[FACT_97]["type"] == "procedural"
+    top = js(bob.cli("--json", "recall", "OPS-1097", "--limit", "1"))["memories"][0]
+    assert top["content"] == FACT_97
+
+
+@pytest.mark.slow
+def test_git_conflict_markers_are_reported_as_a_conflict_never_applied(two) -> None:
+    alice, bob = two
+    write_team_file(alice.project, "deploy-days.md", "Deploys go out on Tuesdays after the standup.\n")
+    publish(alice.project, "deploy days")
+    cli_git(bob.project, "pull", "-q", "origin", "main")
+    bob.cli("sync")
+    write_team_file(alice.project, "deploy-days.md", "Deploys go out on Wednesdays after the standup.\n")
+    publish(alice.project, "wednesdays")
+    write_team_file(bob.project, "deploy-days.md", "Deploys go out on Thursdays after the standup.\n")
+    cli_git(bob.project, "commit", "-q", "-am", "thursdays")
+    pulled = cli_git(bob.project, "pull", "-q", "--no-rebase", "origin", "main", check=False)
+    assert pulled.returncode != 0 and "<<<<<<<" in (bob.project / TEAM / "deploy-days.md").read_text()
+
+    proc = bob.cli("sync", check=False)
+    assert proc.returncode == 3, proc.stdout
+    assert "conflict: .claude/team-memory/deploy-days.md" in proc.stdout and "conflict markers" in proc.stdout
+    assert all("<<<<<<<" not in m["content"] and "Tuesdays" in m["content"] for m in live(bob))
+    started = bob.client().call("hook_session_start", {"source": "startup"}, project_root=bob.project, session_id="s")
+    assert "<<<<<<<" not in (started["additional_context"] or "") and ">>>>>>>" not in (started["additional_context"] or "")
+    assert started["session"]["team_memory"]["conflicts"] == 1
+
+
+@pytest.mark.slow
+def test_one_bad_file_is_named_and_the_others_are_still_applied(two) -> None:
+    alice, bob = two
+    good = [f"Good fact number {i}: the build cache lives in bucket ci-cache-{i}." for i in range(3)]
+    for i, text in enumerate(good):
+        write_team_file(alice.project, f"good-{i}.md", f"---\ntags: ci\n---\n{text}\n")
+    for name, text in HOSTILE.items():
+        write_team_file(alice.project, name, text)
+    write_team_file(alice.project, "huge.md", HUGE_FRONTMATTER)
+    write_team_file(alice.project, "latin1.md", "caf\xe9 au lait".encode("latin-1"))
+    write_team_file(alice.project, "evil\x1b]0;pwned\x07name.md", "---\ntype: nope\n---\nRed \x1b[31mtext\x1b[0m.\n")
+    publish(alice.project, "good and bad")
+    cli_git(bob.project, "pull", "-q", "origin", "main")
+
+    started = time.monotonic()
+    proc = bob.cli("sync", check=False)
+    assert time.monotonic() - started < 60
+    assert proc.returncode == 3 and "Traceback" not in proc.stderr, proc.stderr
+    assert "3 added" in proc.stdout
+    for name in [*HOSTILE, "huge.md", "latin1.md"]:
+        assert f"left alone: {TEAM}/{name}:" in proc.stdout, name
+    assert "\x1b" not in proc.stdout and "\x07" not in proc.stdout and "\x1b" not in proc.stderr
+    assert sorted(m["content"] for m in live(bob)) == sorted(good)
+    assert "need a person" in proc.stdout
+
+
+@pytest.mark.slow
+def test_a_hostile_repository_leaves_session_start_in_budget_and_other_projects_fast(two, tmp_path: Path) -> None:
+    alice, bob = two
+    for name, text in HOSTILE.items():
+        write_team_file(alice.project, name, text)
+    write_team_file(alice.project, "huge.md", HUGE_FRONTMATTER)
+    for i in range(3000):
+        write_team_file(alice.project, f"note-{i:04d}.md", f"---\ncreated_at: 2024-13-45\n---\nGenerated note {i} about service {i % 97}.\n"
+                        if i % 500 == 0 else f"Generated note {i} about service {i % 97} and queue q{i}.\n")
+    publish(alice.project, "hostile")
+    cli_git(bob.project, "pull", "-q", "origin", "main")
+
+    other = tmp_path / "other-project"
+    (other / ".git").mkdir(parents=True)
+    bob.cli("store", "The other project's deploy key rotates every 90 days.", "--scope", "project", cwd=other)
+    client = bob.client()
+    client.call("recall", {"query": "deploy key rotation"}, project_root=other, session_id="warm")
+
+    def recall_ms() -> float:
+        t0 = time.perf_counter()
+        got = client.call("recall", {"query": "deploy key rotation", "limit": 3}, project_root=other, session_id="other")
+        assert got["memories"] and "90 days" in got["memories"][0]["content"]
+        return (time.perf_counter() - t0) * 1000
+
+    idle = sorted(recall_ms() for _ in range(20))
+    result: dict = {}
+
+    def start() -> None:
+        t0 = time.monotonic()
+        result["start"] = bob.client("hook").call("hook_session_start", {"source": "startup"},
+                                                   project_root=bob.project, session_id="s-bob", timeout=60)
+        result["seconds"] = time.monotonic() - t0
+
+    thread = threading.Thread(target=start)
+    thread.start()
+    waits = []
+    while thread.is_alive() and len(waits) < 200:
+        waits.append(recall_ms())
+        time.sleep(0.02)
+    thread.join(timeout=60)
+    waits.sort()
+    print(f"session start {result.get('seconds'):.2f} s; another project's recall, idle: median {idle[10]:.1f} ms, "
+          f"during it: n={len(waits)} median={waits[len(waits) // 2]:.1f} ms "
+          f"p90={waits[int(len(waits) * 0.9)]:.1f} ms max={waits[-1]:.1f} ms")
+    assert result["seconds"] < travel_ops.SESSION_START_BUDGET_S + 3.0
+    team = result["start"]["session"]["team_memory"]
+    assert team["pending"] > 0 and team["left_alone"] >= len(HOSTILE) and team["review"] == "engram sync"
+    assert waits[len(waits) // 2] < 100 and waits[-1] < 1000  # the alias bomb made it 36.7 s
+
+
+# ---------------------------------------------------------------------- the service, two clones
+def test_renamed_hand_written_file_keeps_its_memory(clones) -> None:
+    (actx, asvc), _bob = clones
+    folder = actx.project_root / sharing.TEAM_MEMORY_DIR
+    folder.mkdir(parents=True)
+    (folder / "deploy-days.md").write_text("---\ntags: oncall, pager\n---\nDeploys go out on Tuesdays.\n")
+    first = sharing.sync_project(asvc.access, actx)
+    [mid] = first["added"]
+    assert asvc.get(actx, mid)["tags"] == ["oncall", "pager"]  # split as the markdown importer splits them
+    (folder / "deploy-days.md").rename(folder / "release-days.md")
+    second = sharing.sync_project(asvc.access, actx)
+    assert not second["forgotten"] and not second["added"] and not second["errors"], second
+    assert asvc.get(actx, mid)["status"] != "forgotten"
+    (folder / "release-days.md").write_text("---\ntags: [oncall]\n---\nDeploys go out on Tuesdays.\n")
+    assert sharing.sync_project(asvc.access, actx)["updated"] == [mid]
+
+
+def test_two_files_with_one_id_are_both_left_alone(clones) -> None:
+    (actx, asvc), _bob = clones
+    mid = asvc.store(actx, content="The release train leaves on Mondays.", type="semantic", scope="project")["memory_id"]
+    path = actx.project_root / sharing.share(asvc.access, actx, mid)["path"]
+    copy = path.with_name("a-copy.md")
+    copy.write_text(path.read_text().replace("Mondays", "Fridays"))
+    report = sharing.sync_project(asvc.access, actx)
+    assert sorted(c["path"] for c in report["conflicts"]) == sorted(
+        f"{sharing.TEAM_MEMORY_DIR}/{p.name}" for p in (path, copy)
+    )
+    assert asvc.get(actx, mid)["content"] == "The release train leaves on Mondays." and not report["updated"]
+
+
+def test_a_conflicted_copy_in_a_user_folder_never_overwrites_the_memory(clones, tmp_path) -> None:
+    (actx, asvc), _bob = clones
+    mirror = tmp_path / "Dropbox" / "engram"
+    mid = asvc.store(actx, content="My shell is fish with vi bindings.", type="semantic", scope="user")["memory_id"]
+    sharing.sync_user(asvc.access, actx, mirror)
+    [path] = mirror.glob("*.md")
+    stale = path.with_name(path.stem + " (Bob's conflicted copy 2026-01-02).md")
+    stale.write_text(path.read_text().replace("fish with vi", "bash with emacs"))
+    report = sharing.sync_user(asvc.access, actx, mirror)
+    assert asvc.get(actx, mid)["content"] == "My shell is fish with vi bindings." and not report["updated"]
+    assert any("conflicted copy" in c["reason"] for c in report["conflicts"])
+    # a real conflict in the user folder names a command that works for user memories
+    asvc.update(actx, mid, content="My shell is zsh.")
+    stale.unlink()
+    path.write_text(path.read_text().replace("fish with vi bindings", "nushell"))
+    [conflict] = sharing.sync_user(asvc.access, actx, mirror)["conflicts"]
+    assert "engram update" in conflict["resolve"] and "engram share" not in conflict["resolve"]
+
+
+def test_arrivals_record_file_commit_and_author_and_created_at_stays(clones) -> None:
+    (actx, asvc), (bctx, bsvc) = clones
+    mid = asvc.store(actx, content="Staging runs on nomad-stg-3.", type="semantic", scope="project")["memory_id"]
+    path = actx.project_root / sharing.share(asvc.access, actx, mid)["path"]
+    written_at = path.read_text().split("created_at: ", 1)[1].split("\n", 1)[0]
+    cli_git(actx.project_root, "add", str(sharing.TEAM_MEMORY_DIR))
+    cli_git(actx.project_root, "commit", "-q", "-m", "share", author="Alice \x1b[31mA\u202e")
+    cli_git(actx.project_root, "push", "-q", "origin", "main")
+    commit = cli_git(actx.project_root, "rev-parse", "HEAD").stdout.strip()
+    git(bctx.project_root, "pull", "-q", "origin", "main")
+
+    time.sleep(1.1)  # Bob's clock is later than Alice's: his store time must not reach the file
+    reported = travel_ops.apply_team_memory(bsvc.access, bctx)
+    assert reported is not None and reported["authors"] == {"Alice A": 1} and reported["review"] == "engram sync"
+    assert [a["memory_id"] for a in reported["added"]] == [mid] and reported["added"][0]["commit"] == commit
+    source = bsvc.get(bctx, mid)["source"]
+    assert source["kind"] == "team-file" and source["author"] == "Alice A" and source["commit"] == commit
+    assert source["path"] == f"{sharing.TEAM_MEMORY_DIR}/{path.name}"
+
+    bsvc.update(bctx, mid, content="Staging runs on nomad-stg-4.")
+    assert sharing.sync_project(bsvc.access, bctx)["written"]
+    bpath = bctx.project_root / sharing.TEAM_MEMORY_DIR / path.name
+    assert f"created_at: {written_at}\n" in bpath.read_text()  # the file keeps its created_at
+    cli_git(bctx.project_root, "commit", "-q", "-am", "stg-4", author="Bob")
+    cli_git(bctx.project_root, "push", "-q", "origin", "main")
+    git(actx.project_root, "pull", "-q", "origin", "main")
+    assert travel_ops.apply_team_memory(asvc.access, actx)["updated"][0]["author"] == "Bob"
+    edited = asvc.get(actx, mid)
+    assert edited["content"] == "Staging runs on nomad-stg-4." and edited["metadata"]["shared_file"]["author"] == "Bob"
+    assert bsvc.get(bctx, mid)["source"]["kind"] == "team-file"  # the origin survives the edit
+
+
+def test_three_hundred_near_duplicate_files_are_never_merged_or_rewritten(clones) -> None:
+    (actx, asvc), _bob = clones
+    folder = actx.project_root / sharing.TEAM_MEMORY_DIR
+    folder.mkdir(parents=True)
+    verbs = ("is monitored by", "depends on", "is refreshed every", "expires after")
+    for i in range(300):
+        text = f"Fact {i}: the Redis cache {verbs[i % 4]} {15 + i % 3} minutes; OPS-{1000 + i} tracks it."
+        (folder / f"fact-{i:03d}.md").write_text(f"---\ntags: [redis, f{i % 7}]\nimportance: {0.3 + (i % 5) / 10}\n---\n{text}\n")
+    before = {p.name: p.read_bytes() for p in folder.glob("*.md")}
+    first = sharing.sync_project(asvc.access, actx)
+    assert len(first["added"]) == 300 and len(set(first["added"])) == 300 and not first["errors"]
+    second = sharing.sync_project(asvc.access, actx)
+    assert not any(second["counts"].values()), second["counts"]
+    assert {p.name: p.read_bytes() for p in folder.glob("*.md")} == before
+    rows = read_local(asvc.access, actx, "project", None)
+    assert len({r["content"] for r in rows.values() if r.get("status") != "forgotten"}) == 300
+
+
+def test_session_start_reading_stops_at_the_budget_and_unread_files_are_never_deletions(clones, monkeypatch) -> None:
+    (actx, asvc), _bob = clones
+    folder = actx.project_root / sharing.TEAM_MEMORY_DIR
+    folder.mkdir(parents=True)
+    for i in range(40):
+        (folder / f"n-{i:02d}.md").write_text(f"Note {i}: queue q{i} drains nightly.\n")
+    assert len(sharing.sync_project(asvc.access, actx)["added"]) == 40
+    for i in range(40, 80):
+        (folder / f"n-{i:02d}.md").write_text(f"Note {i}: queue q{i} drains hourly.\n")
+    report = sharing.sync_project(asvc.access, actx, pull_only=True, budget_s=0.0)
+    assert len(report["pending"]) == 80 and not report["forgotten"] and not report["added"]
+    os.utime(folder)
+    assert len(sharing.sync_project(asvc.access, actx)["added"]) == 40
