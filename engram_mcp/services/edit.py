@@ -28,6 +28,7 @@ from engram_mcp.services.records import (
     check_tags,
     check_text,
     check_unit,
+    clean_tags,
     findings_summary,
     jsonable,
     now_dt,
@@ -115,11 +116,9 @@ def update(
             .replace(" ", "_")
         )
     tag_ops = check_object(tags, "tags")
-    add_tags, remove_tags = (
-        check_tags(tag_ops.get("add"), "tags.add"),
-        check_tags(tag_ops.get("remove"), "tags.remove"),
-    )
-    add_tags = [sanitize_text(t, findings) for t in add_tags]
+    # clean_tags counts every tag it replaces (a secret inside one, or a whole tag that is one)
+    add_tags = clean_tags(tag_ops.get("add"), findings, "tags.add")
+    remove_tags = check_tags(tag_ops.get("remove"), "tags.remove")
     meta_patch = sanitize_obj(check_object(metadata, "metadata"), findings)
     ent_ops = check_object(related_entities, "related_entities")
     add_entities = sanitize_obj(check_entities(ent_ops.get("add"), "related_entities.add"), findings)

@@ -106,8 +106,8 @@ def _unique_tags(tags: Iterable[str | None], field: str) -> list[str]:
     return out
 
 
-def _check_tag(t: str, field: str) -> str | None:
-    """One tag as stored (None: blank)."""
+def _check_tag(t: str, field: str, findings: list[Finding] | None = None) -> str | None:
+    """One tag as stored (None: blank); a tag replaced as a secret is counted in `findings`."""
     t = " ".join(_clean_str(t, field).split()).strip()
     if not t:
         return None
@@ -117,6 +117,8 @@ def _check_tag(t: str, field: str) -> str | None:
         )
     t = _redacted(t).lower()  # redact before lower-casing: a lower-cased token no longer matches its pattern
     kind = tag_secret_kind(t)  # a whole tag that is a token or a password: no context to see it by
+    if kind is not None and findings is not None:
+        findings.append(Finding(kind, 1))
     return label_for(kind) if kind is not None else t
 
 
@@ -264,7 +266,8 @@ def _clean_tag(t: str, field: str) -> tuple[str | None, tuple[Finding, ...]]:
     """One tag of `clean_tags` and its findings (a pure function of its input; a bad tag
     raises InvalidInput, which is not cached)."""
     found: list[Finding] = []
-    return _check_tag(sanitize_text(_clean_str(t, field), found), field), tuple(found)
+    tag = _check_tag(sanitize_text(_clean_str(t, field), found), field, found)
+    return tag, tuple(found)
 
 
 def clean_object(value: Any, findings: list[Finding], field: str) -> dict[str, Any]:

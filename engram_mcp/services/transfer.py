@@ -33,6 +33,7 @@ import numpy as np
 
 from engram_mcp.core.errors import InvalidInput, StoreUnavailable
 from engram_mcp.core.ids import parse_memory_id
+from engram_mcp.core.redaction import redact_outbound_obj
 from engram_mcp.core.vocabulary import LINK_TYPES, PERSISTENT_SCOPES, SCOPES
 from engram_mcp.services.access import RequestContext, ScopeAccess
 from engram_mcp.services.graph import find_entity, name_key
@@ -116,10 +117,15 @@ def export(
     Deterministic: every kind of row is written in the order of a stable key (never the
     engine's table-scan order of random record ids), so exporting the same data twice,
     or re-exporting an import, gives the same bytes apart from the header.
+
+    An export leaves the store (it is copied, mailed, restored elsewhere), so every text it
+    holds gets the outbound redaction pass (`redaction.redact_outbound`), stricter than the
+    store's; what it replaced is counted in the answer's `redactions`.
     """
     for s in scopes:
         check_enum(s, SCOPES, "scopes")
     counts = {"memory": 0, "history": 0, "entity": 0, "mention": 0, "relation": 0, "link": 0}
+    redactions: dict[str, int] = {}
     path = _checked_path(path)
     try:
         fd = _open_private(path)
@@ -146,13 +152,34 @@ def export(
                 keys = sorted(
                     h.index.keys()
                 )  # the derived index holds every memory's key (a query for them: ~180 ms at 5k)
-            _export_memories(access, h, scope, keys, out, counts, include_vectors, progress)
-            graph = _export_graph_lines(_read_graph(access, h), scope)
+            _export_memories(access, h, scope, keys, out, counts, include_vectors, progress, redactions)
+            graph = _export_graph_lines(_read_graph(access, h), scope, redactions)
             for kind, lines in graph.items():
                 if lines:
                     out.write("\n".join(map(_line, lines)) + "\n")
                 counts[kind] += len(lines)
-    return {"path": str(path), "counts": counts}
+    return {"path": str(path), "counts": counts, "redactions": redactions}
+
+
+#: The fields of an exported row that hold the user's text (the rest are ids, times, numbers).
+EXPORT_MEMORY_TEXT_FIELDS = ("content", "summary", "category", "tags", "metadata", "source", "related_entities")
+EXPORT_ENTITY_TEXT_FIELDS = ("name", "description")
+
+
+def _outbound(row: dict[str, Any], fields: tuple[str, ...], redactions: dict[str, int]) -> bool:
+    """Give `fields` of `row` the outbound redaction pass, in place; whether anything changed."""
+    changed = False
+    for name in fields:
+        value = row.get(name)
+        if value is None:
+            continue
+        new, found = redact_outbound_obj(value)
+        if found:
+            row[name] = new
+            changed = True
+            for f in found:
+                redactions[f.kind] = redactions.get(f.kind, 0) + f.count
+    return changed
 
 
 def _export_memories(
@@ -164,6 +191,7 @@ def _export_memories(
     counts: dict[str, int],
     include_vectors: bool,
     progress: Progress | None,
+    redactions: dict[str, int],
 ) -> None:
     """The memories that existed when the export began, a page per lock hold (written to the
     file outside it), in key order; one removed meanwhile is left out."""
@@ -179,7 +207,7 @@ def _export_memories(
                 rows += h.repo.get_many(wanted.difference(r["id"] for r in rows))
             held = time.perf_counter() - began
         rows.sort(key=lambda r: r["id"])
-        _write_memory_lines(rows, scope, out, counts, include_vectors)
+        _write_memory_lines(rows, scope, out, counts, include_vectors, redactions)
         start += len(page)
         size = next_batch(size, len(page), held, EXPORT_LOCK_BUDGET_MS, EXPORT_PAGE, MAX_EXPORT_PAGE)
         if progress:
@@ -187,7 +215,12 @@ def _export_memories(
 
 
 def _write_memory_lines(
-    rows: list[dict[str, Any]], scope: str, out, counts: dict[str, int], include_vectors: bool
+    rows: list[dict[str, Any]],
+    scope: str,
+    out,
+    counts: dict[str, int],
+    include_vectors: bool,
+    redactions: dict[str, int],
 ) -> None:
     """Memory lines, by orjson (an export of 10,000: 0.17 s against 0.7-0.8 s by json, which
     also had to turn every time into text first); a line orjson refuses (an integer beyond 64
@@ -195,6 +228,8 @@ def _write_memory_lines(
     lines = []
     for row in rows:
         key, blob = row.pop("id"), row.pop("embedding", None)  # the rows are ours (repository.get_many)
+        if _outbound(row, EXPORT_MEMORY_TEXT_FIELDS, redactions):
+            blob = None  # the vector embeds text the file no longer holds: an import embeds what it reads
         line = {"kind": "memory", "scope": scope, "id": key, "record": row}
         if include_vectors and blob:
             line["vector_b64"] = base64.b64encode(bytes(blob)).decode()
@@ -239,8 +274,11 @@ def _read_graph(access: ScopeAccess, h: ScopeHandle) -> dict[str, list[Any]]:
     return tables
 
 
-def _export_graph_lines(tables: dict[str, list[Any]], scope: str) -> dict[str, list[dict[str, Any]]]:
-    """History, entity, mention, relation and link lines of one scope, each kind sorted."""
+def _export_graph_lines(
+    tables: dict[str, list[Any]], scope: str, redactions: dict[str, int]
+) -> dict[str, list[dict[str, Any]]]:
+    """History, entity, mention, relation and link lines of one scope, each kind sorted, their
+    texts (old versions, entity names, evidence) through the outbound pass."""
     history = [
         {
             "kind": "history",
@@ -315,6 +353,12 @@ def _export_graph_lines(tables: dict[str, list[Any]], scope: str) -> dict[str, l
         ),
         key=lambda row: (row["from"], row["to"], str(row["relation_type"])),
     )
+    for line in history:
+        _outbound(line["entry"], ("snapshot", "change"), redactions)
+    for line in entities:
+        _outbound(line["record"], EXPORT_ENTITY_TEXT_FIELDS, redactions)
+    for line in relations:
+        _outbound(line, ("evidence",), redactions)
     return {"history": history, "entity": entities, "mention": mentions, "relation": relations, "link": links}
 
 
