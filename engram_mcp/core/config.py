@@ -44,12 +44,13 @@ from typing import TYPE_CHECKING, Any, cast
 from engram_mcp.core import safe_yaml
 from engram_mcp.core.config_keys import (
     CONFIG_SCHEMA,
+    DATA_MOVING_KEYS,
     DEFAULTS,
     SCOPE_WEIGHT_PROFILES,
     Config,
     scale_scope_weights,
 )
-from engram_mcp.core.paths import describe
+from engram_mcp.core.paths import describe, git_tracked
 
 if TYPE_CHECKING:
     import jsonschema
@@ -292,6 +293,8 @@ def _collect(
         display = _display_path(path, home)
         layer, file_problems = _read_file(path, display, within=within)
         problems += file_problems
+        if within is not None:
+            problems += _drop_repository_moves(layer, within, display)
         layer_problems = _validate(layer, display)
         problems += _capped(layer_problems, display)
         rejected = {problem.key for problem in layer_problems}
@@ -303,6 +306,37 @@ def _collect(
         values[key], sources[key] = value, source
 
     return {key: _normalise(key, value) for key, value in values.items()}, sources, problems
+
+
+def _drop_repository_moves(layer: dict[str, Any], project_root: Path, display: str) -> list[ConfigProblem]:
+    """Remove from a project file's layer the keys that move data out of the private store
+    (``moves_data``) unless the file is the user's: not tracked by git. A tracked file is the
+    repository's (as Claude Code treats a committed ``settings.json`` against the user's
+    ``settings.local.json``); its other keys still apply. Fails safe: when git cannot say
+    whether the file is tracked, the keys are dropped too. Returns one warning naming them."""
+    moving = sorted(key for key in layer if key in DATA_MOVING_KEYS)
+    if not moving:
+        return []
+    tracked = git_tracked(project_root, f".claude/{CONFIG_FILE_NAME}")
+    if tracked is False:
+        return []
+    for key in moving:
+        del layer[key]
+    why = (
+        "is tracked by git, so it is the repository's file, not yours"
+        if tracked
+        else "is inside a git repository, and git could not say whether it is tracked"
+    )
+    return [
+        ConfigProblem(
+            display,
+            moving[0],
+            f"{why}: ignored {', '.join(moving)} (settings that write outside your private store are honoured only "
+            f"from ~/.claude/engram.local.md, ENGRAM_* variables or a project file git does not track); "
+            "its other settings apply",
+            severity="warning",
+        )
+    ]
 
 
 def _display_path(path: Path, home: Path) -> str:

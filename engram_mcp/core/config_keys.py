@@ -85,6 +85,11 @@ class Setting:
     min_length: int | None = None
     #: Extra JSON Schema for a structured value (an object's entries).
     schema: dict[str, Any] | None = None
+    #: The key makes engram write outside the private store (into the repository, a shared
+    #: folder, a path of its choosing). Such a key is honoured only from the user's own config
+    #: (``~/.claude/engram.local.md``, ``ENGRAM_*``) or a project file git does not track: a
+    #: tracked file is the repository's, and the repository must not decide what leaves.
+    moves_data: bool = False
 
 
 _T = TypeVar("_T")
@@ -100,11 +105,12 @@ def setting(
     choices: tuple[str, ...] | None = None,
     min_length: int | None = None,
     schema: dict[str, Any] | None = None,
+    moves_data: bool = False,
 ) -> _T:
     """Declare one config key as a dataclass field (typed as its default for type checkers)."""
     if section not in SECTIONS:
         raise ValueError(f"unknown config section {section!r}; add it to SECTIONS")
-    spec = Setting(section, doc, minimum, maximum, choices, min_length, schema)
+    spec = Setting(section, doc, minimum, maximum, choices, min_length, schema, moves_data)
     return field(default=default, metadata={_SETTING: spec})
 
 
@@ -123,7 +129,11 @@ class Config:
         None, "Embeddings", "Directory holding a custom ONNX embedding model.", min_length=1
     )
     embedding_cache_dir: str | None = setting(
-        None, "Embeddings", "fastembed cache directory; null means <user_dir>/models.", min_length=1
+        None,
+        "Embeddings",
+        "fastembed cache directory; null means <user_dir>/models.",
+        min_length=1,
+        moves_data=True,  # downloads are written there: a directory of the repository's choosing
     )
     # --- Retrieval
     scope_weight_profile: str = setting(
@@ -221,6 +231,7 @@ class Config:
         "Importance from which `engram sync` shares procedural and semantic project memories unasked (null: by hand only).",
         minimum=0,
         maximum=1,
+        moves_data=True,  # writes private memories into the repository's team folder
     )
     # --- Daemon
     daemon_idle_exit_seconds: int = setting(
@@ -298,6 +309,9 @@ def _property_schema(name: str, annotation: Any, spec: Setting) -> dict[str, Any
 #: Every config key's declaration, by name, in declaration order.
 SETTINGS: dict[str, Setting] = _settings()
 _HINTS = typing.get_type_hints(Config)
+
+#: Keys that write outside the private store (``moves_data``): never taken from a tracked file.
+DATA_MOVING_KEYS: frozenset[str] = frozenset(name for name, spec in SETTINGS.items() if spec.moves_data)
 
 #: The JSON Schema config files and ``ENGRAM_*`` variables are validated against.
 CONFIG_SCHEMA: dict[str, Any] = {

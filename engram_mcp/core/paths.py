@@ -19,6 +19,13 @@ link (`O_NOFOLLOW | O_DIRECTORY`), and must be a real directory owned by this us
 else is refused with `UnsafePath`, naming the path, why, and what to do. Modes are set only
 on what engram creates (explicitly, so the umask never decides) and on what the engine
 creates under `data/`; nothing is ever changed through a link or outside the store.
+
+A repository can also commit a whole store at `.claude/engram/` (adopted when a clone lands
+at the path it was built at, as in devcontainers and CI: its memories would pass for the
+user's own, and engram would then modify tracked files). A project store directory holding
+any file git tracks is refused the same way (`UnsafePath`), before anything in it is opened.
+Whether git tracks a path is asked of `git ls-files` (`git_tracked`), which knows every index
+format, worktrees and split indexes; it costs ~3 ms and is cached per repository index stamp.
 """
 
 from __future__ import annotations
@@ -26,6 +33,8 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import subprocess
+import threading
 from pathlib import Path
 
 from engram_mcp.core.ids import project_db_name
@@ -40,6 +49,22 @@ _NOFOLLOW_DIR_FLAGS = _DIR_FLAGS | os.O_NOFOLLOW
 #: Opening a file only to read or fix its mode: never through a link, never blocking on a FIFO.
 _NOFOLLOW_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _LINK_TARGET_SHOWN_CHARS = 80  # the target is the repository's text: named, not echoed at length
+#: A `git ls-files` of one path answers in ~3 ms; past this something is wrong (a hung
+#: network file system): tracking is then undetermined, and callers fail safe.
+GIT_TIMEOUT_SECONDS = 5.0
+#: Bytes of a `.git` file (worktree or submodule checkout) read to find its git directory.
+_GIT_FILE_MAX_BYTES = 4096
+#: Variables that would point git at another repository or index than the project's own.
+_GIT_REDIRECT_VARS = (
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_COMMON_DIR",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_NAMESPACE",
+    "GIT_PREFIX",
+    "GIT_CEILING_DIRECTORIES",
+)
 
 
 class UnsafePath(Exception):
@@ -49,14 +74,15 @@ class UnsafePath(Exception):
     it (a store is reported unavailable, writes are queued; a config file is ignored).
     """
 
-    def __init__(self, path: Path | str, reason: str, fix: str | None = None) -> None:
+    def __init__(self, path: Path | str, reason: str, fix: str | None = None, *, explain: str | None = None) -> None:
         self.path = str(path)
         self.reason = reason
         self.fix = fix or f"remove or rename {self.path}; engram then creates what it needs there itself"
-        self.message = (
-            f"{self.path} {reason}; engram only uses a real directory (or file) owned by you there, so it never "
-            f"writes or changes permissions through a link a repository may have committed. Fix: {self.fix}"
+        explain = explain or (
+            "engram only uses a real directory (or file) owned by you there, so it never writes or changes "
+            "permissions through a link a repository may have committed"
         )
+        self.message = f"{self.path} {reason}; {explain}. Fix: {self.fix}"
         super().__init__(self.message)
 
 
@@ -226,9 +252,11 @@ def prepare_store_dir(path: Path, *, trusted: Path | None = None) -> tuple[int, 
     """Make `path` a usable store directory: real, owned by this user, with `.gitignore` and `data/`.
 
     Returns (fd of the store directory, its checked path); raises `UnsafePath` for a link or
-    a foreign entry at any level below `trusted`, OSError for what the system refuses.
+    a foreign entry at any level below `trusted`, or for a project store git tracks files of
+    (`refuse_tracked_store`), OSError for what the system refuses.
     """
     path, trusted = _store_trust_split(path, trusted)
+    refuse_tracked_store(path, trusted)
     fd, checked = open_private_dir(path, trusted=trusted)
     try:
         if not _exists_at(fd, ".gitignore"):
@@ -239,6 +267,150 @@ def prepare_store_dir(path: Path, *, trusted: Path | None = None) -> tuple[int, 
         os.close(fd)
         raise
     return fd, checked
+
+
+def refuse_tracked_store(path: Path, trusted: Path) -> None:
+    """Raise `UnsafePath` when `path` is a project's store directory git tracks files of
+    (`store_is_tracked`): a committed store is the repository's content, so it is never opened
+    (its memories would be shown as the user's own) and never modified (engram would rewrite
+    tracked files). Refused before anything in it is read, like a link."""
+    if store_is_tracked(path, trusted):
+        relative = Path(path).relative_to(trusted).as_posix()
+        raise UnsafePath(
+            path,
+            "holds files tracked by git",
+            f"remove it from the repository (git rm -r -q --cached {relative} && git commit), or delete the "
+            "directory; engram then creates your own store there, which git ignores",
+            explain="a store committed to the repository is the repository's content, not your memory, so engram "
+            "neither reads nor changes it",
+        )
+
+
+def store_is_tracked(path: Path, trusted: Path) -> bool:
+    """Whether `path` is a project's store directory (`<trusted>/.claude/engram`, `trusted` the
+    project root) holding a file git tracks. When git cannot say (no git binary and an index it
+    cannot read, a repository git refuses), an existing store is used as before: refusing would
+    take every user without a working git off their own memory, and a committed store needs a
+    repository git can read to be cloned at all.
+
+    The user store is never checked: its place is the user's choice, and a dotfiles repository
+    that tracks it does so because the user said so."""
+    path, trusted = Path(path), Path(trusted)
+    try:
+        parts = path.relative_to(trusted).parts
+    except ValueError:
+        return False
+    if parts != (".claude", ENGRAM_DIRNAME) or not os.path.lexists(path):
+        return False
+    return git_tracked(trusted, f".claude/{ENGRAM_DIRNAME}") is True
+
+
+# ---------------------------------------------------------------------- git tracking
+_tracked_cache: dict[tuple[str, str], tuple[tuple[int, int, int], bool]] = {}
+_tracked_lock = threading.Lock()
+
+
+def git_tracked(root: Path, relpath: str) -> bool | None:
+    """Whether git tracks `relpath` (a file, or any file below a directory) under `root`.
+
+    False when `root` is in no git repository (no `.git` entry at or above it); None when it
+    is in one but tracking cannot be determined (no git binary and no readable index, git
+    refusing the repository, a timeout): callers treat that as tracked where trusting the
+    file could move private data, and say so. Cached per (root, path) until the repository's
+    index changes (its inode, size or mtime), so the daemon's config reloads stay cheap.
+    """
+    root = Path(os.path.realpath(root))
+    found = _find_git_entry(root)
+    if found is None:
+        return False
+    repo_root, git_dir = found
+    stamp = _index_stamp(git_dir)
+    key = (str(root), relpath)
+    with _tracked_lock:
+        cached = _tracked_cache.get(key)
+    if stamp is not None and cached is not None and cached[0] == stamp:
+        return cached[1]
+    answer = _ask_git(root, relpath)
+    if answer is None and git_dir is not None:
+        answer = _index_names(git_dir, (root / relpath).relative_to(repo_root).as_posix())
+    if answer is not None and stamp is not None:
+        with _tracked_lock:
+            _tracked_cache[key] = (stamp, answer)
+    return answer
+
+
+def _find_git_entry(root: Path) -> tuple[Path, Path | None] | None:
+    """(repository top, its git directory or None when a `.git` file cannot be read), or None."""
+    probe = root
+    while True:
+        entry = probe / ".git"
+        if os.path.isdir(entry) and not os.path.islink(entry):
+            return probe, entry
+        if os.path.lexists(entry):
+            return probe, _git_dir_of_file(entry)
+        if probe.parent == probe:
+            return None
+        probe = probe.parent
+
+
+def _git_dir_of_file(entry: Path) -> Path | None:
+    """The directory a `.git` file (`gitdir: <path>`) of a worktree or submodule names."""
+    try:
+        with open(entry, "rb") as fh:
+            text = fh.read(_GIT_FILE_MAX_BYTES).decode("utf-8", "replace")
+    except OSError:
+        return None
+    first = text.splitlines()[0] if text else ""
+    if not first.startswith("gitdir:"):
+        return None
+    return (entry.parent / first[len("gitdir:") :].strip()).resolve()
+
+
+def _index_stamp(git_dir: Path | None) -> tuple[int, int, int] | None:
+    if git_dir is None:
+        return None
+    try:
+        st = os.stat(git_dir / "index")
+    except FileNotFoundError:
+        return (0, 0, 0)  # no index yet (a fresh `git init`): nothing is tracked until one appears
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _ask_git(root: Path, relpath: str) -> bool | None:
+    """`git ls-files` of one path: True when it lists anything, None when git cannot answer."""
+    env = {k: v for k, v in os.environ.items() if k not in _GIT_REDIRECT_VARS}
+    command = ["git", "-c", "core.fsmonitor=false", "-C", str(root), "ls-files", "-z", "--cached", "--", relpath]
+    try:
+        proc = subprocess.run(
+            command, env=env, capture_output=True, timeout=GIT_TIMEOUT_SECONDS, stdin=subprocess.DEVNULL, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None  # no git binary, or it hung
+    if proc.returncode != 0:
+        return None
+    return bool(proc.stdout.strip(b"\0"))
+
+
+def _index_names(git_dir: Path, repo_path: str) -> bool | None:
+    """Without git: whether the index (or a split index's shared part) holds `repo_path` or a
+    file below it. Index versions 2 and 3 store every path whole, so a byte search answers;
+    version 4 compresses paths, so it cannot (None)."""
+    names = [git_dir / "index", *sorted(git_dir.glob("sharedindex.*"))]
+    needles = (repo_path.encode() + b"\0", repo_path.encode() + b"/")
+    for name in names:
+        try:
+            data = name.read_bytes()
+        except FileNotFoundError:
+            continue
+        except OSError:
+            return None
+        if data[:4] != b"DIRC" or int.from_bytes(data[4:8], "big") not in (2, 3):
+            return None
+        if any(needle in data for needle in needles):
+            return True
+    return False
 
 
 def _exists_at(dir_fd: int, name: str) -> bool:

@@ -39,7 +39,7 @@ import numpy as np
 
 from engram_mcp.core.errors import InvalidInput, SchemaTooNew, StoreUnavailable
 from engram_mcp.core.ids import session_db_name, ulid_floor
-from engram_mcp.core.paths import fsync_dir, project_dir, project_id
+from engram_mcp.core.paths import fsync_dir, project_dir, project_id, store_is_tracked
 from engram_mcp.index.persist import IndexFileError, read_index_file, write_index_file
 from engram_mcp.index.scope_index import ScopeIndex
 from engram_mcp.storage.repository import ScopeRepository
@@ -574,6 +574,8 @@ class StoreRegistry:
         file is exactly the engine's state; the store opens in a background thread. None: take the
         ordinary path (no marker, or it does not match the file)."""
         started = time.perf_counter()
+        if root is not None and store_is_tracked(directory, root):
+            return None  # a committed store is never read: the ordinary open refuses it, naming it
         path = self.index_path(directory, ns, db)
         marker = read_marker(path)
         if marker is None:

@@ -1,0 +1,246 @@
+"""A repository cannot move the user's private data (issue 32, item 3).
+
+A cloned repository decides what is in its tracked files, so a tracked
+`.claude/engram.local.md` cannot turn on settings that write outside the private store
+(`moves_data` keys such as `team_memory_share_min_importance`), and a committed
+`.claude/engram/` store is never opened nor modified. Run with real git, the real CLI and
+its real daemon in a throwaway HOME (tests/daemon_env.py), as a user would.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.daemon_env import Env, make_env
+
+PRIVATE = "salary negotiation: I will ask for 140k and walk away below 125k, do not tell the team"
+CONFIG = ".claude/engram.local.md"
+TEAM = Path(".claude") / "team-memory"
+
+
+def git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.com", GIT_COMMITTER_NAME="t",
+               GIT_COMMITTER_EMAIL="t@example.com")
+    proc = subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
+    assert not check or proc.returncode == 0, f"git {' '.join(args)}: {proc.stderr}"
+    return proc
+
+
+def new_repo(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    if (path / ".git").is_dir() and not any((path / ".git").iterdir()):
+        (path / ".git").rmdir()
+    git(path, "init", "-q", "-b", "main")
+    (path / "README.md").write_text("a project\n")
+    git(path, "add", "README.md")
+    git(path, "commit", "-q", "-m", "init")
+    return path
+
+
+def write_config(project: Path, text: str) -> Path:
+    path = project / CONFIG
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"---\n{text}---\nnotes\n")
+    return path
+
+
+def shared_texts(project: Path) -> str:
+    folder = project / TEAM
+    return "".join(p.read_text() for p in sorted(folder.rglob("*.md"))) if folder.is_dir() else ""
+
+
+def store_private_and_sync(env: Env, project: Path) -> str:
+    env.cli("store", PRIVATE, "--type", "semantic", "--scope", "project", "--importance", "0.9", cwd=project)
+    env.cli("sync", cwd=project, check=False)
+    return shared_texts(project)
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory: pytest.TempPathFactory):
+    e = make_env(tmp_path_factory.mktemp("trust"))
+    try:
+        yield e
+    finally:
+        e.shutdown()
+
+
+def test_a_committed_config_shares_nothing_and_is_reported(env: Env) -> None:
+    project = new_repo(env.project)
+    write_config(project, "team_memory_share_min_importance: 0.0\nprompt_recall_limit: 2\n")
+    git(project, "add", CONFIG)
+    git(project, "commit", "-q", "-m", "the repository's config")
+    assert "salary" not in store_private_and_sync(env, project)
+    assert "salary" not in git(project, "status", "--porcelain", "--untracked-files=all").stdout
+    status = env.cli("status", cwd=project).stdout
+    assert "engram.local.md" in status and "team_memory_share_min_importance" in status, status
+    assert "tracked by git" in status, status
+
+
+def test_the_same_key_in_an_untracked_ignored_project_file_is_honoured(env: Env, tmp_path: Path) -> None:
+    project = new_repo(tmp_path / "ignored")
+    (project / ".gitignore").write_text(".claude/engram.local.md\n")
+    git(project, "add", ".gitignore")
+    git(project, "commit", "-q", "-m", "ignore the local config")
+    write_config(project, "team_memory_share_min_importance: 0.0\n")
+    assert "salary negotiation" in store_private_and_sync(env, project)
+    assert "tracked by git" not in env.cli("status", cwd=project).stdout
+
+
+def test_the_users_own_config_is_honoured_even_beside_a_committed_one(env: Env, tmp_path: Path) -> None:
+    project = new_repo(tmp_path / "users-own")
+    user_file = env.home / ".claude" / "engram.local.md"
+    user_file.parent.mkdir(parents=True, exist_ok=True)
+    user_file.write_text("---\nteam_memory_share_min_importance: 0.0\n---\n")
+    try:
+        assert "salary negotiation" in store_private_and_sync(env, project)
+        # The committed file of the first test cannot switch it off either way: the user's value stands.
+        write_config(project, "team_memory_share_min_importance: 1.0\n")
+        git(project, "add", CONFIG)
+        git(project, "commit", "-q", "-m", "try to override")
+        shown = json.loads(env.cli("--json", "status", cwd=project).stdout)
+        assert "team_memory_share_min_importance" in json.dumps(shown)
+    finally:
+        user_file.unlink()
+
+
+def wait_until_unlocked(store: Path, seconds: float = 30.0) -> None:
+    """The stopped daemon lets go of the store only after its last write (index, markers)."""
+    import time
+
+    from engram_mcp.core.paths import lock_held
+
+    deadline = time.monotonic() + seconds
+    while lock_held(store / "LOCK") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not lock_held(store / "LOCK")
+    time.sleep(0.5)
+
+
+def tree_bytes(root: Path) -> dict[str, bytes | str]:
+    out: dict[str, bytes | str] = {}
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root).as_posix()
+        out[rel] = "dir" if path.is_dir() and not path.is_symlink() else path.read_bytes()
+    return out
+
+
+def test_a_committed_store_is_never_opened_nor_modified_and_is_named(env: Env, tmp_path: Path) -> None:
+    project = new_repo(tmp_path / "committed-store")
+    env.cli("store", "The committed note: deploy with the blue lever", "--scope", "project", cwd=project)
+    env.shutdown()
+    store = project / ".claude" / "engram"
+    wait_until_unlocked(store)
+    assert (store / "data").is_dir()
+    git(project, "add", "-f", ".claude/engram")
+    git(project, "commit", "-q", "-m", "commit the store, as a repository could")
+    before = tree_bytes(store)
+
+    env.cli("store", "A new private note about the green lever", "--scope", "project", cwd=project, check=False)
+    recalled = env.cli("recall", "deploy lever", cwd=project, check=False).stdout
+    status = env.cli("status", cwd=project, check=False)
+    doctor = env.cli("doctor", cwd=project, check=False)
+
+    assert "blue lever" not in recalled, recalled
+    assert tree_bytes(store) == before
+    assert git(project, "status", "--porcelain").stdout == ""
+    for shown in (status.stdout + status.stderr, doctor.stdout + doctor.stderr):
+        assert str(store) in shown and "tracked by git" in shown, shown
+
+
+# --------------------------------------------------------------------------- units (real git, no daemon)
+
+
+def test_git_tracked_answers_for_files_directories_worktrees_and_no_repository(tmp_path: Path) -> None:
+    from engram_mcp.core.paths import git_tracked
+
+    assert git_tracked(tmp_path, CONFIG) is False  # no repository at all
+    repo = new_repo(tmp_path / "repo")
+    write_config(repo, "rrf_k: 5\n")
+    assert git_tracked(repo, CONFIG) is False
+    git(repo, "add", CONFIG)
+    assert git_tracked(repo, CONFIG) is True  # staged is tracked: the next commit carries it
+    assert git_tracked(repo, ".claude") is True
+    git(repo, "commit", "-q", "-m", "c")
+    git(repo, "worktree", "add", "-q", str(tmp_path / "wt"))
+    assert (tmp_path / "wt" / ".git").is_file()
+    assert git_tracked(tmp_path / "wt", CONFIG) is True
+    git(repo, "rm", "-q", "--cached", CONFIG)
+    assert git_tracked(repo, CONFIG) is False  # the cache follows the index
+
+
+def test_without_a_git_binary_the_index_is_read_and_v4_fails_safe(tmp_path: Path, monkeypatch) -> None:
+    from engram_mcp.core import paths
+
+    repo = new_repo(tmp_path / "repo")
+    write_config(repo, "rrf_k: 5\n")
+    git(repo, "add", CONFIG)
+    monkeypatch.setenv("PATH", str(tmp_path / "nowhere"))
+    paths._tracked_cache.clear()
+    assert paths.git_tracked(repo, CONFIG) is True
+    assert paths.git_tracked(repo, "README.md") is True
+    assert paths.git_tracked(repo, ".claude/engram") is False
+    monkeypatch.undo()
+    git(repo, "update-index", "--index-version", "4")
+    monkeypatch.setenv("PATH", str(tmp_path / "nowhere"))
+    paths._tracked_cache.clear()
+    assert paths.git_tracked(repo, CONFIG) is None
+
+
+def test_config_drops_data_moving_keys_of_a_tracked_file_only(tmp_path: Path, monkeypatch) -> None:
+    from engram_mcp.core import paths
+    from engram_mcp.core.config import load_config_lenient
+    from engram_mcp.core.config_keys import DATA_MOVING_KEYS
+
+    assert "team_memory_share_min_importance" in DATA_MOVING_KEYS
+    home = tmp_path / "home"
+    home.mkdir()
+    repo = new_repo(tmp_path / "repo")
+    write_config(repo, "team_memory_share_min_importance: 0.0\nprompt_recall_limit: 2\n")
+
+    config, problem = load_config_lenient(repo, home=home, environ={})
+    assert config.team_memory_share_min_importance == 0.0 and problem is None  # untracked: the user's
+
+    git(repo, "add", CONFIG)
+    config, problem = load_config_lenient(repo, home=home, environ={})
+    assert config.team_memory_share_min_importance is None
+    assert config.prompt_recall_limit == 2  # its other keys apply
+    assert problem is not None and [p.severity for p in problem.problems] == ["warning"]
+    assert "engram.local.md" in str(problem) and "team_memory_share_min_importance" in str(problem)
+
+    config, _ = load_config_lenient(
+        repo, home=home, environ={"ENGRAM_TEAM_MEMORY_SHARE_MIN_IMPORTANCE": "0.3"}
+    )
+    assert config.team_memory_share_min_importance == 0.3  # the user's environment is the user's
+
+    git(repo, "update-index", "--index-version", "4")
+    git(repo, "rm", "-q", "--cached", CONFIG)
+    monkeypatch.setenv("PATH", str(tmp_path / "nowhere"))
+    paths._tracked_cache.clear()
+    config, problem = load_config_lenient(repo, home=home, environ={})
+    assert config.team_memory_share_min_importance is None  # cannot tell: fail safe
+    assert problem is not None and "could not say" in str(problem)
+
+
+def test_prepare_store_dir_refuses_a_tracked_store_before_touching_it(tmp_path: Path) -> None:
+    from engram_mcp.core.paths import UnsafePath, prepare_store_dir, project_dir
+
+    repo = new_repo(tmp_path / "repo")
+    store = project_dir(repo)
+    (store / "data").mkdir(parents=True)
+    (store / "data" / "x").write_text("theirs")
+    git(repo, "add", "-f", ".claude/engram")
+    before = tree_bytes(store)
+    with pytest.raises(UnsafePath, match="tracked by git"):
+        prepare_store_dir(store, trusted=repo)
+    assert tree_bytes(store) == before and not (store / ".gitignore").exists()
+
+    other = new_repo(tmp_path / "other")  # an untracked store of the user's own is used as before
+    fd, _ = prepare_store_dir(project_dir(other), trusted=other)
+    os.close(fd)
+    assert (project_dir(other) / ".gitignore").exists()
