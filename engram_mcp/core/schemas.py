@@ -254,7 +254,8 @@ def with_mcp_origin(tool: str, args: dict[str, Any]) -> dict[str, Any]:
     """`args` of an MCP tool call with the origin stamped where the tool stores a memory."""
     if tool != "store_memory":
         return args
-    source = args.get("source") if isinstance(args.get("source"), dict) else {}
+    given = args.get("source")
+    source = given if isinstance(given, dict) else {}
     return {**args, "source": {**source, **MCP_ORIGIN}}
 
 

@@ -33,7 +33,7 @@ from engram_mcp.index.scope_index import Filters
 from engram_mcp.index.scoring import decay_factors, prior
 from engram_mcp.services.access import RequestContext, ScopeAccess
 from engram_mcp.services.recall import recall, strengthen_hits
-from engram_mcp.services.records import check_tags, clip_words, is_foreign, origin_of, public_memory
+from engram_mcp.services.records import check_tags, clip_words, is_foreign, origin_in, public_memory
 
 CHARS_PER_TOKEN = 4
 SECTIONS = CONTEXT_SECTIONS
@@ -105,7 +105,7 @@ def origin_label(mem: dict[str, Any], repository: str | None = None) -> str:
     """Where a foreign memory came from, in words: "team memory of repository X, by Alice
     (file .claude/team-memory/a.md), not the user's", "from the user's sync folder", "imported
     from claude-mem"."""
-    origin = mem.get("origin") if isinstance(mem.get("origin"), dict) else origin_of(mem.get("source"))
+    origin = origin_in(mem)
     kind = origin.get("kind")
     path = _short(origin.get("path"))
     if kind == "team-file":

@@ -274,7 +274,8 @@ def capture(
     if not ctx.session_id:
         raise InvalidInput("a captured observation needs the session id", field="session_id")
     args = {k: v for k, v in memory.items() if k in CAPTURE_ALLOWED_KEYS}
-    source = args.get("source") if isinstance(args.get("source"), dict) else {}
+    given = args.get("source")
+    source = given if isinstance(given, dict) else {}
     args["source"] = {**source, "origin": "hook"}  # a capture is the hook's, whatever its payload says
     if request_id is not None:
         args["request_id"] = request_id

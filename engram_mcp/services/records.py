@@ -577,24 +577,15 @@ def _via_of(kind: str, src: dict[str, Any]) -> str | None:
     return None
 
 
+def origin_in(mem: dict[str, Any]) -> dict[str, Any]:
+    """A rendered memory's origin (`public_memory` puts it there), else the one its source gives."""
+    origin = mem.get("origin")
+    return origin if isinstance(origin, dict) else origin_of(mem.get("source"))
+
+
 def is_foreign(mem: dict[str, Any]) -> bool:
     """Whether a memory's text came from outside: a team file, the sync folder, an import."""
-    origin = mem.get("origin") if isinstance(mem.get("origin"), dict) else origin_of(mem.get("source"))
-    return origin.get("kind") in FOREIGN_ORIGINS
-
-
-def origin_marker(origin: dict[str, Any]) -> str:
-    """A short name of an origin for one-line listings: `user`, `claude`, `hook`,
-    `team:<author>`, `sync`, `import:<tool>`."""
-    kind = str(origin.get("kind") or "claude")
-    if kind == "team-file":
-        author = str(origin.get("author") or "").split("<")[0].strip()
-        return f"team:{author}" if author else "team"
-    if kind == "user-sync":
-        return "sync"
-    if kind == "import":
-        return f"import:{origin.get('tool')}" if origin.get("tool") else "import"
-    return kind
+    return origin_in(mem).get("kind") in FOREIGN_ORIGINS
 
 
 def _chain_entry(entry: dict[str, Any]) -> dict[str, Any]:
