@@ -773,3 +773,192 @@ def test_a_process_derives_the_leading_literals_once_it_has_run_enough_passes(mo
         seen.append(redaction._LOOKUP.derived)
     assert seen[0] is False and seen[-1] is True
     assert seen == sorted(seen), "derived once, then kept"
+
+
+# -- issue 32: secrets in prose, the outbound pass, identifiers, reported redactions ----------------
+def redact_outbound(text: str) -> RedactionResult:
+    """Imported when called, so each test of this section fails on its own on code without it."""
+    from engram_mcp.core.redaction import redact_outbound as outbound
+
+    return outbound(text)
+
+
+# Values are generated (fixed seed): a test about the class, not about one spelling.
+def _password(seed: int) -> str:
+    rng = random.Random(seed)
+    parts = [rng.choice("ABCDEFGHJKLMNPQRSTUVWXYZ"), rng.choice("abcdefghijkmnopqrstuvwxyz"), rng.choice("23456789"),
+             rng.choice("!#$%&*@")] + [rng.choice("ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz23456789")
+                                       for _ in range(rng.randint(6, 10))]
+    rng.shuffle(parts)
+    return rng.choice("ABCDEFGHJKLMNPQRSTUVWXYZ") + "".join(parts)  # a leading `$` or `%` reads as a placeholder
+
+
+def _token(seed: int, n: int = 40) -> str:
+    rng = random.Random(seed)
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+    while True:
+        t = "".join(rng.choice(alphabet) for _ in range(n))
+        if re.search(r"[0-9]", t) and re.search(r"[a-z]", t) and re.search(r"[A-Z]", t):
+            return t
+
+
+# "the staging admin password is X until Friday" in each language engram must read (issue 32)
+PROSE_PASSWORDS = [
+    ("en", "the staging admin password is {v} until Friday"),
+    ("en", "FYI the password for the reporting replica was changed to {v} this morning"),
+    ("en", "login with user deploy and password {v}"),
+    ("de", "Das Passwort für den Staging-Admin ist {v} bis Freitag."),
+    ("de", "Das Kennwort des Testkontos lautet {v}, bitte nicht weitergeben"),
+    ("fr", "le mot de passe de l'admin de recette est {v} jusqu'à vendredi"),
+    ("es", "la contraseña del administrador es {v} hasta el viernes"),
+    ("it", "la password dell'utente admin è {v} fino a venerdì"),
+    ("pt", "a senha do admin de homologação é {v} até sexta"),
+    ("nl", "het wachtwoord van de beheerder is {v} tot vrijdag"),
+    ("pl", "hasło administratora to {v} do piątku"),
+    ("ru", "Пароль администратора стенда — {v}, действует до пятницы"),
+    ("ru", "пароль от staging: {v} до пятницы"),
+    ("ja", "ステージング管理者のパスワードは {v} です（金曜日まで）"),
+    ("ja", "検証環境のパスワードは「{v}」です"),
+    ("zh", "管理员密码是 {v}，周五前有效"),
+    ("ko", "관리자 비밀번호는 {v} 입니다"),
+]
+
+
+@pytest.mark.parametrize("i, lang_template", list(enumerate(PROSE_PASSWORDS)), ids=lambda x: str(x))
+def test_a_password_in_prose_is_redacted_locally_in_every_language(i, lang_template):
+    _lang, template = lang_template
+    value = _password(100 + i)
+    result = sanitize(template.format(v=value))
+    assert value not in result.text
+    assert result.redacted and sum(f.count for f in result.findings) == len(LABEL.findall(result.text))
+
+
+@pytest.mark.parametrize("template", [
+    "the key is {v} for the signing service", "Der geheime Schlüssel der API ist {v}", "la clave secreta es {v}",
+    "APIキーは {v} です", "服务的密钥是 {v}", "서비스 토큰은 {v} 입니다", "секретный ключ сервиса: {v}",
+    "il token di deploy è {v}", "o token de deploy é {v}", "de API-sleutel is {v}", "klucz API to {v}",
+])
+def test_a_random_token_after_a_key_name_in_prose_is_redacted_locally(template):
+    value = _token(len(template))
+    assert value not in sanitize(template.format(v=value)).text
+
+
+@pytest.mark.parametrize("gap", [" secret ", " / ", ", and the secret key is ", " (secret: ", " with "])
+def test_the_aws_secret_after_its_key_id_in_prose_is_redacted(gap):
+    key_id = "AKIA" + _token(7, 16).upper()[:16]
+    secret = _token(8, 40)
+    text = f"AWS {key_id}{gap}{secret} for the uploader"
+    for result in (sanitize(text), redact_outbound(text)):
+        assert key_id not in result.text and secret not in result.text
+
+
+@pytest.mark.parametrize("text", [
+    "the password is required", "the password is incorrect", "the token is expired", "the key is user_42",
+    "the password is stored in the vault, not in the repo", "the API token was rotated yesterday",
+    "the password is sha256-hashed before it is stored", "pin the version to 3.2.1",
+    "password reset flow uses SHA-256", "the secret is in 1Password under 'staging'",
+    "Das Passwort ist falsch", "パスワードは必須です", "пароль неверный", "the key is in the drawer",
+])
+def test_prose_about_passwords_is_kept(text):
+    assert sanitize(text).text == text
+    assert redact_outbound(text).text == text
+
+
+NOT_SECRET_IDENTIFIERS = [
+    "commit 4f3c2a1b9d8e7f6a5b4c3d2e1f0a9b8c7d6e5f4a fixed it", "ULID 01HZX3K9QWERTY7ASDFGZXCVBN",
+    "memory:01JB5M0V2Q8T1Z4X7C3N6R9K2W", "id 123e4567-e89b-12d3-a456-426614174000",
+    '"integrity": "sha512-9Xv1nQw0Zp3L7kYbT2mR8sHcJ4fU6gE5aD1oW0iV3xN7yB9qK2lM4tS6uP8rC0eF5hG7jA1zX3vQ9wE2tY4uI6oP=="',
+    "image: redis@sha256:2f4a9c8e1b7d3f6a0e5c9b2d8f1a4e7c0b3d6f9a2e5c8b1d4f7a0e3c6b9d2f5a8",
+    "aGVsbG8gd29ybGQsIHRoaXMgaXMgbm90IGEgc2VjcmV0IGF0IGFsbA==", "version 2.14.0-rc.1 on port 8443",
+    "db-replica-03.eu-west-1.internal:5432", "win10x64 h264x1080 python3x11 arm64v8a i18n2l10n gpt4o2024 llama3b8",
+]
+
+
+@pytest.mark.parametrize("text", NOT_SECRET_IDENTIFIERS)
+def test_identifiers_hashes_and_checksums_are_not_secrets_locally(text):
+    assert sanitize(text).text == text
+
+
+VERSIONED_NAME_TAGS = ["win10x64", "h264x1080", "python3x11", "arm64v8a", "i18n2l10n", "gpt4o2024", "llama3b8",
+                       "qwen2vl7b", "mistral7bv02", "yolov8n640", "resnet50v2", "x86x64", "mp4h265", "utf8x16"]
+
+
+@pytest.mark.parametrize("tag", VERSIONED_NAME_TAGS)
+def test_a_versioned_name_is_never_replaced_as_a_password(tag):
+    from engram_mcp.core.redaction import redact_tags, tag_secret_kind
+    from engram_mcp.services.records import check_tags
+
+    assert tag_secret_kind(tag) is None
+    assert redact_tags([tag]) == ([tag], ())
+    assert check_tags([tag]) == [tag]
+
+
+def test_every_tag_replaced_at_store_and_update_is_reported(fake_service, ctx):
+    res = fake_service.store(ctx, content="Build matrix for the media encoder", type="semantic", scope="project",
+                             tags=["win10x64", "arm64v8a", "nedawlhvbbe0"])
+    assert res["redactions"] == {"password": 1}
+    mem = fake_service.get(ctx, res["memory_id"])
+    assert mem["tags"] == ["win10x64", "arm64v8a", "[REDACTED:password]"]
+    upd = fake_service.update(ctx, res["memory_id"], tags={"add": ["kvdhaiuwjjhchkr8", "gpt4o2024"]})
+    assert upd["redactions"] == {"password": 1}
+    assert "kvdhaiuwjjhchkr8" not in repr(fake_service.get(ctx, res["memory_id"]))
+
+
+# The outbound pass: what a team file, the sync folder or an export may hold
+OUTBOUND_ONLY = [
+    "the staging password is changeme until Friday",  # a weak password in words
+    "the door PIN code is 4821",
+    "password: swordfish for now",
+    "token refresh for the uploader: {t} (prod)",  # a random token near a key name
+    "{t} is the signing secret of the webhook",
+    "Der Zugangsschlüssel {t} gilt bis Freitag",
+]
+
+
+@pytest.mark.parametrize("template", OUTBOUND_ONLY)
+def test_the_outbound_pass_also_takes_weak_values_and_tokens_near_key_names(template):
+    secret = _token(len(template))
+    text = template.format(t=secret)
+    value = secret if "{t}" in template else re.search(r"(changeme|4821|swordfish)", text).group(1)
+    out = redact_outbound(text)
+    assert value not in out.text and out.redacted
+    assert redact_outbound(out.text).text == out.text  # idempotent
+
+
+def test_the_outbound_pass_removes_at_least_what_the_local_pass_removes():
+    for entry in CORPUS:
+        out = redact_outbound(entry["context"]).text
+        assert entry["secret"] not in out
+        assert all(p not in out for p in _pieces(entry["secret"]))
+    for n in NEGATIVES:  # and is counted, not hidden, where it is stricter (bench/secrets_bench.py)
+        redact_outbound(n["text"])
+
+
+def test_a_shared_file_never_holds_a_secret_written_in_prose():
+    from engram_mcp.services.sharing.memory_file import SharedMemory, parse, redacted, render
+
+    key_id, secret, pw = "AKIA" + "Q3EGRDL2XJ7MPN5B", _token(11, 40), _password(12)
+    mem = SharedMemory(memory_id="01JB000000000000000000000B", memory_type="semantic",
+                       content=f"Uploader: AWS {key_id} secret {secret}. The staging admin password is {pw} until Friday;"
+                               " the kiosk password is changeme.",
+                       summary=f"Пароль администратора — {pw}", tags=("deploy", "win10x64"))
+    text = render(mem)
+    for value in (key_id, secret, pw, "changeme"):
+        assert value not in text
+    assert parse(text, fallback_id="x").tags == ("deploy", "win10x64")
+    assert redacted(mem)[1] == 5  # the key id, its secret, the password twice, changeme
+
+
+def test_share_and_export_apply_the_outbound_pass(fake_service, ctx, tmp_path):
+    from engram_mcp.services import sharing
+
+    secret = _token(21, 40)
+    mid = fake_service.store(ctx, content=f"AWS upload token {secret} expires soon; the kiosk password is changeme",
+                             type="semantic", scope="project", importance=0.9)["memory_id"]
+    shared = sharing.share(fake_service.access, ctx, mid)
+    text = (ctx.project_root / shared["path"]).read_text()
+    assert secret not in text and "changeme" not in text
+    out = fake_service.export(ctx, tmp_path / "backup.jsonl", scopes=("project",))
+    dump = (tmp_path / "backup.jsonl").read_text()
+    assert secret not in dump and "changeme" not in dump
+    assert out["redactions"].get("password") == 1

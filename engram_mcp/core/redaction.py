@@ -2023,6 +2023,13 @@ _PROSE_WORDS = frozenset(
     available unavailable expired rotated revoked changed reset set sent encrypted hashed managed
     generated random unique static dynamic temporary permanent correct stale fresh ok okay fine
     here there where what which who how when why please see check ask use used
+    falsch richtig ungültig abgelaufen erforderlich geändert gespeichert geheim leer neu alt
+    faux incorrect invalide requis obligatoire expiré changé vide nouveau
+    incorrecta incorrecto inválida inválido obligatoria requerida caducada vacía nueva
+    errata sbagliata obbligatoria scaduta cambiata vuota nuova
+    incorreta errada obrigatória expirada alterada vazia nova
+    onjuist verkeerd verplicht verlopen gewijzigd leeg nieuw
+    nieprawidłowe błędne wymagane wygasło zmienione puste nowe
     """.split()
 )
 _WORDY_SUFFIX = re.compile(r"(?:ed|ing|ly|ion|ions|able|ible|ent|ant|ive|ous|ful|less|ness|ment|ity)$")
