@@ -556,8 +556,8 @@ def test_a_name_with_digits_is_a_tag_not_a_secret(tag):
 
 @pytest.mark.parametrize("tag", PASSWORD_TAGS)
 def test_a_lower_cased_password_as_a_whole_tag_is_redacted(tag):
-    from engram_mcp.services.records import check_tags
     from engram_mcp.core.redaction import redact_tags
+    from engram_mcp.services.records import check_tags
 
     assert redact_tags([tag, "auth"])[0] == ["[REDACTED:password]", "auth"]
     assert check_tags([tag.upper(), "auth"]) == ["[REDACTED:password]", "auth"]
