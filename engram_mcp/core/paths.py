@@ -33,7 +33,6 @@ from __future__ import annotations
 import errno
 import os
 import stat
-import subprocess
 import threading
 from pathlib import Path
 
@@ -380,6 +379,8 @@ def _index_stamp(git_dir: Path | None) -> tuple[int, int, int] | None:
 
 def _ask_git(root: Path, relpath: str) -> bool | None:
     """`git ls-files` of one path: True when it lists anything, None when git cannot answer."""
+    import subprocess  # here: the hooks import this module under a tight budget and never ask git
+
     env = {k: v for k, v in os.environ.items() if k not in _GIT_REDIRECT_VARS}
     command = ["git", "-c", "core.fsmonitor=false", "-C", str(root), "ls-files", "-z", "--cached", "--", relpath]
     try:
