@@ -11,17 +11,19 @@ Security model (stored memories are untrusted text from tool output and web page
   written to no file. The token never goes into a cookie: browsers send a host's cookies to
   every port of it, so a cookie holding the token would reach any other server on 127.0.0.1.
   The first request with the token gets instead a second per-launch random value, the session,
-  in an HttpOnly, SameSite=Strict cookie named after the port (`engram_ui_<port>`). A cookie
+  in an HttpOnly, SameSite=Strict cookie named after the port (`engram_ui_<port>`), which opens
+  only the static page (no data). The API needs the token itself in the `X-Engram-UI` header:
+  the page keeps it in its origin's localStorage, which no other port's page can read. A cookie
   from another launch or another port matches nothing here, and `?token=` in the URL wins over
   any cookie, so a restarted UI and two UIs at once each work from their printed link. Every
-  request with neither gets 403, so another local user who finds the port cannot read or
-  change anything;
+  other request gets 403, so another local user or another local server that has the cookie
+  cannot read or change anything;
 - connections must send their request headers within HEADER_READ_TIMEOUT_S and idle ones are
   closed after KEEP_ALIVE_S, so idle or trickling connections cannot use up the descriptors
   before the token is ever checked;
 - `Host` must be this server (127.0.0.1:<port> or localhost:<port>), against DNS rebinding;
 - a request carrying an `Origin` that is not ours gets 403; a state-changing request (POST)
-  must carry our `Origin` and the `X-Engram-UI` header (which a cross-site form cannot send);
+  must carry our `Origin` (and, as every API call, the token header no cross-site form can send);
 - a strict Content-Security-Policy (no inline script, nothing from elsewhere, no framing),
   nosniff, no referrer, no caching of API answers.
 """
