@@ -78,8 +78,10 @@ def test_a_committed_config_shares_nothing_and_is_reported(env: Env) -> None:
     assert "salary" not in store_private_and_sync(env, project)
     assert "salary" not in git(project, "status", "--porcelain", "--untracked-files=all").stdout
     status = env.cli("status", cwd=project).stdout
-    assert "engram.local.md" in status and "team_memory_share_min_importance" in status, status
-    assert "tracked by git" in status, status
+    doctor = env.cli("doctor", cwd=project, check=False).stdout
+    for shown in (status, doctor):
+        assert "engram.local.md" in shown and "team_memory_share_min_importance" in shown, shown
+        assert "tracked by git" in shown, shown
 
 
 def test_the_same_key_in_an_untracked_ignored_project_file_is_honoured(env: Env, tmp_path: Path) -> None:
@@ -103,6 +105,10 @@ def test_the_users_own_config_is_honoured_even_beside_a_committed_one(env: Env, 
         write_config(project, "team_memory_share_min_importance: 1.0\n")
         git(project, "add", CONFIG)
         git(project, "commit", "-q", "-m", "try to override")
+        env.cli("store", "Rotate the on-call pager key every Monday with make rotate", "--type", "procedural",
+                "--scope", "project", "--importance", "0.5", cwd=project)
+        env.cli("sync", cwd=project, check=False)
+        assert "make rotate" in shared_texts(project)  # the user's 0.0 stands; the tracked 1.0 is ignored
         shown = json.loads(env.cli("--json", "status", cwd=project).stdout)
         assert "team_memory_share_min_importance" in json.dumps(shown)
     finally:
