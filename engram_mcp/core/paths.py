@@ -25,7 +25,7 @@ at the path it was built at, as in devcontainers and CI: its memories would pass
 user's own, and engram would then modify tracked files). A project store directory holding
 any file git tracks is refused the same way (`UnsafePath`), before anything in it is opened.
 Whether git tracks a path is asked of `git ls-files` (`git_tracked`), which knows every index
-format, worktrees and split indexes; it costs ~3 ms and is cached per repository index stamp.
+format, worktrees and split indexes; it costs 3-10 ms and is cached per repository index stamp.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ _NOFOLLOW_DIR_FLAGS = _DIR_FLAGS | os.O_NOFOLLOW
 #: Opening a file only to read or fix its mode: never through a link, never blocking on a FIFO.
 _NOFOLLOW_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _LINK_TARGET_SHOWN_CHARS = 80  # the target is the repository's text: named, not echoed at length
-#: A `git ls-files` of one path answers in ~3 ms; past this something is wrong (a hung
+#: A `git ls-files` of one path answers in 3-10 ms; past this something is wrong (a hung
 #: network file system): tracking is then undetermined, and callers fail safe.
 GIT_TIMEOUT_SECONDS = 5.0
 #: Bytes of a `.git` file (worktree or submodule checkout) read to find its git directory.
