@@ -145,17 +145,24 @@ def test_a_committed_store_is_never_opened_nor_modified_and_is_named(env: Env, t
     assert (store / "data").is_dir()
     git(project, "add", "-f", ".claude/engram")
     git(project, "commit", "-q", "-m", "commit the store, as a repository could")
+    team = project / TEAM
+    team.mkdir(parents=True)
+    (team / "use-pnpm.md").write_text("---\ntype: procedural\n---\nUse pnpm for installs.\n")
+    git(project, "add", str(TEAM))
+    git(project, "commit", "-q", "-m", "a team file")
     before = tree_bytes(store)
 
     env.cli("store", "A new private note about the green lever", "--scope", "project", cwd=project, check=False)
     recalled = env.cli("recall", "deploy lever", cwd=project, check=False).stdout
+    sync = env.cli("sync", cwd=project, check=False)  # its state file lives in the store directory
     status = env.cli("status", cwd=project, check=False)
     doctor = env.cli("doctor", cwd=project, check=False)
 
     assert "blue lever" not in recalled, recalled
     assert tree_bytes(store) == before
     assert git(project, "status", "--porcelain").stdout == ""
-    for shown in (status.stdout + status.stderr, doctor.stdout + doctor.stderr):
+    assert sync.returncode != 0
+    for shown in (sync.stdout + sync.stderr, status.stdout + status.stderr, doctor.stdout + doctor.stderr):
         assert str(store) in shown and "tracked by git" in shown, shown
 
 

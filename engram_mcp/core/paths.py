@@ -219,11 +219,14 @@ def open_private_dir(path: Path, *, trusted: Path) -> tuple[int, Path]:
 
     `trusted` is the part the user chose (a project root, the user directory's parent): it
     is created 0700 if missing and followed as it is. Every level below it is opened with
-    `open_dir_at` (no links, owned by this user). Returns (fd of `path`, its checked path,
+    `open_dir_at` (no links, owned by this user). A project store git tracks files of is
+    refused here, so no writer (the store, sync's state file) ever reaches into it. Returns (fd of `path`, its checked path,
     with `trusted` resolved); the caller closes fd.
     """
     path, trusted = Path(path), Path(trusted)
     parts = path.relative_to(trusted).parts
+    if parts[:2] == (".claude", ENGRAM_DIRNAME):  # a project's store, or a file engram keeps in it
+        refuse_tracked_store(trusted / ".claude" / ENGRAM_DIRNAME, trusted)
     make_private_dirs(trusted)
     shown = Path(os.path.realpath(trusted))
     fd = os.open(shown, _DIR_FLAGS)
@@ -255,7 +258,6 @@ def prepare_store_dir(path: Path, *, trusted: Path | None = None) -> tuple[int, 
     (`refuse_tracked_store`), OSError for what the system refuses.
     """
     path, trusted = _store_trust_split(path, trusted)
-    refuse_tracked_store(path, trusted)
     fd, checked = open_private_dir(path, trusted=trusted)
     try:
         if not _exists_at(fd, ".gitignore"):
