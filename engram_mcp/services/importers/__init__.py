@@ -9,19 +9,19 @@ importer twice adds nothing. `dry_run` reads and counts without writing.
 
 from __future__ import annotations
 
-import json
 import os
-import re
 import shutil
 import sqlite3
+import stat
 import tempfile
+import time
 from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from engram_mcp.core.errors import InvalidInput
 from engram_mcp.core.vocabulary import PERSISTENT_SCOPES
-from engram_mcp.services.records import findings_summary, sanitize_obj
+from engram_mcp.services.records import findings_summary
 
 from . import auto_memory, claude_mem, markdown_notes, mcp_memory, resync
 from .batch import ImportBatch
@@ -38,7 +38,7 @@ READERS: dict[str, Callable[..., ImportBatch]] = {
 SOURCES = tuple(READERS)
 MAX_SKIPPED_LISTED = 50
 TEMP_PREFIX = "engram-import-"
-KEPT_SOURCE_FIELDS = ("kind", "key", "fingerprint")
+STALE_TEMP_AGE_S = 3600.0  # an import never ran this long without touching its folder
 
 
 def default_path(source: str, ctx: "RequestContext", home: Path) -> Path | None:
@@ -104,9 +104,13 @@ def run_import(
         if done.get("rejected"):
             summary["rejected_updates"] = done["rejected"]
     if batch.lines:  # the new memories and the graph (resync.plan left out the others)
-        summary["imported"] = _import_lines(access, ctx, batch, findings, progress)
+        summary["imported"] = _import_lines(access, ctx, batch, progress)
     else:
-        summary["imported"] = {"counts": {"memory": 0}, "redactions": findings_summary(findings)}
+        summary["imported"] = {"counts": {"memory": 0}, "redactions": {}}
+    if findings:  # redactions in updated records
+        redactions = summary["imported"].setdefault("redactions", {})
+        for kind, n in findings_summary(findings).items():
+            redactions[kind] = redactions.get(kind, 0) + n
     return summary
 
 
@@ -134,72 +138,29 @@ def _import_lines(
     access: "ScopeAccess",
     ctx: "RequestContext",
     batch: ImportBatch,
-    findings: list,
     progress: Callable[[int, int | None, str], None] | None,
 ) -> dict[str, Any]:
-    """Write the records, redacted, to a private temporary JSONL file and import it (then remove it).
-
-    The file never holds a secret the store would not: every string is redacted before it is
-    written, so even an import killed before its `finally` leaves nothing unredacted, and the
-    next import sweeps the folders of imports whose process is gone."""
+    """Import the records straight from memory (`transfer.import_records`): no temporary
+    copy of the source's unredacted text is ever written (an import killed before removing
+    its copy left it on disk). Leftovers of earlier versions that did write one are removed."""
     from engram_mcp.services import transfer
 
     sweep_stale_temp_dirs()
-    tmp = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-"))
-    try:
-        file = tmp / f"{batch.source}.jsonl"
-        with open(os.open(file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w", encoding="utf-8") as out:
-            for line in batch.lines:
-                out.write(json.dumps(_redacted(line, findings), ensure_ascii=False) + "\n")
-        result = transfer.import_(access, ctx, file, progress=progress)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    result = transfer.import_records(access, ctx, batch.lines, label=batch.source, progress=progress)
     result.pop("path", None)
-    for item in result.get("rejected", []):  # the temporary file's line numbers mean nothing to the user
-        item["error"] = item["error"].split(": ", 1)[-1]
-    result["redactions"] = findings_summary(findings)
     return result
 
 
-def _redacted(line: dict[str, Any], findings: list) -> dict[str, Any]:
-    """The line with every text it carries redacted; ids, keys and hashes stay as they are
-    (a hex key looks like a secret to the scanner, and the import needs it intact)."""
-    out = dict(line)
-    if "record" in out:
-        record = dict(out["record"])
-        source = record.pop("source", None)
-        record = sanitize_obj(record, findings)
-        if isinstance(source, dict):
-            kept = {k: source[k] for k in KEPT_SOURCE_FIELDS if k in source}
-            record["source"] = {**sanitize_obj({k: v for k, v in source.items() if k not in kept}, findings), **kept}
-        out["record"] = record
-    for name in ("relationship", "relation_type"):
-        if isinstance(out.get(name), str):
-            out[name] = sanitize_obj(out[name], findings)
-    return out
-
-
-def sweep_stale_temp_dirs() -> int:
-    """Remove the temporary folders of imports whose process no longer runs (killed mid-import)."""
+def sweep_stale_temp_dirs(*, older_than_s: float = STALE_TEMP_AGE_S) -> int:
+    """Remove the `engram-import-*` folders earlier versions left when killed mid-import."""
     removed = 0
+    now = time.time()
     for entry in Path(tempfile.gettempdir()).glob(f"{TEMP_PREFIX}*"):
-        m = re.match(rf"{TEMP_PREFIX}(\d+)-", entry.name)
-        if m is None or _alive(int(m.group(1))):
-            continue
         try:
-            if entry.is_dir() and not entry.is_symlink() and entry.stat().st_uid == os.getuid():
+            st = entry.lstat()
+            if stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and now - st.st_mtime > older_than_s:
                 shutil.rmtree(entry, ignore_errors=True)
                 removed += 1
         except OSError:
             continue
     return removed
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OverflowError, OSError):
-        return True
-    return True
