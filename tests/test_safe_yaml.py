@@ -167,3 +167,19 @@ def test_error_lines_are_lines_of_the_file() -> None:
 def test_stricter_bounds_may_be_passed() -> None:
     with pytest.raises(UnsafeYAML, match="deeper than 2"):
         load("a: [[[1]]]\n", source=SOURCE, max_depth=2)
+
+
+@pytest.mark.parametrize("tag", ["binary", "set", "omap", "pairs"])
+def test_only_json_like_values_and_dates_come_out(tag: str) -> None:
+    value = {"binary": "AAAA", "set": "{x, y}", "omap": "[x: 1]", "pairs": "[x: 1]"}[tag]
+    assert f"'{tag}' is not allowed" in refused(f"a: !!{tag} {value}\n")
+
+
+@pytest.mark.parametrize("value", ["9999-12-31T23:59:59-23:59", "0001-01-01T00:00:00+23:59"])
+def test_a_datetime_that_cannot_be_converted_to_utc_stays_text(value: str) -> None:
+    assert load(f"created_at: {value}\n", source=SOURCE) == {"created_at": value}
+
+
+def test_text_that_cannot_be_encoded_or_holds_nul_is_refused_naming_the_source() -> None:
+    refused("a: \udcff\n")
+    refused("a: b\x00c\n")

@@ -11,8 +11,10 @@ text is:
   nested ``[`` is a clear refusal, never a ``RecursionError``;
 - integers and floats are bounded in digits (a 5,000-digit integer trips Python's int-str
   limit with a bare ``ValueError``, and big ints make every later step slow);
-- an invalid timestamp (``created_at: 2024-13-45``) stays the string it was written as,
-  instead of aborting the whole file with a ``ValueError``.
+- an invalid timestamp (``created_at: 2024-13-45``), or one no later use can convert to UTC,
+  stays the string it was written as, instead of aborting the whole file with a ``ValueError``;
+- only JSON-like values and dates come out: ``!!binary``, ``!!set``, ``!!omap`` and
+  ``!!pairs`` are refused like ``!!python/...`` tags.
 
 Whatever goes wrong surfaces as :class:`UnsafeYAML`, a ``ValueError`` whose message starts
 with the source's name, so a caller reports the file and goes on with the others.
@@ -20,6 +22,7 @@ with the source's name, so a caller reports the file and goes on with the others
 
 from __future__ import annotations
 
+import datetime
 import re
 from typing import Any
 
@@ -80,14 +83,24 @@ class _Loader(_BASE_LOADER):
         """A date that does not exist (2024-13-45) is kept as the text written: a wrong
         `created_at` must cost that one value, never the file."""
         try:
-            return super().construct_yaml_timestamp(node)
+            value = super().construct_yaml_timestamp(node)
+            if isinstance(value, datetime.datetime) and value.tzinfo is not None:
+                value.astimezone(datetime.timezone.utc)  # 9999-12-31T23:59-23:59 overflows every later use
         except (ValueError, OverflowError):
             return str(node.value)
+        return value
+
+    def construct_refused(self, node: yaml.Node) -> Any:
+        """Types no engram file uses (bytes, sets, ordered pairs): refused, so every value that
+        leaves this module is JSON-like (mapping, list, text, number, bool, null) or a date."""
+        raise _Refused(f"YAML tag {node.tag.rsplit(':', 1)[-1]!r} is not allowed", node.start_mark)
 
 
 _Loader.add_constructor("tag:yaml.org,2002:int", _Loader.construct_yaml_int)
 _Loader.add_constructor("tag:yaml.org,2002:float", _Loader.construct_yaml_float)
 _Loader.add_constructor("tag:yaml.org,2002:timestamp", _Loader.construct_yaml_timestamp)
+for _tag in ("binary", "set", "omap", "pairs"):
+    _Loader.add_constructor(f"tag:yaml.org,2002:{_tag}", _Loader.construct_refused)
 
 
 class _Refused(Exception):
