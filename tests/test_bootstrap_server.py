@@ -195,7 +195,8 @@ def test_calls_while_building_say_so_and_writes_are_queued(sandbox) -> None:
         assert "preparing its Python environment" in queued["warnings"][0]["message"]
         [path] = spool.pending(sandbox["user_dir"])
         entry = spool.read(path)
-        assert entry["op"] == "store" and entry["args"] == {**STORE, "importance": 0.8}  # null = not given
+        # null = not given; the queued write carries Claude's origin (schemas.with_mcp_origin)
+        assert entry["op"] == "store" and entry["args"] == {**STORE, "importance": 0.8, "source": {"origin": "claude", "via": "mcp"}}
         assert entry["ctx"] == {"project_root": str(sandbox["project"].resolve()), "session_id": SESSION}
         assert queued["memory_id"] == f"memory:{entry['id']}"
         # The size limits apply before anything is queued.
