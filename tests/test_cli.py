@@ -330,7 +330,7 @@ def test_consolidate_and_daemon_stop_speak_to_people_unless_json(tmp_path: Path)
         assert human.startswith("consolidation of the project scope") and not human.lstrip().startswith("{")
         assert json.loads(e.cli("--json", "consolidate").stdout)["scope"] == "project"
         assert json.loads(e.cli("--json", "daemon", "status").stdout)["pong"] is True
-        assert e.cli("daemon", "stop").stdout.strip() == "engram daemon stopping"
+        assert e.cli("daemon", "stop").stdout.strip().startswith("engram daemon stopped (pid ")
     finally:
         e.shutdown()
 

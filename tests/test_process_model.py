@@ -150,3 +150,74 @@ def test_an_engram_python_that_cannot_run_is_passed_over(tmp_path: Path, monkeyp
     not_runnable.chmod(0o644)
     monkeypatch.setenv("ENGRAM_PYTHON", str(not_runnable))
     assert client.find_python() != str(not_runnable)
+
+
+STOP_RUNS = 4
+
+
+@pytest.mark.timeout(600)
+def test_daemon_stop_returns_once_the_daemon_exited_so_removing_its_stores_never_races(tmp_path: Path) -> None:
+    """`engram daemon stop && rm -rf <stores>`: the daemon writes its index files at exit (it
+    holds 200 unsaved memories here, so that takes a while); stop returns only once the process
+    is gone, so nothing is written after the removal, and its socket folder is gone too."""
+    for run in range(STOP_RUNS):
+        env = make_env(tmp_path / f"run{run}")
+        stores = [env.user_dir, env.project / ".claude" / "engram"]
+        with env.client() as c:
+            for i in range(200):
+                c.call(
+                    "store",
+                    {
+                        "content": f"note {i} on the deploy pipeline",
+                        "type": "semantic",
+                        "scope": "project",
+                        "dedup": False,
+                    },
+                    project_root=str(env.project),
+                )
+            pid = c.call("ping")["pid"]
+        script = f"{sys.executable} -m engram_mcp.interfaces.cli daemon stop && rm -rf {' '.join(map(str, stores))}"
+        done = subprocess.run(
+            ["sh", "-c", script], cwd=str(env.project), env=env.env, capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 0, done.stderr
+        assert _gone(pid), f"run {run}: stop returned while the daemon (pid {pid}) still ran"
+        assert not any(p.exists() for p in stores), f"run {run}: the daemon wrote after the removal"
+        assert "stopped" in done.stdout, done.stdout
+
+
+def test_a_daemon_with_a_long_socket_path_removes_its_socket_folder_when_it_stops(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A user directory too deep for AF_UNIX gets a private socket folder (`engram-<uid>-*` in the
+    temporary folder): a stop removes it, and its record."""
+    from engram_mcp.daemon.client import SOCKET_DIR_RECORD, socket_path
+
+    env = make_env(tmp_path / ("deep" * 30))
+    tmpdir = tmp_path / "t"
+    tmpdir.mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmpdir))  # the daemon started below inherits these
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    monkeypatch.delenv("ENGRAM_SOCKET", raising=False)
+    try:
+        with env.client() as c:
+            c.call("ping")
+        folder = socket_path(env.user_dir).parent
+        assert folder.parent == tmpdir and folder.name.startswith(f"engram-{os.getuid()}-"), folder
+        env.cli("daemon", "stop")
+        assert not folder.exists() and not list(tmpdir.glob("engram-*"))
+        assert not (env.user_dir / SOCKET_DIR_RECORD).exists()
+    finally:
+        env.shutdown()
+
+
+def _gone(pid: int) -> bool:
+    """Whether process `pid` has exited (gone, or a zombie its parent has not reaped)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0] in ("Z", "X")
+    except OSError:
+        return True

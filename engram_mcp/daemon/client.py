@@ -286,6 +286,81 @@ def prestart_daemon(user_dir: Path | None = None) -> None:
         pass
 
 
+#: How long `stop_daemon` waits for the daemon to exit after it agreed to stop: it first writes
+#: its index files (about 1 s for 100k memories here) and closes its stores.
+STOP_WAIT_S = 30.0
+_STOP_POLL_S = 0.02
+
+
+def stop_daemon(user_dir: Path, *, wait_s: float = STOP_WAIT_S) -> dict[str, Any]:
+    """Ask the daemon of `user_dir` to stop and wait until its process has exited, so whatever
+    runs next (a backup, a move, `rm -rf` of a store) never races its last index writes.
+
+    {"stopped": True, "pid", "waited_s"} once it is gone; {"stopped": False, "pid", "message"}
+    when it is still there after `wait_s`. Raises DaemonUnavailable when none runs."""
+    client = DaemonClient(user_dir, autostart=False)
+    try:
+        pid = client.call("ping").get("pid")
+        client.call("shutdown")
+    finally:
+        client.close()
+    started = time.monotonic()
+    if not isinstance(pid, int) or pid <= 0:  # a daemon that does not say (an older one): its socket
+        while socket_path(user_dir).exists() and time.monotonic() - started < wait_s:
+            time.sleep(_STOP_POLL_S)
+        return {"stopped": not socket_path(user_dir).exists(), "pid": None, "waited_s": time.monotonic() - started}
+    while not process_exited(pid):
+        if time.monotonic() - started >= wait_s:
+            return {
+                "stopped": False,
+                "pid": pid,
+                "message": (
+                    f"engram daemon (pid {pid}) agreed to stop but has not exited after {wait_s:.0f} s; it may "
+                    f"still be writing its index files. Wait and run this again, or end it with `kill {pid}`"
+                ),
+            }
+        time.sleep(_STOP_POLL_S)
+    return {"stopped": True, "pid": pid, "waited_s": round(time.monotonic() - started, 3)}
+
+
+def process_exited(pid: int) -> bool:
+    """Whether process `pid` has exited: gone, or a zombie (exited, its parent not told yet;
+    reaped here when that parent is this process)."""
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass  # not our child: its parent reaps it
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False  # alive, another user's (the pid was reused)
+    try:
+        stat_line = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False  # no /proc (macOS): alive as far as can be told
+    fields = stat_line.rsplit(")", 1)[-1].split()
+    return bool(fields) and fields[0] in ("Z", "X")
+
+
+def remove_socket_dir(user_dir: Path, path: Path) -> None:
+    """After the socket at `path` is removed: the private directory made for it (`_new_socket_dir`,
+    `engram-<uid>-*` in the temporary folder) and its record go too, so none survives a stop.
+    Only the recorded directory, and only when empty; a socket of ENGRAM_SOCKET is not ours."""
+    recorded = _recorded_socket_dir(Path(user_dir))
+    if os.environ.get("ENGRAM_SOCKET") or recorded is None or Path(path).parent != recorded:
+        return
+    try:
+        (Path(user_dir) / SOCKET_DIR_RECORD).unlink()
+    except OSError:
+        pass
+    try:
+        os.rmdir(recorded)
+    except OSError:
+        pass
+
+
 class DaemonClient:
     """A connection to engramd; reconnects (and restarts the daemon) when needed."""
 

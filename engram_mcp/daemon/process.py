@@ -48,7 +48,7 @@ from engram_mcp.core.errors import DaemonUnavailable, EngramError, InvalidInput,
 from engram_mcp.core.operations import Operation
 from engram_mcp.core.paths import make_private_dirs
 from engram_mcp.daemon import dispatch
-from engram_mcp.daemon.client import clear_stale_socket, socket_path
+from engram_mcp.daemon.client import clear_stale_socket, remove_socket_dir, socket_path
 from engram_mcp.daemon.connections import LISTEN_BACKLOG, ConnectionServer
 
 if TYPE_CHECKING:  # imported when the service loads (`_load_service`), after the socket is up
@@ -140,6 +140,7 @@ class Daemon:
         self._drain_wanted.set()  # drain once as soon as the service is loaded
         self._drain_retry_at = 0.0
         self._checkpointing = threading.Event()
+        self._checkpoint_thread: threading.Thread | None = None
         self._inflight = 0  # requests being answered (a checkpoint waits for none)
         self._last_checkpoint = 0.0
         self._attempts: dict[str, int] = {}
@@ -190,7 +191,11 @@ class Daemon:
                 path.unlink()
             except OSError:
                 pass
+            remove_socket_dir(self.user_dir, path)
             self._drain_wanted.set()  # wake the drain thread: it sees `stopping` and ends
+            checkpoint = self._checkpoint_thread
+            if checkpoint is not None:  # an idle checkpoint writing files finishes before the exit
+                checkpoint.join()
             if self.service is not None:
                 with self._drain_lock, self.service.lock:  # a replay in flight finishes first
                     self.service.close()
@@ -255,7 +260,8 @@ class Daemon:
             finally:
                 self._checkpointing.clear()
 
-        threading.Thread(target=run, name="engram-checkpoint", daemon=True).start()
+        self._checkpoint_thread = threading.Thread(target=run, name="engram-checkpoint", daemon=True)
+        self._checkpoint_thread.start()
 
     def _check_idle(self) -> None:
         self._checkpoint_when_quiet()

@@ -28,7 +28,7 @@ from engram_mcp.core.vocabulary import (
     RECALL_STRATEGIES,
     SCOPES,
 )
-from engram_mcp.daemon.client import DaemonClient, user_dir_from_env
+from engram_mcp.daemon.client import DaemonClient, stop_daemon, user_dir_from_env
 from engram_mcp.interfaces import cli_travel
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
@@ -259,9 +259,13 @@ class App:
     def call_with_progress(self, op: str, payload: dict[str, Any]) -> Any:
         """A long operation: the daemon streams progress lines before its answer; they are drawn
         as bars on a terminal (never with --json or into a pipe, see `progress_wanted`)."""
-        bars = ProgressBars(operations.BY_NAME[op].progress and progress_wanted(bool(self.args.json)))
+        has_progress = operations.BY_NAME[op].progress
+        bars = ProgressBars(has_progress and progress_wanted(bool(self.args.json)))
+        # Progress is asked for even when no bar is drawn (--json, a pipe): each progress line
+        # restarts the client's wait, so a long import answers instead of timing out at 120 s.
+        listener = bars if bars.enabled else (_ignore_progress if has_progress else None)
         try:
-            return self.call(op, payload, on_progress=bars if bars.enabled else None)
+            return self.call(op, payload, on_progress=listener)
         finally:
             bars.close()
 
@@ -270,6 +274,10 @@ class App:
             print(json.dumps(result, ensure_ascii=False, indent=None if self.args.json else 2, default=str))
         else:
             print(human(result))
+
+
+def _ignore_progress(*_: Any) -> None:
+    """A progress listener that draws nothing (the lines still keep the call alive)."""
 
 
 def _csv(value: str | None) -> list[str] | None:
@@ -684,6 +692,10 @@ def cmd_consolidate(app: App) -> int:
 
 
 def render_daemon(r: dict[str, Any]) -> str:
+    if r.get("stopped"):
+        return f"engram daemon stopped (pid {r.get('pid')}, exited after {r.get('waited_s', 0):.1f} s)"
+    if r.get("stopped") is False:
+        return str(r.get("message", "engram daemon did not exit"))
     if r.get("stopping"):
         return "engram daemon stopping"
     if r.get("pong"):
@@ -695,14 +707,14 @@ def cmd_daemon(app: App) -> int:
     action = app.args.action
     client = DaemonClient(user_dir_from_env(), autostart=action == "start")
     try:
-        if action == "stop":
-            res = client.call("shutdown")
+        if action == "stop":  # returns once the process has exited: its last index writes are done
+            res = stop_daemon(user_dir_from_env())
         else:
             res = client.call("ping")
     except EngramError as exc:
         res = {"running": False, "message": exc.message}
     app.out(res, render_daemon)
-    return EXIT_OK
+    return EXIT_ERROR if res.get("stopped") is False else EXIT_OK
 
 
 def cmd_doctor(app: App) -> int:
