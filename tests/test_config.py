@@ -437,7 +437,7 @@ def test_example_file_used_as_a_config_file_loads_the_defaults(home: Path) -> No
 # --------------------------------------------------------------------------- hostile files (issue 12)
 
 ALIAS_BOMB = "---\na: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n" + "".join(
-    f"{n}: &{n} [{','.join([f'*{p}'] * 9)}]\n" for p, n in zip("abcdefgh", "bcdefghi")) + "scope_weights: *i\n---\n"
+    f"{n}: &{n} [{','.join([f'*{p}'] * 9)}]\n" for p, n in zip("abcdefgh", "bcdefghi", strict=False)) + "scope_weights: *i\n---\n"
 HOSTILE_SECONDS = 0.5
 HOSTILE_PEAK_BYTES = 20 * 1024 * 1024
 
@@ -607,3 +607,20 @@ def test_a_valid_config_loads_without_importing_jsonschema(home: Path, project: 
     assert good.stdout.split() == ["0.4", "120", "False", "False"]
     bad = subprocess.run([sys.executable, "-c", code, "bad"], capture_output=True, text=True, env=env, check=True)
     assert bad.stdout.split() == ["0.4", "120", "True", "True"]
+
+
+def test_a_key_with_escapes_or_invisible_characters_is_reported_printable_and_stays_unknown(
+    home: Path, project: Path
+) -> None:
+    write_project(project, "fusion\u200b: rrf\n\"\\e[2Jrrf_k\\u202e\": 5\n")
+    problems = problems_of(project, home)
+    shown = str(ConfigError(problems))
+    assert "\x1b" not in shown and "\u202e" not in shown and "\u200b" not in shown
+    assert len(problems) == 2 and all("unknown key" in p.message for p in problems)
+    assert load_config_lenient_fusion(project, home) == "score"
+
+
+def load_config_lenient_fusion(project: Path, home: Path) -> str:
+    from engram_mcp.core.config import load_config_lenient
+
+    return load_config_lenient(project, home=home, environ={})[0].fusion

@@ -183,3 +183,10 @@ def test_a_datetime_that_cannot_be_converted_to_utc_stays_text(value: str) -> No
 def test_text_that_cannot_be_encoded_or_holds_nul_is_refused_naming_the_source() -> None:
     refused("a: \udcff\n")
     refused("a: b\x00c\n")
+
+
+def test_messages_are_printable_whatever_the_file_name_and_text() -> None:
+    with pytest.raises(UnsafeYAML) as info:
+        split_frontmatter("---\na: &x 1\n---\n", source="team/\x1b]0;owned\x07evil\u202e.md")
+    assert "\x1b" not in str(info.value) and "\u202e" not in str(info.value)
+    assert str(info.value).startswith("team/evil.md: ")

@@ -50,6 +50,7 @@ from engram_mcp.core.config_keys import (
     Config,
     scale_scope_weights,
 )
+from engram_mcp.core.display import printable
 from engram_mcp.core.paths import describe, git_tracked
 
 if TYPE_CHECKING:
@@ -378,7 +379,7 @@ def _read_file(path: Path, display: str, *, within: Path | None = None) -> tuple
         )
     except safe_yaml.UnsafeYAML as exc:
         return {}, [ConfigProblem(display, None, _yaml_problem(str(exc), display))]
-    return {_clip(str(key)): value for key, value in front.items()}, []
+    return {_cut(str(key)): value for key, value in front.items()}, []
 
 
 class _Unreadable(Exception):
@@ -453,8 +454,17 @@ def _open_config(path: Path, within: Path | None) -> int | None:
     return fd
 
 
+def _cut(text: str, limit: int = SHOWN_VALUE_CHARS) -> str:
+    """At most `limit` characters of a key as written (a key is never rewritten into another:
+    an invisible character keeps it an unknown key, reported through `_clip`)."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def _clip(text: str, limit: int = SHOWN_VALUE_CHARS) -> str:
-    """At most `limit` characters of untrusted text for a message (an ellipsis marks the cut)."""
+    """At most `limit` characters of untrusted text for a message (an ellipsis marks the cut),
+    made `printable`: a key of a committed file may hold escape sequences or bidi controls, and
+    the message is shown by `engram status` and `doctor`."""
+    text = printable(text[: limit * 4])
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

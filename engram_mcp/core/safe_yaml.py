@@ -28,6 +28,8 @@ from typing import Any
 
 import yaml
 
+from engram_mcp.core.display import printable
+
 __all__ = [
     "MAX_DEPTH",
     "MAX_INT_DIGITS",
@@ -65,7 +67,12 @@ _FRONTMATTER_CLOSE_RE = re.compile(r"^---[ \t]*(?:\r?\n|\Z)", re.M)
 
 class UnsafeYAML(ValueError):
     """YAML engram will not read: broken, or beyond the bounds. The message starts with the
-    source (a file's display path) and says what is wrong, and where when known."""
+    source (a file's display path) and says what is wrong, and where when known. It may quote
+    the file's name and the parser's view of its text, so it is made `printable`: showing it
+    can never act on a terminal."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(printable(message))
 
 
 class _Loader(_BASE_LOADER):
