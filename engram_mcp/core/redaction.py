@@ -1880,14 +1880,15 @@ def _redact_counts(text: str, counts: Counter) -> str:
 def _redact_pass(text: str, counts: Counter) -> str:
     if not text:
         return text
-    if textview.needs_view(text):
+    foreign = textview.needs_view(text)
+    if foreign:
         # first, so that a value split in two literals is found whole, not as its first half
         text = _redact_view(text, counts)
     text = _run_rules(text, counts)
     if "Secret" in text:
         text = _k8s_secrets(text, counts)
     text = _headless_pem(text, counts)
-    return _prose_pass(text, counts, outbound=False)
+    return _prose_pass(text, counts, outbound=False, foreign=foreign)
 
 
 def _view_spans(view: str, counts: Counter) -> list[tuple[int, int, str]]:
@@ -1967,17 +1968,43 @@ def _redact_view(text: str, counts: Counter) -> str:
 # the machine: team files, the sync folder, exports) also redacts weaker values and any random
 # token near a key name.
 
-_PROSE_KEYWORD = re.compile(
-    r"(?<![A-Za-z])(?:"
-    r"(?P<pw>pass(?:words?|phrases?|codes?|wd)|pwd|pin[ _-]?(?:code|number)s?)"
-    r"|(?P<sec>(?:(?:api|access|private|secret|signing|master|encryption|license|deploy|client|app|auth)[ _-]?)?"
-    r"(?:secrets?|tokens?|credentials?|creds)(?:[ _-]?(?:access[ _-]?)?keys?)?"
-    r"|(?:api|access|private|secret|signing|master|encryption|license|deploy)[ _-]?keys?|apikeys?)"
-    r"|(?P<key>keys?))(?![A-Za-z0-9_\-])",
-    re.IGNORECASE,
+# Key names are found from their head word (one simple regex on the ASCII-lowered view: a
+# regex of every spelling with a look-behind costs ~25 us a memory, this ~3), then read whole.
+_PROSE_HEAD = re.compile(r"pass|pwd|pin|secret|token|cred|key")
+_PROSE_NAME = re.compile(
+    r"(?:(?P<pw>pass(?:words?|phrases?|codes?|wd)|pwd|pin[ _-]?(?:code|number)s?)"
+    r"|(?P<sec>secrets?(?:[ _-]?(?:access[ _-]?)?keys?)?|tokens?|credentials?|creds)"
+    r"|(?P<key>keys?))(?![a-z0-9_\-])"
 )
-# cheap test before the keyword regex: one of these is in every key name of the view
+# the word before `key` that makes it a secret's name: `api key`, `apikey`, `signing-key`
+_KEY_QUALIFIER = re.compile(r"(?:api|access|private|secret|signing|master|encryption|license|deploy|client|app)[ _-]?$")
+# cheap test before anything else, for a text without foreign key names (`textview.needs_view`)
 _PROSE_HINTS = ("pass", "pwd", "pin", "secret", "token", "cred", "key")
+
+
+def _prose_names(low: str) -> Iterable[tuple[int, int, str]]:
+    """``(start, end, group)`` of each key name in `low` (ASCII-lowered): pw, sec or key."""
+    consumed = 0
+    for h in _PROSE_HEAD.finditer(low):
+        start = h.start()
+        if start < consumed:
+            continue
+        m = _PROSE_NAME.match(low, start)
+        if m is None:
+            continue
+        group = m.lastgroup or "key"
+        qualifier = _KEY_QUALIFIER.search(low, max(0, start - 12), start)
+        head = qualifier.start() if qualifier is not None else start
+        if head and low[head - 1].isalpha():
+            continue  # inside a word: `bypass`, `monkey`, `turnkey`
+        if qualifier is not None and group == "key":
+            group = "sec"
+        elif qualifier is None and start and low[start - 1].isalpha():
+            continue
+        consumed = m.end()
+        yield head, m.end(), group
+
+
 # Words linking a key name to its value: en, de, fr, es, it, pt, nl, pl, ru (whole words), then
 # marks and the ja, zh, ko particles, which need no blank around them.
 _PROSE_LINK_WORDS = (
@@ -2022,6 +2049,7 @@ _PROSE_WORDS = frozenset(
     short too very still being kept stored saved shared hidden secret private public known unknown
     available unavailable expired rotated revoked changed reset set sent encrypted hashed managed
     generated random unique static dynamic temporary permanent correct stale fresh ok okay fine
+    different present absent sufficient insufficient identical similar separate personal individual
     here there where what which who how when why please see check ask use used
     falsch richtig ungültig abgelaufen erforderlich geändert gespeichert geheim leer neu alt
     faux incorrect invalide requis obligatoire expiré changé vide nouveau
@@ -2032,7 +2060,9 @@ _PROSE_WORDS = frozenset(
     nieprawidłowe błędne wymagane wygasło zmienione puste nowe
     """.split()
 )
-_WORDY_SUFFIX = re.compile(r"(?:ed|ing|ly|ion|ions|able|ible|ent|ant|ive|ous|ful|less|ness|ment|ity)$")
+# endings of participles and abstract nouns (`expired`, `missing`, `encryption`); not `-ly`, which
+# ends as many passwords (`dragonfly`) as adverbs
+_WORDY_SUFFIX = re.compile(r"(?:ed|ing|ion|ions|able|ible|ous|ness|ment)$")
 
 
 def _ordinary_word(value: str) -> bool:
@@ -2064,7 +2094,7 @@ def _prose_value_kind(group: str, value: str, *, linked: bool, outbound: bool) -
     if _EMAIL.fullmatch(v) or _VERSION.fullmatch(v) or _DOTTED_NAME.fullmatch(v):
         return None
     kind = "password" if group == "pw" else "generic-high-entropy"
-    if _looks_random(v, weak_key=group == "key" and not outbound):
+    if _looks_random(v, weak_key=group == "key"):  # `the cache key is <sha>`: a digest, in either pass
         return kind
     has_digit = _DIGIT.search(v) is not None
     has_alpha = _LOWER.search(v) is not None or _UPPER.search(v) is not None
@@ -2088,17 +2118,16 @@ def _prose_value_kind(group: str, value: str, *, linked: bool, outbound: bool) -
     return kind if len(v) >= 6 and not _ordinary_word(v) else None
 
 
-def _prose_decide(text: str, m: re.Match, outbound: bool) -> Decision:
-    group = m.lastgroup or "key"
+def _prose_decide(text: str, name_end: int, group: str, outbound: bool) -> Decision:
     for regex, linked in ((_PROSE_LINKED, True), (_PROSE_DIRECT, False)):
-        t = regex.match(text, m.end())
+        t = regex.match(text, name_end)
         if t is None:
             continue
         if (
             not outbound
             and linked
             and not t.group("fill")
-            and not text[m.end() : t.start("q") if t.group("q") else t.start("v")].strip(" \t:")
+            and not text[name_end : t.start("q") if t.group("q") else t.start("v")].strip(" \t:")
         ):
             continue  # `token: value` right after the name is an assignment: the assignment rules judge it
         if t.group("qv") is not None:
@@ -2125,10 +2154,10 @@ def _outbound_random(token: str, group: str) -> bool:
     the machine (a commit hash near `key` may be taken: the outbound pass prefers that)."""
     if _is_placeholder(token) or _PATH.match(token) or _UUID.match(token) or _VERSION.fullmatch(token):
         return False
-    if _looks_random(token):
-        return True
     if _HEX.match(token):
         return False  # a commit or a digest named in a sentence; hex right after a key name is `_prose_decide`'s
+    if _looks_random(token):
+        return True
     return (
         len(token) >= 20
         and _DIGIT.search(token) is not None
@@ -2138,10 +2167,10 @@ def _outbound_random(token: str, group: str) -> bool:
     )
 
 
-def _near_tokens(text: str, m: re.Match, group: str) -> list[tuple[str, int, int]]:
-    lo = max(text.rfind("\n", 0, m.start()) + 1, m.start() - NEAR_BEFORE_CHARS)
-    nl = text.find("\n", m.end())
-    hi = min(nl if nl != -1 else len(text), m.end() + NEAR_AFTER_CHARS)
+def _near_tokens(text: str, name_start: int, name_end: int, group: str) -> list[tuple[str, int, int]]:
+    lo = max(text.rfind("\n", 0, name_start) + 1, name_start - NEAR_BEFORE_CHARS)
+    nl = text.find("\n", name_end)
+    hi = min(nl if nl != -1 else len(text), name_end + NEAR_AFTER_CHARS)
     out = []
     for t in _NEAR_TOKEN.finditer(text, lo, hi):
         token = t.group(0).rstrip(".")
@@ -2150,27 +2179,28 @@ def _near_tokens(text: str, m: re.Match, group: str) -> list[tuple[str, int, int
     return out
 
 
-def _prose_pass(text: str, counts: Counter, *, outbound: bool) -> str:
+def _prose_pass(text: str, counts: Counter, *, outbound: bool, foreign: Optional[bool] = None) -> str:
     """Secrets written in sentences, in any language (see above); the view is searched and the
-    original characters replaced."""
-    low = text.lower()
-    foreign = textview.needs_view(text)
-    if not foreign and not any(h in low for h in _PROSE_HINTS):
-        return text
+    original characters replaced. `foreign`: `textview.needs_view(text)` when the caller knows it."""
+    if foreign is None:
+        foreign = textview.needs_view(text)
+    if not foreign:
+        low = text.lower()
+        if not any(h in low for h in _PROSE_HINTS):
+            return text
     view = textview.build_view(text) if foreign else None
     seen = view.text if view is not None else text
     labels = [x.span() for x in _LABEL_RE.finditer(seen)] if _LABEL_MARK in seen else []
     found: list[tuple[int, int, str]] = []
-    for m in _PROSE_KEYWORD.finditer(seen):
-        if labels and _overlaps(labels, m.start(), m.end()):
+    for start, end, group in _prose_names(_ascii_lower(seen).decode("ascii")):
+        if labels and _overlaps(labels, start, end):
             continue
-        group = m.lastgroup or "key"
-        decision = _prose_decide(seen, m, outbound)
+        decision = _prose_decide(seen, end, group, outbound)
         if decision is not None:
             kind, s, e = decision
             found.append((s, e, kind))
         if outbound:
-            found += [(s, e, kind) for kind, s, e in _near_tokens(seen, m, group)]
+            found += [(s, e, kind) for kind, s, e in _near_tokens(seen, start, end, group)]
     if not found:
         return text
     regions = []
