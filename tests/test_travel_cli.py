@@ -66,7 +66,9 @@ def test_team_memory_travels_through_git_with_the_cli(two) -> None:
     git(bob.project, "pull", "-q", "origin", "main")
     client = bob.client()
     started = client.call("hook_session_start", {"source": "startup"}, project_root=bob.project, session_id="s-bob")
-    assert started["session"]["team_memory"] == {"added": 1}
+    team = started["session"]["team_memory"]
+    assert team["counts"] == {"added": 1, "updated": 0} and team["added"][0]["memory_id"] == mid
+    assert team["authors"] == {"t": 1} and team["review"] == "engram sync" and not team["conflicts"]
     assert "Never edit a merged migration" in (started["additional_context"] or "")
     assert js(bob.cli("--json", "show", mid))["content"] == "Never edit a merged migration; add a new one."
 
