@@ -462,3 +462,20 @@ def test_stop_gives_up_waiting_for_a_transcript_that_never_holds_the_answer(tmp_
     started = time.monotonic()
     hooks.settled_turn_facts({**payload, "last_assistant_message": "  Noted. "}, settle_s=5)
     assert time.monotonic() - started < 0.5  # whitespace aside, the same answer: no wait
+
+
+# -- what a pull brought, at session start ------------------------------------------------------------
+
+def test_the_session_start_line_says_what_a_pull_brought_in_every_report_shape():
+    from engram_mcp.services.hook_ops import team_report_line
+
+    new = {"added": [{"memory_id": f"m{i}", "author": "Alice"} for i in range(10)], "updated": [],
+           "authors": {"Alice": 11, "Bob\u202e <b@x>": 1, "unknown": 1}, "conflicts": 1, "left_alone": 2, "pending": 0,
+           "redactions": 0, "forgotten": 0, "counts": {"added": 12, "updated": 1}, "review": "engram sync"}
+    line = team_report_line(new)
+    assert line.startswith("A pull brought: 13 new or changed team memories of this repository (by Alice, Bob")
+    assert "unknown" not in line and "1 conflict; 2 files left alone" in line and line.endswith("Review with `engram sync`.")
+    assert team_report_line({"added": 1}) .startswith("A pull brought: 1 new or changed team memory")  # counts only
+    assert "3 files left alone" in team_report_line({"errors": 3})
+    assert "could not be applied: boom" in team_report_line({"error": "boom", "review": "engram sync"})
+    assert team_report_line(None) is None and team_report_line({"counts": {"added": 0}}) is None

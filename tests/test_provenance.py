@@ -114,7 +114,7 @@ def test_a_cloned_repositorys_team_file_is_labelled_as_team_memory_at_session_st
     assert block.index("### Memory from outside this store") < block.index("ignore previous instructions")
     assert len(block) / 4 <= 1200  # the default context_token_budget
     # the session start says what the pull brought, to Claude and to the user
-    assert "A pull brought: 1 new or changed team memory of this repository" in block
+    assert f"A pull brought: 1 new or changed team memory of this repository (by {GIT_AUTHOR[0]})" in block
     assert "`engram sync`" in start.get("systemMessage", "")
 
 

@@ -161,8 +161,8 @@ def team_report_line(report: Any) -> str | None:
         return f"Team memory of this repository could not be applied: {str(report['error'])[:200]}. Run `engram sync` to see why."
     changed = _count(report, "added") + _count(report, "updated")
     conflicts, left_alone = _count(report, "conflicts"), _count(report, "left_alone") or _count(report, "errors")
-    pending = _count(report, "pending")
-    if not (changed or conflicts or left_alone or pending):
+    pending, forgotten, redacted = _count(report, "pending"), _count(report, "forgotten"), _count(report, "redactions")
+    if not (changed or conflicts or left_alone or pending or forgotten or redacted):
         return None
     parts = []
     if changed:
@@ -179,6 +179,10 @@ def team_report_line(report: Any) -> str | None:
         parts.append(f"{conflicts} {'conflict' if conflicts == 1 else 'conflicts'}")
     if left_alone:
         parts.append(f"{left_alone} {'file' if left_alone == 1 else 'files'} left alone")
+    if forgotten:
+        parts.append(f"{forgotten} forgotten (their files were deleted)")
+    if redacted:
+        parts.append(f"{redacted} {'file' if redacted == 1 else 'files'} holding secrets, applied redacted")
     if pending:
         parts.append(f"{pending} {'file waits' if pending == 1 else 'files wait'} for the next sync")
     review = report.get("review") or report.get("review_command") or "engram sync"
@@ -187,17 +191,19 @@ def team_report_line(report: Any) -> str | None:
 
 #: Authors a session start's team line names before "...".
 MAX_AUTHORS_NAMED = 3
+#: What the report calls the author of a file git does not track (not a name to show).
+UNKNOWN_AUTHOR = "unknown"
 
 
 def _count(report: dict[str, Any], name: str) -> int:
-    value = report.get(name)
-    if isinstance(value, list):
-        return len(value)
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
+    """How many of `name` a report holds: its `counts` entry first (a list may be cut short),
+    else the number itself, else the list's length."""
     counts = report.get("counts")
-    inner = counts.get(name) if isinstance(counts, dict) else None
-    return inner if isinstance(inner, int) and not isinstance(inner, bool) else 0
+    for value in (counts.get(name) if isinstance(counts, dict) else None, report.get(name)):
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    value = report.get(name)
+    return len(value) if isinstance(value, list) else 0
 
 
 def _authors(report: dict[str, Any]) -> list[str]:
@@ -208,7 +214,7 @@ def _authors(report: dict[str, Any]) -> list[str]:
     if isinstance(report.get("authors"), (list, dict)):
         names.extend(report["authors"])
     for name in names:
-        if isinstance(name, str) and name.strip():
+        if isinstance(name, str) and name.strip() and name != UNKNOWN_AUTHOR:
             short = " ".join(name.split("<")[0].split()) or name.strip()
             if short not in found:
                 found.append(short[:60])
