@@ -319,6 +319,9 @@ def test_forget_and_undo(ui, browser) -> None:
     env, base, _, ids = ui
     _memory_page(browser, base, ids["tests"])
     _css(browser, "[data-testid=forget]")[0].click()
+    assert "again" in _text(browser, "[data-testid=forget]"), "the first click only asks"
+    assert json.loads(env.cli("--json", "show", ids["tests"]).stdout)["status"] != "forgotten"
+    _css(browser, "[data-testid=forget]")[0].click()
     _wait(browser, lambda d: _css(d, "[data-testid=undo-forget]") and _status(d) == "forgotten")
     assert json.loads(env.cli("--json", "show", ids["tests"]).stdout)["status"] == "forgotten"
     _css(browser, "[data-testid=undo-forget]")[0].click()
@@ -342,7 +345,8 @@ def test_a_consolidation_step_approved_and_applied(ui, browser, shots) -> None:
     _open(browser, base, "consolidate", "[data-testid=plan]")
     steps = _wait(browser, lambda d: [s for s in _css(d, "[data-testid=step]") if (s.get_attribute("data-step") or "").startswith("summarize:")])
     step = steps[0]
-    links = [a.text for a in step.find_elements("css selector", "a[data-testid=memory-link]")]
+    name = step.get_attribute("data-step")
+    links = [a.get_attribute("title") for a in step.find_elements("css selector", "a[data-testid=memory-link]")]
     assert sorted(links) == sorted([ids["deploy1"].split(":")[1], ids["deploy2"].split(":")[1]])
     for other in _css(browser, "[data-testid=step]"):
         if other.get_attribute("data-step") != step.get_attribute("data-step"):
@@ -354,6 +358,8 @@ def test_a_consolidation_step_approved_and_applied(ui, browser, shots) -> None:
     apply.click()
     applied = _wait(browser, lambda d: _css(d, "[data-testid=applied]"))[0]
     assert "Applied 1 step" in applied.text
+    # the plan is made again: the applied step is gone from it
+    _wait(browser, lambda d: _css(d, "[data-testid=plan]") and name not in [s.get_attribute("data-step") for s in _css(d, "[data-testid=step]")])
     for key in ("deploy1", "deploy2"):
         assert json.loads(env.cli("--json", "show", ids[key]).stdout)["status"] == "consolidated"
 
@@ -387,15 +393,18 @@ def test_other_pages_render(ui, browser, shots) -> None:
     _, base, _, _ = ui
     _open(browser, base, "health", "[data-testid=health-project]")
     row = _css(browser, "[data-testid=health-project]")[0]
-    assert "%" in row.text and "MB" in row.text
-    assert "queued writes" in _css(browser, "[data-testid=write-queue]")[0].text
+    assert "%" in row.text and "MB" in row.text and "checked" in row.text
+    _wait(browser, lambda d: "queued writes" in _text(d, "[data-testid=write-queue]"))
     browser.save_screenshot(str(shots / "health.png"))
     _open(browser, base, "sessions", "[data-testid=session]")
     session = next(s for s in _css(browser, "[data-testid=session]") if SESSION in s.text)
-    assert "injected at start:" in session.text and "nothing recorded" not in session.text
-    assert session.find_elements("css selector", "a[data-testid=memory-link]"), "the injected memories link to their pages"
+    injected = session.find_elements("css selector", "[data-testid=injected-start] li")
+    assert injected and all(i.find_elements("css selector", "a[data-testid=memory-link]") for i in injected), "each links to its page"
+    assert any("PostgreSQL" in i.text or "make test" in i.text for i in injected), "and says what it is, not only its id"
+    assert "UTC" in session.text or "GMT" in session.text, "times carry their zone"
     browser.save_screenshot(str(shots / "sessions.png"))
     _open(browser, base, "graph", "[data-testid=graph-svg]")
+    assert _css(browser, "[data-testid=graph-edge]")[0].get_attribute("marker-end") == "url(#arrow)"
     browser.save_screenshot(str(shots / "graph.png"))
 
 

@@ -113,9 +113,18 @@ async function answer(r) {
 }
 
 const shortId = (id) => String(id || "").replace(/^memory:/, "");
-const when = (iso) => (iso ? String(iso).slice(0, 16).replace("T", " ") : "");
+// A ULID's first 10 characters are its time (shared by memories made close together), the last
+// 16 are random: the last 8 tell memories apart at a glance; the full id stays in the link.
+const shortKey = (id) => "…" + shortId(id).slice(-8);
+const ZONE_FORMAT = { year: "numeric", month: "short", day: "numeric", hour: "2-digit", minute: "2-digit", timeZoneName: "short" };
+// Local time with its zone (an ISO string or epoch seconds); "" for none.
+const when = (t) => {
+  if (t === null || t === undefined || t === "") return "";
+  const d = typeof t === "number" ? new Date(t * 1000) : new Date(t);
+  return isNaN(d) ? String(t) : d.toLocaleString(undefined, ZONE_FORMAT);
+};
 const num = (x, d = 2) => (typeof x === "number" ? x.toFixed(d) : "");
-const memoryLink = (id, text) => el("a", { href: `#/memory/${shortId(id)}`, "data-testid": "memory-link" }, text || shortId(id));
+const memoryLink = (id, text) => el("a", { href: `#/memory/${shortId(id)}`, "data-testid": "memory-link", title: shortId(id) }, text || shortKey(id));
 
 function setPage(name) {
   view.abort();  // the previous view's pending answers are dropped
@@ -284,7 +293,11 @@ async function memoryPage(id) {
     el("div", { class: "actions" },
       m.status === "forgotten"
         ? el("button", { "data-testid": "undo-forget", on: { click: () => act(() => post(`/api/memory/${id}/forget`, { undo: true }), "restored") } }, "Undo forget")
-        : el("button", { class: "danger", "data-testid": "forget", on: { click: () => act(() => post(`/api/memory/${id}/forget`, { reason: "forgotten in engram ui" }), "forgotten (undo restores it)") } }, "Forget"),
+        : el("button", { class: "danger", "data-testid": "forget", on: { click: (ev) => {
+            // two steps in place: the first click asks, the second forgets (undo stays on this page)
+            if (ev.target.dataset.armed !== "1") { ev.target.dataset.armed = "1"; ev.target.textContent = "Click again to forget"; return; }
+            act(() => post(`/api/memory/${id}/forget`, { reason: "forgotten in engram ui" }), "forgotten: Undo forget restores it");
+          } } }, "Forget…"),
       el("label", {}, "promote to ", target),
       el("button", { class: "secondary", "data-testid": "promote", on: { click: () => act(() => post(`/api/memory/${id}/promote`, { target_scope: target.value }), `promoted to ${target.value}`) } }, "Promote"),
       newer,
@@ -312,31 +325,57 @@ async function memoryPage(id) {
 }
 
 // ------------------------------------------------------------------ sessions
+function briefList(ids, briefs, testid) {
+  if (!ids.length) return el("p", { class: "muted" }, "nothing recorded");
+  return el("ul", { class: "briefs", "data-testid": testid }, ids.map((id) => {
+    const b = briefs[id];
+    return el("li", {}, memoryLink(id), " ", b ? el("span", {}, b.text, el("span", { class: "muted" }, ` · ${b.type}, ${b.scope}${b.status === "forgotten" ? ", forgotten" : ""}`))
+      : el("span", { class: "muted" }, "(no longer stored)"));
+  }));
+}
+
 async function sessionsPage() {
   setPage("sessions");
   main.append(el("h1", {}, "Sessions"));
   let r;
   try { r = await api("/api/sessions"); } catch (e) { failed(e); return; }
-  main.append(el("p", { class: "muted" }, `${r.total} sessions. Injections are recorded by the running engram daemon (since ${r.injections_since}); captured memories are listed once their session has been promoted into the project.`));
+  const briefs = r.memories || {};
+  main.append(el("p", { class: "muted" }, `${r.total} sessions, newest first. What the hooks injected is recorded by the running engram daemon (since its start); a session's memories appear here once they are in the project.`));
+  if (!r.sessions.length) main.append(empty("No sessions yet: they appear when Claude Code runs with engram in this project."));
   for (const s of r.sessions) {
     const starts = s.injections.filter((e) => e.kind === "session_start");
     const prompts = s.injections.filter((e) => e.kind === "prompt");
+    const title = s.summary || (starts.length || prompts.length ? `${starts.length + prompts.length} injection(s)` : "no summary yet");
     main.append(el("div", { class: "card", "data-testid": "session" },
-      el("h2", {}, s.session_id, " ", el("span", { class: "pill" }, s.status || "unregistered")),
-      el("p", { class: "muted" }, `started ${when(s.started_at) || "?"}`, s.ended_at ? ` · ended ${when(s.ended_at)}` : "", ` · ${s.memories_promoted} promoted at its end`),
-      s.summary ? el("p", {}, s.summary) : null,
-      el("div", {}, el("b", {}, "injected at start: "), starts.length ? starts.flatMap((e) => e.memory_ids.map((id) => [memoryLink(id), " "])) : "nothing recorded"),
-      el("div", {}, el("b", {}, `injected on prompts (${prompts.length}): `), prompts.flatMap((e) => e.memory_ids.map((id) => [memoryLink(id), " "]))),
-      el("div", {}, el("b", {}, `captured and promoted into the project (${s.in_project.length}): `), s.in_project.slice(0, 40).map((id) => [memoryLink(id), " "]))));
+      el("h2", {}, el("span", { class: "session-title" }, title), " ", el("span", { class: "pill" }, s.status || "unregistered"),
+        s.session_id === r.current_session ? el("span", { class: "pill live" }, "this UI's session") : null),
+      el("p", { class: "muted" }, `session ${s.session_id} · started ${when(s.started_at) || "?"}`, s.ended_at ? ` · ended ${when(s.ended_at)}` : ""),
+      el("h3", {}, `Injected at start (${starts.reduce((n, e) => n + e.memory_ids.length, 0)})`),
+      briefList([...new Set(starts.flatMap((e) => e.memory_ids))], briefs, "injected-start"),
+      el("h3", {}, `Injected on ${prompts.length} prompt(s)`),
+      prompts.length ? prompts.map((e) => el("div", {}, el("div", { class: "muted" }, `${when(e.at)} · ${e.tokens} tokens`), briefList(e.memory_ids, briefs, "injected-prompt")))
+        : el("p", { class: "muted" }, "nothing recorded"),
+      el("h3", {}, `Its memories now in the project (${s.in_project.length})`),
+      briefList(s.in_project.slice(0, 40), briefs, "in-project")));
   }
 }
 
 // ------------------------------------------------------------------ consolidation
-async function consolidatePage() {
+const consolidateState = { scope: "" };
+
+async function consolidatePage(applied = null) {
   setPage("consolidate");
-  main.append(el("h1", {}, "Consolidation"), el("p", { class: "muted" }, "The consolidator's plan (a dry run: nothing changes until you apply). Approve or reject each step, then apply the approved ones."));
+  const scope = select("scope", [["", "this project"], ["user", "user (all projects)"], ["session", "this session"]], consolidateState.scope);
+  scope.setAttribute("data-testid", "plan-scope");
+  scope.addEventListener("change", () => { consolidateState.scope = scope.value; consolidatePage(); });
+  main.append(el("h1", {}, "Consolidation"), el("p", { class: "muted" }, "The consolidator's plan (a dry run: nothing changes until you apply). Approve or reject each step, then apply the approved ones."),
+    el("div", { class: "filters" }, el("label", {}, "scope", scope)));
+  if (applied) main.append(applied);
+  const waiting = loading("planning… (a few seconds on a large store)");
+  main.append(waiting);
   let p;
-  try { p = await api("/api/consolidate"); } catch (e) { failed(e); return; }
+  try { p = await api(consolidateState.scope ? `/api/consolidate?scope=${consolidateState.scope}` : "/api/consolidate"); } catch (e) { waiting.remove(); failed(e); return; }
+  waiting.remove();
   const decisions = new Map();
   const steps = [];
   for (const c of p.consolidated_memories) steps.push({ step: c.step, what: `Summarise ${c.derived_from.length} related episodes into a ${c.scope} fact:\n${c.content}`, ids: c.derived_from });
@@ -349,25 +388,31 @@ async function consolidatePage() {
     apply.textContent = `Apply ${n} approved step${n === 1 ? "" : "s"}`;
   };
   const list = el("div", { class: "card", "data-testid": "plan" });
-  if (!steps.length) list.append(el("p", {}, "Nothing to consolidate in the ", p.scope, " scope."));
+  if (!steps.length) list.append(el("p", { "data-testid": "empty" }, "Nothing to consolidate in the ", p.scope, " scope."));
+  const marks = [];
   for (const s of steps) {
     const row = el("div", { class: "step", "data-step": s.step, "data-testid": "step" });
     const mark = (v) => { decisions.set(s.step, v); row.className = `step ${v === "approve" ? "approved" : "rejected"}`; refresh(); };
+    marks.push(mark);
     row.append(el("div", { class: "what" }, s.what, el("div", {}, s.ids.map((id) => [memoryLink(id), " "]))),
       el("button", { class: "secondary", "data-testid": "approve", on: { click: () => mark("approve") } }, "Approve"),
       el("button", { class: "secondary", "data-testid": "reject", on: { click: () => mark("reject") } }, "Reject"));
     list.append(row);
   }
+  const all = el("button", { class: "secondary", "data-testid": "approve-all", disabled: !steps.length, on: { click: () => marks.forEach((m) => m("approve")) } }, `Approve all ${steps.length}`);
   apply.addEventListener("click", async () => {
     const approved = [...decisions].filter(([, v]) => v === "approve").map(([k]) => k);
+    apply.disabled = true;
+    apply.textContent = `Applying ${approved.length}…`;
     try {
       const r = await post("/api/consolidate/apply", { steps: approved, scope: p.scope });
       const a = r.applied;
       toast(`applied ${a.steps.length} steps: ${a.created.length} summaries, ${a.merged} merged, ${a.archived} archived` + (a.not_found.length ? `; ${a.not_found.length} no longer in the plan` : ""));
-      main.append(el("p", { "data-testid": "applied" }, `Applied ${a.steps.length} step(s).`, a.created.map((id) => [" created ", memoryLink(id)])));
-    } catch (e) { toast(e.message, true); }
+      // the plan is made again: what was applied is gone from it, what remains is still there
+      consolidatePage(el("p", { class: "card", "data-testid": "applied" }, `Applied ${a.steps.length} step(s).`, a.created.map((id) => [" created ", memoryLink(id)])));
+    } catch (e) { toast(e.message, true); refresh(); }
   });
-  main.append(list, apply);
+  main.append(el("div", { class: "actions" }, all), list, apply);
   for (const c of p.possible_contradictions || []) {
     main.append(el("div", { class: "card" }, el("b", {}, `Possible contradiction (${c.similarity}): `), "older ", memoryLink(c.older.memory_id), " ", c.older.content, " · newer ", memoryLink(c.newer.memory_id), " ", c.newer.content,
       el("div", { class: "muted" }, "If the newer replaces the older, open the older one and mark it superseded by the newer.")));
@@ -389,7 +434,11 @@ async function graphPage(entity = "") {
     if (input.value.trim()) params.set("entity", input.value.trim());
     let g;
     try { g = await api(`/api/graph?${params}`); } catch (e) { area.replaceChildren(`Could not load: ${e.message}`); return; }
-    area.replaceChildren(drawGraph(g, input.value.trim()), el("p", { class: "muted" }, `${g.entities.length} entities, ${g.graph_stats.relationships_found} relationships`));
+    if (!g.entities.length) {
+      area.replaceChildren(empty(input.value.trim() ? `No entity named "${input.value.trim()}". Entities come from memories stored with related_entities.` : "No entities yet: memories stored with related_entities make the graph."));
+      return;
+    }
+    area.replaceChildren(drawGraph(g, input.value.trim()), el("p", { class: "muted" }, `${g.entities.length} entities, ${g.graph_stats.relationships_found} relationships; arrows point from subject to object`));
     if (g.memories.length) area.append(el("h2", {}, "Memories mentioning them"), el("ul", {}, g.memories.slice(0, 20).map((m) => el("li", {}, memoryLink(m.id), " ", m.summary || m.content.slice(0, 160)))));
   };
   form.addEventListener("submit", (ev) => { ev.preventDefault(); draw(); });
@@ -410,10 +459,17 @@ function drawGraph(g, center) {
     pos.set(n, [cx + r * Math.cos(a), cy + r * 0.85 * Math.sin(a)]);
   });
   const s = svg("svg", { viewBox: `0 0 ${W} ${H}`, width: "100%", role: "img", "data-testid": "graph-svg" });
+  const marker = svg("marker", { id: "arrow", viewBox: "0 0 10 10", refX: 10, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse" });
+  marker.append(svg("path", { d: "M 0 0 L 10 5 L 0 10 z", class: "arrow" }));
+  const defs = svg("defs");
+  defs.append(marker);
+  s.append(defs);
   for (const e of g.entities) for (const r of e.relationships) {
     if (r.direction !== "outgoing" || !pos.has(e.name) || !pos.has(r.target)) continue;
     const [x1, y1] = pos.get(e.name), [x2, y2] = pos.get(r.target);
-    s.append(svg("line", { x1, y1, x2, y2, class: "edge" }), svg("text", { x: (x1 + x2) / 2, y: (y1 + y2) / 2 - 3, class: "muted" }, r.type));
+    const len = Math.hypot(x2 - x1, y2 - y1) || 1, stop = 9 / len;  // end at the target's circle, not its centre
+    s.append(svg("line", { x1, y1, x2: x2 - (x2 - x1) * stop, y2: y2 - (y2 - y1) * stop, class: "edge", "marker-end": "url(#arrow)", "data-testid": "graph-edge" }),
+      svg("text", { x: (x1 + x2) / 2, y: (y1 + y2) / 2 - 3, class: "edge-label" }, r.type));
   }
   for (const [n, [x, y]] of pos) {
     const a = document.createElementNS(SVG_NS, "a");
@@ -426,28 +482,31 @@ function drawGraph(g, center) {
 
 // ------------------------------------------------------------------ health
 async function healthPage() {
-  setPage("health");
+  const signal = setPage("health");
   main.append(el("h1", {}, "Health"));
   let r;
   try { r = await api("/api/health"); } catch (e) { failed(e); return; }
-  const st = r.status, q = r.quality;
-  const rows = [];
-  for (const [scope, info] of Object.entries(st.scopes)) {
-    if (info.status !== "connected" && info.status !== "read_only") { rows.push(el("tr", {}, el("td", {}, scope), el("td", { colspan: 5 }, `unavailable: ${info.message}`))); continue; }
-    const qs = q.scopes[scope] || { rates: {} };
-    const pct = (k) => `${qs[k] ?? 0} (${((qs.rates[k] || 0) * 100).toFixed(1)}%)`;
-    rows.push(el("tr", { "data-testid": `health-${scope}` }, el("td", {}, scope), el("td", {}, info.total),
-      el("td", {}, Object.entries(info.by_type).map(([k, v]) => `${k} ${v}`).join(", ")),
-      el("td", {}, Object.entries(info.by_status).map(([k, v]) => `${k} ${v}`).join(", ")),
-      el("td", {}, info.database_size_bytes ? `${(info.database_size_bytes / 1e6).toFixed(1)} MB` : "in memory"),
-      el("td", {}, pct("near_duplicates")), el("td", {}, pct("never_recalled")), el("td", {}, pct("superseded_but_active")), el("td", {}, pct("not_recalled_90d"))));
-  }
-  main.append(el("table", {}, el("thead", {}, el("tr", {}, ["scope", "memories", "by type", "by status", "disk", "near-duplicates", "never recalled", "superseded but active", "not recalled in 90 days"].map((h) => el("th", {}, h)))), el("tbody", {}, rows)));
+  const q = r.quality;
+  const pct = (n, of) => `${n} (${of ? ((100 * n) / of).toFixed(1) : "0.0"}%)`;
+  const rows = Object.entries(q.scopes).map(([scope, qs]) => el("tr", { "data-testid": `health-${scope}` }, el("td", {}, scope), el("td", {}, qs.total),
+    el("td", {}, Object.entries(qs.by_type).map(([k, v]) => `${k} ${v}`).join(", ")),
+    el("td", {}, Object.entries(qs.by_status).map(([k, v]) => `${k} ${v}`).join(", ")),
+    el("td", {}, qs.database_size_bytes ? `${(qs.database_size_bytes / 1e6).toFixed(1)} MB` : "in memory"),
+    // near-duplicates are looked for among the newest checked, so the ratio is out of those
+    el("td", { title: `among the ${qs.duplicates_checked} newest live memories` }, `${pct(qs.near_duplicates, qs.duplicates_checked)} of ${qs.duplicates_checked} checked`),
+    el("td", {}, pct(qs.never_recalled, qs.live)), el("td", {}, pct(qs.superseded_but_active, qs.live)), el("td", {}, pct(qs.not_recalled_90d, qs.live))));
+  for (const w of q.warnings || []) rows.push(el("tr", {}, el("td", { colspan: 9, class: "error" }, w.message)));
+  main.append(el("div", { class: "scroll" }, el("table", {}, el("thead", {}, el("tr", {}, ["scope", "memories", "by type", "by status", "disk", "near-duplicates", "never recalled", "superseded but live", "not recalled in 90 days"].map((h) => el("th", {}, h)))), el("tbody", {}, rows))),
+    el("p", { class: "muted" }, `Ratios are out of the live memories (created, active, consolidated), near-duplicates (cosine ≥ ${q.duplicate_similarity}) out of the newest checked; computed in ${q.query_time_ms} ms.`));
+  const engine = el("div", { class: "card", "data-testid": "engine" }, el("h2", {}, "Write queue and engine"), loading());
+  main.append(engine);
+  let st;
+  try { st = await api("/api/status", { signal }); } catch (e) { failed(e, engine); return; }
   const wq = st.write_queue || {};
-  main.append(el("div", { class: "card" }, el("h2", {}, "Write queue"),
+  engine.replaceChildren(el("h2", {}, "Write queue"),
     el("p", { "data-testid": "write-queue" }, `${wq.pending ?? 0} queued writes, ${wq.rejected ?? 0} rejected`, (wq.blocked_by || []).length ? `; waiting for: ${wq.blocked_by.join("; ")}` : ""),
     el("h2", {}, "Engine"), el("p", {}, `${st.connection.status} (${st.connection.mode}), model ${st.embedding.model} (${st.embedding.dimensions}-d)`, st.embedding.error ? ` ERROR ${st.embedding.error}` : ""),
-    el("p", { class: "muted" }, `Near-duplicates: cosine ≥ ${q.duplicate_similarity}, checked among the newest ${Object.values(q.scopes).map((s) => s.duplicates_checked).join("/")} memories per scope; quality computed in ${q.query_time_ms} ms.`)));
+    Object.entries(st.scopes).filter(([, i]) => i.status !== "connected").map(([scope, i]) => el("p", { class: "error" }, `${scope}: ${i.status} ${i.message || ""}`)));
 }
 
 // ------------------------------------------------------------------ live feed and routing
