@@ -7,11 +7,11 @@ import os
 import shutil
 import stat
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from tests.fakes import FakeEmbedder
 from engram_mcp.core.errors import SchemaTooNew, StorageFull, StoreUnavailable
 from engram_mcp.core.ids import new_ulid
 from engram_mcp.core.paths import project_dir, project_id, resolve_project_root
@@ -19,6 +19,7 @@ from engram_mcp.services.service import MemoryService, RequestContext
 from engram_mcp.storage import queries as q
 from engram_mcp.storage.schema import CURRENT_SCHEMA_VERSION, MIGRATIONS
 from engram_mcp.storage.store import SurrealStore
+from tests.fakes import FakeEmbedder
 
 
 def _modes(root: Path) -> list[tuple[Path, int, bool]]:
@@ -557,3 +558,63 @@ def test_a_torn_update_check_that_cannot_write_still_opens_the_store(tmp_path, m
     finally:
         again.close()
     assert (tmp_path / "s" / "LOCK").read_text() == ""  # checked, closed cleanly: emptied
+
+
+PURGE_WORKER = """
+import sys
+from pathlib import Path
+from engram_mcp.services.service import MemoryService, RequestContext
+from engram_mcp.storage.store import SurrealStore
+from tests.fakes import FakeEmbedder
+
+home, project = Path(sys.argv[1]), Path(sys.argv[2])
+svc = MemoryService(home=home, embedder=FakeEmbedder())
+ctx = RequestContext(project, None)
+for i in range(30):
+    svc.store(ctx, content=f"an ordinary note {i} on the build", type="semantic", scope="project")
+mid = svc.store(ctx, content="the staging host is zebrafish quantum walnut", type="semantic", scope="project")["memory_id"]
+svc.checkpoint()  # its index file holds the text too
+
+
+def held_compact(self):  # stand still where the test kills: the purge committed, its compaction not run
+    print("compacting", flush=True)
+    sys.stdin.readline()
+
+
+SurrealStore.compact = held_compact
+print("ready", flush=True)
+svc.forget(ctx, mid, reason="a secret", purge_now=True)
+"""
+SECRET = b"zebrafish quantum walnut"
+
+
+def _files_holding(root: Path, needle: bytes) -> list[Path]:
+    return [p for p in root.rglob("*") if p.is_file() and not p.is_symlink() and needle in p.read_bytes()]
+
+
+@pytest.mark.timeout(300)
+def test_a_purge_killed_before_its_compaction_leaves_no_purged_bytes_after_the_next_start(home, project):
+    """kill -9 after a purge committed and before its compaction ran: the next open finishes
+    it without being asked, so no file of the store (data or index) holds the purged text."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ENGRAM_")}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
+    proc = subprocess.Popen(
+        [sys.executable, "-c", PURGE_WORKER, str(home), str(project)],
+        env=env, cwd=env["PYTHONPATH"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "ready", proc.stderr.read() if proc.stderr else ""
+        assert proc.stdout.readline().strip() == "compacting", proc.stderr.read() if proc.stderr else ""
+    finally:
+        proc.kill()
+        proc.wait()
+    store_dir = project_dir(project)
+    assert _files_holding(store_dir, SECRET), "the purged text is on disk before the next start"
+    svc = MemoryService(home=home, embedder=FakeEmbedder())
+    try:
+        got = svc.recall(RequestContext(project, None), query="ordinary note build", limit=40, strengthen=False)
+        assert got["memories"] and all(b"zebrafish" not in m["content"].encode() for m in got["memories"])
+    finally:
+        svc.close()
+    assert _files_holding(store_dir, SECRET) == []

@@ -21,6 +21,12 @@ Crash safety (the caller holds the store's LOCK and its mutex; no write runs mea
 `recover()` runs at every open, before the engine sees `data/`, and finishes whatever
 step a crash interrupted: with the marker, the swap is completed; without it, a half
 copy is dropped. At no point is there neither a complete `data/` nor a complete copy.
+
+A purge must not depend on the process living through its compaction: `PURGE_PENDING` is
+written (fsynced) before the transaction that purges commits, and removed only once a
+compaction has swapped in a copy without the purged values. A `kill -9` anywhere in between
+leaves it; the next open then compacts again before any request is answered, and removes
+the derived index files beside `data/` (they may hold the purged text; they are rebuilt).
 """
 
 from __future__ import annotations
@@ -41,6 +47,11 @@ log = logging.getLogger("engram.compact")
 COMPACT_DIRNAME = "data.compact"
 OLD_DIRNAME = "data.old"
 READY_MARKER = "COMPACT_READY"
+#: Beside `data/`: a purge committed (or is about to) whose values may still be on disk.
+PURGE_INTENT = "PURGE_PENDING"
+#: Beside `data/`: the derived index files (services/handles.py INDEX_DIRNAME), which copy
+#: memory text; removed when a purge is resumed.
+DERIVED_DIRNAME = "index"
 #: Rows read and written per statement while copying (a memory row with its vector is ~3 KB).
 #: Pages are read in the table's own key order: `ORDER BY id` with START made a 5,000-memory
 #: copy 4.2 s instead of 0.8 s here.
@@ -266,6 +277,54 @@ def write_marker(directory: Path) -> None:
     finally:
         os.close(fd)
     fsync_dir(directory)
+
+
+def write_purge_intent(directory: Path) -> None:
+    """Before a purge commits: say so durably, so that a crash before its compaction has
+    swapped in a clean copy makes the next open compact (`purge_pending`)."""
+    path = Path(directory) / PURGE_INTENT
+    if path.is_file() and not path.is_symlink():
+        return
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    try:
+        os.write(fd, f"{time.time():.3f}\n".encode())
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    fsync_dir(Path(directory))
+
+
+def purge_pending(directory: Path) -> bool:
+    """Whether a purge's compaction has not finished (a crash interrupted it)."""
+    path = Path(directory) / PURGE_INTENT
+    return path.is_file() and not path.is_symlink()
+
+
+def clear_purge_intent(directory: Path) -> None:
+    """A compaction swapped in a copy made after every purge so far: nothing purged is left."""
+    path = Path(directory) / PURGE_INTENT
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        return
+    fsync_dir(Path(directory))
+
+
+def scrub_derived(directory: Path) -> int:
+    """Zero and remove the derived index files beside `data/` (a resumed purge: they may copy the
+    purged text, and are rebuilt from the store); how many. Only regular files of ours."""
+    root = Path(directory) / DERIVED_DIRNAME
+    if root.is_symlink() or not root.is_dir():
+        return 0
+    removed = 0
+    for entry in root.iterdir():
+        if entry.is_symlink() or not entry.is_file():
+            continue
+        _zero_file(entry)
+        entry.unlink(missing_ok=True)
+        removed += 1
+    fsync_dir(root)
+    return removed
 
 
 def _fsync_tree(root: Path) -> None:

@@ -326,8 +326,29 @@ class SurrealStore:
                 self._tighten_after_open(dir_fd, checked)
             finally:
                 os.close(dir_fd)
+            if compact.purge_pending(self.directory):
+                self._resume_purge()
             log.info("%s store %s opened in %.2f s", self.label, self.directory, time.perf_counter() - started)
             return self
+
+    def _resume_purge(self) -> None:
+        """A purge's compaction was interrupted (a crash after its commit): finish it now, before
+        any request reads or copies the store, and drop the derived index files, which may hold
+        the purged text. A failure is logged and the intent kept: the next open tries again."""
+        log.warning("%s store %s: a purge was interrupted; compacting now", self.label, self.directory)
+        try:
+            done = self.compact()
+            scrubbed = compact.scrub_derived(self.directory)
+        except (StoreUnavailable, OSError) as exc:
+            log.error("%s store %s: the interrupted purge could not be finished: %s", self.label, self.directory, exc)
+            return
+        log.warning(
+            "%s store %s: interrupted purge finished (%d rows copied, %d index files removed)",
+            self.label,
+            self.directory,
+            done["rows"],
+            scrubbed,
+        )
 
     def _prepare_directory(self) -> tuple[int, Path]:
         """Check/create the directory (no links, owned by us), lock it and vet its data tree
@@ -568,6 +589,8 @@ class SurrealStore:
         with self._mutex:
             self._use(ns, db)
             self._check_room(params)
+            if any(sql == q.DELETE_HISTORY_OF for sql, _ in statements):  # a purge: see compact.py
+                compact.write_purge_intent(self.directory)
             self._write_seq += 1
             if trim or bumps:
                 self._counter_moves(ns, db)
@@ -789,7 +812,9 @@ class SurrealStore:
             }
 
     def _swap_in(self) -> None:
-        """Mark the current copy, close the engine, swap the directories, reopen (mutex held)."""
+        """Mark the current copy, close the engine, swap the directories, reopen (mutex held).
+        The copy holds every write so far (the caller checked), every purge's included: a
+        pending purge's intent goes once the old files are destroyed."""
         try:
             compact.write_marker(self.directory)
         except Exception as exc:
@@ -803,6 +828,7 @@ class SurrealStore:
             from surrealdb import Surreal
 
             self._conn = Surreal(f"surrealkv://{self.directory / DATA_DIRNAME}")
+        compact.clear_purge_intent(self.directory)
 
     def _compaction_failed(self, exc: BaseException) -> StoreUnavailable:
         self._current = None
@@ -819,7 +845,7 @@ class SurrealStore:
         path, so each must first be engram's own (a repository can commit them as links to the
         user's files); the `data/` it may swap in is vetted again before the engine sees it.
         """
-        entries = (compact.COMPACT_DIRNAME, compact.OLD_DIRNAME, compact.READY_MARKER)
+        entries = (compact.COMPACT_DIRNAME, compact.OLD_DIRNAME, compact.READY_MARKER, compact.PURGE_INTENT)
         self._guard(lambda: vet_store_entries(dir_fd, checked, *entries))
         try:
             acted = compact.recover(checked)
