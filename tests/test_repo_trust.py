@@ -257,3 +257,32 @@ def test_prepare_store_dir_refuses_a_tracked_store_before_touching_it(tmp_path: 
     fd, _ = prepare_store_dir(project_dir(other), trusted=other)
     os.close(fd)
     assert (project_dir(other) / ".gitignore").exists()
+
+
+def test_a_claude_folder_that_is_a_submodule_is_the_repositorys_too(tmp_path: Path) -> None:
+    """A repository can make `.claude` (or `.claude/engram`) a submodule: its files are tracked by
+    the submodule, not by the project's own index, and are the repository's all the same."""
+    from engram_mcp.core.config import load_config_lenient
+    from engram_mcp.core.paths import UnsafePath, git_tracked, prepare_store_dir, project_dir
+
+    theirs = new_repo(tmp_path / "theirs")
+    (theirs / "engram.local.md").write_text("---\nteam_memory_share_min_importance: 0.0\n---\n")
+    (theirs / "engram" / "data").mkdir(parents=True)
+    (theirs / "engram" / "data" / "x").write_text("their store")
+    git(theirs, "add", "-f", ".")
+    git(theirs, "commit", "-q", "-m", "a .claude to adopt")
+    project = new_repo(tmp_path / "project")
+    git(project, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(theirs), ".claude")
+    git(project, "commit", "-q", "-m", "add .claude as a submodule")
+    assert (project / ".claude" / ".git").is_file()
+
+    assert git_tracked(project, CONFIG) is True
+    home = tmp_path / "home"
+    home.mkdir()
+    config, problem = load_config_lenient(project, home=home, environ={})
+    assert config.team_memory_share_min_importance is None
+    assert problem is not None and "tracked by git" in str(problem)
+    before = tree_bytes(project_dir(project))
+    with pytest.raises(UnsafePath, match="tracked by git"):
+        prepare_store_dir(project_dir(project), trusted=project)
+    assert tree_bytes(project_dir(project)) == before

@@ -314,26 +314,32 @@ _tracked_lock = threading.Lock()
 def git_tracked(root: Path, relpath: str) -> bool | None:
     """Whether git tracks `relpath` (a file, or any file below a directory) under `root`.
 
-    False when `root` is in no git repository (no `.git` entry at or above it); None when it
-    is in one but tracking cannot be determined (no git binary and no readable index, git
-    refusing the repository, a timeout): callers treat that as tracked where trusting the
-    file could move private data, and say so. Cached per (root, path) until the repository's
-    index changes (its inode, size or mtime), so the daemon's config reloads stay cheap.
+    Asked in the repository nearest to the path, not to `root`: a repository can make
+    `.claude` a submodule, whose files the project's own index does not list. False when the
+    path is in no git repository (no `.git` entry at or above it); None when it is in one but
+    tracking cannot be determined (no git binary and no readable index, git refusing the
+    repository, a timeout): callers treat that as tracked where trusting the file could move
+    private data, and say so. Cached per path until that repository's index changes (its
+    inode, size or mtime), so the daemon's config reloads stay cheap.
     """
-    root = Path(os.path.realpath(root))
-    found = _find_git_entry(root)
+    target = Path(os.path.realpath(root)) / relpath
+    where = target if os.path.isdir(target) and not os.path.islink(target) else target.parent
+    while not os.path.isdir(where) and where.parent != where:
+        where = where.parent
+    pathspec = os.path.relpath(target, where)
+    found = _find_git_entry(where)
     if found is None:
         return False
     repo_root, git_dir = found
     stamp = _index_stamp(git_dir)
-    key = (str(root), relpath)
+    key = (str(where), pathspec)
     with _tracked_lock:
         cached = _tracked_cache.get(key)
     if stamp is not None and cached is not None and cached[0] == stamp:
         return cached[1]
-    answer = _ask_git(root, relpath)
+    answer = _ask_git(where, pathspec)
     if answer is None and git_dir is not None:
-        answer = _index_names(git_dir, (root / relpath).relative_to(repo_root).as_posix())
+        answer = _index_names(git_dir, target.relative_to(repo_root).as_posix())
     if answer is not None and stamp is not None:
         with _tracked_lock:
             _tracked_cache[key] = (stamp, answer)
