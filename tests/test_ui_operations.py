@@ -54,7 +54,12 @@ def test_quality_counts_each_rate_per_scope(svc, home, project) -> None:
         assert q["never_recalled"] == 4
         assert q["not_recalled_90d"] == 1
         assert q["rates"]["never_recalled"] == 0.8
-        assert a  # stored
+        assert q["total"] == 5 and q["by_type"] == {"semantic": 5}, "counted from the index, every status"
+        assert sum(q["by_status"].values()) == 5
+        svc2.forget(ctx, a)
+        again = curation.quality(svc2.access, ctx)["scopes"]["project"]
+        assert again["total"] == 5 and again["by_status"].get("forgotten") == 1, "a change is counted at once"
+        assert again["live"] == 4 and again["duplicates_checked"] == 4, "the near-duplicate figure is not kept past a change"
     finally:
         svc2.close()
 
@@ -80,6 +85,8 @@ def test_sessions_show_the_hooks_injections(svc, project) -> None:
     kinds = [(e["kind"], e["memory_ids"]) for e in entry["injections"]]
     assert ("session_start", [mid]) in kinds and ("prompt", [mid]) in kinds
     assert entry["status"] == "active"
+    brief = out["memories"][mid]
+    assert brief["text"] == "Run the API tests with make test" and brief["type"] == "procedural" and brief["scope"] == "project"
 
 
 def test_only_approved_consolidation_steps_are_applied(svc, project) -> None:
