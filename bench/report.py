@@ -15,7 +15,7 @@ from typing import Any
 
 PART_FILES = {"tokens": "tokens/tokens.json", "locomo": "locomo/locomo.json", "coding": "coding/coding_memory.json",
               "speed": "speed/speed.json",
-              "scale": "scale/scale.json", "bulk": "bulk/bulk.json", "hooks": "hooks/hooks.json", "stop": "stop/stop.json",
+              "scale": "scale/scale.json", "bulk": "bulk/bulk.json", "hooks": "hooks/hooks.json", "stop": "stop/stop.json", "dedup": "dedup/dedup.json",
               "ui": "ui/ui.json", "model": "model/model_load.json"}
 SECTIONS = ("Headline", "1. Retrieval quality (LoCoMo)", "1b. Retrieval quality (coding memory across scopes)", "2. Speed and scale", "3. Hooks", "4. Token cost per session", "5. The run")
 PLOTS = {"latency": "latency_vs_size.png", "scale": "scale_vs_size.png", "locomo": "locomo.png", "locomo_categories": "locomo_categories.png",
@@ -518,6 +518,11 @@ def model_section(parts: dict[str, Any], run: dict[str, Any], out_dir: Path) -> 
     return part_markdown(run, out_dir, "model", "### Model load: fastembed vs direct onnxruntime", "model_load.md")
 
 
+def dedup_section(parts: dict[str, Any], run: dict[str, Any], out_dir: Path) -> list[str]:
+    """Store-time dedup precision, before and after (written by bench/dedup_bench.py)."""
+    return part_markdown(run, out_dir, "dedup", "### Store-time dedup: changed facts and true duplicates", "dedup.md")
+
+
 def stop_section(parts: dict[str, Any], run: dict[str, Any], out_dir: Path) -> list[str]:
     """The Stop trigger on the labelled corpus (written by bench/stop_bench.py)."""
     return part_markdown(run, out_dir, "stop", "### Stop hook trigger on the labelled corpus", "stop.md")
@@ -793,6 +798,7 @@ def write_report(out_dir: Path, run: dict[str, Any]) -> dict[str, Any]:
     L += headline_section(h, run, sizes)
     L += locomo_section(parts, run, plots)
     L += coding_section(parts, run, out_dir)
+    L += dedup_section(parts, run, out_dir)
     L += speed_section(parts, run, plots)
     L += bulk_section(parts, run, out_dir)
     L += ui_section(parts, run, out_dir)

@@ -32,6 +32,9 @@ others down, and its peak RSS is its own):
   hooks   bench/hooks_bench.py    wall time of every hook process; Stop-hook design token costs
   stop    bench/stop_bench.py     the Stop hook's trigger on the labelled corpus (precision, recall,
                                   nudge rate, dev and held-out halves); ~1 s, same in --quick
+  dedup   bench/dedup_bench.py    store-time dedup: false merges of near-duplicates that change one
+                                  fact (generated pairs), paraphrases still merged, the coding-memory
+                                  dev set's near-duplicate groups; beside the figures before; ~2 min
   secrets bench/secrets_bench.py  secret redaction beside detect-secrets: recall on the secrets
                                   corpus, false positives on the hard negatives, ms per KB; ~15 s
   ui      bench/ui_bench.py       `engram ui` over HTTP: page load and search (targets 300 / 100 ms
@@ -69,15 +72,15 @@ for p in (str(ROOT), str(BENCH)):
     if p not in sys.path:
         sys.path.insert(0, p)
 
-PARTS = ("tokens", "locomo", "coding", "speed", "scale", "bulk", "hooks", "stop", "secrets", "ui", "model")
+PARTS = ("tokens", "locomo", "coding", "dedup", "speed", "scale", "bulk", "hooks", "stop", "secrets", "ui", "model")
 FULL_SIZES = [1000, 10000, 100000]
 QUICK_SIZES = [1000]
 # The LoCoMo runs the report needs (the strategies + the baseline); `--locomo-runs all`
 # adds locomo_bench's fusion variants (hybrid-rrf, keyword weight 0.3 / 0.7), ~3 more minutes.
 LOCOMO_CORE_RUNS = ("bm25-plain", "keyword", "vector", "hybrid")
 TIMEOUTS_S = {  # per part; generous: they only stop a hung part
-    False: {"tokens": 600, "locomo": 2400, "coding": 600, "speed": 1800, "scale": 5400, "bulk": 1800, "hooks": 1200, "stop": 300, "secrets": 300, "ui": 900, "model": 900},
-    True: {"tokens": 300, "locomo": 1200, "coding": 600, "speed": 900, "scale": 900, "bulk": 900, "hooks": 900, "stop": 300, "secrets": 300, "ui": 600, "model": 300},
+    False: {"tokens": 600, "locomo": 2400, "coding": 600, "dedup": 600, "speed": 1800, "scale": 5400, "bulk": 1800, "hooks": 1200, "stop": 300, "secrets": 300, "ui": 900, "model": 900},
+    True: {"tokens": 300, "locomo": 1200, "coding": 600, "dedup": 600, "speed": 900, "scale": 900, "bulk": 900, "hooks": 900, "stop": 300, "secrets": 300, "ui": 600, "model": 300},
 }
 FAIL_ENV = "ENGRAM_BENCH_FAIL_PART"  # tests: make the named part fail on purpose
 BUDGET_S = 20 * 60  # the full suite must finish within 20 minutes on a 2-core machine
@@ -121,6 +124,8 @@ def part_settings(part: str, quick: bool, locomo_runs: str) -> dict[str, Any]:
         return {"argv": argv, "stop_design": claude_available()}
     if part == "stop":
         return {"corpus": "tests/data/stop_corpus.jsonl"}
+    if part == "dedup":
+        return {"seed": 3233, "devset": True, "note": "the same pairs in --quick (they are the measure)"}
     if part == "secrets":
         return {"corpora": ["tests/data/secrets_corpus.jsonl", "tests/data/not_secrets.jsonl"]}
     if part == "ui":  # the targets are stated at 10k memories
@@ -186,6 +191,10 @@ def run_child(part: str, out: Path, quick: bool, locomo_runs: str) -> int:
 
         sys.argv = ["hooks_bench.py", *settings["argv"], "--out", str(out)]
         return int(hooks_bench.main() or 0)
+    if part == "dedup":
+        import dedup_bench
+
+        return int(dedup_bench.main(["--out", str(out)]) or 0)
     if part == "stop":
         import stop_bench
 

@@ -73,7 +73,8 @@ _CHANGE_WORDS = frozenset(
         "anymore",
     }
 )
-_SUFFIXES = ("'s", "ing", "ed", "es", "s", "er", "ers", "ly", "ies")
+_SUFFIXES = ("'s", "ing", "ed", "es", "s", "er", "ers", "ly", "ies", "d")
+_FORMS = ("s", "d", "ed", "es", "ing", "r")
 _MIN_RARE_WORD_CHARS = 3
 _MAX_SAME_SENTENCE_SWAPS = 1  # one value changed in an otherwise identical sentence: a correction
 
@@ -101,16 +102,30 @@ def _lexicon() -> frozenset[str]:
 
 
 def _is_common_word(word: str) -> bool:
-    """In the lexicon as written or after one inflection suffix (listens -> listen)."""
+    """In the lexicon as written, without one inflection suffix (listens -> listen), or with one
+    (expire -> expired): the word list holds one form of many ordinary words."""
     lex = _lexicon()
     if not lex:  # no word list: treat every word as common, so only digits and case decide
         return True
     w = word.lower()
-    if w in lex:
-        return True
-    return any(w.endswith(s) and len(w) - len(s) >= 2 and w[: -len(s)] in lex for s in _SUFFIXES) or (
-        w.endswith("ies") and w[:-3] + "y" in lex
-    )
+    stems = {w[: -len(s)] for s in _SUFFIXES if w.endswith(s) and len(w) - len(s) >= 2}
+    roots = {w, *stems, *(x + "e" for x in stems)}
+    forms = roots | {r + s for r in roots for s in _FORMS}
+    if w.endswith("ies"):
+        forms.add(w[:-3] + "y")
+    return not forms.isdisjoint(lex)
+
+
+def _stem(token: str) -> str:
+    """One spelling for the forms of a word (expire, expires, expired), so an inflection is no
+    changed value; identifiers and numbers are compared as written."""
+    if not token.isalpha():
+        return token
+    for suffix in ("ies", "es", "s", "ed", "ing", "d"):
+        if token.endswith(suffix) and len(token) - len(suffix) >= 3:
+            token = token[: -len(suffix)]
+            break
+    return token[:-1] if token.endswith("e") and len(token) > 3 else token
 
 
 def _kind(token: str, sentence_start: bool) -> str | None:
@@ -146,8 +161,9 @@ def _words(text: str) -> set[str]:
     return {m.group(0).lower() for m in _TOKEN_RE.finditer(text)}
 
 
-def _value_swaps(old: str, new: str, a: dict[str, str], b: dict[str, str]) -> tuple[int, bool]:
-    """(places where one value was written over another, whether those are the only changes).
+def _value_swaps(old: str, new: str, a: dict[str, str], b: dict[str, str]) -> tuple[int, bool, bool]:
+    """(places where one value was written over another, whether those are the only changes,
+    whether a replaced word is quoted again in the newer text).
 
     A place is a run of words the word-level diff replaces where one side holds a fact token
     the other text lacks (`a`, `b`: each side's own) and the other side a fact token or a
@@ -156,7 +172,8 @@ def _value_swaps(old: str, new: str, a: dict[str, str], b: dict[str, str]) -> tu
     """
     old_words, new_words = _TOKEN_RE.findall(old), _TOKEN_RE.findall(new)
     ops = difflib.SequenceMatcher(None, [w.lower() for w in old_words], [w.lower() for w in new_words], autojunk=False)
-    swaps, only_swaps = 0, True
+    swaps, only_swaps, requoted = 0, True, False
+    new_lower = {w.lower() for w in new_words}
     for tag, i1, i2, j1, j2 in ops.get_opcodes():
         if tag == "equal":
             continue
@@ -164,23 +181,26 @@ def _value_swaps(old: str, new: str, a: dict[str, str], b: dict[str, str]) -> tu
         fact_l, fact_r = any(w.lower() in a for w in left), any(w.lower() in b for w in right)
         named_l = fact_l or any(w[:1].isupper() for w in left)
         named_r = fact_r or any(w[:1].isupper() for w in right)
+        if tag == "replace" and left and all(w.lower() in new_lower for w in left):
+            requoted = True  # the replaced words are quoted again elsewhere: "develop (was main)"
         if tag == "replace" and (fact_l or fact_r) and named_l and named_r:
             swaps += 1
         else:
             only_swaps = False
-    return swaps, only_swaps
+    return swaps, only_swaps, requoted
 
 
 def compare(old: str, new: str) -> Verdict:
     """Whether `new` keeps, replaces or differs from the facts of its near-duplicate `old`."""
     a, b = fact_tokens(old), fact_tokens(new)
-    old_only = {t: k for t, k in a.items() if t not in b}
-    new_only = {t: k for t, k in b.items() if t not in a}
+    a_stems, b_stems = {_stem(t) for t in a}, {_stem(t) for t in b}
+    old_only = {t: k for t, k in a.items() if _stem(t) not in b_stems}
+    new_only = {t: k for t, k in b.items() if _stem(t) not in a_stems}
     marker = bool((_words(new) - _words(old)) & _CHANGE_WORDS)
     kind_swap = bool(set(old_only.values()) & set(new_only.values()))
-    swaps, only_swaps = _value_swaps(old, new, old_only, new_only)
+    swaps, only_swaps, requoted = _value_swaps(old, new, old_only, new_only)
     verdict = lambda rel: Verdict(rel, tuple(sorted(old_only)), tuple(sorted(new_only)))  # noqa: E731
-    if (new_only or swaps) and marker:
+    if (new_only or swaps or requoted) and marker:
         return verdict(REPLACES)
     if not kind_swap and not swaps:
         return verdict(SAME)
