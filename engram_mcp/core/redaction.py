@@ -2050,6 +2050,8 @@ _PROSE_WORDS = frozenset(
     available unavailable expired rotated revoked changed reset set sent encrypted hashed managed
     generated random unique static dynamic temporary permanent correct stale fresh ok okay fine
     different present absent sufficient insufficient identical similar separate personal individual
+    probably possibly usually always never often only simply actually really likely unlikely exactly
+    already mostly rarely normally typically generally
     here there where what which who how when why please see check ask use used
     falsch richtig ungültig abgelaufen erforderlich geändert gespeichert geheim leer neu alt
     faux incorrect invalide requis obligatoire expiré changé vide nouveau
@@ -2143,7 +2145,9 @@ def _prose_decide(text: str, name_end: int, group: str, outbound: bool) -> Decis
 
 
 # A token near a key name, for the outbound pass: base64 / hex / url-safe, 16+ characters.
-_NEAR_TOKEN = re.compile(r"(?<![A-Za-z0-9+/=_\-])[A-Za-z0-9+/_\-~][A-Za-z0-9+/=_\-.~]{14,510}[A-Za-z0-9+/=_\-~]")
+_NEAR_TOKEN = re.compile(r"(?<![A-Za-z0-9+/=_\-])[A-Za-z0-9+/_\-~][A-Za-z0-9+/_\-.~]{14,510}[A-Za-z0-9+/_\-~]={0,2}")
+# an environment variable or a constant: `WRENLY_UPLOAD_KEYSTORE_B64`, `AWS_PROFILE`
+_CONSTANT_NAME = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
 #: How far from a key name the outbound pass looks for a random token (same line), before and after.
 NEAR_BEFORE_CHARS = 80
 NEAR_AFTER_CHARS = 160
@@ -2156,6 +2160,8 @@ def _outbound_random(token: str, group: str) -> bool:
         return False
     if _HEX.match(token):
         return False  # a commit or a digest named in a sentence; hex right after a key name is `_prose_decide`'s
+    if _CONSTANT_NAME.fullmatch(token) or _DOTTED_NAME.fullmatch(token) or _named_parts(token):
+        return False  # `secrets.GITHUB_TOKEN`, `WRENLY_API_KEY_B64`: names of secrets, not secrets
     if _looks_random(token):
         return True
     return (
@@ -2170,9 +2176,12 @@ def _outbound_random(token: str, group: str) -> bool:
 def _near_tokens(text: str, name_start: int, name_end: int, group: str) -> list[tuple[str, int, int]]:
     lo = max(text.rfind("\n", 0, name_start) + 1, name_start - NEAR_BEFORE_CHARS)
     nl = text.find("\n", name_end)
-    hi = min(nl if nl != -1 else len(text), name_end + NEAR_AFTER_CHARS)
+    line_end = nl if nl != -1 else len(text)
+    hi = min(line_end, name_end + NEAR_AFTER_CHARS)
     out = []
-    for t in _NEAR_TOKEN.finditer(text, lo, hi):
+    for t in _NEAR_TOKEN.finditer(text, lo, line_end):  # a token starting in reach is taken whole
+        if t.start() >= hi:
+            break
         token = t.group(0).rstrip(".")
         if _outbound_random(token, group):
             out.append(("generic-high-entropy", t.start(), t.start() + len(token)))
