@@ -16,6 +16,7 @@ from typing import Any
 PART_FILES = {"tokens": "tokens/tokens.json", "locomo": "locomo/locomo.json", "coding": "coding/coding_memory.json",
               "speed": "speed/speed.json",
               "scale": "scale/scale.json", "bulk": "bulk/bulk.json", "hooks": "hooks/hooks.json", "stop": "stop/stop.json", "dedup": "dedup/dedup.json",
+              "secrets": "secrets/secrets.json",
               "ui": "ui/ui.json", "model": "model/model_load.json"}
 SECTIONS = ("Headline", "1. Retrieval quality (LoCoMo)", "1b. Retrieval quality (coding memory across scopes)", "2. Speed and scale", "3. Hooks", "4. Token cost per session", "5. The run")
 PLOTS = {"latency": "latency_vs_size.png", "scale": "scale_vs_size.png", "locomo": "locomo.png", "locomo_categories": "locomo_categories.png",
@@ -138,7 +139,23 @@ def headline(parts: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
     ui = (parts.get("ui") or {}).get("sizes")
     if ui:
         h["ui"] = ui
+    passes = (parts.get("secrets") or {}).get("passes") or {}
+    if "outbound" in passes:
+        h["secrets"] = {name: passes[name] for name in ("local", "outbound")}
     return h
+
+
+def secrets_headline_row(sec: dict[str, Any] | None, run: dict[str, Any]) -> list[Any]:
+    """Issue 32: secrets in clear in what leaves the machine, prose passwords in the store, false positives."""
+    if not sec:
+        return ["secrets in clear (outbound / local)", "not measured", status_note(run, "secrets") or ""]
+    out, loc = sec["outbound"], sec["local"]
+    prose = [loc["per_class"].get(c, [0, 0]) for c in ("prose-password", "hand-written")]
+    return ["secrets in clear (outbound / local prose passwords)",
+            f"**{out['secrets'] - out['caught']} / {out['secrets']}**; "
+            f"{sum(n - k for k, n in prose)} / {sum(n for _k, n in prose)}",
+            f"false positives on identifiers, hashes, checksums: outbound {out['false_positives']} / {out['negatives']}, "
+            f"local {loc['false_positives']} / {loc['negatives']}; target 0 in clear outbound (secrets/secrets.md)"]
 
 
 # ------------------------------------------------------------------------------------ formatting
@@ -223,6 +240,7 @@ def headline_section(h: dict[str, Any], run: dict[str, Any], sizes: list[int]) -
         rows.append([label, by_size(v, sizes) if v else "not measured", ref])
     rows.append(stop_headline_row(parts_stop=h.get("stop_trigger"), run=run))
     rows.append(ui_headline_row(h.get("ui"), run))
+    rows.append(secrets_headline_row(h.get("secrets"), run))
     ps = h.get("tokens_per_session")
     if ps:
         rows.append(["tokens per session", f"**{ps['total']:,}**",

@@ -36,7 +36,9 @@ others down, and its peak RSS is its own):
                                   fact (generated pairs), paraphrases still merged, the coding-memory
                                   dev set's near-duplicate groups; beside the figures before; ~2 min
   secrets bench/secrets_bench.py  secret redaction beside detect-secrets: recall on the secrets
-                                  corpus, false positives on the hard negatives, ms per KB; ~15 s
+                                  corpus, false positives on the hard negatives, ms per KB; the local
+                                  and outbound passes on bench/data's prose corpus beside the rules
+                                  before issue 32 (secrets in clear, false positives, µs/write); ~25 s
   ui      bench/ui_bench.py       `engram ui` over HTTP: page load and search (targets 300 / 100 ms
                                   at 10k memories), the other pages' API calls; 10k (quick: 1k)
   model   bench/model_load_bench.py  the built-in model through fastembed vs directly on
@@ -127,7 +129,8 @@ def part_settings(part: str, quick: bool, locomo_runs: str) -> dict[str, Any]:
     if part == "dedup":
         return {"seed": 3233, "devset": True, "note": "the same pairs in --quick (they are the measure)"}
     if part == "secrets":
-        return {"corpora": ["tests/data/secrets_corpus.jsonl", "tests/data/not_secrets.jsonl"]}
+        return {"corpora": ["tests/data/secrets_corpus.jsonl", "tests/data/not_secrets.jsonl",
+                            "bench/data/secrets_prose.jsonl", "bench/data/not_secrets_identifiers.jsonl"]}
     if part == "ui":  # the issue's targets are stated at 10k memories
         return {"sizes": [1000] if quick else [10000], "repeats": 10 if quick else 30}
     if part == "model":
