@@ -7,6 +7,7 @@ adds nothing (renames, copies, provenance, 300 files)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import threading
 import time
@@ -355,3 +356,26 @@ def test_session_start_reading_stops_at_the_budget_and_unread_files_are_never_de
     assert len(report["pending"]) == 81 and not report["forgotten"] and not report["added"]
     report = sharing.sync_project(asvc.access, actx)
     assert len(report["added"]) == 40 and [e["path"] for e in report["errors"]] == [f"{sharing.TEAM_MEMORY_DIR}/n-99.md"]
+
+
+def test_a_file_claiming_the_id_of_a_private_memory_never_touches_it(clones) -> None:
+    """Ids of imported memories are derived, so predictable: a team file naming one must not
+    reach the user's private memory through an edit or a deletion applied by id."""
+    (actx, asvc), _bob = clones
+    uid = asvc.store(actx, content="My bank PIN hint is the dog's birthday.", type="semantic", scope="user")["memory_id"]
+    folder = actx.project_root / sharing.TEAM_MEMORY_DIR
+    folder.mkdir(parents=True)
+    (folder / "claim.md").write_text(f"---\nid: {uid}\n---\nThe team's text.\n")
+    os.mkdir(os.path.join(os.fsencode(folder), b"sub"))  # not a file: ignored
+    with open(os.path.join(os.fsencode(folder), b"caf\xe9.md"), "w") as f:
+        f.write("A name that is not UTF-8.\n")
+    report = sharing.sync_project(asvc.access, actx)
+    assert sorted(e["path"] for e in report["errors"]) == [
+        f"{sharing.TEAM_MEMORY_DIR}/caf\ufffd.md", f"{sharing.TEAM_MEMORY_DIR}/claim.md"
+    ]
+    (folder / "claim.md").write_text(f"---\nid: {uid}\n---\nThe team's text, edited.\n")
+    sharing.sync_project(asvc.access, actx)
+    (folder / "claim.md").unlink()
+    sharing.sync_project(asvc.access, actx)
+    got = asvc.get(actx, uid)
+    assert got["content"] == "My bank PIN hint is the dog's birthday." and got["status"] != "forgotten"

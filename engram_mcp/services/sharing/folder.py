@@ -121,6 +121,11 @@ class Folder:
     @staticmethod
     def _read_one(dir_fd: int, name: str) -> FileText:
         try:
+            name.encode("utf-8")
+        except UnicodeEncodeError:  # undecodable bytes (surrogates) must not travel into reports and JSON
+            shown = name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+            return FileText(shown, None, "has a file name that is not UTF-8; rename it")
+        try:
             fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
         except OSError as exc:
             return FileText(name, None, f"cannot be opened ({exc.strerror}; a symbolic link is never followed)")

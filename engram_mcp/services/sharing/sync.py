@@ -508,6 +508,17 @@ class _Sync:
         with self.access.lock:
             h = self.access.handle(self.ctx, self.t.scope)
             present = h.index.slot_of(fid) is not None
+            elsewhere = sorted({loc.handle.scope for loc in self.access.locate(self.ctx, format_memory_id(fid))})
+        if any(scope != self.t.scope for scope in elsewhere):
+            # an id a file chose (derived ids of imports are predictable) naming a memory of
+            # another scope: an edit by id reaches every copy, so the file could rewrite or
+            # forget a private memory. Left alone and named.
+            self._bad(
+                name,
+                f"{self.t.label}/{name}: its id is already used by a memory outside this folder; "
+                "give the file a new id (or remove the `id:` line)",
+            )
+            return
         if present:
             row = self.local.get(fid) or read_local(self.access, self.ctx, self.t.scope, {fid}).get(fid)
             local_mem = as_shared(row, fid, self.to_file_id) if _is_live(row) else None
