@@ -7,6 +7,7 @@ and Obsidian notes), written for these tests.
 
 from __future__ import annotations
 
+import re
 import shutil
 import sqlite3
 from pathlib import Path
@@ -75,11 +76,14 @@ def test_mcp_memory_graph_comes_in_whole_once(real_service, ctx):
 
 def test_claude_mem_observations_and_summaries_of_this_project(real_service, ctx, claude_mem_db):
     first, _ = twice(real_service, ctx, source="claude-mem", path=str(claude_mem_db))
-    assert first["imported"]["counts"]["memory"] == 4  # 3 observations + 1 summary of project 'proj'
+    # 3 observations + 1 summary of project 'proj', 1 observation + 1 summary merged into it
+    assert first["imported"]["counts"]["memory"] == 6
     assert any("other-app" in s["where"] for s in first["skipped"])
     got = contents(real_service, ctx, "project")
-    assert len(got) == 4
-    assert any(c.startswith("Upload test raced the temp-dir cleanup") and "Joining the worker first fixes it" in c for c in got)
+    assert len(got) == 6
+    assert any(
+        c.startswith("Upload test raced the temp-dir cleanup") and "Joining the worker first fixes it" in c for c in got
+    )
     assert any(c.startswith("Session summary (claude-mem)") and "Next steps: Audit other fixtures" in c for c in got)
     assert not any("dark mode" in c for c in got)
     assert not any(s in c for c in got for s in SECRETS)
@@ -91,7 +95,13 @@ def test_claude_mem_observations_and_summaries_of_this_project(real_service, ctx
 
 
 def test_auto_memory_is_read_not_touched(real_service, ctx, tmp_path, home):
-    folder = home / ".claude" / "projects" / str(ctx.project_root).replace("/", "-").replace("_", "-").replace(".", "-") / "memory"
+    folder = (
+        home
+        / ".claude"
+        / "projects"
+        / str(ctx.project_root).replace("/", "-").replace("_", "-").replace(".", "-")
+        / "memory"
+    )
     shutil.copytree(DATA / "auto-memory", folder)
     before = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in folder.iterdir()}
     first, _ = twice(real_service, ctx, source="auto-memory")  # default path: Claude Code's folder for this project
@@ -103,7 +113,10 @@ def test_auto_memory_is_read_not_touched(real_service, ctx, tmp_path, home):
     assert any("Node 22 breaks the image optimiser" in c for c in project)
     assert any("never mocks" in c for c in project)
     assert {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in folder.iterdir()} == before
-    kinds = {r["content"].split("\n")[0]: r["memory_type"] for r in read_local(real_service.access, ctx, "project", None).values()}
+    kinds = {
+        r["content"].split("\n")[0]: r["memory_type"]
+        for r in read_local(real_service.access, ctx, "project", None).values()
+    }
     assert kinds["Testing preferences"] == "procedural"
 
 
@@ -127,7 +140,7 @@ def test_no_secret_of_a_fixture_reaches_a_shared_file(real_service, ctx, claude_
     for key in read_local(real_service.access, ctx, "project", None):
         sharing.share(real_service.access, ctx, key)
     files = list((ctx.project_root / sharing.TEAM_MEMORY_DIR).glob("*.md"))
-    assert len(files) == 4
+    assert len(files) == 6
     text = "".join(f.read_text() for f in files)
     assert "object storage" in text and not any(s in text for s in SECRETS)
 
@@ -141,3 +154,262 @@ def test_a_dry_run_flag_that_is_not_a_boolean_is_refused_before_anything_is_read
         run_import(real_service.access, ctx, source="mcp-memory", path=str(DATA / "mcp-memory.jsonl"), dry_run="false")
     assert err.value.field == "dry_run"
     assert contents(real_service, ctx, "project") == []
+
+
+# -- issue 35: importers that lose nothing ------------------------------------------------
+
+
+def recall_texts(svc: MemoryService, ctx: RequestContext, query: str, k: int = 5) -> list[str]:
+    return [m["content"] for m in svc.recall(ctx, query=query, limit=k, strengthen=False)["memories"]]
+
+
+def history_of(svc: MemoryService, ctx: RequestContext, memory_id: str) -> list[dict]:
+    return svc.get(ctx, memory_id, history=True)["history"]
+
+
+def test_an_import_then_maintain_keeps_every_imported_memory_recallable(real_service, ctx, claude_mem_db):
+    """claude-mem rows are nine months old; decaying them from their source dates archived
+    7 of 10 on the first maintenance pass. The source date stays the creation date."""
+    first = run_import(real_service.access, ctx, source="claude-mem", path=str(claude_mem_db))
+    real_service.maintain(ctx)
+    rows = list(read_local(real_service.access, ctx, "project", None).values())
+    assert len(rows) == first["added"] == 6
+    assert {r["status"] for r in rows} <= {"created", "active"}
+    assert min(str(r["created_at"]) for r in rows).startswith("2026-03-02")  # history keeps the source's time
+    for question, expected in (
+        ("orders table partitioning", "Orders table partitioned by month"),
+        ("why did the upload test fail in CI", "Upload test raced the temp-dir cleanup"),
+        ("what is the API rate limit", "100 requests per minute"),
+    ):
+        assert any(expected in c for c in recall_texts(real_service, ctx, question)), question
+
+
+def test_claude_mem_rows_arrive_whole(real_service, ctx, claude_mem_db):
+    res = run_import(real_service.access, ctx, source="claude-mem", path=str(claude_mem_db))
+    rows = {r["content"].split("\n")[0]: r for r in read_local(real_service.access, ctx, "project", None).values()}
+    orders = rows["Orders table partitioned by month"]  # merged_into_project = 'proj': ours, no "another project"
+    assert not any("wt-orders" in s["where"] for s in res["skipped"])
+    assert "Files modified: db/migrations/0042_partition_orders.sql" in orders["content"]
+    assert "Files read: db/schema.sql" in orders["content"]  # both lists, not just files_modified
+    assert "Asked: partition the orders table before black friday" in orders["content"]
+    assert {"repository-pattern", "partition-pruning"} <= set(orders["tags"])
+    assert not any(":" in t for r in rows.values() for t in r["tags"])
+    assert orders["metadata"]["claude_mem_session"] == "m-3" and orders["metadata"]["prompt_number"] == 2
+    # sensitive and security_alert rows: counted, never stored (so never injected nor shared)
+    assert not any("password" in c or "personal email" in c for c in rows)
+    assert res["skipped_reasons"].get("sensitive") == 1 and "2 rows" in str(res["skipped"])
+
+
+def test_claude_mem_sensitive_rows_come_in_only_when_asked_and_marked(real_service, ctx, claude_mem_db):
+    res = run_import(real_service.access, ctx, source="claude-mem", path=str(claude_mem_db), include_sensitive=True)
+    assert res["added"] == 8 and "sensitive" not in res["skipped_reasons"]
+    marked = [r for r in read_local(real_service.access, ctx, "project", None).values() if "sensitive" in r["tags"]]
+    assert len(marked) == 2 and all(r["metadata"]["sensitive"] is True for r in marked)
+
+
+@pytest.mark.parametrize(
+    "damage",
+    ["truncated", "garbage", "wrong_types", "nested_json"],
+)
+def test_a_damaged_claude_mem_database_is_invalid_input_naming_it(real_service, ctx, claude_mem_db, damage):
+    from engram_mcp.core.errors import InvalidInput
+
+    if damage == "truncated":
+        data = claude_mem_db.read_bytes()
+        claude_mem_db.write_bytes(data[: len(data) // 3])
+    elif damage == "garbage":
+        claude_mem_db.write_bytes(b"SQLite format 3\x00" + bytes(range(256)) * 40)
+    else:
+        con = sqlite3.connect(claude_mem_db)
+        if damage == "wrong_types":
+            con.execute("UPDATE observations SET facts = ?, title = ? WHERE id = 1", (b"\x00\x01", b"\xff"))
+        else:
+            con.execute("UPDATE observations SET facts = ? WHERE id = 1", ("[" * 50_000 + "]" * 50_000,))
+        con.commit()
+        con.close()
+    if damage in ("truncated", "garbage"):
+        with pytest.raises(InvalidInput) as err:
+            run_import(real_service.access, ctx, source="claude-mem", path=str(claude_mem_db))
+        assert str(claude_mem_db) in err.value.message and err.value.field == "path"
+        return
+    res = run_import(real_service.access, ctx, source="claude-mem", path=str(claude_mem_db))
+    assert [s["where"] for s in res["skipped"] if "unreadable" in s["why"]] == ["observation 1"]
+    assert res["added"] == 5  # the other rows come in
+
+
+def test_memory_server_relations_are_recallable_and_entities_counted(real_service, ctx):
+    run_import(real_service.access, ctx, source="mcp-memory", path=str(DATA / "mcp-memory.jsonl"))
+    top = recall_texts(real_service, ctx, "who maintains BillingService", k=3)
+    assert "Dana_Okafor maintains BillingService" in top
+    assert any("publishes to LedgerQueue" in c for c in recall_texts(real_service, ctx, "where does billing publish"))
+    with real_service.lock:
+        h = real_service.handle(ctx, "user")
+        counts = {e["name"]: e["mention_count"] for e in h.q(q.ALL_ENTITIES)}
+    # observations (2 each) and relation sentences naming them
+    assert counts == {"Dana_Okafor": 3, "BillingService": 5, "Postgres": 1, "LedgerQueue": 1}
+
+
+def test_edited_sources_update_their_memories_on_reimport(real_service, ctx, tmp_path, home):
+    """Every format: an edit at the source updates the memory (same id, old text in history);
+    a run with nothing changed writes nothing."""
+    # memory server: an observation deleted and a new one added to the same entity
+    graph = tmp_path / "memory.jsonl"
+    graph.write_text((DATA / "mcp-memory.jsonl").read_text())
+    # markdown
+    notes = tmp_path / "notes"
+    shutil.copytree(DATA / "notes", notes)
+    # auto memory
+    folder = tmp_path / "auto"
+    shutil.copytree(DATA / "auto-memory", folder)
+    runs = {
+        "mcp-memory": graph,
+        "markdown": notes,
+        "auto-memory": folder,
+    }
+    before = {src: run_import(real_service.access, ctx, source=src, path=str(p)) for src, p in runs.items()}
+    ids = {
+        r["content"]: k
+        for scope in ("project", "user")
+        for k, r in read_local(real_service.access, ctx, scope, None).items()
+    }
+    graph.write_text(graph.read_text().replace("Written in Go 1.22", "Written in Go 1.23"))
+    note = notes / "projects" / "Ledger Service.md"
+    note.write_text(note.read_text().replace("append-only", "append-only and partitioned by year"))
+    topic = folder / "feedback_testing.md"
+    topic.write_text(topic.read_text().replace("never mocks", "never mocks, and runs migrations first"))
+    after = {src: run_import(real_service.access, ctx, source=src, path=str(p)) for src, p in runs.items()}
+    for src in runs:
+        assert (after[src]["added"], after[src]["updated"]) == (0, 1), (src, after[src])
+        assert after[src]["unchanged"] == before[src]["added"] - 1
+    texts = {
+        r["content"]: k
+        for scope in ("project", "user")
+        for k, r in read_local(real_service.access, ctx, scope, None).items()
+    }
+    assert "BillingService: Written in Go 1.23" in texts and "BillingService: Written in Go 1.22" not in texts
+    assert texts["BillingService: Written in Go 1.23"] == ids["BillingService: Written in Go 1.22"]  # same memory
+    old = history_of(real_service, ctx, texts["BillingService: Written in Go 1.23"])
+    assert old and old[-1]["snapshot"]["content"] == "BillingService: Written in Go 1.22"
+    assert any("partitioned by year" in c for c in texts) and any("runs migrations first" in c for c in texts)
+    assert len(texts) == len(ids)
+    again = {src: run_import(real_service.access, ctx, source=src, path=str(p)) for src, p in runs.items()}
+    for src in runs:
+        assert (again[src]["added"], again[src]["updated"]) == (0, 0), src
+
+
+def test_a_claude_mem_row_edited_at_the_source_updates_and_a_removed_one_is_reported(real_service, ctx, claude_mem_db):
+    run_import(real_service.access, ctx, source="claude-mem", path=str(claude_mem_db))
+    con = sqlite3.connect(claude_mem_db)
+    con.execute("UPDATE observations SET narrative = 'Blobs go to the eu-west bucket.' WHERE id = 2")
+    con.execute("DELETE FROM observations WHERE id = 3")
+    con.commit()
+    con.close()
+    dry = run_import(real_service.access, ctx, source="claude-mem", path=str(claude_mem_db), dry_run=True)
+    assert (dry["added"], dry["updated"], dry["removed_at_source"]) == (0, 1, 1)
+    res = run_import(real_service.access, ctx, source="claude-mem", path=str(claude_mem_db))
+    assert (res["added"], res["updated"], res["unchanged"], res["removed_at_source"]) == (0, 1, 4, 1)
+    assert res["removed"][0]["where"] == "observations #3"
+    assert any("eu-west bucket" in c for c in contents(real_service, ctx, "project"))
+    assert any("rate limit" in c for c in contents(real_service, ctx, "project"))  # reported, not deleted
+
+
+def test_auto_memory_dangling_links_dates_and_worktrees(real_service, ctx, tmp_path, home):
+    import os
+
+    from engram_mcp.services.importers import auto_memory
+
+    # a linked worktree: Claude Code keeps its auto memory in the main worktree's folder
+    main = tmp_path / "repo"
+    (main / ".git" / "worktrees" / "feat").mkdir(parents=True)
+    (main / ".git" / "worktrees" / "feat" / "commondir").write_text("../..\n")
+    wt = tmp_path / "wt-feat"
+    wt.mkdir()
+    (wt / ".git").write_text(f"gitdir: {main / '.git' / 'worktrees' / 'feat'}\n")
+    assert auto_memory.default_dir(wt, home) == auto_memory.default_dir(main, home)
+    assert auto_memory.default_dir(wt, home).parent.name == re.sub(r"[^A-Za-z0-9]", "-", str(main.resolve()))
+
+    folder = tmp_path / "auto"
+    shutil.copytree(DATA / "auto-memory", folder)
+    with open(folder / "MEMORY.md", "a") as f:
+        f.write("\n- [Deploy checklist](deploy_checklist.md) — steps before a release\n")
+    old = 1_700_000_000  # 2023-11-14
+    os.utime(folder / "project_freeze.md", (old, old))
+    res = run_import(real_service.access, ctx, source="auto-memory", path=str(folder))
+    assert res["added"] == 5
+    assert [s["why"].split(":")[0] for s in res["skipped"]] == ["dangling link"]
+    assert not any("Deploy checklist" in c for c in contents(real_service, ctx, "project"))
+    freeze = next(
+        r for r in read_local(real_service.access, ctx, "project", None).values() if "freeze" in r["content"].lower()
+    )
+    assert str(freeze["created_at"]).startswith("2023-11-14")
+
+
+def test_markdown_in_every_basic_memory_and_obsidian_form(real_service, ctx, tmp_path):
+    vault = tmp_path / "vault"
+    shutil.copytree(DATA / "vault", vault)
+    paragraphs = [
+        f"Incident {i}: the {i}th outage of the payment gateway lasted {i % 50} minutes. " * 6 for i in range(150)
+    ]
+    (vault / "Incident Log.md").write_text("\n\n".join(paragraphs))  # ~75,000 characters: 4 parts
+    res = run_import(real_service.access, ctx, source="markdown", path=str(vault))
+    assert [s["where"] for s in res["skipped"]] == ["bad-date.md"] and "invalid date" in res["skipped"][0]["why"]
+    rows = {r["content"].split("\n")[0]: r for r in read_local(real_service.access, ctx, "project", None).values()}
+    coffee = rows["# Coffee Brewing Methods"]
+    assert str(coffee["created_at"]).startswith("2024-03-14")  # a YAML date
+    assert any("French press" in c for c in recall_texts(real_service, ctx, "cafetiere"))  # an alias, searchable
+    long_parts = sorted(t for t in rows if t.startswith("Incident Log (part"))
+    assert long_parts and long_parts[-1].endswith(f"/{len(long_parts) + 1})")
+    with real_service.lock:
+        h = real_service.handle(ctx, "project")
+        entities = {e["name"]: e["entity_type"] for e in h.q(q.ALL_ENTITIES)}
+        relations = {(r["relation_type"], tuple(r.get("evidence") or ())) for r in h.q(q.ALL_RELATIONS)}
+    assert "diagram.png" not in entities and not any(n.endswith(".png") for n in entities)  # an embed is no entity
+    assert entities["Pour Over"] == "method"  # its own note's type, though linked before it was read
+    assert ("requires", ("grind size matters most",)) in relations
+    assert ("pairs_well_with", ()) in relations
+    assert "Kettle" in entities  # a link in a frontmatter value
+
+
+def test_special_files_named_md_are_refused_not_opened(real_service, ctx, tmp_path):
+    import os
+    import threading
+
+    folder = tmp_path / "auto"
+    shutil.copytree(DATA / "auto-memory", folder)
+    os.mkfifo(folder / "fifo_topic.md")
+    notes = tmp_path / "notes"
+    shutil.copytree(DATA / "notes", notes)
+    os.mkfifo(notes / "pipe.md")
+    out: dict = {}
+
+    def go() -> None:
+        out["auto"] = run_import(real_service.access, ctx, source="auto-memory", path=str(folder), dry_run=True)
+        out["notes"] = run_import(real_service.access, ctx, source="markdown", path=str(notes), dry_run=True)
+
+    t = threading.Thread(target=go, daemon=True)
+    t.start()
+    t.join(60)
+    assert not t.is_alive(), "an import blocked on a FIFO"
+    assert any(s["where"] == "fifo_topic.md" and "FIFO" in s["why"] for s in out["auto"]["skipped"])
+    assert any(s["where"] == "pipe.md" and "FIFO" in s["why"] for s in out["notes"]["skipped"])
+
+
+def test_an_import_writes_no_temporary_copy_of_the_source(real_service, ctx, claude_mem_db, monkeypatch, tmp_path):
+    """A killed import left its raw copy in the temp folder: now there is none to leave."""
+    import tempfile
+
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    seen: list[list[str]] = []
+    from engram_mcp.services import transfer
+
+    real = transfer.import_records
+
+    def spy(*a, **kw):
+        seen.append([p.name for p in temp.rglob("*")])
+        return real(*a, **kw)
+
+    monkeypatch.setattr(transfer, "import_records", spy)
+    run_import(real_service.access, ctx, source="claude-mem", path=str(claude_mem_db))
+    assert seen == [[]] and list(temp.iterdir()) == []

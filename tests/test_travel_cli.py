@@ -98,11 +98,11 @@ def test_user_scope_converges_and_imports_run_twice_through_the_cli(tmp_path: Pa
             assert "rebase over merge" in listed and "Iosevka" in listed
 
         dry = js(a.cli("--json", "import", "--from", "mcp-memory", str(DATA / "mcp-memory.jsonl"), "--dry-run"))
-        assert dry["new_memories"] == 4 and dry["dry_run"]
+        assert dry["new_memories"] == 7 and dry["dry_run"]  # 4 observations, 3 relations as text
         first = a.cli("import", "--from", "mcp-memory", str(DATA / "mcp-memory.jsonl")).stdout
-        assert "added 4 memories (0 already here)" in first
+        assert "added 7 memories, updated 0, 0 unchanged" in first
         second = a.cli("import", "--from", "mcp-memory", str(DATA / "mcp-memory.jsonl")).stdout
-        assert "added 0 memories (4 already here)" in second
+        assert "added 0 memories, updated 0, 7 unchanged" in second
     finally:
         a.shutdown()
         b.shutdown()

@@ -230,6 +230,7 @@ IMPORT_FROM = _obj(
         "dry_run": BOOL,
         "scope": _enum(list(PERSISTENT_SCOPES)),
         "project": _str(200),
+        "include_sensitive": BOOL,
     },
     ["source"],
 )

@@ -52,6 +52,11 @@ def add_import_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--source-project", help="with --from claude-mem: its project name (default: this directory's name)"
     )
+    parser.add_argument(
+        "--include-sensitive",
+        action="store_true",
+        help="with --from claude-mem: also import the rows it marked sensitive or security_alert (left out by default)",
+    )
 
 
 def cmd_share(app: Any) -> int:
@@ -116,6 +121,8 @@ def cmd_import_from(app: Any) -> int:
         payload["scope"] = a.scope
     if a.source_project:
         payload["project"] = a.source_project
+    if getattr(a, "include_sensitive", False):
+        payload["include_sensitive"] = True
     started = time.perf_counter()
     res = app.call_with_progress("import_from", payload)
     res["seconds"] = round(time.perf_counter() - started, 2)
@@ -124,24 +131,47 @@ def cmd_import_from(app: Any) -> int:
 
 
 def render_import_from(r: dict[str, Any]) -> str:
-    read = ", ".join(f"{v} {k}" for k, v in r["read"].items()) or "nothing"
+    """The per-source report: read, added, updated, unchanged, removed at the source, skipped
+    (counted by reason, then listed), and what the store refused."""
+    read = ", ".join(_count(v, _KIND_NOUNS.get(k, k)) for k, v in r["read"].items()) or "nothing"
     head = f"{r['source']} from {r['path']}: read {read}"
-    if r["dry_run"]:
-        lines = [
-            f"{head} (dry run, nothing written)",
-            f"would add {r['new_memories']} memories ({r['already_present']} already here)",
-        ]
-    else:
+    verb = ("would add", "would update") if r["dry_run"] else ("added", "updated")
+    lines = [f"{head} (dry run, nothing written)" if r["dry_run"] else f"{head} in {r.get('seconds', 0)} s"]
+    lines.append(
+        f"{verb[0]} {_count(r.get('added', r.get('new_memories', 0)), 'memory')}, "
+        f"{verb[1]} {r.get('updated', 0)}, {r.get('unchanged', r.get('already_present', 0))} unchanged"
+    )
+    if not r["dry_run"]:
         got = (r.get("imported") or {}).get("counts", {})
-        lines = [
-            f"{head} in {r['seconds']} s",
-            f"added {got.get('memory', 0)} memories ({r['already_present']} already here), "
-            f"{got.get('entity', 0)} entities, {got.get('relation', 0)} relations",
-        ]
+        lines.append(
+            f"graph: {_count(got.get('entity', 0), 'new entity')}, {_count(got.get('relation', 0), 'new relation')}, "
+            f"{_count(got.get('mention', 0), 'new mention')}"
+        )
         for entry in (r.get("imported") or {}).get("rejected") or []:
             lines.append(f"not imported: {entry.get('error')}")
+        for entry in r.get("rejected_updates") or []:
+            lines.append(f"not updated: {entry.get('memory_id')}: {entry.get('error')}")
+    if r.get("removed_at_source"):
+        lines.append(
+            f"{_count(r['removed_at_source'], 'memory')} no longer in the source (kept here; "
+            "`engram forget ID` to drop one):"
+        )
+        lines += [f"  {e['memory_id']}  {e['where']}" for e in r.get("removed") or []]
+    for reason, n in (r.get("skipped_reasons") or {}).items():
+        lines.append(f"skipped {n}: {reason}")
     for s in r.get("skipped") or []:
-        lines.append(f"skipped: {s['where']}: {s['why']}")
+        lines.append(f"  {s['where']}: {s['why']}")
     if r.get("skipped_count", 0) > len(r.get("skipped") or []):
-        lines.append(f"... and {r['skipped_count'] - len(r['skipped'])} more skipped (see --json)")
+        lines.append(f"  ... and {r['skipped_count'] - len(r['skipped'])} more (see --json)")
+    for note in r.get("notes") or []:
+        lines.append(f"note: {note}")
     return "\n".join(lines)
+
+
+_KIND_NOUNS = {"memory": "memory", "entity": "entity", "mention": "mention", "relation": "relation"}
+_PLURALS = {"memory": "memories", "entity": "entities", "new memory": "new memories", "new entity": "new entities"}
+
+
+def _count(n: int, noun: str) -> str:
+    """`1 memory`, `10 memories`: a count with its noun in the right number."""
+    return f"{n} {noun if n == 1 else _PLURALS.get(noun, noun + 's')}"

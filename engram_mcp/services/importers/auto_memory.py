@@ -151,5 +151,5 @@ def _index(batch: ImportBatch, index: Path, topic_names: set[str], scope_overrid
             tags=["auto-memory", "memory-md"],
             updated=from_epoch_s(st.st_mtime),
             origin={"path": INDEX_NAME, "line": n},
-            group=f"index\x00{section}"[:300],
+            group=f"index:{section}"[:300],
         )

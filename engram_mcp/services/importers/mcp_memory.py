@@ -28,7 +28,7 @@ from .files import open_regular
 
 SOURCE = "mcp-memory"
 DEFAULT_SCOPE = "user"
-MAX_LINE_CHARS = 1_000_000
+MAX_LINE_CHARS = 32 * 1024 * 1024  # one entity line holds all its observations: 20,000 of them are ~2 MB
 
 
 def read(path: Path, *, scope: str = DEFAULT_SCOPE, **_: object) -> ImportBatch:
@@ -90,7 +90,7 @@ def _entity(batch: ImportBatch, item: dict, scope: str, where: str) -> None:
             content=f"{name}: {obs}",
             tags=["mcp-memory", etype.lower().replace(" ", "-")[:40]],
             origin={"entity": name[:200], "observation": i},
-            group=f"entity\x00{name.casefold()}"[:300],
+            group=f"entity:{name.casefold()}"[:300],
         )
         batch.mention(scope=scope, memory_id=mid, entity=key, relationship="about")
 

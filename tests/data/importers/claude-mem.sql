@@ -78,3 +78,24 @@ INSERT INTO session_summaries (memory_session_id, project, request, investigated
 VALUES ('m-1', 'proj', 'Fix the flaky upload test', 'Worker lifetime in the fixture', 'Cleanup must wait for workers',
         'Fixture joins the worker before cleanup', 'Audit other fixtures for the same race', '2026-03-02T10:00:00.000Z', 1772445600000),
        ('m-2', 'other-app', 'Add dark mode', NULL, NULL, 'Toggle shipped', NULL, '2026-03-03T10:00:00.000Z', 1772532000000);
+-- Issue 35: a worktree's rows merged into this project by claude-mem's `adopt`
+-- (merged_into_project), both file lists, legacy concept tags, a prompt, and two rows
+-- claude-mem marks sensitive / security_alert. All months old.
+INSERT INTO sdk_sessions (content_session_id, memory_session_id, project, user_prompt, started_at, started_at_epoch, status)
+VALUES ('c-3', 'm-3', 'proj/wt-orders', 'partition the orders table before black friday', '2026-03-05T09:00:00.000Z', 1772701200000, 'completed');
+INSERT INTO observations (memory_session_id, project, type, title, subtitle, facts, narrative, concepts, files_read, files_modified, prompt_number, merged_into_project, generated_by_model, content_hash, created_at, created_at_epoch)
+VALUES
+ ('m-3', 'proj/wt-orders', 'decision', 'Orders table partitioned by month', 'Partitioning decision',
+  '["Each month of orders is its own partition","Queries must filter on created_month to prune"]',
+  'The orders table grew past 400 million rows; monthly range partitions keep the hot month small.',
+  '["pattern:-repository-pattern","how-it-works: partition pruning"]', '["db/schema.sql"]', '["db/migrations/0042_partition_orders.sql"]',
+  2, 'proj', 'claude-sonnet-4-5', 'h5', '2026-03-05T09:20:00.000Z', 1772702400000),
+ ('m-1', 'proj', 'security_alert', 'Staging database password committed in .env.staging', NULL,
+  '["Rotated on 2026-03-02"]', 'The staging DB password was committed and pushed; it was rotated the same day.',
+  '[]', '[]', '[".env.staging"]', 3, NULL, NULL, 'h6', '2026-03-02T11:00:00.000Z', 1772449200000),
+ ('m-1', 'proj', 'sensitive', 'Customer export holds personal emails', NULL,
+  '[]', 'The nightly customer export includes personal email addresses of every customer.',
+  '[]', '[]', '[]', 4, NULL, NULL, 'h7', '2026-03-02T11:30:00.000Z', 1772451000000);
+INSERT INTO session_summaries (memory_session_id, project, request, learned, completed, files_edited, merged_into_project, created_at, created_at_epoch)
+VALUES ('m-3', 'proj/wt-orders', 'Partition the orders table', 'Range partitions by month prune well',
+        'Migration 0042 written', '["db/migrations/0042_partition_orders.sql"]', 'proj', '2026-03-05T10:00:00.000Z', 1772704800000);
