@@ -700,3 +700,19 @@ def test_cli_port_errors_and_json(ui) -> None:
         assert shown["pid"] == proc.pid and shown["url"].startswith(f"http://127.0.0.1:{shown['port']}/?token=")
     finally:
         _stop_ui(proc)
+
+
+def test_a_430_px_window_does_not_scroll_sideways(ui, browser, shots) -> None:
+    _, base, _, ids = ui
+    size = browser.get_window_size()
+    browser.set_window_size(430, 900)
+    try:
+        for view, ready in (("browse", "[data-testid=memory-row]"), (f"memory/{ids['db'].split(':', 1)[1]}", "[data-testid=memory-full-content]"),
+                            ("sessions", "[data-testid=session]"), ("health", "[data-testid=health-project]"), ("consolidate", "[data-testid=plan]")):
+            _open(browser, base, view, ready)
+            inner, scroll = browser.execute_script("return [window.innerWidth, document.documentElement.scrollWidth]")
+            assert scroll <= inner, f"{view}: the page is {scroll} px wide in a {inner} px window"
+        _open(browser, base, "browse", "[data-testid=memory-row]")
+        browser.save_screenshot(str(shots / "narrow.png"))
+    finally:
+        browser.set_window_size(size["width"], size["height"])
