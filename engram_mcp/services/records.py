@@ -540,6 +540,9 @@ def origin_of(source: Any) -> dict[str, Any]:
     a file's or an import's kind is never read as less foreign than it is.
     """
     src = source if isinstance(source, dict) else {}
+    inherited = _inherited_origin(src)
+    if inherited is not None:
+        return inherited
     kind = _kind_of(src)
     out: dict[str, Any] = {"kind": kind}
     if kind == "import" and isinstance(src.get("kind"), str):
@@ -553,6 +556,30 @@ def origin_of(source: Any) -> dict[str, Any]:
         if via:
             out["via"] = via
     return out
+
+
+#: Foreign origins a summary records of the memories it was derived from (`with_parent_origins`).
+MAX_PARENT_ORIGINS = 8
+
+
+def with_parent_origins(source: dict[str, Any], parents: list[Any]) -> dict[str, Any]:
+    """`source` of a memory derived from others (`derived_from`: a consolidation's summary),
+    with the foreign origins among theirs: a summary of a teammate's file is still the
+    teammate's text, and `origin_of` says so, never Claude's or the user's."""
+    foreign = [o for o in (origin_of(p) for p in parents) if o["kind"] in FOREIGN_ORIGINS]
+    if not foreign:
+        return source
+    return {**source, "derived_from_origins": foreign[:MAX_PARENT_ORIGINS]}
+
+
+def _inherited_origin(src: dict[str, Any]) -> dict[str, Any] | None:
+    """The first foreign origin a derived memory recorded of its parents, marked `derived`."""
+    parents = src.get("derived_from_origins")
+    for parent in parents if isinstance(parents, list) else []:
+        if isinstance(parent, dict) and parent.get("kind") in FOREIGN_ORIGINS:
+            details = {k: v for k, v in parent.items() if k in ORIGIN_DETAILS and isinstance(v, (str, int))}
+            return {"kind": parent["kind"], **details, "derived": True}
+    return None
 
 
 def _kind_of(src: dict[str, Any]) -> str:

@@ -138,6 +138,10 @@ def store(
             hint = _hint_for(h, plan.key, plan.similarity)
         else:
             hint = None if superseded_key or scope == "session" else supersede_hint(h, vec, dedup_threshold)
+        if sources:  # a summary of foreign text stays foreign (records.origin_of)
+            source = records.with_parent_origins(
+                source, [loc.row.get("source") for k in sources for loc in access.locate(ctx, format_memory_id(k))]
+            )
         key = rid or new_ulid()
         now = now_dt()
         record = {
