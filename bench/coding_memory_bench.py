@@ -196,6 +196,7 @@ def measure_dedup(base: Path, memories: list[dict[str, Any]], groups: list[list[
     svc = MemoryService(home=base / "dedup-home")
     group_of = {mid: i for i, g in enumerate(groups) for mid in g}
     merged_into: dict[str, str] = {}  # set id -> set id of the memory it merged into
+    kept_apart = superseded = 0  # near-duplicates store kept as new memories (a changed fact, an origin)
     by_key: dict[str, str] = {}
     wall = []
     try:
@@ -211,6 +212,8 @@ def measure_dedup(base: Path, memories: list[dict[str, Any]], groups: list[list[
                 merged_into[mem["id"]] = by_key[r["memory_id"]]
             else:
                 by_key[r["memory_id"]] = mem["id"]
+                kept_apart += bool(r.get("near_duplicate"))
+                superseded += bool(r.get("supersedes"))
     finally:
         svc.close()
     right = [(a, b) for a, b in merged_into.items() if a in group_of and group_of.get(b) == group_of[a]]
@@ -219,6 +222,7 @@ def measure_dedup(base: Path, memories: list[dict[str, Any]], groups: list[list[
     return {
         "groups": len(groups), "groups_merged": len(groups_merged), "members_merged": len(right),
         "wrong_merges": len(wrong), "wrong_pairs": wrong, "stores": len(memories),
+        "near_duplicates_kept_apart": kept_apart, "near_duplicates_superseded": superseded,
         "store_ms": latency_summary(wall),
     }
 
@@ -342,7 +346,9 @@ def main(argv: list[str] | None = None) -> int:
     if dedup:
         md += [f"Store-time dedup (threshold {settings.get('store_dedup_similarity')}): {dedup['groups_merged']} of "
                f"{dedup['groups']} near-duplicate groups merged ({dedup['members_merged']} members), "
-               f"{dedup['wrong_merges']} wrong merges of distinct facts.", ""]
+               f"{dedup['wrong_merges']} wrong merges of distinct facts; "
+               f"{dedup.get('near_duplicates_kept_apart', 0)} near-duplicates kept apart as a changed fact or another origin "
+               f"({dedup.get('near_duplicates_superseded', 0)} of them superseding the older one).", ""]
     md.append("![R@5 by kind](coding_memory.png)")
     (out / "coding_memory.md").write_text("\n".join(md) + "\n", encoding="utf-8")
     print("\n".join(md))

@@ -18,6 +18,7 @@ from typing import Any, Callable
 
 from engram_mcp.core import operations
 from engram_mcp.core.config_keys import DEFAULT_CONFIG
+from engram_mcp.core.display import printable
 from engram_mcp.core.errors import EngramError, InvalidInput
 from engram_mcp.core.ids import short_id
 from engram_mcp.core.paths import resolve_project_root
@@ -129,20 +130,20 @@ def origin_marker(origin: dict[str, Any]) -> str:
     `hook`, `team:<author>`, `sync`, `import:<tool>`; a teammate's name is their text, cut short."""
     kind = str(origin.get("kind") or "claude")
     if kind == "team-file":
-        author = _short(str(origin.get("author") or "").split("<")[0], 20).replace(" ", "_")
+        author = _short(printable(str(origin.get("author") or "")).split("<")[0], 20).replace(" ", "_")
         return f"team:{author}" if author else "team"
     if kind == "user-sync":
         return "sync"
     if kind == "import":
-        return f"import:{_short(str(origin.get('tool') or ''), 20)}".rstrip(":")
-    return kind
+        return f"import:{_short(printable(str(origin.get('tool') or '')), 20)}".rstrip(":")
+    return printable(kind)
 
 
 def origin_words(origin: dict[str, Any]) -> str:
     """An origin for `engram show`: its kind, then each detail it carries (`via cli`, `path ...`,
     `author ...`)."""
-    details = ", ".join(f"{k} {_short(str(v), 120)}" for k, v in origin.items() if k != "kind")
-    return f"{origin.get('kind')}" + (f" ({details})" if details else "")
+    details = ", ".join(f"{k} {_short(printable(str(v)), 120)}" for k, v in origin.items() if k != "kind")
+    return printable(f"{origin.get('kind')}") + (f" ({details})" if details else "")
 
 
 def render_memory_line(m: dict[str, Any]) -> str:
