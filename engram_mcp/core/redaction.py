@@ -2031,7 +2031,8 @@ _PROSE_VALUE = (
 )
 # the key name, a few words about whose it is ("for the staging admin"), a link, the value
 _PROSE_LINKED = re.compile(
-    r"(?P<fill>(?:['’]s)?(?:[ \t](?:[^\r\n=:：.!?;。！？]|\.(?=[^\s.])){0,80}?)?)"
+    # whole words (possessive), up to six: a link is tried after each word, not at each character
+    r"(?P<fill>(?:['’]s)?(?:[ \t]++(?:[^\s=:：.!?;。！？,]|\.(?=[^\s.])){1,40}+){0,6}?)"
     + rf"(?:{_PROSE_LINK}){{1,3}}"
     + _PROSE_VALUE
 )
@@ -2188,15 +2189,21 @@ def _near_tokens(text: str, name_start: int, name_end: int, group: str) -> list[
     return out
 
 
+def _has_prose_hint(low: str) -> bool:
+    """Whether lowered text holds a head word of a key name (a loop: ~1.4 us a memory, `any` ~2.2)."""
+    for hint in _PROSE_HINTS:
+        if hint in low:
+            return True
+    return False
+
+
 def _prose_pass(text: str, counts: Counter, *, outbound: bool, foreign: Optional[bool] = None) -> str:
     """Secrets written in sentences, in any language (see above); the view is searched and the
     original characters replaced. `foreign`: `textview.needs_view(text)` when the caller knows it."""
     if foreign is None:
         foreign = textview.needs_view(text)
-    if not foreign:
-        low = text.lower()
-        if not any(h in low for h in _PROSE_HINTS):
-            return text
+    if not foreign and not _has_prose_hint(text.lower()):
+        return text
     view = textview.build_view(text) if foreign else None
     seen = view.text if view is not None else text
     labels = [x.span() for x in _LABEL_RE.finditer(seen)] if _LABEL_MARK in seen else []
