@@ -173,3 +173,18 @@ def test_cli_store_supersedes_recall_no_strengthen_and_superseded_marks(tmp_path
         assert "1 superseded" in env.cli("status").stdout
     finally:
         env.shutdown()
+
+
+def test_promotion_never_merges_a_changed_fact_into_the_older_text(real_service, ctx):
+    """The twin finder every merge goes through (store and promotion) refuses a changed fact."""
+    svc = real_service
+    old = svc.store(ctx, content=STG2, type="semantic", scope="project")["memory_id"]
+    draft = svc.store(ctx, content=STG3, type="semantic", scope="session")["memory_id"]
+    promoted = svc.promote(ctx, draft, "project")
+    assert promoted["action"] == "created" and promoted["target_id"] != old
+    assert svc.get(ctx, old)["content"] == STG2 and svc.get(ctx, promoted["target_id"])["content"] == STG3
+    # the same fact reworded still merges on promotion
+    same = svc.store(ctx, content="Deploy previews there: the staging cluster is nomad-stg-2.", type="semantic",
+                     scope="session")["memory_id"]
+    _near_duplicates(svc, ctx, STG2, "Deploy previews there: the staging cluster is nomad-stg-2.")
+    assert svc.promote(ctx, same, "project")["action"] == "merged"

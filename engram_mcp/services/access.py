@@ -44,6 +44,7 @@ from engram_mcp.core.vocabulary import SCOPES
 from engram_mcp.index.embeddings import DEFAULT_DIM, Embedder, EmbeddingsUnavailable
 from engram_mcp.index.retrieval import ScopeView
 from engram_mcp.index.scope_index import ScopeIndex, content_hash
+from engram_mcp.services import fact_diff
 from engram_mcp.services.handles import RECORD_READ_MAX, IndexMarks, ScopeHandle, StoreRegistry
 from engram_mcp.services.model import configured_embedder
 from engram_mcp.services.records import check_enum, now_dt
@@ -440,9 +441,35 @@ class ScopeAccess:
         h.index.upsert({**record, "id": key}, vector)
 
     @staticmethod
-    def find_twin(h: ScopeHandle, content: str, vec: np.ndarray | None, threshold: float) -> tuple[str, float] | None:
+    def find_twin(
+        h: ScopeHandle,
+        content: str,
+        vec: np.ndarray | None,
+        threshold: float,
+        *,
+        source: dict[str, Any] | None = None,
+        raw: bool = False,
+    ) -> tuple[str, float] | None:
         """A live memory of the same scope that this content duplicates, if any: the nearest
-        vector at cosine >= `threshold`, else the same text (for memories without a vector)."""
+        vector at cosine >= `threshold`, else the same text (for memories without a vector).
+
+        Unless `raw`, only a twin it is safe to merge into (`fact_diff.merge_decision`: the same
+        facts, no origin boundary between them), so no caller (store, promotion) merges a changed
+        fact into the older text; store asks `raw` and decides itself what a refused twin becomes.
+        """
+        twin = ScopeAccess._nearest_twin(h, content, vec, threshold)
+        if twin is None or raw:
+            return twin
+        row = h.repo.get(twin[0])
+        if row is None:
+            return None
+        action, _, _ = fact_diff.merge_decision(str(row.get("content") or ""), row.get("source"), content, source)
+        return twin if action == fact_diff.MERGE else None
+
+    @staticmethod
+    def _nearest_twin(
+        h: ScopeHandle, content: str, vec: np.ndarray | None, threshold: float
+    ) -> tuple[str, float] | None:
         live = h.index.live_mask_for()
         if vec is not None:
             best = h.index.vectors.max_similarity(vec, live)

@@ -1,4 +1,4 @@
-"""Does a near-duplicate change a fact? The token-level test store-time dedup asks before a merge.
+"""Does a near-duplicate change a fact? The token-level test dedup asks before any merge.
 
 Two texts at cosine >= `store_dedup_similarity` read alike, but an embedding barely moves when
 one value changes: "the API listens on port 8443" and "... on port 9443" sit at ~0.95, and so
@@ -29,8 +29,11 @@ import functools
 import json
 import re
 from dataclasses import dataclass
+from typing import Any
 
+from engram_mcp.core.vocabulary import FOREIGN_ORIGINS
 from engram_mcp.index.embeddings import _VENDORED_DIR
+from engram_mcp.services.records import origin_of
 
 SAME = "same"
 REPLACES = "replaces"
@@ -207,3 +210,33 @@ def compare(old: str, new: str) -> Verdict:
     if only_swaps and swaps <= _MAX_SAME_SENTENCE_SWAPS:
         return verdict(REPLACES)
     return verdict(DIFFERS)
+
+
+MERGE, SUPERSEDE, HINT, SEPARATE = "merge", "supersede", "hint", "separate"
+
+
+def merge_decision(
+    old_content: str, old_source: Any, new_content: str, new_source: Any
+) -> tuple[str, str, Verdict | None]:
+    """(action, reason, verdict) for a new text whose nearest memory is `old_*`: merge only the
+    same fact from the same side of a boundary.
+
+    - A memory from a team file, the sync folder or an import and any other memory are never
+      merged (nor two such memories): a merge would write one side's text and tags into what
+      the other side shared, or lose what a file said. SEPARATE: stored beside it.
+    - A text that swaps a fact token (`compare`) is a new memory: SUPERSEDE when it reads as a
+      correction of the older one, else HINT (stored beside it, naming it as possibly replaced).
+    """
+    if _foreign(new_source) or _foreign(old_source):
+        return SEPARATE, "origin: a shared file or an import is never merged with another memory", None
+    verdict = compare(old_content, new_content)
+    if verdict.relation == REPLACES:
+        return SUPERSEDE, "a fact changed: it replaces the older memory", verdict
+    if verdict.relation == DIFFERS:
+        return HINT, "a fact differs: another item that reads alike", verdict
+    return MERGE, "same facts", verdict
+
+
+def _foreign(source: Any) -> bool:
+    """Whether a `source` says the text came from across a boundary (team file, sync folder, import)."""
+    return origin_of(source).get("kind") in FOREIGN_ORIGINS

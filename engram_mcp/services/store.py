@@ -16,7 +16,7 @@ import numpy as np
 
 from engram_mcp.core.errors import InvalidInput, MemoryNotFound
 from engram_mcp.core.ids import format_memory_id, new_ulid, parse_memory_id
-from engram_mcp.core.vocabulary import FOREIGN_ORIGINS, MEMORY_TYPES, SCOPES
+from engram_mcp.core.vocabulary import MEMORY_TYPES, SCOPES
 from engram_mcp.services import fact_diff, graph, records
 from engram_mcp.services.access import RequestContext, ScopeAccess
 from engram_mcp.services.handles import ScopeHandle
@@ -116,7 +116,9 @@ def store(
                 "redactions": findings_summary(findings),
             }
         plan = (
-            _dedup_plan(h, access.find_twin(h, content, vec, dedup_threshold), content, source, superseded_key)
+            _dedup_plan(
+                h, access.find_twin(h, content, vec, dedup_threshold, raw=True), content, source, superseded_key
+            )
             if dedup
             else None
         )
@@ -262,38 +264,21 @@ def _dedup_plan(
     source: dict[str, Any] | None,
     superseded_key: str | None,
 ) -> DedupPlan | None:
-    """Merge only what is the same fact from the same side of a boundary.
-
-    - A memory from a team file, the sync folder or an import and any other memory are never
-      merged (nor two such memories): a merge would write one side's text and tags into what
-      the other side shared, or lose what a file said. The new memory is stored beside it.
-    - The memory the caller says this one supersedes is replaced, never merged into.
-    - A near-duplicate that swaps a fact token (fact_diff.compare) is a new memory: it
-      supersedes the older one when it reads as a correction of it, else carries a hint.
-    """
+    """What to do with the nearest near-duplicate: the memory the caller says this one
+    supersedes is replaced, never merged into; otherwise `fact_diff.merge_decision` (origin
+    boundary, changed fact) decides."""
     if twin is None:
         return None
     key, similarity = twin
     row = h.repo.get(key)
     if row is None:
         return None
-    if _foreign(source) or _foreign(row.get("source")):
-        return DedupPlan(
-            "hint", key, similarity, "origin: a shared file or an import is never merged with another memory"
-        )
     if superseded_key == key:
-        return DedupPlan("separate", key, similarity, "it is the memory this one supersedes")
-    verdict = fact_diff.compare(str(row.get("content") or ""), content)
-    if verdict.relation == fact_diff.REPLACES:
-        return DedupPlan("supersede", key, similarity, "a fact changed: it replaces the older memory", verdict)
-    if verdict.relation == fact_diff.DIFFERS:
-        return DedupPlan("hint", key, similarity, "a fact differs: another item that reads alike", verdict)
-    return DedupPlan("merge", key, similarity, "same facts", verdict)
-
-
-def _foreign(source: Any) -> bool:
-    """Whether a `source` says the text came from across a boundary (team file, sync folder, import)."""
-    return records.origin_of(source).get("kind") in FOREIGN_ORIGINS
+        return DedupPlan(fact_diff.SEPARATE, key, similarity, "it is the memory this one supersedes")
+    action, reason, verdict = fact_diff.merge_decision(
+        str(row.get("content") or ""), row.get("source"), content, source
+    )
+    return DedupPlan(action, key, similarity, reason, verdict)
 
 
 def merge_into(
