@@ -2032,8 +2032,12 @@ _PROSE_VALUE = (
 # the key name, a few words about whose it is ("for the staging admin"), a link, the value
 _PROSE_LINKED = re.compile(
     # whole words (possessive), up to six: a link is tried after each word, not at each character
-    r"(?P<fill>(?:['’]s)?(?:[ \t]++(?:[^\s=:：.!?;。！？,]|\.(?=[^\s.])){1,40}+){0,6}?)"
+    # (a parenthesis first: "the password (staging admin) is X", "密码（到周五）是 X")
+    r"(?P<fill>(?:['’]s)?(?:[ \t]*[（(][^()（）\r\n]{0,40}[)）])?"
+    r"(?:[ \t]++(?:[^\s=:：.!?;。！？,]|\.(?=[^\s.])){1,40}+){0,6}?)"
     + rf"(?:{_PROSE_LINK}){{1,3}}"
+    # ja, zh, ko put a few words between the link and the value: "パスワードは金曜日まで X です"
+    + r"(?:[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]{1,20}+[ \t:：]*)?"
     + _PROSE_VALUE
 )
 # the value right after the key name: "secret key 9xK2...", "login with password Xk9#pL2mQv"
