@@ -4,7 +4,6 @@ injections), and applying only the approved steps of a consolidation plan."""
 from __future__ import annotations
 
 import shutil
-
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -70,7 +69,7 @@ def test_decay_curve_starts_at_the_strength_and_falls(svc, project) -> None:
     curve = curation.decay_curve(svc.access, ctx, mid)
     strengths = [p["strength"] for p in curve["points"]]
     assert strengths[0] == pytest.approx(svc.get(ctx, mid)["strength"], abs=1e-3)
-    assert all(x >= y for x, y in zip(strengths, strengths[1:])) and strengths[-1] < strengths[0] / 10
+    assert all(x >= y for x, y in zip(strengths[:-1], strengths[1:], strict=True)) and strengths[-1] < strengths[0] / 10
     assert curve["points"][0]["days_from_now"] == 0 and curve["frozen"] is False
 
 
@@ -115,3 +114,43 @@ def test_the_ui_operations_go_through_the_daemon(daemon, ctx) -> None:
     for op, args in (("quality", {}), ("sessions", {}), ("consolidate_steps", {"steps": []})):
         reply = daemon_request(daemon, op, args, ctx)
         assert reply["ok"], reply
+
+
+def test_the_plan_clusters_as_comparing_every_pair_does() -> None:
+    """The consolidation plan's clustering keeps only similar pairs (one block of rows at a
+    time) instead of the whole matrix: the groups must be those of the pairwise greedy pass."""
+    import types
+
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    centres = rng.standard_normal((12, 16)).astype(np.float32)
+    mat = centres[rng.integers(0, 12, 700)] + 0.45 * rng.standard_normal((700, 16)).astype(np.float32)
+    mat /= np.linalg.norm(mat, axis=1, keepdims=True)
+    vectors = types.SimpleNamespace(has=lambda s: s % 50 != 3, get=lambda s: mat[s])  # a few without vectors
+    idx = types.SimpleNamespace(vectors=vectors)
+
+    def pairwise(threshold: float) -> list[list[int]]:
+        slots = [s for s in range(700) if vectors.has(s)]
+        sims = mat[slots] @ mat[slots].T
+        free, out = set(range(len(slots))), []
+        for i in range(len(slots)):
+            if i in free:
+                members = [j for j in sorted(free) if sims[i, j] >= threshold]
+                free -= set(members)
+                if len(members) >= consolidate.MIN_CLUSTER:
+                    out.append([slots[j] for j in members])
+        return out
+
+    shared = consolidate._Similar(idx, np.arange(700), 0.6)
+    for threshold in (0.6, 0.85):
+        expected = pairwise(threshold)
+        assert expected and any(len(c) > 2 for c in expected), "the data has clusters to find"
+        assert consolidate._clusters(idx, np.arange(700), threshold) == expected
+        assert shared.clusters(threshold) == expected
+    monkey = consolidate.CLUSTER_BLOCK_ROWS
+    try:
+        consolidate.CLUSTER_BLOCK_ROWS = 37  # blocks that do not divide the rows
+        assert consolidate._clusters(idx, np.arange(700), 0.6) == pairwise(0.6)
+    finally:
+        consolidate.CLUSTER_BLOCK_ROWS = monkey

@@ -43,24 +43,51 @@ def _live_slots(idx, types: tuple[str, ...] | None = None) -> np.ndarray:
     )
 
 
+CLUSTER_BLOCK_ROWS = 512  # rows of the similarity matrix made at once (512 x 10k float32: 20 MB)
+
+
+class _Similar:
+    """Which memories of `slots` are at least `floor` similar to which, kept sparse.
+
+    The clustering used to hold the whole N x N similarity matrix (400 MB at 10k) and walk it
+    in Python, pair by pair (seconds at 10k, three times per plan). The matrix is made a block
+    of rows at a time here and only the pairs above `floor` are kept, so a plan's clusterings
+    at several thresholds share one product and each walks only the similar pairs."""
+
+    def __init__(self, idx: Any, slots: np.ndarray, floor: float) -> None:
+        self.slots = [int(s) for s in slots if idx.vectors.has(int(s))]
+        self.neighbours: list[np.ndarray] = []
+        self.sims: list[np.ndarray] = []
+        if not self.slots:
+            return
+        mat = np.vstack([idx.vectors.get(s) for s in self.slots])
+        for start in range(0, len(self.slots), CLUSTER_BLOCK_ROWS):
+            block = mat[start : start + CLUSTER_BLOCK_ROWS] @ mat.T
+            rows, cols = np.nonzero(block >= floor)  # row-major: each row's columns ascending
+            cuts = np.cumsum(np.bincount(rows, minlength=block.shape[0]))[:-1]
+            self.neighbours.extend(np.split(cols, cuts))
+            self.sims.extend(np.split(block[rows, cols], cuts))
+
+    def clusters(self, threshold: float) -> list[list[int]]:
+        """Greedy single pass, in slot order: each memory not yet taken takes every memory not
+        yet taken at `threshold` or more (itself included); groups of MIN_CLUSTER or more are
+        clusters. The same grouping as comparing every pair, without the pairs below the floor."""
+        free = np.ones(len(self.slots), dtype=bool)
+        out = []
+        for i in range(len(self.slots)):
+            if not free[i]:
+                continue
+            near = self.neighbours[i][self.sims[i] >= threshold]
+            members = near[free[near]]
+            free[members] = False
+            if len(members) >= MIN_CLUSTER:
+                out.append([self.slots[int(j)] for j in members])
+        return out
+
+
 def _clusters(idx, slots: np.ndarray, threshold: float) -> list[list[int]]:
-    """Greedy single-pass clustering on cosine (small N: sessions and recent episodes)."""
-    with_vec = [int(s) for s in slots if idx.vectors.has(int(s))]
-    if not with_vec:
-        return []
-    mat = np.vstack([idx.vectors.get(s) for s in with_vec])
-    sims = mat @ mat.T
-    unassigned = set(range(len(with_vec)))
-    out = []
-    for i in range(len(with_vec)):
-        if i not in unassigned:
-            continue
-        members = [j for j in sorted(unassigned) if sims[i, j] >= threshold]
-        for j in members:
-            unassigned.discard(j)
-        if len(members) >= MIN_CLUSTER:
-            out.append([with_vec[j] for j in members])
-    return out
+    """Greedy single-pass clustering on cosine (see `_Similar`)."""
+    return _Similar(idx, slots, threshold).clusters(threshold)
 
 
 def plan(
@@ -99,7 +126,9 @@ def plan(
                     }
                 )
         if strategy in ("extract_patterns", "full"):
-            for cluster in _clusters(idx, _live_slots(idx), CLUSTER_SIMILARITY)[:MAX_ITEMS]:
+            live = _live_slots(idx)
+            similar = _Similar(idx, live, min(CLUSTER_SIMILARITY, DUPLICATE_SIMILARITY))  # one product for both
+            for cluster in similar.clusters(CLUSTER_SIMILARITY)[:MAX_ITEMS]:
                 sessions = {idx.session_of.get(s) for s in cluster} - {None}
                 if len(cluster) >= 3 or len(sessions) >= 2:
                     patterns.append(
@@ -111,8 +140,7 @@ def plan(
                             "suggested_scope": "user" if len(sessions) >= 3 else "project",
                         }
                     )
-            live = _live_slots(idx)
-            for cluster in _clusters(idx, live, DUPLICATE_SIMILARITY)[:MAX_ITEMS]:
+            for cluster in similar.clusters(DUPLICATE_SIMILARITY)[:MAX_ITEMS]:
                 duplicates.append({"memory_ids": [format_memory_id(idx.live_key(s)) for s in cluster]})
         contradictions = _contradictions(idx, content) if strategy in ("extract_patterns", "full") else []
         noise = [
