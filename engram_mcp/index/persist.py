@@ -1,18 +1,21 @@
 """One file of named numpy arrays plus a JSON header: how a scope's derived index is kept on disk.
 
 Layout: 8-byte magic, 8-byte little-endian header length, the header (JSON: format version,
-the caller's metadata, and per array its dtype, shape, offset, size and CRC-32), then each
-array's bytes at a 64-byte aligned offset. Reading maps the file once (`mmap`) and returns
+the caller's metadata, and per array its dtype, shape, offset, size, CRC-32 and `sum64`), then
+each array's bytes at a 64-byte aligned offset. Reading maps the file once (`mmap`) and returns
 read-only or copy-on-write views, so opening costs a header parse plus whatever pages the
 caller touches: a 100k x 384 float32 block that recall reads only for its few re-scored
 candidates stays on disk.
 
 Writing is atomic: a temporary file in the same directory, fsync, rename over the old file,
 fsync of the directory. A crash leaves the old file or the new one, never a mix. Reading
-checks everything it can cheaply: the magic, the header, every array's bounds against the
-file size, and the CRC-32 of every array except those named in ``unchecked`` (the caller's
-large float32 rows, whose pages would otherwise all be read at open). Any failure raises
-`IndexFileError`; the caller then rebuilds from the store.
+checks the magic, the header, every array's bounds against the file size, and every byte an
+answer can come from: the CRC-32 of each array, or for those named in ``unchecked`` (the
+large float32 rows) the `sum64` digest, which reads them ~8x faster than CRC-32 here (154 MB:
+~30 ms against ~230 ms). Only arrays named in ``lazy`` are left to the caller, which checks
+each piece before it uses it (the per-record CRCs of the record blob). Any failure raises
+`IndexFileError`; the caller then rebuilds from the store. A flipped bit in the float32 rows
+was never noticed before format 2 (an exponent bit gave a similarity of 1.2e35).
 
 Files are opened without following links and must be regular files owned by this user: the
 directory can sit inside a repository, which could ship a link or someone else's file.
@@ -34,7 +37,8 @@ import numpy as np
 from engram_mcp.core.paths import fsync_dir
 
 MAGIC = b"ENGRIDX1"
-FORMAT_VERSION = 1
+#: 2: every array carries a `sum64` digest (format 1 files are refused, so rebuilt once).
+FORMAT_VERSION = 2
 ALIGN_BYTES = 64
 _HEADER_LEN = struct.Struct("<Q")
 #: A header larger than this is refused (it only names arrays and small metadata).
@@ -56,6 +60,67 @@ def _crc(buf: Any, crc: int = 0) -> int:
     for start in range(0, len(view), _CRC_CHUNK_BYTES):
         crc = zlib.crc32(view[start : start + _CRC_CHUNK_BYTES], crc)
     return crc
+
+
+#: 64-bit words per chunk of `sum64` (64 KB): the chunk sums are weighted by position.
+_SUM_CHUNK_WORDS = 8192
+_SUM_CHUNK_BYTES = _SUM_CHUNK_WORDS * 8
+_U64 = np.uint64
+_MOD64 = 1 << 64
+
+
+class _Sum64:
+    """`sum64` over a sequence of byte buffers (the parts of one array), without joining them.
+
+    Per 64 KB chunk c (numbered from 1) the sum S_c of its 64-bit words counts (1 + 2c) times;
+    a last partial chunk counts its words 3 times and its tail bytes 5 times, all mod 2^64. A
+    flipped bit moves one word by 2^k (k < 64) and so the digest by 2^k times an odd number,
+    never 0 mod 2^64: every single-bit error is caught, and chunks moved or swapped change the
+    weights. Summing is memory speed in numpy (~30 ms for 154 MB here, CRC-32 ~230 ms). It is
+    a check against damage, not forgery (the file's owner check is that)."""
+
+    def __init__(self) -> None:
+        self.total = 0
+        self.chunks = 0
+        self._carry = b""
+
+    def feed(self, buf: Any) -> None:
+        raw = np.frombuffer(memoryview(buf).cast("B"), dtype=np.uint8)
+        if self._carry:
+            need = _SUM_CHUNK_BYTES - len(self._carry)
+            head, raw = raw[:need], raw[need:]
+            self._carry += head.tobytes()
+            if len(self._carry) < _SUM_CHUNK_BYTES:
+                return
+            self._chunks(np.frombuffer(self._carry, dtype=_U64).reshape(1, -1))
+            self._carry = b""
+        whole = raw.size // _SUM_CHUNK_BYTES * _SUM_CHUNK_BYTES
+        if whole:
+            self._chunks(raw[:whole].view(_U64).reshape(-1, _SUM_CHUNK_WORDS))
+        self._carry = raw[whole:].tobytes()
+
+    def _chunks(self, words: np.ndarray) -> None:
+        sums = words.sum(axis=1, dtype=_U64)
+        weights = np.arange(self.chunks + 1, self.chunks + 1 + sums.size, dtype=_U64) * _U64(2) + _U64(1)
+        with np.errstate(over="ignore"):
+            self.total = (self.total + int((sums * weights).sum(dtype=_U64))) % _MOD64
+        self.chunks += sums.size
+
+    def digest(self) -> int:
+        tail = self._carry
+        n = len(tail) // 8 * 8
+        words = int(np.frombuffer(tail[:n], dtype=_U64).sum(dtype=_U64)) if n else 0
+        rest = int.from_bytes(tail[n:], "little") if len(tail) > n else 0
+        return (self.total + 3 * words + 5 * rest) % _MOD64
+
+
+def sum64(arr: np.ndarray | list[np.ndarray]) -> int:
+    """The `sum64` digest of an array's bytes, or of the parts of one (`_Sum64`)."""
+    acc = _Sum64()
+    for part in arr if isinstance(arr, list) else [arr]:
+        if part.nbytes:
+            acc.feed(np.ascontiguousarray(part))
+    return acc.digest()
 
 
 def write_index_file(path: Path, meta: dict[str, Any], arrays: dict[str, np.ndarray | list[np.ndarray]]) -> int:
@@ -81,8 +146,16 @@ def write_index_file(path: Path, meta: dict[str, Any], arrays: dict[str, np.ndar
         crc = 0
         for p in parts:
             crc = _crc(p, crc) if p.nbytes else crc
+        digest = sum64(parts)
         offset = _aligned(offset)
-        specs[name] = {"dtype": first.dtype.str, "shape": shape, "offset": offset, "nbytes": nbytes, "crc": crc}
+        specs[name] = {
+            "dtype": first.dtype.str,
+            "shape": shape,
+            "offset": offset,
+            "nbytes": nbytes,
+            "crc": crc,
+            "sum64": digest,
+        }
         prepared.append((parts, offset))
         offset += nbytes
     header = json.dumps({"format": FORMAT_VERSION, "meta": meta, "arrays": specs}, separators=(",", ":")).encode()
@@ -118,10 +191,13 @@ def read_index_file(
     path: Path,
     *,
     unchecked: frozenset[str] = frozenset(),
+    lazy: frozenset[str] = frozenset(),
     writable: frozenset[str] = frozenset(),
     random_access: frozenset[str] = frozenset(),
 ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    """(meta, arrays) of an index file. Arrays are views of one private mapping of the file:
+    """(meta, arrays) of an index file, every byte checked (module docstring): by CRC-32, by
+    `sum64` for those named in `unchecked`, by the caller for those named in `lazy`. Arrays
+    are views of one private mapping of the file:
     those named in `writable` may be written (copy-on-write: the file never changes), the
     others are read-only. Arrays named in `random_access` are read a few rows at a time: the
     kernel is told not to read ahead there (a 1.5 KB row would otherwise pull in 128 KB).
@@ -171,8 +247,12 @@ def read_index_file(
         if int(np.prod(shape, dtype=np.int64)) * dtype.itemsize != nbytes or data_start + off + nbytes > size:
             raise IndexFileError(f"array {name}: truncated")
         arr = np.frombuffer(mm, dtype=dtype, count=nbytes // dtype.itemsize, offset=data_start + off).reshape(shape)
-        if name not in unchecked and nbytes and _crc(arr) != crc:
-            raise IndexFileError(f"array {name}: checksum mismatch")
+        if nbytes and name not in lazy:
+            if name not in unchecked:
+                if _crc(arr) != crc:
+                    raise IndexFileError(f"array {name}: checksum mismatch")
+            elif spec.get("sum64") != sum64(arr):
+                raise IndexFileError(f"array {name}: checksum mismatch")
         if name not in writable:
             arr.flags.writeable = False
         if name in random_access and nbytes:

@@ -29,6 +29,7 @@ import os
 import stat
 import threading
 import time
+import uuid
 import zlib
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -39,7 +40,7 @@ import numpy as np
 
 from engram_mcp.core.errors import InvalidInput, SchemaTooNew, StoreUnavailable
 from engram_mcp.core.ids import session_db_name, ulid_floor
-from engram_mcp.core.paths import fsync_dir, project_dir, project_id, store_is_tracked
+from engram_mcp.core.paths import DATA_DIRNAME, fsync_dir, project_dir, project_id, store_is_tracked
 from engram_mcp.index.persist import IndexFileError, read_index_file, write_index_file
 from engram_mcp.index.scope_index import ScopeIndex
 from engram_mcp.storage.repository import ScopeRepository
@@ -56,6 +57,16 @@ INDEX_SUFFIX = ".eidx"
 #: Beside an index file: written (fsynced) after the checkpoint that wrote the file, removed before
 #: the first engine commit that moves the database's change counter after it.
 CLEAN_SUFFIX = ".clean"
+#: Inside the store's `data/` (so it travels with the data, not with the index files): the
+#: generation of a database's last checkpoint whose `clean` marker stands, `<prefix><ns>.<db>`.
+#: Written before the marker, removed with it before the next counter-moving commit. A
+#: `data/` restored alone (older or newer than `index/`), or an older index file put back with
+#: its marker, carries another generation (or none), so the file is not answered from early.
+DATA_TOKEN_PREFIX = "engram-index."
+#: In each database's `engram_meta` (an unindexed write): the generation of the index file its
+#: last checkpoint wrote. A file of another generation (a fork: data restored, then written,
+#: then an index file from the first history put back) is rebuilt, whatever its stamp says.
+INDEX_GENERATION_KEY = "index_generation"
 #: `<ns>.databases.clean` beside the index files: the databases a namespace held when listed,
 #: removed before the first commit in any other database of it (a new session's, mostly).
 DATABASES_SUFFIX = ".databases"
@@ -584,6 +595,7 @@ class StoreRegistry:
             meta, arrays = read_index_file(
                 path,
                 unchecked=ScopeIndex.UNCHECKED_ARRAYS | _UNCHECKED_RECORD_ARRAYS,
+                lazy=_UNCHECKED_RECORD_ARRAYS,  # each record is checked against its CRC when read
                 writable=ScopeIndex.WRITABLE_ARRAYS,
                 random_access=ScopeIndex.UNCHECKED_ARRAYS | _UNCHECKED_RECORD_ARRAYS,
             )
@@ -602,6 +614,15 @@ class StoreRegistry:
             or marker.get("file") != _file_identity(path)
             or not all(name in arrays for name in RECORD_ARRAYS)
         ):
+            return None
+        generation = meta.get("generation")
+        if not generation or marker.get("generation") != generation or _data_token(directory, ns, db) != generation:
+            log.warning(
+                "%s:%s index file not used before the store opens: its generation is not the one in the "
+                "store's data (data/ restored apart from index/, or an older index file put back)",
+                scope,
+                db,
+            )
             return None
         try:
             index = ScopeIndex.from_state(meta, arrays)
@@ -818,8 +839,13 @@ class StoreRegistry:
 
     def _watch_marker(self, store: SurrealStore, ns: str, db: str) -> None:
         """Have the store remove the database's `clean` marker before its next counter-moving commit."""
-        path = self.index_path(store.directory, ns, db)
-        store.before_counter_moves(ns, db, lambda: remove_marker(path))
+        path, token = self.index_path(store.directory, ns, db), data_token_path(store.directory, ns, db)
+
+        def unmark() -> None:
+            remove_marker(path)
+            _remove_durably(token)
+
+        store.before_counter_moves(ns, db, unmark)
 
     # -- the persisted index ------------------------------------------------------------
     @staticmethod
@@ -837,6 +863,7 @@ class StoreRegistry:
             meta, arrays = read_index_file(
                 self.index_path(directory, ns, db),
                 unchecked=ScopeIndex.UNCHECKED_ARRAYS | RECORD_ARRAYS,
+                lazy=_UNCHECKED_RECORD_ARRAYS,  # each record is checked against its CRC when read
                 writable=ScopeIndex.WRITABLE_ARRAYS,
                 random_access=ScopeIndex.UNCHECKED_ARRAYS,
             )
@@ -846,6 +873,9 @@ class StoreRegistry:
             return None, "index file of another database", None
         if meta.get("model") != fresh.model_name or meta.get("dim") != fresh.dim:
             return None, f"index file made with {meta.get('model')}/{meta.get('dim')}", None
+        recorded = repo.meta_get(INDEX_GENERATION_KEY)
+        if not meta.get("generation") or recorded != meta.get("generation"):
+            return None, "index file not the one the store's last checkpoint wrote (generation differs)", None
         changes = repo.changes()
         plan: tuple[set[str], bool] | None = None
         if not changes or meta.get("changes") != changes:
@@ -897,7 +927,8 @@ class StoreRegistry:
             handle.persisted_edits = edits
             return False
         meta, arrays = handle.index.export_state()
-        meta.update(changes=changes, ns=handle.ns, db=handle.db)
+        generation = uuid.uuid4().hex
+        meta.update(changes=changes, ns=handle.ns, db=handle.db, generation=generation)
         path = self.index_path(handle.store.directory, handle.ns, handle.db)
         _private_dir(path.parent)
         for leftover in path.parent.glob(f".{path.name}.*.tmp"):  # a write a crash cut short
@@ -912,14 +943,18 @@ class StoreRegistry:
             records, reread, complete = _record_arrays(handle, snapshot, changed, record_read_max)
             arrays = {**records, **arrays}
         records_s = time.perf_counter() - started
+        token = data_token_path(handle.store.directory, handle.ns, handle.db)
+        _remove_durably(token)
         write_index_file(path, meta, arrays)
+        handle.repo.meta_set(INDEX_GENERATION_KEY, generation)  # the store names the file it last had
         _prune_change_log(handle, changes)
         if early and complete and handle.repo.changes() == changes:  # nothing moved while they were read
-            write_marker(path, changes)
+            _write_durably(token, {"generation": generation})
+            write_marker(path, changes, generation)
             self._watch_marker(handle.store, handle.ns, handle.db)
         if early:
             try:
-                _meta, mapped = read_index_file(path, unchecked=frozenset(arrays), random_access=RECORD_ARRAYS)
+                _meta, mapped = read_index_file(path, lazy=frozenset(arrays), random_access=RECORD_ARRAYS)
                 handle.records = _snapshot(handle.index, mapped)
             except IndexFileError as exc:
                 log.warning("could not map the index file just written for %s: %s", handle.label, exc)
@@ -1247,9 +1282,32 @@ def _file_identity(path: Path) -> list[int] | None:
     return [st.st_ino, st.st_size, st.st_mtime_ns]
 
 
-def write_marker(index_path: Path, changes: str) -> None:
-    """Say that the index file is exactly the engine at `changes` (fsynced, then the directory)."""
-    _write_durably(marker_path(index_path), {"changes": changes, "file": _file_identity(index_path)})
+def write_marker(index_path: Path, changes: str, generation: str | None = None) -> None:
+    """Say that the index file is exactly the engine at `changes` (fsynced, then the directory),
+    and of which checkpoint (`generation`, also in the file's header and in `data/`)."""
+    content = {"changes": changes, "file": _file_identity(index_path), "generation": generation}
+    _write_durably(marker_path(index_path), content)
+
+
+def data_token_path(directory: Path, ns: str, db: str) -> Path:
+    """Where the generation of the database's clean index file is kept inside `data/`."""
+    return Path(directory) / DATA_DIRNAME / f"{DATA_TOKEN_PREFIX}{ns}.{db}"
+
+
+def _data_token(directory: Path, ns: str, db: str) -> str | None:
+    """The generation `data/` says its clean index file has, or None."""
+    found = _read_small_json(data_token_path(directory, ns, db))
+    generation = found.get("generation") if found is not None else None
+    return generation if isinstance(generation, str) else None
+
+
+def _remove_durably(target: Path) -> None:
+    """Remove a small file we wrote, durably (unlink, then fsync of its directory)."""
+    try:
+        os.unlink(target)
+    except FileNotFoundError:
+        return
+    fsync_dir(target.parent)
 
 
 def _write_durably(target: Path, content: dict[str, Any]) -> None:
@@ -1277,7 +1335,11 @@ def remove_marker(index_path: Path) -> None:
 
 
 def read_marker(index_path: Path) -> dict[str, Any] | None:
-    target = marker_path(index_path)
+    return _read_small_json(marker_path(index_path))
+
+
+def _read_small_json(target: Path) -> dict[str, Any] | None:
+    """A small JSON object file of this user's (no link), or None."""
     try:
         fd = os.open(target, os.O_RDONLY | os.O_NOFOLLOW)
     except OSError:
