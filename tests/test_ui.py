@@ -342,7 +342,7 @@ def test_promote(ui, browser) -> None:
 
 def test_a_consolidation_step_approved_and_applied(ui, browser, shots) -> None:
     env, base, _, ids = ui
-    _open(browser, base, "consolidate", "[data-testid=plan]")
+    _open(browser, base, "consolidate", "[data-testid=plan][data-complete='1']")  # both parts of the plan are in
     steps = _wait(browser, lambda d: [s for s in _css(d, "[data-testid=step]") if (s.get_attribute("data-step") or "").startswith("summarize:")])
     step = steps[0]
     name = step.get_attribute("data-step")
@@ -359,7 +359,7 @@ def test_a_consolidation_step_approved_and_applied(ui, browser, shots) -> None:
     applied = _wait(browser, lambda d: _css(d, "[data-testid=applied]"))[0]
     assert "Applied 1 step" in applied.text
     # the plan is made again: the applied step is gone from it
-    _wait(browser, lambda d: _css(d, "[data-testid=plan]") and name not in [s.get_attribute("data-step") for s in _css(d, "[data-testid=step]")])
+    _wait(browser, lambda d: _css(d, "[data-testid=plan][data-complete='1']") and name not in [s.get_attribute("data-step") for s in _css(d, "[data-testid=step]")])
     for key in ("deploy1", "deploy2"):
         assert json.loads(env.cli("--json", "show", ids[key]).stdout)["status"] == "consolidated"
 

@@ -375,8 +375,9 @@ def make_app(backend: Backend, token: str, port_of: Callable[[], int], session: 
     @endpoint
     async def api_plan(request: Request) -> Any:
         args: dict[str, Any] = {"dry_run": True}
-        if request.query_params.get("scope"):
-            args["scope"] = request.query_params["scope"]
+        for name in ("scope", "strategy"):  # the page asks `summarize` first: its part comes in a fraction
+            if request.query_params.get(name):
+                args[name] = request.query_params[name]
         return await call("consolidate", args, request)
 
     @endpoint

@@ -371,35 +371,45 @@ async function consolidatePage(applied = null) {
   main.append(el("h1", {}, "Consolidation"), el("p", { class: "muted" }, "The consolidator's plan (a dry run: nothing changes until you apply). Approve or reject each step, then apply the approved ones."),
     el("div", { class: "filters" }, el("label", {}, "scope", scope)));
   if (applied) main.append(applied);
-  const waiting = loading("planning… (a few seconds on a large store)");
+  // Progressive: the summaries of episodes (episodic memories only) come first, in a fraction
+  // of the time; duplicates and contradictions, which compare every live memory, follow.
+  const base = consolidateState.scope ? `/api/consolidate?scope=${consolidateState.scope}&` : "/api/consolidate?";
+  const waiting = loading("planning summaries…");
   main.append(waiting);
   let p;
-  try { p = await api(consolidateState.scope ? `/api/consolidate?scope=${consolidateState.scope}` : "/api/consolidate"); } catch (e) { waiting.remove(); failed(e); return; }
+  try { p = await api(`${base}strategy=summarize`); } catch (e) { waiting.remove(); failed(e); return; }
   waiting.remove();
   const decisions = new Map();
   const steps = [];
-  for (const c of p.consolidated_memories) steps.push({ step: c.step, what: `Summarise ${c.derived_from.length} related episodes into a ${c.scope} fact:\n${c.content}`, ids: c.derived_from });
-  for (const d of p.duplicates) steps.push({ step: d.step, what: `Merge ${d.memory_ids.length} near-duplicates (the first is kept, the others archived)`, ids: d.memory_ids });
-  for (const id of p.archive_candidates) steps.push({ step: `archive:${id}`, what: "Archive (low importance, never recalled)", ids: [id] });
   const apply = el("button", { "data-testid": "apply", disabled: true }, "Apply approved steps");
   const refresh = () => {
     const n = [...decisions.values()].filter((v) => v === "approve").length;
     apply.disabled = n === 0;
     apply.textContent = `Apply ${n} approved step${n === 1 ? "" : "s"}`;
+    all.textContent = `Approve all ${steps.length}`;
+    all.disabled = !steps.length;
   };
   const list = el("div", { class: "card", "data-testid": "plan" });
-  if (!steps.length) list.append(el("p", { "data-testid": "empty" }, "Nothing to consolidate in the ", p.scope, " scope."));
   const marks = [];
-  for (const s of steps) {
-    const row = el("div", { class: "step", "data-step": s.step, "data-testid": "step" });
-    const mark = (v) => { decisions.set(s.step, v); row.className = `step ${v === "approve" ? "approved" : "rejected"}`; refresh(); };
-    marks.push(mark);
-    row.append(el("div", { class: "what" }, s.what, el("div", {}, s.ids.map((id) => [memoryLink(id), " "]))),
-      el("button", { class: "secondary", "data-testid": "approve", on: { click: () => mark("approve") } }, "Approve"),
-      el("button", { class: "secondary", "data-testid": "reject", on: { click: () => mark("reject") } }, "Reject"));
-    list.append(row);
-  }
-  const all = el("button", { class: "secondary", "data-testid": "approve-all", disabled: !steps.length, on: { click: () => marks.forEach((m) => m("approve")) } }, `Approve all ${steps.length}`);
+  const all = el("button", { class: "secondary", "data-testid": "approve-all", on: { click: () => marks.forEach((m) => m("approve")) } }, "Approve all");
+  const addSteps = (plan) => {
+    const fresh = [];
+    for (const c of plan.consolidated_memories) fresh.push({ step: c.step, what: `Summarise ${c.derived_from.length} related episodes into a ${c.scope} fact:\n${c.content}`, ids: c.derived_from });
+    for (const d of plan.duplicates) fresh.push({ step: d.step, what: `Merge ${d.memory_ids.length} near-duplicates (the first is kept, the others archived)`, ids: d.memory_ids });
+    for (const id of plan.archive_candidates) fresh.push({ step: `archive:${id}`, what: "Archive (low importance, never recalled)", ids: [id] });
+    for (const s of fresh) {
+      if (steps.some((t) => t.step === s.step)) continue;
+      steps.push(s);
+      const row = el("div", { class: "step", "data-step": s.step, "data-testid": "step" });
+      const mark = (v) => { decisions.set(s.step, v); row.className = `step ${v === "approve" ? "approved" : "rejected"}`; refresh(); };
+      marks.push(mark);
+      row.append(el("div", { class: "what" }, s.what, el("div", {}, s.ids.map((id) => [memoryLink(id), " "]))),
+        el("button", { class: "secondary", "data-testid": "approve", on: { click: () => mark("approve") } }, "Approve"),
+        el("button", { class: "secondary", "data-testid": "reject", on: { click: () => mark("reject") } }, "Reject"));
+      list.append(row);
+    }
+  };
+  addSteps(p);
   apply.addEventListener("click", async () => {
     const approved = [...decisions].filter(([, v]) => v === "approve").map(([k]) => k);
     apply.disabled = true;
@@ -412,9 +422,17 @@ async function consolidatePage(applied = null) {
       consolidatePage(el("p", { class: "card", "data-testid": "applied" }, `Applied ${a.steps.length} step(s).`, a.created.map((id) => [" created ", memoryLink(id)])));
     } catch (e) { toast(e.message, true); refresh(); }
   });
-  main.append(el("div", { class: "actions" }, all), list, apply);
-  for (const c of p.possible_contradictions || []) {
-    main.append(el("div", { class: "card" }, el("b", {}, `Possible contradiction (${c.similarity}): `), "older ", memoryLink(c.older.memory_id), " ", c.older.content, " · newer ", memoryLink(c.newer.memory_id), " ", c.newer.content,
+  const more = loading("looking for duplicates and contradictions among every live memory…");
+  main.append(el("div", { class: "actions" }, all), list, more, apply);
+  refresh();
+  let full;
+  try { full = await api(`${base}strategy=full`); } catch (e) { failed(e, more); return; }
+  more.remove();
+  addSteps(full);
+  if (!steps.length) list.append(el("p", { "data-testid": "empty" }, "Nothing to consolidate in the ", full.scope, " scope."));
+  list.dataset.complete = "1";
+  for (const c of full.possible_contradictions || []) {
+    apply.after(el("div", { class: "card" }, el("b", {}, `Possible contradiction (${c.similarity}): `), "older ", memoryLink(c.older.memory_id), " ", c.older.content, " · newer ", memoryLink(c.newer.memory_id), " ", c.newer.content,
       el("div", { class: "muted" }, "If the newer replaces the older, open the older one and mark it superseded by the newer.")));
   }
   refresh();
