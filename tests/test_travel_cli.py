@@ -106,3 +106,20 @@ def test_user_scope_converges_and_imports_run_twice_through_the_cli(tmp_path: Pa
     finally:
         a.shutdown()
         b.shutdown()
+
+
+def test_sync_output_never_carries_terminal_escapes_from_files_or_commits() -> None:
+    from engram_mcp.interfaces.cli_travel import render_sync
+
+    evil = "a\x1b]0;owned\x07b\x1b[2J\u202ec\r"
+    report = {
+        "folder": f".claude/team-memory{evil}",
+        "counts": {"added": 1, "conflicts": 1, "errors": 1},
+        "arrivals": [{"change": "added", "path": f"x{evil}.md", "memory_id": "memory:X", "author": evil}],
+        "conflicts": [{"memory_id": "memory:Y", "path": f"y{evil}.md", "file": evil, "local": evil, "resolve": evil}],
+        "errors": [{"path": "z.md", "error": f"z{evil}.md: bad"}],
+        "redactions": [{"path": f"s{evil}.md", "message": "the file holds secrets"}],
+    }
+    out = render_sync(report)
+    assert not any(ch in out for ch in "\x1b\x07\u202e\r"), repr(out)
+    assert "left alone: zab" in out and "need a person" in out

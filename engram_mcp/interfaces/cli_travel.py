@@ -18,6 +18,8 @@ IMPORT_SOURCES = ("auto-memory", "claude-mem", "mcp-memory", "markdown")
 #: `engram sync` exits 3 when a file was conflicted or left alone: a script (or a person
 #: chaining `git pull && engram sync && ...`) must not take a partial sync for a clean one.
 EXIT_OK, EXIT_CONFLICT = 0, 3
+#: Memories added or updated from files listed one per line (a first sync may bring thousands).
+ARRIVALS_SHOWN = 20
 
 
 def add_parsers(sub: Any) -> None:
@@ -78,9 +80,12 @@ def render_sync(r: dict[str, Any]) -> str:
     counts = r["counts"]
     done = ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in counts.items() if v and k not in ("conflicts", "errors"))
     lines = [f"{printable(str(r['folder']))}: {done or 'nothing to do'}"]
-    for a in r.get("arrivals") or []:
+    arrivals = r.get("arrivals") or []
+    for a in arrivals[:ARRIVALS_SHOWN]:
         by = f" by {printable(str(a['author']))}" if a.get("author") else ""
         lines.append(f"{a.get('change', 'updated')}: {printable(str(a['path']))} ({a['memory_id']}){by}")
+    if len(arrivals) > ARRIVALS_SHOWN:
+        lines.append(f"... and {len(arrivals) - ARRIVALS_SHOWN} more added or updated (see --json)")
     for c in r.get("conflicts") or []:
         lines.extend(_conflict_lines(c))
     for e in r.get("errors") or []:
