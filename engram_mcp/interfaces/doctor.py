@@ -121,7 +121,7 @@ def run_doctor(project_root: Path, session_id: str | None = None) -> dict[str, A
                 _check(
                     f"{scope} store",
                     ok,
-                    f"{info.get('total', 0)} memories at {info.get('path')}"
+                    f"{info.get('total', 0)} memories at {info.get('path')}{_index_note(info.get('index'))}"
                     if ok
                     else info.get("message", "unavailable"),
                     "see the message; writes are kept and retried",
@@ -131,6 +131,15 @@ def run_doctor(project_root: Path, session_id: str | None = None) -> dict[str, A
         checks.append(_check("daemon", False, exc.message, "see ~/.claude/engram/logs/engramd.log"))
     checks.append(_queue_check(udir, status.get("write_queue") or {}))
     return {"ok": all(c["ok"] for c in checks), "checks": checks}
+
+
+def _index_note(index_status: Any) -> str:
+    """How the scope's index was opened, when it says more than "loaded": a file that failed its
+    checksums, or that was not the one its data last had, was withdrawn and rebuilt, and the
+    user should know (a disk or a restore damaged something)."""
+    if not isinstance(index_status, str) or not index_status or index_status == "loaded":
+        return ""
+    return f"; index {index_status}"
 
 
 def _queue_check(udir: Path, live: dict[str, Any]) -> dict[str, Any]:

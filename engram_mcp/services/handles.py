@@ -504,7 +504,9 @@ class StoreRegistry:
                 store.note_changed_records(ns, db, repaired)
         else:
             handle.index_status = f"rebuilt ({why})"
-            if why != "off":
+            if "checksum" in why or "generation" in why:  # damaged, or not this data's: say so
+                log.warning("%s index file withdrawn and rebuilt from the store: %s", handle.label, why)
+            elif why != "off":
                 log.info("%s index rebuilt from the store: %s", handle.label, why)
         self._handles[key] = handle
         if rest is not None:
