@@ -379,3 +379,25 @@ def test_a_file_claiming_the_id_of_a_private_memory_never_touches_it(clones) -> 
     sharing.sync_project(asvc.access, actx)
     got = asvc.get(actx, uid)
     assert got["content"] == "My bank PIN hint is the dog's birthday." and got["status"] != "forgotten"
+
+
+def test_a_file_replaces_only_another_shared_memory_never_a_private_one(clones) -> None:
+    (actx, asvc), _bob = clones
+    private = asvc.store(actx, content="My staging login is in the team vault under 'stg'.", type="semantic",
+                         scope="project")["memory_id"]
+    folder = actx.project_root / sharing.TEAM_MEMORY_DIR
+    folder.mkdir(parents=True)
+    (folder / "old.md").write_text("---\nid: memory:01JA0000000000000000000000\n---\nStaging is stg-2.\n")
+    (folder / "new.md").write_text(
+        f"---\nsupersedes: [memory:01JA0000000000000000000000, {private}]\n---\nStaging is nomad-stg-3.\n"
+    )
+    report = sharing.sync_project(asvc.access, actx)
+    assert [e["path"] for e in report["errors"]] == [f"{sharing.TEAM_MEMORY_DIR}/new.md"]
+    assert "no file of" in report["errors"][0]["error"]
+    found = asvc.recall(actx, query="staging login vault", limit=5)["memories"]
+    assert private in [m["id"] for m in found]  # not hidden as superseded
+    ids = [m["id"] for m in asvc.recall(actx, query="staging stg", limit=5)["memories"]]
+    assert "memory:01JA0000000000000000000000" not in ids  # the shared one is replaced
+    many = ", ".join(f"memory:01JA{i:022d}" for i in range(21))
+    (folder / "many.md").write_text(f"---\nsupersedes: [{many}]\n---\nA file replacing 21 memories.\n")
+    assert "at most 20" in str(sharing.sync_project(asvc.access, actx)["errors"])

@@ -48,6 +48,9 @@ _CONFLICT_MARKER_RE = re.compile(r"^(?:<{7}|>{7})(?:[ \t].*)?$", re.M)
 #: Tags written as one string split as the markdown importer splits them (`tags: oncall, pager`).
 _TAG_SPLIT_RE = re.compile(r"[,\s]+")
 SLUG_WORDS = 6
+#: Memories one file may say it replaces: each is one update at apply time, and a file naming
+#: thousands would hold a session start.
+MAX_SUPERSEDES = 20
 _FRONTMATTER_RE = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)(.*)\Z", re.S)
 _SLUG_STRIP_RE = re.compile(r"[^a-z0-9]+")
 
@@ -208,9 +211,12 @@ def parse(text: str, *, fallback_id: str, source: str = "the file") -> SharedMem
     if isinstance(importance, bool) or not isinstance(importance, (int, float)) or not 0 <= importance <= 1:
         raise InvalidInput("importance must be a number from 0 to 1", field="importance")
     tags = _tag_list(front.get("tags"))
-    supersedes = tuple(
-        parse_memory_id(s, field="supersedes") for s in _string_list(front.get("supersedes"), "supersedes")
-    )
+    replaced = _string_list(front.get("supersedes"), "supersedes")
+    if len(replaced) > MAX_SUPERSEDES:
+        raise InvalidInput(
+            f"supersedes names at most {MAX_SUPERSEDES} memories; got {len(replaced)}", field="supersedes"
+        )
+    supersedes = tuple(parse_memory_id(s, field="supersedes") for s in replaced)
     category = _optional_text(front.get("category"), "category")
     summary = _optional_text(front.get("summary"), "summary")
     created = _created_at(front.get("created_at"))

@@ -25,6 +25,7 @@ MAX_COMMITS = 1000
 #: Bytes of `git log` output read at most (a hostile history can name millions of files).
 MAX_LOG_BYTES = 4 * 1024 * 1024
 MAX_AUTHOR_CHARS = 80
+MAX_PATH_CHARS = 200  # a file's path as its memory's `source` records it
 _COMMIT_RE = re.compile(r"\A(?:[0-9a-f]{40}|[0-9a-f]{64})\Z")
 #: Unicode categories never kept from untrusted text: controls (terminal escapes), format
 #: characters (bidi overrides, zero-width), separators that break lines, private and surrogates.

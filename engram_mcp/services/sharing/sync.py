@@ -562,7 +562,11 @@ class _Sync:
                 tags=list(mem.tags),
                 category=mem.category,
                 summary=mem.summary,
-                source={"kind": self.t.source_kind, "path": f"{self.t.label}/{name}", **origin},
+                source={
+                    "kind": self.t.source_kind,
+                    "path": provenance.clean_text(f"{self.t.label}/{name}", provenance.MAX_PATH_CHARS),
+                    **origin,
+                },
                 request_id=fid,
                 dedup=False,
             )
@@ -600,12 +604,25 @@ class _Sync:
                 self.write_file(key, key, as_shared(row, key, self.to_file_id), None)
 
     def _apply_supersessions(self) -> None:
-        """Supersession links named by files, once every file's memory exists here."""
+        """Supersession links named by files, once every file's memory exists here. A file only
+        replaces another file's memory: a link hides the older memory from recall, so a file
+        naming a private memory's id (those of imports are predictable) is refused by name."""
+        shared = {str(e.get("key")) for e in self.entries.values()}
         for key, replaced in self.supersede_todo:
             have = set(read_local(self.access, self.ctx, self.t.scope, {key}).get(key, {}).get("_supersedes") or ())
             for fid in replaced:
                 old = self.to_local_key(fid)
                 if old in have or old == key:
+                    continue
+                if old not in shared:
+                    where = f"{self.t.label}/{self.entries.get(self.to_file_id(key), {}).get('path')}"
+                    self.report.errors.append(
+                        {
+                            "path": where,
+                            "error": f"{where}: supersedes {format_memory_id(fid)}, which no file of "
+                            f"{self.t.label} holds; a file only replaces another shared memory (link left out)",
+                        }
+                    )
                     continue
                 try:
                     edit.update(self.access, self.ctx, format_memory_id(key), supersedes=format_memory_id(old))
