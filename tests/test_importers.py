@@ -416,3 +416,67 @@ def test_an_import_writes_no_temporary_copy_of_the_source(real_service, ctx, cla
             monkeypatch.setattr(transfer, name, spying(getattr(transfer, name)))
     run_import(real_service.access, ctx, source="claude-mem", path=str(claude_mem_db))
     assert seen == [[]] and list(temp.iterdir()) == []
+
+
+def test_round_trip_per_format_every_item_recallable_by_a_question_about_it(
+    real_service, ctx, claude_mem_db, tmp_path, capsys
+):
+    """Per format: the source's items, the memories imported, and recall@5 of a question
+    written from each item (all formats in one store, so each competes with the others)."""
+    questions = {
+        "mcp-memory": [
+            ("who maintains the billing service", "Dana_Okafor: Maintains the billing service"),
+            ("how fast does Dana want reviews", "Prefers reviews within one working day"),
+            ("which Go version is billing written in", "Written in Go 1.22"),
+            ("how is billing deployed", "blue-green pipeline"),
+            ("who maintains BillingService", "Dana_Okafor maintains BillingService"),
+            ("where does BillingService store its data", "BillingService stores data in Postgres"),
+            ("what queue does billing publish to", "BillingService publishes to LedgerQueue"),
+        ],
+        "claude-mem": [
+            ("why was the upload test flaky", "Upload test raced the temp-dir cleanup"),
+            ("where do uploads go", "Uploads go to object storage"),
+            ("what is the API rate limit", "100 requests per minute"),
+            ("how is the orders table partitioned", "Orders table partitioned by month"),
+            ("what did the flaky upload test session find", "Cleanup must wait for workers"),
+            ("what did the orders partitioning session complete", "Migration 0042 written"),
+        ],
+        "auto-memory": [
+            ("should integration tests use mocks", "never mocks"),
+            ("when is the mobile release merge freeze", "Merge freeze for the mobile release"),
+            ("what kind of answers does the user prefer", "backend engineer"),
+            ("which Node version does the build need", "Node 22 breaks the image optimiser"),
+            ("how do I start the API and the worker", "make dev"),
+        ],
+        "markdown": [
+            ("how are payments retried", "exponential backoff"),
+            ("can corrections edit ledger entries", "append-only"),
+            ("when is standup", "Standup moved to 9:45"),
+            ("how long does a French press steep", "French press steeps"),
+            ("how does pour over work", "paper filter"),
+        ],
+    }
+    folder = tmp_path / "auto"
+    shutil.copytree(DATA / "auto-memory", folder)
+    vault = tmp_path / "notes"
+    shutil.copytree(DATA / "notes", vault)
+    for name in ("Coffee Brewing Methods.md", "Pour Over.md"):
+        shutil.copy(DATA / "vault" / name, vault / name)
+    sources = {
+        "mcp-memory": DATA / "mcp-memory.jsonl",
+        "claude-mem": claude_mem_db,
+        "auto-memory": folder,
+        "markdown": vault,
+    }
+    report = {}
+    for src, path in sources.items():
+        res = run_import(real_service.access, ctx, source=src, path=str(path))
+        report[src] = {"items": len(questions[src]), "imported": res["added"]}
+    for src, qs in questions.items():
+        hits = sum(any(want in c for c in recall_texts(real_service, ctx, q)) for q, want in qs)
+        report[src]["recall@5"] = round(hits / len(qs), 2)
+    with capsys.disabled():
+        print("\nround trip per format:", report)
+    for src, r in report.items():
+        assert r["imported"] == r["items"], src  # every item of the source is one memory
+        assert r["recall@5"] == 1.0, (src, r)
