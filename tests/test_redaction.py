@@ -821,6 +821,11 @@ PROSE_PASSWORDS = [
     ("ja", "検証環境のパスワードは「{v}」です"),
     ("zh", "管理员密码是 {v}，周五前有效"),
     ("ko", "관리자 비밀번호는 {v} 입니다"),
+    ("ja", "ステージングの管理者パスワードは金曜日まで {v} です"),
+    ("zh", "管理员密码（到周五）是 {v}"),
+    ("en", "the password (staging admin) is {v} until Friday"),
+    ("es", "la clave del administrador es {v} hasta el viernes"),
+    ("pt", "a chave do admin é {v} até sexta"),
 ]
 
 
@@ -858,6 +863,9 @@ def test_the_aws_secret_after_its_key_id_in_prose_is_redacted(gap):
     "the password is sha256-hashed before it is stored", "pin the version to 3.2.1",
     "password reset flow uses SHA-256", "the secret is in 1Password under 'staging'",
     "Das Passwort ist falsch", "パスワードは必須です", "пароль неверный", "the key is in the drawer",
+    "The cache password hint is bluefish!", "six prose passwords: provider tokens, headers",
+    "jsonschema.validate({key: DEFAULTS[key]}, cls=jsonschema.Draft202012Validator)",
+    "token: ${{ secrets.GITHUB_TOKEN }}", "holds `WANDB_API_KEY`, `AWS_PROFILE=wrenly-ml`",
 ])
 def test_prose_about_passwords_is_kept(text):
     assert sanitize(text).text == text

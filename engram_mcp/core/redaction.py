@@ -2106,7 +2106,12 @@ def _prose_value_kind(group: str, value: str, *, linked: bool, outbound: bool) -
     has_digit = _DIGIT.search(v) is not None
     has_alpha = _LOWER.search(v) is not None or _UPPER.search(v) is not None
     if group == "key":
-        return None  # `the key is user_42`: a plain key names a value, it is not one
+        # `the key is user_42` names a value; a value built like a password after a link is one
+        # (`la clave del admin es Xk9#pL2m`: clave, chave, chiave, klucz, ключ are passwords too),
+        # but an identifier (`MyClass2Name`) is not
+        if linked and _password_like(v) and not _IDENTIFIER.match(v) and not _named_parts(v):
+            return kind
+        return None
     if group == "sec":
         if _password_like(v, strict=not outbound) and not _named_parts(v):
             return kind
@@ -2125,7 +2130,22 @@ def _prose_value_kind(group: str, value: str, *, linked: bool, outbound: bool) -
     return kind if len(v) >= 6 and not _ordinary_word(v) else None
 
 
+# A word after a password's name that makes the phrase about something else than its value:
+# "the password hint is bluefish", "password policy: ...", "the password manager is 1Password".
+_ABOUT_WORDS = frozenset(
+    """
+    hint hints policy policies manager managers field fields prompt prompts rule rules requirement
+    requirements length strength reset resets file files store hash hashes hashing format expiry
+    change changes rotation complexity history dialog screen page form protected protection
+    """.split()
+)
+
+
 def _prose_decide(text: str, name_end: int, group: str, outbound: bool) -> Decision:
+    nxt = _NEXT_WORD.match(text, name_end)
+    if nxt is not None and nxt.group(1).lower() in _ABOUT_WORDS:
+        return None
+    plural = text[name_end - 1 : name_end] in ("s", "S")
     for regex, linked in ((_PROSE_LINKED, True), (_PROSE_DIRECT, False)):
         t = regex.match(text, name_end)
         if t is None:
@@ -2143,10 +2163,16 @@ def _prose_decide(text: str, name_end: int, group: str, outbound: bool) -> Decis
             start, end = t.span("v")
             while end > start and text[end - 1] in ".,;:!?":
                 end -= 1  # the sentence's punctuation, not the value's
-        kind = _prose_value_kind(group, text[start:end], linked=linked, outbound=outbound)
+        value = text[start:end]
+        if plural and value.isalpha():
+            continue  # "passwords: provider tokens, headers": a list of what they are, not one
+        kind = _prose_value_kind(group, value, linked=linked, outbound=outbound)
         if kind is not None:
             return kind, start, end
     return None
+
+
+_NEXT_WORD = re.compile(r"[ \t_-]*([A-Za-z]+)")
 
 
 # A token near a key name, for the outbound pass: base64 / hex / url-safe, 16+ characters.
@@ -2167,6 +2193,9 @@ def _outbound_random(token: str, group: str) -> bool:
         return False  # a commit or a digest named in a sentence; hex right after a key name is `_prose_decide`'s
     if _CONSTANT_NAME.fullmatch(token) or _DOTTED_NAME.fullmatch(token) or _named_parts(token):
         return False  # `secrets.GITHUB_TOKEN`, `WRENLY_API_KEY_B64`: names of secrets, not secrets
+    words = sum(len(w) for w in _WORD_SPLIT.findall(token) if len(w) >= 4 and not w.isdigit() and not w.isupper())
+    if words >= 0.5 * len(token):
+        return False  # a camelCase name: `Draft202012Validator`
     if _looks_random(token):
         return True
     return (
