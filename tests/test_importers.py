@@ -380,11 +380,16 @@ def test_special_files_named_md_are_refused_not_opened(real_service, ctx, tmp_pa
     notes = tmp_path / "notes"
     shutil.copytree(DATA / "notes", notes)
     os.mkfifo(notes / "pipe.md")
+    os.mkfifo(tmp_path / "cm.db")
     out: dict = {}
 
     def go() -> None:
         out["auto"] = run_import(real_service.access, ctx, source="auto-memory", path=str(folder), dry_run=True)
         out["notes"] = run_import(real_service.access, ctx, source="markdown", path=str(notes), dry_run=True)
+        try:
+            run_import(real_service.access, ctx, source="claude-mem", path=str(tmp_path / "cm.db"), dry_run=True)
+        except Exception as exc:  # noqa: BLE001 - the test asserts which one below
+            out["claude-mem"] = exc
 
     t = threading.Thread(target=go, daemon=True)
     t.start()
@@ -392,6 +397,7 @@ def test_special_files_named_md_are_refused_not_opened(real_service, ctx, tmp_pa
     assert not t.is_alive(), "an import blocked on a FIFO"
     assert any(s["where"] == "fifo_topic.md" and "FIFO" in s["why"] for s in out["auto"]["skipped"])
     assert any(s["where"] == "pipe.md" and "FIFO" in s["why"] for s in out["notes"]["skipped"])
+    assert type(out["claude-mem"]).__name__ == "InvalidInput" and "FIFO" in out["claude-mem"].message
 
 
 def test_an_import_writes_no_temporary_copy_of_the_source(real_service, ctx, claude_mem_db, monkeypatch, tmp_path):

@@ -35,6 +35,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from . import files
 from .batch import ImportBatch, from_epoch_ms, from_iso
 
 SOURCE = "claude-mem"
@@ -53,6 +54,7 @@ MAX_JSON_CHARS = 200_000  # a facts/concepts/files column longer than this is no
 MAX_JSON_DEPTH = 8  # its arrays are flat lists of strings; deeper nesting is refused, not recursed
 MAX_FILES_LISTED = 30
 MAX_CONCEPTS = 12
+MAX_DATABASE_BYTES = 1 << 40  # no size bound of its own: SQLite reads pages, not the whole file
 # Legacy concept tags were `kind:-value` or `kind: value` ("pattern:-repository-pattern"): keep the value.
 CONCEPT_PREFIX_RE = re.compile(r"^[a-z_ -]{1,30}:[\s-]*")
 
@@ -108,7 +110,7 @@ def read(
 
 def _check_header(path: Path) -> None:
     """A file that is not SQLite at all is named as such before sqlite3 says "file is not a database"."""
-    with open(path, "rb") as f:
+    with files.open_regular_binary(path, max_bytes=MAX_DATABASE_BYTES) as f:  # never a FIFO, device or link
         head = f.read(16)
     if head and head != b"SQLite format 3\x00":
         raise ValueError("not an SQLite database")
