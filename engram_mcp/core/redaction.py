@@ -2184,9 +2184,10 @@ NEAR_BEFORE_CHARS = 80
 NEAR_AFTER_CHARS = 160
 
 
-def _outbound_random(token: str, group: str) -> bool:
+def _outbound_random(token: str) -> bool:
     """A token random enough to be a secret when it sits near a key name in text that leaves
-    the machine (a commit hash near `key` may be taken: the outbound pass prefers that)."""
+    the machine: mixed letters and digits of high entropy; never hex (commits, digests), a UUID,
+    a path, a version or a name."""
     if _is_placeholder(token) or _PATH.match(token) or _UUID.match(token) or _VERSION.fullmatch(token):
         return False
     if _HEX.match(token):
@@ -2207,18 +2208,31 @@ def _outbound_random(token: str, group: str) -> bool:
     )
 
 
-def _near_tokens(text: str, name_start: int, name_end: int, group: str) -> list[tuple[str, int, int]]:
-    lo = max(text.rfind("\n", 0, name_start) + 1, name_start - NEAR_BEFORE_CHARS)
-    nl = text.find("\n", name_end)
-    line_end = nl if nl != -1 else len(text)
-    hi = min(line_end, name_end + NEAR_AFTER_CHARS)
+def _random_tokens(text: str) -> list[tuple[int, int]]:
+    """Spans of every random-looking token of `text` (`_outbound_random`), found once per text:
+    looking again around each key name would cost the square of the text's length."""
     out = []
-    for t in _NEAR_TOKEN.finditer(text, lo, line_end):  # a token starting in reach is taken whole
-        if t.start() >= hi:
-            break
+    for t in _NEAR_TOKEN.finditer(text):
         token = t.group(0).rstrip(".")
-        if _outbound_random(token, group):
-            out.append(("generic-high-entropy", t.start(), t.start() + len(token)))
+        if _outbound_random(token):
+            out.append((t.start(), t.start() + len(token)))
+    return out
+
+
+def _near_tokens(
+    text: str, tokens: list[tuple[int, int]], name_start: int, name_end: int
+) -> list[tuple[str, int, int]]:
+    """The random tokens starting on the key name's line within reach of it (taken whole)."""
+    lo = name_start - NEAR_BEFORE_CHARS
+    lo = max(lo, text.rfind("\n", max(0, lo), name_start) + 1)
+    hi = name_end + NEAR_AFTER_CHARS
+    nl = text.find("\n", name_end, hi)
+    hi = nl if nl != -1 else hi
+    out = []
+    i = bisect_right(tokens, (lo, -1))
+    while i < len(tokens) and tokens[i][0] < hi:
+        out.append(("generic-high-entropy", *tokens[i]))
+        i += 1
     return out
 
 
@@ -2241,6 +2255,7 @@ def _prose_pass(text: str, counts: Counter, *, outbound: bool, foreign: Optional
     seen = view.text if view is not None else text
     labels = [x.span() for x in _LABEL_RE.finditer(seen)] if _LABEL_MARK in seen else []
     found: list[tuple[int, int, str]] = []
+    tokens: Optional[list[tuple[int, int]]] = None
     for start, end, group in _prose_names(_ascii_lower(seen).decode("ascii")):
         if labels and _overlaps(labels, start, end):
             continue
@@ -2249,7 +2264,9 @@ def _prose_pass(text: str, counts: Counter, *, outbound: bool, foreign: Optional
             kind, s, e = decision
             found.append((s, e, kind))
         if outbound:
-            found += [(s, e, kind) for kind, s, e in _near_tokens(seen, start, end, group)]
+            if tokens is None:
+                tokens = _random_tokens(seen)
+            found += [(s, e, kind) for kind, s, e in _near_tokens(seen, tokens, start, end)]
     if not found:
         return text
     regions = []
