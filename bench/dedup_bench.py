@@ -98,7 +98,7 @@ CORRECTIONS = (  # how a newer text says it replaces the older value (generic, a
     lambda s, a: f"{s[:-1]} (was {a}).",
     lambda s, a: f"{s[:-1]} instead of {a}.",
     lambda s, a: f"{s[:-1]} now, replacing {a}.",
-    lambda s, a: f"We switched from {a}: {s[0].lower()}{s[1:]}",
+    lambda s, a: f"We switched from {a}: {s}",
     lambda s, a: f"Update: {s[:-1]}, no longer {a}.",
 )
 DISTINCT_VERBS = ("is monitored by the on-call rota", "depends on the shared Redis cache", "is owned by the platform team",
@@ -138,8 +138,13 @@ def generate_pairs(seed: int = SEED) -> list[dict[str, str]]:
         t1, t2 = f"{prefix}-{1000 + n}", f"{prefix}-{1000 + m}"
         verb_a, verb_b = rng.sample(DISTINCT_VERBS, 2) if i % 2 else (DISTINCT_VERBS[i % 5],) * 2
         item = rng.choice(["Redis cache", "ingest queue", "search index", "billing ledger", "CDN origin"])
-        pairs.append({"kind": "distinct", "pool": "item", "old": f"Fact {n}: the {item} {verb_a}; see {t1} for details.",
-                      "new": f"Fact {m}: the {item} {verb_b}; see {t2} for details."})
+        label = rng.choice(["Fact", "Runbook", "Item", "Check"])
+        if i % 3 == 2:  # no label: two records told apart by their identifiers only
+            pairs.append({"kind": "distinct", "pool": "item", "old": f"The {item} alert {t1} {verb_a}; runbook RB-{n}.",
+                          "new": f"The {item} alert {t2} {verb_b}; runbook RB-{m}."})
+        else:
+            pairs.append({"kind": "distinct", "pool": "item", "old": f"{label} {n}: the {item} {verb_a}; see {t1} for details.",
+                          "new": f"{label} {m}: the {item} {verb_b}; see {t2} for details."})
     return pairs
 
 

@@ -48,6 +48,11 @@ def _ids(recall: dict) -> list[str]:
         ("The SDK is pinned to 4.2.0.", "The SDK is pinned to 4.6.0 now.", "replaces"),
         ("Always run the linter before pushing.", "Before you push, always run the linter.", "same"),
         ("Use pnpm, never npm, in this repo.", "In this repo use pnpm and never npm.", "same"),
+        ("Alice reviews DB migrations.", "Bob reviews DB migrations.", "replaces"),
+        ("We run containers with podman.", "We run containers with lima.", "replaces"),
+        ("Session tokens expire after 6 hours.", "After 6 hours a session token expires.", "same"),
+        ("Cut branches from main.", "Cut branches from develop (was main).", "replaces"),
+        ("Runbook 12: restart the gateway with make gw.", "Runbook 21: restart the gateway with make gw.", "differs"),
     ],
 )
 def test_compare_reads_the_fact_tokens_that_changed(old, new, relation):

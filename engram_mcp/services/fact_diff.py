@@ -46,7 +46,8 @@ NUMBER, IDENT, NAME = "number", "identifier", "name"
 # sentence punctuation and stay outside.
 _TOKEN_RE = re.compile(r"[\w][\w.\-/@:+#]*[\w]|[\w]", re.UNICODE)
 _NUMBER_RE = re.compile(r"^v?\d+(?:[.,]\d+)*(?:[a-z%]{1,3})?$", re.IGNORECASE)
-_SENTENCE_END_RE = re.compile(r"[.!?:;]\s*$|^\s*$")
+_LABEL_RE = re.compile(r"^\W*(\w[\w-]{0,30}\s+#?[\w.-]{1,20})\s*[:\-\u2013\u2014]\s")
+_SENTENCE_END_RE = re.compile(r"[.!?;]\s*$|^\s*$")  # a capital after a colon is a name or a new clause alike
 # Change markers: the words English uses to say a value was replaced. Counted only when the
 # newer text has one the older lacks, so a rule that always said "now" is no marker.
 _CHANGE_WORDS = frozenset(
@@ -75,6 +76,11 @@ _CHANGE_WORDS = frozenset(
         "superseded",
         "anymore",
     }
+)
+# The words that hold a sentence together, never a value ("from now on" adds no fact).
+_GLUE_WORDS = frozenset(
+    "the and for with from into onto are was were been this that these those our you your its their "
+    "then than also all any only just still very not but use uses used".split()
 )
 _SUFFIXES = ("'s", "ing", "ed", "es", "s", "er", "ers", "ly", "ies", "d")
 _FORMS = ("s", "d", "ed", "es", "ing", "r")
@@ -171,7 +177,10 @@ def _value_swaps(old: str, new: str, a: dict[str, str], b: dict[str, str]) -> tu
     A place is a run of words the word-level diff replaces where one side holds a fact token
     the other text lacks (`a`, `b`: each side's own) and the other side a fact token or a
     capitalised word (a token both texts hold, only moved, is no swap): "Priya owns ..." -> "Marcus owns ..."
-    is a swap even though "Marcus" is a common word at a sentence start.
+    is a swap even though "Marcus" is a common word at a sentence start, and so is one
+    capitalised word written over another ("Alice reviews" -> "Bob reviews"), or one word
+    over another where either is a fact token ("with podman" -> "with lima"): at worst a
+    reworded word supersedes its twin, which hides nothing the newer text does not say.
     """
     old_words, new_words = _TOKEN_RE.findall(old), _TOKEN_RE.findall(new)
     ops = difflib.SequenceMatcher(None, [w.lower() for w in old_words], [w.lower() for w in new_words], autojunk=False)
@@ -186,11 +195,34 @@ def _value_swaps(old: str, new: str, a: dict[str, str], b: dict[str, str]) -> tu
         named_r = fact_r or any(w[:1].isupper() for w in right)
         if tag == "replace" and left and all(w.lower() in new_lower for w in left):
             requoted = True  # the replaced words are quoted again elsewhere: "develop (was main)"
-        if tag == "replace" and (fact_l or fact_r) and named_l and named_r:
+        one_word_each = len(left) == len(right) == 1
+        one_name_each = one_word_each and left[0][:1].isupper() and right[0][:1].isupper()
+        if tag == "replace" and ((fact_l or fact_r) and (named_l and named_r or one_word_each) or one_name_each):
             swaps += 1
         else:
             only_swaps = False
     return swaps, only_swaps, requoted
+
+
+def _new_content_words(old: str, new: str) -> set[str]:
+    """Words of `new` that `old` lacks, other than change words and the glue of a sentence:
+    beside a change word they are the new value, even when it is an ordinary word."""
+    stems = {_stem(w) for w in _words(old)}
+    return {
+        w
+        for w in _words(new)
+        if len(w) >= 3 and w not in _CHANGE_WORDS and w not in _GLUE_WORDS and _stem(w) not in stems
+    }
+
+
+def _label(text: str) -> str:
+    """The label a note opens with ("Fact 7:", "Runbook 12:", "Step 3 -"), lowercased, or "".
+
+    Two notes under different labels are two items, however alike the rest reads: a changed
+    label is never a corrected value.
+    """
+    m = _LABEL_RE.match(text)
+    return m.group(1).lower() if m else ""
 
 
 def compare(old: str, new: str) -> Verdict:
@@ -203,11 +235,11 @@ def compare(old: str, new: str) -> Verdict:
     kind_swap = bool(set(old_only.values()) & set(new_only.values()))
     swaps, only_swaps, requoted = _value_swaps(old, new, old_only, new_only)
     verdict = lambda rel: Verdict(rel, tuple(sorted(old_only)), tuple(sorted(new_only)))  # noqa: E731
-    if (new_only or swaps or requoted) and marker:
+    if marker and (new_only or swaps or requoted or _new_content_words(old, new)):
         return verdict(REPLACES)
     if not kind_swap and not swaps:
         return verdict(SAME)
-    if only_swaps and swaps <= _MAX_SAME_SENTENCE_SWAPS:
+    if only_swaps and swaps <= _MAX_SAME_SENTENCE_SWAPS and _label(old) == _label(new):
         return verdict(REPLACES)
     return verdict(DIFFERS)
 
