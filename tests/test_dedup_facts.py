@@ -193,3 +193,14 @@ def test_promotion_never_merges_a_changed_fact_into_the_older_text(real_service,
                      scope="session")["memory_id"]
     _near_duplicates(svc, ctx, STG2, "Deploy previews there: the staging cluster is nomad-stg-2.")
     assert svc.promote(ctx, same, "project")["action"] == "merged"
+
+
+def test_two_team_files_are_never_merged_into_one_memory(real_service, ctx):
+    """Fact 7 and Fact 97 arriving as two team files stay two memories, each its own text."""
+    svc = real_service
+    a = svc.store(ctx, content=FACT_7, type="semantic", scope="project", source={"kind": "team-memory", "path": "t/7.md"})
+    same = svc.store(ctx, content=FACT_7, type="semantic", scope="project", source={"kind": "team-memory", "path": "t/7b.md"})
+    b = svc.store(ctx, content=FACT_97, type="semantic", scope="project", source={"kind": "team-memory", "path": "t/97.md"})
+    assert len({a["memory_id"], same["memory_id"], b["memory_id"]}) == 3
+    assert "supersedes" not in b and "supersedes" not in same
+    assert _ids(svc.recall(ctx, query="OPS-1097", limit=3, strengthen=False))[0] == b["memory_id"]
