@@ -26,6 +26,7 @@ daemon log's "opened in" / "index loaded|rebuilt in" lines give the engine open 
 load of each run.
 
     python bench/index_open_bench.py --sizes 1000 10000 [--repeats 2] [--out DIR]
+    python bench/index_open_bench.py --sizes 10000 100000 --verification-only
 """
 
 from __future__ import annotations
@@ -66,14 +67,19 @@ def cold_run(world: Any, persist: bool, early: bool = True, writes_then_kill: in
     memories and `kill -9` the daemon, so its index file is left behind the store."""
     import scale_extras as se
 
-    env = dict(world.env, ENGRAM_INDEX_PERSIST="true" if persist else "false",
-               ENGRAM_INDEX_EARLY_ANSWERS="true" if early else "false")
+    env = dict(
+        world.env,
+        ENGRAM_INDEX_PERSIST="true" if persist else "false",
+        ENGRAM_INDEX_EARLY_ANSWERS="true" if early else "false",
+    )
     log = world.user_dir / "logs" / "engramd.log"
     log_start = log.stat().st_size if log.exists() else 0
     started = time.perf_counter()
     proc, client = se.start_daemon(world, env)
     try:
-        first = client.call("recall", {"query": "deploy cache database migration", "limit": 10}, project_root=str(world.project))
+        first = client.call(
+            "recall", {"query": "deploy cache database migration", "limit": 10}, project_root=str(world.project)
+        )
         cold_s = time.perf_counter() - started
         mem_first = _mem(proc.pid)
         lat = []
@@ -86,8 +92,11 @@ def cold_run(world: Any, persist: bool, early: bool = True, writes_then_kill: in
         # shutdown below writes a whole index file for the next run
         client.call("list", {"limit": 1}, project_root=str(world.project))
         for i in range(writes_then_kill):
-            client.call("store", {"content": f"written before a crash {i}: deploy cache note", "type": "semantic",
-                                  "scope": "project"}, project_root=str(world.project))
+            client.call(
+                "store",
+                {"content": f"written before a crash {i}: deploy cache note", "type": "semantic", "scope": "project"},
+                project_root=str(world.project),
+            )
         if writes_then_kill:
             proc.kill()
         else:
@@ -103,18 +112,27 @@ def cold_run(world: Any, persist: bool, early: bool = True, writes_then_kill: in
     answered_early = bool(re.search(r"project:\S+ index loaded in [\d.]+ s \(answering before the store opens\)", text))
     checkpoints = [float(x) for x in re.findall(r"project:\S+ index file written in ([\d.]+) s", text)]
     background = [float(x) for x in re.findall(r"project:\S+ index loaded in the background in ([\d.]+) s", text)]
-    partial = [w for w in first.get("warnings", []) if w.get("code") == "partial_results" and w.get("scope") == "project"]
+    partial = [
+        w for w in first.get("warnings", []) if w.get("code") == "partial_results" and w.get("scope") == "project"
+    ]
     ms = np.asarray(lat) * 1000.0
     return {
-        "persist": persist, "early": early, "answered_early": answered_early,
+        "persist": persist,
+        "early": early,
+        "answered_early": answered_early,
         # a rebuild answers from the newest memories while the rest load (services/handles.py)
-        "first_answer_partial": bool(partial), "background_load_s": background[0] if background else None,
-        "cold_first_recall_s": round(cold_s, 3), "hits": len(first.get("memories", [])),
+        "first_answer_partial": bool(partial),
+        "background_load_s": background[0] if background else None,
+        "cold_first_recall_s": round(cold_s, 3),
+        "hits": len(first.get("memories", [])),
         "checkpoint_s": max(checkpoints) if checkpoints else None,
         "engine_open_s": opened[0] if opened else None,
-        "index": index[0][0] if index else None, "index_s": float(index[0][1]) if index else None,
-        "rss_after_first_mb": mem_first, "rss_after_40_mb": mem_after,
-        "warm_p50_ms": round(float(np.percentile(ms, 50)), 2), "warm_p95_ms": round(float(np.percentile(ms, 95)), 2),
+        "index": index[0][0] if index else None,
+        "index_s": float(index[0][1]) if index else None,
+        "rss_after_first_mb": mem_first,
+        "rss_after_40_mb": mem_after,
+        "warm_p50_ms": round(float(np.percentile(ms, 50)), 2),
+        "warm_p95_ms": round(float(np.percentile(ms, 95)), 2),
     }
 
 
@@ -130,8 +148,14 @@ def run_size(n: int, repeats: int, tmp: Path, models: Path, embedder: Any, pool:
         filled = se.fill(svc, RequestContext(world.project), n, pool, embedder.model_name, tmp, rnd, rng)
     finally:
         svc.close()
-    runs: dict[str, list[dict[str, Any]]] = {"off": [], "on_after_off": [], "early": [], "writes_then_kill9": [],
-                                             "repair": [], "late": []}
+    runs: dict[str, list[dict[str, Any]]] = {
+        "off": [],
+        "on_after_off": [],
+        "early": [],
+        "writes_then_kill9": [],
+        "repair": [],
+        "late": [],
+    }
     index_dir = world.project / ".claude" / "engram" / "index"
     for _ in range(repeats):
         runs["off"].append(cold_run(world, False))
@@ -148,17 +172,61 @@ def run_size(n: int, repeats: int, tmp: Path, models: Path, embedder: Any, pool:
 
 
 def markdown(result: dict[str, Any]) -> str:
-    lines = ["| memories | mode | cold first recall s | answered early | partial answer | engine open s | index | index s "
-             "| loaded in background s | peak RSS MB | warm p95 ms | checkpoint at exit s |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| memories | mode | cold first recall s | answered early | partial answer | engine open s | index | index s "
+        "| loaded in background s | peak RSS MB | warm p95 ms | checkpoint at exit s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for size in result["sizes"]:
         for mode, runs in size["runs"].items():
             for r in runs:
-                lines.append(f"| {size['memories']} | {mode} | {r['cold_first_recall_s']} | {r['answered_early']} | "
-                             f"{r.get('first_answer_partial')} | {r['engine_open_s']} | {r['index']} | {r['index_s']} | "
-                             f"{r.get('background_load_s')} | {r['rss_after_40_mb'].get('VmHWM')} | "
-                             f"{r['warm_p95_ms']} | {r['checkpoint_s']} |")
+                lines.append(
+                    f"| {size['memories']} | {mode} | {r['cold_first_recall_s']} | {r['answered_early']} | "
+                    f"{r.get('first_answer_partial')} | {r['engine_open_s']} | {r['index']} | {r['index_s']} | "
+                    f"{r.get('background_load_s')} | {r['rss_after_40_mb'].get('VmHWM')} | "
+                    f"{r['warm_p95_ms']} | {r['checkpoint_s']} |"
+                )
     return "\n".join(lines) + "\n"
+
+
+def verification_cost(n: int, tmp: Path, dim: int = 384, repeats: int = 3) -> dict[str, Any]:
+    """What checking every byte at open costs (engram_mcp/index/persist.py): an index file's
+    float32 rows (n x dim) and int8 copy, opened as services/handles.py opens them, with the
+    rows checked by `sum64` (now) and left unchecked (before format 2), the file's pages in the
+    page cache (warm: a daemon restarted soon after the last) and evicted first (cold)."""
+    from engram_mcp.index.persist import read_index_file, write_index_file
+
+    rng = np.random.default_rng(n)
+    vec = rng.standard_normal((n, dim), dtype=np.float32)
+    vec /= np.linalg.norm(vec, axis=1, keepdims=True)
+    path = tmp / f"verify-{n}.eidx"
+    write_index_file(path, {}, {"vec_f32": vec, "vec_i8": np.rint(vec * 127).astype(np.int8)})
+    del vec
+
+    def open_once(check_rows: bool, cold: bool) -> float:
+        if cold:  # evict the file's pages: the next read comes from the disk
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            finally:
+                os.close(fd)
+        rows = frozenset({"vec_f32"})
+        started = time.perf_counter()
+        if check_rows:  # as services/handles.py opens a file now: both blocks by sum64
+            read_index_file(path, unchecked=rows | {"vec_i8"}, random_access=rows)
+        else:  # as it did before format 2: the int8 copy by CRC-32, the float32 rows not at all
+            read_index_file(path, unchecked=rows, lazy=rows, random_access=rows)
+        return time.perf_counter() - started
+
+    out: dict[str, Any] = {"memories": n, "file_mb": round(path.stat().st_size / 1e6, 1)}
+    for cold in (False, True):
+        for check_rows in (False, True):
+            open_once(check_rows, False)  # one untimed open: the same start for each
+            best = min(open_once(check_rows, cold) for _ in range(repeats))
+            out[f"{'cold' if cold else 'warm'}_{'verified' if check_rows else 'unchecked'}_ms"] = round(best * 1000, 1)
+    path.unlink()
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -166,7 +234,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument(
+        "--verification-only", action="store_true", help="only time the checks of every byte at open (no daemons)"
+    )
     args = parser.parse_args(argv)
+    if args.verification_only:
+        with tempfile.TemporaryDirectory(prefix="engram-verify-") as tmp:
+            for n in args.sizes:
+                print(json.dumps(verification_cost(n, Path(tmp))), flush=True)
+        return 0
     import scale_extras as se
 
     from engram_mcp.index.embeddings import DEFAULT_MODEL, FastEmbedEmbedder
@@ -176,9 +252,13 @@ def main(argv: list[str] | None = None) -> int:
         models = tmp / "models"
         embedder = FastEmbedEmbedder(DEFAULT_MODEL, cache_dir=str(models))
         rnd = random.Random(11)
-        pool = np.asarray(embedder.embed_documents([se.sentence(rnd) for _ in range(se.DISTINCT_SENTENCES)]), dtype=np.float32)
-        result = {"loadavg_start": list(os.getloadavg()),
-                  "sizes": [run_size(n, args.repeats, tmp, models, embedder, pool) for n in args.sizes]}
+        pool = np.asarray(
+            embedder.embed_documents([se.sentence(rnd) for _ in range(se.DISTINCT_SENTENCES)]), dtype=np.float32
+        )
+        result = {
+            "loadavg_start": list(os.getloadavg()),
+            "sizes": [run_size(n, args.repeats, tmp, models, embedder, pool) for n in args.sizes],
+        }
         result["loadavg_end"] = list(os.getloadavg())
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

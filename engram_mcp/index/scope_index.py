@@ -346,9 +346,13 @@ class ScopeIndex:
             self._changed()
 
     # -- persistence (index/persist.py; services/handles.py decides when) ---------------
-    #: Arrays read without a checksum at open: the float32 rows, read lazily from the mapping
-    #: (their size is checked; a torn write cannot happen, the file is replaced by a rename).
+    #: The float32 rows: recall reads a few of them at a time from the mapping (re-scoring) above
+    #: the int8 scan's threshold, so the kernel is told not to read ahead there. Not CRC-32'd at
+    #: open: checked by `persist.sum64` with the other `SUMMED_ARRAYS`.
     UNCHECKED_ARRAYS = frozenset({"vec_f32"})
+    #: The large vector blocks, checked at open by `persist.sum64` (memory speed) instead of
+    #: CRC-32: at 100k memories 154 + 38 MB, which CRC-32 took ~0.3 s to read here.
+    SUMMED_ARRAYS = frozenset({"vec_f32", "vec_i8"})
     #: Arrays the index writes in place after loading (copy-on-write pages of the mapping).
     WRITABLE_ARRAYS = frozenset(
         {

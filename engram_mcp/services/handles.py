@@ -596,7 +596,7 @@ class StoreRegistry:
         try:
             meta, arrays = read_index_file(
                 path,
-                unchecked=ScopeIndex.UNCHECKED_ARRAYS | _UNCHECKED_RECORD_ARRAYS,
+                unchecked=ScopeIndex.SUMMED_ARRAYS | _UNCHECKED_RECORD_ARRAYS,
                 lazy=_UNCHECKED_RECORD_ARRAYS,  # each record is checked against its CRC when read
                 writable=ScopeIndex.WRITABLE_ARRAYS,
                 random_access=ScopeIndex.UNCHECKED_ARRAYS | _UNCHECKED_RECORD_ARRAYS,
@@ -864,7 +864,7 @@ class StoreRegistry:
         try:
             meta, arrays = read_index_file(
                 self.index_path(directory, ns, db),
-                unchecked=ScopeIndex.UNCHECKED_ARRAYS | RECORD_ARRAYS,
+                unchecked=ScopeIndex.SUMMED_ARRAYS | RECORD_ARRAYS,
                 lazy=_UNCHECKED_RECORD_ARRAYS,  # each record is checked against its CRC when read
                 writable=ScopeIndex.WRITABLE_ARRAYS,
                 random_access=ScopeIndex.UNCHECKED_ARRAYS,
