@@ -70,6 +70,14 @@ def ui(tmp_path_factory):
             },
             project_root=env.project,
         )["memory_id"]
+        # more of what a project's memory holds, so the pages (and their screenshots) look like daily use
+        for text, kind, tags in (
+            ("Code review: every pull request needs two approvals before it merges to main", "semantic", ["process"]),
+            ("To rotate the API keys run scripts/rotate_keys.sh, then restart the gateway pods", "procedural", ["ops", "security"]),
+            ("Prefer structured logging: JSON lines with the request id on every line", "semantic", ["logging", "convention"]),
+            ("The user prefers small commits with messages that say why, not what", "semantic", ["preference"]),
+        ):
+            client.call("store", {"content": text, "type": kind, "scope": "project", "tags": tags}, project_root=env.project)
         # a session as the hooks drive one: the context block at its start, a prompt's block
         started = client.call("hook_session_start", {"source": "startup"}, project_root=env.project, session_id=SESSION)
         assert started["additional_context"], "the session start injected a context block"
