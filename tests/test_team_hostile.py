@@ -401,3 +401,28 @@ def test_a_file_replaces_only_another_shared_memory_never_a_private_one(clones) 
     many = ", ".join(f"memory:01JA{i:022d}" for i in range(21))
     (folder / "many.md").write_text(f"---\nsupersedes: [{many}]\n---\nA file replacing 21 memories.\n")
     assert "at most 20" in str(sharing.sync_project(asvc.access, actx)["errors"])
+
+
+def test_a_file_merged_into_a_private_memory_by_an_older_version_is_set_apart(clones) -> None:
+    """A state file written before files were stored apart maps Alice's file to Bob's private
+    memory it was merged into; the next sync must not write Bob's note into her file."""
+    from engram_mcp.services.sharing import sync as sync_mod
+
+    (actx, asvc), (bctx, bsvc) = clones
+    alice_id = asvc.store(actx, content=PRIVATE, type="procedural", scope="project", importance=0.8)["memory_id"]
+    rel = sharing.share(asvc.access, actx, alice_id)["path"]
+    commit_all(actx.project_root, "share")
+    bob_id = bsvc.store(bctx, content=PRIVATE + NOTE, type="procedural", scope="project")["memory_id"]
+    git(bctx.project_root, "pull", "-q", "origin", "main")
+    # what the older version's store-time dedup left: Alice's file mapped to Bob's memory
+    target = sharing.project_target(bsvc.access, bctx)
+    path = bctx.project_root / rel
+    fid, bob_key = alice_id.split(":", 1)[1], bob_id.split(":", 1)[1]
+    on_file = sync_mod.parse(path.read_text(), fallback_id=fid)
+    row = sync_mod.read_local(bsvc.access, bctx, "project", {bob_key})[bob_key]
+    local = sync_mod.as_shared(row, fid, lambda k: k)
+    target.state.save({fid: {"key": bob_key, "path": path.name, "file": on_file.fingerprint(), "local": local.fingerprint()}})
+    bsvc.update(bctx, bob_id, tags={"add": ["js"]})
+    report = sharing.sync_project(bsvc.access, bctx)
+    assert "npmrc" not in (bctx.project_root / rel).read_text() and not report["written"], report
+    assert bsvc.get(bctx, alice_id)["content"] == PRIVATE and bsvc.get(bctx, bob_id)["content"] == PRIVATE + NOTE

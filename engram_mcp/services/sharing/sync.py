@@ -60,6 +60,8 @@ GIT_LOG_TIMEOUT_S = 2.0
 #: Names that sync tools give the second version of a file they could not merge (Dropbox and
 #: Nextcloud "conflicted copy", Syncthing ".sync-conflict-"): stale text, never applied.
 CONFLICT_COPY_RE = re.compile(r"conflicted copy|\.sync-conflict-|\(conflict\)|\(case conflict\)", re.I)
+#: `source.kind` of memories that arrived from a file (and the names older versions wrote).
+FILE_SOURCE_KINDS = frozenset({"team-file", "user-sync", "team-memory", "user-mirror"})
 _SYNC_LOCKS: dict[str, threading.Lock] = {}
 _SYNC_LOCKS_GUARD = threading.Lock()
 
@@ -205,6 +207,7 @@ class _Sync:
 
     def run(self) -> Report:
         self._read_files()
+        self._unmerge_private()
         self._match_renames()
         self.local = read_local(self.access, self.ctx, self.t.scope, self._local_keys())
         arrived = sorted(set(self.files) - set(self.entries))  # before _known drops deleted entries
@@ -330,6 +333,21 @@ class _Sync:
                 "resolve": f"fix {self.t.label}/{name}, then run the sync again",
             }
         )
+
+    def _unmerge_private(self) -> None:
+        """A state written before files were stored apart may map a file to a private memory
+        it was merged into (its key is not the file's id, and the memory did not come from a
+        file). Writing that memory back would publish the private text, so the mapping is
+        dropped: the file arrives again, stored as written, and the private memory stays private."""
+        odd = {fid: str(e.get("key")) for fid, e in self.entries.items() if str(e.get("key")) != fid}
+        if not odd:
+            return
+        rows = read_local(self.access, self.ctx, self.t.scope, set(odd.values()))
+        for fid, key in odd.items():
+            source = (rows.get(key) or {}).get("source")
+            kind = source.get("kind") if isinstance(source, dict) else None
+            if key in rows and kind not in FILE_SOURCE_KINDS:
+                self.entries.pop(fid, None)
 
     def _match_renames(self) -> None:
         """A hand-written file without `id:` takes its id from its name, so a rename looks like
