@@ -55,6 +55,8 @@ READ_PAGE = 100  # memories read per lock hold
 FEW_MEMORIES = 32  # up to this many, links are read per memory instead of for the whole scope
 #: Bytes of files one budgeted run (a session start) reads at most; the rest waits.
 BUDGET_READ_MAX_BYTES = 8 * 1024 * 1024
+#: Bytes of files any run holds at most (3,000 memories are ~3 MB; a hostile folder is not read whole).
+READ_MAX_BYTES = 64 * 1024 * 1024
 #: Seconds `git log` may take to name the authors of the files (less when the budget is short).
 GIT_LOG_TIMEOUT_S = 2.0
 #: Names that sync tools give the second version of a file they could not merge (Dropbox and
@@ -252,12 +254,22 @@ class _Sync:
     def _read_files(self) -> None:
         """Read and parse the folder's files, each checked against the budget before it is
         read and before it is parsed; what is not reached is pending, never a deletion."""
+        budgeted = self.deadline is not None
         reading = self.t.folder.read_within(
-            deadline=self.deadline, max_total_bytes=BUDGET_READ_MAX_BYTES if self.deadline is not None else None
+            deadline=self.deadline, max_total_bytes=BUDGET_READ_MAX_BYTES if budgeted else READ_MAX_BYTES
         )
         self.partial = bool(reading.unread) or reading.too_many
-        self.report.pending.extend(f"{self.t.label}/{n}" for n in reading.unread)
-        self.pending_seen.update(self.report.pending)
+        if budgeted:
+            self.report.pending.extend(f"{self.t.label}/{n}" for n in reading.unread)
+            self.pending_seen.update(self.report.pending)
+        elif reading.unread:  # a folder of memory files is a few MB: this much is no memory folder
+            self.report.errors.append(
+                {
+                    "path": self.t.label,
+                    "error": f"{self.t.label}: more than {READ_MAX_BYTES // (1024 * 1024)} MB of files; "
+                    f"{len(reading.unread)} files were left alone",
+                }
+            )
         if reading.too_many:
             self.report.errors.append(
                 {"path": self.t.label, "error": f"{self.t.label}: too many files; only the first ones were read"}
@@ -660,18 +672,24 @@ class _Sync:
 _PARSED: dict[str, SharedMemory] = {}
 _SECRETS: dict[str, int] = {}
 PARSE_CACHE_MAX = 20_000
+#: Characters of file text the parse cache holds at most before it starts over.
+PARSE_CACHE_MAX_CHARS = 16 * 1024 * 1024
+_parsed_chars = 0
 
 
 def _parsed(text: str, name: str, path: str) -> SharedMemory:
     """`parse` of one file, remembered by its name and text (a pure function of both); errors
     are not cached, so a fixed file is read again."""
+    global _parsed_chars
     key = hashlib.sha256(f"{name}\x00{text}".encode("utf-8", "surrogatepass")).hexdigest()
     mem = _PARSED.get(key)
     if mem is None:
         mem = parse(text, fallback_id=derived_ulid("shared-file", name), source=path)
-        if len(_PARSED) >= PARSE_CACHE_MAX:
+        if len(_PARSED) >= PARSE_CACHE_MAX or _parsed_chars + len(text) > PARSE_CACHE_MAX_CHARS:
             _PARSED.clear()
+            _parsed_chars = 0
         _PARSED[key] = mem
+        _parsed_chars += len(text)
     return mem
 
 
