@@ -207,6 +207,75 @@ def test_stop_note_only_for_unstored_durable_knowledge(tmp_path, prompt, events,
     assert stop_leaves_note(tmp_path, prompt, events, answer) == expected
 
 
+# Statements that teach, recognised by the sentence's shape rather than by cue phrases: a declarative
+# sentence that generalises, a lasting state with a concrete identifier, a scope wider than the task,
+# a person's role. The same words as an order for this turn, or as a question, teach nothing.
+TEACHING_STATEMENTS = [
+    "Add the retry. Our handlers always return a Result, nothing throws across modules.",
+    "Wire up the exporter. The metrics collector is at http://collector.lab.example:4317 for everyone.",
+    "Deploy it. The shared cache lives on cache-02:6380 and is flushed nightly.",
+    "Open the PR. Rafael reviews anything that touches the billing tables.",
+    "Bump the version, and keep changelog entries in past tense in every repo.",
+    "Tidy the script. Every service here logs JSON to stdout, never to files.",
+]
+ORDERS_AND_QUESTIONS = [
+    "Don't touch any other file in this folder.",
+    "Use all the defaults for now and leave every test as it is.",
+    "Is the cache at localhost:6380 or somewhere else?",
+    "Run `make build` and tell me what fails.",
+    "Skip the slow tests for this run, we'll look at them tomorrow.",
+]
+
+
+@pytest.mark.parametrize("prompt", TEACHING_STATEMENTS)
+def test_a_statement_that_teaches_is_flagged_by_its_shape(tmp_path, prompt):
+    assert stop_leaves_note(tmp_path, prompt, [], "Done.")
+
+
+@pytest.mark.parametrize("prompt", ORDERS_AND_QUESTIONS)
+def test_orders_for_this_turn_and_questions_are_not_flagged(tmp_path, prompt):
+    assert not stop_leaves_note(tmp_path, prompt, [], "Done.")
+
+
+def _stop_captures(tmp_path: Path, monkeypatch, prompt: str, events: list[dict], answer: str) -> tuple[list[dict], list]:
+    """Run the Stop handler on one turn; the spool entries it queued, and how it nudged the daemon."""
+    nudges: list = []
+    monkeypatch.setattr(hooks, "nudge", lambda user_dir, spawn=True: nudges.append(spawn))
+    user_dir = tmp_path / "user"
+    path = turn_transcript(tmp_path / "t.jsonl", prompt, events, answer)
+    payload = {"transcript_path": str(path), "stop_hook_active": False, "session_id": SESSION,
+               "hook_event_name": "Stop", "cwd": str(tmp_path)}
+    assert hooks.on_stop(user_dir, payload) is None
+    return [spool.read(p) for p in spool.pending(user_dir)], nudges
+
+
+def test_a_flagged_turn_is_kept_as_session_knowledge_even_if_no_prompt_follows(tmp_path, monkeypatch):
+    """A session's last turn never gets the note; what it taught is queued as knowledge at once."""
+    entries, nudges = _stop_captures(
+        tmp_path, monkeypatch, "Ship it. The staging API lives at https://api.staging.example:8443 for every client.",
+        [], "Deployed to staging.")
+    assert [e["op"] for e in entries] == ["hook_capture"] and nudges == [False]  # Stop never starts a daemon
+    mem = entries[0]["args"]
+    assert mem["category"] == hooks.TURN_KNOWLEDGE_CATEGORY and mem["type"] == "semantic"
+    assert mem["importance"] >= 0.5  # above the session -> project promotion bar
+    assert "https://api.staging.example:8443" in mem["content"] and "Deployed to staging." in mem["content"]
+
+
+def test_a_fix_is_kept_with_the_failed_command_and_the_root_cause(tmp_path, monkeypatch):
+    events = [bash("pytest -q", failed=True, output="ModuleNotFoundError: No module named 'psycopg'"),
+              bash("pip install -e '.[pg]'"), bash("pytest -q")]
+    answer = "The tests need the pg extra: psycopg is optional. Installed it; 48 pass."
+    entries, _ = _stop_captures(tmp_path, monkeypatch, "run the tests", events, answer)
+    mem = entries[0]["args"]
+    assert mem["type"] == "episodic" and "fix" in mem["tags"]
+    assert "`pytest -q` failed" in mem["content"] and "psycopg is optional" in mem["content"]
+
+
+def test_a_quiet_turn_queues_nothing(tmp_path, monkeypatch):
+    entries, _ = _stop_captures(tmp_path, monkeypatch, "Rename the helper to parse_rows.", [EDIT], "Renamed.")
+    assert entries == []
+
+
 def test_stop_note_reaches_the_next_prompt_once_and_never_blocks(tmp_path):
     user_dir = tmp_path / "user"
     path = turn_transcript(tmp_path / "t.jsonl", "From now on, write commit subjects in the imperative.", [], "Noted.")

@@ -64,6 +64,11 @@ IMPORTANCE_FILE_CHANGE = 0.3
 IMPORTANCE_FAILED_COMMAND = 0.45
 IMPORTANCE_SUBAGENT_REPORT = 0.4
 IMPORTANCE_COMPACT_SNAPSHOT = 0.6
+# A turn the Stop hook flags is kept as knowledge: above the session -> project promotion bar (0.5).
+IMPORTANCE_TURN_KNOWLEDGE = 0.6
+TURN_KNOWLEDGE_CATEGORY = "turn_knowledge"
+TURN_PROMPT_CHARS = 600  # the user's words of a flagged turn kept in its memory
+TURN_ANSWER_CHARS = 500  # and the outcome (a fix's root cause is in the answer)
 
 STOP_NOTES_DIR = "stop-notes"  # under the user dir: one pending note per session, for the next prompt
 STOP_NOTE_MAX_AGE_S = 7 * 24 * 3600  # a note nobody picked up within a week is dropped
@@ -149,8 +154,8 @@ def _log(user_dir: Path, event: str, message: str) -> None:
 # -- talking to the daemon --------------------------------------------------------------------
 
 
-def nudge(user_dir: Path) -> None:
-    """Tell the daemon there is spool to drain; start it if it is not running. Never waits."""
+def nudge(user_dir: Path, *, spawn: bool = True) -> None:
+    """Tell the daemon there is spool to drain; start it if it is not running (and `spawn`). Never waits."""
     import socket
 
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -159,18 +164,19 @@ def nudge(user_dir: Path) -> None:
         s.connect(str(socket_path(user_dir)))
         s.sendall(b'{"id":0,"op":"drain","args":{},"ctx":{}}\n')
     except OSError:
-        spawn_daemon(user_dir)  # detached; None while engram's Python environment is not complete (no stamp)
+        if spawn:
+            spawn_daemon(user_dir)  # detached; None while engram's Python environment is not complete (no stamp)
     finally:
         s.close()
 
 
-def capture(user_dir: Path, payload: dict[str, Any], memory: dict[str, Any]) -> str:
-    """Queue one session memory durably and wake the daemon."""
+def capture(user_dir: Path, payload: dict[str, Any], memory: dict[str, Any], *, spawn: bool = True) -> str:
+    """Queue one session memory durably and wake the daemon (start it only if `spawn`)."""
     ctx = _ctx(payload)
     if not ctx["session_id"]:
         raise ValueError("hook input has no session_id")
     entry = spool.enqueue(user_dir, "hook_capture", memory, ctx, reason="hook")
-    nudge(user_dir)
+    nudge(user_dir, spawn=spawn)
     return entry
 
 
@@ -559,7 +565,44 @@ def on_stop(user_dir: Path, payload: dict[str, Any]) -> dict[str, Any] | None:
     signals = stop_signals(facts)
     if signals and _stop_enabled(user_dir, payload):
         save_stop_note(user_dir, payload, signals)
+        memory = turn_knowledge_memory(facts, signals)
+        if memory and _session_id(payload):
+            # Stop runs once a turn within 5 s: it never starts a daemon; the next one applies the queue.
+            capture(user_dir, payload, memory, spawn=False)
     return None
+
+
+def turn_knowledge_memory(facts: dict[str, Any], signals: list[str]) -> dict[str, Any] | None:
+    """What a flagged turn taught, kept as a session memory at once (the note may never be acted on).
+
+    The note asks Claude for a well-written memory, but it rides on the next prompt, which a
+    session's last turn never gets, and Claude may not act on it. So the turn's own evidence is
+    kept too: the user's words (a rule, a preference, a decision is stated there) and the
+    outcome (a fix's root cause is explained in the answer), redacted and cut. It is knowledge,
+    not scratch: session end promotes it, so the next session can see it.
+    """
+    prompt = _clean(facts.get("prompt"), TURN_PROMPT_CHARS)
+    answer = _clean(facts.get("answer"), TURN_ANSWER_CHARS)
+    if not prompt and not answer:
+        return None
+    if "fix" in signals:
+        failed = stop_trigger.first_cured_failure(list(facts.get("events") or []))
+        cmd = _clean(((failed or {}).get("input") or {}).get("command"), SNIPPET_CHARS // 2)
+        head = f"Fix found after `{cmd}` failed" if cmd else "Fix found after a failed command"
+        content = f"{head}: {answer}" + (f" (asked: {prompt})" if prompt else "")
+        kind, mem_type = "fix", "episodic"
+    else:
+        kind = signals[0]  # rule, fact or decision: the user's words carry it
+        content = f"User: {prompt}" + (f" Outcome: {answer}" if answer else "")
+        mem_type = "semantic"
+    return {
+        "content": _clean(content, TURN_PROMPT_CHARS + TURN_ANSWER_CHARS + 200),
+        "type": mem_type,
+        "importance": IMPORTANCE_TURN_KNOWLEDGE,
+        "category": TURN_KNOWLEDGE_CATEGORY,
+        "tags": ["stop-capture", kind],
+        "source": {"hook": "Stop", "signals": list(signals)},
+    }
 
 
 def _holds_answer(facts: dict[str, Any], expected: str) -> bool:

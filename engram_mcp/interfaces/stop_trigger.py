@@ -65,6 +65,68 @@ PREFERENCE = re.compile(
     re.IGNORECASE,
 )
 
+# -- statements of lasting state, read from the sentence's shape (not from cue phrases) --------------
+# A declarative sentence starts with its subject (a pronoun, a determiner, a name and its verb);
+# an imperative starts with its verb ("Use", "Leave", "Don't"), and one-off orders are imperatives.
+DECLARATIVE_START = re.compile(
+    r"^(?:we|we've|we're|we'll|our|the|my|i|i'm|i've|it|its|it's|this|that|that's|these|those|there|there's|"
+    r"he|she|they|he's|she's|they're|everything|nothing|anything|every|all|any|no|"
+    r"[A-Z][a-z]+(?:\s[A-Z][a-z]+)?\s(?:is|are|owns|runs|reviews|signs|approves|wants|handles|does|has|lives|sits|needs|was))\b",
+    re.IGNORECASE,
+)
+# ... that generalises beyond this task: a rule or convention stated as how things are.
+GENERALISING = re.compile(
+    r"\b(?:every|always|never|only ever|any(?:one|thing|where)?|all|whatever|each)\b", re.IGNORECASE
+)
+# ... or that places something durable: a present-tense state with a concrete identifier (a command,
+# a URL, an IP, host:port, a path): where a service lives, how a thing is run.
+STATE_VERB = re.compile(
+    r"\b(?:is|are|lives|live|runs|run|listens|sits|goes|go|come|comes|moved|moves|uses|use)\b", re.IGNORECASE
+)
+IDENTIFIER = re.compile(
+    r"`[^`]+`|https?://\S+|\b\d{1,3}(?:\.\d{1,3}){3}\b|\b[\w.-]+:\d{2,5}\b|(?:~|\.)?/[\w.-]+/[\w./-]+|\bport \d{2,5}\b"
+)
+# A scope wider than this task ("in every repo", "for anything you write"), whatever the sentence's form.
+WIDER_SCOPE = re.compile(
+    r"\b(?:in|for|across|to) (?:any|every|all|each) (?:of )?(?:my |our |the )?"
+    r"(?:repos?|repositories|projects?|codebases?|services|products?|languages?)\b|"
+    r"\bfor any(?:thing)?\b[^.!?\n]{0,40}\b(?:you|we|I)\b",
+    re.IGNORECASE,
+)
+# Who does what: a person (a name or he/she/they) with a lasting role.
+ROLE = re.compile(
+    r"\b(?:owns|reviews|approves|signs off|is responsible for|"
+    r"(?:is|'s) (?:the|our) (?:\w+ )?(?:owner|lead|PM|manager|designer|reviewer|contact|maintainer))\b",
+    re.IGNORECASE,
+)
+PERSON = re.compile(r"\b(?:he|she|they)\b|\b[A-Z][a-z]+ [A-Z][a-z]+\b|(?<!^)\b[A-Z][a-z]{2,}\b")
+SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+|\n+")
+
+
+def sentences(text: str) -> list[str]:
+    """The statements of a prompt (split at sentence ends, semicolons, colons and newlines); questions left out."""
+    return [s.strip() for s in SENTENCE_END.split(text) if s.strip() and not s.rstrip().endswith("?")]
+
+
+def stated_rule(prompt: str) -> bool:
+    """A statement that generalises: declarative and quantified ("every string lives in ..."), or
+    naming a scope wider than the task ("in any repo")."""
+    return any(
+        (DECLARATIVE_START.match(s) and GENERALISING.search(s)) or WIDER_SCOPE.search(s) for s in sentences(prompt)
+    )
+
+
+def stated_fact(prompt: str) -> bool:
+    """A statement of lasting state: where something is or how it runs (declarative, present tense,
+    a concrete identifier), or who owns or reviews what."""
+    for s in sentences(prompt):
+        if DECLARATIVE_START.match(s) and STATE_VERB.search(s) and IDENTIFIER.search(s):
+            return True
+        if ROLE.search(s) and PERSON.search(s):
+            return True
+    return False
+
+
 SAME_SENTENCE = r"(?:(?![.!?](?:\s|$))[^\n]){{0,{}}}"  # within one sentence (a dot inside `a.b` does not end it)
 
 # -- decision with its reason ---------------------------------------------------------------------
@@ -123,6 +185,7 @@ SUBCOMMAND = re.compile(r"^[a-z][a-z0-9:_-]*$")
 
 SIGNAL_TEXT = {
     "rule": "the user stated a rule or preference for future work",
+    "fact": "the user stated a lasting fact (environment, how something runs, who owns what)",
     "fix": "a command failed and a working fix was found",
     "decision": "a decision was made, with its reason",
 }
@@ -192,6 +255,14 @@ def _rerun_changed(failed: Invocation, line: list[Invocation]) -> bool | None:
 
 def fix_found(events: list[dict[str, Any]]) -> bool:
     """A failed command that later succeeded changed, or after a setup command (not just after code edits)."""
+    return first_cured_failure(events) is not None
+
+
+def first_cured_failure(events: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The first failed command event that a later, changed run (or a setup command) cured; None if none.
+
+    The memory a fix leaves names the command that failed: the root cause is explained in the answer.
+    """
     bash = [e for e in events if e.get("name") == "Bash"]
     for pos, event in enumerate(bash):
         if not event.get("failed"):
@@ -210,9 +281,9 @@ def fix_found(events: list[dict[str, Any]]) -> bool:
                 setup_between = setup_between or any(not inv.routine for inv in later_line)
                 continue
             if changed or setup_between:
-                return True
+                return event
             break  # the same command succeeded unchanged after code edits: the fix is in the diff
-    return False
+    return None
 
 
 def stop_signals(facts: dict[str, Any]) -> list[str]:
@@ -231,8 +302,11 @@ def stop_signals(facts: dict[str, Any]) -> list[str]:
         or REMEMBER_THAT.search(prompt)
         or CONVENTION.search(prompt)
         or PREFERENCE.search(prompt)
+        or stated_rule(prompt)
     ):
         signals.append("rule")
+    elif stated_fact(prompt):
+        signals.append("fact")
     if fix_found(list(facts.get("events") or [])):
         signals.append("fix")
     if (
