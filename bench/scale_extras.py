@@ -795,6 +795,7 @@ def run_scale(sizes: list[int], out_dir: Path | None = None, quick: bool = False
         for n in sizes:
             print(f"scale extras at {n} memories", flush=True)
             results["runs"].append(run_size(n, embedder, pool, models, tmp, quick, seed, cold_only))
+        results["index_verification"] = index_verification(sizes, tmp)
         per_store = multi_per_store if multi_per_store is not None else (200 if quick else 10_000)
         if per_store and multi_projects:
             print(f"a daemon holding {multi_projects} project stores + the user store, {per_store} memories each", flush=True)
@@ -838,7 +839,27 @@ def markdown(results: dict[str, Any]) -> str:
     head = "# engram scale extras\n\n"
     if len(rows) > 2:  # not a cold-only run
         head += "p50 / p95 / p99 ms.\n\n" + "\n".join(rows) + "\n\n" + "\n".join(extra) + "\n\n"
-    return head + "\n".join(design_markdown(results)) + "\n"
+    return head + "\n".join(design_markdown(results)) + "\n" + verification_markdown(results)
+
+
+def index_verification(sizes: list[int], tmp: Path) -> list[dict[str, Any]]:
+    """The cost at open of checking every byte of an index file (format 2), per size: the same
+    open with the float32 rows unchecked, as before (bench/index_open_bench.py)."""
+    from index_open_bench import verification_cost
+
+    return [verification_cost(n, tmp) for n in sizes]
+
+
+def verification_markdown(results: dict[str, Any]) -> str:
+    rows = results.get("index_verification") or []
+    if not rows:
+        return ""
+    lines = ["", "Index file checks at open (every byte, float32 rows included; before: the rows unchecked), best of 3 ms:",
+             "", "| memories | file MB | warm before | warm now | cold before | cold now |", "|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['memories']} | {r['file_mb']} | {r['warm_unchecked_ms']} | {r['warm_verified_ms']} | "
+                     f"{r['cold_unchecked_ms']} | {r['cold_verified_ms']} |")
+    return "\n".join(lines) + "\n"
 
 
 def verdict(value: float | None, target: float | None) -> str:
