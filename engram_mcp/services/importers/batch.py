@@ -130,7 +130,13 @@ class ImportBatch:
     def relation(
         self, *, scope: str, source: str, target: str, relation_type: str, evidence: list[str] | None = None
     ) -> None:
-        line = {"kind": "relation", "scope": scope, "from": source, "to": target, "relation_type": relation_type}
+        line: dict[str, Any] = {
+            "kind": "relation",
+            "scope": scope,
+            "from": source,
+            "to": target,
+            "relation_type": relation_type,
+        }
         if evidence:
             line["evidence"] = [e[:500] for e in evidence[:10]]
         self.lines.append(line)

@@ -68,12 +68,10 @@ def _parse(batch: ImportBatch, raw: str, where: str) -> Any:
 
 
 def _entity(batch: ImportBatch, item: dict, scope: str, where: str) -> None:
-    name, etype = item.get("name"), item.get("entityType") or "concept"
-    if not _text(name):
+    name, etype = _str(item.get("name")), _str(item.get("entityType")) or "concept"
+    if name is None:
         batch.skip(where, "an entity needs a name")
         return
-    if not isinstance(etype, str):
-        etype = "concept"
     observations = item.get("observations") or []
     if not isinstance(observations, list):
         batch.skip(where, "observations must be a list of strings")
@@ -96,8 +94,8 @@ def _entity(batch: ImportBatch, item: dict, scope: str, where: str) -> None:
 
 
 def _relation(batch: ImportBatch, item: dict, scope: str, where: str) -> None:
-    src, dst, rel = item.get("from"), item.get("to"), item.get("relationType")
-    if not (_text(src) and _text(dst) and _text(rel)):
+    src, dst, rel = _str(item.get("from")), _str(item.get("to")), _str(item.get("relationType"))
+    if src is None or dst is None or rel is None:
         batch.skip(where, "a relation needs from, to and relationType")
         return
     a = batch.entity(scope=scope, name=src)  # an entity only named by a relation still gets a node
@@ -125,3 +123,8 @@ def relation_phrase(relation_type: str) -> str:
 
 def _text(value: object) -> bool:
     return isinstance(value, str) and bool(value.strip())
+
+
+def _str(value: object) -> str | None:
+    """A non-blank string field, else None (a number or list where a name belongs is no name)."""
+    return value if isinstance(value, str) and value.strip() else None
