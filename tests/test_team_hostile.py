@@ -426,3 +426,18 @@ def test_a_file_merged_into_a_private_memory_by_an_older_version_is_set_apart(cl
     report = sharing.sync_project(bsvc.access, bctx)
     assert "npmrc" not in (bctx.project_root / rel).read_text() and not report["written"], report
     assert bsvc.get(bctx, alice_id)["content"] == PRIVATE and bsvc.get(bctx, bob_id)["content"] == PRIVATE + NOTE
+
+
+def test_a_session_start_does_not_wait_for_a_running_sync_of_the_same_folder(clones) -> None:
+    from engram_mcp.services.sharing import sync as sync_mod
+
+    (actx, asvc), _bob = clones
+    folder = actx.project_root / sharing.TEAM_MEMORY_DIR
+    folder.mkdir(parents=True)
+    (folder / "one.md").write_text("The pager rotates weekly.\n")
+    lock = sync_mod._lock_for(sharing.project_target(asvc.access, actx))
+    with lock:  # `engram sync` of a large pull holds the folder
+        started = time.monotonic()
+        report = sharing.sync_project(asvc.access, actx, pull_only=True, budget_s=travel_ops.SESSION_START_BUDGET_S)
+        assert time.monotonic() - started < 1.0 and report["busy"] and not report["added"]
+    assert len(sharing.sync_project(asvc.access, actx)["added"]) == 1

@@ -55,6 +55,8 @@ READ_PAGE = 100  # memories read per lock hold
 FEW_MEMORIES = 32  # up to this many, links are read per memory instead of for the whole scope
 #: Bytes of files one budgeted run (a session start) reads at most; the rest waits.
 BUDGET_READ_MAX_BYTES = 8 * 1024 * 1024
+#: Seconds a budgeted run waits for another sync of the same folder before it leaves the work to it.
+BUSY_WAIT_S = 0.5
 #: Bytes of files any run holds at most (3,000 memories are ~3 MB; a hostile folder is not read whole).
 READ_MAX_BYTES = 64 * 1024 * 1024
 #: Seconds `git log` may take to name the authors of the files (less when the budget is short).
@@ -719,9 +721,18 @@ def run_sync(
     budget_s: float | None = None,
 ) -> dict[str, Any]:
     """Sync `target` both ways (or only apply the files, `pull_only`); returns the report.
-    With `budget_s`, memories not reached in that time are listed as `pending`."""
-    with _lock_for(target):
-        return _Sync(access, ctx, target, pull_only, budget_s).run().as_dict(target.label)
+    With `budget_s`, memories not reached in that time are listed as `pending`, and a sync of
+    the same folder already running (`engram sync` of a large pull) is waited for BUSY_WAIT_S at
+    most: it applies the files itself, and the report says `busy`."""
+    lock = _lock_for(target)
+    started = time.monotonic()
+    if not lock.acquire(timeout=-1 if budget_s is None else max(0.0, min(budget_s, BUSY_WAIT_S))):
+        return {**Report().as_dict(target.label), "busy": "another sync of this folder is running"}
+    try:
+        left = None if budget_s is None else max(0.0, budget_s - (time.monotonic() - started))
+        return _Sync(access, ctx, target, pull_only, left).run().as_dict(target.label)
+    finally:
+        lock.release()
 
 
 def share_one(access: "ScopeAccess", ctx: "RequestContext", target: Target, key: str) -> dict[str, Any]:
