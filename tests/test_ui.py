@@ -317,10 +317,19 @@ def test_edit_keeps_its_history(ui, browser, shots) -> None:
     _css(browser, "[data-testid=save-content]")[0].click()
     _wait(browser, lambda d: "PostgreSQL 17" in _text(d, "[data-testid=memory-full-content]"))
     history = _wait(browser, lambda d: _css(d, "[data-testid=history-row]"))
-    assert any("PostgreSQL 16" in h.text for h in history)
+    diff = history[0].find_element("css selector", "[data-testid=history-diff]")
+    assert [e.text for e in diff.find_elements("css selector", "del")] == ["16"], "the change is shown as a diff"
+    assert [e.text for e in diff.find_elements("css selector", "ins")] == ["17"]
     browser.save_screenshot(str(shots / "memory.png"))
     shown = json.loads(env.cli("--json", "show", ids["db"], "--history").stdout)
     assert "PostgreSQL 17" in shown["content"] and any("PostgreSQL 16" in h["snapshot"]["content"] for h in shown["history"])
+    restore = history[0].find_element("css selector", "[data-testid=restore]")
+    browser.execute_script("document.getElementById('toast').className = ''; arguments[0].scrollIntoView({block: 'center'})", restore)
+    browser.save_screenshot(str(shots / "history.png"))
+    restore.click()
+    _wait(browser, lambda d: "PostgreSQL 16" in _text(d, "[data-testid=memory-full-content]"))
+    restored = json.loads(env.cli("--json", "show", ids["db"], "--history").stdout)
+    assert "PostgreSQL 16" in restored["content"] and len(restored["history"]) == len(shown["history"]) + 1, "restoring is an edit too"
 
 
 def test_forget_and_undo(ui, browser) -> None:

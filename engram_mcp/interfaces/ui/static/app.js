@@ -287,7 +287,11 @@ async function memoryPage(id) {
     el("div", { class: "actions" },
       el("button", { "data-testid": "save-content", on: { click: () => act(() => post(`/api/memory/${id}/update`, { content: editBox.value }), "saved: the previous version is in the history") } }, "Save text"),
       el("label", {}, "importance ", importance),
-      el("button", { class: "secondary", "data-testid": "save-importance", on: { click: () => act(() => post(`/api/memory/${id}/update`, { importance: parseFloat(importance.value) }), "importance changed") } }, "Set"),
+      el("button", { class: "secondary", "data-testid": "save-importance", on: { click: () => {
+        const value = parseFloat(importance.value);
+        if (!(value >= 0 && value <= 1)) { toast("give an importance from 0 to 1", true); return; }
+        act(() => post(`/api/memory/${id}/update`, { importance: value }), `importance set to ${value}`);
+      } } }, "Set"),
       addTags, removeTags,
       el("button", { class: "secondary", "data-testid": "save-tags", on: { click: () => act(() => post(`/api/memory/${id}/update`, { tags: { add: csv(addTags.value), remove: csv(removeTags.value) } }), "tags changed") } }, "Re-tag")),
     el("div", { class: "actions" },
@@ -317,11 +321,65 @@ async function memoryPage(id) {
       supersedes.length ? el("p", { class: "muted" }, "supersedes / superseded: see the links above") : null,
       el("ul", {}, (m.entities || []).map((e) => el("li", {}, el("a", { href: `#/graph/${encodeURIComponent(e.name)}` }, e.name), ` (${e.entity_type}, ${e.relationship})`))),
       (m.promotion_chain || []).length ? el("p", {}, "promoted: ", m.promotion_chain.map((p) => `from ${p.scope} (${p.action})`).join("; ")) : null)));
-  const history = (m.history || []).slice().reverse();
-  main.append(el("div", { class: "card" }, el("h2", {}, `History (${history.length} earlier versions)`),
-    el("table", { "data-testid": "history" }, el("tbody", {}, history.map((h) => el("tr", { "data-testid": "history-row" },
-      el("td", {}, `v${h.version}`), el("td", {}, h.change), el("td", {}, when(h.changed_at)),
-      el("td", {}, el("div", { class: "memory-content" }, (h.snapshot || {}).content || ""))))))));
+  main.append(historyCard(m, id, act));
+}
+
+// ------------------------------------------------------------------ history: what each change changed
+const DIFF_MAX_WORDS = 400;  // a longer text is shown before/after instead of word by word
+
+function wordDiff(before, after) {
+  // Word-level longest common subsequence: removed words struck, added ones marked.
+  const a = String(before || "").split(/(\s+)/), b = String(after || "").split(/(\s+)/);
+  if (a.length > 2 * DIFF_MAX_WORDS || b.length > 2 * DIFF_MAX_WORDS) {
+    return [el("del", {}, before), el("br"), el("ins", {}, after)];
+  }
+  const L = Array.from({ length: a.length + 1 }, () => new Uint16Array(b.length + 1));
+  for (let i = a.length - 1; i >= 0; i--) for (let j = b.length - 1; j >= 0; j--) {
+    L[i][j] = a[i] === b[j] ? L[i + 1][j + 1] + 1 : Math.max(L[i + 1][j], L[i][j + 1]);
+  }
+  const out = [];
+  let i = 0, j = 0;
+  while (i < a.length || j < b.length) {
+    if (i < a.length && j < b.length && a[i] === b[j]) { out.push(a[i]); i++; j++; }
+    else if (i < a.length && (j === b.length || L[i + 1][j] >= L[i][j + 1])) { out.push(el("del", {}, a[i])); i++; }
+    else { out.push(el("ins", {}, b[j])); j++; }
+  }
+  return out;
+}
+
+function changes(before, after) {
+  // What differs between two versions, field by field, as text a person reads.
+  const out = [];
+  if ((before.content || "") !== (after.content || "")) out.push(el("div", { class: "memory-content diff", "data-testid": "history-diff" }, wordDiff(before.content, after.content)));
+  if ((before.summary || "") !== (after.summary || "")) out.push(el("div", {}, "summary: ", wordDiff(before.summary, after.summary)));
+  if (before.importance !== after.importance && before.importance !== undefined) out.push(el("div", {}, `importance ${num(before.importance)} → ${num(after.importance)}`));
+  if ((before.category || "") !== (after.category || "")) out.push(el("div", {}, `category ${before.category || "none"} → ${after.category || "none"}`));
+  const bt = new Set(before.tags || []), at = new Set(after.tags || []);
+  const added = [...at].filter((t) => !bt.has(t)), removed = [...bt].filter((t) => !at.has(t));
+  if (added.length || removed.length) out.push(el("div", {}, "tags ", added.map((t) => el("ins", {}, `+${t} `)), removed.map((t) => el("del", {}, `−${t} `))));
+  return out.length ? out : [el("span", { class: "muted" }, "no change to text, summary, importance, category or tags")];
+}
+
+function historyCard(m, id, act) {
+  const versions = (m.history || []).slice().sort((x, y) => x.version - y.version);
+  const rows = versions.map((h, k) => {
+    const before = h.snapshot || {};
+    const after = k + 1 < versions.length ? versions[k + 1].snapshot || {} : m;
+    const restore = () => {
+      const current = new Set(m.tags || []), wanted = new Set(before.tags || []);
+      const body = { content: before.content, importance: before.importance,
+        tags: { add: [...wanted].filter((t) => !current.has(t)), remove: [...current].filter((t) => !wanted.has(t)) } };
+      if (before.summary) body.summary = before.summary;
+      if (before.category) body.category = before.category;
+      return act(() => post(`/api/memory/${id}/update`, body), `restored version ${h.version} (the current one is kept in the history)`);
+    };
+    return el("tr", { "data-testid": "history-row" },
+      el("td", {}, `v${h.version} → v${k + 1 < versions.length ? versions[k + 1].version : m.version}`, el("div", { class: "muted" }, h.change), el("div", { class: "muted" }, when(h.changed_at))),
+      el("td", {}, changes(before, after)),
+      el("td", {}, before.content ? el("button", { class: "secondary", "data-testid": "restore", on: { click: restore } }, `Restore v${h.version}`) : null));
+  }).reverse();  // newest change first
+  return el("div", { class: "card" }, el("h2", {}, `History (${versions.length} earlier version${versions.length === 1 ? "" : "s"})`),
+    versions.length ? el("div", { class: "scroll" }, el("table", { "data-testid": "history" }, el("tbody", {}, rows))) : el("p", { class: "muted" }, "No earlier versions: every edit keeps the version it replaces here."));
 }
 
 // ------------------------------------------------------------------ sessions
