@@ -265,6 +265,10 @@ def test_a_conflicted_copy_in_a_user_folder_never_overwrites_the_memory(clones, 
     report = sharing.sync_user(asvc.access, actx, mirror)
     assert asvc.get(actx, mid)["content"] == "My shell is fish with vi bindings." and not report["updated"]
     assert any("conflicted copy" in c["reason"] for c in report["conflicts"])
+    path.rename(path.with_name("moved-away.tmp"))  # the original gone, only the stale copy left
+    report = sharing.sync_user(asvc.access, actx, mirror)
+    assert not report["forgotten"] and asvc.get(actx, mid)["status"] != "forgotten"
+    path.with_name("moved-away.tmp").rename(path)
     # a real conflict in the user folder names a command that works for user memories
     asvc.update(actx, mid, content="My shell is zsh.")
     stale.unlink()

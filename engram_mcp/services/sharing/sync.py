@@ -194,6 +194,7 @@ class _Sync:
         self.files: dict[str, tuple[str, SharedMemory]] = {}
         self.bad_names: set[str] = set()
         self.pending_seen: set[str] = set()
+        self.held: set[str] = set()  # ids that files left alone claim: never applied, never deletions
         self.partial = False  # some files were not read (budget, too many): no deletions this run
         self._origins: dict[str, dict[str, str]] | None = None
         self.supersede_todo: list[tuple[str, tuple[str, ...]]] = []
@@ -290,6 +291,7 @@ class _Sync:
         for fid, claimants in claims.items():
             if len(claimants) > 1 or CONFLICT_COPY_RE.search(claimants[0][0]):
                 self._claimed_twice(claimants)
+                self.held.add(fid)  # its memory is left as it is, whatever the entry's file name says
                 continue
             name, mem = claimants[0]
             self.files[fid] = (name, mem)
@@ -422,7 +424,7 @@ class _Sync:
 
     def _known(self, fid: str) -> None:
         e = self.entries[fid]
-        if fid not in self.files and (self.partial or e.get("path") in self.bad_names):
+        if fid not in self.files and (self.partial or fid in self.held or e.get("path") in self.bad_names):
             return  # unread or unreadable this run: left alone, never taken for a deletion
         if fid in self.files:
             e["path"] = self.files[fid][0]  # a file keeping its `id:` may have been renamed
