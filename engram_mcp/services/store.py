@@ -2,9 +2,11 @@
 
 The text is cleaned and redacted like an imported one (records.clean_*), embedded outside
 the write lock, then under it: a replay of the same `request_id` changes nothing, a
-near-duplicate (cosine >= store_dedup_similarity, or the same text) is strengthened instead
-of stored twice (`merge_into`), and a new memory close to an older one without duplicating it
-comes back with a hint that it may replace it (`supersede_hint`).
+near-duplicate (cosine >= store_dedup_similarity, or the same text) of the same facts and
+the same side of an origin boundary is strengthened instead of stored twice (`merge_into`);
+one that changes a fact is stored as a new memory that supersedes it or is hinted at
+(`_dedup_plan`, services/fact_diff.py), and a new memory close to an older one without
+duplicating it comes back with a hint that it may replace it (`supersede_hint`).
 """
 
 from __future__ import annotations
@@ -61,7 +63,8 @@ def store(
     created_at: str | None = None,
     request_id: str | None = None,
 ) -> dict[str, Any]:
-    """Store a memory, or merge it into a near-duplicate (cosine >= 0.85) of its scope.
+    """Store a memory, or merge it into a near-duplicate (cosine >= 0.85) of its scope that
+    states the same facts (a changed fact supersedes or is hinted at instead; see `_dedup_plan`).
 
     `request_id` (a ULID; the write queue passes its entry id) makes the call
     idempotent: the new memory gets that key, and a replay whose memory exists, or
