@@ -486,3 +486,26 @@ def test_round_trip_per_format_every_item_recallable_by_a_question_about_it(
     for src, r in report.items():
         assert r["imported"] == r["items"], src  # every item of the source is one memory
         assert r["recall@5"] == 1.0, (src, r)
+
+
+@pytest.mark.parametrize("damage", ["truncated", "not_sqlite"])
+def test_through_the_daemon_a_damaged_database_is_invalid_input_and_no_index_is_dropped(
+    daemon, fake_service, ctx, claude_mem_db, tmp_path, monkeypatch, damage
+):
+    from tests.daemon_env import daemon_request
+
+    other = RequestContext(tmp_path / "other", "s2")
+    (other.project_root / ".git").mkdir(parents=True)
+    assert daemon_request(
+        daemon, "store", {"content": "other project's fact", "type": "semantic", "scope": "project"}, other
+    )["ok"]
+    dropped: list = []
+    monkeypatch.setattr(fake_service.access, "distrust_indexes", lambda *a, **k: dropped.append(a))
+    data = claude_mem_db.read_bytes()
+    claude_mem_db.write_bytes(data[: len(data) // 3] if damage == "truncated" else b"PK\x03\x04 a zip file" * 100)
+    reply = daemon_request(daemon, "import_from", {"source": "claude-mem", "path": str(claude_mem_db)}, ctx)
+    assert reply["error"]["error"] == "invalid_input" and str(claude_mem_db) in reply["error"]["message"]
+    assert not reply["error"].get("retryable")
+    assert dropped == []
+    hits = daemon_request(daemon, "recall", {"query": "other project's fact"}, other)["result"]["memories"]
+    assert [m["content"] for m in hits] == ["other project's fact"]
