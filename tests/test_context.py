@@ -202,3 +202,40 @@ def test_memory_from_a_sync_folder_or_an_import_is_never_among_the_users_prefere
     imported = next(line for line in block.splitlines() if "installer" in line)
     assert imported.startswith("- [imported from claude-mem, memory:") and "user_preference" not in imported
     assert res["sections"]["shared"] == 2 and res["tokens_used"] <= 400
+
+
+def test_a_summary_is_hidden_once_a_memory_it_quotes_is_superseded(real_service, project):
+    """Nothing quoted from a session outlives a supersession: the summary goes with the old fact."""
+    from engram_mcp.services.service import RequestContext
+
+    first = RequestContext(project, "sess-old-port")
+    real_service.session_start(first)
+    fact = real_service.store(first, content="The metrics gateway listens on port 7070 in every environment",
+                              type="semantic", scope="session", importance=0.7)["memory_id"]
+    ended = real_service.session_end(first)
+    later = RequestContext(project, "sess-later")
+    block = real_service.context(later, max_tokens=2000, strengthen=False)["context_block"]
+    assert ended["summary_memory_id"] in _ids_in(block)
+    real_service.store(RequestContext(project), content="The metrics gateway moved to port 7443; 7070 is closed",
+                       type="semantic", scope="project", importance=0.7, supersedes=fact)
+    block = real_service.context(later, max_tokens=2000, strengthen=False)["context_block"]
+    assert "7443" in block and "7070 in every" not in block and ended["summary_memory_id"] not in _ids_in(block)
+
+
+def test_the_prompt_hook_injects_knowledge_not_scratch_or_summaries(real_service, project):
+    from engram_mcp.services import hook_ops
+    from engram_mcp.services.service import RequestContext
+
+    first = RequestContext(project, "sess-a")
+    real_service.session_start(first)
+    real_service.store(first, content="The invoice exporter writes CSV files to the exports bucket nightly",
+                       type="semantic", scope="session", importance=0.7)
+    real_service.session_end(first)  # leaves a summary quoting the fact
+    second = RequestContext(project, "sess-b")
+    real_service.session_start(second)
+    hook_ops.capture(real_service.access, second, content="Edited exporter/invoice.py: `csv` → `csv.gz` in the exporter",
+                     type="episodic", importance=0.3, category="file_change", tags=["file-change"])
+    out = hook_ops.prompt_context(real_service.access, second, prompt="where does the invoice exporter write its CSV files")
+    block = out["additional_context"] or ""
+    assert "exports bucket" in block
+    assert "Edited exporter" not in block and "session_summary" not in block

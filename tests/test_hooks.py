@@ -446,19 +446,28 @@ def test_compaction_keeps_the_working_context(live, tmp_path):
     assert "Before compaction" in block and "db/invoices.sql" in block and "next: backfill" in block
 
 
-def test_session_end_applies_queued_captures_then_promotes(live):
+def test_session_end_applies_queued_captures_then_promotes(live, tmp_path):
+    """The hooks as processes with the real daemon: what a turn taught (Stop) reaches the project and
+    its summary; the failed command (scratch) reaches neither."""
     sid = "live-end"
     run_hook(live, "SessionStart", sample("SessionStart", session_id=sid, cwd=str(live.project)))
     failure = sample("PostToolUseFailure", session_id=sid, cwd=str(live.project))
     failure["error"] = "Exit code 3\nerror: the invoices backfill needs the ORDERS_DB_URL variable"
     assert run_hook(live, "PostToolUseFailure", failure).returncode == 0
+    path = turn_transcript(tmp_path / "t.jsonl", "Run the backfill. The replica database is at db-replica-3:5432 for every job.",
+                           [], "Backfill done against the replica.")
+    stop = {**sample("Stop", session_id=sid, cwd=str(live.project)), "transcript_path": str(path), "stop_hook_active": False}
+    assert run_hook(live, "Stop", stop).returncode == 0
     end = run_hook(live, "SessionEnd", sample("SessionEnd", session_id=sid, cwd=str(live.project)))
     assert end.returncode == 0, end.stderr
     with live.client() as c:
-        found = c.call("recall", {"query": "invoices backfill ORDERS_DB_URL", "scope": "project", "category": "session_summary",
+        found = c.call("recall", {"query": "replica database db-replica-3 backfill", "scope": "project", "limit": 10,
                                   "strengthen": False}, project_root=str(live.project))
         again = c.call("session_end", {}, project_root=str(live.project), session_id=sid)
-    assert any("ORDERS_DB_URL" in m["content"] for m in found["memories"])
+    texts = {m.get("category"): m["content"] for m in found["memories"]}
+    assert "db-replica-3:5432" in texts.get("turn_knowledge", ""), texts  # promoted: the next session can see it
+    assert "db-replica-3:5432" in texts.get("session_summary", ""), texts
+    assert not any("ORDERS_DB_URL" in m["content"] for m in found["memories"])  # scratch: never promoted nor quoted
     assert again.get("already_ended") or again.get("promoted") == 0  # idempotent
 
 

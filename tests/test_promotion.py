@@ -334,3 +334,39 @@ def test_a_memory_seen_in_two_projects_becomes_a_user_candidate(real_service, tm
     assert {s["memory_id"] for s in user.q(q.ALL_SIGHTINGS)} == {in_a, other_a, in_b, other_b}
     real_service.forget(RequestContext(roots[0]), in_a)
     assert {s["memory_id"] for s in user.q(q.ALL_SIGHTINGS)} == {other_a, in_b, other_b}
+
+
+# -- what a session leaves to the next one (issue 33) ------------------------------------------------
+def _hook_capture(svc, ctx, content, category, type="episodic", importance=0.45):
+    from engram_mcp.services import hook_ops
+
+    return hook_ops.capture(svc.access, ctx, content=content, type=type, importance=importance, category=category,
+                            tags=["hook"], source={"hook": "PostToolUse"})["memory_id"]
+
+
+def test_edit_and_command_captures_stay_scratch_of_their_session(real_service, ctx, project):
+    """Captures of what was done (an edit, a failed command) are never promoted, whatever their access
+    count, and a session that learned nothing leaves no summary listing the commands that ran."""
+    real_service.session_start(ctx)
+    edit = _hook_capture(real_service, ctx, "Edited src/cache.py: `ttl = 60` → `ttl = 300`.", "file_change", importance=0.3)
+    failed = _hook_capture(real_service, ctx, "Command failed (exit 2): `make lint` — error: unused import", "error")
+    for _ in range(2):  # recalled twice: a knowledge memory this used would qualify
+        real_service.recall(ctx, query="ttl cache edit unused import", scope="session", limit=5)
+    assert real_service.get(ctx, edit)["metadata"].get("scratch") is True
+    res = real_service.session_end(ctx)
+    assert res["promoted"] == 0 and res["summary_memory_id"] is None
+    assert _project_rows(real_service, ctx) == []
+    for mid in (edit, failed):
+        with pytest.raises(MemoryNotFound):
+            real_service.get(RequestContext(project), mid)
+
+
+def test_a_summary_says_what_was_learned_and_names_the_memories_it_quotes(real_service, ctx, project):
+    real_service.session_start(ctx)
+    _hook_capture(real_service, ctx, "Command failed (exit 1): `pnpm build` — error TS2307", "error")
+    learned = _hook_capture(real_service, ctx, "User: the preview deploys go to the review-apps namespace, every branch.",
+                            "turn_knowledge", type="semantic", importance=0.6)
+    res = real_service.session_end(ctx)
+    summary = real_service.get(RequestContext(project), res["summary_memory_id"])
+    assert "review-apps" in summary["content"] and "pnpm build" not in summary["content"]
+    assert summary["metadata"]["derived_from"] == [learned]

@@ -32,6 +32,10 @@ MAX_TRACKED_SESSIONS = 256
 #: Injections kept for `engram ui`'s sessions page (in the daemon's memory: since it started).
 MAX_INJECTION_EVENTS = 2000
 CAPTURE_CATEGORIES = {"file_change": "capture_file_changes", "error": "capture_failed_commands"}
+#: Captures that are scratch of the running session: an edit or a command's error tells what
+#: was done, not what was learned. Never injected, never promoted, never quoted in a summary
+#: (the Stop hook's `turn_knowledge` captures are what a turn taught, and do all three).
+SCRATCH_CATEGORIES = context_ops.SCRATCH_CATEGORIES
 CAPTURE_ALLOWED_KEYS = (
     "content",
     "type",
@@ -255,7 +259,9 @@ def prompt_context(access: ScopeAccess, ctx: RequestContext, *, prompt: str) -> 
     picked = [
         m
         for m in found.get("memories") or []
-        if float(m.get("similarity") or 0.0) >= cfg.prompt_recall_min_relevance and m["id"] not in seen
+        if float(m.get("similarity") or 0.0) >= cfg.prompt_recall_min_relevance
+        and m["id"] not in seen
+        and context_ops.injectable(m)
     ][:limit]
     if not picked:
         return {"additional_context": None, "considered": len(found.get("memories") or [])}
@@ -283,6 +289,9 @@ def capture(
     given = args.get("source")
     source = given if isinstance(given, dict) else {}
     args["source"] = {**source, "origin": "hook"}  # a capture is the hook's, whatever its payload says
+    if args.get("category") in SCRATCH_CATEGORIES:
+        given_meta = args.get("metadata")
+        args["metadata"] = {**(given_meta if isinstance(given_meta, dict) else {}), "scratch": True, "promote": False}
     if request_id is not None:
         args["request_id"] = request_id
     return store(access, ctx, scope="session", **args)

@@ -44,6 +44,8 @@ from engram_mcp.services.store import store as store_memory
 log = logging.getLogger("engram.promotion")
 SCOPE_RANK = {scope: rank for rank, scope in enumerate(SCOPES)}  # broader scopes rank higher
 SUMMARY_ITEMS = 8
+#: Hook captures that stay scratch of their session (see context.SCRATCH_CATEGORIES).
+SCRATCH_CATEGORIES = frozenset({"file_change", "error"})
 
 
 def promote(
@@ -353,6 +355,7 @@ def session_end(
         cfg = access.config(ctx.project_root)
         rows = session.repo.all_memories()
         promoted, merged, skipped = [], 0, 0
+        target_of: dict[str, str] = {}
         for row in rows:
             key = row["id"]
             if not _qualifies(row, cfg):
@@ -360,8 +363,11 @@ def session_end(
                 continue
             res = promote_row(access, session, key, row, project, reason=reason)
             promoted.append(res["target_id"])
+            target_of[key] = res["target_id"]
             merged += res["action"] == "merged"
-        text = summary or _auto_summary(rows)
+        quoted = _summary_rows(rows, target_of)
+        text = summary or _auto_summary(quoted)
+        derived_from = [] if summary else [target_of[r["id"]] for r in quoted[:SUMMARY_ITEMS]]
         summary_id = None
         if text:
             # One summary per session, whatever happens: its id is derived from the session, so
@@ -377,6 +383,7 @@ def session_end(
                 category="session_summary",
                 tags=["session-summary"],
                 source={"hook": "SessionEnd", "session_id": ctx.session_id},
+                metadata={"derived_from": derived_from} if derived_from else None,
                 dedup=False,
                 request_id=summary_memory_key(project.db, ctx.session_id, iso(started_at)),
             )
@@ -421,6 +428,8 @@ def _qualifies(row: dict[str, Any], cfg) -> bool:
     meta = row.get("metadata") or {}
     if row.get("memory_type") == "working" or row.get("status") == "forgotten":
         return False
+    if row.get("category") in SCRATCH_CATEGORIES or meta.get("scratch") is True:
+        return False  # an edit or a command's error: the running session's scratch, whatever its access count
     if meta.get("promote") is False:
         return False
     if meta.get("promote") is True:
@@ -431,19 +440,37 @@ def _qualifies(row: dict[str, Any], cfg) -> bool:
     )
 
 
-def _auto_summary(rows: list[dict[str, Any]]) -> str:
-    """A plain, factual summary of what a session stored (Claude may pass a better one)."""
-    live = [r for r in rows if r.get("status") != "forgotten" and r.get("memory_type") != "working"]
+def _summary_rows(rows: list[dict[str, Any]], target_of: dict[str, str]) -> list[dict[str, Any]]:
+    """What a session summary may quote: what the session learned or decided (its memories that
+    were promoted: stored facts, the Stop hook's turn knowledge), never its scratch (edits, the
+    commands that ran); most important first. Each is quoted with the project memory it became,
+    so the summary is hidden once one of them is superseded (`context.summary_current`)."""
+    live = [
+        r
+        for r in rows
+        if r["id"] in target_of
+        and r.get("status") != "forgotten"
+        and r.get("memory_type") != "working"
+        and r.get("category") not in SCRATCH_CATEGORIES
+    ]
+    live.sort(key=lambda r: (-float(r.get("importance", 0)), to_epoch(r.get("created_at"))))
+    return live
+
+
+def _auto_summary(live: list[dict[str, Any]]) -> str:
+    """A plain, factual summary of what a session learned (Claude may pass a better one); empty
+    when it learned nothing: a list of the commands that ran serves no later session."""
     if not live:
         return ""
     counts: dict[str, int] = {}
     for r in live:
         counts[r["memory_type"]] = counts.get(r["memory_type"], 0) + 1
-    live.sort(key=lambda r: (-float(r.get("importance", 0)), to_epoch(r.get("created_at"))))
     started = min(to_epoch(r.get("created_at")) for r in live)
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(started))
     lines = [
-        f"Session of {when}: " + ", ".join(count_phrase(n, f"{t} memory") for t, n in sorted(counts.items())) + "."
+        f"Session of {when}, learned: "
+        + ", ".join(count_phrase(n, f"{t} memory") for t, n in sorted(counts.items()))
+        + "."
     ]
     for r in live[:SUMMARY_ITEMS]:
         lines.append(f"- {clip_words(r.get('summary') or r.get('content') or '', 160)}")
