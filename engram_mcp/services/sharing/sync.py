@@ -20,6 +20,7 @@ records where it came from: the file, and the last commit and author touching it
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
 import threading
 import time
@@ -50,6 +51,7 @@ from .memory_file import (
 if TYPE_CHECKING:
     from engram_mcp.services.access import RequestContext, ScopeAccess
 
+log = logging.getLogger("engram.sharing")
 DELETED = "deleted"  # the fingerprint of a side that no longer holds the memory
 READ_PAGE = 100  # memories read per lock hold
 FEW_MEMORIES = 32  # up to this many, links are read per memory instead of for the whole scope
@@ -237,8 +239,10 @@ class _Sync:
             step(fid)
         except StoreUnavailable:
             raise
-        except (EngramError, ValueError, TypeError, RecursionError) as exc:
+        except Exception as exc:  # noqa: BLE001 - one file's failure is reported; the others still apply
             name = self.files[fid][0] if fid in self.files else self.entries.get(fid, {}).get("path")
+            if not isinstance(exc, EngramError):
+                log.warning("sync of %s/%s failed", self.t.label, name, exc_info=True)
             message = exc.message if isinstance(exc, EngramError) else f"cannot be applied ({type(exc).__name__})"
             self.report.errors.append({"path": f"{self.t.label}/{name}", "error": f"{self.t.label}/{name}: {message}"})
 
