@@ -422,6 +422,10 @@ def test_other_pages_render(ui, browser, shots) -> None:
     browser.save_screenshot(str(shots / "sessions.png"))
     _open(browser, base, "graph", "[data-testid=graph-svg]")
     assert _css(browser, "[data-testid=graph-edge]")[0].get_attribute("marker-end") == "url(#arrow)"
+    graph = _css(browser, "[data-testid=graph-svg]")[0]
+    width = float(graph.get_dom_attribute("viewBox").split()[2])
+    browser.execute_script("arguments[0].dispatchEvent(new WheelEvent('wheel', {deltaY: -300, clientX: 500, clientY: 400, bubbles: true, cancelable: true}))", graph)
+    assert float(graph.get_dom_attribute("viewBox").split()[2]) < width, "the wheel zooms in"
     browser.save_screenshot(str(shots / "graph.png"))
 
 

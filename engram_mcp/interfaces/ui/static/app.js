@@ -521,6 +521,25 @@ async function graphPage(entity = "") {
   draw();
 }
 
+function panAndZoom(s, W, H) {
+  // The wheel zooms around the pointer, dragging pans: the viewBox moves, the drawing stays.
+  let box = { x: 0, y: 0, w: W, h: H };
+  const show = () => s.setAttribute("viewBox", `${box.x} ${box.y} ${box.w} ${box.h}`);
+  const at = (ev) => { const r = s.getBoundingClientRect(); return [box.x + ((ev.clientX - r.left) / r.width) * box.w, box.y + ((ev.clientY - r.top) / r.height) * box.h]; };
+  s.addEventListener("wheel", (ev) => {
+    ev.preventDefault();
+    const [px, py] = at(ev), f = Math.min(4, Math.max(0.25, Math.exp(ev.deltaY * 0.0015)));
+    const w = Math.min(W * 4, Math.max(W / 8, box.w * f)), k = w / box.w;
+    box = { x: px - (px - box.x) * k, y: py - (py - box.y) * k, w, h: box.h * k };
+    show();
+  }, { passive: false });
+  let drag = null;
+  s.addEventListener("pointerdown", (ev) => { if (ev.target.closest("a")) return; drag = at(ev); s.setPointerCapture(ev.pointerId); });
+  s.addEventListener("pointermove", (ev) => { if (!drag) return; const [px, py] = at(ev); box = { ...box, x: box.x + drag[0] - px, y: box.y + drag[1] - py }; show(); });
+  s.addEventListener("pointerup", () => { drag = null; });
+  s.setAttribute("data-zoomable", "1");
+}
+
 function drawGraph(g, center) {
   const W = 900, H = 520, cx = W / 2, cy = H / 2;
   const names = [...new Set(g.entities.map((e) => e.name).filter(Boolean))];
@@ -553,6 +572,7 @@ function drawGraph(g, center) {
     a.append(svg("circle", { cx: x, cy: y, r: 7, class: n === center ? "node center" : "node" }), svg("text", { x: x + 10, y: y + 4 }, n));
     s.append(a);
   }
+  panAndZoom(s, W, H);
   return s;
 }
 
