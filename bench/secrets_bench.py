@@ -21,6 +21,15 @@ Detectors:
   engram+detect-secrets   engram first, then what detect-secrets still finds is removed too
   engram+gitleaks-rules   the same with gitleaks' rules (with --gitleaks-config)
 
+Issue 32 (the local and the outbound pass): on bench/data/secrets_prose.jsonl (secrets written in
+sentences in 12 languages, AWS key ids followed by their secret, tokens near a key name) and
+bench/data/not_secrets_identifiers.jsonl (commit hashes, ULIDs, UUIDs, base64 of text, lockfile
+checksums, versioned names, versions, hosts and ports), both generated with a fixed seed
+(`--write-corpus`): secrets left in clear by `sanitize` (what every write stores) and by
+`redact_outbound` (team files, the sync folder, exports), false positives, texts of the
+coding-memory set changed, and CPU µs per write; beside the same figures for the rules at
+BEFORE_REV (their engram_mcp/core extracted by `git archive` and run in a child process).
+
 Writes secrets.json and secrets.md into --out (default bench/results/secrets-<UTC>).
 """
 
