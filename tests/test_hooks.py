@@ -271,6 +271,17 @@ def test_a_fix_is_kept_with_the_failed_command_and_the_root_cause(tmp_path, monk
     assert "`pytest -q` failed" in mem["content"] and "psycopg is optional" in mem["content"]
 
 
+def test_a_rule_for_every_project_is_marked_for_the_user_scope_and_leads_its_memory(tmp_path, monkeypatch):
+    entries, _ = _stop_captures(tmp_path, monkeypatch,
+                                "Commit it. Release notes are written for end users, in every repo I own.", [], "Committed.")
+    mem = entries[0]["args"]
+    assert mem["metadata"] == {"promote_to": "user"}
+    assert mem["content"].startswith("User: Release notes are written for end users")  # what it teaches, then the order
+    project_only, _ = _stop_captures(tmp_path / "p", monkeypatch,
+                                     "Ship it. The staging API lives at https://api.staging.example:8443 here.", [], "Done.")
+    assert "metadata" not in project_only[0]["args"]
+
+
 def test_a_quiet_turn_queues_nothing(tmp_path, monkeypatch):
     entries, _ = _stop_captures(tmp_path, monkeypatch, "Rename the helper to parse_rows.", [EDIT], "Renamed.")
     assert entries == []

@@ -337,11 +337,11 @@ def test_a_memory_seen_in_two_projects_becomes_a_user_candidate(real_service, tm
 
 
 # -- what a session leaves to the next one (issue 33) ------------------------------------------------
-def _hook_capture(svc, ctx, content, category, type="episodic", importance=0.45):
+def _hook_capture(svc, ctx, content, category, type="episodic", importance=0.45, **more):
     from engram_mcp.services import hook_ops
 
     return hook_ops.capture(svc.access, ctx, content=content, type=type, importance=importance, category=category,
-                            tags=["hook"], source={"hook": "PostToolUse"})["memory_id"]
+                            tags=["hook"], source={"hook": "PostToolUse"}, **more)["memory_id"]
 
 
 def test_edit_and_command_captures_stay_scratch_of_their_session(real_service, ctx, project):
@@ -370,3 +370,16 @@ def test_a_summary_says_what_was_learned_and_names_the_memories_it_quotes(real_s
     summary = real_service.get(RequestContext(project), res["summary_memory_id"])
     assert "review-apps" in summary["content"] and "pnpm build" not in summary["content"]
     assert summary["metadata"]["derived_from"] == [learned]
+
+
+def test_what_the_user_stated_for_every_project_reaches_the_user_scope_at_session_end(real_service, ctx, project, tmp_path):
+    """A rule stated "in any repo" is needed in the next project too: session end carries it past the project."""
+    real_service.session_start(ctx)
+    _hook_capture(real_service, ctx, "User: changelog entries are written in past tense, in every repo.",
+                  "turn_knowledge", type="semantic", importance=0.6, metadata={"promote_to": "user"})  # as Stop sends it
+    real_service.session_end(ctx)
+    other = tmp_path / "another-project"
+    other.mkdir()
+    found = real_service.recall(RequestContext(other, "sess-2"), query="how are changelog entries written", scope="user",
+                                strengthen=False)["memories"]
+    assert any("past tense" in m["content"] for m in found)

@@ -581,7 +581,7 @@ def turn_knowledge_memory(facts: dict[str, Any], signals: list[str]) -> dict[str
     outcome (a fix's root cause is explained in the answer), redacted and cut. It is knowledge,
     not scratch: session end promotes it, so the next session can see it.
     """
-    prompt = _clean(facts.get("prompt"), TURN_PROMPT_CHARS)
+    prompt = _clean(stop_trigger.teaching_first(str(facts.get("prompt") or "")), TURN_PROMPT_CHARS)
     answer = _clean(facts.get("answer"), TURN_ANSWER_CHARS)
     if not prompt and not answer:
         return None
@@ -595,7 +595,7 @@ def turn_knowledge_memory(facts: dict[str, Any], signals: list[str]) -> dict[str
         kind = signals[0]  # rule, fact or decision: the user's words carry it
         content = f"User: {prompt}" + (f" Outcome: {answer}" if answer else "")
         mem_type = "semantic"
-    return {
+    memory = {
         "content": _clean(content, TURN_PROMPT_CHARS + TURN_ANSWER_CHARS + 200),
         "type": mem_type,
         "importance": IMPORTANCE_TURN_KNOWLEDGE,
@@ -603,6 +603,9 @@ def turn_knowledge_memory(facts: dict[str, Any], signals: list[str]) -> dict[str
         "tags": ["stop-capture", kind],
         "source": {"hook": "Stop", "signals": list(signals)},
     }
+    if kind != "fix" and stop_trigger.for_every_project(str(facts.get("prompt") or "")):
+        memory["metadata"] = {"promote_to": "user"}  # session end carries it on to the user scope
+    return memory
 
 
 def _holds_answer(facts: dict[str, Any], expected: str) -> bool:

@@ -116,6 +116,28 @@ def stated_rule(prompt: str) -> bool:
     )
 
 
+def _teaches(sentence: str) -> bool:
+    return bool(
+        (DECLARATIVE_START.match(sentence) and (GENERALISING.search(sentence) or STATE_VERB.search(sentence)))
+        or WIDER_SCOPE.search(sentence)
+        or ROLE.search(sentence)
+        or any(p.search(sentence) for p in (FUTURE_MARKERS, REMEMBER_THAT, CONVENTION, PREFERENCE, USER_DECISION))
+    )
+
+
+def teaching_first(prompt: str) -> str:
+    """The prompt with the sentences that state something lasting first, the task's orders after:
+    a memory cut for the context keeps what it teaches, not "Commit it."."""
+    parts = [p.strip() for p in re.split(r"(?<=[.!?])\s+|\n+", prompt) if p.strip()]
+    return " ".join([p for p in parts if _teaches(p)] + [p for p in parts if not _teaches(p)])
+
+
+def for_every_project(prompt: str) -> bool:
+    """Whether the user stated it for all their work, not this repository: a scope wider than the
+    project ("in any repo", "for anything you write") or a personal preference ("I prefer")."""
+    return bool(WIDER_SCOPE.search(prompt) or PREFERENCE.search(prompt))
+
+
 def stated_fact(prompt: str) -> bool:
     """A statement of lasting state: where something is or how it runs (declarative, present tense,
     a concrete identifier), or who owns or reviews what."""

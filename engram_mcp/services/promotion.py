@@ -365,6 +365,8 @@ def session_end(
             promoted.append(res["target_id"])
             target_of[key] = res["target_id"]
             merged += res["action"] == "merged"
+            if (row.get("metadata") or {}).get("promote_to") == "user":
+                _promote_to_user(access, ctx, project, res["target_id"])
         quoted = _summary_rows(rows, target_of)
         text = summary or _auto_summary(quoted)
         derived_from = [] if summary else [target_of[r["id"]] for r in quoted[:SUMMARY_ITEMS]]
@@ -408,6 +410,20 @@ def session_end(
         "summary_memory_id": summary_id,
         "user_promotion_candidates": candidates,
     }
+
+
+def _promote_to_user(access: ScopeAccess, ctx: RequestContext, project: ScopeHandle, memory_id: str) -> None:
+    """A session memory the user stated for every project (a hook saw "in any repo", "I prefer"):
+    on to the user scope too, so the next session in another project has it. Failing here must
+    not fail the session's end: the project copy is kept either way."""
+    key = parse_memory_id(memory_id)
+    row = project.repo.get(key)
+    if row is None:
+        return
+    try:
+        promote_row(access, project, key, row, access.handle(ctx, "user"), reason="stated for every project")
+    except Exception:
+        log.exception("promoting %s to the user scope", memory_id)
 
 
 def summary_memory_key(project_db: str, session_id: str, run_started: str | None) -> str:
