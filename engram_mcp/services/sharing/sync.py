@@ -454,7 +454,14 @@ class _Sync:
             self._conflict(fid, str(e.get("key")), name, mem, local_mem)
 
     def _conflict(
-        self, fid: str, key: str, name: str | None, mem: SharedMemory | None, local_mem: SharedMemory | None
+        self,
+        fid: str,
+        key: str,
+        name: str | None,
+        mem: SharedMemory | None,
+        local_mem: SharedMemory | None,
+        *,
+        resolve: str | None = None,
     ) -> None:
         """Report both versions; change neither (the next sync reports it again until resolved)."""
         self.report.conflicts.append(
@@ -463,7 +470,7 @@ class _Sync:
                 "path": f"{self.t.label}/{name}",
                 "file": mem.content if mem else None,
                 "local": local_mem.content if local_mem else None,
-                "resolve": self.t.resolve,
+                "resolve": resolve or self.t.resolve,
             }
         )
 
@@ -575,6 +582,18 @@ class _Sync:
         if present:
             row = self.local.get(fid) or read_local(self.access, self.ctx, self.t.scope, {fid}).get(fid)
             local_mem = as_shared(row, fid, self.to_file_id) if _is_live(row) else None
+            if self._claims_private(row, local_mem, mem):
+                self.held.add(fid)
+                self._conflict(
+                    fid,
+                    fid,
+                    name,
+                    mem,
+                    local_mem,
+                    resolve="this project's memory with that id did not come from a file: if it is yours and you "
+                    "shared it, `engram share ID` writes your version; if not, give the file a new id",
+                )
+                return
             if local_mem is not None and local_mem.fingerprint() != mem.fingerprint():
                 # both hold it and they differ, with no base to say who changed (the state was
                 # lost, or the file was written elsewhere): a conflict, neither side touched
@@ -619,6 +638,18 @@ class _Sync:
         if mem.supersedes:
             self.supersede_todo.append((key, mem.supersedes))
         self._remember(fid, key, name, mem)
+
+    def _claims_private(self, row: dict[str, Any] | None, local_mem: SharedMemory | None, mem: SharedMemory) -> bool:
+        """Whether a team file with no sync base names a project memory that is not the file's:
+        one that did not arrive from a file, and differs from it or was forgotten here. Taking
+        it as a conflict would advise `engram share`, publishing the private text; applying it
+        would overwrite (or revive) a private memory. The user's own mirror folder is theirs."""
+        if self.t.mirror_all or row is None:
+            return False
+        source = row.get("source")
+        if isinstance(source, dict) and source.get("kind") in FILE_SOURCE_KINDS:
+            return False
+        return local_mem is None or local_mem.fingerprint() != mem.fingerprint()
 
     def _send_new_local(self) -> None:
         """Mirror: every live memory of the scope that no file holds yet gets one."""
