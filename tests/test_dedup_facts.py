@@ -78,7 +78,7 @@ def test_a_corrected_value_supersedes_and_recall_returns_the_new_text(real_servi
     assert new["action"] == "created" and new["memory_id"] != old
     assert new["supersedes"] == old
     assert svc.get(ctx, new["memory_id"])["content"] == STG3
-    for query in ("nomad-stg-3", "which staging cluster do previews deploy to"):
+    for query in ("nomad-stg-3", "which staging cluster", "which staging cluster do previews deploy to"):
         found = svc.recall(ctx, query=query, limit=5, strengthen=False)
         assert _ids(found)[0] == new["memory_id"], query
         assert old not in _ids(found), query  # superseded: hidden by default
