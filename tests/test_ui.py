@@ -276,6 +276,7 @@ def test_token_moves_to_a_cookie_and_search_finds_a_memory(ui, browser, shots) -
     _, base, _, ids = ui
     assert "token=" not in browser.current_url, "the token leaves the address bar"
     _wait(browser, lambda d: len(_css(d, "[data-testid=memory-row]")) >= 5)
+    _wait(browser, lambda d: (_css(d, "#project")[0].get_attribute("placeholder") or "").endswith("proj"))  # the project field names its project
     browser.save_screenshot(str(shots / "browse.png"))
     box = _css(browser, "[data-testid=search-input]")[0]
     box.send_keys("how do I run the tests")

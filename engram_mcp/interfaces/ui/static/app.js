@@ -608,7 +608,8 @@ async function healthPage() {
 // ------------------------------------------------------------------ live feed and routing
 async function projectPicker() {
   const input = document.getElementById("project");
-  try { input.placeholder = (await api("/api/info")).project; } catch (e) { /* shown by the page's own call */ }
+  // its own signal: the first view, routed right after, must not abort it
+  try { input.placeholder = (await api("/api/info", { signal: new AbortController().signal })).project; } catch (e) { /* shown by the page's own call */ }
   input.value = project;
   input.addEventListener("change", () => {
     const params = new URLSearchParams(location.search);
