@@ -149,11 +149,15 @@ def test_a_session_summary_shows_once_in_the_next_session(real_service, project)
                        scope="session", importance=0.7)
     ended = real_service.session_end(first)
     assert ended["summary_memory_id"]
-    block = real_service.context(RequestContext(project, "sess-second"), max_tokens=2000, strengthen=False)["context_block"]
+    second = RequestContext(project, "sess-second")
+    block = real_service.context(second, max_tokens=2000, strengthen=False, sections=["session_history"])["context_block"]
     ids = _ids_in(block)
     assert ended["summary_memory_id"] in ids
     assert len(ids) == len(set(ids)), "a memory appears twice in one block"
     assert "1 episodic memory, 1 semantic memory" in block  # counts with the noun in the right number
+    # in the whole block both facts are shown on their own: a summary quoting only them is left out
+    full = real_service.context(second, max_tokens=2000, strengthen=False)["context_block"]
+    assert "freezegun" in full and "AUTH_SECRET_NAME" in full and ended["summary_memory_id"] not in _ids_in(full)
 
 
 def test_near_duplicates_in_two_scopes_are_shown_once_and_nothing_is_cut_mid_word(real_service, ctx):
@@ -214,12 +218,15 @@ def test_a_summary_is_hidden_once_a_memory_it_quotes_is_superseded(real_service,
                               type="semantic", scope="session", importance=0.7)["memory_id"]
     ended = real_service.session_end(first)
     later = RequestContext(project, "sess-later")
-    block = real_service.context(later, max_tokens=2000, strengthen=False)["context_block"]
+    history = ["session_history"]
+    block = real_service.context(later, max_tokens=2000, strengthen=False, sections=history)["context_block"]
     assert ended["summary_memory_id"] in _ids_in(block)
     real_service.store(RequestContext(project), content="The metrics gateway moved to port 7443; 7070 is closed",
                        type="semantic", scope="project", importance=0.7, supersedes=fact)
+    block = real_service.context(later, max_tokens=2000, strengthen=False, sections=history)["context_block"]
+    assert ended["summary_memory_id"] not in _ids_in(block)
     block = real_service.context(later, max_tokens=2000, strengthen=False)["context_block"]
-    assert "7443" in block and "7070 in every" not in block and ended["summary_memory_id"] not in _ids_in(block)
+    assert "7443" in block and "7070 in every" not in block
 
 
 def test_the_prompt_hook_injects_knowledge_not_scratch_or_summaries(real_service, project):

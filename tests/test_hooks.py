@@ -276,7 +276,7 @@ def test_a_rule_for_every_project_is_marked_for_the_user_scope_and_leads_its_mem
                                 "Commit it. Release notes are written for end users, in every repo I own.", [], "Committed.")
     mem = entries[0]["args"]
     assert mem["metadata"] == {"promote_to": "user"}
-    assert mem["content"].startswith("User: Release notes are written for end users")  # what it teaches, then the order
+    assert mem["content"].startswith("User: Release notes are written for end users") and "Commit it" not in mem["content"]
     (tmp_path / "p").mkdir()
     project_only, _ = _stop_captures(tmp_path / "p", monkeypatch,
                                      "Ship it. The staging API lives at https://api.staging.example:8443 here.", [], "Done.")

@@ -68,7 +68,8 @@ IMPORTANCE_COMPACT_SNAPSHOT = 0.6
 IMPORTANCE_TURN_KNOWLEDGE = 0.6
 TURN_KNOWLEDGE_CATEGORY = "turn_knowledge"
 TURN_PROMPT_CHARS = 600  # the user's words of a flagged turn kept in its memory
-TURN_ANSWER_CHARS = 500  # and the outcome (a fix's root cause is in the answer)
+TURN_ANSWER_CHARS = 500  # a fix's answer (its root cause is explained there)
+TURN_OUTCOME_CHARS = 200  # the outcome of a turn whose knowledge is in the user's words
 
 STOP_NOTES_DIR = "stop-notes"  # under the user dir: one pending note per session, for the next prompt
 STOP_NOTE_MAX_AGE_S = 7 * 24 * 3600  # a note nobody picked up within a week is dropped
@@ -581,8 +582,8 @@ def turn_knowledge_memory(facts: dict[str, Any], signals: list[str]) -> dict[str
     outcome (a fix's root cause is explained in the answer), redacted and cut. It is knowledge,
     not scratch: session end promotes it, so the next session can see it.
     """
-    prompt = _clean(stop_trigger.teaching_first(str(facts.get("prompt") or "")), TURN_PROMPT_CHARS)
-    answer = _clean(facts.get("answer"), TURN_ANSWER_CHARS)
+    prompt = _clean(stop_trigger.teaching_part(str(facts.get("prompt") or "")), TURN_PROMPT_CHARS)
+    answer = _clean(facts.get("answer"), TURN_ANSWER_CHARS if "fix" in signals else TURN_OUTCOME_CHARS)
     if not prompt and not answer:
         return None
     if "fix" in signals:

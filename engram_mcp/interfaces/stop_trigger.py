@@ -125,11 +125,13 @@ def _teaches(sentence: str) -> bool:
     )
 
 
-def teaching_first(prompt: str) -> str:
-    """The prompt with the sentences that state something lasting first, the task's orders after:
-    a memory cut for the context keeps what it teaches, not "Commit it."."""
+def teaching_part(prompt: str) -> str:
+    """The sentences of a prompt that state something lasting, without the task's orders around them
+    ("Commit it."): the memory says what was taught, and a short line leaves room in the context for
+    others. The whole prompt when no one sentence carries it (a decision spread over several)."""
     parts = [p.strip() for p in re.split(r"(?<=[.!?])\s+|\n+", prompt) if p.strip()]
-    return " ".join([p for p in parts if _teaches(p)] + [p for p in parts if not _teaches(p)])
+    taught = [p for p in parts if _teaches(p)]
+    return " ".join(taught or parts)
 
 
 def for_every_project(prompt: str) -> bool:

@@ -260,7 +260,7 @@ def build_context(
         for name in SECTIONS:  # a memory (or a near-duplicate of it) appears once, in its first section
             kept = []
             for m in gathered[name]:
-                if is_scratch(m):
+                if is_scratch(m) or _restates(m, shown.ids):
                     continue
                 if not shown.repeats(m):
                     shown.add(m)
@@ -359,6 +359,18 @@ def _session_history(access: ScopeAccess, ctx: RequestContext) -> list[dict[str,
         except StoreUnavailable:
             pass
     return out
+
+
+def _restates(mem: dict[str, Any], shown_ids: set[str]) -> bool:
+    """A session summary whose every quoted memory is already in the block adds nothing but tokens."""
+    meta = mem.get("metadata")
+    quoted = meta.get("derived_from") if isinstance(meta, dict) else None
+    return (
+        mem.get("category") == SUMMARY_CATEGORY
+        and isinstance(quoted, list)
+        and bool(quoted)
+        and all(q in shown_ids for q in quoted)
+    )
 
 
 #: Summaries of past sessions the start block shows (the newest first, as the priors rank them).
