@@ -738,3 +738,23 @@ def test_a_430_px_window_does_not_scroll_sideways(ui, browser, shots) -> None:
         browser.save_screenshot(str(shots / "narrow.png"))
     finally:
         browser.set_window_size(size["width"], size["height"])
+
+
+def test_mark_superseded_by_the_short_id_the_page_shows(ui, browser) -> None:
+    env, base, token, _ = ui
+    client = env.client("ui-short-ids")
+    try:
+        older = client.call("store", {"content": "CI runs on a self-hosted Jenkins", "type": "semantic", "scope": "project"}, project_root=env.project)["memory_id"]
+        newer = client.call("store", {"content": "CI moved to GitHub Actions in March", "type": "semantic", "scope": "project"}, project_root=env.project)["memory_id"]
+    finally:
+        client.close()
+    _memory_page(browser, base, older)
+    shown = "…" + newer.split(":", 1)[1][-8:]  # as the page writes it
+    box = _css(browser, "[data-testid=superseded-by]")[0]
+    box.send_keys(shown)
+    _css(browser, "[data-testid=mark-superseded]")[0].click()
+    _wait(browser, lambda d: any("supersedes" in li.text for li in _css(d, "[data-testid=links] li")))
+    links = json.loads(env.cli("--json", "show", newer).stdout)["links"]
+    assert {"from": newer, "to": older, "relation": "supersedes"} in links
+    assert _http(f"{base}/api/memory/ABC?token={token}") == 400, "too short to name one memory"
+    assert _http(f"{base}/api/memory/{older.split(':', 1)[1][-8:]}?token={token}") == 200

@@ -237,6 +237,7 @@ IMPORT_FROM = _obj(
 REINDEX = _obj({"scopes": SCOPE_LIST})
 #: `engram ui`'s: a memory's decay curve; the approved steps of a consolidation plan.
 DECAY_CURVE = _obj({"memory_id": ID}, ["memory_id"])
+RESOLVE_ID = _obj({"short_id": _str(40)}, ["short_id"])
 CONSOLIDATE_STEPS = _obj(
     {
         "steps": _arr(_str(100)),

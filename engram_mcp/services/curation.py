@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from engram_mcp.core.errors import InvalidInput
+from engram_mcp.core.errors import InvalidInput, MemoryNotFound
 from engram_mcp.core.ids import format_memory_id
 from engram_mcp.core.vocabulary import LIVE_STATUSES, MEMORY_TYPES, SESSION_STATUSES, STATUSES
 from engram_mcp.index.scope_index import STATUS_CODE, TYPE_CODE, Filters
@@ -36,6 +36,8 @@ CURVE_DAYS = (0, 1, 2, 3, 5, 7, 10, 14, 21, 30, 45, 60, 90, 120, 180, 270, 365)
 SESSIONS_SHOWN = 50
 BRIEF_CHARS = 200  # of each memory a session names (summary, else the start of its text)
 BRIEFS_MAX = 600  # memories described per answer; the rest stay ids
+ULID_CHARS = 26
+SHORT_ID_MIN_CHARS = 6  # fewer could name too many memories to be worth a lookup
 
 
 def _rate(n: int, of: int) -> float:
@@ -235,3 +237,30 @@ def _briefs(access: ScopeAccess, ctx: RequestContext, ids: list[str]) -> dict[st
                     "status": row.get("status"),
                 }
     return out
+
+
+def resolve_id(access: ScopeAccess, ctx: RequestContext, short_id: str) -> dict[str, Any]:
+    """The full id of a memory named by the end (or start) of its id, as the page shows ids
+    (`…9WEBHKJ7`): a person copies what they see, and "mark superseded by" must take it.
+    Looked up in the index keys of every scope the caller can read; more than one match is an
+    error naming how many, so a short id never picks a memory by chance."""
+    raw = str(short_id).strip().lstrip("…").strip(".").split(":", 1)[-1].upper()
+    if len(raw) == ULID_CHARS:
+        return {"memory_id": format_memory_id(raw)}
+    if not SHORT_ID_MIN_CHARS <= len(raw) < ULID_CHARS or not raw.isalnum():
+        raise InvalidInput(f"give a memory id, or at least its last {SHORT_ID_MIN_CHARS} characters", field="memory_id")
+    found: set[str] = set()
+    with access.lock:
+        for _name, h in access.open_scopes(ctx, SCOPE_ORDER, []):
+            idx = h.index
+            for slot in range(idx.slots.size):
+                key = idx.key_of(slot)
+                if key and (key.upper().endswith(raw) or key.upper().startswith(raw)):
+                    found.add(key)
+    if not found:
+        raise MemoryNotFound(f"no memory id ends or starts with {raw!r}")
+    if len(found) > 1:
+        raise InvalidInput(
+            f"{len(found)} memories have ids ending or starting with {raw!r}: give more of it", field="memory_id"
+        )
+    return {"memory_id": format_memory_id(found.pop())}

@@ -58,6 +58,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from engram_mcp.core import operations
 from engram_mcp.core.errors import DaemonUnavailable, EngramError, InvalidInput
 from engram_mcp.core.paths import project_dir, resolve_project_root
+from engram_mcp.core.vocabulary import RECALLABLE_STATUSES
 from engram_mcp.daemon.client import DaemonClient
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
@@ -87,6 +88,7 @@ MAX_HEADER_BYTES = 64 * 1024  # h11's limit on an incomplete request head
 LISTEN_BACKLOG = 1024
 WANTED_OPEN_FILES = 8192  # soft descriptor limit the server raises itself to (within the hard one)
 PAGES = ("/", "/index.html")
+ULID_CHARS = 26  # a whole memory id; anything shorter is looked up (`resolve_id`)
 STATIC_TYPES = {".js": "text/javascript", ".css": "text/css", ".svg": "image/svg+xml", ".html": "text/html"}
 
 
@@ -337,16 +339,22 @@ def make_app(backend: Backend, token: str, port_of: Callable[[], int], session: 
         bounds = {k: request.query_params[k] for k in ("after", "before") if request.query_params.get(k)}
         if bounds:
             args["time_range"] = bounds
-        if statuses - {"created", "active", "consolidated"}:
+        if statuses - set(RECALLABLE_STATUSES):
             args["include_forgotten"] = True  # archived, forgotten or all: recall must see them
         if request.query_params.get("strategy"):
             args["strategy"] = request.query_params["strategy"]
         result = await call("recall", args, request)
         return search_page(result, statuses, page, size)
 
+    async def full_id(mid: str, request: Request) -> str:
+        """A memory id as the page shows it (`…9WEBHKJ7`) or as typed, made whole (`resolve_id`)."""
+        if len(mid.split(":", 1)[-1]) == ULID_CHARS:
+            return mid
+        return str((await call("resolve_id", {"short_id": mid}, request))["memory_id"])
+
     @endpoint
     async def api_memory(request: Request) -> Any:
-        mid = request.path_params["mid"]
+        mid = await full_id(request.path_params["mid"], request)
         memory = await call("get", {"memory_id": mid, "history": True}, request)
         memory["decay"] = await call("decay_curve", {"memory_id": mid}, request)
         return memory
@@ -356,7 +364,10 @@ def make_app(backend: Backend, token: str, port_of: Callable[[], int], session: 
         body = await _json_body(request)
         allowed = ("content", "summary", "importance", "category", "tags", "supersedes")
         args = {k: v for k, v in body.items() if k in allowed}
-        return await call("update", {"memory_id": request.path_params["mid"], **args}, request)
+        if isinstance(args.get("supersedes"), str):
+            args["supersedes"] = await full_id(args["supersedes"], request)
+        mid = await full_id(request.path_params["mid"], request)
+        return await call("update", {"memory_id": mid, **args}, request)
 
     @endpoint
     async def api_forget(request: Request) -> Any:

@@ -280,7 +280,7 @@ async function memoryPage(id) {
   const addTags = el("input", { placeholder: "add tags (comma)", "data-testid": "add-tags", size: 14 });
   const removeTags = el("input", { placeholder: "remove tags", "data-testid": "remove-tags", size: 14 });
   const target = el("select", { "data-testid": "promote-target" }, ["project", "user"].map((s) => el("option", { value: s }, s)));
-  const newer = el("input", { placeholder: "newer memory id", "data-testid": "superseded-by", size: 30 });
+  const newer = el("input", { placeholder: "newer memory id (or its last 8 characters)", "data-testid": "superseded-by", size: 30 });
   const csv = (v) => v.split(",").map((t) => t.trim()).filter(Boolean);
   main.append(el("div", { class: "card" }, el("h2", {}, "Curate"),
     editBox,
@@ -305,7 +305,7 @@ async function memoryPage(id) {
       el("label", {}, "promote to ", target),
       el("button", { class: "secondary", "data-testid": "promote", on: { click: () => act(() => post(`/api/memory/${id}/promote`, { target_scope: target.value }), `promoted to ${target.value}`) } }, "Promote"),
       newer,
-      el("button", { class: "secondary", "data-testid": "mark-superseded", on: { click: () => act(() => post(`/api/memory/${shortId(newer.value.trim())}/update`, { supersedes: m.id }), "marked as superseded") } }, "Mark superseded by"))));
+      el("button", { class: "secondary", "data-testid": "mark-superseded", on: { click: () => act(() => post(`/api/memory/${encodeURIComponent(shortId(newer.value.trim()))}/update`, { supersedes: m.id }), "marked as superseded") } }, "Mark superseded by"))));
   main.append(el("div", { class: "grid" },
     el("div", { class: "card" }, el("h2", {}, "Metadata"), kv([
       ["scope", m.scope], ["also in", (m.also_in || []).join(", ")], ["type", m.type], ["category", m.category],
