@@ -139,10 +139,12 @@ def store(
                 link_memories(h, plan.key, superseded_key, "supersedes")
             note_sighting(access, h, plan.key)
             return result
-        if plan is not None and plan.action == "hint":
+        if superseded_key or scope == "session":
+            hint = None  # the caller already said what it replaces; session memory is scratch
+        elif plan is not None and plan.action == "hint":
             hint = _hint_for(h, plan.key, plan.similarity)
         else:
-            hint = None if superseded_key or scope == "session" else supersede_hint(h, vec, dedup_threshold)
+            hint = supersede_hint(h, vec, dedup_threshold)
         if sources:  # a summary of foreign text stays foreign (records.origin_of)
             source = records.with_parent_origins(
                 source, [loc.row.get("source") for k in sources for loc in access.locate(ctx, format_memory_id(k))]
