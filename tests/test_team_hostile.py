@@ -303,6 +303,11 @@ def test_arrivals_record_file_commit_and_author_and_created_at_stays(clones) -> 
     edited = asvc.get(actx, mid)
     assert edited["content"] == "Staging runs on nomad-stg-4." and edited["metadata"]["shared_file"]["author"] == "Bob"
     assert bsvc.get(bctx, mid)["source"]["kind"] == "team-file"  # the origin survives the edit
+    # a file nobody committed yet (or changed since its commit) is not its last author's text
+    (actx.project_root / sharing.TEAM_MEMORY_DIR / "uncommitted.md").write_text("Lint runs before every push.\n")
+    (actx.project_root / sharing.TEAM_MEMORY_DIR / path.name).write_text(path.read_text().replace("stg-4", "stg-5"))
+    arrived = travel_ops.apply_team_memory(asvc.access, actx)
+    assert arrived["counts"] == {"added": 1, "updated": 1} and arrived["authors"] == {"unknown": 2}
 
 
 def test_a_rewrite_keeps_the_created_at_the_file_holds(clones) -> None:

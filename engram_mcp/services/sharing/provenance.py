@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import time
 import unicodedata
 from pathlib import Path
 
@@ -50,9 +51,11 @@ def clean_text(text: str, limit: int) -> str:
 
 def last_commits(folder: Path, *, timeout_s: float) -> dict[str, dict[str, str]]:
     """{file name directly in `folder`: {"commit", "author"}} from the newest commit touching
-    it; {} when the folder is not in a git repository, git is missing, or it takes too long."""
+    it; {} when the folder is not in a git repository, git is missing, or it takes too long. A
+    file changed or added since its last commit has no entry: its text is not that author's."""
     if timeout_s <= 0:
         return {}
+    started = time.monotonic()
     cmd = [
         "git",
         *_GIT_SAFETY,
@@ -67,6 +70,27 @@ def last_commits(folder: Path, *, timeout_s: float) -> dict[str, dict[str, str]]
         "--",
         ".",
     ]
+    log_out = _git(folder, cmd, timeout_s)
+    if log_out is None:
+        return {}
+    found = parse_log(log_out[:MAX_LOG_BYTES])
+    # modified in the working tree, or never committed: whoever wrote it, not the last author
+    dirty = _git(
+        folder,
+        ["git", *_GIT_SAFETY, "ls-files", "-z", "--modified", "--others", "--exclude-standard", "--", "."],
+        timeout_s - (time.monotonic() - started),
+    )
+    if dirty is None:
+        return {}
+    for name in dirty[:MAX_LOG_BYTES].decode("utf-8", "replace").split("\x00"):
+        found.pop(name, None)
+    return found
+
+
+def _git(folder: Path, cmd: list[str], timeout_s: float) -> bytes | None:
+    """stdout of one git command in `folder`, or None (no git, no repository, too slow)."""
+    if timeout_s <= 0:
+        return None
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
     env.update(GIT_TERMINAL_PROMPT="0", GIT_OPTIONAL_LOCKS="0", GIT_PAGER="cat", LC_ALL="C")
     try:
@@ -74,10 +98,8 @@ def last_commits(folder: Path, *, timeout_s: float) -> dict[str, dict[str, str]]
             cmd, cwd=str(folder), env=env, capture_output=True, timeout=timeout_s, stdin=subprocess.DEVNULL
         )
     except (OSError, subprocess.SubprocessError):
-        return {}
-    if proc.returncode != 0:
-        return {}
-    return parse_log(proc.stdout[:MAX_LOG_BYTES])
+        return None
+    return proc.stdout if proc.returncode == 0 else None
 
 
 def parse_log(raw: bytes) -> dict[str, dict[str, str]]:
