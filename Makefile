@@ -8,9 +8,9 @@ STAMP := $(VENV)/.engram-stamp
 CLAUDE_CLI := tests/claude-cli
 CLAUDE := $(CLAUDE_CLI)/node_modules/.bin/claude
 
-.PHONY: setup bytecode chromium demo lint test test-fast bench bench-quick stress config-docs clean
+.PHONY: setup bytecode chromium faketime demo lint test test-fast bench bench-quick stress config-docs clean
 
-setup: $(STAMP) $(CLAUDE) chromium bytecode
+setup: $(STAMP) $(CLAUDE) chromium faketime bytecode
 
 # engram's own bytecode, written once here: every daemon, server and hook process imports ~90 of
 # its modules, and compiling them from source took ~0.16 s of each start where bytecode is not
@@ -25,6 +25,14 @@ chromium:
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 		apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium chromium-driver; \
 	else echo "make setup: install chromium and chromium-driver (as root: apt-get install chromium chromium-driver) for tests/test_ui.py"; fi
+
+# The month replay (bench/month, tests/test_month_replay.py) puts engram's processes on a simulated
+# calendar with Debian's libfaketime (LD_PRELOAD); installed as root when missing, like chromium.
+faketime:
+	@if [ -e /usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1 ] || [ -e /usr/lib/aarch64-linux-gnu/faketime/libfaketimeMT.so.1 ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		apt-get update -qq && apt-get install -y -qq --no-install-recommends libfaketime faketime; \
+	else echo "make setup: install libfaketime (as root: apt-get install libfaketime faketime) for bench/month"; fi
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)

@@ -17,7 +17,7 @@ PART_FILES = {"tokens": "tokens/tokens.json", "locomo": "locomo/locomo.json", "c
               "speed": "speed/speed.json",
               "scale": "scale/scale.json", "bulk": "bulk/bulk.json", "hooks": "hooks/hooks.json", "stop": "stop/stop.json", "dedup": "dedup/dedup.json",
               "secrets": "secrets/secrets.json",
-              "ui": "ui/ui.json", "model": "model/model_load.json"}
+              "ui": "ui/ui.json", "model": "model/model_load.json", "month": "month/month.json"}
 SECTIONS = ("Headline", "1. Retrieval quality (LoCoMo)", "1b. Retrieval quality (coding memory across scopes)", "2. Speed and scale", "3. Hooks", "4. Token cost per session", "5. The run")
 PLOTS = {"latency": "latency_vs_size.png", "scale": "scale_vs_size.png", "locomo": "locomo.png", "locomo_categories": "locomo_categories.png",
          "hooks": "hooks.png", "tokens": "tokens.png"}
@@ -546,6 +546,11 @@ def stop_section(parts: dict[str, Any], run: dict[str, Any], out_dir: Path) -> l
     return part_markdown(run, out_dir, "stop", "### Stop hook trigger on the labelled corpus", "stop.md")
 
 
+def month_section(parts: dict[str, Any], run: dict[str, Any], out_dir: Path) -> list[str]:
+    """The month replay, both policies beside the baseline (written by bench/month/run.py)."""
+    return part_markdown(run, out_dir, "month", "### Month replay: the right fact in front of Claude (issue 33)", "month.md")
+
+
 def tokens_section(parts: dict[str, Any], run: dict[str, Any], plots: dict[str, str]) -> list[str]:
     L = ["## 4. Token cost per session", ""]
     note = status_note(run, "tokens")
@@ -823,6 +828,7 @@ def write_report(out_dir: Path, run: dict[str, Any]) -> dict[str, Any]:
     L += model_section(parts, run, out_dir)
     L += hooks_section(parts, run, plots)
     L += stop_section(parts, run, out_dir)
+    L += month_section(parts, run, out_dir)
     L += tokens_section(parts, run, plots)
     L += run_section(run)
     if plot_errors:

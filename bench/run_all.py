@@ -44,6 +44,10 @@ others down, and its peak RSS is its own):
   model   bench/model_load_bench.py  the built-in model through fastembed vs directly on
                                   onnxruntime: process start to first query vector, peak RSS, query
                                   p50/p95, docs/s, fresh processes A/B; 6 rounds (quick: 2), ~1 min
+  month   bench/month/run.py      the month replay (issue 33): the coding-month world through
+                                  engram's hooks on simulated time, both stand-in policies, scored
+                                  by the world's score.py beside the committed baseline; quick: a
+                                  small generated world (bench/month/tiny_world.py)
 
 `--quick` (1k memories, 2 LoCoMo conversations, fewer repetitions) checks that everything still
 runs; tests/test_bench_report.py runs it. Writes bench/results/<UTC>/ (or --out): report.md
@@ -74,15 +78,15 @@ for p in (str(ROOT), str(BENCH)):
     if p not in sys.path:
         sys.path.insert(0, p)
 
-PARTS = ("tokens", "locomo", "coding", "dedup", "speed", "scale", "bulk", "hooks", "stop", "secrets", "ui", "model")
+PARTS = ("tokens", "locomo", "coding", "dedup", "speed", "scale", "bulk", "hooks", "stop", "secrets", "ui", "model", "month")
 FULL_SIZES = [1000, 10000, 100000]
 QUICK_SIZES = [1000]
 # The LoCoMo runs the report needs (the issue's strategies + the baseline); `--locomo-runs all`
 # adds locomo_bench's fusion variants (hybrid-rrf, keyword weight 0.3 / 0.7), ~3 more minutes.
 LOCOMO_CORE_RUNS = ("bm25-plain", "keyword", "vector", "hybrid")
 TIMEOUTS_S = {  # per part; generous: they only stop a hung part
-    False: {"tokens": 600, "locomo": 2400, "coding": 600, "dedup": 600, "speed": 1800, "scale": 5400, "bulk": 1800, "hooks": 1200, "stop": 300, "secrets": 300, "ui": 900, "model": 900},
-    True: {"tokens": 300, "locomo": 1200, "coding": 600, "dedup": 600, "speed": 900, "scale": 900, "bulk": 900, "hooks": 900, "stop": 300, "secrets": 300, "ui": 600, "model": 300},
+    False: {"tokens": 600, "locomo": 2400, "coding": 600, "dedup": 600, "speed": 1800, "scale": 5400, "bulk": 1800, "hooks": 1200, "stop": 300, "secrets": 300, "ui": 900, "model": 900, "month": 3600},
+    True: {"tokens": 300, "locomo": 1200, "coding": 600, "dedup": 600, "speed": 900, "scale": 900, "bulk": 900, "hooks": 900, "stop": 300, "secrets": 300, "ui": 600, "model": 300, "month": 600},
 }
 FAIL_ENV = "ENGRAM_BENCH_FAIL_PART"  # tests: make the named part fail on purpose
 BUDGET_S = 20 * 60  # the full suite must finish within 20 minutes on a 2-core machine
@@ -136,6 +140,9 @@ def part_settings(part: str, quick: bool, locomo_runs: str) -> dict[str, Any]:
     if part == "model":
         # fewer rounds and documents than the script's own defaults (10, 500): ~1 min of the budget
         return {"rounds": 2, "queries": 30, "docs": 50} if quick else {"rounds": 6, "queries": 100, "docs": 200}
+    if part == "month":
+        return {"world": "bench/month/tiny_world.py" if quick else "../shared/bench/coding-month", "policies": "both",
+                "mode": "quick (hooks as processes; the full mode through Claude Code is not built yet)"}
     raise ValueError(part)
 
 
@@ -215,6 +222,12 @@ def run_child(part: str, out: Path, quick: bool, locomo_runs: str) -> int:
         import model_load_bench
 
         return int(model_load_bench.main([f"--{k}={v}" for k, v in settings.items()] + ["--out", str(out)]) or 0)
+    if part == "month":
+        from bench.month import run as month_run
+        from bench.month import tiny_world
+
+        world = ["--world", str(tiny_world.write(out / "world"))] if quick else []
+        return int(month_run.main([*world, "--policy", "both", "--quick", "--out", str(out)]) or 0)
     raise ValueError(part)
 
 

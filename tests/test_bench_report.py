@@ -17,7 +17,7 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 RUN_ALL = REPO_ROOT / "bench" / "run_all.py"
-PARTS = ("tokens", "locomo", "coding", "dedup", "speed", "scale", "bulk", "hooks", "stop", "secrets", "ui", "model")
+PARTS = ("tokens", "locomo", "coding", "dedup", "speed", "scale", "bulk", "hooks", "stop", "secrets", "ui", "model", "month")
 SECTIONS = ("## Headline", "## 1. Retrieval quality (LoCoMo)", "## 1b. Retrieval quality (coding memory across scopes)",
             "## 2. Speed and scale", "## 3. Hooks",
             "## 4. Token cost per session", "## 5. The run")

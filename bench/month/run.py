@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""The month replay: a coding-month world through engram, both stand-in policies, scored and reported.
+
+    .venv/bin/python bench/month/run.py --world DIR [--policy diligent|nudged|both] [--quick] [--out DIR]
+
+--quick drives engram's hooks as processes (the test suite's mode); without it the replay
+would go through the pinned Claude Code CLI (full mode; see README.md for what it lacks).
+Writes run-<policy>.jsonl (the run file score.py reads), score-<policy>.json, month.json and
+month.md into --out, and prints the markdown report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from bench.month import report, standin  # noqa: E402
+from bench.month.clock import ClockUnavailable  # noqa: E402
+from bench.month.world import load_world  # noqa: E402
+
+
+
+def replay_policy(world_dir: Path, policy: str, out: Path, *, quick: bool, keep: bool) -> dict:
+    """Replay `policy` in a fresh HOME under `out`; its run file, score and store composition."""
+    from bench.month.quick import QuickReplay
+
+    if not quick:
+        raise SystemExit("bench/month: the full mode through Claude Code is not built yet; use --quick (README.md)")
+    world = load_world(world_dir)
+    work = Path(tempfile.mkdtemp(prefix=f"month-{policy}-"))
+    started = time.perf_counter()
+    replay = QuickReplay(world, policy, work)
+    try:
+        run_file = replay.run()
+        composition = report.composition(replay)
+    finally:
+        replay.close()
+    seconds = time.perf_counter() - started
+    target = out / f"run-{policy}.jsonl"
+    shutil.copyfile(run_file, target)
+    if not keep:
+        shutil.rmtree(work, ignore_errors=True)
+    score = report.score(target, world_dir, per_need=True)
+    (out / f"score-{policy}.json").write_text(json.dumps(score, indent=1) + "\n")
+    return {
+        "policy": policy,
+        "mode": "quick" if quick else "full",
+        "seconds": round(seconds, 1),
+        "run_file": str(target),
+        "score": score,
+        "composition": composition,
+        "stop_hook": report.stop_figures(target, world),
+        "hook_seconds": report.hook_timing(replay.hook_seconds),
+        "stand_in": report.stand_in_figures(target),
+        "work_dir": str(work) if keep else None,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--world", type=Path, default=report.PUBLIC_WORLD)
+    ap.add_argument("--policy", choices=[*standin.POLICIES, "both"], default="both")
+    ap.add_argument("--quick", action="store_true", help="drive the hooks directly (no Claude Code)")
+    ap.add_argument("--out", type=Path, default=None, help="results folder (default: a new temporary one)")
+    ap.add_argument("--baseline", type=Path, default=report.BASELINE, help="JSON of an earlier run to show beside")
+    ap.add_argument("--keep", action="store_true", help="keep the replay's HOME and repositories")
+    a = ap.parse_args(argv)
+    out = a.out or Path(tempfile.mkdtemp(prefix="month-out-"))
+    out.mkdir(parents=True, exist_ok=True)
+    policies = list(standin.POLICIES) if a.policy == "both" else [a.policy]
+    try:
+        results = [replay_policy(a.world, p, out, quick=a.quick, keep=a.keep) for p in policies]
+    except ClockUnavailable as exc:
+        print(f"bench/month: skipped: {exc}", file=sys.stderr)
+        (out / "month.json").write_text(json.dumps({"skipped": str(exc)}) + "\n")
+        return 0
+    data = {"world": str(a.world), "quick": a.quick, "policies": {r["policy"]: r for r in results}}
+    (out / "month.json").write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+    md = report.markdown(data, report.load_baseline(a.baseline))
+    (out / "month.md").write_text(md)
+    print(md)
+    print(f"results: {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

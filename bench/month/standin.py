@@ -1,0 +1,132 @@
+"""The scripted stand-in for Claude: when it stores a memory, and what it writes.
+
+It never reads facts.jsonl (world README, rule 4). What it stores is derived from one turn of
+the world as a model would write it after that turn: the user's own words (the prompt), what
+came of them (the answer) and, when a command failed on the way, that command and the last
+line it printed. Type and scope are chosen from the same words, as a model would: an
+episode when a command failed and was dealt with, a procedure when the words describe a
+standing way of doing things, a fact otherwise; the user scope when the words say the rule
+holds beyond this repository ("in every repo", "for me", "my commits"), else the project.
+
+Two policies decide *when*:
+
+* ``diligent`` stores at every turn that teaches something (the world's `teaches` label: the
+  issue's upper bound for capture, the one place a label is read);
+* ``nudged`` stores only when engram asks: a memory-check note in the context engram gave
+  it for this prompt (the Stop hook's note, about the previous turn of the session) or in the
+  session-start block (about the last turn of the previous session in this project), or when
+  the user runs ``/engram:remember`` (the given text, else the previous turn).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+POLICIES = ("diligent", "nudged")
+#: How engram's context asks Claude to store something (the Stop hook's note, interfaces/hooks.py STOP_NOTE).
+NOTE_MARKERS = ("engram memory check",)
+REMEMBER_COMMAND = "/engram:remember"
+MAX_CONTENT_CHARS = 1800
+FAILURE_LINE_CHARS = 200
+IMPORTANCE = 0.7
+
+_USER_SCOPE = re.compile(
+    r"\b(?:in )?(?:every|any|all|each) (?:of my )?(?:repos?|repositories|projects?|codebases?)\b|\bfor me\b|"
+    r"\bmy (?:commits?|laptop|machine|mac|box|setup|prs?)\b|\beverywhere\b|\bacross (?:repos|projects)\b",
+    re.IGNORECASE,
+)
+_PROCEDURE = re.compile(
+    r"\b(?:the flow is|the drill|the steps?|workflow|procedure|always run|first run|run .{0,40} before|"
+    r"to release|to deploy|how (?:we|to) )",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class Memory:
+    """One store_memory call's arguments."""
+
+    content: str
+    type: str
+    scope: str
+
+    def args(self) -> dict[str, Any]:
+        return {"content": self.content, "type": self.type, "scope": self.scope, "importance": IMPORTANCE}
+
+
+def _squeeze(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _failure_note(turn: dict[str, Any]) -> str:
+    """'after `cmd` failed (last line)' for the turn's failed commands, or ''."""
+    notes = []
+    for event in turn.get("events") or []:
+        if event.get("error") and event.get("tool") == "Bash":
+            lines = [ln for ln in str(event.get("output") or "").splitlines() if ln.strip()]
+            last = _squeeze(lines[-1])[:FAILURE_LINE_CHARS] if lines else ""
+            notes.append(f"`{_squeeze(str(event['input'].get('command') or ''))[:FAILURE_LINE_CHARS]}` failed ({last})")
+    return "; ".join(notes)
+
+
+def memory_from_turn(turn: dict[str, Any]) -> Memory:
+    """The memory a model would write about this turn, from its prompt, events and answer only."""
+    prompt, answer = _squeeze(turn["prompt"]), _squeeze(turn["answer"])
+    failure = _failure_note(turn)
+    content = f"{prompt} Outcome: {answer}"
+    if failure:
+        content += f" (On the way: {failure}.)"
+    words = f"{prompt} {answer}"
+    kind = "episodic" if failure else "procedural" if _PROCEDURE.search(words) else "semantic"
+    scope = "user" if _USER_SCOPE.search(prompt) else "project"
+    return Memory(content[:MAX_CONTENT_CHARS], kind, scope)
+
+
+def memory_from_text(text: str) -> Memory:
+    """`/engram:remember <text>`: the user's own words, as given."""
+    text = _squeeze(text)
+    return Memory(text[:MAX_CONTENT_CHARS], "semantic", "user" if _USER_SCOPE.search(text) else "project")
+
+
+def asks_to_store(context: str) -> bool:
+    """Whether engram's context for this prompt (or session start) asks Claude to store something."""
+    low = context.lower()
+    return any(marker in low for marker in NOTE_MARKERS)
+
+
+def decide(
+    policy: str,
+    turn: dict[str, Any],
+    *,
+    prompt_context: str,
+    start_context: str,
+    previous_turn: dict[str, Any] | None,
+    previous_session_last_turn: dict[str, Any] | None,
+) -> tuple[list[Memory], list[Memory]]:
+    """(memories stored before the turn's work, memories stored after it) under `policy`.
+
+    A nudge is acted on first thing in the turn (it is about an earlier turn); a diligent
+    store comes once the turn's work is done (it needs the outcome).
+    """
+    before: list[Memory] = []
+    after: list[Memory] = []
+    prompt = turn["prompt"].strip()
+    if prompt.startswith(REMEMBER_COMMAND):
+        given = prompt[len(REMEMBER_COMMAND) :].strip()
+        if given:
+            before.append(memory_from_text(given))
+        elif previous_turn is not None:
+            before.append(memory_from_turn(previous_turn))
+    if policy == "diligent":
+        if turn.get("teaches"):
+            after.append(memory_from_turn(turn))
+    elif policy == "nudged":
+        if start_context and asks_to_store(start_context) and previous_session_last_turn is not None:
+            before.append(memory_from_turn(previous_session_last_turn))
+        if prompt_context and asks_to_store(prompt_context) and previous_turn is not None:
+            before.append(memory_from_turn(previous_turn))
+    else:
+        raise ValueError(f"unknown policy {policy!r}; expected one of {POLICIES}")
+    return before, after

@@ -1,0 +1,97 @@
+"""The month replay's quick mode (bench/month, issue 33) on a small generated world.
+
+Real parts throughout: engram's hooks as processes (the commands of hooks/hooks.json), the real
+daemon and model, libfaketime's simulated clock, the world's own score.py. One replay per
+policy (~20-30 s each on 2 cores) shared by the tests below.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench.month import report, tiny_world
+from bench.month.clock import find_libfaketime
+
+REPO = Path(__file__).resolve().parents[1]
+
+pytestmark = pytest.mark.skipif(
+    find_libfaketime() is None or not (report.PUBLIC_WORLD / "score.py").exists(),
+    reason="needs libfaketime (make setup installs it) and the coding-month scorer in ../shared",
+)
+
+
+@pytest.fixture(scope="module")
+def replay(tmp_path_factory) -> dict:
+    """Both policies replayed once on the tiny world: month.json's data plus the world folder."""
+    base = tmp_path_factory.mktemp("month")
+    world = tiny_world.write(base / "world")
+    out = base / "out"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "bench" / "month" / "run.py"),
+            "--world",
+            str(world),
+            "--policy",
+            "both",
+            "--quick",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=str(REPO),
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    data = json.loads((out / "month.json").read_text())
+    data["world_dir"] = world
+    data["out"] = out
+    return data
+
+
+def _lines(run_file: str) -> list[dict]:
+    return [json.loads(x) for x in Path(run_file).read_text().splitlines() if x.strip()]
+
+
+def test_every_turn_of_the_world_is_in_the_run_file_and_scores(replay):
+    for policy in ("diligent", "nudged"):
+        score = replay["policies"][policy]["score"]
+        assert score["run"]["missing_turns"] == 0 and score["run"]["malformed"] == 0, score["run"]
+        assert score["run"]["turns_scored"] == sum(len(s["turns"]) for s in tiny_world.SESSIONS)
+        lines = _lines(replay["policies"][policy]["run_file"])
+        assert all(isinstance(x["injected_tokens"], int) for x in lines)
+        assert all("start_tokens" in x for x in lines if x["turn"] == 1)
+
+
+def test_diligent_captures_every_taught_fact(replay):
+    assert replay["policies"]["diligent"]["score"]["capture"]["rate"] == 1.0
+
+
+def test_a_fact_stored_in_the_first_session_is_in_a_later_sessions_context(replay):
+    needs = replay["policies"]["diligent"]["score"]["needs"]
+    r1 = next(n for n in needs if n["fact"] == "R1")  # taught on day 1, needed on day 5 in a new session
+    assert r1["session_id"] == "t03" and r1["context"], r1
+    u1 = [n for n in needs if n["fact"] == "U1"]  # a user fact, needed in the other project too
+    assert any(n["cross_project"] and n["context"] for n in u1), u1
+
+
+def test_the_clock_is_simulated_for_the_daemon(replay):
+    """Memories are stamped on the world's calendar (April 2026), not today's date."""
+    lines = _lines(replay["policies"]["diligent"]["run_file"])
+    assert lines[0]["sim_time"].startswith("2026-04-06T09:31")
+    assert lines[-1]["sim_time"].startswith("2026-04-14T13:31")  # day 9, the day's second session
+    stamps = [c["created_at"] for x in lines for c in x["created"]]
+    assert stamps and all(str(t).startswith("2026-04-") for t in stamps), stamps
+
+
+def test_the_report_shows_both_policies_and_the_stop_hook_figures(replay):
+    md = (replay["out"] / "month.md").read_text()
+    assert "| context recall |" in md and "diligent" in md and "nudged" in md
+    stop = replay["policies"]["nudged"]["stop_hook"]
+    assert stop["teaching_turns"] == 4 and stop["quiet_turns"] == 6
