@@ -509,3 +509,43 @@ def test_through_the_daemon_a_damaged_database_is_invalid_input_and_no_index_is_
     assert dropped == []
     hits = daemon_request(daemon, "recall", {"query": "other project's fact"}, other)["result"]["memories"]
     assert [m["content"] for m in hits] == ["other project's fact"]
+
+
+def test_mentions_of_one_large_entity_are_resolved_in_bulk(fake_service, ctx, tmp_path, monkeypatch):
+    """One entity with 3,000 observations: the old import looked each mention up with its own
+    query (which scanned the entity's mentions: quadratic) and wrote each with its own request."""
+    import json
+
+    from engram_mcp.storage.repository import ScopeRepository, _Collecting
+
+    n = 3000
+    graph = tmp_path / "memory.jsonl"
+    obs = [f"Observation {i}: shard {i % 97} holds customers {i * 13}" for i in range(n)]
+    graph.write_text(
+        json.dumps({"type": "entity", "name": "Billing", "entityType": "service", "observations": obs}) + "\n"
+    )
+    calls = {"has_mention": 0, "lookups": 0, "requests": 0}
+    real_lookup, real_send = getattr(ScopeRepository, "mentions_of_memories", None), ScopeRepository._q
+
+    def lookup(self, keys):
+        calls["lookups"] += 1
+        return real_lookup(self, keys)
+
+    def counting_q(self, sql, params=None):
+        if not isinstance(self, _Collecting):  # a statement collected by atomic() is no request of its own
+            calls["requests"] += 1
+        if "FROM mentions WHERE in = $memory" in sql:
+            calls["has_mention"] += 1
+        return real_send(self, sql, params)
+
+    monkeypatch.setattr(ScopeRepository, "mentions_of_memories", lookup, raising=False)
+    monkeypatch.setattr(ScopeRepository, "_q", counting_q)
+    res = run_import(fake_service.access, ctx, source="mcp-memory", path=str(graph), scope="project")
+    assert res["imported"]["counts"]["mention"] == n
+    assert calls["has_mention"] == 0 and calls["lookups"] == 3  # one query per 1,000 memories
+    assert calls["requests"] < n / 10, calls  # writes go in batches, not one request per mention
+    with fake_service.lock:
+        h = fake_service.handle(ctx, "project")
+        assert [e["mention_count"] for e in h.q(q.ALL_ENTITIES)] == [n]
+    again = run_import(fake_service.access, ctx, source="mcp-memory", path=str(graph), scope="project")
+    assert (again["added"], again["updated"], again["unchanged"]) == (0, 0, n)
