@@ -549,3 +549,26 @@ def test_mentions_of_one_large_entity_are_resolved_in_bulk(fake_service, ctx, tm
         assert [e["mention_count"] for e in h.q(q.ALL_ENTITIES)] == [n]
     again = run_import(fake_service.access, ctx, source="mcp-memory", path=str(graph), scope="project")
     assert (again["added"], again["updated"], again["unchanged"]) == (0, 0, n)
+
+
+def test_the_cli_asks_for_progress_even_with_json_so_a_long_import_is_not_cut_at_120_s(tmp_path, monkeypatch):
+    """The client's wait restarts at each progress line, but progress was only asked for when a
+    bar was drawn: `engram --json import --from ...` of 10k memories gave up after 120 s."""
+    import argparse
+
+    from engram_mcp.interfaces import cli
+
+    sent: list = []
+
+    class Client:
+        def call(self, op, payload, **kw):
+            sent.append((op, kw.get("on_progress")))
+            return {}
+
+    (tmp_path / ".git").mkdir()
+    app = cli.App(argparse.Namespace(project=str(tmp_path), session=None, json=True))
+    app.client = Client()
+    app.call_with_progress("import_from", {"source": "mcp-memory"})
+    app.call("recall", {"query": "x"})
+    assert sent[0][0] == "import_from" and callable(sent[0][1])
+    assert sent[1] == ("recall", None)  # an operation without progress asks for none
