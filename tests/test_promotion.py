@@ -383,3 +383,35 @@ def test_what_the_user_stated_for_every_project_reaches_the_user_scope_at_sessio
     found = real_service.recall(RequestContext(other, "sess-2"), query="how are changelog entries written", scope="user",
                                 strengthen=False)["memories"]
     assert any("past tense" in m["content"] for m in found)
+
+
+def test_a_turn_that_says_a_value_changed_supersedes_the_older_memory_at_session_end(real_service, project):
+    """The user said the old value is gone: from the next session on, only the new one is recalled."""
+    first = RequestContext(project, "sess-port-1")
+    real_service.session_start(first)
+    old = _hook_capture(real_service, first, "User: the metrics API listens on port 7070 on every host.",
+                        "turn_knowledge", type="semantic", importance=0.6)
+    real_service.session_end(first)
+    second = RequestContext(project, "sess-port-2")
+    real_service.session_start(second)
+    new = _hook_capture(real_service, second, "User: the metrics API moved to port 7443, and 7070 is closed.",
+                        "turn_knowledge", type="semantic", importance=0.6)
+    assert real_service.get(second, new)["metadata"]["replaces"] == [old]
+    unrelated = _hook_capture(real_service, second, "User: the metrics dashboards now live in the ops folder.",
+                              "turn_knowledge", type="semantic", importance=0.6)
+    assert "replaces" not in real_service.get(second, unrelated)["metadata"]  # names none of its values
+    real_service.session_end(second)
+    found = real_service.recall(RequestContext(project), query="which port does the metrics API listen on",
+                                strengthen=False)["memories"]
+    texts = [(m["category"], m["content"]) for m in found]
+    assert any("7443" in t for _c, t in texts), texts
+    assert not any("7070 on every host" in t for _c, t in texts), texts  # nor the summary that quoted it
+
+
+def test_states_replacement_needs_a_named_value_a_new_one_and_a_change_word():
+    from engram_mcp.services.hook_ops import states_replacement
+
+    old = "Builds run on the runner build-07 with Node 18."
+    assert states_replacement(old, "We moved off build-07: builds run on build-12 now.")
+    assert not states_replacement(old, "Builds run on build-07, it is fast enough.")  # no change
+    assert not states_replacement(old, "Lint moved to a pre-commit hook now.")  # names no value of the old one

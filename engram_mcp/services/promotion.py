@@ -24,7 +24,7 @@ from engram_mcp.index.scoring import to_epoch
 from engram_mcp.services import graph, lifecycle
 from engram_mcp.services.access import RequestContext, ScopeAccess
 from engram_mcp.services.handles import ScopeHandle
-from engram_mcp.services.links import link_memories
+from engram_mcp.services.links import link_memories, supersede
 from engram_mcp.services.records import (
     MAX_REASON_CHARS,
     MAX_TAGS,
@@ -365,8 +365,11 @@ def session_end(
             promoted.append(res["target_id"])
             target_of[key] = res["target_id"]
             merged += res["action"] == "merged"
-            if (row.get("metadata") or {}).get("promote_to") == "user":
-                _promote_to_user(access, ctx, project, res["target_id"])
+            meta = row.get("metadata") or {}
+            user_target = (
+                _promote_to_user(access, ctx, project, res["target_id"]) if meta.get("promote_to") == "user" else None
+            )
+            _link_replaced(access, ctx, meta.get("replaces"), {"project": res["target_id"], "user": user_target})
         quoted = _summary_rows(rows, target_of)
         text = summary or _auto_summary(quoted)
         derived_from = [] if summary else [target_of[r["id"]] for r in quoted[:SUMMARY_ITEMS]]
@@ -412,18 +415,47 @@ def session_end(
     }
 
 
-def _promote_to_user(access: ScopeAccess, ctx: RequestContext, project: ScopeHandle, memory_id: str) -> None:
+def _link_replaced(access: ScopeAccess, ctx: RequestContext, replaced: Any, new_ids: dict[str, str | None]) -> None:
+    """A promoted memory that replaces older ones (`metadata.replaces`, set when a hook captured
+    the user saying a value changed) supersedes each of them in every scope both now live in."""
+    if not isinstance(replaced, list):
+        return
+    for scope, new_id in new_ids.items():
+        if not new_id:
+            continue
+        h = access.handle(ctx, scope)
+        olds = [o for o in replaced if isinstance(o, str) and o.startswith("memory:")]
+        for old_id in olds + _summaries_quoting(h, olds):
+            supersede(h, parse_memory_id(new_id), parse_memory_id(old_id))
+
+
+def _summaries_quoting(h: ScopeHandle, memory_ids: list[str]) -> list[str]:
+    """The session summaries of a scope that quote one of `memory_ids`: replaced with them, so no
+    recall finds the old value through a summary."""
+    if not memory_ids:
+        return []
+    wanted = set(memory_ids)
+    return [
+        format_memory_id(r["id"])
+        for r in h.repo.all_memories()
+        if r.get("category") == "session_summary" and wanted & set((r.get("metadata") or {}).get("derived_from") or [])
+    ]
+
+
+def _promote_to_user(access: ScopeAccess, ctx: RequestContext, project: ScopeHandle, memory_id: str) -> str | None:
     """A session memory the user stated for every project (a hook saw "in any repo", "I prefer"):
     on to the user scope too, so the next session in another project has it. Failing here must
     not fail the session's end: the project copy is kept either way."""
     key = parse_memory_id(memory_id)
     row = project.repo.get(key)
     if row is None:
-        return
+        return None
     try:
-        promote_row(access, project, key, row, access.handle(ctx, "user"), reason="stated for every project")
+        done = promote_row(access, project, key, row, access.handle(ctx, "user"), reason="stated for every project")
+        return str(done["target_id"])
     except Exception:
         log.exception("promoting %s to the user scope", memory_id)
+        return None
 
 
 def summary_memory_key(project_db: str, session_id: str, run_started: str | None) -> str:
