@@ -271,10 +271,10 @@ class QuickReplay:
     def is_scratch(memory: dict[str, Any]) -> bool:
         """A capture engram keeps only as scratch of the running session (never shown, promoted or summarised).
 
-        engram has no such marker today (every capture can be promoted or quoted), so nothing is
-        scratch; the capture work of issue 33 (item 3) is expected to add one and this to read it.
+        engram marks them `metadata.scratch` (edit and command captures: hook_ops.SCRATCH_CATEGORIES).
         """
-        return bool(memory.get("scratch"))
+        meta = memory.get("metadata")
+        return bool(memory.get("scratch") or (isinstance(meta, dict) and meta.get("scratch")))
 
     def note_pending(self, sid: str) -> bool:
         """Whether the Stop hook left a memory-check note for this session's next prompt."""
