@@ -134,6 +134,8 @@ class EarlyOpen:
         self.error: BaseException | None = None
         #: Answering for a database the store's list said did not exist (`_open_absent`): empty.
         self.absent = False
+        #: The file's checkpoint generation, checked against the store's once the engine is open.
+        self.generation: str | None = None
 
     def rows(self, index: ScopeIndex, keys: Iterable[str]) -> list[dict[str, Any]]:
         """The records of `keys` as the checkpoint read them (what `get_many_for_recall` returns)."""
@@ -647,9 +649,9 @@ class StoreRegistry:
             handle.records = _snapshot(index, arrays)
             handle.index_status, handle.persisted_changes, handle.persisted_edits = "loaded", str(stamp), index.edits
 
-        handle = self._join_early_open(
-            directory, label, scope, ns, db, root, session_id, index, EarlyOpen(str(stamp), offsets, crcs, blob), fill
-        )
+        early = EarlyOpen(str(stamp), offsets, crcs, blob)
+        early.generation = str(generation)
+        handle = self._join_early_open(directory, label, scope, ns, db, root, session_id, index, early, fill)
         if handle is not None:
             self.load_seconds[f"{scope}:{db}"] = time.perf_counter() - started
             log.info(
@@ -792,7 +794,7 @@ class StoreRegistry:
             self._check_absent(handle, repo)
             return
         changes = repo.changes()
-        if changes != early.stamp:
+        if changes != early.stamp or repo.meta_get(INDEX_GENERATION_KEY) != early.generation:
             early.withdrawn = True  # first: no answer from the file from here on
             remove_marker(path)
             log.error(
