@@ -379,7 +379,7 @@ class _Sync:
         vanished = {
             e.get("body") or e.get("file"): fid
             for fid, e in self.entries.items()
-            if fid not in self.files and e.get("path") not in self.bad_names
+            if fid not in self.files and fid not in self.held and e.get("path") not in self.bad_names
         }
         for fid, (name, mem) in sorted(self.files.items()):
             if fid in self.entries or not mem.id_from_name:
@@ -396,6 +396,10 @@ class _Sync:
                 timeout = min(timeout, max(0.0, (self.deadline - time.monotonic()) / 3))
             self._origins = provenance.last_commits(self.t.folder.path, timeout_s=timeout)
         return dict(self._origins.get(name or "", {}))
+
+    def _source_path(self, name: str | None) -> str:
+        """The file's path as a memory records it: printable, bounded (a file name is untrusted)."""
+        return provenance.clean_text(f"{self.t.label}/{name}", provenance.MAX_PATH_CHARS)
 
     def _arrival(self, key: str, name: str | None, change: str) -> None:
         self.report.arrivals.append(
@@ -517,7 +521,7 @@ class _Sync:
             memory_type=mem.memory_type,
             tags={"add": sorted(new_tags - old_tags), "remove": sorted(old_tags - new_tags)},
             # the memory's `source` stays its arrival; the latest file edit is recorded beside it
-            metadata={"shared_file": {"path": f"{self.t.label}/{name}", **self.origin(name)}},
+            metadata={"shared_file": {"path": self._source_path(name), **self.origin(name)}},
         )
         if mem.supersedes:
             self.supersede_todo.append((key, mem.supersedes))
@@ -621,7 +625,7 @@ class _Sync:
                 summary=mem.summary,
                 source={
                     "kind": self.t.source_kind,
-                    "path": provenance.clean_text(f"{self.t.label}/{name}", provenance.MAX_PATH_CHARS),
+                    "path": self._source_path(name),
                     **origin,
                 },
                 request_id=fid,
