@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from engram_mcp.core.display import context_safe
 from engram_mcp.services import promotion, sharing
 
 if TYPE_CHECKING:
@@ -71,6 +72,7 @@ def apply_team_memory(access: "ScopeAccess", ctx: "RequestContext") -> dict[str,
 
 #: Entries listed per kind in the session-start report (the counts say how many in all).
 REPORT_MAX_ITEMS = 10
+MAX_ITEM_CHARS = 200
 REVIEW_COMMAND = "engram sync"
 
 
@@ -80,10 +82,11 @@ def session_report(report: dict[str, Any]) -> dict[str, Any] | None:
     by_change: dict[str, list[dict[str, Any]]] = {"added": [], "updated": []}
     authors: dict[str, int] = {}
     for a in arrivals:
+        # paths and authors come from a repository: nothing invisible or acting reaches the context
         by_change.setdefault(a.get("change", "updated"), []).append(
-            {k: a[k] for k in ("memory_id", "path", "author", "commit") if k in a}
+            {k: context_safe(str(a[k]))[:MAX_ITEM_CHARS] for k in ("memory_id", "path", "author", "commit") if k in a}
         )
-        who = a.get("author") or "unknown"
+        who = context_safe(str(a.get("author") or "unknown"))[:MAX_ITEM_CHARS]
         authors[who] = authors.get(who, 0) + 1
     counts = report.get("counts") or {}
     out: dict[str, Any] = {
