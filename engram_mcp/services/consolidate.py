@@ -111,11 +111,19 @@ def plan(
                 keys_rows[key] = (h.repo.get(key) if key else None) or {}
             return keys_rows[key].get("content", "")
 
+        def prefetch(slots: list[int]) -> None:
+            """One read for the texts of many memories (a cluster's), instead of one read each."""
+            keys = [k for k in (idx.key_of(s) for s in slots) if k and k not in keys_rows]
+            for row in h.repo.get_many_for_recall(keys) if keys else []:
+                keys_rows[str(row["id"]).split(":", 1)[-1]] = row
+
         consolidated: list[dict[str, Any]] = []
         patterns: list[dict[str, Any]] = []
         duplicates: list[dict[str, Any]] = []
         if strategy in ("summarize", "full"):
-            for cluster in _clusters(idx, _live_slots(idx, ("episodic",)), CLUSTER_SIMILARITY)[:MAX_ITEMS]:
+            episodes = _clusters(idx, _live_slots(idx, ("episodic",)), CLUSTER_SIMILARITY)[:MAX_ITEMS]
+            prefetch([s for cluster in episodes for s in cluster])
+            for cluster in episodes:
                 texts = [" ".join(content(s).split())[:200] for s in cluster]
                 consolidated.append(
                     {
