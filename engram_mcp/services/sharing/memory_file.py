@@ -51,7 +51,6 @@ SLUG_WORDS = 6
 #: Memories one file may say it replaces: each is one update at apply time, and a file naming
 #: thousands would hold a session start.
 MAX_SUPERSEDES = 20
-_FRONTMATTER_RE = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)(.*)\Z", re.S)
 _SLUG_STRIP_RE = re.compile(r"[^a-z0-9]+")
 
 
