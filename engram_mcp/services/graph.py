@@ -92,6 +92,24 @@ def find_entity(h: ScopeHandle, name: str) -> EntityRow | None:
     return min(rows, key=lambda r: (r.entity_type == GENERIC_TYPE, -r.mention_count, r.key))
 
 
+ENTITY_PREFETCH = 1000  # names per query when many are resolved at once
+
+
+def find_entities(h: ScopeHandle, names: list[str]) -> dict[str, EntityRow]:
+    """name_key -> node for many names in one query per ENTITY_PREFETCH names (an import of a
+    graph with thousands of entities asked once per entity), with `find_entity`'s choice
+    among several nodes of one name."""
+    keys = sorted({name_key(n) for n in names})
+    found: dict[str, list[EntityRow]] = {}
+    for start in range(0, len(keys), ENTITY_PREFETCH):
+        for row in h.repo.entities_by_names(keys[start : start + ENTITY_PREFETCH]):
+            found.setdefault(name_key(row.name), []).append(row)
+    return {
+        k: min(rows, key=lambda r: (r.entity_type == GENERIC_TYPE, -r.mention_count, r.key))
+        for k, rows in found.items()
+    }
+
+
 def unlink_entities(h: ScopeHandle, memory_key: str, names: list[str]) -> int:
     keys = [r.key for n in dict.fromkeys(names) for r in h.repo.entities_by_name(name_key(n))]
     if not keys:

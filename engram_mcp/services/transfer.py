@@ -36,7 +36,7 @@ from engram_mcp.core.ids import parse_memory_id
 from engram_mcp.core.redaction import redact_outbound_obj
 from engram_mcp.core.vocabulary import LINK_TYPES, PERSISTENT_SCOPES, SCOPES
 from engram_mcp.services.access import RequestContext, ScopeAccess
-from engram_mcp.services.graph import find_entity, name_key
+from engram_mcp.services.graph import find_entities, name_key
 from engram_mcp.services.handles import ScopeHandle
 from engram_mcp.services.import_check import CheckedMemory, Line, check_memory, checked_lines
 from engram_mcp.services.records import (
@@ -746,6 +746,10 @@ class _ScopeImport:
     # observations took minutes).
     mentions: set[tuple[str, str, str]] = field(default_factory=set)
     bumps: dict[str, int] = field(default_factory=dict)  # entity -> new mentions, written per batch
+    # The nodes the file's entity lines may meet, read once (`_stored_entities`): by key, and by
+    # case-folded name (one node per name).
+    stored_keys: set[str] = field(default_factory=set)
+    by_name: dict[str, str] = field(default_factory=dict)
     pending: list[tuple[int, MentionRow]] = field(default_factory=list)  # (line, mention) written per batch
 
 
@@ -786,6 +790,7 @@ def _import_deferred(run: _Run, deferred: list[tuple[int, dict]]) -> None:
                 h = run.handle(scope)
                 state[scope] = _ScopeImport({_history_sig(e.memory, e.record()) for e in h.repo.all_history()})
                 state[scope].mentions = _stored_mentions(h, checked, scope)
+                _stored_entities(h, checked, scope, state[scope])
             for n, scope, kind, item in part:
                 try:
                     run.counts[kind] += _APPLIERS[kind](run.handle(scope), item, state[scope])
@@ -809,6 +814,19 @@ def _stored_mentions(h: ScopeHandle, checked: list[tuple[int, str, str, dict[str
     for start in range(0, len(keys), MENTION_PREFETCH):
         out |= h.repo.mentions_of_memories(keys[start : start + MENTION_PREFETCH])
     return out
+
+
+def _stored_entities(
+    h: ScopeHandle, checked: list[tuple[int, str, str, dict[str, Any]]], scope: str, st: "_ScopeImport"
+) -> None:
+    """The existing nodes of the file's entity lines, by key and by name, in a few queries."""
+    items = [item for _n, s, kind, item in checked if kind == "entity" and s == scope]
+    if not items:
+        return
+    keys = sorted({item["key"] for item in items})
+    for start in range(0, len(keys), MENTION_PREFETCH):
+        st.stored_keys |= {row.key for row in h.repo.entities(keys[start : start + MENTION_PREFETCH])}
+    st.by_name = {k: row.key for k, row in find_entities(h, [item["name"] for item in items]).items()}
 
 
 def _flush_mentions(run: _Run, h: ScopeHandle, st: "_ScopeImport") -> None:
@@ -944,17 +962,16 @@ def _apply_entity(h: ScopeHandle, item: dict[str, Any], st: _ScopeImport) -> int
     key = item["key"]
     if key in st.entity_keys:  # the same node twice in one file
         return 0
-    if h.repo.entity(key) is not None:
-        _map_entity(st, key, key)
-        return 0
-    existing = find_entity(h, item["name"])
-    if existing is not None:
-        _map_entity(st, key, existing.key)
+    # the nodes this store has for the file's keys and names, read in bulk (`_stored_entities`)
+    stored = key if key in st.stored_keys else st.by_name.get(name_key(item["name"]))
+    if stored is not None:
+        _map_entity(st, key, stored)
         return 0
     record = {k: v for k, v in item.items() if k != "key"}
     record["name_key"] = name_key(item["name"])
     h.repo.import_entity(key, record)
     _map_entity(st, key, key)
+    st.by_name[record["name_key"]] = key
     st.created_entities.add(key)
     return 1
 
