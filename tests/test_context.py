@@ -246,3 +246,15 @@ def test_the_prompt_hook_injects_knowledge_not_scratch_or_summaries(real_service
     block = out["additional_context"] or ""
     assert "exports bucket" in block
     assert "Edited exporter" not in block and "session_summary" not in block
+
+
+def test_a_section_with_little_to_show_leaves_its_budget_to_the_others(fake_service, ctx):
+    """Ten preferences and one project fact: the preferences get what the other sections do not
+    need, instead of a quarter of the block while most of the budget goes unused."""
+    for i in range(10):
+        fake_service.store(ctx, content=f"Preference {i}: " + _distinct(i, 40), type="semantic", scope="user",
+                           importance=0.8)
+    fake_service.store(ctx, content="The project builds with make.", type="procedural", scope="project", importance=0.8)
+    res = fake_service.context(ctx, max_tokens=1200, strengthen=False)
+    assert res["tokens_used"] <= 1200
+    assert res["sections"]["preferences"] >= 7, res["sections"]

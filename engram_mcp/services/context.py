@@ -274,20 +274,20 @@ def build_context(
     parts: list[str] = []
     used: list[dict[str, Any]] = []
     truncated = False
-    carry = 0
     counts: dict[str, int] = {}
-    for name in LAYOUT:
-        if name not in wanted and name != SHARED:
-            continue
+    laid_out = [n for n in LAYOUT if (n in wanted or n == SHARED) and gathered[n]]
+    lines = {n: [memory_line(m, repository=repository) + "\n" for m in gathered[n]] for n in laid_out}
+    titles = {n: f"\n### {SECTION_TITLES.get(n, SHARED_TITLE)}\n" for n in laid_out}
+    allowances = _allowances(
+        {n: len(titles[n]) + sum(len(x) for x in lines[n]) for n in laid_out},
+        {n: int(budget_chars * shares[n]) for n in LAYOUT if n in wanted or n == SHARED},
+    )
+    for name in laid_out:
         items = gathered[name]
-        if not items:
-            carry += int(budget_chars * shares[name])
-            continue
-        allowance = min(remaining, int(budget_chars * shares[name]) + carry)
-        title = f"\n### {SECTION_TITLES.get(name, SHARED_TITLE)}\n"
+        allowance = min(remaining, allowances[name])
+        title = titles[name]
         block, spent, n = [], len(title), 0
-        for mem in items:
-            line = memory_line(mem, repository=repository) + "\n"
+        for mem, line in zip(items, lines[name], strict=True):
             if spent + len(line) > allowance:
                 truncated = True
                 break
@@ -298,9 +298,6 @@ def build_context(
         if n:
             parts.append(title + "".join(block))
             remaining -= spent
-            carry = max(0, allowance - spent)
-        else:
-            carry = allowance
         counts[name] = n
     if not parts:  # nothing stored, or nothing fits: `truncated` tells the two apart
         return {"context_block": "", "memories_used": 0, "tokens_used": 0, "truncated": truncated, "sections": counts}
@@ -314,6 +311,20 @@ def build_context(
         "truncated": truncated,
         "sections": counts,
     }
+
+
+def _allowances(needs: dict[str, int], shares: dict[str, int]) -> dict[str, int]:
+    """Each section's characters: its share, or what it needs when that is less; what the others
+    leave goes to the sections that need more, in layout order (preferences first). A section with
+    little to show no longer strands its share while a fuller one is cut (the block used to pass
+    spare budget forward only, to the sections after it)."""
+    given = {n: min(need, shares.get(n, 0)) for n, need in needs.items()}
+    spare = sum(shares.values()) - sum(given.values())
+    for name in needs:
+        extra = min(needs[name] - given[name], max(0, spare))
+        given[name] += extra
+        spare -= extra
+    return given
 
 
 def _set_apart_foreign(gathered: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
