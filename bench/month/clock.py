@@ -67,7 +67,11 @@ def build_shim(folder: Path) -> Path:
 class SimClock:
     """The simulated wall clock shared by every process started with `env()`."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, *, simulate: bool = True) -> None:
+        self.simulate = simulate
+        self._target: dt.datetime | None = None
+        if not simulate:  # --real-time: every process on the real clock, the world's gaps collapse to seconds
+            return
         lib = find_libfaketime()
         if lib is None:
             raise ClockUnavailable(MISSING_HELP)
@@ -76,10 +80,11 @@ class SimClock:
         self.lib = lib
         self.file = folder / "faketime-offset"
         self.file.write_text("+0\n")
-        self._target: dt.datetime | None = None
 
     def env(self) -> dict[str, str]:
         """Environment entries that put a process (and its children) on the simulated clock."""
+        if not self.simulate:
+            return {"TZ": "UTC"}
         return {
             "LD_PRELOAD": f"{self.shim}:{self.lib}",
             "FAKETIME_TIMESTAMP_FILE": str(self.file),
@@ -90,11 +95,15 @@ class SimClock:
 
     def now(self) -> dt.datetime:
         """The simulated time now (the real clock plus the file's offset)."""
+        if not self.simulate:
+            return dt.datetime.now(dt.timezone.utc)
         offset = float(self.file.read_text().strip() or 0)
         return dt.datetime.fromtimestamp(time.time() + offset, dt.timezone.utc)
 
     def set(self, when: dt.datetime) -> dt.datetime:
         """Move every process's clock to `when`; never backwards (a slow turn pushes the next one later)."""
+        if not self.simulate:
+            return self.now()
         if self._target is not None:
             when = max(when, self.now() + dt.timedelta(seconds=1))
         offset = when.timestamp() - time.time()

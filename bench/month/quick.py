@@ -94,19 +94,20 @@ class TurnRecord:
 class QuickReplay:
     """Drives one world under one policy; `run()` writes the run file and returns its path."""
 
-    def __init__(self, world: World, policy: str, folder: Path) -> None:
+    def __init__(self, world: World, policy: str, folder: Path, *, simulate_time: bool = True) -> None:
         if policy not in standin.POLICIES:
             raise ValueError(f"policy must be one of {standin.POLICIES}")
         self.world, self.policy, self.folder = world, policy, folder
         folder.mkdir(parents=True, exist_ok=True)
         self.home = folder / "home"
         self.user_dir = self.home / ".claude" / "engram"
-        self.clock = SimClock(folder / "clock")
+        self.clock = SimClock(folder / "clock", simulate=simulate_time)
         self.hooks = load_hooks()
         self.env = self._environment()
         self.repos = {key: self._git_repo(folder / "repos" / key) for key in world.projects}
         self.hook_seconds: dict[str, list[float]] = {}
         self._client: Any = None
+        self._saved_environ: dict[str, str] | None = None
         self._last_turn_of: dict[str, dict[str, Any]] = {}  # project -> last turn of its previous session
 
     # -- set-up ---------------------------------------------------------------------------------
@@ -130,7 +131,9 @@ class QuickReplay:
         if self._client is None:
             from engram_mcp.daemon.client import DaemonClient
 
-            os.environ.clear()  # this process is the replay's own: its children (a daemon it starts) share the clock
+            # A daemon this client starts inherits os.environ: put it on the clock too, until close().
+            self._saved_environ = dict(os.environ)
+            os.environ.clear()
             os.environ.update(self.env)
             self._client = DaemonClient(self.user_dir, client_name="mcp", timeout=HOOK_TIMEOUT_S)
         return self._client
@@ -283,7 +286,9 @@ class QuickReplay:
         safe = re.sub(r"[^A-Za-z0-9_.-]", "_", sid)[:120]
         return (self.user_dir / "stop-notes" / f"{safe}.json").exists()
 
-    def tool_event(self, event: dict[str, Any], repo: Path, base: dict[str, Any], transcript: Transcript, tool_id: str) -> None:
+    def tool_event(
+        self, event: dict[str, Any], repo: Path, base: dict[str, Any], transcript: Transcript, tool_id: str
+    ) -> None:
         """One scripted tool call: in the transcript, then through PostToolUse or PostToolUseFailure."""
         tool, tool_input = event["tool"], dict(event["input"])
         if "file_path" in tool_input:
@@ -314,12 +319,19 @@ class QuickReplay:
             }
         return {"file": {"filePath": tool_input.get("file_path", ""), "content": output}}
 
-    def store(self, memory: standin.Memory, repo: Path, sid: str, transcript: Transcript, tool_id: str) -> dict[str, Any]:
+    def store(
+        self, memory: standin.Memory, repo: Path, sid: str, transcript: Transcript, tool_id: str
+    ) -> dict[str, Any]:
         """The stand-in's store_memory: a tool call in the transcript (so the Stop hook sees it) and the daemon call."""
         transcript.tool_use(tool_id, TOOL_PREFIX + "store_memory", memory.args(), self.clock.now())
         try:
             result = self.call("store", memory.args(), repo, sid) or {}
-            outcome = {"action": result.get("action"), "id": result.get("memory_id"), "type": memory.type, "scope": memory.scope}
+            outcome = {
+                "action": result.get("action"),
+                "id": result.get("memory_id"),
+                "type": memory.type,
+                "scope": memory.scope,
+            }
         except Exception as exc:  # a refused store is a result of the replay, not a crash of it
             outcome = {"action": "error", "error": f"{type(exc).__name__}: {exc}"[:300]}
         transcript.tool_result(tool_id, json.dumps(outcome), outcome.get("action") == "error", self.clock.now())
@@ -333,3 +345,7 @@ class QuickReplay:
             stop_daemon(self.user_dir)
         except Exception:
             pass
+        if self._saved_environ is not None:  # later processes (score.py, the next replay) run on real time
+            os.environ.clear()
+            os.environ.update(self._saved_environ)
+            self._saved_environ = None

@@ -173,20 +173,28 @@ def markdown(data: dict[str, Any], baseline: dict[str, Any] | None) -> str:
     out += ["### By scope, cross-project, after a change", ""]
     out += _breakdown(data, "by_scope", "scope") + [""] + _breakdown(data, "by_cross_project", "cross-project")
     out += [""] + _breakdown(data, "by_after_change", "need of a replacement fact") + [""]
-    out += ["### Stale exposure per superseded fact", "", "| fact | replaced by | " + " | ".join(data["policies"]) + " |"]
+    out += [
+        "### Stale exposure per superseded fact",
+        "",
+        "| fact | replaced by | " + " | ".join(data["policies"]) + " |",
+    ]
     out.append("|---|---|" + "---|" * len(data["policies"]))
     first = next(iter(data["policies"].values()))["score"]["stale"]["by_fact"]
     for fid, row in first.items():
         cells = [
             f"{r['exposed']}/{r['turns']}"
-            for r in (p["score"]["stale"]["by_fact"].get(fid, {"exposed": 0, "turns": 0}) for p in data["policies"].values())
+            for r in (
+                p["score"]["stale"]["by_fact"].get(fid, {"exposed": 0, "turns": 0}) for p in data["policies"].values()
+            )
         ]
         out.append(f"| {fid} | {row['replaced_by']} | " + " | ".join(cells) + " |")
     out += ["", "### The Stop hook on the world's turns, the stand-in's stores, the store after the month", ""]
     out.append("| | " + " | ".join(data["policies"]) + " |")
     out.append("|---|" + "---|" * len(data["policies"]))
     rows = {
-        "Stop note on teaching turns": lambda r: f"{r['stop_hook']['teaching_fired']}/{r['stop_hook']['teaching_turns']}",
+        "Stop note on teaching turns": lambda r: (
+            f"{r['stop_hook']['teaching_fired']}/{r['stop_hook']['teaching_turns']}"
+        ),
         "Stop note on quiet turns": lambda r: f"{r['stop_hook']['quiet_fired']}/{r['stop_hook']['quiet_turns']}",
         "teaching turns that end a session": lambda r: str(r["stop_hook"]["teaching_last_turn"]),
         "stand-in store_memory calls": lambda r: f"{r['stand_in']['calls']} {r['stand_in']['by_action']}",

@@ -28,8 +28,7 @@ from bench.month.clock import ClockUnavailable  # noqa: E402
 from bench.month.world import load_world  # noqa: E402
 
 
-
-def replay_policy(world_dir: Path, policy: str, out: Path, *, quick: bool, keep: bool) -> dict:
+def replay_policy(world_dir: Path, policy: str, out: Path, *, quick: bool, keep: bool, real_time: bool = False) -> dict:
     """Replay `policy` in a fresh HOME under `out`; its run file, score and store composition."""
     from bench.month.quick import QuickReplay
 
@@ -38,7 +37,7 @@ def replay_policy(world_dir: Path, policy: str, out: Path, *, quick: bool, keep:
     world = load_world(world_dir)
     work = Path(tempfile.mkdtemp(prefix=f"month-{policy}-"))
     started = time.perf_counter()
-    replay = QuickReplay(world, policy, work)
+    replay = QuickReplay(world, policy, work, simulate_time=not real_time)
     try:
         run_file = replay.run()
         composition = report.composition(replay)
@@ -54,6 +53,7 @@ def replay_policy(world_dir: Path, policy: str, out: Path, *, quick: bool, keep:
     return {
         "policy": policy,
         "mode": "quick" if quick else "full",
+        "clock": "real time (--real-time)" if real_time else "simulated (libfaketime)",
         "seconds": round(seconds, 1),
         "run_file": str(target),
         "score": score,
@@ -73,17 +73,27 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=None, help="results folder (default: a new temporary one)")
     ap.add_argument("--baseline", type=Path, default=report.BASELINE, help="JSON of an earlier run to show beside")
     ap.add_argument("--keep", action="store_true", help="keep the replay's HOME and repositories")
+    ap.add_argument(
+        "--real-time",
+        action="store_true",
+        help="no simulated clock: the month's gaps collapse to seconds (how the issue's first replay ran)",
+    )
     a = ap.parse_args(argv)
     out = a.out or Path(tempfile.mkdtemp(prefix="month-out-"))
     out.mkdir(parents=True, exist_ok=True)
     policies = list(standin.POLICIES) if a.policy == "both" else [a.policy]
     try:
-        results = [replay_policy(a.world, p, out, quick=a.quick, keep=a.keep) for p in policies]
+        results = [replay_policy(a.world, p, out, quick=a.quick, keep=a.keep, real_time=a.real_time) for p in policies]
     except ClockUnavailable as exc:
         print(f"bench/month: skipped: {exc}", file=sys.stderr)
         (out / "month.json").write_text(json.dumps({"skipped": str(exc)}) + "\n")
         return 0
-    data = {"world": str(a.world), "quick": a.quick, "policies": {r["policy"]: r for r in results}}
+    data = {
+        "world": str(a.world),
+        "quick": a.quick,
+        "real_time": a.real_time,
+        "policies": {r["policy"]: r for r in results},
+    }
     (out / "month.json").write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
     md = report.markdown(data, report.load_baseline(a.baseline))
     (out / "month.md").write_text(md)

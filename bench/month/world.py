@@ -41,9 +41,9 @@ class World:
                 h, m = SESSION_START_TIMES[nth]
             else:
                 h, m = SESSION_START_TIMES[-1][0] + LATER_SESSION_GAP_H * (nth - 2), SESSION_START_TIMES[-1][1]
-            starts[s["session_id"]] = dt.datetime(date.year, date.month, date.day, tzinfo=dt.timezone.utc) + dt.timedelta(
-                hours=h, minutes=m
-            )
+            starts[s["session_id"]] = dt.datetime(
+                date.year, date.month, date.day, tzinfo=dt.timezone.utc
+            ) + dt.timedelta(hours=h, minutes=m)
         return starts
 
 
@@ -56,7 +56,9 @@ def load_world(folder: Path) -> World:
     folder = Path(folder)
     meta = json.loads((folder / "world.json").read_text(encoding="utf-8"))
     sessions = [
-        json.loads(line) for line in (folder / "sessions.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()
+        json.loads(line)
+        for line in (folder / "sessions.jsonl").read_text(encoding="utf-8").splitlines()
+        if line.strip()
     ]
     return World(
         folder=folder,
