@@ -30,6 +30,8 @@ PROMPT_BLOCK_TITLE = "Possibly relevant memories for this prompt"
 COMPACT_TITLE = "Before compaction"
 TEAM_TITLE = "Team memory applied at this session's start"
 MAX_TRACKED_SESSIONS = 256
+#: The prompt hook considers this many times its limit of recall's best (it filters after recall).
+PROMPT_POOL_FACTOR = 5
 #: Injections kept for `engram ui`'s sessions page (in the daemon's memory: since it started).
 MAX_INJECTION_EVENTS = 2000
 CAPTURE_CATEGORIES = {"file_change": "capture_file_changes", "error": "capture_failed_commands"}
@@ -253,7 +255,8 @@ def prompt_context(access: ScopeAccess, ctx: RequestContext, *, prompt: str) -> 
     if not cfg.user_prompt_recall:
         return {"additional_context": None, "reason": "user_prompt_recall is off"}
     limit = int(cfg.prompt_recall_limit)
-    found = recall(access, ctx, query=prompt, limit=min(50, limit * 3), strengthen=False)
+    # a wider pool than the limit: scratch, summaries and what this session already saw are left out after
+    found = recall(access, ctx, query=prompt, limit=min(50, limit * PROMPT_POOL_FACTOR), strengthen=False)
     seen = INJECTED.seen(ctx.session_id)
     # The bar is absolute (cosine similarity to the prompt), not the recall's relevance, which is
     # relative to the best candidate and so high for the best match of even an unrelated prompt.
