@@ -65,6 +65,20 @@ POOLS: dict[str, list[str]] = {
     "envvar": ["API_BASE_URL", "API_ROOT_URL", "SERVICE_URL", "BACKEND_URL"],
     "limit": ["50", "100", "250", "20", "500"],
     "percent": ["80%", "90%", "65%", "95%"],
+    "jdk": ["17", "21", "11"],
+    "node": ["18", "20", "22"],
+    "memory": ["4 GB", "8 GB", "16 GB"],
+    "weekday": ["Monday", "Tuesday", "Thursday", "Friday"],
+    "clock": ["09:30", "14:00", "16:30"],
+    "lead": ["Nadia", "Oskar", "Wei", "Fatima", "Kenji"],
+    "queue": ["rabbitmq", "kafka", "nats", "sqs"],
+    "orm": ["sqlalchemy", "prisma", "drizzle", "typeorm"],
+    "linter": ["eslint", "biome", "oxlint"],
+    "url": ["https://grafana.internal/d/abc", "https://grafana.internal/d/xyz", "https://grafana.internal/d/k8s"],
+    "bucket": ["s3://acme-logs-prod", "s3://acme-logs-archive", "s3://acme-logs-cold"],
+    "replicas": ["3", "5", "7"],
+    "flag": ["ENABLE_NEW_CHECKOUT", "ENABLE_FAST_CHECKOUT", "CHECKOUT_V2"],
+    "cron": ["0 3 * * *", "30 2 * * *", "15 4 * * 1"],
 }
 SUBJECTS: list[tuple[str, str, str]] = [  # (pool, sentence, a rewording of it)
     ("port", "The payments API gateway listens on port {v}.", "Port {v} is where the payments API gateway listens."),
@@ -93,6 +107,21 @@ SUBJECTS: list[tuple[str, str, str]] = [  # (pool, sentence, a rewording of it)
     ("envvar", "The frontend reads the backend address from {v}.", "The backend address comes to the frontend from {v}."),
     ("limit", "The public search API is rate limited to {v} requests per second per key.", "Per key, the public search API allows {v} requests per second."),
     ("percent", "The disk alert fires when the data volume is {v} full.", "When the data volume is {v} full, the disk alert fires."),
+    # a second batch, written after the rule was first built (longer sentences, other styles)
+    ("jdk", "Android builds need JDK {v}; Gradle fails with a cryptic error otherwise.", "Gradle fails with a cryptic error unless Android builds use JDK {v}."),
+    ("node", "Use Node {v} locally to match the Lambda runtime.", "Locally, use Node {v} so it matches the Lambda runtime."),
+    ("memory", "The CI runner for integration tests has {v} of RAM, so keep fixtures small.", "Keep fixtures small: the integration-test CI runner has {v} of RAM."),
+    ("weekday", "Production deploys are frozen every {v} afternoon for the release review.", "Every {v} afternoon production deploys are frozen for the release review."),
+    ("clock", "The daily standup starts at {v} in the big room.", "In the big room, the daily standup starts at {v}."),
+    ("lead", "Ask {v} before touching the payments reconciliation job.", "Before touching the payments reconciliation job, ask {v}."),
+    ("queue", "Order events go through {v} to the fulfilment workers.", "The fulfilment workers get order events through {v}."),
+    ("orm", "The API talks to the database through {v}; raw SQL only in migrations.", "Raw SQL only in migrations; otherwise the API uses {v} to talk to the database."),
+    ("linter", "The frontend is linted with {v} in the pre-commit hook.", "In the pre-commit hook, the frontend is linted with {v}."),
+    ("url", "The latency dashboard is at {v}.", "You can find the latency dashboard at {v}."),
+    ("bucket", "Application logs are archived to {v} after 14 days.", "After 14 days, application logs are archived to {v}."),
+    ("replicas", "The search API runs {v} replicas in production.", "In production the search API runs {v} replicas."),
+    ("flag", "The new checkout is behind the {v} feature flag.", "The {v} feature flag guards the new checkout."),
+    ("cron", "The cleanup job is scheduled with cron '{v}'.", "Cron '{v}' schedules the cleanup job."),
 ]
 CORRECTIONS = (  # how a newer text says it replaces the older value (generic, any sentence)
     lambda s, a: f"{s[:-1]} (was {a}).",
@@ -100,6 +129,8 @@ CORRECTIONS = (  # how a newer text says it replaces the older value (generic, a
     lambda s, a: f"{s[:-1]} now, replacing {a}.",
     lambda s, a: f"We switched from {a}: {s}",
     lambda s, a: f"Update: {s[:-1]}, no longer {a}.",
+    lambda s, a: f"{s[:-1]} now (it used to be {a}).",
+    lambda s, a: f"Heads up: {s[:-1]}, not {a} any more.",
 )
 DISTINCT_VERBS = ("is monitored by the on-call rota", "depends on the shared Redis cache", "is owned by the platform team",
                   "is covered by the weekly restore test", "is documented in the ops handbook")

@@ -40,6 +40,7 @@ REPLACES = "replaces"
 DIFFERS = "differs"
 
 NUMBER, IDENT, NAME = "number", "identifier", "name"
+_VALUE_KINDS = frozenset({NUMBER, IDENT})
 
 # A token: letters/digits joined by the punctuation identifiers use inside (OPS-1007, 4.2.0,
 # nomad-stg-3, core/db/Migrations.kt, snake_case, user@host). Trailing dots and colons are
@@ -47,7 +48,7 @@ NUMBER, IDENT, NAME = "number", "identifier", "name"
 _TOKEN_RE = re.compile(r"[\w][\w.\-/@:+#]*[\w]|[\w]", re.UNICODE)
 _NUMBER_RE = re.compile(r"^v?\d+(?:[.,]\d+)*(?:[a-z%]{1,3})?$", re.IGNORECASE)
 _LABEL_RE = re.compile(r"^\W*(\w[\w-]{0,30}\s+#?[\w.-]{1,20})\s*[:\-\u2013\u2014]\s")
-_SENTENCE_END_RE = re.compile(r"[.!?;]\s*$|^\s*$")  # a capital after a colon is a name or a new clause alike
+_SENTENCE_END_RE = re.compile(r"[.!?:;]\s*$|^\s*$")
 # Change markers: the words English uses to say a value was replaced. Counted only when the
 # newer text has one the older lacks, so a rule that always said "now" is no marker.
 _CHANGE_WORDS = frozenset(
@@ -75,16 +76,19 @@ _CHANGE_WORDS = frozenset(
         "deprecated",
         "superseded",
         "anymore",
+        "not",
+        "no",
     }
 )
 # The words that hold a sentence together, never a value ("from now on" adds no fact).
 _GLUE_WORDS = frozenset(
     "the and for with from into onto are was were been this that these those our you your its their "
-    "then than also all any only just still very not but use uses used".split()
+    "then than also all any only just still very not but use uses used they she his her".split()
 )
 _SUFFIXES = ("'s", "ing", "ed", "es", "s", "er", "ers", "ly", "ies", "d")
 _FORMS = ("s", "d", "ed", "es", "ing", "r")
 _MIN_RARE_WORD_CHARS = 3
+_MIN_STEM_CHARS = 4  # sqs is not "sq" + s, nats not "nat" + s: short stems match too much
 _MAX_DIFF_WORDS = 600  # bounds the word diff (quadratic at worst), which runs under the write lock
 _MAX_SAME_SENTENCE_SWAPS = 1  # one value changed in an otherwise identical sentence: a correction
 
@@ -119,7 +123,7 @@ def _is_common_word(word: str) -> bool:
     if not lex:  # no word list: treat every word as common, so only digits and case decide
         return True
     w = word.lower()
-    stems = {w[: -len(s)] for s in _SUFFIXES if w.endswith(s) and len(w) - len(s) >= 2}
+    stems = {w[: -len(s)] for s in _SUFFIXES if w.endswith(s) and len(w) - len(s) >= _MIN_STEM_CHARS}
     roots = {w, *stems, *(x + "e" for x in stems)}
     forms = roots | {r + s for r in roots for s in _FORMS}
     if w.endswith("ies"):
@@ -198,7 +202,7 @@ def _value_swaps(old: str, new: str, a: dict[str, str], b: dict[str, str]) -> tu
         if tag == "replace" and left and all(w.lower() in new_lower for w in left):
             requoted = True  # the replaced words are quoted again elsewhere: "develop (was main)"
         one_word_each = len(left) == len(right) == 1
-        one_name_each = one_word_each and left[0][:1].isupper() and right[0][:1].isupper()
+        one_name_each = one_word_each and all(w[:1].isupper() and not _is_glue(w) for w in (left[0], right[0]))
         if tag == "replace" and ((fact_l or fact_r) and (named_l and named_r or one_word_each) or one_name_each):
             swaps += 1
         else:
@@ -215,6 +219,12 @@ def _new_content_words(old: str, new: str) -> set[str]:
         for w in _words(new)
         if len(w) >= 3 and w not in _CHANGE_WORDS and w not in _GLUE_WORDS and _stem(w) not in stems
     }
+
+
+def _is_glue(word: str) -> bool:
+    """A word that holds a sentence together ("The" -> "This" is no swapped name)."""
+    w = word.lower()
+    return len(w) <= 2 or w in _GLUE_WORDS
 
 
 def _label(text: str) -> str:
@@ -234,7 +244,11 @@ def compare(old: str, new: str) -> Verdict:
     old_only = {t: k for t, k in a.items() if _stem(t) not in b_stems}
     new_only = {t: k for t, k in b.items() if _stem(t) not in a_stems}
     marker = bool((_words(new) - _words(old)) & _CHANGE_WORDS)
-    kind_swap = bool(set(old_only.values()) & set(new_only.values()))
+    # a value written over another of its kind, or a second number/identifier where the older
+    # text stated one (a name is not counted: rewording adds capitals and rare words freely)
+    kind_swap = bool(set(old_only.values()) & set(new_only.values())) or bool(
+        {k for k in new_only.values() if k in _VALUE_KINDS} & set(a.values())
+    )
     swaps, only_swaps, requoted = _value_swaps(old, new, old_only, new_only)
     verdict = lambda rel: Verdict(rel, tuple(sorted(old_only)), tuple(sorted(new_only)))  # noqa: E731
     if marker and (new_only or swaps or requoted or _new_content_words(old, new)):
