@@ -233,7 +233,7 @@ def test_a_damaged_claude_mem_database_is_invalid_input_naming_it(real_service, 
         assert str(claude_mem_db) in err.value.message and err.value.field == "path"
         return
     res = run_import(real_service.access, ctx, source="claude-mem", path=str(claude_mem_db))
-    assert [s["where"] for s in res["skipped"] if "unreadable" in s["why"]] == ["observation 1"]
+    assert [s["where"] for s in res["skipped"] if "unreadable" in s["why"]] == ["observations #1"]
     assert res["added"] == 5  # the other rows come in
 
 
@@ -572,3 +572,15 @@ def test_the_cli_asks_for_progress_even_with_json_so_a_long_import_is_not_cut_at
     app.call("recall", {"query": "x"})
     assert sent[0][0] == "import_from" and callable(sent[0][1])
     assert sent[1] == ("recall", None)  # an operation without progress asks for none
+
+
+def test_a_note_broken_by_an_edit_is_reported_as_skipped_not_as_removed(real_service, ctx, tmp_path):
+    notes = tmp_path / "notes"
+    shutil.copytree(DATA / "notes", notes)
+    run_import(real_service.access, ctx, source="markdown", path=str(notes))
+    note = notes / "Payment Retries.md"
+    note.write_text(note.read_text().replace("title: Payment Retries", "title: [Payment Retries"))
+    res = run_import(real_service.access, ctx, source="markdown", path=str(notes))
+    assert "Payment Retries.md" in [s["where"] for s in res["skipped"]]
+    assert res["removed_at_source"] == 0 and (res["added"], res["updated"]) == (0, 0)
+    assert any("hard decline" in c for c in contents(real_service, ctx, "project"))  # kept as it was

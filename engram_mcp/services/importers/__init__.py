@@ -92,6 +92,8 @@ def run_import(
     if batch.notes:
         summary["notes"] = batch.notes
     todo = resync.plan(access, ctx, batch)
+    unreadable = {s["where"] for s in batch.skipped}  # skipped now (e.g. broken by an edit) is not removed
+    todo.removed = [r for r in todo.removed if r["where"] not in unreadable]
     summary.update(todo.summary())
     summary["new_memories"] = len(todo.new)  # the names of the first version of this report
     summary["already_present"] = len(todo.updates) + todo.unchanged + todo.forgotten

@@ -89,12 +89,12 @@ def read(
             if str(rec.get("type") or "") in SENSITIVE_TYPES and not include_sensitive:
                 sensitive += 1
                 continue
-            _guarded(batch, f"observation {rec.get('id')}", _observation, rec, scope, sessions)
+            _guarded(batch, f"observations #{rec.get('id')}", _observation, rec, scope, sessions)
         if "session_summaries" in tables:
             for row in db.execute("SELECT * FROM session_summaries ORDER BY id"):
                 rec = dict(row)
                 if _ours(rec, project_name, others):
-                    _guarded(batch, f"session summary {rec.get('id')}", _summary, rec, scope, sessions)
+                    _guarded(batch, f"session_summaries #{rec.get('id')}", _summary, rec, scope, sessions)
     finally:
         db.close()
     if sensitive:
@@ -240,7 +240,7 @@ def _observation(batch: ImportBatch, row: dict[str, Any], scope: str, sessions: 
     if read_files:
         parts.append("Files read: " + ", ".join(read_files[:MAX_FILES_LISTED]))
     if not parts:
-        batch.skip(f"observation {row.get('id')}", "empty: no title, narrative, text or facts")
+        batch.skip(f"observations #{row.get('id')}", "empty: no title, narrative, text or facts")
         return
     prompt = _prompt_line(row, sessions)
     if prompt:
@@ -269,7 +269,7 @@ def _observation(batch: ImportBatch, row: dict[str, Any], scope: str, sessions: 
 def _summary(batch: ImportBatch, row: dict[str, Any], scope: str, sessions: dict[str, dict[str, Any]]) -> None:
     lines = [f"{label}: {_text(row.get(name), name)}" for name, label in SUMMARY_PARTS if _text(row.get(name), name)]
     if not lines:
-        batch.skip(f"session summary {row.get('id')}", "empty: no request, findings or next steps")
+        batch.skip(f"session_summaries #{row.get('id')}", "empty: no request, findings or next steps")
         return
     for name, label in (("files_edited", "Files edited"), ("files_read", "Files read")):
         files = _json_list(row.get(name), name)
