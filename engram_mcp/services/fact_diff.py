@@ -7,14 +7,15 @@ merge of those loses the newer fact. The values that make a fact are the tokens 
 weighs least: numbers, versions, identifiers, names and tools. This module compares those
 "fact tokens" of the two texts and answers one of three things:
 
-- ``same``: no fact token was swapped (a paraphrase, or one text only adds detail of a kind the
+- ``same``: no value was swapped (a paraphrase, or one text only adds a value of a kind the
   other does not state at all): a merge loses nothing.
 - ``replaces``: the newer text changes a value of the same subject: the same sentence with one
-  value changed, or a value added beside a change marker ("moved to", "now", "(was X)",
-  "instead of", "replaced by", "switched"): it supersedes the older memory.
-- ``differs``: values of one kind differ in more than one place with no change marker (another
-  item that reads alike: "Fact 7 ... OPS-1007" vs "Fact 97 ... OPS-1097"): two memories, the
-  newer one only hinting that it may replace the older.
+  value written over another, or something new beside a change word the older text lacks
+  ("now", "moved", "(was X)", "instead of", "replaced", "switched", "no longer", "not X any
+  more"): it supersedes the older memory.
+- ``differs``: values swapped in several places or amid other rewording, with no change word,
+  or a changed opening label (another item that reads alike: "Fact 7 ... OPS-1007" vs
+  "Fact 97 ... OPS-1097"): two memories, the newer one only hinting it may replace the older.
 
 A lowercase word counts as a name or tool when a general English lexicon does not hold it
 (colima, orbstack, infisical, pnpm); the lexicon is the word list of the vendored
@@ -100,9 +101,6 @@ class Verdict:
     relation: str  # SAME | REPLACES | DIFFERS
     old_only: tuple[str, ...] = ()
     new_only: tuple[str, ...] = ()
-
-    def as_dict(self) -> dict[str, object]:
-        return {"relation": self.relation, "old_only": list(self.old_only), "new_only": list(self.new_only)}
 
 
 @functools.cache
