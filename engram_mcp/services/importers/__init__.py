@@ -1,10 +1,13 @@
 """Importers: memories people already have in other tools, brought into engram.
 
 One module per source, each a pure reader that turns the source into engram's own import
-records (`batch.ImportBatch`); `run_import` then feeds them to the import every export
-goes through (`transfer.import_`: the store's checks and redaction, embedding outside the
-lock, progress, idempotence by id). Ids are derived from the source records, so running an
-importer twice adds nothing. `dry_run` reads and counts without writing.
+records (`batch.ImportBatch`). `run_import` sorts them against what an earlier import of the
+same source brought (`resync.plan`: added, updated, unchanged, removed at the source), writes
+the source's edits with history (`resync.apply_updates`), and hands the new records, in
+memory, to the import every export goes through (`transfer.import_records`: the store's checks
+and redaction, embedding outside the lock, progress). `dry_run` reads and sorts without
+writing. Whatever is wrong with a source as a whole is `InvalidInput` naming it; a bad record
+is skipped with its reason.
 """
 
 from __future__ import annotations
