@@ -259,7 +259,7 @@ def _observation(batch: ImportBatch, row: dict[str, Any], scope: str, sessions: 
         tags=["claude-mem", otype, *concepts, *(["sensitive"] if sensitive else [])],
         summary=_text(row.get("subtitle"), "subtitle") or None,
         category="decision" if otype == "decision" else None,
-        importance=0.7 if otype in ("decision", "bugfix") or sensitive else 0.5,
+        importance=0.7 if otype in ("decision", "bugfix") else 0.5,  # sensitive rows stay episodic: never auto-shared
         when=_when(row),
         origin=origin,
         metadata=meta,
