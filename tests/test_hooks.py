@@ -217,6 +217,10 @@ TEACHING_STATEMENTS = [
     "Open the PR. Rafael reviews anything that touches the billing tables.",
     "Bump the version, and keep changelog entries in past tense in every repo.",
     "Tidy the script. Every service here logs JSON to stdout, never to files.",
+    "Cut the release. Locally we only ever build unsigned snapshots.",  # an adverb before the subject
+    "Update the check. Since 3.2 the broker listens on `amqps://mq.internal:5671` only.",
+    "Add the banner. Team rule: anything behind a flag ships with the flag off.",  # labelled as a rule
+    "Write it up. Finance and I decided invoices stay in euros until the migration.",
 ]
 ORDERS_AND_QUESTIONS = [
     "Don't touch any other file in this folder.",
@@ -224,6 +228,7 @@ ORDERS_AND_QUESTIONS = [
     "Is the cache at localhost:6380 or somewhere else?",
     "Run `make build` and tell me what fails.",
     "Skip the slow tests for this run, we'll look at them tomorrow.",
+    "The client wants a yearly export. Before writing anything: how far back does the data go?",
 ]
 
 

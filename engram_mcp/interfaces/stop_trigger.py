@@ -74,6 +74,16 @@ DECLARATIVE_START = re.compile(
     r"[A-Z][a-z]+(?:\s[A-Z][a-z]+)?\s(?:is|are|owns|runs|reviews|signs|approves|wants|handles|does|has|lives|sits|needs|was))\b",
     re.IGNORECASE,
 )
+# An adverb or a short prepositional phrase may come before the subject ("Locally we only ever ...",
+# "From 4.6 the API listens on ..."): it is skipped before the subject is looked for.
+LEADING_PHRASE = re.compile(
+    r"^(?:(?:in|on|for|at|from|with|since|until|after|before) (?:the |this |that |our |my |a |an )?[\w.-]+(?: [\w.-]+)??,?\s+|"
+    r"\w+ly,?\s+)",
+    re.IGNORECASE,
+)
+CONJUNCTION = re.compile(r"^(?:and|but|so|also|oh|ok|okay|right),?\s+", re.IGNORECASE)
+# A sentence labelled as a standing rule or decision ("Team rule: ...", "Policy for releases: ...").
+RULE_LABEL = re.compile(r"^[\w' -]{0,40}\b(?:rule|convention|policy|decision)\b[^:.!?]{0,40}:", re.IGNORECASE)
 # ... that generalises beyond this task: a rule or convention stated as how things are.
 GENERALISING = re.compile(
     r"\b(?:every|always|never|only ever|any(?:one|thing|where)?|all|whatever|each)\b", re.IGNORECASE
@@ -108,12 +118,28 @@ def sentences(text: str) -> list[str]:
     return [s.strip() for s in SENTENCE_END.split(text) if s.strip() and not s.rstrip().endswith("?")]
 
 
+def declarative(sentence: str) -> bool:
+    """Whether a sentence starts with its subject (after an adverb or a short prepositional phrase)."""
+    bare = CONJUNCTION.sub("", sentence, count=1)
+    return bool(DECLARATIVE_START.match(bare) or DECLARATIVE_START.match(LEADING_PHRASE.sub("", bare, count=1)))
+
+
 def stated_rule(prompt: str) -> bool:
-    """A statement that generalises: declarative and quantified ("every string lives in ..."), or
-    naming a scope wider than the task ("in any repo")."""
-    return any(
-        (DECLARATIVE_START.match(s) and GENERALISING.search(s)) or WIDER_SCOPE.search(s) for s in sentences(prompt)
-    )
+    """A statement that generalises: declarative and quantified ("every string lives in ..."; a
+    lead-in that ends in a colon states nothing yet), naming a scope wider than the task ("in any
+    repo"), or labelled as a rule ("Team rule: ...")."""
+    whole = [p.strip() for p in re.split(r"(?<=[.!?])\s+|\n+", prompt) if p.strip() and not p.rstrip().endswith("?")]
+    if any(RULE_LABEL.match(p) for p in whole):
+        return True
+    return any(WIDER_SCOPE.search(s) or (_declares(s) and GENERALISING.search(s)) for s in sentences(prompt))
+
+
+def _declares(sentence: str) -> bool:
+    """Declarative; a lead-in ending in a colon only when it starts with its subject itself ("We
+    always do X this way:"), as a phrase before it ("Before anyone builds that:") introduces a task."""
+    if sentence.endswith(":"):
+        return bool(DECLARATIVE_START.match(CONJUNCTION.sub("", sentence, count=1)))
+    return declarative(sentence)
 
 
 def _teaches(sentence: str) -> bool:
@@ -144,7 +170,7 @@ def stated_fact(prompt: str) -> bool:
     """A statement of lasting state: where something is or how it runs (declarative, present tense,
     a concrete identifier), or who owns or reviews what."""
     for s in sentences(prompt):
-        if DECLARATIVE_START.match(s) and STATE_VERB.search(s) and IDENTIFIER.search(s):
+        if declarative(s) and STATE_VERB.search(s) and IDENTIFIER.search(s):
             return True
         if ROLE.search(s) and PERSON.search(s):
             return True
@@ -155,7 +181,7 @@ SAME_SENTENCE = r"(?:(?![.!?](?:\s|$))[^\n]){{0,{}}}"  # within one sentence (a 
 
 # -- decision with its reason ---------------------------------------------------------------------
 USER_DECISION = re.compile(
-    r"\b(?:we(?:'ve| have)? decided|we agreed|let's (?:go with|keep|stick with|stay on|use)|we'll (?:stay|stick|keep|go)|"
+    r"\b(?:we(?:'ve| have)? decided|(?:\w+ and )?I(?:'ve| have)? decided (?!to\b)|we agreed|let's (?:go with|keep|stick with|stay on|use)|we'll (?:stay|stick|keep|go)|"
     r"we're (?:not going to|going with|switching|moving|sticking|staying|dropping)|we are (?:not going to|switching|dropping)|"
     r"decided to|we're not going to)\b",
     re.IGNORECASE,
