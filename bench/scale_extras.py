@@ -796,6 +796,7 @@ def run_scale(sizes: list[int], out_dir: Path | None = None, quick: bool = False
             print(f"scale extras at {n} memories", flush=True)
             results["runs"].append(run_size(n, embedder, pool, models, tmp, quick, seed, cold_only))
         results["index_verification"] = index_verification(sizes, tmp)
+        results["disk_growth"] = [disk_growth(n, embedder, pool, models, tmp, seed) for n in sizes if n <= DISK_GROWTH_MAX]
         per_store = multi_per_store if multi_per_store is not None else (200 if quick else 10_000)
         if per_store and multi_projects:
             print(f"a daemon holding {multi_projects} project stores + the user store, {per_store} memories each", flush=True)
@@ -842,6 +843,46 @@ def markdown(results: dict[str, Any]) -> str:
     return head + "\n".join(design_markdown(results)) + "\n" + verification_markdown(results)
 
 
+#: Recalls that strengthen what they return, between the two disk measurements of `disk_growth`.
+DISK_GROWTH_RECALLS = 1000
+#: Sizes above this are left out of `disk_growth` (a second fill of 100k takes minutes).
+DISK_GROWTH_MAX = 10_000
+
+
+def disk_growth(n: int, embedder, pool: np.ndarray, models: Path, tmp: Path, seed: int) -> dict[str, Any]:
+    """The project store's bytes per memory (engine data and index files) after loading n
+    memories, and again after 1,000 recalls that strengthen their hits, before any maintenance
+    (issue 36: at most 2.6 KB, and at most 1.5x that after the recalls)."""
+    from engram_mcp.services.service import MemoryService, RequestContext
+
+    rnd, rng = random.Random(seed + n + 1), np.random.default_rng(seed + n + 1)
+    world = World(tmp / f"disk{n}", models)
+    ctx = RequestContext(world.project)
+    store = world.project / ".claude" / "engram"
+
+    def per_memory() -> dict[str, float]:
+        parts = {part: sum(f.stat().st_size for f in (store / part).rglob("*") if f.is_file()) for part in ("data", "index")}
+        return {**{f"{k}_bytes_per_memory": round(v / n) for k, v in parts.items()},
+                "bytes_per_memory": round(sum(parts.values()) / n)}
+
+    svc = MemoryService(home=world.home, user_dir=world.user_dir, embedder=embedder)
+    try:
+        fill(svc, ctx, n, pool, embedder.model_name, tmp, rnd, rng, graph=False)
+    finally:
+        svc.close()  # the index files are written at close
+    loaded = per_memory()
+    svc = MemoryService(home=world.home, user_dir=world.user_dir, embedder=embedder)
+    try:
+        for _ in range(DISK_GROWTH_RECALLS):
+            svc.recall(ctx, query=sentence(rnd), limit=10)
+    finally:
+        svc.close()
+    recalled = per_memory()
+    shutil.rmtree(world.base, ignore_errors=True)
+    return {"memories": n, "after_load": loaded, "after_recalls": recalled, "recalls": DISK_GROWTH_RECALLS,
+            "growth": round(recalled["bytes_per_memory"] / max(loaded["bytes_per_memory"], 1), 2)}
+
+
 def index_verification(sizes: list[int], tmp: Path) -> list[dict[str, Any]]:
     """The cost at open of checking every byte of an index file (format 2), per size: the same
     open with the float32 rows unchecked, as before (bench/index_open_bench.py)."""
@@ -850,16 +891,30 @@ def index_verification(sizes: list[int], tmp: Path) -> list[dict[str, Any]]:
     return [verification_cost(n, tmp) for n in sizes]
 
 
+def disk_markdown(results: dict[str, Any]) -> str:
+    rows = results.get("disk_growth") or []
+    if not rows:
+        return ""
+    lines = ["", f"Project store bytes per memory (data + index files) after the load and after "
+             f"{DISK_GROWTH_RECALLS} strengthening recalls, before any maintenance (target: 2,600 and 1.5x):", "",
+             "| memories | after load (data / index) | after recalls (data / index) | growth |", "|---|---|---|---|"]
+    for r in rows:
+        a, b = r["after_load"], r["after_recalls"]
+        lines.append(f"| {r['memories']} | {a['bytes_per_memory']} ({a['data_bytes_per_memory']} / {a['index_bytes_per_memory']}) | "
+                     f"{b['bytes_per_memory']} ({b['data_bytes_per_memory']} / {b['index_bytes_per_memory']}) | {r['growth']}x |")
+    return "\n".join(lines) + "\n"
+
+
 def verification_markdown(results: dict[str, Any]) -> str:
     rows = results.get("index_verification") or []
     if not rows:
-        return ""
+        return disk_markdown(results)
     lines = ["", "Index file checks at open (every byte, float32 rows included; before: the rows unchecked), best of 3 ms:",
              "", "| memories | file MB | warm before | warm now | cold before | cold now |", "|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['memories']} | {r['file_mb']} | {r['warm_unchecked_ms']} | {r['warm_verified_ms']} | "
                      f"{r['cold_unchecked_ms']} | {r['cold_verified_ms']} |")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" + disk_markdown(results)
 
 
 def verdict(value: float | None, target: float | None) -> str:
