@@ -177,7 +177,10 @@ def capture(user_dir: Path, payload: dict[str, Any], memory: dict[str, Any], *, 
     if not ctx["session_id"]:
         raise ValueError("hook input has no session_id")
     entry = spool.enqueue(user_dir, "hook_capture", memory, ctx, reason="hook")
-    nudge(user_dir, spawn=spawn)
+    if spawn:
+        nudge(user_dir)
+    else:
+        nudge(user_dir, spawn=False)
     return entry
 
 
