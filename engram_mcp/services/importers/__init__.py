@@ -135,7 +135,9 @@ def _read(source: str, where: Path, *, scope: str | None, project: str, sensitiv
 
 def _reasons(batch: ImportBatch) -> dict[str, int]:
     """How many records were skipped for each reason (the reason without its details)."""
-    out: Counter[str] = Counter(s["why"].split(" (", 1)[0].split(": ", 1)[0][:80] for s in batch.skipped)
+    out: Counter[str] = Counter()
+    for s in batch.skipped:
+        out[s["why"].split(" (", 1)[0].split(": ", 1)[0][:80]] += int(s.get("count", 1))
     return dict(out.most_common())
 
 

@@ -37,7 +37,7 @@ class ImportBatch:
 
     source: str
     lines: list[dict[str, Any]] = field(default_factory=list)
-    skipped: list[dict[str, str]] = field(default_factory=list)
+    skipped: list[dict[str, Any]] = field(default_factory=list)
     entity_lines: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)  # (scope, key) -> line
     notes: list[str] = field(default_factory=list)  # facts about the source worth telling (not skips)
 
@@ -141,8 +141,12 @@ class ImportBatch:
             line["evidence"] = [e[:500] for e in evidence[:10]]
         self.lines.append(line)
 
-    def skip(self, where: str, why: str) -> None:
-        self.skipped.append({"where": where, "why": why})
+    def skip(self, where: str, why: str, *, count: int = 1) -> None:
+        """Leave a record out, saying why (`count`: records this one entry stands for)."""
+        entry: dict[str, Any] = {"where": where, "why": why}
+        if count != 1:
+            entry["count"] = count
+        self.skipped.append(entry)
 
     def finish(self) -> "ImportBatch":
         """Give each entity the number of memories that mention it (an entity line of an

@@ -99,12 +99,12 @@ def read(
         db.close()
     if sensitive:
         batch.skip(
-            f"{sensitive} sensitive rows",
-            f"sensitive: {sensitive} rows claude-mem marked sensitive or security_alert are left out "
-            "(they must never reach a context or a team file); --include-sensitive imports them",
+            f"{sensitive} rows marked sensitive or security_alert",
+            "sensitive: left out so they never reach a context or a team file (--include-sensitive imports them)",
+            count=sensitive,
         )
     for name, n in sorted(others.items()):
-        batch.skip(f"project {name!r}", f"another project: {n} rows; run the import in that project's directory")
+        batch.skip(f"project {name!r} ({n} rows)", "another project: import them from its directory", count=n)
     return batch
 
 
