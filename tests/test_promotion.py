@@ -415,3 +415,20 @@ def test_states_replacement_needs_a_named_value_a_new_one_and_a_change_word():
     assert states_replacement(old, "We moved off build-07: builds run on build-12 now.")
     assert not states_replacement(old, "Builds run on build-07, it is fast enough.")  # no change
     assert not states_replacement(old, "Lint moved to a pre-commit hook now.")  # names no value of the old one
+
+
+def test_the_hooks_draft_is_not_promoted_beside_what_claude_stored_from_the_note(real_service, project):
+    """The Stop hook drafted the turn's knowledge; Claude, nudged, stored it itself: one memory lasts."""
+    ctx = RequestContext(project, "sess-draft")
+    real_service.session_start(ctx)
+    draft = _hook_capture(real_service, ctx, "User: the nightly export job runs at 03:15 UTC every day. Outcome: noted.",
+                          "turn_knowledge", type="semantic", importance=0.6)
+    kept = _hook_capture(real_service, ctx, "User: the search index is rebuilt on Sundays, by every region.",
+                         "turn_knowledge", type="semantic", importance=0.6)
+    real_service.store(ctx, content="The nightly export job runs daily at 03:15 UTC.", type="semantic", scope="project",
+                       importance=0.7, source={"origin": "claude"})
+    real_service.session_end(ctx)
+    pctx = RequestContext(project)
+    with pytest.raises(MemoryNotFound):
+        real_service.get(pctx, draft)
+    assert real_service.get(pctx, kept)["scope"] == "project"

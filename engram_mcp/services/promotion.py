@@ -356,9 +356,10 @@ def session_end(
         rows = session.repo.all_memories()
         promoted, merged, skipped = [], 0, 0
         target_of: dict[str, str] = {}
+        written = _written_by_claude_since(access, ctx, started_at)
         for row in rows:
             key = row["id"]
-            if not _qualifies(row, cfg):
+            if not _qualifies(row, cfg) or _drafted_and_written(session, row, written):
                 skipped += 1
                 continue
             res = promote_row(access, session, key, row, project, reason=reason)
@@ -413,6 +414,35 @@ def session_end(
         "summary_memory_id": summary_id,
         "user_promotion_candidates": candidates,
     }
+
+
+#: A hook's draft of a turn's knowledge this close (cosine) to a memory Claude or the user stored
+#: during the same session is that memory written better: the draft is not promoted beside it.
+DRAFT_TWIN_SIMILARITY = 0.6
+TURN_KNOWLEDGE_CATEGORY = "turn_knowledge"
+
+
+def _written_by_claude_since(access: ScopeAccess, ctx: RequestContext, since: Any) -> list[Any]:
+    """The vectors of the memories Claude or the user stored in the project and user scopes since
+    the session began (a store the Stop hook's note asked for lands there)."""
+    start = to_epoch(since)
+    out = []
+    for scope in PERSISTENT_SCOPES:
+        h = access.handle(ctx, scope)
+        for r in h.repo.all_memories():
+            if to_epoch(r.get("created_at")) >= start and origin_of(r.get("source")).get("kind") in ("claude", "user"):
+                vec = h.index.vector_of_key(r["id"])
+                if vec is not None:
+                    out.append(vec)
+    return out
+
+
+def _drafted_and_written(session: ScopeHandle, row: dict[str, Any], written: list[Any]) -> bool:
+    """Whether `row` is the Stop hook's draft of knowledge that Claude then stored itself."""
+    if row.get("category") != TURN_KNOWLEDGE_CATEGORY or not written:
+        return False
+    vec = session.index.vector_of_key(row["id"])
+    return vec is not None and any(float(vec @ w) >= DRAFT_TWIN_SIMILARITY for w in written)
 
 
 def _link_replaced(access: ScopeAccess, ctx: RequestContext, replaced: Any, new_ids: dict[str, str | None]) -> None:
