@@ -8,7 +8,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from engram_mcp.services import consolidate, curation, hook_ops
+from engram_mcp.services import browse, consolidate, curation, hook_ops
 from engram_mcp.services.service import MemoryService, RequestContext
 from tests.daemon_env import daemon_request
 from tests.fakes import FakeEmbedder
@@ -110,8 +110,43 @@ def test_only_approved_consolidation_steps_are_applied(svc, project) -> None:
         consolidate.apply_steps(svc.access, ctx, steps="all", scope="project")  # type: ignore[arg-type]
 
 
+def test_a_ui_search_pages_to_its_last_match_and_filters_status_inside_recall(svc, project) -> None:
+    """120 memories match: the pages reach every one with the right total (recall alone ranks at
+    most 50, from 100 candidates per strategy), and an archived match that ranks below the first
+    50 is found by the status filter, which is in recall's candidates, not applied to its best 50."""
+    ctx = RequestContext(project)
+    ids = [
+        _store(svc, ctx, f"quokka migration note {i}: the island census counted {i * 7} animals", importance=0.9)
+        for i in range(115)
+    ]
+    weak = [_store(svc, ctx, f"quokka rumour {i}, never checked", importance=0.01) for i in range(5)]
+    for i in range(20):
+        _store(svc, ctx, f"Unrelated: the build cache lives in bucket {i}")
+    h = svc.handle(ctx, "project")
+    keys = [m.split(":", 1)[1] for m in weak]
+    h.repo.set_status(keys, "archived")
+    for k in keys:
+        h.index.set_status(k, "archived")
+    seen: list[str] = []
+    page, result = 1, None
+    while True:
+        result = browse.search(svc.access, ctx, query="quokka census animals", limit=20, page=page)
+        seen += [m["id"] for m in result["memories"]]
+        if result["next_page"] is None:
+            break
+        page += 1
+    assert set(ids) <= set(seen) and len(seen) == len(set(seen)), "every match once, across the pages"
+    assert result["total_matched"] == len(seen) and result["pages"] == page and page >= 6
+    everything = browse.search(svc.access, ctx, query="quokka census animals", status="all", limit=50)
+    assert not set(weak) & {m["id"] for m in everything["memories"]}, "the archived ones rank below the first 50"
+    archived = browse.search(svc.access, ctx, query="quokka census animals", status="archived", limit=50)
+    assert {m["id"] for m in archived["memories"]} == set(weak) and archived["total_matched"] == 5
+    before = svc.get(ctx, ids[0])
+    assert before["access_count"] == 0, "a UI search strengthens nothing"
+
+
 def test_the_ui_operations_go_through_the_daemon(daemon, ctx) -> None:
-    for op, args in (("quality", {}), ("sessions", {}), ("consolidate_steps", {"steps": []})):
+    for op, args in (("quality", {}), ("sessions", {}), ("consolidate_steps", {"steps": []}), ("search", {"query": "x"})):
         reply = daemon_request(daemon, op, args, ctx)
         assert reply["ok"], reply
 

@@ -224,6 +224,7 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation("decay_curve", "engram_mcp.services.curation:decay_curve", s.DECAY_CURVE, read_only=True),
     Operation("sessions", "engram_mcp.services.curation:sessions", s.NO_ARGUMENTS, read_only=True),
     Operation("resolve_id", "engram_mcp.services.curation:resolve_id", s.RESOLVE_ID, read_only=True),
+    Operation("search", "engram_mcp.services.browse:search", s.SEARCH, read_only=True),
     Operation(
         "consolidate_steps",
         "engram_mcp.services.consolidate:apply_steps",

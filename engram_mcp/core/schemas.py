@@ -236,6 +236,22 @@ IMPORT_FROM = _obj(
 )
 REINDEX = _obj({"scopes": SCOPE_LIST})
 #: `engram ui`'s: a memory's decay curve; the approved steps of a consolidation plan.
+SEARCH = _obj(
+    {
+        "query": _str(),
+        "scope": _one_or_many(SCOPES),
+        "type": _one_or_many(TYPES),
+        "status": ONE_OR_MANY_STRINGS,
+        "tags": TAGS,
+        "category": ONE_OR_MANY_STRINGS,
+        "after": _str(),
+        "before": _str(),
+        "strategy": _enum(list(RECALL_STRATEGIES)),
+        "limit": _int(1, 50, 20),
+        "page": {"type": "integer", "minimum": 1},
+    },
+    ["query"],
+)
 DECAY_CURVE = _obj({"memory_id": ID}, ["memory_id"])
 RESOLVE_ID = _obj({"short_id": _str(40)}, ["short_id"])
 CONSOLIDATE_STEPS = _obj(

@@ -172,3 +172,64 @@ def _successor(index: Any, key: str) -> str | None:
         return None
     visible = index.mask(Filters(statuses=frozenset(STATUSES)))  # all statuses; superseded slots drop out
     return None if slot < visible.size and visible[slot] else str(newer)
+
+
+#: Candidates per strategy per scope a UI search ranks (recall's default is 100): enough that the
+#: total is every relevant memory and the last page is the last one, for all but huge answers.
+SEARCH_POOL = 2_000
+MAX_SEARCH_LIMIT = 50
+
+
+def search(
+    access: ScopeAccess,
+    ctx: RequestContext,
+    *,
+    query: str,
+    scope: str | list[str] | None = None,
+    type: str | list[str] | None = None,
+    status: str | list[str] | None = None,
+    tags: list[str] | None = None,
+    category: str | list[str] | None = None,
+    after: str | None = None,
+    before: str | None = None,
+    strategy: str = "hybrid",
+    limit: int = DEFAULT_LIST_LIMIT,
+    page: int = 1,
+) -> dict[str, Any]:
+    """One page of a ranked search that changes nothing (`engram ui`): recall's ranking with
+    browse's filters and pages. The status filter is in recall's candidate mask (an archived
+    match is found however far down it ranks), the candidates are widened to SEARCH_POOL per
+    scope so the total counts every relevant memory, and nothing is strengthened."""
+    from engram_mcp.services.recall import MAX_RECALL_OFFSET, recall
+
+    limit = _positive_int(limit, "limit", MAX_SEARCH_LIMIT)
+    page = _positive_int(page, "page", MAX_RECALL_OFFSET // limit + 1)
+    time_range = {k: v for k, v in (("after", after), ("before", before)) if v}
+    result = recall(
+        access,
+        ctx,
+        query=query,
+        scope=scope,
+        type=type,
+        strategy=strategy,
+        limit=limit,
+        tags=tags,
+        category=category,
+        time_range=time_range or None,
+        statuses=list(_statuses(status)),
+        strengthen=False,
+        offset=(page - 1) * limit,
+        pool=SEARCH_POOL,
+    )
+    matched = int(result.get("total_matched") or 0)
+    reachable = min(matched, MAX_RECALL_OFFSET + limit)
+    pages = max(1, math.ceil(reachable / limit))
+    return {
+        **result,
+        "total_matched": matched,
+        "total_is_lower_bound": matched >= SEARCH_POOL,  # a scope's candidates were cut at the pool
+        "page": page,
+        "pages": pages,
+        "limit": limit,
+        "next_page": page + 1 if page < pages else None,
+    }

@@ -35,6 +35,7 @@ from engram_mcp.services.records import (
 )
 
 MAX_RECALL_LIMIT = 50
+MAX_RECALL_OFFSET = 5_000  # how deep a caller that pages (`engram ui`'s search) may go
 
 
 def recall(
@@ -54,17 +55,25 @@ def recall(
     include_superseded: bool = False,
     strengthen: bool = True,
     profile: str | None = None,
+    statuses: str | list[str] | None = None,
+    offset: int = 0,
+    pool: int | None = None,
 ) -> dict[str, Any]:
     """Hybrid recall across scopes; every returned memory is strengthened.
 
     A memory superseded by a live one is left out unless `include_superseded` (then it
-    ranks right below its successor and says `superseded_by`).
+    ranks right below its successor and says `superseded_by`). For a caller that pages
+    (`engram ui`'s search, services/browse.search): `statuses` filters in the candidate mask
+    (overriding `include_forgotten`), `offset` skips that many of the ranked hits, and `pool`
+    widens the candidates per strategy per scope so the total and the deep pages are complete.
     """
     started = time.perf_counter()
     query = check_text(query, "query", limit=4_000)
     check_enum(strategy, STRATEGIES, "strategy")
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_RECALL_LIMIT:
         raise InvalidInput(f"limit must be an integer from 1 to {MAX_RECALL_LIMIT}", field="limit")
+    if isinstance(offset, bool) or not isinstance(offset, int) or not 0 <= offset <= MAX_RECALL_OFFSET:
+        raise InvalidInput(f"offset must be an integer from 0 to {MAX_RECALL_OFFSET}", field="offset")
     scopes = _as_tuple(scope, SCOPES, "scope") or SCOPE_ORDER
     types = _as_tuple(type, MEMORY_TYPES, "type")
     categories = _as_tuple(category, None, "category")
@@ -80,13 +89,17 @@ def recall(
         min_importance=check_unit(min_importance, "min_importance", 0.0),
         after=to_epoch(after) if after else None,
         before=to_epoch(before) if before else None,
-        statuses=frozenset(STATUSES) if include_forgotten else frozenset(RECALLABLE_STATUSES),
+        statuses=_statuses(statuses, include_forgotten),
         include_superseded=bool(include_superseded),
     )
     cfg = access.config(ctx.project_root)
     if profile:
         check_enum(profile, tuple(SCOPE_WEIGHT_PROFILES), "profile")
     settings = RetrievalSettings.from_config(cfg)
+    if pool is not None:
+        if isinstance(pool, bool) or not isinstance(pool, int) or not 1 <= pool <= MAX_RECALL_OFFSET * 2:
+            raise InvalidInput(f"pool must be an integer from 1 to {MAX_RECALL_OFFSET * 2}", field="pool")
+        settings.candidate_pool = max(settings.candidate_pool, pool)
     qvec: np.ndarray | None = None
     warnings: list[dict[str, Any]] = []
     effective = strategy
@@ -136,8 +149,9 @@ def recall(
                         for v in views:
                             v.weight = weights[v.scope]
                     hits, matched = rank(
-                        views, qvec, query, filters, effective, settings, limit, restrict=restrict, first=first
+                        views, qvec, query, filters, effective, settings, offset + limit, restrict=restrict, first=first
                     )
+                    hits = hits[offset:]
                     memories = materialise(access, ctx, hits, views)
                 if not _still_current(access, ctx, views):
                     raise EarlyAnswerWithdrawn("an index was rebuilt while this recall ranked on it")
@@ -186,6 +200,17 @@ def _still_current(access: ScopeAccess, ctx: RequestContext, views: list[ScopeVi
         except StoreUnavailable:
             return False
     return True
+
+
+def _statuses(statuses: Any, include_forgotten: bool) -> frozenset[str]:
+    """The statuses a recall's mask keeps: `statuses` when given (`all`: every one), else the
+    recallable ones, every one with `include_forgotten`."""
+    if statuses is None:
+        return frozenset(STATUSES) if include_forgotten else frozenset(RECALLABLE_STATUSES)
+    names = _as_tuple(statuses, STATUSES + ("all",), "statuses")
+    if not names:
+        return frozenset(RECALLABLE_STATUSES)
+    return frozenset(STATUSES) if "all" in names else frozenset(names)
 
 
 def _as_tuple(value: Any, allowed: tuple[str, ...] | None, field: str) -> tuple[str, ...]:

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import asyncio
 import errno
-import math
 import os
 import resource
 import secrets
@@ -58,7 +57,6 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from engram_mcp.core import operations
 from engram_mcp.core.errors import DaemonUnavailable, EngramError, InvalidInput
 from engram_mcp.core.paths import project_dir, resolve_project_root
-from engram_mcp.core.vocabulary import RECALLABLE_STATUSES
 from engram_mcp.daemon.client import DaemonClient
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
@@ -81,7 +79,7 @@ LIVE_WINDOW = 50  # newest memories a live poll returns (the page compares them 
 CALL_TIMEOUT_S = 10.0  # a read the daemon does not answer in this is an error on the page, not a blank one
 SLOW_CALL_TIMEOUT_S = 60.0  # a consolidation plan or apply at 10k takes seconds
 SLOW_OPS = frozenset({"consolidate", "consolidate_steps"})
-SEARCH_PAGE_LIMIT = 50  # recall ranks at most this many: search pages stop there
+SEARCH_PAGE_LIMIT = 50  # results on one page of a search
 HEADER_READ_TIMEOUT_S = 10.0  # a connection must send a request's headers within this
 KEEP_ALIVE_S = 5.0  # an idle kept-alive connection is closed after this
 MAX_HEADER_BYTES = 64 * 1024  # h11's limit on an incomplete request head
@@ -327,24 +325,19 @@ def make_app(backend: Backend, token: str, port_of: Callable[[], int], session: 
 
     @endpoint
     async def api_search(request: Request) -> Any:
-        """A ranked search that changes nothing (`strengthen: false`: no access count, no status
-        move, no decay reset), with browse's filters and pages."""
-        args = _params(request, ("scope", "type", "tags", "category"))
-        statuses = set(_params(request, ("status",)).get("status", []))
+        """A ranked search that changes nothing (no access count, no status move, no decay reset),
+        with browse's filters (the status one inside recall's candidates) and pages to the last
+        match (services/browse.search)."""
+        args = _params(request, ("scope", "type", "status", "tags", "category"))
         args["query"] = request.query_params.get("q", "")
-        args["strengthen"] = False
-        size = _int(request, "limit", 20, 1, SEARCH_PAGE_LIMIT)
-        page = _int(request, "page", 1, 1, SEARCH_PAGE_LIMIT)
-        args["limit"] = min(SEARCH_PAGE_LIMIT, size * page)
-        bounds = {k: request.query_params[k] for k in ("after", "before") if request.query_params.get(k)}
-        if bounds:
-            args["time_range"] = bounds
-        if statuses - set(RECALLABLE_STATUSES):
-            args["include_forgotten"] = True  # archived, forgotten or all: recall must see them
+        args["limit"] = _int(request, "limit", 20, 1, SEARCH_PAGE_LIMIT)
+        args["page"] = _int(request, "page", 1, 1, 100_000)
+        for bound in ("after", "before"):
+            if request.query_params.get(bound):
+                args[bound] = request.query_params[bound]
         if request.query_params.get("strategy"):
             args["strategy"] = request.query_params["strategy"]
-        result = await call("recall", args, request)
-        return search_page(result, statuses, page, size)
+        return await call("search", args, request)
 
     async def full_id(mid: str, request: Request) -> str:
         """A memory id as the page shows it (`…9WEBHKJ7`) or as typed, made whole (`resolve_id`)."""
@@ -456,27 +449,6 @@ def make_app(backend: Backend, token: str, port_of: Callable[[], int], session: 
         Route("/api/live", api_live),
     ]
     return Guard(Starlette(routes=routes), token, port_of, session)
-
-
-def search_page(result: dict[str, Any], statuses: set[str], page: int, size: int) -> dict[str, Any]:
-    """One page of a ranked search: recall ranks the best `size * page`, the status filter (which
-    recall does not take) applies to those, and the page is sliced from them."""
-    found = list(result.get("memories") or [])
-    matched = int(result.get("total_matched") or 0)
-    if statuses and "all" not in statuses:
-        found = [m for m in found if m.get("status") in statuses]
-        matched = len(found)
-    reachable = min(matched, SEARCH_PAGE_LIMIT)
-    pages = max(1, math.ceil(reachable / size))
-    shown = found[(page - 1) * size : page * size]
-    return {
-        **result,
-        "memories": shown,
-        "total_matched": matched,
-        "page": page,
-        "pages": pages,
-        "next_page": page + 1 if page < pages else None,
-    }
 
 
 # ------------------------------------------------------------------ running it

@@ -210,7 +210,8 @@ async function browse() {
   main.append(el("h1", {}, s.q ? "Search" : "Browse"), form, info,
     el("table", {}, el("thead", {}, el("tr", {}, ["memory", "scope", "status", "content", "strength"].map((h) => el("th", {}, h)))), body));
   // Search and browse send the same filters and page: a search is read-only (the server asks
-  // recall not to strengthen) and pages through recall's best 50.
+  // recall not to strengthen), with the status filter inside recall's candidates, and pages to
+  // the last match.
   const params = new URLSearchParams();
   for (const k of ["scope", "type", "tags", "status"]) if (s[k]) params.set(k, s[k]);
   for (const [k, v] of Object.entries(ageBounds(s.age))) params.set(k, v);
@@ -220,7 +221,7 @@ async function browse() {
     const r = await api(s.q ? `/api/search?${params}` : `/api/list?${params}`);
     for (const m of r.memories) body.append(...memoryRow(m, { score: !!s.q }));
     info.textContent = s.q
-      ? `${r.memories.length} shown of ${r.total_matched} matched · page ${r.page} of ${r.pages} (${r.strategy_used}, ${r.query_time_ms} ms)`
+      ? `${r.memories.length} shown of ${r.total_is_lower_bound ? "at least " : ""}${r.total_matched} matched · page ${r.page} of ${r.pages} (${r.strategy_used}, ${r.query_time_ms} ms)`
       : `${r.total_matched} memories · page ${r.page} of ${r.pages} (${r.query_time_ms} ms)`;
     if (!r.memories.length) {
       main.append(empty(s.q || s.scope || s.type || s.tags || s.age || s.status
