@@ -16,6 +16,7 @@ from typing import Any
 
 from engram_mcp.core.display import context_safe
 from engram_mcp.core.errors import InvalidInput, StoreUnavailable
+from engram_mcp.core.redaction import sanitize
 from engram_mcp.services import context as context_ops
 from engram_mcp.services import promotion
 from engram_mcp.services.access import RequestContext, ScopeAccess
@@ -79,23 +80,28 @@ class InjectedMemories:
             self._by_session.pop(session_id or "", None)
 
 
+PROMPT_SHOWN_CHARS = 160  # of each prompt, kept beside its injection (engram ui's Sessions)
+
+
 class InjectionLog:
     """What the hooks put in front of Claude, per session: the memory ids of the context block at
     session start and of each prompt's block, with when and how many tokens.
 
     So a person can see why Claude knew something (`engram ui`, Sessions). Kept in the daemon's
     memory only, newest `MAX_INJECTION_EVENTS`: it answers "what was injected recently", not an
-    audit trail across restarts, and it holds ids, never memory text.
+    audit trail across restarts, and it holds ids, never memory text (of a prompt, its first
+    PROMPT_SHOWN_CHARS characters, so the page can say which prompt it was).
     """
 
     def __init__(self, limit: int = MAX_INJECTION_EVENTS) -> None:
         self._events: deque[dict[str, Any]] = deque(maxlen=limit)
         self._lock = threading.Lock()
 
-    def record(self, session_id: str | None, kind: str, ids: list[str], tokens: int) -> None:
-        if not session_id or not ids:
+    def record(self, session_id: str | None, kind: str, ids: list[str], tokens: int, prompt: str = "") -> None:
+        if not session_id or not (ids or prompt):
             return
         event = {"session_id": session_id, "kind": kind, "memory_ids": list(dict.fromkeys(ids)), "tokens": tokens}
+        event["prompt"] = sanitize(prompt).text[:PROMPT_SHOWN_CHARS] if prompt else ""  # no secret, no <private>
         event["at"] = time.time()
         with self._lock:
             self._events.append(event)
@@ -268,11 +274,14 @@ def prompt_context(access: ScopeAccess, ctx: RequestContext, *, prompt: str) -> 
         and context_ops.injectable(m)
     ][:limit]
     if not picked:
+        INJECTION_LOG.record(ctx.session_id, "prompt", [], 0, prompt=prompt)  # which prompt, for `engram ui`
         return {"additional_context": None, "considered": len(found.get("memories") or [])}
     INJECTED.add(ctx.session_id, [m["id"] for m in picked])
     repository = ctx.project_root.name or None
     block = _fence(PROMPT_BLOCK_TITLE, [context_ops.memory_line(m, repository=repository) for m in picked])
-    INJECTION_LOG.record(ctx.session_id, "prompt", [m["id"] for m in picked], context_ops.estimate_tokens(block))
+    INJECTION_LOG.record(
+        ctx.session_id, "prompt", [m["id"] for m in picked], context_ops.estimate_tokens(block), prompt=prompt
+    )
     return {
         "additional_context": block,
         "memory_ids": [m["id"] for m in picked],
