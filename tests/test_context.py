@@ -246,6 +246,11 @@ def test_the_prompt_hook_injects_knowledge_not_scratch_or_summaries(real_service
     block = out["additional_context"] or ""
     assert "exports bucket" in block
     assert "Edited exporter" not in block and "session_summary" not in block
+    # what cleared the bar for the user's prompt was used: it is strengthened, so it does not decay as unused
+    [used] = [m for m in real_service.recall(RequestContext(project), query="invoice exporter CSV exports bucket",
+                                             scope="project", strengthen=False)["memories"]
+             if "exports bucket" in m["content"] and m["category"] != "session_summary"]
+    assert used["access_count"] == 1
 
 
 def test_a_section_with_little_to_show_leaves_its_budget_to_the_others(fake_service, ctx):

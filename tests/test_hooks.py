@@ -261,7 +261,7 @@ def test_a_flagged_turn_is_kept_as_session_knowledge_even_if_no_prompt_follows(t
         [], "Deployed to staging.")
     assert [e["op"] for e in entries] == ["hook_capture"] and nudges == [False]  # Stop never starts a daemon
     mem = entries[0]["args"]
-    assert mem["category"] == hooks.TURN_KNOWLEDGE_CATEGORY and mem["type"] == "semantic"
+    assert mem["category"] == hooks.TURN_KNOWLEDGE_CATEGORY and mem["type"] in ("semantic", "procedural")
     assert mem["importance"] >= 0.5  # above the session -> project promotion bar
     assert "https://api.staging.example:8443" in mem["content"] and "Deployed to staging." in mem["content"]
 
@@ -272,7 +272,7 @@ def test_a_fix_is_kept_with_the_failed_command_and_the_root_cause(tmp_path, monk
     answer = "The tests need the pg extra: psycopg is optional. Installed it; 48 pass."
     entries, _ = _stop_captures(tmp_path, monkeypatch, "run the tests", events, answer)
     mem = entries[0]["args"]
-    assert mem["type"] == "episodic" and "fix" in mem["tags"]
+    assert mem["type"] == "procedural" and "fix" in mem["tags"]  # a cure lasts like a procedure, not an episode
     assert "`pytest -q` failed" in mem["content"] and "psycopg is optional" in mem["content"]
 
 

@@ -65,7 +65,7 @@ IMPORTANCE_FAILED_COMMAND = 0.45
 IMPORTANCE_SUBAGENT_REPORT = 0.4
 IMPORTANCE_COMPACT_SNAPSHOT = 0.6
 # A turn the Stop hook flags is kept as knowledge: above the session -> project promotion bar (0.5).
-IMPORTANCE_TURN_KNOWLEDGE = 0.6
+IMPORTANCE_TURN_KNOWLEDGE = 0.7
 TURN_KNOWLEDGE_CATEGORY = "turn_knowledge"
 TURN_PROMPT_CHARS = 600  # the user's words of a flagged turn kept in its memory
 TURN_ANSWER_CHARS = 500  # a fix's answer (its root cause is explained there)
@@ -594,11 +594,14 @@ def turn_knowledge_memory(facts: dict[str, Any], signals: list[str]) -> dict[str
         cmd = _clean(((failed or {}).get("input") or {}).get("command"), SNIPPET_CHARS // 2)
         head = f"Fix found after `{cmd}` failed" if cmd else "Fix found after a failed command"
         content = f"{head}: {answer}" + (f" (asked: {prompt})" if prompt else "")
-        kind, mem_type = "fix", "episodic"
+        kind = "fix"
     else:
         kind = signals[0]  # rule, fact or decision: the user's words carry it
         content = f"User: {prompt}" + (f" Outcome: {answer}" if answer else "")
-        mem_type = "semantic"
+    # engram's types are decay paces: how to work (a rule, a fix's cure) lasts like a procedure
+    # (30 days), a fact about the project or a decision like semantic memory (7 days); a root
+    # cause is not an episode of the day, whatever the turn's failed command suggests.
+    mem_type = "procedural" if kind in ("rule", "fix") else "semantic"
     memory = {
         "content": _clean(content, TURN_PROMPT_CHARS + TURN_ANSWER_CHARS + 200),
         "type": mem_type,

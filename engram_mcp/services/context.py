@@ -303,7 +303,7 @@ def build_context(
         return {"context_block": "", "memories_used": 0, "tokens_used": 0, "truncated": truncated, "sections": counts}
     text = fenced("".join(parts))
     if strengthen:
-        _strengthen_used(access, ctx, used)
+        strengthen_used(access, ctx, used)
     return {
         "context_block": text,
         "memories_used": len(used),
@@ -413,7 +413,8 @@ def _visible(slot: int | None, mask) -> bool:
     return slot is not None and slot < mask.size and bool(mask[slot])
 
 
-def _strengthen_used(access: ScopeAccess, ctx: RequestContext, used: list[dict[str, Any]]) -> None:
+def strengthen_used(access: ScopeAccess, ctx: RequestContext, used: list[dict[str, Any]]) -> None:
+    """Count memories put in front of Claude as used (access count, last access), as recall does."""
     hits = [Hit(m["scope"], m["id"].split(":", 1)[1], -1, 1.0, 1.0) for m in used if m.get("scope")]
     try:
         with access.lock:

@@ -277,6 +277,11 @@ def prompt_context(access: ScopeAccess, ctx: RequestContext, *, prompt: str) -> 
         INJECTION_LOG.record(ctx.session_id, "prompt", [], 0, prompt=prompt)  # which prompt, for `engram ui`
         return {"additional_context": None, "considered": len(found.get("memories") or [])}
     INJECTED.add(ctx.session_id, [m["id"] for m in picked])
+    # Cleared the bar for the user's own prompt: the work used it, as a recall Claude made would
+    # have. Without this a fact that keeps helping decays as if nobody needed it (the month
+    # replay's maintenance archived most knowledge within three weeks). The start block does not
+    # strengthen: it shows memories whatever the task, and would keep them alive for that alone.
+    context_ops.strengthen_used(access, ctx, picked)
     repository = ctx.project_root.name or None
     block = _fence(PROMPT_BLOCK_TITLE, [context_ops.memory_line(m, repository=repository) for m in picked])
     INJECTION_LOG.record(
