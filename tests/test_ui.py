@@ -420,6 +420,7 @@ def test_other_pages_render(ui, browser, shots) -> None:
     assert injected and all(i.find_elements("css selector", "a[data-testid=memory-link]") for i in injected), "each links to its page"
     assert any("PostgreSQL" in i.text or "make test" in i.text for i in injected), "and says what it is, not only its id"
     assert "UTC" in session.text or "GMT" in session.text, "times carry their zone"
+    assert "how do I run the API tests?" in session.find_element("css selector", "[data-testid=session-title]").text, "its first prompt"
     browser.save_screenshot(str(shots / "sessions.png"))
     _open(browser, base, "graph", "[data-testid=graph-svg]")
     assert _css(browser, "[data-testid=graph-edge]")[0].get_attribute("marker-end") == "url(#arrow)"
@@ -758,3 +759,23 @@ def test_mark_superseded_by_the_short_id_the_page_shows(ui, browser) -> None:
     assert {"from": newer, "to": older, "relation": "supersedes"} in links
     assert _http(f"{base}/api/memory/ABC?token={token}") == 400, "too short to name one memory"
     assert _http(f"{base}/api/memory/{older.split(':', 1)[1][-8:]}?token={token}") == 200
+
+
+def test_a_live_sessions_own_memories_show_and_the_session_filter_counts_them(ui, browser) -> None:
+    env, base, _, _ = ui
+    client = env.client("ui-session-scope")
+    try:
+        own = [client.call("store", {"content": f"Scratch for this session {i}: the flaky test is test_retry_{i}", "type": "working", "scope": "session"},
+                           project_root=env.project, session_id=SESSION)["memory_id"] for i in range(3)]
+    finally:
+        client.close()
+    _open(browser, base, "sessions", "[data-testid=session]")
+    session = next(s for s in _css(browser, "[data-testid=session]") if SESSION in s.text)
+    shown = {a.get_attribute("title") for a in session.find_elements("css selector", "[data-testid=session-scope] a")}
+    assert {m.split(":", 1)[1] for m in own} <= shown, "the live session's own memories are on its card"
+    heading = next(h.text for h in session.find_elements("css selector", "h3") if "session scope" in h.text)
+    count = int(heading.rsplit("(", 1)[1].rstrip(")"))
+    session.find_element("css selector", "[data-testid=browse-session]").click()
+    _wait(browser, lambda d: f"{count} memories of session {SESSION}" in _text(d, "[data-testid=result-info]"))
+    assert set(own) <= set(_rows(browser))
+    browser.get(f"{base}/#/browse")

@@ -88,6 +88,26 @@ def test_sessions_show_the_hooks_injections(svc, project) -> None:
     assert brief["text"] == "Run the API tests with make test" and brief["type"] == "procedural" and brief["scope"] == "project"
 
 
+def test_sessions_say_their_first_prompt_and_a_live_sessions_own_memories(svc, project) -> None:
+    ctx = RequestContext(project, "sess-ui-2")
+    hook_ops.session_start(svc.access, ctx, source="startup")
+    _store(svc, ctx, "Use the staging database for the migration dry run")
+    hook_ops.prompt_context(svc.access, ctx, prompt="why does the migration dry run fail on staging? token=sk-live-" + "a1B2" * 10)
+    hook_ops.prompt_context(svc.access, ctx, prompt="zebra crossings in Lisbon")  # nothing injected: still recorded
+    own = [_store(svc, ctx, f"scratch note {i} about the dry run", scope="session") for i in range(3)]
+    entry = next(s for s in curation.sessions(svc.access, ctx)["sessions"] if s["session_id"] == "sess-ui-2")
+    prompts = [e["prompt"] for e in entry["injections"] if e["kind"] == "prompt"]
+    assert entry["first_prompt"].startswith("why does the migration dry run fail on staging?")
+    assert "a1B2a1B2" not in entry["first_prompt"], "a secret in a prompt is not kept"
+    assert prompts[-1] == "zebra crossings in Lisbon"
+    assert entry["session_scope_total"] == 3 and set(entry["session_scope"]) == set(own)
+    assert entry["in_project_total"] == 1 and len(entry["in_project"]) == 1
+    out = curation.sessions(svc.access, ctx)
+    assert all(m in out["memories"] and out["memories"][m]["scope"] == "session" for m in own)
+    listed = browse.list_memories(svc.access, ctx, scope="session", limit=50)
+    assert listed["total_matched"] == 3, "the session scope filter counts the same memories"
+
+
 def test_only_approved_consolidation_steps_are_applied(svc, project) -> None:
     ctx = RequestContext(project)
     a = _store(svc, ctx, "Deployed payments to staging", type="episodic")

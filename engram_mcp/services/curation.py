@@ -17,13 +17,14 @@ from typing import Any
 
 import numpy as np
 
-from engram_mcp.core.errors import InvalidInput, MemoryNotFound
-from engram_mcp.core.ids import format_memory_id
+from engram_mcp.core.errors import EngramError, InvalidInput, MemoryNotFound
+from engram_mcp.core.ids import format_memory_id, session_db_name
 from engram_mcp.core.vocabulary import LIVE_STATUSES, MEMORY_TYPES, SESSION_STATUSES, STATUSES
 from engram_mcp.index.scope_index import STATUS_CODE, TYPE_CODE, Filters
 from engram_mcp.index.scoring import SECONDS_PER_DAY, decay_factor, to_epoch
 from engram_mcp.services.access import SCOPE_ORDER, RequestContext, ScopeAccess
 from engram_mcp.services.consolidate import DUPLICATE_SIMILARITY
+from engram_mcp.services.handles import SESSION_NS
 from engram_mcp.services.hook_ops import INJECTION_LOG
 
 STALE_AFTER_DAYS = 90
@@ -34,6 +35,7 @@ DUPLICATE_SAMPLE_ROWS = 500
 DUPLICATE_BLOCK_ROWS = 256
 CURVE_DAYS = (0, 1, 2, 3, 5, 7, 10, 14, 21, 30, 45, 60, 90, 120, 180, 270, 365)
 SESSIONS_SHOWN = 50
+SESSION_SCOPE_SHOWN = 30  # newest memories of a live session's own scope shown with it
 BRIEF_CHARS = 200  # of each memory a session names (summary, else the start of its text)
 BRIEFS_MAX = 600  # memories described per answer; the rest stay ids
 ULID_CHARS = 26
@@ -172,9 +174,10 @@ def decay_curve(access: ScopeAccess, ctx: RequestContext, memory_id: str) -> dic
 
 
 def sessions(access: ScopeAccess, ctx: RequestContext) -> dict[str, Any]:
-    """The project's sessions, newest first: registry entry, memories captured in the session and
-    now in the project (the promoted ones), and the hooks' injections recorded since the daemon
-    started."""
+    """The project's sessions, newest first: registry entry, the prompt it began with (or its
+    summary), memories captured in the session and now in the project (stored there during it,
+    or promoted at its end), a live session's own memories (its session scope), and the hooks'
+    injections recorded since the daemon started (with each prompt's first characters)."""
     events = INJECTION_LOG.events()
     by_session: dict[str, list[dict[str, Any]]] = {}
     for e in events:
@@ -189,6 +192,10 @@ def sessions(access: ScopeAccess, ctx: RequestContext) -> dict[str, Any]:
             key = idx.key_of(slot)
             if key is not None and int(idx.cols.status_code[slot]) != STATUS_CODE["forgotten"]:
                 from_session.setdefault(sid, []).append(format_memory_id(key))
+        try:
+            session_dbs = set(project.store.databases(SESSION_NS))
+        except Exception:  # the list is a nicety: without it no session scope is shown
+            session_dbs = set()
     for r in rows:
         if r.session_id:
             out[r.session_id] = {
@@ -203,19 +210,61 @@ def sessions(access: ScopeAccess, ctx: RequestContext) -> dict[str, Any]:
         out.setdefault(sid, {"session_id": sid, "status": None, "started_at": None, "memories_promoted": 0})
     for sid, entry in out.items():
         entry["in_project"] = from_session.get(sid, [])[:200]
+        entry["in_project_total"] = len(from_session.get(sid, []))
         entry["injections"] = [
-            {"kind": e["kind"], "at": e["at"], "tokens": e["tokens"], "memory_ids": e["memory_ids"]}
+            {
+                "kind": e["kind"],
+                "at": e["at"],
+                "tokens": e["tokens"],
+                "memory_ids": e["memory_ids"],
+                "prompt": e.get("prompt") or "",
+            }
             for e in by_session.get(sid, [])
         ]
+        entry["first_prompt"] = next((i["prompt"] for i in entry["injections"] if i["prompt"]), None)
     ordered = sorted(out.values(), key=lambda e: str(e.get("started_at") or ""), reverse=True)[:SESSIONS_SHOWN]
+    session_briefs: dict[str, dict[str, Any]] = {}
+    for entry in ordered:
+        live = entry.get("status") == "active" and session_db_name(entry["session_id"]) in session_dbs
+        total, newest = _session_scope(access, ctx, entry["session_id"], session_briefs) if live else (0, [])
+        entry["session_scope_total"] = total
+        entry["session_scope"] = newest
     named = [mid for e in ordered for mid in [*e["in_project"], *(i for j in e["injections"] for i in j["memory_ids"])]]
+    briefs = _briefs(access, ctx, [m for m in dict.fromkeys(named) if m not in session_briefs][:BRIEFS_MAX])
     return {
         "sessions": ordered,
-        "memories": _briefs(access, ctx, list(dict.fromkeys(named))[:BRIEFS_MAX]),
+        "memories": {**briefs, **session_briefs},
         "total": len(ordered),
         "current_session": ctx.session_id,
         "injections_since": "daemon start",
     }
+
+
+def _session_scope(
+    access: ScopeAccess, ctx: RequestContext, session_id: str, briefs: dict[str, dict[str, Any]]
+) -> tuple[int, list[str]]:
+    """(how many live memories a live session's own scope holds, the newest SESSION_SCOPE_SHOWN
+    of them); their briefs go into `briefs`. Only a session whose database exists is opened, so
+    looking creates nothing."""
+    try:
+        with access.lock:
+            h = access.handle(ctx, "session", session_id=session_id)
+            idx = h.index
+            slots = np.flatnonzero(idx.mask(Filters(statuses=frozenset(LIVE_STATUSES), include_superseded=True)))
+            newest = slots[np.argsort(-idx.cols.created_at[slots], kind="stable")[:SESSION_SCOPE_SHOWN]]
+            keys = [k for k in (idx.key_of(int(s)) for s in newest) if k is not None]
+            rows = h.repo.get_many_for_recall(keys) if keys else []
+    except EngramError:
+        return 0, []
+    for row in rows:
+        briefs[format_memory_id(str(row["id"]).split(":", 1)[-1])] = _brief(row, "session")
+    return int(slots.size), [format_memory_id(k) for k in keys]
+
+
+def _brief(row: dict[str, Any], scope: str) -> dict[str, Any]:
+    text = str(row.get("summary") or row.get("content") or "")
+    cut = text if len(text) <= BRIEF_CHARS else text[:BRIEF_CHARS].rsplit(" ", 1)[0] + "…"
+    return {"text": cut, "type": row.get("memory_type") or row.get("type"), "scope": scope, "status": row.get("status")}
 
 
 def _briefs(access: ScopeAccess, ctx: RequestContext, ids: list[str]) -> dict[str, dict[str, Any]]:
@@ -228,14 +277,7 @@ def _briefs(access: ScopeAccess, ctx: RequestContext, ids: list[str]) -> dict[st
         for name, h in access.open_scopes(ctx, SCOPE_ORDER, []):
             mine = [k for k in keys if keys[k] not in out and h.index.slot_of(k) is not None]
             for row in h.repo.get_many_for_recall(mine) if mine else []:
-                text = str(row.get("summary") or row.get("content") or "")
-                cut = text if len(text) <= BRIEF_CHARS else text[:BRIEF_CHARS].rsplit(" ", 1)[0] + "…"
-                out[format_memory_id(str(row["id"]).split(":", 1)[-1])] = {
-                    "text": cut,
-                    "type": row.get("memory_type") or row.get("type"),
-                    "scope": name,
-                    "status": row.get("status"),
-                }
+                out[format_memory_id(str(row["id"]).split(":", 1)[-1])] = _brief(row, name)
     return out
 
 

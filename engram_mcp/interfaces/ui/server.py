@@ -33,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import os
+import re
 import resource
 import secrets
 import socket
@@ -57,6 +58,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from engram_mcp.core import operations
 from engram_mcp.core.errors import DaemonUnavailable, EngramError, InvalidInput
 from engram_mcp.core.paths import project_dir, resolve_project_root
+from engram_mcp.core.schemas import SESSION_PATTERN
 from engram_mcp.daemon.client import DaemonClient
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
@@ -86,6 +88,7 @@ MAX_HEADER_BYTES = 64 * 1024  # h11's limit on an incomplete request head
 LISTEN_BACKLOG = 1024
 WANTED_OPEN_FILES = 8192  # soft descriptor limit the server raises itself to (within the hard one)
 PAGES = ("/", "/index.html")
+SESSION_ID = re.compile(SESSION_PATTERN.strip("^$"))
 ULID_CHARS = 26  # a whole memory id; anything shorter is looked up (`resolve_id`)
 STATIC_TYPES = {".js": "text/javascript", ".css": "text/css", ".svg": "image/svg+xml", ".html": "text/html"}
 
@@ -100,8 +103,11 @@ class Backend:
         self.user_dir = user_dir
         self._local = threading.local()
 
-    def call(self, op: str, args: dict[str, Any] | None = None, project: Path | None = None) -> Any:
-        """One daemon operation in `project` (default: the one the UI was started in).
+    def call(
+        self, op: str, args: dict[str, Any] | None = None, project: Path | None = None, session: str | None = None
+    ) -> Any:
+        """One daemon operation in `project` (default: the one the UI was started in), as `session`
+        (default: the UI's own; browsing a live session's scope names that session).
 
         Bounded by CALL_TIMEOUT_S (SLOW_CALL_TIMEOUT_S for consolidation): a hung daemon is an
         error the page shows within seconds, not a blank page for the client's 120 s."""
@@ -113,7 +119,11 @@ class Backend:
         timeout = SLOW_CALL_TIMEOUT_S if op in SLOW_OPS else CALL_TIMEOUT_S
         try:
             return client.call(
-                op, args or {}, project_root=project or self.project, session_id=self.session, timeout=timeout
+                op,
+                args or {},
+                project_root=project or self.project,
+                session_id=session or self.session,
+                timeout=timeout,
             )
         except DaemonUnavailable:
             client.close()  # a late reply must not be read as the answer to the next call
@@ -144,6 +154,17 @@ def project_of(request: Request, own: Path) -> Path | None:
             field="project",
         )
     return root
+
+
+def session_of(request: Request) -> str | None:
+    """The session whose own scope a browse names (`?session=`, a live session from the Sessions
+    page), or None: the session scope is per session, and the UI has none of its own."""
+    raw = request.query_params.get("session", "").strip()
+    if not raw:
+        return None
+    if not SESSION_ID.fullmatch(raw):
+        raise InvalidInput("session must be a session id (letters, digits, - and _)", field="session")
+    return raw
 
 
 def _our_hosts(port: int) -> set[str]:
@@ -287,9 +308,11 @@ class _BadBody(Exception):
 def make_app(backend: Backend, token: str, port_of: Callable[[], int], session: str | None = None) -> ASGIApp:
     """The ASGI application: static page, JSON API, live feed, behind the Guard."""
 
-    async def call(op: str, args: dict[str, Any] | None = None, request: Request | None = None) -> Any:
+    async def call(
+        op: str, args: dict[str, Any] | None = None, request: Request | None = None, session: str | None = None
+    ) -> Any:
         project = project_of(request, backend.project) if request is not None else None
-        return await run_in_threadpool(backend.call, op, args, project)
+        return await run_in_threadpool(backend.call, op, args, project, session)
 
     def endpoint(fn: Callable[[Request], Any]) -> Callable[[Request], Any]:
         async def wrapped(request: Request) -> Response:
@@ -321,7 +344,7 @@ def make_app(backend: Backend, token: str, port_of: Callable[[], int], session: 
                 args[bound] = request.query_params[bound]
         args["limit"] = _int(request, "limit", 25, 1, 200)
         args["page"] = _int(request, "page", 1, 1, 100_000)
-        return await call("list", args, request)
+        return await call("list", args, request, session_of(request))
 
     @endpoint
     async def api_search(request: Request) -> Any:

@@ -150,7 +150,15 @@ function empty(text) {
 }
 
 // ------------------------------------------------------------------ browse and search
-const browseState = { scope: "", type: "", status: "", tags: "", age: "", q: "", page: 1, explain: false };
+const browseState = { scope: "", session: "", type: "", status: "", tags: "", age: "", q: "", page: 1, explain: false };
+
+// The session scope is one session's own: a browse of it names a live session (the one chosen on
+// the Sessions page, else the newest live one with memories of its own).
+async function liveSession() {
+  const r = await api("/api/sessions");
+  const s = r.sessions.find((x) => x.status === "active" && x.session_scope_total);
+  return s ? s.session_id : "";
+}
 const AGES = { "": "any age", "1d": "last day", "7d": "last 7 days", "30d": "last 30 days", "90d+": "older than 90 days" };
 
 function ageBounds(age) {
@@ -199,6 +207,7 @@ async function browse() {
     ev.preventDefault();
     const f = new FormData(form);
     Object.assign(s, { q: f.get("q").trim(), scope: f.get("scope"), type: f.get("type"), status: f.get("status"), tags: f.get("tags").trim(), age: f.get("age"), page: 1 });
+    if (s.scope !== "session") s.session = "";
     browse();
   });
   form.querySelector("[name=explain]").addEventListener("change", (ev) => {
@@ -218,11 +227,21 @@ async function browse() {
   params.set("page", s.page);
   if (s.q) params.set("q", s.q);
   try {
+    if (s.scope === "session") {
+      if (s.q) throw new Error("a session's own memories are browsed, not searched: clear the query, or search the project scope");
+      if (!s.session) s.session = await liveSession();
+      if (!s.session) {
+        info.textContent = "0 memories";
+        main.append(empty("No live session has memories of its own (session scope) right now. They appear while Claude Code works in this project, until its session ends."));
+        return;
+      }
+      params.set("session", s.session);
+    }
     const r = await api(s.q ? `/api/search?${params}` : `/api/list?${params}`);
     for (const m of r.memories) body.append(...memoryRow(m, { score: !!s.q }));
     info.textContent = s.q
       ? `${r.memories.length} shown of ${r.total_is_lower_bound ? "at least " : ""}${r.total_matched} matched · page ${r.page} of ${r.pages} (${r.strategy_used}, ${r.query_time_ms} ms)`
-      : `${r.total_matched} memories · page ${r.page} of ${r.pages} (${r.query_time_ms} ms)`;
+      : `${r.total_matched} memories${s.scope === "session" ? ` of session ${s.session}` : ""} · page ${r.page} of ${r.pages} (${r.query_time_ms} ms)`;
     if (!r.memories.length) {
       main.append(empty(s.q || s.scope || s.type || s.tags || s.age || s.status
         ? "Nothing matches these filters. Widen them (status: all, any age) or try other words."
@@ -393,28 +412,44 @@ function briefList(ids, briefs, testid) {
   }));
 }
 
+const quoted = (text) => `“${text}${text.length >= 160 ? "…" : ""}”`;
+
 async function sessionsPage() {
   setPage("sessions");
   main.append(el("h1", {}, "Sessions"));
   let r;
   try { r = await api("/api/sessions"); } catch (e) { failed(e); return; }
   const briefs = r.memories || {};
-  main.append(el("p", { class: "muted" }, `${r.total} sessions, newest first. What the hooks injected is recorded by the running engram daemon (since its start); a session's memories appear here once they are in the project.`));
+  main.append(el("p", { class: "muted" }, `${r.total} sessions, newest first. What the hooks injected, and each prompt's first words, are recorded by the running engram daemon (since its start). A live session's own memories (its session scope) are shown with it; the project keeps what was stored there during a session or promoted at its end.`));
   if (!r.sessions.length) main.append(empty("No sessions yet: they appear when Claude Code runs with engram in this project."));
   for (const s of r.sessions) {
     const starts = s.injections.filter((e) => e.kind === "session_start");
     const prompts = s.injections.filter((e) => e.kind === "prompt");
-    const title = s.summary || (starts.length || prompts.length ? `${starts.length + prompts.length} injection(s)` : "no summary yet");
+    const title = s.summary || (s.first_prompt ? quoted(s.first_prompt) : "no summary and no prompt recorded yet");
+    const promoted = s.ended_at || s.memories_promoted
+      ? el("p", { "data-testid": "promoted" }, `${s.memories_promoted} promoted at its end; ${s.in_project_total} of its memories are in the project now`,
+        el("span", { class: "muted" }, " (stored there during the session, or promoted; a promoted memory merged into an older one keeps the older one's id and session)"))
+      : null;
+    const browseScope = () => { Object.assign(browseState, { q: "", scope: "session", session: s.session_id, type: "", status: "", tags: "", age: "", page: 1 }); location.hash = "#/browse"; };
     main.append(el("div", { class: "card", "data-testid": "session" },
-      el("h2", {}, el("span", { class: "session-title" }, title), " ", el("span", { class: "pill" }, s.status || "unregistered"),
+      el("h2", {}, el("span", { class: "session-title", "data-testid": "session-title" }, title), " ", el("span", { class: "pill" }, s.status || "unregistered"),
         s.session_id === r.current_session ? el("span", { class: "pill live" }, "this UI's session") : null),
       el("p", { class: "muted" }, `session ${s.session_id} · started ${when(s.started_at) || "?"}`, s.ended_at ? ` · ended ${when(s.ended_at)}` : ""),
-      el("h3", {}, `Injected at start (${starts.reduce((n, e) => n + e.memory_ids.length, 0)})`),
+      s.summary && s.first_prompt ? el("p", {}, el("b", {}, "first prompt: "), quoted(s.first_prompt)) : null,
+      promoted,
+      el("h3", {}, `Injected at start (${new Set(starts.flatMap((e) => e.memory_ids)).size})`),
       briefList([...new Set(starts.flatMap((e) => e.memory_ids))], briefs, "injected-start"),
-      el("h3", {}, `Injected on ${prompts.length} prompt(s)`),
-      prompts.length ? prompts.map((e) => el("div", {}, el("div", { class: "muted" }, `${when(e.at)} · ${e.tokens} tokens`), briefList(e.memory_ids, briefs, "injected-prompt")))
+      el("h3", {}, `Prompts (${prompts.length}) and what each injected`),
+      prompts.length ? prompts.map((e) => el("div", { class: "prompt", "data-testid": "prompt" },
+        el("div", {}, el("span", { class: "muted" }, `${when(e.at)} · `), e.prompt ? quoted(e.prompt) : el("span", { class: "muted" }, "(prompt not recorded)"),
+          el("span", { class: "muted" }, e.memory_ids.length ? ` · ${e.tokens} tokens` : " · nothing cleared the relevance bar")),
+        e.memory_ids.length ? briefList(e.memory_ids, briefs, "injected-prompt") : null))
         : el("p", { class: "muted" }, "nothing recorded"),
-      el("h3", {}, `Its memories now in the project (${s.in_project.length})`),
+      s.session_scope_total ? [
+        el("h3", {}, `Its own memories, session scope (${s.session_scope_total})`),
+        briefList(s.session_scope, briefs, "session-scope"),
+        el("button", { class: "secondary", "data-testid": "browse-session", on: { click: browseScope } }, `Browse all ${s.session_scope_total} in Browse`)] : null,
+      el("h3", {}, `Its memories now in the project (${s.in_project_total})`),
       briefList(s.in_project.slice(0, 40), briefs, "in-project")));
   }
 }
