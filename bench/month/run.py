@@ -30,14 +30,13 @@ from bench.month.world import load_world  # noqa: E402
 
 def replay_policy(world_dir: Path, policy: str, out: Path, *, quick: bool, keep: bool, real_time: bool = False) -> dict:
     """Replay `policy` in a fresh HOME under `out`; its run file, score and store composition."""
+    from bench.month.full import FullReplay
     from bench.month.quick import QuickReplay
 
-    if not quick:
-        raise SystemExit("bench/month: the full mode through Claude Code is not built yet; use --quick (README.md)")
     world = load_world(world_dir)
     work = Path(tempfile.mkdtemp(prefix=f"month-{policy}-"))
     started = time.perf_counter()
-    replay = QuickReplay(world, policy, work, simulate_time=not real_time)
+    replay = (QuickReplay if quick else FullReplay)(world, policy, work, simulate_time=not real_time)
     try:
         run_file = replay.run()
         composition = report.composition(replay)

@@ -34,9 +34,18 @@ IMPORTANCE = 0.7
 
 _USER_SCOPE = re.compile(
     r"\b(?:in )?(?:every|any|all|each) (?:of my )?(?:repos?|repositories|projects?|codebases?)\b|\bfor me\b|"
-    r"\bmy (?:commits?|laptop|machine|mac|box|setup|prs?)\b|\beverywhere\b|\bacross (?:repos|projects)\b",
+    r"\bmy (?:commits?|laptop|machine|mac|box|setup|prs?)\b|\beverywhere\b|\banywhere\b|\bacross (?:repos|projects)\b|"
+    r"\bwhatever the (?:repo|project)\b|\bhow i (?:want|like)\b|\bi prefer\b|\bi (?:moved|switched) to\b",
     re.IGNORECASE,
 )
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`(\"'])")
+_DURABLE = re.compile(
+    r"\b(?:fyi|heads up|house rule|rules?|we agreed|agreed|decided|settled|always|never|every|whenever|from now on|"
+    r"for the future|any more|anymore|no longer|owns?|lives?|moved|default|we use|prefer|i want|policy|must|only|"
+    r"instead|because|root cause|so that|i'll|i will|from here on)\b",
+    re.IGNORECASE,
+)
+_DETAIL = re.compile(r"`[^`]+`|\d|/[\w.-]+|--[\w-]+")
 _PROCEDURE = re.compile(
     r"\b(?:the flow is|the drill|the steps?|workflow|procedure|always run|first run|run .{0,40} before|"
     r"to release|to deploy|how (?:we|to) )",
@@ -71,16 +80,36 @@ def _failure_note(turn: dict[str, Any]) -> str:
     return "; ".join(notes)
 
 
+def _sentences(text: str) -> list[str]:
+    return [x for x in _SENTENCE_END.split(_squeeze(text)) if x]
+
+
+def _pick(sentences: list[str], *, fallback_all: bool) -> list[str]:
+    """The sentences that say something lasting (a rule, a reason, a decision, where or who);
+    else those with a concrete detail (a code span, a number, a path, a flag); else all of them
+    (`fallback_all`) or the first. Whole sentences, in their order: a model keeps the user's words."""
+    for pattern in (_DURABLE, _DETAIL):
+        chosen = [x for x in sentences if pattern.search(x)]
+        if chosen:
+            return chosen
+    return sentences if fallback_all else sentences[:1]
+
+
 def memory_from_turn(turn: dict[str, Any]) -> Memory:
-    """The memory a model would write about this turn, from its prompt, events and answer only."""
-    prompt, answer = _squeeze(turn["prompt"]), _squeeze(turn["answer"])
+    """The memory a model would write about this turn, from its prompt, events and answer only:
+    the user's sentences that state something lasting, then the outcome's."""
+    said, done = _sentences(turn["prompt"]), _sentences(turn["answer"])
+    key_said, key_done = _pick(said, fallback_all=True), _pick(done, fallback_all=False)
+    rest = [x for x in said if x not in key_said] + [x for x in done if x not in key_done]
     failure = _failure_note(turn)
-    content = f"{prompt} Outcome: {answer}"
+    content = f"{' '.join(key_said)} Outcome: {' '.join(key_done)}"
+    if rest:  # the rest of the turn after the point, as a model's memory adds its context last
+        content += f" Context: {' '.join(rest)}"
     if failure:
         content += f" (On the way: {failure}.)"
-    words = f"{prompt} {answer}"
+    words = f"{turn['prompt']} {turn['answer']}"
     kind = "episodic" if failure else "procedural" if _PROCEDURE.search(words) else "semantic"
-    scope = "user" if _USER_SCOPE.search(prompt) else "project"
+    scope = "user" if _USER_SCOPE.search(_squeeze(turn["prompt"])) else "project"
     return Memory(content[:MAX_CONTENT_CHARS], kind, scope)
 
 
