@@ -779,3 +779,24 @@ def test_a_live_sessions_own_memories_show_and_the_session_filter_counts_them(ui
     _wait(browser, lambda d: f"{count} memories of session {SESSION}" in _text(d, "[data-testid=result-info]"))
     assert set(own) <= set(_rows(browser))
     browser.get(f"{base}/#/browse")
+
+
+def test_text_merged_in_by_dedup_shows_and_an_unchanged_importance_is_no_change(ui, browser) -> None:
+    env, base, _, _ = ui
+    text = "The nightly backup of the orders database runs at 02:00 UTC and keeps 14 days"
+    first = json.loads(env.cli("--json", "store", text, "--type", "semantic", "--importance", "0.6").stdout)
+    again = json.loads(env.cli("--json", "store", text + ".", "--type", "semantic").stdout)
+    assert again["action"] == "merged" and again["memory_id"] == first["memory_id"], again
+    _memory_page(browser, base, first["memory_id"])
+    merged = _wait(browser, lambda d: _css(d, "[data-testid=merged-text]"))
+    assert text + "." in merged[0].text, "the merged-in text is on the memory's page"
+    rows = len(_css(browser, "[data-testid=history-row]"))
+    assert any("merged a near-duplicate" in r.text for r in _css(browser, "[data-testid=history-row]"))
+    box = _css(browser, "[data-testid=edit-importance]")[0]
+    box.clear()
+    box.send_keys("0.6")
+    _css(browser, "[data-testid=save-importance]")[0].click()
+    _wait(browser, lambda d: "nothing changed" in _text(d, "#toast"))
+    _memory_page(browser, base, first["memory_id"])
+    assert len(_css(browser, "[data-testid=history-row]")) == rows, "no version for an importance that did not change"
+    assert not any("importance 0.60 → 0.60" in r.text for r in _css(browser, "[data-testid=history-row]"))

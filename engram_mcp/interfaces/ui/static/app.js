@@ -286,7 +286,7 @@ async function memoryPage(id) {
   try { m = await api(`/api/memory/${encodeURIComponent(id)}`); } catch (e) { failed(e); return; }
   const reload = () => memoryPage(id);
   const act = async (fn, done) => {
-    try { await fn(); toast(done); reload(); } catch (e) { toast(e.message, true); }
+    try { const r = await fn(); toast(typeof done === "function" ? done(r) : done); reload(); } catch (e) { toast(e.message, true); }
   };
   const kv = (pairs) => el("dl", { class: "kv" }, pairs.filter(([, v]) => v !== undefined && v !== null && v !== "").flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)]));
   const supersedes = (m.links || []).filter((l) => l.relation === "supersedes");
@@ -310,7 +310,8 @@ async function memoryPage(id) {
       el("button", { class: "secondary", "data-testid": "save-importance", on: { click: () => {
         const value = parseFloat(importance.value);
         if (!(value >= 0 && value <= 1)) { toast("give an importance from 0 to 1", true); return; }
-        act(() => post(`/api/memory/${id}/update`, { importance: value }), `importance set to ${value}`);
+        act(() => post(`/api/memory/${id}/update`, { importance: value }),
+          (r) => ((r.updated_fields || []).includes("importance") ? `importance set to ${value}` : `importance was already ${value}: nothing changed`));
       } } }, "Set"),
       addTags, removeTags,
       el("button", { class: "secondary", "data-testid": "save-tags", on: { click: () => act(() => post(`/api/memory/${id}/update`, { tags: { add: csv(addTags.value), remove: csv(removeTags.value) } }), "tags changed") } }, "Re-tag")),
@@ -341,6 +342,14 @@ async function memoryPage(id) {
       supersedes.length ? el("p", { class: "muted" }, "supersedes / superseded: see the links above") : null,
       el("ul", {}, (m.entities || []).map((e) => el("li", {}, el("a", { href: `#/graph/${encodeURIComponent(e.name)}` }, e.name), ` (${e.entity_type}, ${e.relationship})`))),
       (m.promotion_chain || []).length ? el("p", {}, "promoted: ", m.promotion_chain.map((p) => `from ${p.scope} (${p.action})`).join("; ")) : null)));
+  const merges = ((m.metadata || {}).merged || []).slice().reverse();
+  if (merges.length) {
+    main.append(el("div", { class: "card", "data-testid": "merged" }, el("h2", {}, `Merged in by dedup (${merges.length})`),
+      el("p", { class: "muted" }, "Text stored later that was a near-duplicate of this memory: instead of a second memory, this one was strengthened and the text kept here."),
+      el("ul", {}, merges.map((g) => el("li", { "data-testid": "merged-text" },
+        el("div", { class: "memory-content" }, g.content || ""),
+        el("div", { class: "muted" }, [when(g.at), g.similarity !== undefined ? `similarity ${num(g.similarity, 3)}` : "", g.origin && g.origin.kind ? `from ${g.origin.kind}` : "", g.session_id ? `session ${g.session_id}` : ""].filter(Boolean).join(" · ")))))));
+  }
   main.append(historyCard(m, id, act));
 }
 
@@ -372,7 +381,8 @@ function changes(before, after) {
   const out = [];
   if ((before.content || "") !== (after.content || "")) out.push(el("div", { class: "memory-content diff", "data-testid": "history-diff" }, wordDiff(before.content, after.content)));
   if ((before.summary || "") !== (after.summary || "")) out.push(el("div", {}, "summary: ", wordDiff(before.summary, after.summary)));
-  if (before.importance !== after.importance && before.importance !== undefined) out.push(el("div", {}, `importance ${num(before.importance)} → ${num(after.importance)}`));
+  // an importance missing on either side, or equal once shown, is no change a person can read
+  if (typeof before.importance === "number" && typeof after.importance === "number" && num(before.importance) !== num(after.importance)) out.push(el("div", {}, `importance ${num(before.importance)} → ${num(after.importance)}`));
   if ((before.category || "") !== (after.category || "")) out.push(el("div", {}, `category ${before.category || "none"} → ${after.category || "none"}`));
   const bt = new Set(before.tags || []), at = new Set(after.tags || []);
   const added = [...at].filter((t) => !bt.has(t)), removed = [...bt].filter((t) => !at.has(t));
@@ -394,8 +404,8 @@ function historyCard(m, id, act) {
       return act(() => post(`/api/memory/${id}/update`, body), `restored version ${h.version} (the current one is kept in the history)`);
     };
     return el("tr", { "data-testid": "history-row" },
-      el("td", {}, `v${h.version} → v${k + 1 < versions.length ? versions[k + 1].version : m.version}`, el("div", { class: "muted" }, h.change), el("div", { class: "muted" }, when(h.changed_at))),
-      el("td", {}, changes(before, after)),
+      el("td", {}, `v${h.version} → v${k + 1 < versions.length ? versions[k + 1].version : m.version}`, el("div", { class: "muted" }, h.change === "merge" ? "merged a near-duplicate" : h.change), el("div", { class: "muted" }, when(h.changed_at))),
+      el("td", {}, h.change === "merge" ? el("div", { class: "muted" }, "a near-duplicate was stored: its text is under “Merged in by dedup”") : null, changes(before, after)),
       el("td", {}, before.content ? el("button", { class: "secondary", "data-testid": "restore", on: { click: restore } }, `Restore v${h.version}`) : null));
   }).reverse();  // newest change first
   return el("div", { class: "card" }, el("h2", {}, `History (${versions.length} earlier version${versions.length === 1 ? "" : "s"})`),
