@@ -219,3 +219,13 @@ def test_two_team_files_are_never_merged_into_one_memory(real_service, ctx):
     assert len({a["memory_id"], same["memory_id"], b["memory_id"]}) == 3
     assert "supersedes" not in b and "supersedes" not in same
     assert _ids(svc.recall(ctx, query="OPS-1097", limit=3, strengthen=False))[0] == b["memory_id"]
+
+
+def test_engram_store_says_what_dedup_did():
+    """The human answer of `engram store` names the replaced memory, or why a twin was kept apart."""
+    from engram_mcp.interfaces.cli import render_stored
+
+    base = {"action": "created", "memory_id": "memory:NEW", "scope": "project", "type": "semantic", "warnings": []}
+    near = {"memory_id": "memory:OLD", "similarity": 0.93, "not_merged_because": "origin: a shared file ..."}
+    assert "replaces memory:OLD" in render_stored({**base, "supersedes": "memory:OLD", "near_duplicate": near})
+    assert "kept apart from memory:OLD (0.93): origin" in render_stored({**base, "near_duplicate": near})

@@ -160,6 +160,9 @@ def render_stored(r: dict[str, Any]) -> str:
     )
     if r.get("supersedes"):
         out += f"\nreplaces {r['supersedes']} (a fact changed; the old one is hidden from recall)"
+    near = r.get("near_duplicate")
+    if near and not r.get("supersedes") and not r.get("possibly_supersedes"):
+        out += f"\nkept apart from {near['memory_id']} ({near['similarity']}): {for_cli(near['not_merged_because'])}"
     hint = r.get("possibly_supersedes")
     if hint:
         out += (
