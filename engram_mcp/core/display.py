@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["context_safe", "printable"]
+__all__ = ["context_safe", "one_line", "printable"]
 
 #: Escape sequences, removed whole so their parameters do not leak into the text:
 #: CSI (colours, cursor moves, erase), OSC (titles, hyperlinks, clipboard) up to BEL or ST
@@ -61,6 +61,14 @@ def printable(text: str) -> str:
     text = _ESCAPE_RE.sub("", text)
     text = _REMOVED_RE.sub("", text)
     return _SURROGATE_RE.sub("\ufffd", text)
+
+
+def one_line(text: str) -> str:
+    """`text` for one line of a report: :func:`printable`, and every line break or tab shown as
+    ``\\n`` / ``\\t``. A file name or an author is one field: a newline in it (git and every
+    file system allow one) must not start a line of its own, which could pass for the report's
+    own ("updated: ...", "0 file(s) need a person") or hide the lines after it."""
+    return printable(text).replace("\n", "\\n").replace("\t", "\\t")
 
 
 def context_safe(text: str) -> str:

@@ -204,7 +204,8 @@ def render_memory(m: dict[str, Any]) -> str:
     out = [f"{k:>17}: {m.get(k)}" for k in keys if m.get(k) not in (None, [], {})]
     if isinstance(m.get("origin"), dict):
         out.insert(3, f"{'origin':>17}: {origin_words(m['origin'])}")
-    out.append(f"{'content':>17}: {m.get('content')}")
+    # a body's later lines are indented under it: none can pass for a field (`origin: user`)
+    out.append(f"{'content':>17}: " + str(m.get("content")).replace("\n", "\n" + " " * 19))
     for e in m.get("promotion_chain") or []:
         out.append(f"{'promoted':>17}: from {e.get('scope')} ({e.get('action')}) at {e.get('promoted_at')}")
     for e in m.get("entities") or []:
@@ -274,10 +275,17 @@ class App:
             bars.close()
 
     def out(self, result: Any, human: Callable[[Any], str] | None = None) -> None:
-        if self.args.json or human is None:
-            print(json.dumps(result, ensure_ascii=False, indent=None if self.args.json else 2, default=str))
+        """Print an answer: `--json` exactly (a program reads it); for a person, every report
+        goes through `printable` at this one place, whatever the renderer: memory bodies, tags,
+        file names and authors come from other people (a cloned repository, a synced folder,
+        an import), and an escape sequence, C1 control or bidi override in them must never act
+        on the terminal (hide text, plant a link, reorder a command)."""
+        if self.args.json:
+            print(json.dumps(result, ensure_ascii=False, indent=None, default=str))
+        elif human is None:
+            print(printable(json.dumps(result, ensure_ascii=False, indent=2, default=str)))
         else:
-            print(human(result))
+            print(printable(human(result)))
 
 
 def _ignore_progress(*_: Any) -> None:

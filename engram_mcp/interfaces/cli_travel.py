@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from engram_mcp.core.display import printable
+from engram_mcp.core.display import one_line, printable
 
 SYNC_TIMEOUT_S = 900.0  # a first sync of a large shared folder embeds every file
 IMPORT_SOURCES = ("auto-memory", "claude-mem", "mcp-memory", "markdown")
@@ -76,22 +76,23 @@ def cmd_sync(app: Any) -> int:
 
 def render_sync(r: dict[str, Any]) -> str:
     """The sync report for a terminal. Paths, texts and authors come from other people's
-    files and commits: every one goes through `printable`, so no escape sequence acts."""
+    files and commits: every one goes through `one_line`, so no escape sequence acts and no
+    newline in a file's name starts a line that passes for the report's own."""
     counts = r["counts"]
     done = ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in counts.items() if v and k not in ("conflicts", "errors"))
-    lines = [f"{printable(str(r['folder']))}: {done or 'nothing to do'}"]
+    lines = [f"{one_line(str(r['folder']))}: {done or 'nothing to do'}"]
     arrivals = r.get("arrivals") or []
     for a in arrivals[:ARRIVALS_SHOWN]:
-        by = f" by {printable(str(a['author']))}" if a.get("author") else ""
-        lines.append(f"{a.get('change', 'updated')}: {printable(str(a['path']))} ({a['memory_id']}){by}")
+        by = f" by {one_line(str(a['author']))}" if a.get("author") else ""
+        lines.append(f"{a.get('change', 'updated')}: {one_line(str(a['path']))} ({a['memory_id']}){by}")
     if len(arrivals) > ARRIVALS_SHOWN:
         lines.append(f"... and {len(arrivals) - ARRIVALS_SHOWN} more added or updated (see --json)")
     for c in r.get("conflicts") or []:
         lines.extend(_conflict_lines(c))
     for e in r.get("errors") or []:
-        lines.append(f"left alone: {printable(str(e['error']))}")
+        lines.append(f"left alone: {one_line(str(e['error']))}")
     for s in r.get("redactions") or []:
-        lines.append(f"warning: {printable(str(s['path']))}: {s['message']}")
+        lines.append(f"warning: {one_line(str(s['path']))}: {one_line(str(s['message']))}")
     trouble = len(r.get("conflicts") or []) + len(r.get("errors") or [])
     if trouble:
         lines.append(f"{trouble} file(s) need a person (conflicts or left alone): fix them and run engram sync again")
@@ -99,14 +100,14 @@ def render_sync(r: dict[str, Any]) -> str:
 
 
 def _conflict_lines(c: dict[str, Any]) -> list[str]:
-    path = printable(str(c["path"]))
+    path = one_line(str(c["path"]))
     if c.get("reason"):  # a file to fix by hand: merge markers, a conflicted copy, a shared id
-        return [f"conflict: {path} {printable(str(c['reason']))}", f"  {printable(str(c['resolve']))}"]
+        return [f"conflict: {path} {one_line(str(c['reason']))}", f"  {one_line(str(c['resolve']))}"]
     return [
         f"conflict: {path} ({c['memory_id']}) changed here and in the file since the last sync",
         f"  file:  {_preview(c.get('file'))}",
         f"  local: {_preview(c.get('local'))}",
-        f"  {printable(str(c['resolve']))}",
+        f"  {one_line(str(c['resolve']))}",
     ]
 
 
