@@ -1970,16 +1970,16 @@ def _redact_view(text: str, counts: Counter) -> str:
 
 # Key names are found from their head word (one simple regex on the ASCII-lowered view: a
 # regex of every spelling with a look-behind costs ~25 us a memory, this ~3), then read whole.
-_PROSE_HEAD = re.compile(r"pass|pwd|pin|secret|token|cred|key")
+_PROSE_HEAD = re.compile(r"pass|pw|pin|secret|token|cred|key")
 _PROSE_NAME = re.compile(
-    r"(?:(?P<pw>pass(?:words?|phrases?|codes?|wd)|pwd|pin[ _-]?(?:code|number)s?)"
+    r"(?:(?P<pw>pass(?:words?|phrases?|codes?|wd)|pwd?|pin[ _-]?(?:code|number)s?)"  # pw: "the admin pw: X"
     r"|(?P<sec>secrets?(?:[ _-]?(?:access[ _-]?)?keys?)?|tokens?|credentials?|creds)"
     r"|(?P<key>keys?))(?![a-z0-9_\-])"
 )
 # the word before `key` that makes it a secret's name: `api key`, `apikey`, `signing-key`
 _KEY_QUALIFIER = re.compile(r"(?:api|access|private|secret|signing|master|encryption|license|deploy|client|app)[ _-]?$")
 # cheap test before anything else, for a text without foreign key names (`textview.needs_view`)
-_PROSE_HINTS = ("pass", "pwd", "pin", "secret", "token", "cred", "key")
+_PROSE_HINTS = ("pass", "pw", "pin", "secret", "token", "cred", "key")
 
 
 def _prose_names(low: str) -> Iterable[tuple[int, int, str]]:

@@ -114,8 +114,13 @@ def slug(text: str) -> str:
 
 def file_name_for(memory: SharedMemory) -> str:
     """`<slug>-<last 8 of the id>.md`: readable, unique, and fixed once written (an edit of
-    the content keeps the name, so a diff shows an edit, not a rename)."""
-    return f"{slug(memory.content)}-{memory.memory_id[-8:].lower()}.md"
+    the content keeps the name, so a diff shows an edit, not a rename).
+
+    The slug is taken from the content as the file publishes it (`redacted`): a name is
+    committed too, so a secret the outbound pass removes from the body ("the admin pw:
+    hunter2hunter2", a token near a key name) must not stay in the name built from its first
+    words."""
+    return f"{slug(redacted(memory)[0].content)}-{memory.memory_id[-8:].lower()}.md"
 
 
 def redacted(memory: SharedMemory) -> tuple[SharedMemory, int]:
