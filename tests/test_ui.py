@@ -800,3 +800,46 @@ def test_text_merged_in_by_dedup_shows_and_an_unchanged_importance_is_no_change(
     _memory_page(browser, base, first["memory_id"])
     assert len(_css(browser, "[data-testid=history-row]")) == rows, "no version for an importance that did not change"
     assert not any("importance 0.60 → 0.60" in r.text for r in _css(browser, "[data-testid=history-row]"))
+
+
+def test_the_graph_with_no_entity_is_spread_out_and_an_unknown_one_is_said(ui, browser, shots) -> None:
+    import itertools
+    import math
+
+    env, base, _, _ = ui
+    services = ["checkout", "billing", "ledger", "notifier", "search", "catalog", "auth", "gateway", "reports", "scheduler", "inventory", "shipping"]
+    client = env.client("ui-graph")
+    try:
+        client.call("store", {
+            "content": "The gateway routes to every backend service; each one writes to kafka and reads its config from vault",
+            "type": "semantic", "scope": "project",
+            "related_entities": [{"name": n, "type": "service", "relationship": "uses", "target": "kafka"} for n in services]
+            + [{"name": "gateway", "type": "service", "relationship": "routes_to", "target": n} for n in services[:6]]
+            + [{"name": n, "type": "service", "relationship": "reads", "target": "vault"} for n in services[6:]],
+        }, project_root=env.project)
+    finally:
+        client.close()
+    _open(browser, base, "graph", "[data-testid=graph-node]")
+    nodes = [(float(c.get_attribute("cx")), float(c.get_attribute("cy"))) for c in _css(browser, "[data-testid=graph-node]")]
+    assert len(nodes) >= 14
+    closest = min(math.dist(a, b) for a, b in itertools.combinations(nodes, 2))
+    xs, ys = [x for x, _ in nodes], [y for _, y in nodes]
+    assert closest >= 25, f"nodes overlap: two are {closest:.1f} units apart"
+    assert max(xs) - min(xs) >= 450 and max(ys) - min(ys) >= 250, "the nodes fill the drawing, not a small cluster"
+    browser.save_screenshot(str(shots / "graph.png"))
+    _open(browser, base, "graph/no-such-entity", "[data-testid=graph] [data-testid=empty]")
+    assert 'No entity named "no-such-entity"' in _text(browser, "[data-testid=graph] [data-testid=empty]")
+
+
+def test_errors_on_the_page_name_what_a_person_does_not_mcp_tools(ui) -> None:
+    from engram_mcp.core.operations import TOOL_NAMES
+    from engram_mcp.interfaces.ui.server import PAGE_FOR_TOOL_PHRASE, for_page
+
+    assert set(TOOL_NAMES) <= {phrase for phrase, _ in PAGE_FOR_TOOL_PHRASE}, "every tool has what a person does instead"
+    assert not any(tool in for_page(" ".join(TOOL_NAMES)) for tool in TOOL_NAMES)
+    _, base, token, _ = ui
+    req = urllib.request.Request(f"{base}/api/memory/01ARZ3NDEKTSV4RRFFQ69G5FAV", headers={"X-Engram-UI": token})
+    with pytest.raises(urllib.error.HTTPError) as err:
+        urllib.request.urlopen(req, timeout=30)
+    message = json.loads(err.value.read())["error"]["message"]
+    assert err.value.code == 404 and "search for it in Browse" in message and "recall_memories" not in message, message

@@ -267,11 +267,43 @@ def _with_headers(response: Response) -> Response:
 
 
 # ------------------------------------------------------------------ routes
+# Tool names in messages written for the MCP interface (the service's errors and hints name the
+# tools Claude calls), and what a person on this page does or types instead. Every tool has an
+# entry (tests/test_ui.py checks), so no MCP name reaches the page; longer phrases come first.
+PAGE_FOR_TOOL_PHRASE = (
+    ("forget_memory with undo=true", "Undo forget on the memory's page"),
+    ("use recall_memories to find one", "search for it in Browse"),
+    ("recall_memories", "a search in Browse"),
+    ("store_memory", "`engram store`"),
+    ("update_memory", "Curate on the memory's page"),
+    ("forget_memory", "Forget on the memory's page"),
+    ("promote_memory", "Promote on the memory's page"),
+    ("get_memory_status", "the Health page"),
+    ("get_memory_context", "`engram context`"),
+    ("reflect_and_consolidate", "the Consolidation page"),
+    ("search_knowledge_graph", "the Graph page"),
+    ("include_forgotten", "status: all"),
+    ("target_scope", "promote to"),
+    ("undo=true", "Undo forget"),
+)
+
+
+def for_page(text: Any) -> Any:
+    """A message written for the MCP interface, with each tool name replaced by what a person
+    does here."""
+    if not isinstance(text, str):
+        return text
+    for phrase, instead in PAGE_FOR_TOOL_PHRASE:
+        text = text.replace(phrase, instead)
+    return text
+
+
 def _error(exc: Exception) -> JSONResponse:
     if isinstance(exc, EngramError):
         status = {"not_found": 404, "daemon_unavailable": 503, "memory_unavailable": 503}.get(exc.code, 400)
-        return JSONResponse({"error": exc.envelope()}, status_code=status)
-    return JSONResponse({"error": {"error": "internal", "message": str(exc)[:300]}}, status_code=500)
+        envelope = {k: for_page(v) for k, v in exc.envelope().items()}
+        return JSONResponse({"error": envelope}, status_code=status)
+    return JSONResponse({"error": {"error": "internal", "message": for_page(str(exc)[:300])}}, status_code=500)
 
 
 def _params(request: Request, names: tuple[str, ...]) -> dict[str, Any]:
