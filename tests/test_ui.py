@@ -843,3 +843,38 @@ def test_errors_on_the_page_name_what_a_person_does_not_mcp_tools(ui) -> None:
         urllib.request.urlopen(req, timeout=30)
     message = json.loads(err.value.read())["error"]["message"]
     assert err.value.code == 404 and "search for it in Browse" in message and "recall_memories" not in message, message
+
+
+def test_a_body_trickled_after_the_headers_is_cut_off(ui) -> None:
+    """After complete headers, a body sent a byte at a time must not hold the connection (and a
+    worker waiting on it) for ever: with the token (the route reads the body) and without it."""
+    import select
+    import socket
+
+    from engram_mcp.interfaces.ui.server import BODY_READ_TIMEOUT_S
+
+    _, base, token, _ = ui
+    port = int(base.rsplit(":", 1)[1])
+    for auth in (f"X-Engram-UI: {token}\r\nOrigin: {base}\r\n", ""):
+        s = socket.create_connection(("127.0.0.1", port), timeout=5)
+        try:
+            s.sendall((f"POST /api/memory/ABCDEFGH/update HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{auth}"
+                       "Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n{").encode())
+            started, closed = time.monotonic(), False
+            while time.monotonic() - started < BODY_READ_TIMEOUT_S + 10 and not closed:
+                readable, _, _ = select.select([s], [], [], 0.5)  # the pace of the trickle: one byte per half second
+                if readable:
+                    try:
+                        closed = s.recv(65536) == b"" or closed
+                    except ConnectionResetError:
+                        closed = True
+                    continue
+                try:
+                    s.sendall(b" ")
+                except (BrokenPipeError, ConnectionResetError):
+                    closed = True
+            assert closed, f"a trickled body held the connection for {time.monotonic() - started:.0f} s ({'with' if auth else 'without'} the token)"
+            assert time.monotonic() - started < BODY_READ_TIMEOUT_S + 5
+        finally:
+            s.close()
+    assert _http(f"{base}/api/list?token={token}") == 200

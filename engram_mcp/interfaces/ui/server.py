@@ -18,9 +18,10 @@ Security model (stored memories are untrusted text from tool output and web page
   any cookie, so a restarted UI and two UIs at once each work from their printed link. Every
   other request gets 403, so another local user or another local server that has the cookie
   cannot read or change anything;
-- connections must send their request headers within HEADER_READ_TIMEOUT_S and idle ones are
-  closed after KEEP_ALIVE_S, so idle or trickling connections cannot use up the descriptors
-  before the token is ever checked;
+- connections must send their request headers within HEADER_READ_TIMEOUT_S and a request's
+  body within BODY_READ_TIMEOUT_S of its headers, and idle ones are closed after KEEP_ALIVE_S,
+  so idle or trickling connections cannot use up the descriptors (or the workers) before the
+  token is ever checked;
 - `Host` must be this server (127.0.0.1:<port> or localhost:<port>), against DNS rebinding;
 - a request carrying an `Origin` that is not ours gets 403; a state-changing request (POST)
   must carry our `Origin` (and, as every API call, the token header no cross-site form can send);
@@ -83,6 +84,7 @@ SLOW_CALL_TIMEOUT_S = 60.0  # a consolidation plan or apply at 10k takes seconds
 SLOW_OPS = frozenset({"consolidate", "consolidate_steps"})
 SEARCH_PAGE_LIMIT = 50  # results on one page of a search
 HEADER_READ_TIMEOUT_S = 10.0  # a connection must send a request's headers within this
+BODY_READ_TIMEOUT_S = 10.0  # and, once they are in, the whole body within this
 KEEP_ALIVE_S = 5.0  # an idle kept-alive connection is closed after this
 MAX_HEADER_BYTES = 64 * 1024  # h11's limit on an incomplete request head
 LISTEN_BACKLOG = 1024
@@ -568,16 +570,20 @@ def display_available() -> bool:
 
 
 def header_timeout_protocol() -> type:
-    """uvicorn's h11 protocol, plus a deadline for each request's headers.
+    """uvicorn's h11 protocol, plus a deadline for each request's headers and one for its body.
 
     uvicorn times out idle kept-alive connections but not a new connection that sends nothing
-    or trickles its headers: those would hold a descriptor each until the process has none
-    left, all before the token is ever checked. Here a connection has HEADER_READ_TIMEOUT_S
-    from its opening (and from each response's end) to start its next request."""
+    or trickles its headers, nor a request whose body comes a byte at a time after its headers:
+    those would hold a descriptor each (and a body, a worker waiting on it) until the process has
+    none left. Here a connection has HEADER_READ_TIMEOUT_S from its opening (and from each
+    response's end) to start its next request, and BODY_READ_TIMEOUT_S from a request's headers
+    to the end of its body; past either it is closed."""
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
     class HeaderTimeoutProtocol(H11Protocol):
         _deadline: asyncio.TimerHandle | None = None
+        _body_deadline: asyncio.TimerHandle | None = None
+        _body_cycle: Any = None
 
         def connection_made(self, transport: Any) -> None:
             super().connection_made(transport)
@@ -587,9 +593,19 @@ def header_timeout_protocol() -> type:
             super().on_response_complete()
             self._arm()
 
+        def handle_events(self) -> None:
+            super().handle_events()
+            cycle = self.cycle
+            if cycle is not None and cycle is not self._body_cycle and cycle.more_body:
+                self._body_cycle = cycle  # a request whose body has not all come: its deadline starts now
+                if self._body_deadline is not None:
+                    self._body_deadline.cancel()
+                self._body_deadline = self.loop.call_later(BODY_READ_TIMEOUT_S, self._expire_body, cycle)
+
         def connection_lost(self, exc: Exception | None) -> None:
-            if self._deadline is not None:
-                self._deadline.cancel()
+            for timer in (self._deadline, self._body_deadline):
+                if timer is not None:
+                    timer.cancel()
             super().connection_lost(exc)
 
         def _arm(self) -> None:
@@ -601,6 +617,10 @@ def header_timeout_protocol() -> type:
         def _expire(self, waiting_after: Any) -> None:
             if self.cycle is waiting_after and not self.transport.is_closing():
                 self.transport.close()  # no new request began: nothing is lost
+
+        def _expire_body(self, cycle: Any) -> None:
+            if cycle.more_body and not self.transport.is_closing():
+                self.transport.close()  # the route waiting on the body is told the client left
 
     return HeaderTimeoutProtocol
 
