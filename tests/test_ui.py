@@ -819,8 +819,8 @@ def test_the_graph_with_no_entity_is_spread_out_and_an_unknown_one_is_said(ui, b
         }, project_root=env.project)
     finally:
         client.close()
-    _open(browser, base, "graph", "[data-testid=graph-node]")
-    nodes = [(float(c.get_attribute("cx")), float(c.get_attribute("cy"))) for c in _css(browser, "[data-testid=graph-node]")]
+    _open(browser, base, "graph", "[data-testid=graph-svg] circle")
+    nodes = [(float(c.get_attribute("cx")), float(c.get_attribute("cy"))) for c in _css(browser, "[data-testid=graph-svg] circle")]
     assert len(nodes) >= 14
     closest = min(math.dist(a, b) for a, b in itertools.combinations(nodes, 2))
     xs, ys = [x for x, _ in nodes], [y for _, y in nodes]
