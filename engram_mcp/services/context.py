@@ -128,7 +128,9 @@ def origin_label(mem: dict[str, Any], repository: str | None = None) -> str:
     kind = origin.get("kind")
     path = _short(origin.get("path"))
     if kind == "team-file":
-        where = f"team memory of repository {_short(repository)}" if repository else "team memory of this repository"
+        # the repository the file was in (recorded at arrival); the open one only for a project memory
+        repo = origin.get("project") or (repository if mem.get("scope", "project") == "project" else None)
+        where = f"team memory of repository {_short(repo)}" if repo else "team memory of another repository"
         author = _short(origin.get("author")) or "author unknown"
         return f"{where}, by {author}" + (f", file {path}" if path else "") + ", not the user's"
     if kind == "user-sync":

@@ -37,7 +37,7 @@ from engram_mcp.index.scoring import (
 )
 from engram_mcp.services.access import RequestContext, ScopeAccess
 from engram_mcp.services.handles import ScopeHandle
-from engram_mcp.services.records import now_dt
+from engram_mcp.services.records import now_dt, origin_of
 from engram_mcp.services.sightings import Sightings, load_sightings, note_project_sighting, projects_seen
 
 log = logging.getLogger("engram.lifecycle")
@@ -289,7 +289,8 @@ def queue_user_candidates(access: ScopeAccess, project: ScopeHandle, cfg) -> int
     Criteria (docs/decisions.md, "Promotion"): importance >= 0.7, recalled in >= N distinct sessions or
     seen in >= 2 projects (this one plus a near-duplicate, cosine >= the dedup threshold
     or the same content, in another project of the user: sightings.note_project_sighting),
-    semantic or procedural, and no project paths in the content. The consolidator
+    semantic or procedural, no project paths in the content, and not a repository's team file
+    (its text is the repository's, never the user's for every project). The consolidator
     (Claude) makes the final call; nothing is promoted here.
     """
     idx = project.index
@@ -306,6 +307,8 @@ def queue_user_candidates(access: ScopeAccess, project: ScopeHandle, cfg) -> int
     for r in rows:
         if any(hint in (r.get("content") or "") for hint in (str(project.project_root),)):
             continue
+        if origin_of(r.get("source")).get("kind") == "team-file":
+            continue  # a repository's text is never offered for every project (a clone is untrusted)
         sessions = (r.get("metadata") or {}).get("recall_sessions") or []
         if len(sessions) < cfg.promote_user_min_sessions:
             if sightings is None:  # loaded once, and only when the session signal falls short

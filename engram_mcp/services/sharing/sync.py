@@ -397,6 +397,15 @@ class _Sync:
             self._origins = provenance.last_commits(self.t.folder.path, timeout_s=timeout)
         return dict(self._origins.get(name or "", {}))
 
+    def _repository(self) -> dict[str, str]:
+        """The repository a team file came from (its directory's name), kept in the memory's
+        origin: once the memory is promoted to the user scope, another project's context must
+        name the repository the text came from, not the one open at the time."""
+        if self.t.scope != "project":
+            return {}
+        name = provenance.clean_text(Path(self.ctx.project_root).name, 80)
+        return {"project": name} if name else {}
+
     def _source_path(self, name: str | None) -> str:
         """The file's path as a memory records it: printable, bounded (a file name is untrusted)."""
         return provenance.clean_text(f"{self.t.label}/{name}", provenance.MAX_PATH_CHARS)
@@ -627,6 +636,7 @@ class _Sync:
                     "kind": self.t.source_kind,
                     "path": self._source_path(name),
                     **origin,
+                    **self._repository(),
                 },
                 request_id=fid,
                 dedup=False,
