@@ -68,9 +68,9 @@ def flip_in_place(path: Path, at: int, bit: int) -> None:
 
 
 def vector_bit(home: Path, project: Path) -> int:
-    """The offset in its vector block of the byte holding the top exponent bit of one value of
-    a memory the first query does not return, where that memory and the query weigh the same
-    way: flipped, the value grows ~1e38-fold and the memory jumps to the top of the answer."""
+    """The offset in its vector block (int8 components, format 3) of one component of a memory
+    the first query does not return, where that memory and the query weigh the same way: its
+    bit 6 flipped, the component grows by 64 steps and the memory moves up the answer."""
     q = FakeEmbedder().embed_query(QUERIES[0])
     svc = MemoryService(home=home, embedder=FakeEmbedder())
     try:
@@ -83,7 +83,7 @@ def vector_bit(home: Path, project: Path) -> int:
                 continue
             same_way = np.flatnonzero(row * q > 0)
             if same_way.size:
-                return (slot * q.size + int(same_way[0])) * 4 + 3
+                return slot * q.size + int(same_way[np.argmax(np.abs(q[same_way]))])
     finally:
         svc.close()
     raise AssertionError("no memory outside the answer shares a word with the query")
@@ -109,13 +109,13 @@ def test_a_flipped_bit_in_any_block_of_the_index_file_is_noticed_before_the_firs
     pristine = tmp_path / "pristine"
     shutil.copytree(store_dir(project) / "index", pristine, copy_function=shutil.copy2)
     spans = array_spans(path)
-    assert "vec_f32" in spans and "rec_json" in spans
+    assert "vec_i8" in spans and "rec_json" in spans and "vec_f32" not in spans
     in_vectors = vector_bit(home, project)
     for name, (start, nbytes) in sorted(spans.items()):
         shutil.rmtree(store_dir(project) / "index")
         shutil.copytree(pristine, store_dir(project) / "index", copy_function=shutil.copy2)
         assert read_marker(path) is not None
-        if name == "vec_f32":  # a memory the query does not return gets a 1e38-like similarity
+        if name == "vec_i8":  # a memory the query does not return gets a larger similarity
             flip_in_place(path, start + in_vectors, 6)
         else:
             flip_in_place(path, start + nbytes // 2, 0)
@@ -123,9 +123,9 @@ def test_a_flipped_bit_in_any_block_of_the_index_file_is_noticed_before_the_firs
     # and the status says why the file was not used
     shutil.rmtree(store_dir(project) / "index")
     shutil.copytree(pristine, store_dir(project) / "index", copy_function=shutil.copy2)
-    flip_in_place(path, spans["vec_f32"][0] + in_vectors, 6)
+    flip_in_place(path, spans["vec_i8"][0] + in_vectors, 6)
     status = status_of(home, project)
-    assert status.startswith("rebuilt") and "vec_f32: checksum mismatch" in status, status
+    assert status.startswith("rebuilt") and "vec_i8: checksum mismatch" in status, status
 
 
 def test_data_restored_alone_from_an_older_backup_is_noticed_before_the_first_answer(

@@ -8,6 +8,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
+from engram_mcp.core import vector_codec
 from engram_mcp.index.arrays import SAMPLE_STRIDE, SAMPLED_CUT_MIN_ENTRIES, _sampled_cut, top_k
 from engram_mcp.index.bm25 import BM25_B, BM25_K1, BM25Index
 from engram_mcp.index.slots import SlotAllocator
@@ -77,6 +78,11 @@ class _SmallBlockVectorIndex(VectorIndex):
 def random_unit_vectors(rng: np.random.Generator, n: int, dim: int) -> np.ndarray:
     mat = rng.standard_normal((n, dim)).astype(np.float32)
     return mat / np.linalg.norm(mat, axis=1, keepdims=True)
+
+
+def kept(mat: np.ndarray) -> np.ndarray:
+    """The rows as the index (and the store) keep them: int8 with a scale each (vector_codec)."""
+    return vector_codec.dequantize(*vector_codec.quantize(vector_codec.normalised_rows(mat)))
 
 
 def brute_force_top_k(mat: np.ndarray, present: np.ndarray, q: np.ndarray, k: int) -> list[int]:
@@ -241,8 +247,8 @@ def test_vector_search_equals_brute_force_top_k(vector_data: tuple[np.ndarray, n
     present = np.ones(len(mat), dtype=bool)
     for q in queries:
         slots, scores = index.search(q, 10)
-        assert slots.tolist() == brute_force_top_k(mat, present, q, 10)
-        np.testing.assert_allclose(scores, mat[slots] @ q, rtol=1e-5, atol=1e-6)
+        assert slots.tolist() == brute_force_top_k(kept(mat), present, q, 10)
+        np.testing.assert_allclose(scores, kept(mat)[slots] @ q, rtol=1e-5, atol=1e-6)
         assert scores.dtype == np.float32 and slots.dtype == np.int64
         assert np.all(np.diff(scores) <= 0)
 
@@ -258,7 +264,7 @@ def test_vector_search_with_mask_equals_brute_force_over_masked_slots(
     index.set_many(np.arange(len(mat)), mat)
     for q in queries:
         slots, _ = index.search(q, 10, mask)
-        assert slots.tolist() == brute_force_top_k(mat, mask, q, 10)
+        assert slots.tolist() == brute_force_top_k(kept(mat), mask, q, 10)
         assert mask[slots].all()
 
 
@@ -268,7 +274,7 @@ def test_vector_search_excludes_slots_beyond_a_short_mask(vector_data: tuple[np.
     index.set_many(np.arange(len(mat)), mat)
     short = np.ones(100, dtype=bool)
     slots, _ = index.search(queries[0], 10, short)
-    assert slots.tolist() == brute_force_top_k(mat[:100], short, queries[0], 10)
+    assert slots.tolist() == brute_force_top_k(kept(mat[:100]), short, queries[0], 10)
 
 
 def test_vector_search_returns_fewer_than_k_when_few_slots_qualify() -> None:
@@ -300,9 +306,9 @@ def test_vector_clear_removes_slot_from_results_and_replace_overwrites() -> None
 def test_vector_set_normalises_vectors_defensively() -> None:
     index = VectorIndex(2)
     index.set(0, np.array([3.0, 4.0]))
-    np.testing.assert_allclose(index.get(0), [0.6, 0.8], rtol=1e-6)
+    np.testing.assert_allclose(index.get(0), [0.6, 0.8], atol=0.005)  # int8 with a scale
     _, scores = index.search(np.array([30.0, 40.0]), 1)
-    np.testing.assert_allclose(scores, [1.0], rtol=1e-6)
+    np.testing.assert_allclose(scores, [1.0], atol=0.005)
     with pytest.raises(ValueError):
         index.set(1, np.zeros(2))
     with pytest.raises(ValueError):
@@ -315,7 +321,7 @@ def test_vector_similarities_are_nan_where_slot_has_no_vector(vector_data: tuple
     index.set_many(np.arange(10), mat[:10])
     index.clear(4)
     sims = index.similarities(queries[0], [0, 4, 9, 500, -1])
-    np.testing.assert_allclose(sims[[0, 2]], mat[[0, 9]] @ queries[0], rtol=1e-5)
+    np.testing.assert_allclose(sims[[0, 2]], kept(mat[[0, 9]]) @ queries[0], rtol=1e-5)
     assert np.isnan(sims[[1, 3, 4]]).all()
 
 
@@ -324,7 +330,7 @@ def test_vector_max_similarity_finds_best_match_within_mask(vector_data: tuple[n
     index = VectorIndex(32)
     index.set_many(np.arange(100), mat[:100])
     slot, sim = index.max_similarity(mat[42])
-    assert slot == 42 and sim == pytest.approx(1.0, abs=1e-5)
+    assert slot == 42 and sim == pytest.approx(1.0, abs=0.005)
     mask = np.ones(100, dtype=bool)
     mask[42] = False
     assert index.max_similarity(mat[42], mask)[0] != 42
@@ -338,9 +344,9 @@ def test_vector_capacity_grows_and_keeps_existing_rows(vector_data: tuple[np.nda
     for slot in range(500):
         index.set(slot, mat[slot])
     assert index.capacity >= 500 and len(index) == 500
-    np.testing.assert_allclose(index.get(0), mat[0], rtol=1e-6)
+    np.testing.assert_array_equal(index.get(0), kept(mat[:1])[0])
     present = np.ones(500, dtype=bool)
-    assert index.search(queries[0], 5)[0].tolist() == brute_force_top_k(mat[:500], present, queries[0], 5)
+    assert index.search(queries[0], 5)[0].tolist() == brute_force_top_k(kept(mat[:500]), present, queries[0], 5)
 
 
 @pytest.mark.parametrize("index_class", [VectorIndex, _SmallBlockVectorIndex])
@@ -360,6 +366,29 @@ def test_vector_bulk_load_equals_one_by_one(
         assert_same_results(bulk.search(q, 10), single.search(q, 10))
     for slot in slots[:20].tolist():
         np.testing.assert_array_equal(bulk.get(slot), single.get(slot))
+
+
+def test_vector_kept_as_the_store_keeps_it(vector_data: tuple[np.ndarray, np.ndarray]) -> None:
+    """A row set from the model's float32 vector and one set from the store's packed bytes are
+    the same row: a rebuild from the store equals the index kept beside it (issue 36)."""
+    mat, queries = vector_data
+    direct, from_store, bulk = VectorIndex(32), VectorIndex(32), VectorIndex(32)
+    for slot, row in enumerate(mat[:200]):
+        direct.set(slot, row)
+        packed = vector_codec.pack_float_bytes(row.astype("<f4").tobytes(), 32)
+        assert packed is not None and len(packed) == 36
+        got = vector_codec.unpack(packed, 32)
+        assert got is not None
+        from_store.set_quantized(slot, *got)
+    parts = [vector_codec.unpack(vector_codec.pack(row), 32) for row in mat[:200]]
+    bulk.set_many_quantized(np.arange(200), np.vstack([p[0] for p in parts]), np.array([p[1] for p in parts]))
+    for other in (from_store, bulk):
+        np.testing.assert_array_equal(direct.rows(np.arange(200)), other.rows(np.arange(200)))
+        for q in queries:
+            assert_same_results(direct.search(q, 10), other.search(q, 10))
+    wide = vector_codec.float_bytes(vector_codec.pack(mat[0]), 32)
+    assert wide is not None and np.frombuffer(wide, dtype="<f4").tolist() == direct.get(0).tolist()
+    assert vector_codec.pack_float_bytes(b"\0" * 36, 32) is None  # packed already: kept as given
 
 
 def test_vector_renumber_follows_allocator_compaction(vector_data: tuple[np.ndarray, np.ndarray]) -> None:
@@ -577,9 +606,9 @@ def test_vector_search_in_many_blocks_equals_brute_force(
     index = _SmallBlockVectorIndex(32)
     index.set_many(np.arange(len(mat)), mat)
     for q in queries[:5]:
-        assert index.search(q, 10, mask)[0].tolist() == brute_force_top_k(mat, mask, q, 10)
+        assert index.search(q, 10, mask)[0].tolist() == brute_force_top_k(kept(mat), mask, q, 10)
     sims = index.similarities(queries[0], np.arange(50))
-    np.testing.assert_allclose(sims, mat[:50] @ queries[0], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(sims, kept(mat[:50]) @ queries[0], rtol=1e-5, atol=1e-6)
 
 
 def test_vector_renumber_across_many_blocks(vector_data: tuple[np.ndarray, np.ndarray]) -> None:
@@ -595,7 +624,7 @@ def test_vector_renumber_across_many_blocks(vector_data: tuple[np.ndarray, np.nd
     after = [alloc.key_at(int(s)) for s in index.search(queries[1], 15, alloc.live_mask)[0]]
     assert before == after
     assert len(index) == alloc.live_count - 1 and not index.has(alloc.get("no-vector-yet"))
-    np.testing.assert_allclose(index.get(alloc.get("m7")), mat[7], rtol=1e-6)
+    np.testing.assert_array_equal(index.get(alloc.get("m7")), kept(mat[7:8])[0])
 
 
 class _QuantizedVectorIndex(_SmallBlockVectorIndex):
@@ -630,8 +659,8 @@ def test_int8_scan_returns_the_exact_top_k_and_exact_scores(
     for q in queries:
         slots, scores, scanned = index.search_scored(q, 10, mask)
         assert scanned is None  # approximate scan scores are never handed out as cosines
-        assert slots.tolist() == brute_force_top_k(mat, present, q, 10)
-        np.testing.assert_allclose(scores, mat[slots] @ q, rtol=1e-5, atol=1e-6)
+        assert slots.tolist() == brute_force_top_k(kept(mat), present, q, 10)
+        np.testing.assert_allclose(scores, kept(mat)[slots] @ q, rtol=1e-5, atol=1e-6)
 
 
 def test_int8_scan_approximates_every_cosine_closely(vector_data: tuple[np.ndarray, np.ndarray], kernels: str) -> None:
@@ -652,8 +681,8 @@ def test_gathers_row_by_row_and_block_by_block_agree(vector_data: tuple[np.ndarr
     by_row = index._rows(slots), index._dot_rows(queries[0], slots)
     index.ROW_BY_ROW_MAX = 0
     by_block = index._rows(slots), index._dot_rows(queries[0], slots)
-    np.testing.assert_array_equal(by_row[0], mat[slots])
-    np.testing.assert_array_equal(by_block[0], mat[slots])
+    np.testing.assert_array_equal(by_row[0], kept(mat)[slots])
+    np.testing.assert_array_equal(by_block[0], kept(mat)[slots])
     np.testing.assert_allclose(by_row[1], by_block[1], rtol=1e-6, atol=1e-7)
 
 

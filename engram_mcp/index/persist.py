@@ -4,14 +4,13 @@ Layout: 8-byte magic, 8-byte little-endian header length, the header (JSON: form
 the caller's metadata, and per array its dtype, shape, offset, size, CRC-32 and `sum64`), then
 each array's bytes at a 64-byte aligned offset. Reading maps the file once (`mmap`) and returns
 read-only or copy-on-write views, so opening costs a header parse plus whatever pages the
-caller touches: a 100k x 384 float32 block that recall reads only for its few re-scored
-candidates stays on disk.
+caller touches.
 
 Writing is atomic: a temporary file in the same directory, fsync, rename over the old file,
 fsync of the directory. A crash leaves the old file or the new one, never a mix. Reading
 checks the magic, the header, every array's bounds against the file size, and every byte an
 answer can come from: the CRC-32 of each array, or for those named in ``unchecked`` (the
-large float32 rows) the `sum64` digest, which reads them ~8x faster than CRC-32 here (154 MB:
+large vector rows) the `sum64` digest, which reads them ~8x faster than CRC-32 here (154 MB:
 ~30 ms against ~230 ms). Only arrays named in ``lazy`` are left to the caller, which checks
 each piece before it uses it (the per-record CRCs of the record blob). Any failure raises
 `IndexFileError`; the caller then rebuilds from the store. A flipped bit in the float32 rows
@@ -38,7 +37,10 @@ from engram_mcp.core.paths import fsync_dir
 
 MAGIC = b"ENGRIDX1"
 #: 2: every array carries a `sum64` digest (format 1 files are refused, so rebuilt once).
-FORMAT_VERSION = 2
+#: 3: the vectors are kept once, as int8 rows with a scale each (no float32 block), as the store
+#: keeps them (issue 36: 1,573 of the 2,993 bytes a memory took in the file); format 2 files
+#: are refused, so rebuilt once.
+FORMAT_VERSION = 3
 ALIGN_BYTES = 64
 _HEADER_LEN = struct.Struct("<Q")
 #: A header larger than this is refused (it only names arrays and small metadata).

@@ -18,6 +18,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from engram_mcp.core import vector_codec
 from engram_mcp.core.vocabulary import LIVE_STATUSES, MEMORY_TYPES, RECALLABLE_STATUSES, STATUSES
 from engram_mcp.index.bm25 import BM25Index
 from engram_mcp.index.scoring import CONTIGUITY_WINDOW_SECONDS, HALF_LIFE_DAYS, to_epoch
@@ -133,7 +134,10 @@ class ScopeIndex:
         self.bm25.set(slot, index_text(row))
         vec = vector if vector is not None else self._vector_of(row)
         if vec is not None:
-            self.vectors.set(slot, vec)
+            if isinstance(vec, tuple):
+                self.vectors.set_quantized(slot, *vec)
+            else:
+                self.vectors.set(slot, vec)
             self.without_vector.discard(slot)
         else:
             self.vectors.clear(slot)
@@ -143,25 +147,35 @@ class ScopeIndex:
                 self.without_vector.discard(slot)
         return slot
 
-    def _vector_of(self, row: dict[str, Any]) -> np.ndarray | None:
+    def _vector_of(self, row: dict[str, Any]) -> np.ndarray | tuple[np.ndarray, np.float32] | None:
+        """The record's vector: float32 components (a record written before vectors were
+        packed, or one read whole), or the (int8 row, scale) the store keeps (`vector_codec`)."""
         blob = row.get("embedding")
         if not blob or row.get("embedding_model") not in (None, self.model_name):
             return None
-        vec = np.frombuffer(bytes(blob), dtype="<f4")
-        return vec if vec.shape[0] == self.dim else None
+        packed = vector_codec.unpack(blob, self.dim)
+        if packed is not None:
+            return packed
+        vec = np.frombuffer(bytes(blob), dtype="<f4") if len(blob) % 4 == 0 else None
+        return vec if vec is not None and vec.shape[0] == self.dim else None
 
     def bulk_load(self, rows: Iterable[dict[str, Any]]) -> int:
         """Index many rows at once (store open); returns how many lack a usable vector."""
         rows = list(rows)
         self._changed()
         vec_slots, vecs, text_slots, texts = [], [], [], []
+        q_slots, q_rows, q_scales = [], [], []
         missing = 0
         for row in rows:
             vec = self._vector_of(row)
             slot = self._upsert_columns(row)
             text_slots.append(slot)
             texts.append(index_text(row))
-            if vec is not None:
+            if isinstance(vec, tuple):
+                q_slots.append(slot)
+                q_rows.append(vec[0])
+                q_scales.append(vec[1])
+            elif vec is not None:
                 vec_slots.append(slot)
                 vecs.append(vec)
             elif row.get("status") != "forgotten":
@@ -171,6 +185,10 @@ class ScopeIndex:
             self.bm25.set_many(np.array(text_slots, dtype=np.int64), texts)
         if vecs:
             self.vectors.set_many(np.array(vec_slots, dtype=np.int64), np.vstack(vecs).astype(np.float32))
+        if q_rows:
+            self.vectors.set_many_quantized(
+                np.array(q_slots, dtype=np.int64), np.vstack(q_rows), np.array(q_scales, dtype=np.float32)
+            )
         return missing
 
     def _upsert_columns(self, row: dict[str, Any]) -> int:
@@ -346,17 +364,15 @@ class ScopeIndex:
             self._changed()
 
     # -- persistence (index/persist.py; services/handles.py decides when) ---------------
-    #: The float32 rows: recall reads a few of them at a time from the mapping (re-scoring) above
-    #: the int8 scan's threshold, so the kernel is told not to read ahead there. Not CRC-32'd at
-    #: open: checked by `persist.sum64` with the other `SUMMED_ARRAYS`.
-    UNCHECKED_ARRAYS = frozenset({"vec_f32"})
-    #: The large vector blocks, checked at open by `persist.sum64` (memory speed) instead of
-    #: CRC-32: at 100k memories 154 + 38 MB, which CRC-32 took ~0.3 s to read here.
-    SUMMED_ARRAYS = frozenset({"vec_f32", "vec_i8"})
+    #: Arrays read a few rows at a time (the kernel is told not to read ahead there). None since
+    #: format 3: the file keeps the vectors as int8 rows (`vector_codec`), which every scan reads.
+    UNCHECKED_ARRAYS: frozenset[str] = frozenset()
+    #: The large vector block, checked at open by `persist.sum64` (memory speed) instead of
+    #: CRC-32: at 100k memories 38 MB.
+    SUMMED_ARRAYS = frozenset({"vec_i8"})
     #: Arrays the index writes in place after loading (copy-on-write pages of the mapping).
     WRITABLE_ARRAYS = frozenset(
         {
-            "vec_f32",
             "vec_i8",
             "vec_scale",
             "vec_has",

@@ -1,4 +1,6 @@
-"""Exact cosine search over L2-normalised float32 rows, with an int8 pre-scan for large stores.
+"""Exact cosine search over L2-normalised rows kept as int8 with a scale per row
+(`core/vector_codec.py`, the precision the store keeps them at), scanned as float32 below
+32k rows and by an int8 kernel above.
 
 Thread-safety: none. Writes must be serialised by the caller (the engine has a single writer), and
 a search must not run concurrently with a write on the same index.
@@ -13,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from engram_mcp.core import vector_codec
 from engram_mcp.index.arrays import EMPTY_SCORES, EMPTY_SLOTS, grown_capacity, mask_prefix, top_k
 
 _NORM_TOLERANCE = 1e-3  # |norm - 1| above this: the vector is re-normalised defensively
@@ -65,14 +68,18 @@ def _for_each_block(scan: Callable[[int], None], n_blocks: int) -> None:
 
 
 class VectorIndex:
-    """Exact cosine search over L2-normalised float32 rows, one row per slot.
+    """Exact cosine search over L2-normalised rows, one row per slot.
 
-    Exact rather than ANN: recall is perfect, masks cost nothing extra, updates are O(dim).
-    A full float32 scan of 100k x 384 (154 MB) takes 12-18 ms single-threaded, so above
-    QUANTIZED_SCAN_MIN_ROWS the scan reads an int8 copy of the rows instead (38 MB, one scale
-    per row) and re-scores its best candidates from the float32 rows: the top k is the exact top
-    k unless int8 rounding (|error| < 0.005 in cosine) swaps a row across the re-scored margin,
-    and every returned score is exact (bench/micro_search_index.py measures both).
+    A row is kept as the store keeps it (issue 36): int8 components and one float32 scale
+    (`vector_codec.quantize`), 388 bytes at 384 dimensions; its float32 value is
+    `vector_codec.dequantize` of those, wherever it is read. Exact rather than ANN: recall is
+    perfect, masks cost nothing extra, updates are O(dim). Below QUANTIZED_SCAN_MIN_ROWS a full
+    scan is a float32 product over the rows widened block by block (the widened blocks are kept:
+    at 10k rows 15 MB); above it, the scan runs the int8 kernel on the rows with the query
+    quantized too, and re-scores its best candidates against the float32 value of their rows:
+    the top k is the exact top k unless the query's rounding (|error| < 0.005 in cosine) swaps
+    a row across the re-scored margin, and every returned score is exact
+    (bench/micro_search_index.py measures both).
 
     Rows live in fixed-size blocks (1024 rows at 384 dims, 1.5 MB) rather than one matrix:
     growing never copies what is stored (a doubling copy of a 100k x 384 matrix takes ~40-80 ms,
@@ -102,8 +109,9 @@ class VectorIndex:
             raise ValueError("dim must be positive")
         self.dim = dim
         self._block_rows = max(1, self.BLOCK_ELEMENTS_MAX // dim)
-        self._blocks: list[np.ndarray] = []
-        # int8 copy of every block (row * 127 / max|row|, rounded) and the per-row factor back
+        # the float32 value of a block, widened when a full float32 scan first needs it
+        self._blocks: list[np.ndarray | None] = []
+        # every block's rows (row * 127 / max|row|, rounded) and the per-row factor back
         self._qblocks: list[np.ndarray] = []
         self._qscale = np.zeros(max(initial_capacity, 1), dtype=np.float32)
         self._scratch: np.ndarray | None = None  # one float32 block, reused by the int8 scan
@@ -117,11 +125,29 @@ class VectorIndex:
         """Store the slot's vector (normalised defensively if the caller did not)."""
         if slot < 0:
             raise ValueError("slot must be non-negative")
-        row = self._normalised(np.asarray(vec, dtype=np.float32).reshape(-1))
+        vec = np.asarray(vec, dtype=np.float32).reshape(-1)
+        if vec.shape != (self.dim,):
+            raise ValueError(f"vector must have {self.dim} dimensions, got {vec.shape[0]}")
+        q, scale = vector_codec.quantize(vector_codec.normalised_rows(vec[None, :]))
+        self._set_quantized_row(slot, q[0], scale[0])
+
+    def set_quantized(self, slot: int, q: np.ndarray, scale: float | np.floating) -> None:
+        """Store the slot's vector as the store keeps it (`vector_codec.unpack`)."""
+        if slot < 0:
+            raise ValueError("slot must be non-negative")
+        q = np.asarray(q, dtype=np.int8).reshape(-1)
+        if q.shape != (self.dim,) or not math.isfinite(float(scale)) or float(scale) <= 0 or not q.any():
+            raise ValueError("not a quantized vector of this dimension")
+        self._set_quantized_row(slot, q, np.float32(scale))
+
+    def _set_quantized_row(self, slot: int, q: np.ndarray, scale: np.float32) -> None:
         self._ensure_capacity(slot + 1)
         block, offset = divmod(slot, self._block_rows)
-        self._blocks[block][offset] = row
-        self._quantize(block, np.array([offset]), row[None, :], np.array([slot]))
+        self._qblocks[block][offset] = q
+        self._qscale[slot] = scale
+        wide = self._blocks[block]
+        if wide is not None:
+            wide[offset] = vector_codec.dequantize(q[None, :], np.array([scale], dtype=np.float32))[0]
         if not self._has[slot]:
             self._has[slot] = True
             self._count += 1
@@ -138,18 +164,35 @@ class VectorIndex:
             return
         if slot_arr.min() < 0:
             raise ValueError("slots must be non-negative")
-        norms = np.linalg.norm(mat, axis=1)
-        if not np.all(np.isfinite(norms)) or np.any(norms == 0):
+        q, scale = vector_codec.quantize(vector_codec.normalised_rows(mat))
+        self._set_many_quantized(slot_arr, q, scale)
+
+    def set_many_quantized(self, slots: Sequence[int] | np.ndarray, q: np.ndarray, scale: np.ndarray) -> None:
+        """`set_quantized` of many rows at once (a rebuild reading the store's packed vectors)."""
+        slot_arr = np.asarray(slots, dtype=np.int64).reshape(-1)
+        q = np.asarray(q, dtype=np.int8)
+        scale = np.asarray(scale, dtype=np.float32).reshape(-1)
+        if q.shape != (len(slot_arr), self.dim) or scale.shape != (len(slot_arr),):
+            raise ValueError(f"rows must have shape ({len(slot_arr)}, {self.dim})")
+        if len(slot_arr) == 0:
+            return
+        if slot_arr.min() < 0:
+            raise ValueError("slots must be non-negative")
+        if not np.all(np.isfinite(scale)) or np.any(scale <= 0) or not np.all(q.any(axis=1)):
             raise ValueError("vectors must be finite and non-zero")
-        if np.any(np.abs(norms - 1.0) > _NORM_TOLERANCE):
-            mat = mat / norms[:, None]
+        self._set_many_quantized(slot_arr, q, scale)
+
+    def _set_many_quantized(self, slot_arr: np.ndarray, q: np.ndarray, scale: np.ndarray) -> None:
         uniq, last_rev = np.unique(slot_arr[::-1], return_index=True)  # sorted, last wins
         rows = len(slot_arr) - 1 - last_rev
         self._ensure_capacity(int(uniq[-1]) + 1)
         for block, seg in self._by_block(uniq):
             offsets = uniq[seg] - block * self._block_rows
-            self._blocks[block][offsets] = mat[rows[seg]]
-            self._quantize(block, offsets, mat[rows[seg]], uniq[seg])
+            self._qblocks[block][offsets] = q[rows[seg]]
+            self._qscale[uniq[seg]] = scale[rows[seg]]
+            wide = self._blocks[block]
+            if wide is not None:
+                wide[offsets] = vector_codec.dequantize(q[rows[seg]], scale[rows[seg]])
         self._count += int(np.count_nonzero(~self._has[uniq]))
         self._has[uniq] = True
         self._end = max(self._end, int(uniq[-1]) + 1)
@@ -158,7 +201,9 @@ class VectorIndex:
         """Forget the slot's vector (memory deleted, or its embedding is pending)."""
         if 0 <= slot < self._end and self._has[slot]:
             block, offset = divmod(slot, self._block_rows)
-            self._blocks[block][offset] = 0.0
+            wide = self._blocks[block]
+            if wide is not None:
+                wide[offset] = 0.0
             self._qblocks[block][offset] = 0
             self._qscale[slot] = 0.0
             self._has[slot] = False
@@ -171,28 +216,29 @@ class VectorIndex:
         inside = (old >= 0) & (old < self._end)
         keep[inside] = self._has[old[inside]]
         new_slots = np.flatnonzero(keep)
-        matrix = self._rows(old[new_slots])
+        taken = old[new_slots]
+        q = self._qrows(taken)
+        scale = self._qscale[taken].copy()
         self._blocks, self._has = [], np.zeros(max(len(old), 1), dtype=bool)
         self._qblocks, self._qscale = [], np.zeros(max(len(old), 1), dtype=np.float32)
         self._end = self._count = 0
         if len(new_slots):
-            self.set_many(new_slots, matrix)
+            self._set_many_quantized(new_slots, q, scale)
 
     # ---- persistence (index/persist.py) ----
 
     def export_arrays(self) -> dict[str, np.ndarray | list[np.ndarray]]:
-        """What `from_arrays` needs: the float32 and int8 blocks (as parts, never copied
-        together), the per-row int8 factors and the presence mask, up to the last block."""
+        """What `from_arrays` needs: the int8 blocks (as parts, never copied together), the
+        per-row factors and the presence mask, up to the last block. No float32 rows: they are
+        the int8 rows times their factor (`vector_codec.dequantize`), widened when scanned."""
         rows = len(self._blocks) * self._block_rows
         has = np.zeros(rows, dtype=bool)
         scale = np.zeros(rows, dtype=np.float32)
         n = min(rows, len(self._has))
         has[:n] = self._has[:n]
         scale[:n] = self._qscale[:n]
-        empty_f = np.zeros((0, self.dim), dtype=np.float32)
         empty_q = np.zeros((0, self.dim), dtype=np.int8)
         return {
-            "vec_f32": list(self._blocks) or [empty_f],
             "vec_i8": list(self._qblocks) or [empty_q],
             "vec_scale": scale,
             "vec_has": has,
@@ -203,14 +249,14 @@ class VectorIndex:
         """An index over arrays written by `export_arrays` (views, typically of a private file
         mapping: the rows are read from the file as recall touches them, and a write copies
         only the page it changes)."""
-        vec, qvec, scale, has = arrays["vec_f32"], arrays["vec_i8"], arrays["vec_scale"], arrays["vec_has"]
+        qvec, scale, has = arrays["vec_i8"], arrays["vec_scale"], arrays["vec_has"]
         index = cls(dim)
         rows = index._block_rows
-        n = vec.shape[0]
-        if vec.shape != (n, dim) or qvec.shape != (n, dim) or scale.shape != (n,) or has.shape != (n,) or n % rows:
+        n = qvec.shape[0]
+        if qvec.shape != (n, dim) or scale.shape != (n,) or has.shape != (n,) or n % rows:
             raise ValueError("vector arrays do not fit together")
-        index._blocks = [vec[i : i + rows] for i in range(0, n, rows)]
         index._qblocks = [qvec[i : i + rows] for i in range(0, n, rows)]
+        index._blocks = [None] * len(index._qblocks)
         if n:
             index._has, index._qscale = has, scale
         present = np.flatnonzero(has)
@@ -227,8 +273,7 @@ class VectorIndex:
         """A copy of the stored (normalised) vector."""
         if not self.has(slot):
             return None
-        block, offset = divmod(slot, self._block_rows)
-        return self._blocks[block][offset].copy()
+        return self._rows(np.array([slot], dtype=np.int64))[0]
 
     def search(self, query: np.ndarray, k: int, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Exact top-k by cosine over slots that have a vector and pass the mask.
@@ -326,7 +371,7 @@ class VectorIndex:
     @property
     def nbytes(self) -> int:
         return int(
-            sum(b.nbytes for b in self._blocks)
+            sum(b.nbytes for b in self._blocks if b is not None)
             + sum(b.nbytes for b in self._qblocks)
             + self._has.nbytes
             + self._qscale.nbytes
@@ -356,20 +401,36 @@ class VectorIndex:
         starts = [0, *cuts.tolist()]
         return [(int(sorted_blocks[start]), seg) for start, seg in zip(starts, np.split(order, cuts), strict=False)]
 
-    def _rows(self, slots: np.ndarray) -> np.ndarray:
-        """The stored rows of the given slots, as one (n, dim) matrix.
+    def _qrows(self, slots: np.ndarray) -> np.ndarray:
+        """The int8 rows of the given slots, as one (n, dim) matrix.
 
         A few rows scattered over many blocks (re-scoring candidates, dedup) are fetched one by
         one: ~0.1 ms for 200 rows, where grouping them by block costs a numpy call per block."""
         if len(slots) <= self.ROW_BY_ROW_MAX:
             if len(slots) == 0:
-                return np.empty((0, self.dim), dtype=np.float32)
-            blocks, rows = self._blocks, self._block_rows
-            return np.array([blocks[s // rows][s % rows] for s in slots.tolist()], dtype=np.float32)
-        out = np.empty((len(slots), self.dim), dtype=np.float32)
+                return np.empty((0, self.dim), dtype=np.int8)
+            blocks, rows = self._qblocks, self._block_rows
+            return np.array([blocks[s // rows][s % rows] for s in slots.tolist()], dtype=np.int8)
+        out = np.empty((len(slots), self.dim), dtype=np.int8)
         for block, seg in self._by_block(slots):
-            out[seg] = self._blocks[block][slots[seg] - block * self._block_rows]
+            out[seg] = self._qblocks[block][slots[seg] - block * self._block_rows]
         return out
+
+    def _rows(self, slots: np.ndarray) -> np.ndarray:
+        """The float32 value of the given slots' rows, as one (n, dim) matrix."""
+        return vector_codec.dequantize(self._qrows(slots), self._qscale[slots])
+
+    def _wide(self, block: int) -> np.ndarray:
+        """Block `block` as float32, widened on first use and kept (a full float32 scan)."""
+        wide = self._blocks[block]
+        if wide is None:
+            start = block * self._block_rows
+            scale = np.zeros(self._block_rows, dtype=np.float32)
+            part = self._qscale[start : start + self._block_rows]
+            scale[: len(part)] = part
+            wide = vector_codec.dequantize(self._qblocks[block], scale)
+            self._blocks[block] = wide
+        return wide
 
     def _scan_prefix(self, end: int, kernel: Callable[[int, int, int], object]) -> None:
         """``kernel(block, start, stop)`` for every block of rows [0, end), shared with the helper
@@ -385,8 +446,8 @@ class VectorIndex:
     def _dot_prefix(self, q: np.ndarray, end: int) -> np.ndarray:
         """Cosine of q with rows [0, end), one single-threaded BLAS call per block."""
         out = np.empty(end, dtype=np.float32)
-        blocks = self._blocks
-        self._scan_prefix(end, lambda b, start, stop: np.dot(blocks[b][: stop - start], q, out=out[start:stop]))
+        wide = self._wide
+        self._scan_prefix(end, lambda b, start, stop: np.dot(wide(b)[: stop - start], q, out=out[start:stop]))
         return out
 
     def _qdot_prefix(self, q: np.ndarray, end: int) -> np.ndarray:
@@ -423,26 +484,22 @@ class VectorIndex:
         out *= self._qscale[:end]
         return out
 
-    def _quantize(self, block: int, offsets: np.ndarray, rows: np.ndarray, slots: np.ndarray) -> None:
-        """Write the int8 copy of `rows` (stored at `offsets` of `block`, i.e. at `slots`)."""
-        peak = np.abs(rows).max(axis=1)
-        peak[peak == 0] = 1.0
-        self._qblocks[block][offsets] = np.rint(rows * (127.0 / peak)[:, None]).astype(np.int8)
-        self._qscale[slots] = peak / 127.0
-
     def _dot_rows(self, q: np.ndarray, slots: np.ndarray) -> np.ndarray:
         """Cosine of q with the given rows, gathered block by block (cache-sized copies)."""
         if len(slots) <= self.ROW_BY_ROW_MAX:
             return self._rows(slots) @ q
         out = np.empty(len(slots), dtype=np.float32)
         for block, seg in self._by_block(slots):
-            out[seg] = self._blocks[block][slots[seg] - block * self._block_rows] @ q
+            at = slots[seg]
+            out[seg] = (
+                vector_codec.dequantize(self._qblocks[block][at - block * self._block_rows], self._qscale[at]) @ q
+            )
         return out
 
     def _ensure_capacity(self, needed: int) -> None:
         """Append zeroed blocks (never copying stored rows) and grow the cheap presence mask."""
         while len(self._blocks) * self._block_rows < needed:
-            self._blocks.append(np.zeros((self._block_rows, self.dim), dtype=np.float32))
+            self._blocks.append(None)
             self._qblocks.append(np.zeros((self._block_rows, self.dim), dtype=np.int8))
         if needed > len(self._has):
             capacity = grown_capacity(len(self._has), needed)

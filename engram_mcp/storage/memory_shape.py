@@ -13,8 +13,13 @@ So, on every write (`stored`):
 - a field the table never declared is dropped, as a SCHEMAFULL table dropped it;
 - a field at its default (`DEFAULTS`), None, or a time equal to `created_at`
   (`TIMES_OF_CREATION`) is not written;
+- the vector (`embedding`, float32 bytes of `embedding_dim` components) is written packed,
+  int8 with one scale (`core/vector_codec.py`: 388 bytes instead of 1,536 at 384 dimensions,
+  the precision the index scores at);
 and on every read (`restore`) the fields not written are put back, so a record reads the
-same whichever way it was written (records written before version 5 hold every field).
+same whichever way it was written (records written before version 5 hold every field), and a
+whole record's packed vector is read as float32 bytes again. A selection (the index's rows)
+keeps it packed: the index takes the int8 row and scale as they are.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import math
 from datetime import datetime, timezone
 from typing import Any, Callable
 
+from engram_mcp.core import vector_codec
 from engram_mcp.core.errors import InvalidInput
 from engram_mcp.core.vocabulary import MEMORY_TYPES, SCOPES, STATUSES
 
@@ -157,6 +163,11 @@ def stored(record: dict[str, Any]) -> dict[str, Any]:
     for name in TIMES_OF_CREATION:
         if name in out and out[name] == created:
             del out[name]
+    blob = out.get("embedding")
+    if blob is not None:
+        packed = vector_codec.pack_float_bytes(blob, out.get("embedding_dim") or 0)
+        if packed is not None:  # else kept as given: packed already, no dimension, not a vector
+            out["embedding"] = packed
     return out
 
 
@@ -172,4 +183,9 @@ def restore(row: dict[str, Any], *, whole: bool = True) -> dict[str, Any]:
         for name in TIMES_OF_CREATION:
             if row.get(name) is None and (whole or name in row):
                 row[name] = created
+    blob, dim = row.get("embedding"), row.get("embedding_dim")
+    if whole and blob and isinstance(dim, int):
+        wide = vector_codec.float_bytes(blob, dim)
+        if wide is not None:
+            row["embedding"] = wide
     return row
