@@ -553,3 +553,28 @@ def test_a_team_file_keeps_its_repository_in_every_other_project(tmp_path: Path,
         assert "repository evil-repo" in line and "my-work" not in line and "not the user's" in line
     finally:
         svc.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("what", ["team-folder", "claude-dir"])
+def test_a_linked_folder_is_refused_and_its_target_never_acts_on_the_terminal(tmp_path: Path, what: str) -> None:
+    """The text of a symbolic link's target is the repository's choice: the refusal that names
+    it must not carry its escapes or newlines to the terminal."""
+    env = make_env(tmp_path)
+    try:
+        project = new_repo(env.project)
+        target = "x\x1b]0;pwned\x07\x1b[2J\nengram: all good, nothing to review\u202e"
+        if what == "team-folder":
+            (project / ".claude").mkdir()
+            os.symlink(target, project / TEAM)
+        else:
+            os.symlink(target, project / ".claude")
+        git(project, "add", "-A")
+        git(project, "commit", "-q", "-m", "a link")
+        proc = env.cli("sync", check=False)
+        out = proc.stdout + proc.stderr
+        assert proc.returncode != 0 and "Traceback" not in out, out
+        assert "\x1b" not in out and "\x07" not in out and "\u202e" not in out, repr(out)
+        assert not re.search(r"^engram: all good", out, re.M), out
+    finally:
+        env.shutdown()

@@ -993,7 +993,7 @@ def main(argv: list[str] | None = None) -> int:
         if getattr(args, "json", False):
             print(json.dumps({**exc.envelope(), "message": for_cli(exc.message)}), file=sys.stderr)
         else:
-            print(f"engram: {for_cli(exc.message)}", file=sys.stderr)
+            print(f"engram: {printable(for_cli(exc.message))}", file=sys.stderr)  # may quote a file's name
         return EXIT_ERROR
     except KeyboardInterrupt:
         return 130
