@@ -290,6 +290,10 @@ PROSE_SECRETS = {
     ),
     # caught by the outbound pass only: the body was redacted, the name built from its first words was not
     "letters-only": ("The staging password is bluefishcanyon until Friday.", "bluefishcanyon"),
+    "dotted-token": (
+        "The Vault root token is hvs.CAESIJ1kZ2xYbW9vZ3JhbmQ for the bootstrap only.",
+        "CAESIJ1kZ2xYbW9vZ3JhbmQ",
+    ),
     "pw-abbreviation": ("The staging admin pw: hunter2hunter2 (rotates monthly).", "hunter2hunter2"),
     "signing-secret": (
         "Use 7Gq2Lx9Vb4Nm8Kp3Rz6Wt1Yc5Hd0Js as the webhook signing secret.",

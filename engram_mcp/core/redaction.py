@@ -2098,9 +2098,11 @@ def _prose_value_kind(group: str, value: str, *, linked: bool, outbound: bool) -
     v = value
     if len(v) < 4 or _is_placeholder(v) or _PATH.match(v) or "://" in v or _is_label_like(v):
         return None
-    if _EMAIL.fullmatch(v) or _VERSION.fullmatch(v) or _DOTTED_NAME.fullmatch(v):
+    if _EMAIL.fullmatch(v) or _VERSION.fullmatch(v):
         return None
     kind = "password" if group == "pw" else "generic-high-entropy"
+    if _DOTTED_NAME.fullmatch(v):  # `logging.getLogger` is a name; `hvs.CAESIJ1kZ2x...` (Vault) is a token
+        return kind if any(_looks_random(part) for part in v.split(".")) else None
     if _looks_random(v, weak_key=group == "key"):  # `the cache key is <sha>`: a digest, in either pass
         return kind
     has_digit = _DIGIT.search(v) is not None
