@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -77,7 +78,11 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="no simulated clock: the month's gaps collapse to seconds (how the issue's first replay ran)",
     )
+    ap.add_argument(
+        "--memory-style", choices=standin.MEMORY_STYLES, default="full", help="how the stand-in writes a memory"
+    )
     a = ap.parse_args(argv)
+    os.environ[standin.MEMORY_STYLE_ENV] = a.memory_style
     out = a.out or Path(tempfile.mkdtemp(prefix="month-out-"))
     out.mkdir(parents=True, exist_ok=True)
     policies = list(standin.POLICIES) if a.policy == "both" else [a.policy]
@@ -91,6 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         "world": str(a.world),
         "quick": a.quick,
         "real_time": a.real_time,
+        "memory_style": a.memory_style,
         "policies": {r["policy"]: r for r in results},
     }
     (out / "month.json").write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n")

@@ -20,11 +20,14 @@ Two policies decide *when*:
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from typing import Any
 
 POLICIES = ("diligent", "nudged")
+MEMORY_STYLES = ("full", "concise")
+MEMORY_STYLE_ENV = "ENGRAM_MONTH_MEMORY_STYLE"
 #: How engram's context asks Claude to store something (the Stop hook's note, interfaces/hooks.py STOP_NOTE).
 NOTE_MARKERS = ("engram memory check",)
 REMEMBER_COMMAND = "/engram:remember"
@@ -95,6 +98,14 @@ def _pick(sentences: list[str], *, fallback_all: bool) -> list[str]:
     return sentences if fallback_all else sentences[:1]
 
 
+def memory_style() -> str:
+    """`full` (default): the point first, then the rest of the turn (nothing dropped, capture's upper
+    bound); `concise`: the point only, as a terse model writes it (shorter context lines, some
+    facts lost). Set by run.py --memory-style through ENGRAM_MONTH_MEMORY_STYLE."""
+    style = os.environ.get(MEMORY_STYLE_ENV, "full")
+    return style if style in MEMORY_STYLES else "full"
+
+
 def memory_from_turn(turn: dict[str, Any]) -> Memory:
     """The memory a model would write about this turn, from its prompt, events and answer only:
     the user's sentences that state something lasting, then the outcome's."""
@@ -103,7 +114,9 @@ def memory_from_turn(turn: dict[str, Any]) -> Memory:
     rest = [x for x in said if x not in key_said] + [x for x in done if x not in key_done]
     failure = _failure_note(turn)
     content = f"{' '.join(key_said)} Outcome: {' '.join(key_done)}"
-    if rest:  # the rest of the turn after the point, as a model's memory adds its context last
+    if (
+        rest and memory_style() == "full"
+    ):  # the rest of the turn after the point, as a model's memory adds its context last
         content += f" Context: {' '.join(rest)}"
     if failure:
         content += f" (On the way: {failure}.)"
