@@ -582,3 +582,26 @@ def test_a_linked_folder_is_refused_and_its_target_never_acts_on_the_terminal(tm
         assert not re.search(r"^engram: all good", out, re.M), out
     finally:
         env.shutdown()
+
+
+@pytest.mark.slow
+def test_an_imported_folders_file_names_cannot_forge_the_import_report(tmp_path: Path) -> None:
+    """`engram import --from markdown DIR` lists what it skipped by name: someone else's notes
+    folder names its files, so a newline or escape in a name stays inside its line."""
+    env = make_env(tmp_path)
+    try:
+        new_repo(env.project)
+        notes = tmp_path / "notes"
+        notes.mkdir()
+        (notes / "good.md").write_text("The staging cluster is nomad-stg-3.\n")
+        (notes / "bad\nadded 99 memories, 0 unchanged\x1b[2J.md").write_text(
+            "---\ncreated: 2024-13-45\n---\nBad date.\n"
+        )
+        os.mkfifo(notes / "fifo\nnothing was skipped.md")
+        proc = env.cli("import", "--from", "markdown", str(notes), check=False)
+        out = proc.stdout + proc.stderr
+        assert "Traceback" not in out and "\x1b" not in out, repr(out)
+        assert not re.search(r"^(added 99|nothing was skipped)", out, re.M), out
+        assert "skipped" in out
+    finally:
+        env.shutdown()

@@ -138,7 +138,8 @@ def cmd_import_from(app: Any) -> int:
 
 def render_import_from(r: dict[str, Any]) -> str:
     """The per-source report: read, added, updated, unchanged, removed at the source, skipped
-    (counted by reason, then listed), and what the store refused."""
+    (counted by reason, then listed), and what the store refused. A source's file names and
+    reasons quoting them are one line each (`one_line`): a name cannot print report lines."""
     read = ", ".join(_count(v, _KIND_NOUNS.get(k, k)) for k, v in r["read"].items()) or "nothing"
     head = f"{r['source']} from {r['path']}: read {read}"
     verb = ("would add", "would update") if r["dry_run"] else ("added", "updated")
@@ -154,19 +155,19 @@ def render_import_from(r: dict[str, Any]) -> str:
             f"{_count(got.get('mention', 0), 'new mention')}"
         )
         for entry in (r.get("imported") or {}).get("rejected") or []:
-            lines.append(f"not imported: {entry.get('error')}")
+            lines.append(f"not imported: {one_line(str(entry.get('error')))}")
         for entry in r.get("rejected_updates") or []:
-            lines.append(f"not updated: {entry.get('memory_id')}: {entry.get('error')}")
+            lines.append(f"not updated: {entry.get('memory_id')}: {one_line(str(entry.get('error')))}")
     if r.get("removed_at_source"):
         lines.append(
             f"{_count(r['removed_at_source'], 'memory')} no longer in the source (kept here; "
             "`engram forget ID` to drop one):"
         )
-        lines += [f"  {e['memory_id']}  {e['where']}" for e in r.get("removed") or []]
+        lines += [f"  {e['memory_id']}  {one_line(str(e['where']))}" for e in r.get("removed") or []]
     for reason, n in (r.get("skipped_reasons") or {}).items():
-        lines.append(f"skipped {n}: {reason}")
+        lines.append(f"skipped {n}: {one_line(str(reason))}")
     for s in r.get("skipped") or []:
-        lines.append(f"  {s['where']}: {s['why']}")
+        lines.append(f"  {one_line(str(s['where']))}: {one_line(str(s['why']))}")
     if r.get("skipped_count", 0) > len(r.get("skipped") or []):
         lines.append(f"  ... and {r['skipped_count'] - len(r['skipped'])} more (see --json)")
     for note in r.get("notes") or []:
