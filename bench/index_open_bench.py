@@ -190,20 +190,25 @@ def markdown(result: dict[str, Any]) -> str:
 
 
 def verification_cost(n: int, tmp: Path, dim: int = 384, repeats: int = 3) -> dict[str, Any]:
-    """What checking every byte at open costs (engram_mcp/index/persist.py): an index file's
-    float32 rows (n x dim) and int8 copy, opened as services/handles.py opens them, with the
-    rows checked by `sum64` (now) and left unchecked (before format 2), the file's pages in the
-    page cache (warm: a daemon restarted soon after the last) and evicted first (cold)."""
+    """What checking every byte at open costs (engram_mcp/index/persist.py), for the vector
+    block of n memories opened as services/handles.py opens it: format 3 (the int8 rows only,
+    checked by `sum64`), against format 2 (float32 rows and the int8 copy, both by `sum64`) and
+    the open before format 2 (the float32 rows unchecked), the file's pages in the page cache
+    (warm: a daemon restarted soon after the last) and evicted first (cold)."""
+    from engram_mcp.core import vector_codec
     from engram_mcp.index.persist import read_index_file, write_index_file
 
     rng = np.random.default_rng(n)
     vec = rng.standard_normal((n, dim), dtype=np.float32)
     vec /= np.linalg.norm(vec, axis=1, keepdims=True)
-    path = tmp / f"verify-{n}.eidx"
-    write_index_file(path, {}, {"vec_f32": vec, "vec_i8": np.rint(vec * 127).astype(np.int8)})
+    q8, scale = vector_codec.quantize(vec)
+    paths = {"f2": tmp / f"verify-{n}-f2.eidx", "f3": tmp / f"verify-{n}-f3.eidx"}
+    write_index_file(paths["f2"], {}, {"vec_f32": vec, "vec_i8": q8})
+    write_index_file(paths["f3"], {}, {"vec_i8": q8, "vec_scale": scale})
     del vec
 
-    def open_once(check_rows: bool, cold: bool) -> float:
+    def open_once(layout: str, cold: bool) -> float:
+        path = paths["f3" if layout == "format3" else "f2"]
         if cold:  # evict the file's pages: the next read comes from the disk
             fd = os.open(path, os.O_RDONLY)
             try:
@@ -213,19 +218,24 @@ def verification_cost(n: int, tmp: Path, dim: int = 384, repeats: int = 3) -> di
                 os.close(fd)
         rows = frozenset({"vec_f32"})
         started = time.perf_counter()
-        if check_rows:  # as services/handles.py opens a file now: both blocks by sum64
+        if layout == "format3":  # as services/handles.py opens a file now: the int8 rows by sum64
+            read_index_file(path, unchecked=frozenset({"vec_i8"}))
+        elif layout == "format2":  # both blocks by sum64
             read_index_file(path, unchecked=rows | {"vec_i8"}, random_access=rows)
         else:  # as it did before format 2: the int8 copy by CRC-32, the float32 rows not at all
             read_index_file(path, unchecked=rows, lazy=rows, random_access=rows)
         return time.perf_counter() - started
 
-    out: dict[str, Any] = {"memories": n, "file_mb": round(path.stat().st_size / 1e6, 1)}
+    out: dict[str, Any] = {"memories": n, "file_mb": round(paths["f3"].stat().st_size / 1e6, 1),
+                           "format2_file_mb": round(paths["f2"].stat().st_size / 1e6, 1)}
+    names = {"unchecked": "unchecked", "format2": "format2", "format3": "verified"}
     for cold in (False, True):
-        for check_rows in (False, True):
-            open_once(check_rows, False)  # one untimed open: the same start for each
-            best = min(open_once(check_rows, cold) for _ in range(repeats))
-            out[f"{'cold' if cold else 'warm'}_{'verified' if check_rows else 'unchecked'}_ms"] = round(best * 1000, 1)
-    path.unlink()
+        for layout, name in names.items():
+            open_once(layout, False)  # one untimed open: the same start for each
+            best = min(open_once(layout, cold) for _ in range(repeats))
+            out[f"{'cold' if cold else 'warm'}_{name}_ms"] = round(best * 1000, 1)
+    for path in paths.values():
+        path.unlink()
     return out
 
 
