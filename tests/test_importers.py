@@ -525,7 +525,7 @@ def test_mentions_of_one_large_entity_are_resolved_in_bulk(fake_service, ctx, tm
         json.dumps({"type": "entity", "name": "Billing", "entityType": "service", "observations": obs}) + "\n"
     )
     calls = {"has_mention": 0, "lookups": 0, "requests": 0}
-    real_lookup, real_send = getattr(ScopeRepository, "mentions_of_memories", None), ScopeRepository._q
+    real_lookup, real_send = ScopeRepository.mentions_of_entities, ScopeRepository._q
 
     def lookup(self, keys):
         calls["lookups"] += 1
@@ -538,11 +538,11 @@ def test_mentions_of_one_large_entity_are_resolved_in_bulk(fake_service, ctx, tm
             calls["has_mention"] += 1
         return real_send(self, sql, params)
 
-    monkeypatch.setattr(ScopeRepository, "mentions_of_memories", lookup, raising=False)
+    monkeypatch.setattr(ScopeRepository, "mentions_of_entities", lookup)
     monkeypatch.setattr(ScopeRepository, "_q", counting_q)
     res = run_import(fake_service.access, ctx, source="mcp-memory", path=str(graph), scope="project")
     assert res["imported"]["counts"]["mention"] == n
-    assert calls["has_mention"] == 0 and calls["lookups"] == 3  # one query per 1,000 memories
+    assert calls["has_mention"] == 0 and calls["lookups"] == 1  # one query for the entity's mentions
     assert calls["requests"] < n / 10, calls  # writes go in batches, not one request per mention
     with fake_service.lock:
         h = fake_service.handle(ctx, "project")

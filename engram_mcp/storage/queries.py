@@ -102,9 +102,6 @@ MENTIONS_OF_MEMORY = (
 )
 MEMORIES_OF_ENTITIES = "SELECT in AS memory, out AS entity, relationship FROM mentions WHERE out IN $entities"
 ALL_MENTIONS = "SELECT in, out, relationship, created_at FROM mentions"
-# The mentions of many memories at once: an import checks which of its mentions exist with one
-# query per batch, not one per mention (issue 35: 20,000 mentions of one entity were quadratic).
-MENTIONS_OF_MEMORIES = "SELECT in, out, relationship FROM mentions WHERE in IN $memories"
 # What an importer brought earlier (services/importers/resync.py): each memory's source record
 # key and fingerprint, read once per re-import.
 IMPORTED_FROM = "SELECT id, source, status FROM memory WHERE source.kind = $kind"

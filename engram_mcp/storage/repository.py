@@ -455,13 +455,6 @@ class ScopeRepository:
     def has_mention(self, memory_key: str, entity_key: str, relationship: str) -> bool:
         return bool(self._q(q.FIND_MENTION, self._mention_params(memory_key, entity_key, relationship)))
 
-    def mentions_of_memories(self, memory_keys: list[str]) -> set[tuple[str, str, str]]:
-        """(memory, entity, relationship) of every mention of the memories, in one query."""
-        if not memory_keys:
-            return set()
-        rows = self._q(q.MENTIONS_OF_MEMORIES, {"memories": [record_id("memory", k) for k in memory_keys]}) or []
-        return {(key_of(r["in"]), key_of(r["out"]), str(r.get("relationship"))) for r in rows}
-
     def add_mention(self, memory_key: str, entity_key: str, relationship: str) -> None:
         self._q(q.RELATE_MENTION, self._mention_params(memory_key, entity_key, relationship))
 
