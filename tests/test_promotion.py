@@ -409,7 +409,7 @@ def test_a_turn_that_says_a_value_changed_supersedes_the_older_memory_at_session
 
 
 def test_states_replacement_needs_a_named_value_a_new_one_and_a_change_word():
-    from engram_mcp.services.hook_ops import states_replacement
+    from engram_mcp.services.promotion import states_replacement
 
     old = "Builds run on the runner build-07 with Node 18."
     assert states_replacement(old, "We moved off build-07: builds run on build-12 now.")
@@ -432,3 +432,21 @@ def test_the_hooks_draft_is_not_promoted_beside_what_claude_stored_from_the_note
     with pytest.raises(MemoryNotFound):
         real_service.get(pctx, draft)
     assert real_service.get(pctx, kept)["scope"] == "project"
+
+
+def test_a_correction_claude_stored_without_supersedes_replaces_the_older_memory_at_session_end(real_service, project):
+    first = RequestContext(project, "sess-c1")
+    real_service.session_start(first)
+    old = real_service.store(first, content="The metrics API listens on port 7070 on every host.", type="semantic",
+                             scope="project", importance=0.7, source={"origin": "claude"})["memory_id"]
+    other = real_service.store(first, content="The metrics API is owned by the platform team.", type="semantic",
+                               scope="project", importance=0.7, source={"origin": "claude"})["memory_id"]
+    real_service.session_end(first)
+    second = RequestContext(project, "sess-c2")
+    real_service.session_start(second)
+    new = real_service.store(second, content="The metrics API moved to port 7443; 7070 is closed now.", type="semantic",
+                             scope="project", importance=0.7, source={"origin": "claude"})["memory_id"]
+    real_service.session_end(second)
+    ids = [m["id"] for m in real_service.recall(RequestContext(project), query="metrics API port owner",
+                                                strengthen=False)["memories"]]
+    assert new in ids and other in ids and old not in ids

@@ -20,9 +20,8 @@ from engram_mcp.core.redaction import sanitize
 from engram_mcp.services import context as context_ops
 from engram_mcp.services import promotion
 from engram_mcp.services.access import RequestContext, ScopeAccess
-from engram_mcp.services.fact_diff import fact_tokens
 from engram_mcp.services.recall import recall
-from engram_mcp.services.records import check_text, is_foreign
+from engram_mcp.services.records import check_text
 from engram_mcp.services.store import store
 from engram_mcp.services.travel_ops import apply_team_memory
 
@@ -313,7 +312,7 @@ def capture(
     if request_id is not None:
         args["request_id"] = request_id
     if args.get("category") == TURN_KNOWLEDGE and isinstance(args.get("content"), str):
-        replaced = replaced_memories(access, ctx, args["content"])
+        replaced = promotion.replaced_memories(access, ctx, args["content"])
         if replaced:  # linked at session end, where the new memory and the old one share a scope
             given_meta = args.get("metadata")
             args["metadata"] = {**(given_meta if isinstance(given_meta, dict) else {}), "replaces": replaced}
@@ -322,58 +321,3 @@ def capture(
 
 #: The Stop hook's capture of what a turn taught (hooks.TURN_KNOWLEDGE_CATEGORY).
 TURN_KNOWLEDGE = "turn_knowledge"
-#: How close (cosine) an older memory must be to a turn's knowledge to be the one it replaces.
-REPLACE_MIN_SIMILARITY = 0.45
-REPLACE_CANDIDATES = 8
-#: The words English uses to say a value was replaced ("moved to 9443", "we've left X", "X is closed").
-CHANGE_WORDS = frozenset(
-    "moved moves moving now switched switching replaced replacing instead longer left dropped dropping "
-    "retired deprecated closed changed changes migrated renamed upgraded goes rid".split()
-)
-_WORD = re.compile(r"[\w']+")
-
-
-def replaced_memories(access: ScopeAccess, ctx: RequestContext, content: str) -> list[str]:
-    """The older memories a turn's knowledge replaces: close in meaning, and the new text names one
-    of the old memory's values beside a change word and a new value of the same kind ("8443 is
-    closed, the API listens on 9443"; "we've left Doppler, secrets come from Infisical").
-
-    The user said so in their own words, so a stale fact is not left to compete with its
-    replacement; a text that only reads alike (no value named, no change word) replaces nothing."""
-    try:
-        found = recall(access, ctx, query=content, limit=REPLACE_CANDIDATES, strengthen=False)["memories"]
-    except StoreUnavailable:
-        return []
-    return [
-        m["id"]
-        for m in found
-        if m.get("scope") != "session"
-        and float(m.get("similarity") or 0.0) >= REPLACE_MIN_SIMILARITY
-        and not context_ops.is_scratch(m)
-        and m.get("category") != context_ops.SUMMARY_CATEGORY
-        and not is_foreign(m)
-        and states_replacement(str(m.get("content") or ""), content)
-    ]
-
-
-def states_replacement(old: str, new: str) -> bool:
-    """Whether `new` says that a value of `old` changed: it names one of old's fact tokens, adds a
-    fact token of the same kind, and has a change word `old` lacks."""
-    new_words = {w.lower() for w in _WORD.findall(new)}
-    if not (new_words - {w.lower() for w in _WORD.findall(old)}) & CHANGE_WORDS:
-        return False
-    a, b = fact_tokens(old), fact_tokens(new)
-    fresh_kinds = {kind for token, kind in b.items() if token not in a}
-    return any(kind in fresh_kinds for token, kind in a.items() if token in b)
-
-
-def session_end(access: ScopeAccess, ctx: RequestContext, *, reason: str = "session_end") -> dict[str, Any]:
-    """Promote the session and drop it (idempotent: a second call finds it ended)."""
-    INJECTED.forget(ctx.session_id)
-    result = promotion.session_end(access, ctx)
-    return {**result, "end_reason": str(reason)[:40]}
-
-
-def hook_config(access: ScopeAccess, ctx: RequestContext) -> dict[str, Any]:
-    cfg = access.config(ctx.project_root)
-    return {"stop_hook": bool(cfg.stop_hook), "user_prompt_recall": bool(cfg.user_prompt_recall)}

@@ -14,17 +14,21 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import re
 import time
+from datetime import datetime
 from typing import Any
 
-from engram_mcp.core.errors import InvalidInput
+from engram_mcp.core.errors import InvalidInput, StoreUnavailable
 from engram_mcp.core.ids import CROCKFORD, format_memory_id, parse_memory_id, session_db_name
 from engram_mcp.core.vocabulary import PERSISTENT_SCOPES, SCOPES
 from engram_mcp.index.scoring import to_epoch
-from engram_mcp.services import graph, lifecycle
+from engram_mcp.services import context, graph, lifecycle
 from engram_mcp.services.access import RequestContext, ScopeAccess
+from engram_mcp.services.fact_diff import fact_tokens
 from engram_mcp.services.handles import ScopeHandle
 from engram_mcp.services.links import link_memories, supersede
+from engram_mcp.services.recall import recall
 from engram_mcp.services.records import (
     MAX_REASON_CHARS,
     MAX_TAGS,
@@ -34,6 +38,7 @@ from engram_mcp.services.records import (
     clip_words,
     count_phrase,
     findings_summary,
+    is_foreign,
     iso,
     now_dt,
     origin_of,
@@ -371,6 +376,7 @@ def session_end(
                 _promote_to_user(access, ctx, project, res["target_id"]) if meta.get("promote_to") == "user" else None
             )
             _link_replaced(access, ctx, meta.get("replaces"), {"project": res["target_id"], "user": user_target})
+        _review_replacements(access, ctx, written, started_at)
         quoted = _summary_rows(rows, target_of)
         text = summary or _auto_summary(quoted)
         derived_from = [] if summary else [target_of[r["id"]] for r in quoted[:SUMMARY_ITEMS]]
@@ -422,9 +428,9 @@ DRAFT_TWIN_SIMILARITY = 0.6
 TURN_KNOWLEDGE_CATEGORY = "turn_knowledge"
 
 
-def _written_by_claude_since(access: ScopeAccess, ctx: RequestContext, since: Any) -> list[Any]:
-    """The vectors of the memories Claude or the user stored in the project and user scopes since
-    the session began (a store the Stop hook's note asked for lands there)."""
+def _written_by_claude_since(access: ScopeAccess, ctx: RequestContext, since: Any) -> list[tuple[str, str, str, Any]]:
+    """(scope, memory id, content, vector) of the memories Claude or the user stored in the project
+    and user scopes since the session began (a store the Stop hook's note asked for lands there)."""
     start = to_epoch(since)
     out = []
     for scope in PERSISTENT_SCOPES:
@@ -432,17 +438,36 @@ def _written_by_claude_since(access: ScopeAccess, ctx: RequestContext, since: An
         for r in h.repo.all_memories():
             if to_epoch(r.get("created_at")) >= start and origin_of(r.get("source")).get("kind") in ("claude", "user"):
                 vec = h.index.vector_of_key(r["id"])
-                if vec is not None:
-                    out.append(vec)
+                if vec is not None and r.get("status") != "forgotten":
+                    out.append((scope, format_memory_id(r["id"]), str(r.get("content") or ""), vec))
     return out
 
 
-def _drafted_and_written(session: ScopeHandle, row: dict[str, Any], written: list[Any]) -> bool:
+def _drafted_and_written(session: ScopeHandle, row: dict[str, Any], written: list[tuple[str, str, str, Any]]) -> bool:
     """Whether `row` is the Stop hook's draft of knowledge that Claude then stored itself."""
     if row.get("category") != TURN_KNOWLEDGE_CATEGORY or not written:
         return False
     vec = session.index.vector_of_key(row["id"])
-    return vec is not None and any(float(vec @ w) >= DRAFT_TWIN_SIMILARITY for w in written)
+    return vec is not None and any(float(vec @ w[3]) >= DRAFT_TWIN_SIMILARITY for w in written)
+
+
+def _review_replacements(
+    access: ScopeAccess, ctx: RequestContext, written: list[tuple[str, str, str, Any]], since: Any
+) -> int:
+    """What Claude stored this session that says an older value changed supersedes the older memory
+    (as the hook's own captures do): a correction stored without `supersedes` would otherwise leave
+    the stale fact beside it in every later context. Returns the links written."""
+    start = to_epoch(since)
+    mine = frozenset(w[1] for w in written)
+    linked = 0
+    for scope, new_id, content, _vec in written:
+        for old_id in replaced_memories(access, ctx, content, exclude=mine, before=start):
+            for where in {scope, *PERSISTENT_SCOPES}:
+                h = access.handle(ctx, where)
+                if h.index.slot_of(parse_memory_id(new_id)) is not None:
+                    olds = [old_id, *_summaries_quoting(h, [old_id])]
+                    linked += sum(supersede(h, parse_memory_id(new_id), parse_memory_id(o)) for o in olds)
+    return linked
 
 
 def _link_replaced(access: ScopeAccess, ctx: RequestContext, replaced: Any, new_ids: dict[str, str | None]) -> None:
@@ -553,3 +578,76 @@ def _auto_summary(live: list[dict[str, Any]]) -> str:
     for r in live[:SUMMARY_ITEMS]:
         lines.append(f"- {clip_words(r.get('summary') or r.get('content') or '', 160)}")
     return "\n".join(lines)
+
+
+#: How close (cosine) an older memory must be to a turn's knowledge to be the one it replaces.
+REPLACE_MIN_SIMILARITY = 0.45
+REPLACE_CANDIDATES = 8
+#: The words English uses to say a value was replaced ("moved to 9443", "we've left X", "X is closed").
+CHANGE_WORDS = frozenset(
+    "moved moves moving now switched switching replaced replacing instead longer left dropped dropping "
+    "retired deprecated closed changed changes migrated renamed upgraded goes rid".split()
+)
+_WORD = re.compile(r"[\w']+")
+_SENTENCES = re.compile(r"(?<=[.!?;:])\s+|\n+")
+
+
+def replaced_memories(
+    access: ScopeAccess,
+    ctx: RequestContext,
+    content: str,
+    *,
+    exclude: frozenset[str] = frozenset(),
+    before: float | None = None,
+) -> list[str]:
+    """The older memories a turn's knowledge replaces: close in meaning, and the new text names one
+    of the old memory's values beside a change word and a new value of the same kind ("8443 is
+    closed, the API listens on 9443"; "we've left Doppler, secrets come from Infisical").
+
+    The user said so in their own words, so a stale fact is not left to compete with its
+    replacement; a text that only reads alike (no value named, no change word) replaces nothing."""
+    try:
+        found = recall(access, ctx, query=content, limit=REPLACE_CANDIDATES, strengthen=False)["memories"]
+    except StoreUnavailable:
+        return []
+    return [
+        m["id"]
+        for m in found
+        if m.get("scope") != "session"
+        and m["id"] not in exclude
+        and (before is None or _iso_epoch(m.get("created_at")) < before)
+        and float(m.get("similarity") or 0.0) >= REPLACE_MIN_SIMILARITY
+        and not context.is_scratch(m)
+        and m.get("category") != context.SUMMARY_CATEGORY
+        and not is_foreign(m)
+        and states_replacement(str(m.get("content") or ""), content)
+    ]
+
+
+def _iso_epoch(value: Any) -> float:
+    """Seconds since the epoch of a recalled memory's ISO time (its record's datetime as `to_epoch`)."""
+    if isinstance(value, str):
+        try:
+            return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            return float("inf")
+    return to_epoch(value)
+
+
+def states_replacement(old: str, new: str) -> bool:
+    """Whether `new` says that a value of `old` changed: near a change word `old` lacks (in its
+    sentence or the next or previous one), `new` names one of old's fact tokens and a fact token of
+    the same kind that `old` lacks. A long text that shares a name with an older one and says "now"
+    somewhere else replaces nothing."""
+    old_words = {w.lower() for w in _WORD.findall(old)}
+    a = fact_tokens(old)
+    sentences = [x for x in _SENTENCES.split(new) if x.strip()]
+    for i, sentence in enumerate(sentences):
+        words = {w.lower() for w in _WORD.findall(sentence)}
+        if not (words - old_words) & CHANGE_WORDS:
+            continue
+        window = fact_tokens(" ".join(sentences[max(0, i - 1) : i + 2]))
+        fresh_kinds = {kind for token, kind in window.items() if token not in a}
+        if any(kind in fresh_kinds for token, kind in a.items() if token in window):
+            return True
+    return False
