@@ -389,6 +389,12 @@ def test_vector_kept_as_the_store_keeps_it(vector_data: tuple[np.ndarray, np.nda
     wide = vector_codec.float_bytes(vector_codec.pack(mat[0]), 32)
     assert wide is not None and np.frombuffer(wide, dtype="<f4").tolist() == direct.get(0).tolist()
     assert vector_codec.pack_float_bytes(b"\0" * 36, 32) is None  # packed already: kept as given
+    rng = np.random.default_rng(11)
+    for dim in (32, 384):  # read back as float32 and packed again (export, import): the same bytes
+        for row in random_unit_vectors(rng, 2000, dim):
+            packed = vector_codec.pack(row)
+            again = vector_codec.float_bytes(packed, dim)
+            assert again is not None and vector_codec.pack_float_bytes(again, dim) == packed
 
 
 def test_vector_renumber_follows_allocator_compaction(vector_data: tuple[np.ndarray, np.ndarray]) -> None:
