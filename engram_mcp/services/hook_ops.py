@@ -321,3 +321,15 @@ def capture(
 
 #: The Stop hook's capture of what a turn taught (hooks.TURN_KNOWLEDGE_CATEGORY).
 TURN_KNOWLEDGE = "turn_knowledge"
+
+
+def session_end(access: ScopeAccess, ctx: RequestContext, *, reason: str = "session_end") -> dict[str, Any]:
+    """Promote the session and drop it (idempotent: a second call finds it ended)."""
+    INJECTED.forget(ctx.session_id)
+    result = promotion.session_end(access, ctx)
+    return {**result, "end_reason": str(reason)[:40]}
+
+
+def hook_config(access: ScopeAccess, ctx: RequestContext) -> dict[str, Any]:
+    cfg = access.config(ctx.project_root)
+    return {"stop_hook": bool(cfg.stop_hook), "user_prompt_recall": bool(cfg.user_prompt_recall)}
