@@ -170,8 +170,6 @@ def render_import_from(r: dict[str, Any]) -> str:
         lines.append(f"  {one_line(str(s['where']))}: {one_line(str(s['why']))}")
     if r.get("skipped_count", 0) > len(r.get("skipped") or []):
         lines.append(f"  ... and {r['skipped_count'] - len(r['skipped'])} more (see --json)")
-    for note in r.get("notes") or []:
-        lines.append(f"note: {note}")
     return "\n".join(lines)
 
 

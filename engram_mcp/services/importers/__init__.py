@@ -92,8 +92,6 @@ def run_import(
         "skipped_count": len(batch.skipped),
         "skipped_reasons": _reasons(batch),
     }
-    if batch.notes:
-        summary["notes"] = batch.notes
     todo = resync.plan(access, ctx, batch)
     unreadable = {s["where"] for s in batch.skipped}  # skipped now (e.g. broken by an edit) is not removed
     todo.removed = [r for r in todo.removed if r["where"] not in unreadable]

@@ -39,7 +39,6 @@ class ImportBatch:
     lines: list[dict[str, Any]] = field(default_factory=list)
     skipped: list[dict[str, Any]] = field(default_factory=list)
     entity_lines: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)  # (scope, key) -> line
-    notes: list[str] = field(default_factory=list)  # facts about the source worth telling (not skips)
 
     def memory(
         self,
