@@ -653,3 +653,42 @@ def test_a_private_near_duplicate_stored_after_a_teammates_file_never_reaches_it
         assert all("npmrc" not in p.read_text() for p in (repo / TEAM).glob("*.md"))
     finally:
         svc.close()
+
+
+@pytest.mark.parametrize("attributes", ["", "*.md conflict-marker-size=12\n", "* text eol=crlf\n"])
+def test_a_merge_conflict_is_a_conflict_whatever_the_repository_sets_for_markers(
+    tmp_path: Path, real_embedder, monkeypatch, attributes: str
+) -> None:
+    """Markdown repositories often lengthen git's conflict markers (`.gitattributes`
+    `conflict-marker-size`, since `=======` is a heading) or check files out with CRLF: the
+    markers git then writes are still a conflict, never content."""
+    for name in [k for k in os.environ if k.startswith("ENGRAM_")]:
+        monkeypatch.delenv(name)
+    repo = new_repo(tmp_path / "repo")
+    if attributes:
+        (repo / ".gitattributes").write_text(attributes)
+        git(repo, "add", ".gitattributes")
+        git(repo, "commit", "-q", "-m", "attributes")
+    (repo / TEAM).mkdir(parents=True)
+    note = repo / TEAM / "deploy-days.md"
+    note.write_text("Deploys go out on Tuesdays after the standup.\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "tuesdays")
+    (tmp_path / "home").mkdir()
+    svc = MemoryService(home=tmp_path / "home", embedder=real_embedder)
+    try:
+        ctx = RequestContext(repo)
+        [mid] = sharing.sync_project(svc.access, ctx)["added"]
+        git(repo, "checkout", "-q", "-b", "other")
+        note.write_text("Deploys go out on Wednesdays after the standup.\n")
+        git(repo, "commit", "-q", "-am", "wednesdays")
+        git(repo, "checkout", "-q", "main")
+        note.write_text("Deploys go out on Thursdays after the standup.\n")
+        git(repo, "commit", "-q", "-am", "thursdays")
+        assert git(repo, "merge", "-q", "other", check=False).returncode != 0
+        assert "<<<<<<<" in note.read_text()
+        report = sharing.sync_project(svc.access, ctx)
+        assert [c["path"] for c in report["conflicts"]] == [f"{TEAM}/deploy-days.md"], report
+        assert "Tuesdays" in svc.get(ctx, mid)["content"] and not report["updated"]
+    finally:
+        svc.close()

@@ -44,7 +44,9 @@ MAX_FILE_BYTES = 256 * 1024  # a memory is at most 20,000 characters; a bigger f
 MAX_FRONTMATTER_BYTES = 16 * 1024
 #: Lines git writes into a file it could not merge. A file holding them is a conflict to resolve,
 #: never content: `=======` alone is also a setext heading, so only the two outer markers count.
-_CONFLICT_MARKER_RE = re.compile(r"^(?:<{7}|>{7})(?:[ \t].*)?$", re.M)
+#: Seven or more: a repository may lengthen them (`.gitattributes` `conflict-marker-size`, common
+#: for markdown), and a CRLF checkout ends them with a carriage return.
+_CONFLICT_MARKER_RE = re.compile(r"^(?:<{7,}|>{7,})(?:[ \t].*)?\r?$", re.M)
 #: Tags written as one string split as the markdown importer splits them (`tags: oncall, pager`).
 _TAG_SPLIT_RE = re.compile(r"[,\s]+")
 SLUG_WORDS = 6
