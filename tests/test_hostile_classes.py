@@ -98,6 +98,7 @@ YAML_VARIANTS: dict[str, tuple[str, object]] = {
     "id-memory-path.md": ("---\nid: memory:../../etc/passwd\n---\nA path behind memory:.\n", LEFT),
     "id-number.md": ("---\nid: 12345\n---\nA number as id.\n", LEFT),
     "id-user.md": ("---\nid: {user_id}\n---\nThe team's text over the user's memory.\n", LEFT),
+    "lfs-pointer.md": ("version https://git-lfs.github.com/spec/v1\noid sha256:" + "a" * 64 + "\nsize 1234\n", LEFT),
     "empty-body.md": ("---\ntype: semantic\n---\n  \n", LEFT),
     "body-too-long.md": ("x " * 15_000 + "\n", LEFT),
     "invalid-utf8.md": ("---\ntype: semantic\n---\nbad \udcff\udcfe bytes\n", LEFT),

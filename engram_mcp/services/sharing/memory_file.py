@@ -47,6 +47,9 @@ MAX_FRONTMATTER_BYTES = 16 * 1024
 #: Seven or more: a repository may lengthen them (`.gitattributes` `conflict-marker-size`, common
 #: for markdown), and a CRLF checkout ends them with a carriage return.
 _CONFLICT_MARKER_RE = re.compile(r"^(?:<{7,}|>{7,})(?:[ \t].*)?\r?$", re.M)
+#: What a checkout holds for a file tracked with Git LFS when LFS is not installed: a pointer
+#: (version, sha256 oid, size), which would otherwise become a memory of three lines.
+_LFS_POINTER_RE = re.compile(r"\Aversion https://git-lfs\.github\.com/spec/v1\r?\n")
 #: Tags written as one string split as the markdown importer splits them (`tags: oncall, pager`).
 _TAG_SPLIT_RE = re.compile(r"[,\s]+")
 SLUG_WORDS = 6
@@ -204,6 +207,10 @@ def parse(text: str, *, fallback_id: str, source: str = "the file") -> SharedMem
     `fallback_id` is used when the frontmatter has no `id` (a file a person wrote by hand):
     derived from the file's path, so every clone gives it the same id.
     """
+    if _LFS_POINTER_RE.match(text):
+        raise InvalidInput(
+            "is a Git LFS pointer, not the file's text; run `git lfs pull` (or track .md files without LFS)"
+        )
     front, body = split_frontmatter(text, source=source, max_bytes=MAX_FRONTMATTER_BYTES)
     content = body.strip()
     if not content:
