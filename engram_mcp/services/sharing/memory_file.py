@@ -50,6 +50,10 @@ _CONFLICT_MARKER_RE = re.compile(r"^(?:<{7,}|>{7,})(?:[ \t].*)?\r?$", re.M)
 #: What a checkout holds for a file tracked with Git LFS when LFS is not installed: a pointer
 #: (version, sha256 oid, size), which would otherwise become a memory of three lines.
 _LFS_POINTER_RE = re.compile(r"\Aversion https://git-lfs\.github\.com/spec/v1\r?\n")
+#: Characters a YAML parser reads as a line break (U+2028, U+2029, NEL) or that reorder or hide
+#: text (bidi controls, zero-width), which a reviewer's diff shows otherwise: in the frontmatter
+#: they could hide a key (`tags: [ci]<U+2028>supersedes: [...]` reads as one line on a review page).
+_HIDDEN_IN_HEAD_RE = re.compile("[\u2028\u2029\x85\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
 #: Tags written as one string split as the markdown importer splits them (`tags: oncall, pager`).
 _TAG_SPLIT_RE = re.compile(r"[,\s]+")
 SLUG_WORDS = 6
@@ -212,6 +216,12 @@ def parse(text: str, *, fallback_id: str, source: str = "the file") -> SharedMem
             "is a Git LFS pointer, not the file's text; run `git lfs pull` (or track .md files without LFS)"
         )
     front, body = split_frontmatter(text, source=source, max_bytes=MAX_FRONTMATTER_BYTES)
+    hidden = _HIDDEN_IN_HEAD_RE.search(text.lstrip("\ufeff")[: len(text.lstrip("\ufeff")) - len(body)])
+    if hidden:
+        raise InvalidInput(
+            f"the frontmatter holds U+{ord(hidden.group()):04X}, a character that shows differently to a reviewer "
+            "than to a YAML parser (a line break or a bidi control); remove it"
+        )
     content = body.strip()
     if not content:
         raise InvalidInput("the file has no content below its frontmatter")
