@@ -584,3 +584,120 @@ def test_a_note_broken_by_an_edit_is_reported_as_skipped_not_as_removed(real_ser
     assert "Payment Retries.md" in [s["where"] for s in res["skipped"]]
     assert res["removed_at_source"] == 0 and (res["added"], res["updated"]) == (0, 0)
     assert any("hard decline" in c for c in contents(real_service, ctx, "project"))  # kept as it was
+
+
+# -- sensitive rows imported on request: recallable when asked, never volunteered or sent --------
+SENSITIVE_TEXTS = ("Staging database password", "Customer export holds personal emails")
+
+
+def _import_sensitive(svc: MemoryService, ctx: RequestContext, db: Path) -> list[str]:
+    run_import(svc.access, ctx, source="claude-mem", path=str(db), include_sensitive=True)
+    keys = [k for k, r in read_local(svc.access, ctx, "project", None).items() if "sensitive" in r["tags"]]
+    assert len(keys) == 2
+    return keys
+
+
+def test_sensitive_memories_answer_a_recall_but_never_reach_a_context_block(real_service, ctx, claude_mem_db):
+    from engram_mcp.services import hook_ops
+
+    _import_sensitive(real_service, ctx, claude_mem_db)
+    # asked for, they are found
+    assert any("Staging database password" in t for t in recall_texts(real_service, ctx, "staging database password"))
+    start = hook_ops.session_start(real_service.access, ctx)["additional_context"] or ""
+    assert "object storage" in start or "<engram-memory>" in start  # the block is built from the import
+    prompts = [
+        "was the staging database password committed in .env.staging?",
+        "does the customer export hold personal emails?",
+    ]
+    blocks = [hook_ops.prompt_context(real_service.access, ctx, prompt=p)["additional_context"] or "" for p in prompts]
+    for text in SENSITIVE_TEXTS:
+        assert text not in start and not any(text in b for b in blocks)
+
+
+def test_sensitive_memories_never_reach_a_team_file_or_the_user_mirror(real_service, ctx, claude_mem_db, tmp_path):
+    from engram_mcp.core.errors import InvalidInput
+    from engram_mcp.services import promotion
+
+    keys = _import_sensitive(real_service, ctx, claude_mem_db)
+    for key in keys:  # share, by hand
+        with pytest.raises(InvalidInput, match="sensitive"):
+            sharing.share(real_service.access, ctx, key)
+    # the auto-share rule, even for a sensitive memory that is durable and important
+    cfg = ctx.project_root / ".claude" / "engram.local.md"
+    cfg.parent.mkdir(exist_ok=True)
+    cfg.write_text("---\nteam_memory_share_min_importance: 0.1\n---\n")
+    from engram_mcp.services import edit
+
+    for key in keys:
+        edit.update(real_service.access, ctx, f"memory:{key}", memory_type="semantic", importance=0.9)
+    sharing.sync_project(real_service.access, ctx)
+    team = ctx.project_root / sharing.TEAM_MEMORY_DIR
+    shared = "".join(f.read_text() for f in team.glob("*.md")) if team.is_dir() else ""
+    assert "object storage" in shared  # the rule shared the others
+    # the user mirror: promoted to the user scope, still never written to the mirror folder
+    for key in keys:
+        promotion.promote(real_service.access, ctx, f"memory:{key}", "user")
+    mirror = tmp_path / "mirror"
+    report = sharing.sync_user(real_service.access, ctx, mirror)
+    mirrored = "".join(f.read_text() for f in mirror.glob("*.md")) if mirror.is_dir() else ""
+    assert len(report.get("withheld_sensitive") or []) == 2
+    for text in SENSITIVE_TEXTS:
+        assert text not in shared and text not in mirrored
+
+
+def test_an_export_keeps_sensitive_memories_marked_and_counted(real_service, ctx, claude_mem_db, tmp_path):
+    import json
+
+    from engram_mcp.services import transfer
+
+    _import_sensitive(real_service, ctx, claude_mem_db)
+    out = transfer.export(real_service.access, ctx, tmp_path / "all.jsonl", scopes=("project",))
+    assert out["counts"]["sensitive"] == 2
+    lines = [json.loads(x) for x in (tmp_path / "all.jsonl").read_text().splitlines()]
+    marked = [x for x in lines if x.get("kind") == "memory" and "sensitive" in x["record"]["tags"]]
+    assert len(marked) == 2 and all(x["record"]["metadata"]["sensitive"] is True for x in marked)
+
+
+def test_through_the_hooks_as_processes_sensitive_memories_are_never_injected(tmp_path, claude_mem_db):
+    import json
+    import os
+    import sys
+
+    from tests.daemon_env import make_env
+    from tests.test_hooks import run_hook, sample
+
+    e = make_env(tmp_path / "hooks")
+    e.env["ENGRAM_PYTHON"] = os.environ.get("ENGRAM_PYTHON") or sys.executable
+    try:
+        assert (
+            run_hook(e, "SessionStart", sample("SessionStart", session_id="boot", cwd=str(e.project))).returncode == 0
+        )
+        with e.client() as c:
+            got = c.call(
+                "import_from",
+                {"source": "claude-mem", "path": str(claude_mem_db), "include_sensitive": True},
+                project_root=str(e.project),
+            )
+            assert got["added"] == 8
+
+        def block(proc) -> str:
+            assert proc.returncode == 0, proc.stderr
+            return json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"] if proc.stdout.strip() else ""
+
+        start = block(run_hook(e, "SessionStart", sample("SessionStart", session_id="s1", cwd=str(e.project))))
+        assert "<engram-memory>" in start
+        said = [
+            block(
+                run_hook(
+                    e, "UserPromptSubmit", sample("UserPromptSubmit", session_id="s1", cwd=str(e.project), prompt=p)
+                )
+            )
+            for p in (
+                "was the staging database password committed in .env.staging?",
+                "does the customer export hold personal emails?",
+            )
+        ]
+        for text in SENSITIVE_TEXTS:
+            assert text not in start and not any(text in s for s in said)
+    finally:
+        e.shutdown()

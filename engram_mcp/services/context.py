@@ -26,6 +26,7 @@ import numpy as np
 
 from engram_mcp.core.display import context_safe
 from engram_mcp.core.errors import InvalidInput, StoreUnavailable
+from engram_mcp.core.sensitivity import is_sensitive
 from engram_mcp.core.textview import neutralise_tags
 from engram_mcp.core.vocabulary import CONTEXT_SECTIONS, DURABLE_TYPES, PERSISTENT_SCOPES
 from engram_mcp.index.retrieval import Hit
@@ -75,11 +76,17 @@ def is_scratch(mem: dict[str, Any]) -> bool:
     return mem.get("category") in SCRATCH_CATEGORIES or (isinstance(meta, dict) and meta.get("scratch") is True)
 
 
+def never_volunteered(mem: dict[str, Any]) -> bool:
+    """Kept out of every context block (SessionStart and the prompt hook's): scratch of a
+    session, or a memory marked sensitive (core/sensitivity.py), which answers only a recall."""
+    return is_scratch(mem) or is_sensitive(mem)
+
+
 def injectable(mem: dict[str, Any]) -> bool:
     """Whether the prompt hook may inject a memory: knowledge, not scratch, and not a session
     summary (a summary restates facts recall can find on their own, and may quote a value that
     was replaced since)."""
-    return not is_scratch(mem) and mem.get("category") != SUMMARY_CATEGORY
+    return not never_volunteered(mem) and mem.get("category") != SUMMARY_CATEGORY
 
 
 DEFAULT_MAX_TOKENS = 2000  # the block's budget when the caller names none (estimated tokens)
@@ -262,7 +269,7 @@ def build_context(
         for name in SECTIONS:  # a memory (or a near-duplicate of it) appears once, in its first section
             kept = []
             for m in gathered[name]:
-                if is_scratch(m) or _restates(m, shown.ids):
+                if never_volunteered(m) or _restates(m, shown.ids):
                     continue
                 if not shown.repeats(m):
                     shown.add(m)
@@ -364,7 +371,7 @@ def _session_history(access: ScopeAccess, ctx: RequestContext) -> list[dict[str,
                 for r in h.repo.all_memories()
                 if r.get("status") != "forgotten"
                 and r.get("memory_type") != "working"
-                and not is_scratch(r)
+                and not never_volunteered(r)
                 and _visible(h.index.slot_of(r["id"]), visible)
             ]
             rows.sort(key=lambda r: r["created_at"], reverse=True)

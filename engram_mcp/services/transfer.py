@@ -34,6 +34,7 @@ import numpy as np
 from engram_mcp.core.errors import InvalidInput, StoreUnavailable
 from engram_mcp.core.ids import parse_memory_id
 from engram_mcp.core.redaction import redact_outbound_obj
+from engram_mcp.core.sensitivity import is_sensitive
 from engram_mcp.core.vocabulary import LINK_TYPES, PERSISTENT_SCOPES, SCOPES
 from engram_mcp.services.access import RequestContext, ScopeAccess
 from engram_mcp.services.graph import find_entities, name_key
@@ -121,6 +122,10 @@ def export(
     An export leaves the store (it is copied, mailed, restored elsewhere), so every text it
     holds gets the outbound redaction pass (`redaction.redact_outbound`), stricter than the
     store's; what it replaced is counted in the answer's `redactions`.
+
+    Memories marked sensitive (core/sensitivity.py) are exported like the rest (a backup
+    loses nothing), through the same outbound pass, with the tag and metadata that keep them
+    out of context and team files after a restore; `counts.sensitive` says how many.
     """
     for s in scopes:
         check_enum(s, SCOPES, "scopes")
@@ -228,6 +233,8 @@ def _write_memory_lines(
     lines = []
     for row in rows:
         key, blob = row.pop("id"), row.pop("embedding", None)  # the rows are ours (repository.get_many)
+        if is_sensitive(row):
+            counts["sensitive"] = counts.get("sensitive", 0) + 1
         if _outbound(row, EXPORT_MEMORY_TEXT_FIELDS, redactions):
             blob = None  # the vector embeds text the file no longer holds: an import embeds what it reads
         line = {"kind": "memory", "scope": scope, "id": key, "record": row}

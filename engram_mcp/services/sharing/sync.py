@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Callable, TypeGuard
 
 from engram_mcp.core.errors import EngramError, InvalidInput, StoreUnavailable
 from engram_mcp.core.ids import format_memory_id
+from engram_mcp.core.sensitivity import is_sensitive
 from engram_mcp.core.vocabulary import DURABLE_TYPES
 from engram_mcp.index.scope_index import record_key
 from engram_mcp.services import edit
@@ -104,6 +105,8 @@ class Report:
     pending: list[str] = field(default_factory=list)  # files left for the next sync (time budget spent)
     #: One entry per memory added or changed from a file: {memory_id, path, change, author?, commit?}.
     arrivals: list[dict[str, Any]] = field(default_factory=list)
+    #: Memories marked sensitive (core/sensitivity.py) a write would have published: never written.
+    withheld: list[str] = field(default_factory=list)
 
     def as_dict(self, label: str) -> dict[str, Any]:
         out: dict[str, Any] = {"folder": label}
@@ -121,6 +124,8 @@ class Report:
             out[name] = getattr(self, name)
         out["counts"] = {k: len(v) for k, v in out.items() if isinstance(v, list)}
         out["arrivals"] = self.arrivals
+        if self.withheld:
+            out["withheld_sensitive"] = self.withheld
         return out
 
 
@@ -174,6 +179,7 @@ def as_shared(row: dict[str, Any], file_id: str, to_file_id: Callable[[str], str
         summary=row.get("summary"),
         supersedes=tuple(sorted(to_file_id(k) for k in row.get("_supersedes") or ())),
         created_at=created.isoformat() if isinstance(created, datetime) else (str(created) if created else None),
+        extra={"sensitive": True} if is_sensitive(row) else {},  # never rendered: write_file refuses it
     )
 
 
@@ -559,6 +565,10 @@ class _Sync:
     def write_file(self, fid: str, key: str, local_mem: SharedMemory, name: str | None) -> None:
         """Write one memory's file (redacted) and record the new base. A `created_at` the file
         already holds is kept: two machines' clocks must not make the file flip between them."""
+        if local_mem.extra.get("sensitive") or is_sensitive({"tags": local_mem.tags}):
+            # a sensitive memory never reaches a team file or the user mirror (share, write-back, rule)
+            self.report.withheld.append(format_memory_id(key))
+            return
         name = name or file_name_for(local_mem)
         on_file = self.files.get(fid, (None, None))[1]
         if on_file is not None and on_file.created_at:
@@ -793,6 +803,12 @@ def share_one(access: "ScopeAccess", ctx: "RequestContext", target: Target, key:
         row = read_local(access, ctx, target.scope, {key}).get(key)
         if not _is_live(row):
             raise InvalidInput(f"memory:{key} is not a live memory of scope {target.scope}", field="memory_id")
+        if is_sensitive(row):
+            raise InvalidInput(
+                f"memory:{key} is marked sensitive (tag or metadata); sensitive memories are never written to a "
+                "team file or a mirror",
+                field="memory_id",
+            )
         fid = sync.to_file_id(key)
         name = sync.entries.get(fid, {}).get("path")
         sync.write_file(fid, key, as_shared(row, fid, sync.to_file_id), name)
