@@ -100,7 +100,6 @@ YAML_VARIANTS: dict[str, tuple[str, object]] = {
     "id-user.md": ("---\nid: {user_id}\n---\nThe team's text over the user's memory.\n", LEFT),
     "line-separator-key.md": ("---\ntags: [ci]\u2028importance: 0.95\n---\nA key hidden behind U+2028.\n", LEFT),
     "nel-key.md": ("---\ntags: [ci]\x85type: procedural\n---\nA key hidden behind NEL.\n", LEFT),
-    "bidi-in-head.md": ("---\ntags: [\u202eppa-dliub\u202c]\n---\nA bidi override in the frontmatter.\n", LEFT),
     "lsep-in-body.md": ("---\ntags: [ci]\n---\nA body line\u2028with a separator stays a body.\n", {"tags": ["ci"]}),
     "lfs-pointer.md": ("version https://git-lfs.github.com/spec/v1\noid sha256:" + "a" * 64 + "\nsize 1234\n", LEFT),
     "empty-body.md": ("---\ntype: semantic\n---\n  \n", LEFT),
@@ -695,5 +694,32 @@ def test_a_merge_conflict_is_a_conflict_whatever_the_repository_sets_for_markers
         report = sharing.sync_project(svc.access, ctx)
         assert [c["path"] for c in report["conflicts"]] == [f"{TEAM}/deploy-days.md"], report
         assert "Tuesdays" in svc.get(ctx, mid)["content"] and not report["updated"]
+    finally:
+        svc.close()
+
+
+def test_engram_reads_back_every_file_it_writes_whatever_the_text(tmp_path: Path, real_embedder, monkeypatch) -> None:
+    """The frontmatter checks refuse what a hostile file hides; a memory whose summary, tags or
+    category hold RTL marks, emoji joiners or YAML line breaks must still share and sync quietly."""
+    for name in [k for k in os.environ if k.startswith("ENGRAM_")]:
+        monkeypatch.delenv(name)
+    repo = new_repo(tmp_path / "repo")
+    (tmp_path / "home").mkdir()
+    svc = MemoryService(home=tmp_path / "home", embedder=real_embedder)
+    try:
+        ctx = RequestContext(repo)
+        mid = svc.store(
+            ctx,
+            content="Deploy notes \u200f with a family \U0001f468\u200d\U0001f469\u200d\U0001f467 emoji.",
+            type="semantic",
+            scope="project",
+            summary="\u0633\u0644\u0627\u0645\u200f summary \U0001f469\u200d\U0001f4bb\u2028two\x85three",
+            tags=["\U0001f469\u200d\U0001f4bb", "rtl\u200f"],
+            category="dev\u200dops",
+        )["memory_id"]
+        sharing.share(svc.access, ctx, mid)
+        for _ in range(2):
+            report = sharing.sync_project(svc.access, ctx)
+            assert not report["errors"] and not report["conflicts"] and not report["written"], report
     finally:
         svc.close()

@@ -25,7 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from typing import Any
 
@@ -50,10 +50,10 @@ _CONFLICT_MARKER_RE = re.compile(r"^(?:<{7,}|>{7,})(?:[ \t].*)?\r?$", re.M)
 #: What a checkout holds for a file tracked with Git LFS when LFS is not installed: a pointer
 #: (version, sha256 oid, size), which would otherwise become a memory of three lines.
 _LFS_POINTER_RE = re.compile(r"\Aversion https://git-lfs\.github\.com/spec/v1\r?\n")
-#: Characters a YAML parser reads as a line break (U+2028, U+2029, NEL) or that reorder or hide
-#: text (bidi controls, zero-width), which a reviewer's diff shows otherwise: in the frontmatter
-#: they could hide a key (`tags: [ci]<U+2028>supersedes: [...]` reads as one line on a review page).
-_HIDDEN_IN_HEAD_RE = re.compile("[\u2028\u2029\x85\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
+#: Characters a YAML parser reads as a line break (U+2028, U+2029, NEL) that a reviewer's diff
+#: shows inside one line: in the frontmatter they could hide a key (`tags: [ci]<U+2028>supersedes:
+#: [...]` reads as one line on a review page). Refused in a file; `render` never writes them.
+_HIDDEN_BREAK_RE = re.compile("[\u2028\u2029\x85]")
 #: Tags written as one string split as the markdown importer splits them (`tags: oncall, pager`).
 _TAG_SPLIT_RE = re.compile(r"[,\s]+")
 SLUG_WORDS = 6
@@ -168,6 +168,12 @@ def redacted(memory: SharedMemory) -> tuple[SharedMemory, int]:
 def render(memory: SharedMemory) -> str:
     """The file text (redacted first). Keys in a fixed order so equal memories give equal bytes."""
     memory, _found = redacted(memory)
+    memory = replace(
+        memory,
+        tags=tuple(_HIDDEN_BREAK_RE.sub(" ", t) for t in memory.tags),
+        category=_HIDDEN_BREAK_RE.sub(" ", memory.category) if memory.category else memory.category,
+        summary=_HIDDEN_BREAK_RE.sub(" ", memory.summary) if memory.summary else memory.summary,
+    )  # one-line fields: a YAML line break in them would be refused when the file is read back
     front: dict[str, Any] = {"id": format_memory_id(memory.memory_id), "type": memory.memory_type}
     front["importance"] = round(float(memory.importance), 2)
     if memory.tags:
@@ -216,11 +222,11 @@ def parse(text: str, *, fallback_id: str, source: str = "the file") -> SharedMem
             "is a Git LFS pointer, not the file's text; run `git lfs pull` (or track .md files without LFS)"
         )
     front, body = split_frontmatter(text, source=source, max_bytes=MAX_FRONTMATTER_BYTES)
-    hidden = _HIDDEN_IN_HEAD_RE.search(text.lstrip("\ufeff")[: len(text.lstrip("\ufeff")) - len(body)])
+    hidden = _HIDDEN_BREAK_RE.search(text, 0, len(text) - len(body))
     if hidden:
         raise InvalidInput(
-            f"the frontmatter holds U+{ord(hidden.group()):04X}, a character that shows differently to a reviewer "
-            "than to a YAML parser (a line break or a bidi control); remove it"
+            f"the frontmatter holds U+{ord(hidden.group()):04X}, which YAML reads as a line break but a review "
+            "page shows inside a line (it can hide a key); remove it"
         )
     content = body.strip()
     if not content:
