@@ -29,11 +29,13 @@ import math
 from datetime import datetime, timezone
 from typing import Any, Callable
 
+import numpy as np
+
 from engram_mcp.core import vector_codec
 from engram_mcp.core.errors import InvalidInput
 from engram_mcp.core.vocabulary import MEMORY_TYPES, SCOPES, STATUSES
 
-__all__ = ["DEFAULTS", "FIELDS", "TIMES_OF_CREATION", "restore", "stored"]
+__all__ = ["DEFAULTS", "FIELDS", "TIMES_OF_CREATION", "restore", "stored", "stored_many"]
 
 
 def _text(value: Any, name: str) -> Any:
@@ -169,6 +171,23 @@ def stored(record: dict[str, Any]) -> dict[str, Any]:
         if packed is not None:  # else kept as given: packed already, no dimension, not a vector
             out["embedding"] = packed
     return out
+
+
+def stored_many(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`stored` of each record, their vectors packed in one pass (an import's batch: packing
+    one at a time cost ~0.1 ms a record on the writing thread). The records are not changed."""
+    at: dict[int, list[int]] = {}
+    for i, record in enumerate(records):
+        blob, dim = record.get("embedding"), record.get("embedding_dim")
+        if isinstance(blob, (bytes, bytearray)) and isinstance(dim, int) and dim > 0 and len(blob) == 4 * dim:
+            at.setdefault(dim, []).append(i)
+    packed: dict[int, bytes] = {}
+    for dim, rows in at.items():
+        mat = np.frombuffer(b"".join(bytes(records[i]["embedding"]) for i in rows), dtype="<f4").reshape(len(rows), dim)
+        if not np.all(np.isfinite(mat)) or not np.all(mat.any(axis=1)):
+            continue  # one at a time below: what cannot be packed is kept as given
+        packed.update(zip(rows, vector_codec.pack_many(mat), strict=True))
+    return [stored({**r, "embedding": packed[i]} if i in packed else r) for i, r in enumerate(records)]
 
 
 def restore(row: dict[str, Any], *, whole: bool = True) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from datetime import datetime
 from typing import Any, Callable, Iterable, Iterator
 
 from engram_mcp.storage import queries as q
-from engram_mcp.storage.memory_shape import restore, stored
+from engram_mcp.storage.memory_shape import restore, stored, stored_many
 from engram_mcp.storage.rows import (
     EntityRow,
     HistoryEntry,
@@ -289,11 +289,10 @@ class ScopeRepository:
     def insert_many(self, items: Iterable[tuple[str, dict[str, Any]]]) -> None:
         """Create many memories in one statement (fails whole if any `key` exists, or if any
         record is refused): a bulk import pays one statement per batch instead of one per memory."""
-        rows = []
-        for key, record in items:
-            row = stored(record)
+        pairs = list(items)
+        rows = stored_many([record for _key, record in pairs])  # vectors packed in one pass
+        for (key, _record), row in zip(pairs, rows, strict=True):
             row["id"] = record_id("memory", key)
-            rows.append(row)
         if rows:
             self._q(q.INSERT_MEMORIES, {"rows": rows})
 
