@@ -723,3 +723,35 @@ def test_engram_reads_back_every_file_it_writes_whatever_the_text(tmp_path: Path
             assert not report["errors"] and not report["conflicts"] and not report["written"], report
     finally:
         svc.close()
+
+
+# ------------------------------------------------------------------ long bodies: the cost before the model
+def test_a_long_body_is_tokenized_from_its_head_with_the_same_word_pieces(real_embedder) -> None:
+    """The model keeps 256 word pieces; a 20,000-character body must not be tokenized whole
+    (that time is spent before every memory of a large team folder), and the pieces kept must
+    be exactly the whole text's, whatever its words and script."""
+    real_embedder.load()
+    model = real_embedder._model
+    if not hasattr(model, "_encode"):
+        pytest.skip("the fastembed-backed model tokenizes itself")
+    texts = [
+        "Medium note 5 about queue q5. " + "lorem ipsum dolor sit amet 5 " * 600,
+        "x" * 5000 + " " + "y " * 10,
+        ("longwordlongword" * 7 + " ") * 200,  # words over 100 characters: one [UNK] each
+        "短い日本語のテキストです。" * 400,
+        "short",
+    ]
+    whole = model.tokenizer.encode_batch(texts)
+    assert [e.ids for e in model._encode(texts)] == [e.ids for e in whole]
+    for text in texts:
+        assert model._encode([text])[0].ids == model.tokenizer.encode_batch([text])[0].ids
+    long = texts[0] * 4
+    t0 = time.perf_counter()
+    for _ in range(5):
+        model.tokenizer.encode_batch([long])
+    full = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    for _ in range(5):
+        model._encode([long])
+    head = time.perf_counter() - t0
+    assert head < full / 2, (head, full)
