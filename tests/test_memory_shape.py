@@ -183,3 +183,38 @@ def test_a_version_4_store_opens_schemaless_and_reads_the_same(tmp_path):
             repo.insert(new_ulid(), _whole(status="bogus"))
     finally:
         s.close()
+
+
+def test_a_vector_is_written_packed_and_read_whole_as_float32(store):
+    """Issue 36: the store keeps a vector as int8 with a scale (core/vector_codec.py, 4 + dim
+    bytes instead of 4 * dim); a whole record reads it as float32 bytes again, the index's rows
+    keep it packed, and a record written before (float32) reads as it was written."""
+    import numpy as np
+
+    from engram_mcp.core import vector_codec
+
+    repo = store.repository("project", "p_vec")
+    rng = np.random.default_rng(36)
+    vecs = rng.standard_normal((4, 8)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    keys = [new_ulid() for _ in range(4)]
+    recs = [_whole(content=f"vector {i}", embedding=vecs[i].astype("<f4").tobytes(), embedding_dim=8) for i in range(4)]
+    repo.insert(keys[0], recs[0])
+    repo.insert_many(zip(keys[1:3], recs[1:3], strict=True))
+    legacy = {**stored(_whole(content="legacy")), "embedding": vecs[3].astype("<f4").tobytes(), "embedding_dim": 8}
+    repo._q(q.CREATE_MEMORY, {"id": keys[3], "record": legacy})  # as an engram before packing wrote it
+    assert recs[0]["embedding"] == vecs[0].astype("<f4").tobytes()  # the caller's record is not changed
+    from engram_mcp.storage.repository import key_of, record_id
+
+    raw = {key_of(r["id"]): r for r in repo._q(q.GET_MEMORIES, {"ids": [record_id("memory", k) for k in keys]})}
+    for i, key in enumerate(keys[:3]):
+        assert bytes(raw[key]["embedding"]) == vector_codec.pack(vecs[i])
+        whole = repo.get(key)
+        assert whole["embedding"] == vector_codec.float_bytes(vector_codec.pack(vecs[i]), 8)
+        assert vector_codec.pack_float_bytes(whole["embedding"], 8) == vector_codec.pack(vecs[i])  # read, written back
+        assert np.abs(np.frombuffer(whole["embedding"], dtype="<f4") - vecs[i]).max() < 0.01
+    assert bytes(raw[keys[3]]["embedding"]) == vecs[3].astype("<f4").tobytes()
+    assert repo.get(keys[3])["embedding"] == vecs[3].astype("<f4").tobytes()
+    rows = {r["id"]: r for r in repo.index_rows()}
+    assert bytes(rows[keys[1]]["embedding"]) == vector_codec.pack(vecs[1])
+    assert bytes(rows[keys[3]]["embedding"]) == vecs[3].astype("<f4").tobytes()
