@@ -38,11 +38,11 @@ def test_purge_now_over_mcp_removes_content_and_history_from_every_file(shared: 
     first, second, summary, host = _needle("v1"), _needle("v2"), _needle("summary"), _needle("host")
     mcp = InProcessMCP(shared)
     try:
-        mid = mcp.ok("store_memory", {"content": f"the staging password is {first}", "type": "semantic", "scope": "project",
+        mid = mcp.ok("store_memory", {"content": f"the staging bucket is {first}", "type": "semantic", "scope": "project",
                                       "summary": summary, "tags": ["staging"],
                                       "related_entities": [{"name": host, "type": "host", "relationship": "runs_on", "target": "Postgres"}]},
                      project=project)["memory_id"]
-        mcp.ok("update_memory", {"memory_id": mid, "content": f"the staging password is now {second}"}, project=project)
+        mcp.ok("update_memory", {"memory_id": mid, "content": f"the staging bucket is now {second}"}, project=project)
         mcp.ok("promote_memory", {"memory_id": mid, "target_scope": "user"}, project=project)
         for i in range(30):  # other memories, so the rewrite has something to keep
             mcp.ok("store_memory", {"content": f"unrelated fact {i}: service {i} listens on port {8000 + i}", "type": "semantic",
@@ -51,7 +51,7 @@ def test_purge_now_over_mcp_removes_content_and_history_from_every_file(shared: 
         out = mcp.ok("forget_memory", {"memory_id": mid, "reason": "leaked", "purge_now": True}, project=project)
         assert out["purged"] is True and set(out["scopes"]) == {"project", "user"} and not out.get("warnings")
         assert _raw_hits(shared, project, first, second, summary, host) == {}  # an entity only it mentioned goes too
-        shown = mcp.ok("recall_memories", {"query": "staging password", "include_forgotten": True}, project=project)
+        shown = mcp.ok("recall_memories", {"query": "staging bucket", "include_forgotten": True}, project=project)
         assert all(first not in m["content"] and second not in m["content"] for m in shown["memories"])
         kept = mcp.ok("recall_memories", {"query": "which port does service 7 listen on", "limit": 3}, project=project)
         assert any("service 7 " in m["content"] for m in kept["memories"]), "the rewrite kept everything else"
