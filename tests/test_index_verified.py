@@ -1,7 +1,7 @@
 """Derived data never answers wrong: an index file damaged the way disks, backups and people
 damage files is noticed before its first answer, and every answer then equals a clean rebuild's.
 
-- a flipped bit in any block of the file, the float32 rows included (`persist.sum64`), its
+- a flipped bit in any block of the file, the vector rows included (`persist.sum64`), its
   mtime put back so its `clean` marker still names it;
 - `data/` restored alone from an older backup, beside the newer `index/` and its marker
   (the generation in `data/` is not the marker's: services/handles.py `DATA_TOKEN_PREFIX`);
