@@ -884,8 +884,9 @@ def disk_growth(n: int, embedder, pool: np.ndarray, models: Path, tmp: Path, see
 
 
 def index_verification(sizes: list[int], tmp: Path) -> list[dict[str, Any]]:
-    """The cost at open of checking every byte of an index file (format 2), per size: the same
-    open with the float32 rows unchecked, as before (bench/index_open_bench.py)."""
+    """The cost at open of checking every byte of an index file's vector block (format 3, int8
+    rows), per size, beside format 2 (float32 and int8 rows) and the open before format 2 (the
+    float32 rows unchecked) (bench/index_open_bench.py)."""
     from index_open_bench import verification_cost
 
     return [verification_cost(n, tmp) for n in sizes]
