@@ -59,6 +59,13 @@ if [ -f "$dir/pending.cmd" ]; then
     cat "$dir/pending.out"
     exit "$(cat "$dir/pending.status")"
   fi
+  case "$*" in
+    *SNAPSHOT_FILE=*|"-c env") ;;  # Claude Code's own shell snapshot and environment probe
+    *eval*)  # a tool command that is not the scripted one: never run a world command for real
+      printf '%s\n' "$*" >> "$dir/unmatched.log"
+      echo "month replay: the command did not match the scripted one" >&2
+      exit 127 ;;
+  esac
 fi
 exec /bin/bash "$@"
 """
@@ -157,6 +164,11 @@ class FullReplay(QuickReplay):
                 )
                 if proc.returncode != 0:
                     raise RuntimeError(f"claude {' '.join(args)} failed: {proc.stdout[-1000:]} {proc.stderr[-1000:]}")
+
+    def unmatched_commands(self) -> int:
+        """Shell invocations the SHELL wrapper refused (a world command that did not match): 0 in a sound replay."""
+        log = self.shell_dir / "unmatched.log"
+        return len(log.read_text().splitlines()) if log.exists() else 0
 
     # -- one session ----------------------------------------------------------------------------
 

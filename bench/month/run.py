@@ -41,6 +41,7 @@ def replay_policy(world_dir: Path, policy: str, out: Path, *, quick: bool, keep:
     try:
         run_file = replay.run()
         composition = report.composition(replay)
+        unmatched = getattr(replay, "unmatched_commands", lambda: None)()
     finally:
         replay.close()
     seconds = time.perf_counter() - started
@@ -61,6 +62,7 @@ def replay_policy(world_dir: Path, policy: str, out: Path, *, quick: bool, keep:
         "stop_hook": report.stop_figures(target, world),
         "hook_seconds": report.hook_timing(replay.hook_seconds),
         "stand_in": report.stand_in_figures(target),
+        "unmatched_commands": unmatched,
         "work_dir": str(work) if keep else None,
     }
 
