@@ -142,7 +142,7 @@ def part_settings(part: str, quick: bool, locomo_runs: str) -> dict[str, Any]:
         return {"rounds": 2, "queries": 30, "docs": 50} if quick else {"rounds": 6, "queries": 100, "docs": 200}
     if part == "month":
         return {"world": "bench/month/tiny_world.py" if quick else "../shared/bench/coding-month", "policies": "both",
-                "mode": "quick (hooks as processes; the full mode through Claude Code is not built yet)"}
+                "mode": "quick (hooks as processes; full mode through Claude Code: bench/month/run.py without --quick)"}
     raise ValueError(part)
 
 

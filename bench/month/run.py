@@ -3,8 +3,8 @@
 
     .venv/bin/python bench/month/run.py --world DIR [--policy diligent|nudged|both] [--quick] [--out DIR]
 
---quick drives engram's hooks as processes (the test suite's mode); without it the replay
-would go through the pinned Claude Code CLI (full mode; see README.md for what it lacks).
+--quick drives engram's hooks as processes (the test suite's and make bench's mode); without it
+the replay goes through the pinned Claude Code CLI with engram installed (full mode, slower).
 Writes run-<policy>.jsonl (the run file score.py reads), score-<policy>.json, month.json and
 month.md into --out, and prints the markdown report.
 """
