@@ -159,6 +159,15 @@ OPERATIONS: tuple[Operation, ...] = (
             idempotent=True,
         ),
     ),
+    # the user's `engram promote` (no tool: Claude cannot call it): the one promotion that carries a
+    # team file's or an import's memory into the user scope
+    Operation(
+        "promote_by_user",
+        "engram_mcp.services.travel_ops:promote_by_user",
+        s.PROMOTE,
+        read_only=False,
+        replayable=False,
+    ),
     Operation(
         "consolidate",
         "engram_mcp.services.consolidate:consolidate",

@@ -558,7 +558,7 @@ def _purged_line(r: dict[str, Any]) -> str:
 def cmd_promote(app: App) -> int:
     a = app.args
     app.out(
-        app.call("promote", {"memory_id": a.id, "target_scope": a.scope, "reason": a.reason}),
+        app.call("promote_by_user", {"memory_id": a.id, "target_scope": a.scope, "reason": a.reason}),
         lambda r: f"{r['memory_id']}: {r['previous_scope']} -> {r['new_scope']} ({r['action']} as {r['target_id']})",
     )
     return EXIT_OK

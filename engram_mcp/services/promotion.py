@@ -56,7 +56,22 @@ SCRATCH_CATEGORIES = frozenset({"file_change", "error"})
 def promote(
     access: ScopeAccess, ctx: RequestContext, memory_id: str, target_scope: str, reason: str | None = None
 ) -> dict[str, Any]:
-    """Explicit promotion of a memory to a broader scope (always allowed for the user)."""
+    """Explicit promotion of a memory to a broader scope (the MCP tool's): a teammate's file or
+    an import never goes to the user scope this way (`check_user_scope`)."""
+    return _promote(access, ctx, memory_id, target_scope, reason, by_user=False)
+
+
+def promote_by_user(
+    access: ScopeAccess, ctx: RequestContext, memory_id: str, target_scope: str, reason: str | None = None
+) -> dict[str, Any]:
+    """The user's own promotion (`engram promote`), the one way a teammate's file or an import
+    reaches the user scope."""
+    return _promote(access, ctx, memory_id, target_scope, reason, by_user=True)
+
+
+def _promote(
+    access: ScopeAccess, ctx: RequestContext, memory_id: str, target_scope: str, reason: str | None, *, by_user: bool
+) -> dict[str, Any]:
     check_enum(target_scope, PERSISTENT_SCOPES, "target_scope")
     findings: list = []
     reason = clean_free_text(
@@ -77,7 +92,7 @@ def promote(
         if src.row.get("memory_type") == "working":
             raise InvalidInput("working memories are scratch space and are never promoted", field="memory_id")
         dst = access.handle(ctx, target_scope)
-        result = promote_row(access, src.handle, src.key, src.row, dst, reason=reason or "explicit")
+        result = promote_row(access, src.handle, src.key, src.row, dst, reason=reason or "explicit", by_user=by_user)
     return {
         "memory_id": format_memory_id(src.key),
         "previous_scope": src.handle.scope,
@@ -107,10 +122,42 @@ def _broadest_source(access: ScopeAccess, ctx: RequestContext, narrower: list) -
     return src
 
 
+#: Origins whose text reaches the user scope (every project) only by the user's own hand: a
+#: repository's file is the repository's text (a clone is untrusted, and the file may ask Claude
+#: to promote it), an import is another tool's. The user's sync folder is already theirs.
+USER_ONLY_ORIGINS = ("team-file", "import")
+
+
+def check_user_scope(row: dict[str, Any], dst_scope: str, *, by_user: bool) -> None:
+    """Refuse to carry a teammate's or an import's memory into the user scope unless the user
+    asked (`engram promote ID user`): not Claude's tool call, not an automatic promotion."""
+    if dst_scope != "user" or by_user:
+        return
+    origin = origin_of(row.get("source"))
+    if origin.get("kind") not in USER_ONLY_ORIGINS:
+        return
+    mid = format_memory_id(str(row.get("id") or "")) if row.get("id") else "this memory"
+    what = "a team file" if origin["kind"] == "team-file" else "an import"
+    raise InvalidInput(
+        f"{mid} came from {what}, not from the user: only the user can carry it into every project, "
+        f"by running `engram promote {mid} user` themselves",
+        field="target_scope",
+    )
+
+
 def promote_row(
-    access: ScopeAccess, src: ScopeHandle, key: str, row: dict[str, Any], dst: ScopeHandle, *, reason: str
+    access: ScopeAccess,
+    src: ScopeHandle,
+    key: str,
+    row: dict[str, Any],
+    dst: ScopeHandle,
+    *,
+    reason: str,
+    by_user: bool = False,
 ) -> dict[str, Any]:
-    """Copy or merge one memory into `dst`; idempotent (see module docstring)."""
+    """Copy or merge one memory into `dst`; idempotent (see module docstring). A team file's or
+    an import's memory reaches the user scope only `by_user` (`check_user_scope`)."""
+    check_user_scope({**row, "id": key}, dst.scope, by_user=by_user)
     mid = format_memory_id(key)
     done = dst.repo.promotions_of(mid)
     if done:

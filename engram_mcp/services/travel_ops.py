@@ -30,6 +30,16 @@ def promote(
     return promotion.promote(access, ctx, memory_id, target_scope, reason)
 
 
+def promote_by_user(
+    access: "ScopeAccess", ctx: "RequestContext", memory_id: str, target_scope: str, reason: str | None = None
+) -> dict[str, Any]:
+    """`engram promote` (no MCP tool): the user's own promotion, which alone carries a team
+    file's or an import's memory into the user scope (`promotion.check_user_scope`)."""
+    if target_scope == "team":
+        return sharing.share(access, ctx, memory_id)
+    return promotion.promote_by_user(access, ctx, memory_id, target_scope, reason)
+
+
 def sync(access: "ScopeAccess", ctx: "RequestContext", user_dir: str | None = None) -> dict[str, Any]:
     """`engram sync`: the project's team memory; with `user_dir`, the user scope's mirror instead."""
     if user_dir is not None:
