@@ -819,3 +819,34 @@ def test_no_automatic_promotion_carries_an_import_or_a_team_file_to_the_user_sco
         assert travel_ops.promote_by_user(svc.access, ctx, imported, "user")["new_scope"] == "user"
     finally:
         svc.close()
+
+
+@pytest.mark.parametrize("what", ["team-folder", "team-folder-dangling", "claude-dir"])
+def test_a_linked_team_folder_at_session_start_is_reported_not_skipped(tmp_path: Path, what: str) -> None:
+    """Session start never follows a linked `.claude/team-memory` (nor `.claude`), whether its
+    target exists or not, and says so in its report and the session's team line, without
+    quoting the target (the repository's text)."""
+    from engram_mcp.services.hook_ops import team_report_line
+    from tests.fakes import FakeEmbedder
+
+    project = new_repo(tmp_path / "p")
+    target = tmp_path / "elsewhere\x1b[2J"
+    (target / "team-memory").mkdir(parents=True)
+    (target / "team-memory" / "a.md").write_text("---\n---\nText from outside the repository.\n")
+    (target / "a.md").write_text("---\n---\nText from outside the repository.\n")
+    if what == "claude-dir":
+        os.symlink(target, project / ".claude")
+    else:
+        (project / ".claude").mkdir()
+        os.symlink(target if what == "team-folder" else tmp_path / "nowhere", project / TEAM)
+    (tmp_path / "home").mkdir()
+    svc = MemoryService(home=tmp_path / "home", embedder=FakeEmbedder())
+    try:
+        report = travel_ops.apply_team_memory(svc.access, RequestContext(project))
+        assert report is not None and report["left_alone"] == 1, report
+        assert "symbolic link" in report["left_alone_items"][0]["why"]
+        line = team_report_line(report)
+        assert line and "symbolic link" in line and "engram sync" in line
+        assert "\x1b" not in json.dumps(report) + line and "elsewhere" not in json.dumps(report) + line
+    finally:
+        svc.close()

@@ -5,6 +5,7 @@ Each is `op(access, ctx, **args)` like every operation, declared in core/operati
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any
 
 from engram_mcp.core.display import context_safe
@@ -68,6 +69,9 @@ def apply_team_memory(access: "ScopeAccess", ctx: "RequestContext") -> dict[str,
     Counts are always present; lists only list the first REPORT_MAX_ITEMS. Fails open: a
     problem is logged and returned as {"error": ...}, and the session's context still comes.
     """
+    linked = linked_team_folder(ctx)
+    if linked is not None:
+        return linked
     if not sharing.has_team_memory(ctx):
         return None
     try:
@@ -76,8 +80,38 @@ def apply_team_memory(access: "ScopeAccess", ctx: "RequestContext") -> dict[str,
         import logging
 
         logging.getLogger("engram.sharing").warning("applying team memory failed: %s", exc)
-        return {"error": str(exc)[:300], "review": REVIEW_COMMAND}
+        return {"error": context_safe(str(exc))[:300], "review": REVIEW_COMMAND}
     return session_report(report)
+
+
+def linked_team_folder(ctx: "RequestContext") -> dict[str, Any] | None:
+    """The apply report for a `.claude` or `.claude/team-memory` that is a symbolic link (whether
+    its target exists or not): left alone and said why, as `engram sync` does, never followed
+    and never skipped in silence. The link's target is the repository's text: not quoted."""
+    from pathlib import Path
+
+    root = Path(ctx.project_root)
+    for rel in (Path(".claude"), sharing.TEAM_MEMORY_DIR):
+        if os.path.islink(root / rel):
+            why = (
+                f"{rel.as_posix()} is a symbolic link: engram never follows one (a repository may point it "
+                "anywhere), so its team memory was left alone; make it a real folder"
+            )
+            return {
+                "added": [],
+                "updated": [],
+                "authors": {},
+                "conflicts": 0,
+                "left_alone": 1,
+                "left_alone_items": [{"path": rel.as_posix(), "why": why}],
+                "pending": 0,
+                "redactions": 0,
+                "forgotten": 0,
+                "counts": {"added": 0, "updated": 0},
+                "error": why,
+                "review": REVIEW_COMMAND,
+            }
+    return None
 
 
 #: Entries listed per kind in the session-start report (the counts say how many in all).
