@@ -701,3 +701,53 @@ def test_through_the_hooks_as_processes_sensitive_memories_are_never_injected(tm
             assert text not in start and not any(text in s for s in said)
     finally:
         e.shutdown()
+
+
+# -- large imports: per-record costs (issue 35: 20,000 observations of one entity) ---------------
+def test_write_batches_follow_the_lock_budget_not_the_embedding_chunks(fake_service, ctx, tmp_path, monkeypatch):
+    """Memories embedded by the import were written at the end of each 64-text chunk, so a
+    batch never held more than 64 (on a loaded machine ~26 on average: one transaction, and its
+    fixed cost, per 26 records). Now a batch is as large as the lock budget allows."""
+    import json
+
+    from engram_mcp.services import transfer
+
+    sizes: list[int] = []
+    real = transfer._write_batch
+
+    def counting(run, batch):
+        sizes.append(len(batch))
+        return real(run, batch)
+
+    monkeypatch.setattr(transfer, "_write_batch", counting)
+    monkeypatch.setattr(transfer, "next_batch", lambda *a: 100)  # the budget allows 100, whatever the load
+    graph = tmp_path / "memory.jsonl"
+    obs = [f"Observation {i}: shard {i % 97} holds customers {i * 13}" for i in range(300)]
+    graph.write_text(json.dumps({"type": "entity", "name": "Billing", "entityType": "service", "observations": obs}))
+    res = run_import(fake_service.access, ctx, source="mcp-memory", path=str(graph), scope="project")
+    assert res["added"] == 300 and sum(sizes) == 300
+    assert max(sizes) == 100 and len(sizes) == 4, sizes  # 16 (the first), 100, 100, 84
+
+
+def test_clean_metadata_values_are_redacted_once_and_secrets_never_memoised():
+    """Each record's ~13 text fields went through every redaction rule, though most repeat
+    (a source's name, an entity, the same keys): a clean value is now remembered (bounded),
+    a value with a finding never is, and every call still reports its own findings."""
+    from engram_mcp.core import redaction
+
+    secret = "AKIAIOSFODNN7EXAMPLQ"
+    obj = {"kind": "mcp-memory", "entity": "Billing", "note": f"key {secret}", "password": "hunter2hunter2"}
+    first, f1 = redaction.redact_obj(obj)
+    second, f2 = redaction.redact_obj(obj)
+    assert first == second and f1 == f2 and f1  # the findings are reported by every call
+    assert secret not in str(first) and "hunter2hunter2" not in str(first)
+    memo = str(list(redaction._CLEAN_PAIRS))
+    assert "Billing" in memo and secret not in memo and "hunter2" not in memo
+    calls = []
+    real = redaction._redact_counts
+    try:
+        redaction._redact_counts = lambda text, counts: calls.append(text) or real(text, counts)
+        redaction.redact_obj({"kind": "mcp-memory", "entity": "Billing"})
+    finally:
+        redaction._redact_counts = real
+    assert calls == []  # keys and values seen clean before: no rule runs again

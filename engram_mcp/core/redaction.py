@@ -2344,13 +2344,53 @@ def _sanitize_pair(key: Any, value: str, counts: Counter, outbound: bool = False
     return label_for(kind)
 
 
+#: Clean (key, value) pairs already seen, and how many at most: an import's records repeat the
+#: same metadata values (a source's name, an entity, a project) thousands of times, ~13 fields a
+#: record. Only a value that came out unchanged and found nothing is kept, so the memo holds no
+#: secret and no <private> span: text the store keeps anyway.
+_CLEAN_PAIRS: dict[tuple[str | None, str, bool | None], None] = {}
+_CLEAN_PAIRS_MAX = 4096
+_CLEAN_VALUE_CHARS = 300
+
+
+def _sanitize_pair_memo(key: Any, value: str, counts: Counter, outbound: bool) -> str:
+    memo = (key if isinstance(key, str) else None, value, outbound)
+    if len(value) <= _CLEAN_VALUE_CHARS and memo in _CLEAN_PAIRS:
+        return value
+    found: Counter = Counter()
+    out = _sanitize_pair(key, value, found, outbound)
+    if found:
+        counts.update(found)
+    elif out == value and len(value) <= _CLEAN_VALUE_CHARS:
+        if len(_CLEAN_PAIRS) >= _CLEAN_PAIRS_MAX:
+            _CLEAN_PAIRS.clear()
+        _CLEAN_PAIRS[memo] = None
+    return out
+
+
+def _clean_key(k: str, counts: Counter) -> str:
+    """A dict key redacted (`_walk`); the keys of a record are the same few names every time."""
+    memo = (None, k, None)
+    if len(k) <= _CLEAN_VALUE_CHARS and memo in _CLEAN_PAIRS:
+        return k
+    found: Counter = Counter()
+    nk = _redact_counts(strip_private(k), found)
+    if found:
+        counts.update(found)
+    elif nk == k and len(k) <= _CLEAN_VALUE_CHARS:
+        if len(_CLEAN_PAIRS) >= _CLEAN_PAIRS_MAX:
+            _CLEAN_PAIRS.clear()
+        _CLEAN_PAIRS[memo] = None
+    return nk
+
+
 def _walk(obj: Any, counts: Counter, key: Any = None, outbound: bool = False) -> Any:
     if isinstance(obj, str):
-        return _sanitize_pair(key, obj, counts, outbound)
+        return _sanitize_pair_memo(key, obj, counts, outbound)
     if isinstance(obj, dict):
         new: dict = {}
         for k, v in obj.items():
-            nk = _redact_counts(strip_private(k), counts) if isinstance(k, str) else k
+            nk = _clean_key(k, counts) if isinstance(k, str) else k
             if nk != k and nk in new:  # two secret keys redacted to the same label
                 n = 2
                 while f"{nk}#{n}" in new:

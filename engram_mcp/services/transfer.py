@@ -734,9 +734,11 @@ def _embed_and_write(run: _Run, memories: list[_Memory], writer: _Writer) -> Non
                     m.vector = v
                     m.record.update(embedding=vector_bytes(v), embedding_model=model, embedding_dim=int(v.shape[0]))
                     run.counts["embedded"] += 1
-            writer.write_all(chunk)
+            for m in chunk:  # batches follow the lock budget, not the chunks (of 64 they were ~26 records each)
+                writer.add(m)
             done += len(chunk)
             run.tick(done, total, "embed")
+    writer.flush()
 
 
 @dataclass
