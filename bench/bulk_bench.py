@@ -52,11 +52,11 @@ for _p in (str(ROOT), str(ROOT / "bench")):
 
 import speed_bench as sb  # noqa: E402
 
-FULL = {"import_n": 10_000, "baseline_import_n": 5_000, "embed_n": 500, "month_n": 10_000, "days": 30,
+FULL = {"source_observations": 20_000, "import_n": 10_000, "baseline_import_n": 5_000, "embed_n": 500, "month_n": 10_000, "days": 30,
         "recalls_per_day": 50, "stores_per_day": 20, "distinct_vectors": 1000}
-QUICK = {"import_n": 2_000, "baseline_import_n": 1_000, "embed_n": 100, "month_n": 2_000, "days": 30,
+QUICK = {"source_observations": 2_000, "import_n": 2_000, "baseline_import_n": 1_000, "embed_n": 100, "month_n": 2_000, "days": 30,
          "recalls_per_day": 10, "stores_per_day": 4, "distinct_vectors": 300}
-TARGETS = {"import_per_s": 5000, "embed_per_s": 200, "export_100k_s": 20, "month_disk_ratio": 1.5}
+TARGETS = {"source_import_s": 30, "source_recall_p95_ms": 200, "import_per_s": 5000, "embed_per_s": 200, "export_100k_s": 20, "month_disk_ratio": 1.5}
 
 
 @contextmanager
@@ -130,6 +130,61 @@ def measure_import(embedder, base: np.ndarray, tmp: Path, n: int, rnd, rng, *, n
         path.unlink(missing_ok=True)
         _cleanup(tmp, name)
     return out
+
+
+def measure_source_import(embedder, tmp: Path, n: int, log: Callable[[str], None]) -> dict[str, Any]:
+    """Issue 35: `import --from mcp-memory` of one entity with `n` observations (every one embedded
+    by the model, mentions resolved in bulk), and another project's recall meanwhile (a thread
+    recalling every 50 ms: p50/p95/max). Then the same import again (nothing changed: no churn)."""
+    import threading
+
+    from engram_mcp.services.importers import run_import
+    from engram_mcp.services.service import RequestContext
+
+    svc, ctx, _ = _service(tmp, "source", embedder)
+    other = RequestContext(tmp / "proj-source-other", "bulk-bench-other")
+    (other.project_root / ".git").mkdir(parents=True)
+    try:
+        for i in range(200):
+            svc.store(other, content=f"Project B fact {i}: the cache for service {i} expires after {i} minutes",
+                      scope="project", type="semantic")
+        src = tmp / "memory.jsonl"
+        obs = [f"Observation {i} about the billing service: shard {i % 97} holds customers {i * 13}" for i in range(n)]
+        src.write_text(json.dumps({"type": "entity", "name": "Billing", "entityType": "service", "observations": obs}))
+        lat: list[float] = []
+        stop = threading.Event()
+
+        def recaller() -> None:
+            while not stop.is_set():
+                t = time.perf_counter()
+                svc.recall(other, query="when does the cache of service 42 expire", limit=5)
+                lat.append(time.perf_counter() - t)
+                time.sleep(0.05)
+
+        th = threading.Thread(target=recaller)
+        th.start()
+        t0, c0 = time.perf_counter(), time.process_time()
+        try:
+            res = run_import(svc.access, ctx, source="mcp-memory", path=str(src), scope="project")
+        finally:
+            took, cpu = time.perf_counter() - t0, time.process_time() - c0
+            stop.set()
+            th.join()
+        t1 = time.perf_counter()
+        again = run_import(svc.access, ctx, source="mcp-memory", path=str(src), scope="project")
+        again_s = time.perf_counter() - t1
+        lat.sort()
+        ms = [x * 1000 for x in lat] or [float("nan")]
+        out = {"observations": n, "added": res["added"], "seconds": round(took, 1), "cpu_seconds": round(cpu, 1),
+               "recalls": len(lat), "recall_p50_ms": round(ms[len(ms) // 2], 1),
+               "recall_p95_ms": round(ms[int(0.95 * (len(ms) - 1))], 1), "recall_max_ms": round(ms[-1], 1),
+               "again_seconds": round(again_s, 1), "again_unchanged": again["unchanged"], "again_added": again["added"]}
+        log(f"  {n:,} observations of one entity: {out['seconds']} s ({out['cpu_seconds']} CPU-s); another project's "
+            f"recall p95 {out['recall_p95_ms']} ms over {len(lat)}; again {out['again_seconds']} s")
+        return out
+    finally:
+        svc.close()
+        _cleanup(tmp, "source")
 
 
 def measure_checkout(checkout: Path, n: int, log: Callable[[str], None]) -> dict[str, Any]:
@@ -307,6 +362,8 @@ def run_bulk(out_dir: Path | None = None, *, quick: bool = False, seed: int = 11
             "settings": cfg, "targets": TARGETS,
             "machine": {"cpus": os.cpu_count(), "load_avg_start": [round(x, 2) for x in os.getloadavg()]},
         }
+        log("import from another tool (mcp-memory, one entity):")
+        results["source_import"] = measure_source_import(embedder, tmp, cfg["source_observations"], log)
         log("import with vectors (and export):")
         results["import"] = measure_import(embedder, base, tmp, cfg["import_n"], rnd, rng, name="import",
                                            batch_of_16=False, export=True, log=log)
@@ -371,6 +428,15 @@ def markdown(r: dict[str, Any]) -> str:
         f"({mb['final_bytes_per_memory']:,.0f} B/memory) | <= {t['month_disk_ratio']} | "
         f"{_mark(mo['ratio_to_loaded'] <= t['month_disk_ratio'])} |",
     ]
+    si = r.get("source_import")
+    if si:
+        lines.append(
+            f"| `import --from mcp-memory`: {si['observations']:,} observations of one entity, s (CPU-s); another "
+            f"project's recall meanwhile p50 / p95 / max ms | {si['seconds']} ({si['cpu_seconds']}); "
+            f"{si['recall_p50_ms']} / {si['recall_p95_ms']} / {si['recall_max_ms']} ({si['recalls']} recalls) | "
+            f"again, nothing changed: {si['again_seconds']} s | <= {t['source_import_s']} s; p95 <= "
+            f"{t['source_recall_p95_ms']} ms | {_mark(si['seconds'] <= t['source_import_s'])}; "
+            f"{_mark(si['recall_p95_ms'] <= t['source_recall_p95_ms'])} |")
     bf = r.get("before")
     if bf:
         this, old = bf["this"], bf["before"]
@@ -443,6 +509,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, help="result directory (default bench/results/<UTC>/bulk/)")
     ap.add_argument("--month-n", type=int, help="memories in the simulated month")
     ap.add_argument("--import-n", type=int, help="memories in the import/export measurement")
+    ap.add_argument("--source-n", type=int, help="observations of the one entity of the mcp-memory import (issue 35)")
+    ap.add_argument("--source-only", action="store_true", help="only the mcp-memory import and the recall beside it")
     ap.add_argument("--before", type=Path, help="another checkout of engram (e.g. main): its import and export too")
     ap.add_argument("--child-checkout", type=Path, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
@@ -450,7 +518,19 @@ def main(argv: list[str] | None = None) -> int:
         _child_checkout(a.child_checkout, a.import_n or FULL["import_n"])
         return 0
     out = a.out or ROOT / "bench" / "results" / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) / "bulk"
-    overrides = {k: v for k, v in (("month_n", a.month_n), ("import_n", a.import_n)) if v}
+    if a.source_only:
+        from engram_mcp.index.embeddings import DEFAULT_MODEL, make_embedder
+
+        tmp = Path(tempfile.mkdtemp(prefix="engram-bulk-"))
+        try:
+            emb = make_embedder(DEFAULT_MODEL, cache_dir=str(tmp / "models"))
+            n = a.source_n or (QUICK if a.quick else FULL)["source_observations"]
+            print(json.dumps(measure_source_import(emb, tmp, n, print)))
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        return 0
+    overrides = {k: v for k, v in (("month_n", a.month_n), ("import_n", a.import_n),
+                                   ("source_observations", a.source_n)) if v}
     results = run_bulk(out, quick=a.quick, before=a.before, **overrides)
     print(markdown(results))
     print(f"results in {out}")
