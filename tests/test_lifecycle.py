@@ -174,11 +174,47 @@ def test_used_memories_that_decay_are_consolidated_and_queued(store):
 
 
 def test_consolidated_memories_that_keep_decaying_are_archived(store):
-    mid = store.store("an old consolidated fact")
-    store.age(mid, days=40, status="consolidated", access_count=2)  # 0.5 * 2^(-40/9.8) = 0.030
+    mid = store.store("an old consolidated note", importance=0.4)  # below DURABLE_MIN_IMPORTANCE
+    store.age(mid, days=40, status="consolidated", access_count=2)  # 0.4 * 2^(-40/9.8) = 0.024
     store.reopen()
     store.svc.maintain(store.ctx)
     assert store.get(mid)["status"] == "archived"
+
+
+def test_durable_knowledge_fades_to_consolidated_and_stays_in_reach_for_months(store):
+    """A rule stored on day 2 and needed on day 20 without a recall in between (issue 33's month
+    replay archived 29 of 61 stored facts): durable knowledge stops at consolidated."""
+    fact = store.store("the staging database listens on port 6543", importance=0.7)
+    rule = store.store("always run the linter before pushing", type="procedural", importance=0.7)
+    note = store.store("looked at the staging logs", type="episodic", importance=0.7)
+    weak = store.store("maybe try a different cache size", importance=0.3)
+    for mid in (fact, rule, note, weak):
+        store.age(mid, days=60, status="active")  # fact: 0.7 * 2^(-60/7) = 0.0018
+    store.reopen()
+    report = store.svc.maintain(store.ctx)
+    assert store.get(fact)["status"] == "consolidated"
+    assert store.get(rule)["status"] == "consolidated"  # 0.7 * 2^-2 = 0.175 < 0.3
+    assert store.get(note)["status"] == "archived"  # noise fades as before
+    assert store.get(weak)["status"] == "archived"
+    assert report["project"]["consolidated"] == 2
+    h = store.svc.handle(store.ctx, "project")
+    assert h.q("SELECT * FROM consolidation_queue") == []  # fading is no consolidator job
+    store.svc.maintain(store.ctx)  # a second pass neither archives nor forgets it
+    assert store.get(fact)["status"] == "consolidated"
+    found = store.svc.recall(store.ctx, query="staging database port", strengthen=False)["memories"]
+    assert fact in [m["id"] for m in found]
+
+
+def test_durable_knowledge_unused_for_months_is_archived_then_forgotten(store):
+    from engram_mcp.index.scoring import DURABLE_ARCHIVE_AFTER_DAYS
+
+    mid = store.store("the old build server is called hermes", importance=0.7)
+    store.age(mid, days=DURABLE_ARCHIVE_AFTER_DAYS + 1, status="consolidated")
+    store.reopen()
+    store.svc.maintain(store.ctx)
+    assert store.get(mid)["status"] == "archived"
+    store.svc.maintain(store.ctx)
+    assert store.get(mid)["status"] == "forgotten"
 
 
 def test_archived_memories_below_one_percent_are_forgotten_with_content_and_vector_cleared(store):

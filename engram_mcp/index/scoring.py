@@ -64,6 +64,13 @@ CONSOLIDATE_MIN_ACCESS = 2
 ARCHIVE_BELOW_STRENGTH = 0.1
 FORGET_BELOW_STRENGTH = 0.01
 ACTIVATE_AFTER_SECONDS = 3_600.0
+# Durable knowledge (a semantic or procedural memory of importance >= DURABLE_MIN_IMPORTANCE:
+# a rule, a decision, an environment fact, a fix someone chose to keep) fades to `consolidated`
+# like any other but is archived by decay only after DURABLE_ARCHIVE_AFTER_DAYS without a recall
+# (and forgotten only after that); supersession and forget_memory still end it at once. The month
+# replay: a fact stored on day 2 and next needed on day 20 was archived (29 of 61 stored facts).
+DURABLE_MIN_IMPORTANCE = 0.5
+DURABLE_ARCHIVE_AFTER_DAYS = 180.0
 REACTIVATE_AT_STRENGTH = 0.3
 CONSOLIDATED_RANK_FACTOR = 0.85  # consolidated memories are queryable at lower priority
 

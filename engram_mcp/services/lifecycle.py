@@ -8,6 +8,10 @@ Strength is computed at read time (scoring.py); this pass turns it into states
   consolidated -> archived  strength < 0.1
   archived -> forgotten     strength < 0.01: content and vector cleared (skeleton kept);
                             never in the user scope, which is only ever archived
+Durable knowledge (semantic or procedural, importance >= DURABLE_MIN_IMPORTANCE) fades only to
+consolidated (at strength < 0.3, whatever its access count): it stays in recall and context, at
+lower priority, and is archived or forgotten by decay only after DURABLE_ARCHIVE_AFTER_DAYS
+without a recall. Noise (episodic captures, working scratch, unimportant notes) fades as above.
   forgotten (by the user)   purged (content cleared) FORGOTTEN_PURGE_DAYS after forget_memory
 Status moves are bookkeeping, not edits, so they set `status_changed_at` and write no
 history; a purge clears the content in history too, because forgetting must forget.
@@ -31,7 +35,10 @@ from engram_mcp.index.scoring import (
     ARCHIVE_BELOW_STRENGTH,
     CONSOLIDATE_BELOW_STRENGTH,
     CONSOLIDATE_MIN_ACCESS,
+    DURABLE_ARCHIVE_AFTER_DAYS,
+    DURABLE_MIN_IMPORTANCE,
     FORGET_BELOW_STRENGTH,
+    SECONDS_PER_DAY,
     decay_factors,
     to_epoch,
 )
@@ -174,23 +181,32 @@ def _maintain_scope(h: ScopeHandle, now: float, on_purge=None) -> dict[str, int]
     strength = importance * decay_factors(half, now - last, access)
     status = idx.cols.status_code[slots]
     created = idx.cols.created_at[slots]
+    durable = durable_mask(idx.cols.type_code[slots], importance)
+    # Durable knowledge leaves recall by decay only after months unused (module docstring).
+    unused_long = (now - last) >= DURABLE_ARCHIVE_AFTER_DAYS * SECONDS_PER_DAY
+    may_archive = ~durable | unused_long
     moves: dict[str, list[str]] = {"active": [], "consolidated": [], "archived": [], "forgotten": []}
+    to_consolidator: list[str] = []
     for i, slot in enumerate(slots):
         key = idx.live_key(int(slot))
         st, s = int(status[i]), float(strength[i])
+        archivable = s < ARCHIVE_BELOW_STRENGTH and bool(may_archive[i])
         if st == STATUS_CODE["created"] and now - created[i] >= ACTIVATE_AFTER_SECONDS:
             st_new = "active"
-            if s < ARCHIVE_BELOW_STRENGTH and access[i] < CONSOLIDATE_MIN_ACCESS:
+            if archivable and access[i] < CONSOLIDATE_MIN_ACCESS:
                 st_new = "archived"
             moves[st_new].append(key)
         elif st == STATUS_CODE["active"]:
             if s < CONSOLIDATE_BELOW_STRENGTH and access[i] >= CONSOLIDATE_MIN_ACCESS:
                 moves["consolidated"].append(key)
-            elif s < ARCHIVE_BELOW_STRENGTH and access[i] < CONSOLIDATE_MIN_ACCESS:
+                to_consolidator.append(key)
+            elif archivable and access[i] < CONSOLIDATE_MIN_ACCESS:
                 moves["archived"].append(key)
-        elif st == STATUS_CODE["consolidated"] and s < ARCHIVE_BELOW_STRENGTH:
+            elif s < CONSOLIDATE_BELOW_STRENGTH and durable[i]:
+                moves["consolidated"].append(key)  # fades, stays in reach; not a consolidator job
+        elif st == STATUS_CODE["consolidated"] and archivable:
             moves["archived"].append(key)
-        elif st == STATUS_CODE["archived"] and s < FORGET_BELOW_STRENGTH and h.scope != "user":
+        elif st == STATUS_CODE["archived"] and s < FORGET_BELOW_STRENGTH and bool(may_archive[i]) and h.scope != "user":
             moves["forgotten"].append(key)
     for status_name in ("active", "consolidated", "archived"):
         keys = moves[status_name]
@@ -198,7 +214,7 @@ def _maintain_scope(h: ScopeHandle, now: float, on_purge=None) -> dict[str, int]
             h.repo.set_status(keys, status_name)
             for k in keys:
                 idx.set_status(k, status_name)
-    _enqueue_many(h, moves["consolidated"], "decay", 0.5)
+    _enqueue_many(h, to_consolidator, "decay", 0.5)
     purged = [k for k in moves["forgotten"]]
     purged += _expired_user_forgets(h, now)
     for k in purged:
@@ -212,6 +228,12 @@ def _maintain_scope(h: ScopeHandle, now: float, on_purge=None) -> dict[str, int]
         "forgotten": len(moves["forgotten"]),
         "purged": len(purged),
     }
+
+
+def durable_mask(type_codes: np.ndarray, importance: np.ndarray) -> np.ndarray:
+    """Which memories are durable knowledge: semantic or procedural, importance >= DURABLE_MIN_IMPORTANCE."""
+    codes = np.array([MEMORY_TYPES.index(t) for t in DURABLE_TYPES], dtype=type_codes.dtype)
+    return np.isin(type_codes, codes) & (importance >= DURABLE_MIN_IMPORTANCE)
 
 
 def _expired_user_forgets(h: ScopeHandle, now: float) -> list[str]:
