@@ -11,6 +11,9 @@ duplicating it comes back with a hint that it may replace it (`supersede_hint`).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,6 +42,22 @@ from engram_mcp.services.sightings import note_sighting
 
 SUPERSEDE_HINT_MIN_COSINE = 0.65  # see supersede_hint
 SUPERSEDE_HINT_PREVIEW_CHARS = 160
+
+
+#: Vectors a caller embedded beforehand in one batch (`embedded_beforehand`), by cleaned content.
+_EMBEDDED: ContextVar[dict[str, np.ndarray] | None] = ContextVar("engram_embedded_beforehand", default=None)
+
+
+@contextmanager
+def embedded_beforehand(vectors: dict[str, np.ndarray]) -> Iterator[None]:
+    """Within it, `store` takes a text's vector from `vectors` (keyed by `records.clean_content`
+    of the text) instead of embedding it alone: a sync embeds its arrivals in batches, outside
+    the write lock, then stores them one by one with short holds. Per thread (a context variable)."""
+    token = _EMBEDDED.set(vectors)
+    try:
+        yield
+    finally:
+        _EMBEDDED.reset(token)
 
 
 def store(
@@ -98,7 +117,8 @@ def store(
         metadata = {**metadata, "derived_from": [format_memory_id(k) for k in sources]}
         dedup = False
 
-    vec, warning = access.embed_query(content)  # outside the lock: uses the other core
+    given = (_EMBEDDED.get() or {}).get(content)
+    vec, warning = (given, None) if given is not None else access.embed_query(content)  # outside the lock
     dedup_threshold = access.config(ctx.project_root).store_dedup_similarity
     warnings = [{"code": "embedding_failed", "message": warning, "searchable_by": "keyword_only"}] if warning else []
     with access.lock:

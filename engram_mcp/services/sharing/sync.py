@@ -24,6 +24,7 @@ import logging
 import re
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
@@ -34,7 +35,7 @@ from engram_mcp.core.ids import format_memory_id
 from engram_mcp.core.sensitivity import is_sensitive
 from engram_mcp.core.vocabulary import DURABLE_TYPES
 from engram_mcp.index.scope_index import record_key
-from engram_mcp.services import edit
+from engram_mcp.services import edit, records
 from engram_mcp.services import store as store_ops
 
 from . import provenance
@@ -55,6 +56,11 @@ if TYPE_CHECKING:
 log = logging.getLogger("engram.sharing")
 DELETED = "deleted"  # the fingerprint of a side that no longer holds the memory
 READ_PAGE = 100  # memories read per lock hold
+#: New files embedded in one call (`Sync._batches`): below the embedder's bulk-session size (16),
+#: so a session start's batches run on one core and another project's query keeps the other.
+EMBED_BATCH_FILES = 8
+EMBED_BATCH_CHARS = 8_000  # characters a batch embeds (each text counted up to EMBED_HEAD_CHARS)
+EMBED_HEAD_CHARS = 4_096  # what the model reads of a text at most, about (256 word pieces)
 FEW_MEMORIES = 32  # up to this many, links are read per memory instead of for the whole scope
 #: Bytes of files one budgeted run (a session start) reads at most; the rest waits.
 BUDGET_READ_MAX_BYTES = 8 * 1024 * 1024
@@ -138,10 +144,11 @@ def _lock_for(target: Target) -> threading.Lock:
 
 # ---------------------------------------------------------------------- local side
 def read_local(
-    access: "ScopeAccess", ctx: "RequestContext", scope: str, keys: set[str] | None
+    access: "ScopeAccess", ctx: "RequestContext", scope: str, keys: set[str] | None, *, links: bool = True
 ) -> dict[str, dict[str, Any]]:
     """Rows of `scope` by key (`keys`, or every memory of the scope when None), with
-    `_supersedes`: the keys each one replaces. Read in pages under the service lock."""
+    `_supersedes`: the keys each one replaces (not read when `links` is False: a memory just
+    stored from a file has none yet). Read in pages under the service lock."""
     with access.lock:
         h = access.handle(ctx, scope)
         wanted = sorted(h.index.keys() if keys is None else (k for k in keys if h.index.slot_of(k) is not None))
@@ -151,6 +158,8 @@ def read_local(
         with access.lock:
             for row in h.repo.get_many(page):
                 rows[record_key(row)] = dict(row, _supersedes=[])
+    if not links:
+        return rows
     with access.lock:
         if len(rows) <= FEW_MEMORIES:  # a few: their own links, not the scope's
             links = [link for k in rows for link in h.repo.links_of(k) if link.src == k]
@@ -227,9 +236,11 @@ class _Sync:
         for fid in sorted(self.entries):
             if not self._out_of_time(fid):
                 self._guarded(self._known, fid)
-        for fid in arrived:
-            if not self._out_of_time(fid):
-                self._guarded(self._arrived, fid)
+        for batch in self._batches(arrived):
+            with store_ops.embedded_beforehand(self._embed(batch)):
+                for fid in batch:
+                    if not self._out_of_time(fid):
+                        self._guarded(self._arrived, fid)
         if self.t.mirror_all and not self.pull_only:
             self._send_new_local()
         elif self.t.auto_share and not self.pull_only:
@@ -237,6 +248,43 @@ class _Sync:
         self._apply_supersessions()
         self.t.state.save(self.entries)
         return self.report
+
+    def _batches(self, arrived: list[str]) -> Iterator[list[str]]:
+        """The new files in batches embedded together: at most EMBED_BATCH_FILES files and
+        EMBED_BATCH_CHARS characters (a long body alone), so a batch's embedding is short beside
+        the time budget and never loads both cores for long (another project's recall)."""
+        batch: list[str] = []
+        chars = 0
+        for fid in arrived:
+            size = min(len(self.files[fid][1].content), EMBED_HEAD_CHARS)
+            if batch and (len(batch) >= EMBED_BATCH_FILES or chars + size > EMBED_BATCH_CHARS):
+                yield batch
+                batch, chars = [], 0
+            batch.append(fid)
+            chars += size
+        if batch:
+            yield batch
+
+    def _embed(self, batch: list[str]) -> dict[str, Any]:
+        """{cleaned text: vector} of a batch's files, embedded in one call outside the write lock
+        (`store_ops.embedded_beforehand`); empty past the budget or when embedding fails (each
+        store then embeds its own, or stores without a vector, as before)."""
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            return {}
+        cleaned = set()
+        for fid in batch:
+            try:
+                cleaned.add(records.clean_content(self.files[fid][1].content, []))
+            except Exception:  # noqa: BLE001, S112 - its store reports it, against its file
+                continue
+        texts = sorted(cleaned)
+        if len(texts) < 2:
+            return {}
+        try:
+            vectors, _warning = self.access.embed_documents(texts)
+        except Exception:  # noqa: BLE001 - each store embeds its own text then
+            return {}
+        return {} if vectors is None else dict(zip(texts, vectors, strict=True))
 
     def _guarded(self, step: Callable[[str], None], fid: str) -> None:
         """One memory's step; a refusal of the service (a purged memory, too many tags) is
@@ -541,9 +589,10 @@ class _Sync:
         if mem.supersedes:
             self.supersede_todo.append((key, mem.supersedes))
 
-    def _remember(self, fid: str, key: str, name: str | None, mem: SharedMemory) -> None:
-        """Record both sides as they are now: the new base for this memory."""
-        row = read_local(self.access, self.ctx, self.t.scope, {key}).get(key)
+    def _remember(self, fid: str, key: str, name: str | None, mem: SharedMemory, *, fresh: bool = False) -> None:
+        """Record both sides as they are now: the new base for this memory (`fresh`: just
+        stored, so it replaces nothing yet and its links are not read)."""
+        row = read_local(self.access, self.ctx, self.t.scope, {key}, links=not fresh).get(key)
         self.local[key] = row or {}
         local_fp = as_shared(row, fid, self.to_file_id).fingerprint() if _is_live(row) else DELETED
         self.entries[fid] = {
@@ -661,7 +710,7 @@ class _Sync:
         self._arrival(key, name, "added")
         if mem.supersedes:
             self.supersede_todo.append((key, mem.supersedes))
-        self._remember(fid, key, name, mem)
+        self._remember(fid, key, name, mem, fresh=result.get("action") == "created")
 
     def _claims_private(self, row: dict[str, Any] | None, local_mem: SharedMemory | None, mem: SharedMemory) -> bool:
         """Whether a team file with no sync base names a project memory that is not the file's:
