@@ -478,12 +478,6 @@ def test_a_committed_sync_state_or_store_is_refused_not_used(tmp_path: Path, com
 
 # ------------------------------------------------------------------ resources
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=False,
-    reason="open (issue 32, resource class): a 20,000-character body takes ~0.4-0.5 s to embed and another "
-    "project's query embedding waits behind it; measured on the shared 2-core machine: p50 67-107 ms, "
-    "p95 186-723 ms, once a single 3.5 s wait (tiny files: p50 38-57 ms)",
-)
 def test_many_medium_files_keep_session_start_in_budget_and_another_projects_recall_fast(
     cli_env: Env, tmp_path: Path
 ) -> None:
