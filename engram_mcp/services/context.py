@@ -32,6 +32,7 @@ from engram_mcp.core.vocabulary import CONTEXT_SECTIONS, DURABLE_TYPES, PERSISTE
 from engram_mcp.index.retrieval import Hit
 from engram_mcp.index.scope_index import Filters
 from engram_mcp.index.scoring import decay_factors, prior
+from engram_mcp.services import fact_diff
 from engram_mcp.services.access import RequestContext, ScopeAccess
 from engram_mcp.services.recall import recall, strengthen_hits
 from engram_mcp.services.records import check_tags, clip_words, is_foreign, origin_in, public_memory
@@ -269,7 +270,7 @@ def build_context(
         for name in SECTIONS:  # a memory (or a near-duplicate of it) appears once, in its first section
             kept = []
             for m in gathered[name]:
-                if never_volunteered(m) or _restates(m, shown.ids):
+                if never_volunteered(m) or _restates(m, shown.ids) or outdated(access, ctx, m):
                     continue
                 if not shown.repeats(m):
                     shown.add(m)
@@ -379,6 +380,52 @@ def _session_history(access: ScopeAccess, ctx: RequestContext) -> list[dict[str,
         except StoreUnavailable:
             pass
     return out
+
+
+#: Newer memories of its scope, nearest first, checked for one that outdates a memory to inject.
+OUTDATING_NEIGHBOURS = 8
+
+
+def outdated(access: ScopeAccess, ctx: RequestContext, mem: dict[str, Any]) -> bool:
+    """Whether a newer live memory of `mem`'s scope states a changed value of it
+    (`fact_diff.outdates`: the same kind of value in the same role, as a change), though nothing
+    links the two: the start block and the prompt hook show the newer one only. Recall still
+    returns both (the caller of a search sees the whole record). Shared and imported memories
+    are neither hidden nor hide another (`is_foreign`)."""
+    with access.lock:
+        return _outdated(access, ctx, mem)
+
+
+def _outdated(access: ScopeAccess, ctx: RequestContext, mem: dict[str, Any]) -> bool:
+    scope = mem.get("scope")
+    if scope == "session" or is_foreign(mem) or ":" not in str(mem.get("id") or ""):
+        return False
+    try:
+        h = access.handle(ctx, str(scope))
+    except (StoreUnavailable, KeyError, ValueError):
+        return False
+    key = mem["id"].split(":", 1)[1]
+    slot, vec = h.index.slot_of(key), h.index.vector_of_key(key)
+    if slot is None or vec is None:
+        return False
+    mask = h.index.mask(Filters())  # recallable and not superseded
+    created = h.index.cols.created_at[: mask.size]
+    mask &= created > created[slot]
+    if not mask.any():
+        return False
+    old = h.repo.get(key)
+    old_text = str((old or {}).get("content") or "")
+    slots, scores = h.index.vectors.search(vec, OUTDATING_NEIGHBOURS, mask)
+    for other, score in zip(slots, scores, strict=True):
+        if float(score) < fact_diff.OUTDATE_MIN_COSINE:
+            break
+        other_key = h.index.key_of(int(other))
+        row = h.repo.get(other_key) if other_key else None
+        if row is None or is_foreign(public_memory(row)):
+            continue
+        if fact_diff.outdates(old_text, str(row.get("content") or ""), float(score)):
+            return True
+    return False
 
 
 def _restates(mem: dict[str, Any], shown_ids: set[str]) -> bool:

@@ -307,3 +307,76 @@ def merge_decision(
 def _foreign(source: Any) -> bool:
     """Whether a `source` says the text came from across a boundary (team file, sync folder, import)."""
     return origin_of(source).get("kind") in FOREIGN_ORIGINS
+
+
+# --- Staleness for injection ------------------------------------------------------------------
+# Two live memories of one scope that are related but no near-duplicates (their texts are whole
+# turns: cosine 0.37-0.77 on the month replay's replaced facts, below the dedup threshold) can
+# still be an old value and its replacement: "minimum firmware 4.2.0" then "minimum goes up to
+# 4.6.0", "Docker runs in Colima" then "got rid of Colima, moved to OrbStack". Nothing links
+# them, so both were injected. `outdates` tells such a pair apart, for injection only (the start
+# block and the prompt hook show the newer one; recall still returns both).
+
+#: Close enough to be about one subject: a correction (`compare` says REPLACES) in this band
+#: outdates the older memory (the month replay's pairs without a quoted old value: 0.65-0.77).
+OUTDATE_BAND_COSINE = 0.57
+#: Related at all: below this a newer text is about something else, whatever words it shares.
+OUTDATE_MIN_COSINE = 0.35
+# The change words that point back at the replaced value ("instead of X", "replaced X", "no
+# longer X"); "now X" names the new value, and "not", "no" and "was" appear in most sentences.
+_DISPLACING_WORDS = frozenset(
+    {
+        "instead",
+        "replaced",
+        "replaces",
+        "previously",
+        "formerly",
+        "former",
+        "longer",
+        "retired",
+        "deprecated",
+        "superseded",
+        "anymore",
+    }
+)
+_DISPLACE_WINDOW = 3  # words from a change word to the value it displaces
+_SENTENCE_SPLIT_RE = re.compile(r"(?<=[.!?;])\s+")
+
+
+def outdates(old: str, new: str, similarity: float) -> bool:
+    """Whether the newer text `new` makes the older `old` stale: it states a value of the same
+    kind in the same role as one of `old`'s, as a change. Either
+
+    - close (cosine >= OUTDATE_BAND_COSINE): `compare` reads it as a correction (a value of a
+      kind written over another beside a change word, or one value swapped in the same sentence)
+      and a value of one kind left `old` while one of that kind came in; or
+    - related (cosine >= OUTDATE_MIN_COSINE): one sentence of `new` displaces a value `old`
+      stated: it names that value, a change word ("instead of Doppler", "moved from Colima to
+      OrbStack", "now 9443 (10.40.2.17)") and a new value of the same kind, which `old` lacks.
+    """
+    if similarity < OUTDATE_MIN_COSINE:
+        return False
+    a, b = fact_tokens(old), fact_tokens(new)
+    a_stems, b_stems = {_stem(t) for t in a}, {_stem(t) for t in b}
+    old_only = {t: k for t, k in a.items() if _stem(t) not in b_stems}
+    new_only = {t: k for t, k in b.items() if _stem(t) not in a_stems}
+    if similarity >= OUTDATE_BAND_COSINE and compare(old, new).relation == REPLACES:
+        return True  # compare found the swap ("Alice reviews" -> "Bob now reviews") or a new value by a change word
+    if not set(old_only.values()) & set(new_only.values()):
+        return False  # nothing of one kind went out while one of that kind came in
+    shared = {t: k for t, k in b.items() if t in a}
+    for sentence in _SENTENCE_SPLIT_RE.split(new):
+        words = [w.lower() for w in _TOKEN_RE.findall(sentence)]
+        changes = [i for i, w in enumerate(words) if w in _DISPLACING_WORDS]
+        if not changes:
+            continue
+        # the old value right after the change word ("instead of Doppler", "replaced Lucia",
+        # "moved from Colima"): the subject of "X now uses Y" is no displaced value
+        kinds_out = {
+            shared[w]
+            for i, w in enumerate(words)
+            if w in shared and any(0 < i - c <= _DISPLACE_WINDOW for c in changes)
+        }
+        if kinds_out & {new_only[w] for w in words if w in new_only}:
+            return True
+    return False

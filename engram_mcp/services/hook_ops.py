@@ -271,6 +271,7 @@ def prompt_context(access: ScopeAccess, ctx: RequestContext, *, prompt: str) -> 
         if float(m.get("similarity") or 0.0) >= cfg.prompt_recall_min_relevance
         and m["id"] not in seen
         and context_ops.injectable(m)
+        and not context_ops.outdated(access, ctx, m)
     ][:limit]
     if not picked:
         INJECTION_LOG.record(ctx.session_id, "prompt", [], 0, prompt=prompt)  # which prompt, for `engram ui`

@@ -1,0 +1,85 @@
+"""An old value and its replacement, stored as two live memories that nothing links, are not
+both injected (issue 33's stale exposure): the start block and the prompt hook show the newer
+one only, recall still returns both. `fact_diff.outdates` decides; it must not hide a distinct
+item that merely reads alike."""
+
+from __future__ import annotations
+
+import pytest
+
+from engram_mcp.services import fact_diff, hook_ops
+
+OLD_TOOL = (
+    "Local containers for the billing service run in Podman on this laptop, socket at "
+    "/run/user/1000/podman/podman.sock; set DOCKER_HOST before the integration tests."
+)
+NEW_TOOL = (
+    "I removed the old setup this week: local containers for the billing service use Rancher "
+    "Desktop instead of Podman, and its socket is linked to /var/run/docker.sock."
+)
+
+
+# ------------------------------------------------------------------ the rule
+@pytest.mark.parametrize(
+    ("old", "new", "similarity"),
+    [
+        # a value of one kind written over another, close pair, change word
+        ("The SDK is pinned to 4.2.0 for every service.", "The SDK is now pinned to 4.6.0 for every service.", 0.8),
+        (
+            "Alice reviews every change to the billing schema.",
+            "Bob now reviews every change to the billing schema.",
+            0.7,
+        ),
+        # a related pair far below the dedup threshold: the newer text displaces the older value
+        (OLD_TOOL, NEW_TOOL, 0.45),
+        ("Secrets come from Vault for the api repo.", "Secrets: we use Bitwarden instead of Vault from today.", 0.4),
+    ],
+)
+def test_a_changed_value_outdates_the_older_memory(old, new, similarity):
+    assert fact_diff.outdates(old, new, similarity)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "similarity"),
+    [
+        # two items that read alike, no change: both stay
+        (
+            "Tomasz owns the gateway protocol; changes need his review.",
+            "Run buf generate after a change in proto/.",
+            0.5,
+        ),
+        ("Runbook 12: restart the gateway with make gw.", "Runbook 21: restart the gateway with make gw.", 0.9),
+        # "X now uses Y": the subject is no displaced value
+        (
+            "The router lives in src/routes.ts and serves /api.",
+            "src/routes.ts now uses createRouter, and /health is served too.",
+            0.45,
+        ),
+        # unrelated: below the floor, whatever the words
+        ("Secrets come from Vault for the api repo.", "Secrets: we use Bitwarden instead of Vault from today.", 0.2),
+        # a paraphrase adds no value of a kind the older lacks
+        ("Always run the linter before pushing.", "Before you push, always run the linter now.", 0.9),
+    ],
+)
+def test_a_distinct_item_or_a_paraphrase_outdates_nothing(old, new, similarity):
+    assert not fact_diff.outdates(old, new, similarity)
+
+
+# ------------------------------------------------------------------ injection, with the real model
+def test_the_start_block_and_the_prompt_hook_show_the_newer_memory_only(real_service, ctx):
+    svc = real_service
+    old = svc.store(ctx, content=OLD_TOOL, type="semantic", scope="project")
+    new = svc.store(ctx, content=NEW_TOOL, type="semantic", scope="project")
+    assert old["action"] == new["action"] == "created"
+    assert new.get("supersedes") is None  # below the dedup threshold: nothing links the two
+    old_id, new_id = old["memory_id"], new["memory_id"]
+
+    block = svc.context(ctx, task_description="run the billing integration tests", strengthen=False)
+    assert "Rancher" in block["context_block"] and "podman.sock" not in block["context_block"]
+
+    prompt = hook_ops.prompt_context(svc.access, ctx, prompt="how do local containers run for the billing service?")
+    assert prompt.get("memory_ids") and old_id not in prompt["memory_ids"]
+
+    found = svc.recall(ctx, query="local containers billing service socket", limit=5, strengthen=False)
+    ids = [m["id"] for m in found["memories"]]
+    assert old_id in ids and new_id in ids  # recall still returns both: only injection chooses
