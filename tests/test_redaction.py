@@ -970,3 +970,48 @@ def test_share_and_export_apply_the_outbound_pass(fake_service, ctx, tmp_path):
     dump = (tmp_path / "backup.jsonl").read_text()
     assert secret not in dump and "changeme" not in dump
     assert out["redactions"].get("password") == 1
+
+
+# ------------------------------------------------------------------ issue 32: outbound forms in other words
+@pytest.mark.parametrize(
+    "text,secret",
+    [
+        ("grafana login: admin / Gr4f4n4!Adm1n", "Gr4f4n4!Adm1n"),
+        ("Jenkins credentials: deploy / S3cure#2024 for the CI box", "S3cure#2024"),
+        ("die Anmeldung für Grafana: admin / Gr4f4n4!Adm1n", "Gr4f4n4!Adm1n"),
+        ("sign in: alice / hunter2hunter2", "hunter2hunter2"),
+        ("the vault unseal key is 3f9a1c7e5b2d4f6a8c0e1b3d5f7a9c2e", "3f9a1c7e5b2d4f6a8c0e1b3d5f7a9c2e"),
+        ("the recovery key is 9f86d081884c7d659a2feaa0c55ad015", "9f86d081884c7d659a2feaa0c55ad015"),
+        ("the wifi key is sunshine-kitten-42", "sunshine-kitten-42"),
+        ("the door pin is purple-monkey-dishwasher", "purple-monkey-dishwasher"),
+    ],
+)
+def test_outbound_pass_takes_login_pairs_hex_keys_and_passphrases(text: str, secret: str) -> None:
+    from engram_mcp.core.redaction import redact_outbound
+
+    out = redact_outbound(text)
+    assert secret not in out.text and out.findings, out
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "commit 3f9a1c7e5b2d4f6a8c0e1b3d5f7a9c2e4b6d8f0a fixed the key handling",
+        "the sha256 checksum is 3f9a1c7e5b2d4f6a8c0e1b3d5f7a9c2e3f9a1c7e5b2d4f6a8c0e1b3d5f7a9c2e",
+        "the cache key is 3f9a1c7e5b2d4f6a8c0e1b3d5f7a9c2e",
+        "the build key is 3f9a1c7e5b2d4f6a8c0e1b3d5f7a9c2e",
+        "the primary key is user-id-column",
+        "Cache restored from key: Linux-node-modules-9fceb02d0ae598e95dc970b74767f19372d61af8",
+        "the key is config-v2-final in the yaml",
+        "login: see the docs / wiki page",
+        "the login flow: oauth / saml",
+        "login with user/password placeholders",
+        "the key is logging.getLogger.name",
+        "login: admin / admin",
+    ],
+)
+def test_outbound_pass_keeps_hashes_and_ordinary_pairs(text: str) -> None:
+    from engram_mcp.core.redaction import redact_outbound
+
+    out = redact_outbound(text)
+    assert out.text == text and not out.findings, out

@@ -2429,7 +2429,95 @@ def redact_outbound(text: str) -> RedactionResult:
     counts: Counter = Counter()
     out = _redact_counts(strip_private(text), counts)
     out = _prose_pass(out, counts, outbound=True)
+    out = _outbound_forms(out, counts)
     return RedactionResult(out, _findings(counts))
+
+
+# Forms only the outbound pass takes (a shared file may lose a non-secret, never keep a secret):
+# a user / password pair after a login word ("grafana login: admin / Gr4f4n4!Adm1n"); a hex secret
+# stated as a key's value ("the vault unseal key is 3f9a..."), not a commit, hash or checksum; a
+# passphrase of joined words stated as a key's or password's value ("the wifi key is sunshine-kitten-42").
+_LOGIN_WORDS = (
+    r"log[\s-]?in|logon|sign[\s-]?in|credentials?|creds|account|anmeldung|zugangsdaten|konto|identifiants|"
+    r"connexion|credenciales|acceso|cuenta|credenziali|accesso|inloggning|логин|учётка|учетка|"
+    r"ログイン|認証情報|登录|登入|账号|帐号|로그인"
+)
+_LOGIN_PAIR_RE = re.compile(
+    rf"(?i)(?:{_LOGIN_WORDS})\b[^\n:=]{{0,30}}?\s*(?:[:=]|\bis\b|\bwith\b|：)\s*"
+    r"[\"'`]?([^\s/:\"'`]{1,64})[\"'`]?\s*(?:/|:|\s\|\s)\s*[\"'`]?([^\s\"'`]{4,128}?)[\"'`]?(?=[\s,;.)]*(?:\s|$))"
+)
+_SECRET_KEY_WORDS = (
+    r"unseal|secret|token|api[\s_-]?key|private[\s_-]?key|master[\s_-]?key|encryption[\s_-]?key|signing[\s_-]?key|"
+    r"recovery[\s_-]?key|root[\s_-]?key|key|passphrase|password|schlüssel|clé|clave|chiave|ключ|секрет|鍵|キー|密钥|秘钥|키"
+)
+_HEX_VALUE_RE = re.compile(
+    rf"(?i)\b({_SECRET_KEY_WORDS})\b(?:\s+(?:is|was|are|ist|est|es|è|=|:)|\s*[:=：])\s*[\"'`]?([0-9a-f]{{32,128}})\b"
+)
+#: Words that make a hex value a hash, not a secret (within the clause before it).
+_HASH_WORDS = re.compile(
+    r"(?i)\b(commit|sha\d*|hash|checksum|digest|revision|rev|integrity|fingerprint|md5|crc|etag|cache|build|"
+    r"object|blob|tree|ref|uuid|guid|id)\b"
+)
+_PASSPHRASE_RE = re.compile(
+    r"(?i)\b(?:(wi-?fi|wlan|wpa2?|network|ssid|router|door|safe|alarm|lock|vault|gpg|ssh|pgp|disk|luks|bitlocker)\s+)?"
+    r"(key|password|passphrase|pass\s+phrase|passwort|kennwort|mot\s+de\s+passe|contraseña|пароль|pw|pin)\b"
+    r"(?:\s+(?:is|was|ist|est|es|è|=|:)|\s*[:=：])\s*[\"'`]?([a-z]{3,}(?:[-_.][a-z0-9]{2,}){2,})[\"'`]?(?![\w/-])"
+)
+
+
+def _outbound_forms(text: str, counts: Counter) -> str:
+    """Replace the outbound-only forms above (see their comment); the value alone is replaced."""
+    regions: list[tuple[int, int, str]] = []
+    low = text.lower()
+    if any(w in low for w in ("log", "sign", "cred", "account", "anmeld", "zugang", "konto", "ident", "connex", "acce",
+                              "cuent", "inlogg", "логин", "учё", "учет", "ログイン", "認証", "登", "账", "帐", "로그인")):
+        for m in _LOGIN_PAIR_RE.finditer(text):
+            value = m.group(2)
+            if _is_placeholder(value) or _is_doc_example(value) or not _login_password(value):
+                continue
+            regions.append((m.start(2), m.end(2), "password"))
+    for m in _HEX_VALUE_RE.finditer(text):
+        clause = text[max(0, m.start() - 40) : m.start(2)]
+        if _HASH_WORDS.search(clause):
+            continue
+        regions.append((m.start(2), m.end(2), "generic-high-entropy"))
+    for m in _PASSPHRASE_RE.finditer(text):
+        thing, word, value = m.group(1), m.group(2).lower(), m.group(3)
+        if _is_placeholder(value) or _is_doc_example(value):
+            continue
+        if word == "key" and not thing:
+            continue  # "the key is user-id-column", "Cache restored from key: Linux-node-...": a key of a named lock only
+        if re.search(r"[0-9a-f]{12,}", value, re.I) or _HASH_WORDS.search(text[max(0, m.start() - 40) : m.start(3)]):
+            continue  # a hash inside (a cache key) or beside a hash word
+        if "." in value and not any(c.isdigit() for c in value) and "-" not in value:
+            continue  # a dotted name (logging.getLogger.name)
+        regions.append((m.start(3), m.end(3), "password"))
+    if not regions:
+        return text
+    out: list[str] = []
+    copied = 0
+    for s, e, kind in sorted(regions):
+        if s < copied or _LABEL_MARK in text[s:e]:
+            continue
+        out += [text[copied:s], label_for(kind)]
+        copied = e
+        counts[kind] += 1
+    out.append(text[copied:])
+    return "".join(out)
+
+
+def _login_password(value: str) -> bool:
+    """Whether the second half of a login pair reads as a password: 6+ characters with a digit or
+    a symbol, or 10+ of mixed case; not a path, a URL or a plain word."""
+    v = value.strip(".,;)")
+    if len(v) < 6 or "://" in v or v.startswith(("/", "~", ".")):
+        return False
+    has_digit = any(c.isdigit() for c in v)
+    has_symbol = any(not c.isalnum() for c in v)
+    mixed = any(c.isupper() for c in v) and any(c.islower() for c in v)
+    if v.isalpha() and not mixed:
+        return False
+    return has_digit or has_symbol or (mixed and len(v) >= 10)
 
 
 def redact_outbound_obj(obj: Any) -> tuple[Any, tuple[Finding, ...]]:
