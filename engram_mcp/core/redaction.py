@@ -2442,6 +2442,10 @@ _LOGIN_WORDS = (
     r"connexion|credenciales|acceso|cuenta|credenziali|accesso|inloggning|логин|учётка|учетка|"
     r"ログイン|認証情報|登录|登入|账号|帐号|로그인"
 )
+#: Cheap substrings of the login words, checked before the pattern runs.
+_LOGIN_HINTS = tuple(
+    "log sign cred account anmeld zugang konto ident connex acce cuent inlogg логин учё учет ログイン 認証 登 账 帐 로그인".split()
+)
 _LOGIN_PAIR_RE = re.compile(
     rf"(?i)(?:{_LOGIN_WORDS})\b[^\n:=]{{0,30}}?\s*(?:[:=]|\bis\b|\bwith\b|：)\s*"
     r"[\"'`]?([^\s/:\"'`]{1,64})[\"'`]?\s*(?:/|:|\s\|\s)\s*[\"'`]?([^\s\"'`]{4,128}?)[\"'`]?(?=[\s,;.)]*(?:\s|$))"
@@ -2469,8 +2473,7 @@ def _outbound_forms(text: str, counts: Counter) -> str:
     """Replace the outbound-only forms above (see their comment); the value alone is replaced."""
     regions: list[tuple[int, int, str]] = []
     low = text.lower()
-    if any(w in low for w in ("log", "sign", "cred", "account", "anmeld", "zugang", "konto", "ident", "connex", "acce",
-                              "cuent", "inlogg", "логин", "учё", "учет", "ログイン", "認証", "登", "账", "帐", "로그인")):
+    if any(w in low for w in _LOGIN_HINTS):
         for m in _LOGIN_PAIR_RE.finditer(text):
             value = m.group(2)
             if _is_placeholder(value) or _is_doc_example(value) or not _login_password(value):
