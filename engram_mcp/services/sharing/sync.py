@@ -144,10 +144,10 @@ def _lock_for(target: Target) -> threading.Lock:
 
 # ---------------------------------------------------------------------- local side
 def read_local(
-    access: "ScopeAccess", ctx: "RequestContext", scope: str, keys: set[str] | None, *, links: bool = True
+    access: "ScopeAccess", ctx: "RequestContext", scope: str, keys: set[str] | None, *, with_links: bool = True
 ) -> dict[str, dict[str, Any]]:
     """Rows of `scope` by key (`keys`, or every memory of the scope when None), with
-    `_supersedes`: the keys each one replaces (not read when `links` is False: a memory just
+    `_supersedes`: the keys each one replaces (not read when `with_links` is False: a memory just
     stored from a file has none yet). Read in pages under the service lock."""
     with access.lock:
         h = access.handle(ctx, scope)
@@ -158,7 +158,7 @@ def read_local(
         with access.lock:
             for row in h.repo.get_many(page):
                 rows[record_key(row)] = dict(row, _supersedes=[])
-    if not links:
+    if not with_links:
         return rows
     with access.lock:
         if len(rows) <= FEW_MEMORIES:  # a few: their own links, not the scope's
@@ -592,7 +592,7 @@ class _Sync:
     def _remember(self, fid: str, key: str, name: str | None, mem: SharedMemory, *, fresh: bool = False) -> None:
         """Record both sides as they are now: the new base for this memory (`fresh`: just
         stored, so it replaces nothing yet and its links are not read)."""
-        row = read_local(self.access, self.ctx, self.t.scope, {key}, links=not fresh).get(key)
+        row = read_local(self.access, self.ctx, self.t.scope, {key}, with_links=not fresh).get(key)
         self.local[key] = row or {}
         local_fp = as_shared(row, fid, self.to_file_id).fingerprint() if _is_live(row) else DELETED
         self.entries[fid] = {
