@@ -56,6 +56,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("engram.sharing")
 DELETED = "deleted"  # the fingerprint of a side that no longer holds the memory
 READ_PAGE = 100  # memories read per lock hold
+READ_SHARE = 0.5  # of a time budget, the most reading and parsing the files may take
 #: New files embedded in one call (`Sync._batches`): below the embedder's bulk-session size (16),
 #: so a session start's batches run on one core and another project's query keeps the other.
 EMBED_BATCH_FILES = 8
@@ -206,6 +207,9 @@ class _Sync:
     ) -> None:
         self.access, self.ctx, self.t, self.pull_only = access, ctx, target, pull_only
         self.deadline = None if budget_s is None else time.monotonic() + budget_s
+        # reading and parsing get at most READ_SHARE of a budget, so a session start always
+        # applies some files (10,000 files took the whole budget to parse, and none was applied)
+        self.read_deadline = None if budget_s is None else time.monotonic() + budget_s * READ_SHARE
         self.report = Report()
         self.entries = target.state.load()
         self.files: dict[str, tuple[str, SharedMemory]] = {}
@@ -317,7 +321,7 @@ class _Sync:
         read and before it is parsed; what is not reached is pending, never a deletion."""
         budgeted = self.deadline is not None
         reading = self.t.folder.read_within(
-            deadline=self.deadline, max_total_bytes=BUDGET_READ_MAX_BYTES if budgeted else READ_MAX_BYTES
+            deadline=self.read_deadline, max_total_bytes=BUDGET_READ_MAX_BYTES if budgeted else READ_MAX_BYTES
         )
         self.partial = bool(reading.unread) or reading.too_many
         if budgeted:
@@ -338,7 +342,7 @@ class _Sync:
         claims: dict[str, list[tuple[str, SharedMemory]]] = {}
         for ft in reading.files:
             path = f"{self.t.label}/{ft.name}"
-            if self.deadline is not None and time.monotonic() >= self.deadline:
+            if self.read_deadline is not None and time.monotonic() >= self.read_deadline:
                 self.partial = True
                 self.report.pending.append(path)
                 self.pending_seen.add(path)
