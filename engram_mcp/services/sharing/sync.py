@@ -340,6 +340,7 @@ class _Sync:
                 {"path": self.t.label, "error": f"{self.t.label}: too many files; only the first ones were read"}
             )
         claims: dict[str, list[tuple[str, SharedMemory]]] = {}
+        text_keys: dict[str, str] = {}  # file name -> its parse key: the secrets count is remembered by it
         for ft in reading.files:
             path = f"{self.t.label}/{ft.name}"
             if self.read_deadline is not None and time.monotonic() >= self.read_deadline:
@@ -350,6 +351,7 @@ class _Sync:
             mem = self._parse_one(ft.name, ft.text, ft.error)
             if mem is not None:
                 claims.setdefault(mem.memory_id, []).append((ft.name, mem))
+                text_keys[ft.name] = _text_key(ft.name, ft.text or "")
         for fid, claimants in claims.items():
             if len(claimants) > 1 or CONFLICT_COPY_RE.search(claimants[0][0]):
                 self._claimed_twice(claimants)
@@ -357,7 +359,7 @@ class _Sync:
                 continue
             name, mem = claimants[0]
             self.files[fid] = (name, mem)
-            found = _secrets_in(mem)
+            found = _secrets_in(mem, text_keys.get(name))
             if found:
                 self.report.redactions.append(
                     {
@@ -797,7 +799,7 @@ def _parsed(text: str, name: str, path: str) -> SharedMemory:
     """`parse` of one file, remembered by its name and text (a pure function of both); errors
     are not cached, so a fixed file is read again."""
     global _parsed_chars
-    key = hashlib.sha256(f"{name}\x00{text}".encode("utf-8", "surrogatepass")).hexdigest()
+    key = _text_key(name, text)
     mem = _PARSED.get(key)
     if mem is None:
         mem = parse(text, fallback_id=derived_ulid("shared-file", name), source=path)
@@ -809,9 +811,16 @@ def _parsed(text: str, name: str, path: str) -> SharedMemory:
     return mem
 
 
-def _secrets_in(mem: SharedMemory) -> int:
-    """How many secrets redaction finds in a file's fields (remembered per fingerprint and body)."""
-    key = f"{mem.fingerprint()}:{body_hash(mem.content)}"
+def _text_key(name: str, text: str) -> str:
+    """What a file's parse is a pure function of: its name and text."""
+    return hashlib.sha256(f"{name}\x00{text}".encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _secrets_in(mem: SharedMemory, text_key: str | None = None) -> int:
+    """How many secrets redaction finds in a file's fields, remembered by the file's name and
+    text when given (a fingerprint serialises every field: 10,000 files took ~0.6 s a sync),
+    else per fingerprint and body."""
+    key = f"t:{text_key}" if text_key else f"{mem.fingerprint()}:{body_hash(mem.content)}"
     found = _SECRETS.get(key)
     if found is None:
         found = redacted(mem)[1]
