@@ -636,7 +636,7 @@ def test_sensitive_memories_never_reach_a_team_file_or_the_user_mirror(real_serv
     assert "object storage" in shared  # the rule shared the others
     # the user mirror: promoted to the user scope, still never written to the mirror folder
     for key in keys:
-        promotion.promote(real_service.access, ctx, f"memory:{key}", "user")
+        promotion.promote_by_user(real_service.access, ctx, f"memory:{key}", "user")
     mirror = tmp_path / "mirror"
     report = sharing.sync_user(real_service.access, ctx, mirror)
     mirrored = "".join(f.read_text() for f in mirror.glob("*.md")) if mirror.is_dir() else ""
