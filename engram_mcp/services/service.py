@@ -178,6 +178,9 @@ class MemoryService:
         include_superseded: bool = False,
         strengthen: bool = True,
         profile: str | None = None,
+        statuses: str | list[str] | None = None,
+        offset: int = 0,
+        pool: int | None = None,
     ) -> dict[str, Any]:
         return recall.recall(
             self.access,
@@ -195,6 +198,9 @@ class MemoryService:
             include_superseded=include_superseded,
             strengthen=strengthen,
             profile=profile,
+            statuses=statuses,
+            offset=offset,
+            pool=pool,
         )
 
     def list_memories(
