@@ -83,3 +83,13 @@ def test_the_start_block_and_the_prompt_hook_show_the_newer_memory_only(real_ser
     found = svc.recall(ctx, query="local containers billing service socket", limit=5, strengthen=False)
     ids = [m["id"] for m in found["memories"]]
     assert old_id in ids and new_id in ids  # recall still returns both: only injection chooses
+
+
+def test_a_newer_user_memory_outdates_a_project_memory(real_service, ctx):
+    """ "I moved to another tool" is said once, for every repo: it outdates what a project memory
+    said about the old one."""
+    svc = real_service
+    old_id = svc.store(ctx, content=OLD_TOOL, type="semantic", scope="project")["memory_id"]
+    svc.store(ctx, content=NEW_TOOL, type="semantic", scope="user")
+    block = svc.context(ctx, task_description="run the billing integration tests", strengthen=False)
+    assert "Rancher" in block["context_block"] and old_id not in block["context_block"]

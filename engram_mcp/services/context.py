@@ -28,7 +28,7 @@ from engram_mcp.core.display import context_safe
 from engram_mcp.core.errors import InvalidInput, StoreUnavailable
 from engram_mcp.core.sensitivity import is_sensitive
 from engram_mcp.core.textview import neutralise_tags
-from engram_mcp.core.vocabulary import CONTEXT_SECTIONS, DURABLE_TYPES, PERSISTENT_SCOPES
+from engram_mcp.core.vocabulary import CONTEXT_SECTIONS, DURABLE_TYPES, PERSISTENT_SCOPES, RECALLABLE_STATUSES
 from engram_mcp.index.retrieval import Hit
 from engram_mcp.index.scope_index import Filters
 from engram_mcp.index.scoring import decay_factors, prior
@@ -384,6 +384,7 @@ def _session_history(access: ScopeAccess, ctx: RequestContext) -> list[dict[str,
 
 #: Newer memories of its scope, nearest first, checked for one that outdates a memory to inject.
 OUTDATING_NEIGHBOURS = 8
+_OUTDATING_STATUSES = frozenset((*RECALLABLE_STATUSES, "archived"))
 
 
 def outdated(access: ScopeAccess, ctx: RequestContext, mem: dict[str, Any]) -> bool:
@@ -406,15 +407,30 @@ def _outdated(access: ScopeAccess, ctx: RequestContext, mem: dict[str, Any]) -> 
         return False
     key = mem["id"].split(":", 1)[1]
     slot, vec = h.index.slot_of(key), h.index.vector_of_key(key)
-    if slot is None or vec is None:
+    old = h.repo.get(key)
+    if slot is None or vec is None or old is None:
         return False
-    mask = h.index.mask(Filters())  # recallable and not superseded
-    created = h.index.cols.created_at[: mask.size]
-    mask &= created > created[slot]
+    created = float(h.index.cols.created_at[slot])
+    old_text = str(old.get("content") or "")
+    # a project memory is also outdated by a newer user memory ("I moved from Colima to OrbStack")
+    for other_scope in (str(scope), "user") if scope == "project" else (str(scope),):
+        try:
+            other_h = h if other_scope == scope else access.handle(ctx, other_scope)
+        except (StoreUnavailable, KeyError, ValueError):
+            continue
+        if _outdated_in(other_h, vec, created, old_text):
+            return True
+    return False
+
+
+def _outdated_in(h: Any, vec: Any, created: float, old_text: str) -> bool:
+    """Whether a live memory of `h` newer than `created` and near `vec` outdates `old_text`."""
+    # recallable or archived (decay archiving the newer memory leaves the older no less stale),
+    # and not superseded
+    mask = h.index.mask(Filters(statuses=_OUTDATING_STATUSES))
+    mask &= h.index.cols.created_at[: mask.size] > created
     if not mask.any():
         return False
-    old = h.repo.get(key)
-    old_text = str((old or {}).get("content") or "")
     slots, scores = h.index.vectors.search(vec, OUTDATING_NEIGHBOURS, mask)
     for other, score in zip(slots, scores, strict=True):
         if float(score) < fact_diff.OUTDATE_MIN_COSINE:

@@ -337,6 +337,12 @@ _DISPLACING_WORDS = frozenset(
         "deprecated",
         "superseded",
         "anymore",
+        "rid",
+        "dropped",
+        "removed",
+        "switched",
+        "migrated",
+        "moved",
     }
 )
 _DISPLACE_WINDOW = 3  # words from a change word to the value it displaces
