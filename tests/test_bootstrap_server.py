@@ -289,7 +289,9 @@ def test_engram_python_starts_the_build_detached_and_serves_the_stand_in(tmp_pat
         assert s.initialize()["serverInfo"]["name"] == "engram"
         assert s.result("tools/list") == {"tools": TOOLS}
         deadline = time.monotonic() + 20
-        while not (data / "stub-runs").exists() and time.monotonic() < deadline:
+        runs = data / "stub-runs"
+        # the stub creates the file before it writes its line: wait for a whole line, not the file
+        while not (runs.exists() and runs.read_text().endswith("\n")) and time.monotonic() < deadline:
             time.sleep(0.05)
         [run] = [json.loads(line) for line in (data / "stub-runs").read_text().splitlines()]
         assert run["argv"] == ["--root", str(root), "--data", str(data), "--unless-running"]
