@@ -135,6 +135,15 @@ class Config:
         min_length=1,
         moves_data=True,  # downloads are written there: a directory of the repository's choosing
     )
+    #: A large import cannot wait for its vectors: the model embeds ~220 short texts per CPU-second
+    #: on a 2-core machine, so 20,000 took ~90 s of the 283 s an import of them lasted (issue 35).
+    import_defer_vectors_min: int = setting(
+        1000,
+        "Embeddings",
+        "An import with at least this many memories to embed writes them at once, found by keywords, and the "
+        "daemon computes their vectors afterwards in the background (0: always embed during the import).",
+        minimum=0,
+    )
     # --- Retrieval
     scope_weight_profile: str = setting(
         "default",
