@@ -50,10 +50,16 @@ ISSUE_PROMPTS = (
 )
 
 # The trigger this one replaced (engram_mcp/interfaces/hooks.py before issue 13), kept to measure against.
-LEGACY_USER_CUES = re.compile(r"\b(always|never|from now on|prefer|convention|we use|make sure|don't|do not|remember|"
-                              r"instead of|should be|must)\b", re.IGNORECASE)
-LEGACY_ANSWER_CUES = re.compile(r"\b(root cause|the fix|fixed (?:it|by|the)|workaround|turned out|the issue was|the problem was|"
-                                r"decided|decision|convention|going forward|instead of|requires|you need to)\b", re.IGNORECASE)
+LEGACY_USER_CUES = re.compile(
+    r"\b(always|never|from now on|prefer|convention|we use|make sure|don't|do not|remember|"
+    r"instead of|should be|must)\b",
+    re.IGNORECASE,
+)
+LEGACY_ANSWER_CUES = re.compile(
+    r"\b(root cause|the fix|fixed (?:it|by|the)|workaround|turned out|the issue was|the problem was|"
+    r"decided|decision|convention|going forward|instead of|requires|you need to)\b",
+    re.IGNORECASE,
+)
 
 
 def legacy_fires(facts: dict[str, Any]) -> bool:
@@ -85,16 +91,24 @@ def prompt_entries(prompt: str) -> list[dict[str, Any]]:
         return [_entry("user", prompt)]
     name, args = m.group(1), m.group(2)
     tags = f"<command-message>{name}</command-message>\n<command-name>/{name}</command-name>\n<command-args>{args}</command-args>"
-    return [_entry("user", tags), _entry("user", [{"type": "text", "text": f"(the /{name} command's text) {args}"}], isMeta=True)]
+    return [
+        _entry("user", tags),
+        _entry("user", [{"type": "text", "text": f"(the /{name} command's text) {args}"}], isMeta=True),
+    ]
 
 
 def transcript_entries(turn: dict[str, Any]) -> list[dict[str, Any]]:
     """A whole transcript tail for one corpus turn, preceded by an unrelated earlier turn."""
-    entries = [_entry("user", "earlier prompt: from now on always use tabs"), _entry("assistant", [{"type": "text", "text": "ok"}])]
+    entries = [
+        _entry("user", "earlier prompt: from now on always use tabs"),
+        _entry("assistant", [{"type": "text", "text": "ok"}]),
+    ]
     entries += prompt_entries(turn["prompt"])
     for i, event in enumerate(turn["tools"]):
         tid = f"toolu_{i:04d}"
-        entries.append(_entry("assistant", [{"type": "tool_use", "id": tid, "name": event["name"], "input": event["input"]}]))
+        entries.append(
+            _entry("assistant", [{"type": "tool_use", "id": tid, "name": event["name"], "input": event["input"]}])
+        )
         result = {"type": "tool_result", "tool_use_id": tid, "content": event.get("output") or ""}
         if event.get("failed"):
             result["is_error"] = True
@@ -116,7 +130,13 @@ def metrics(rows: list[dict[str, Any]], key: str = "fired") -> dict[str, Any]:
     fn = sum(not r[key] and r["label"] == "durable" for r in rows)
     tn = sum(not r[key] and r["label"] == "none" for r in rows)
     return {
-        "turns": len(rows), "durable": tp + fn, "none": fp + tn, "tp": tp, "fp": fp, "fn": fn, "tn": tn,
+        "turns": len(rows),
+        "durable": tp + fn,
+        "none": fp + tn,
+        "tp": tp,
+        "fp": fp,
+        "fn": fn,
+        "tn": tn,
         "precision": round(tp / (tp + fp), 3) if tp + fp else None,
         "recall": round(tp / (tp + fn), 3) if tp + fn else None,  # = the catch rate on durable turns
         "nudge_rate_none": round(fp / (fp + tn), 3) if fp + tn else None,
@@ -140,16 +160,24 @@ def note_tokens() -> dict[str, Any]:
     """The note with every signal (the longest it gets) and with one."""
     longest = hooks.stop_note(list(stop_trigger.SIGNAL_TEXT))
     shortest = min((hooks.stop_note([s]) for s in stop_trigger.SIGNAL_TEXT), key=len)
-    return {"longest_chars": len(longest), "longest_tokens": estimate_tokens(longest),
-            "longest_tokens_pessimistic": -(-len(longest) // 3), "shortest_tokens": estimate_tokens(shortest),
-            "text": longest, "estimate": "characters / 4 (pessimistic: / 3); Claude's tokenizer is not available offline"}
+    return {
+        "longest_chars": len(longest),
+        "longest_tokens": estimate_tokens(longest),
+        "longest_tokens_pessimistic": -(-len(longest) // 3),
+        "shortest_tokens": estimate_tokens(shortest),
+        "text": longest,
+        "estimate": "characters / 4 (pessimistic: / 3); Claude's tokenizer is not available offline",
+    }
 
 
 def issue_prompts() -> list[dict[str, Any]]:
     out = []
     for prompt in ISSUE_PROMPTS:
-        turn = {"prompt": prompt, "answer": "Done.", "tools": [{"name": "Edit", "input": {"file_path": "src/app.py"},
-                                                                 "failed": False, "output": "ok"}]}
+        turn = {
+            "prompt": prompt,
+            "answer": "Done.",
+            "tools": [{"name": "Edit", "input": {"file_path": "src/app.py"}, "failed": False, "output": "ok"}],
+        }
         signals, legacy = classify(turn)
         out.append({"prompt": prompt, "fires": bool(signals), "signals": signals, "legacy_fires": legacy})
     return out
@@ -160,31 +188,54 @@ def run(out_dir: Path) -> dict[str, Any]:
     rows = []
     for t in turns:
         signals, legacy = classify(t)
-        rows.append({"id": t["id"], "split": t["split"], "category": t["category"], "label": t["label"],
-                     "stored": t["stored"], "command": stop_trigger.is_engram_command(t["prompt"]),
-                     "fired": bool(signals), "signals": signals, "legacy": legacy})
-    result: dict[str, Any] = {"corpus": str(CORPUS.relative_to(ROOT)), "turns": len(rows),
-                              "durable_share": round(sum(r["label"] == "durable" for r in rows) / len(rows), 3)}
+        rows.append(
+            {
+                "id": t["id"],
+                "split": t["split"],
+                "category": t["category"],
+                "label": t["label"],
+                "stored": t["stored"],
+                "command": stop_trigger.is_engram_command(t["prompt"]),
+                "fired": bool(signals),
+                "signals": signals,
+                "legacy": legacy,
+            }
+        )
+    result: dict[str, Any] = {
+        "corpus": str(CORPUS.relative_to(ROOT)),
+        "turns": len(rows),
+        "durable_share": round(sum(r["label"] == "durable" for r in rows) / len(rows), 3),
+    }
     for split in SPLITS:
         sel = [r for r in rows if split == "all" or r["split"] == split]
         result[split] = {"current": metrics(sel), "legacy": metrics(sel, "legacy")}
     result["categories"] = by_category(rows)
     result["never_fire"] = {
-        "stored_turns": sum(r["stored"] for r in rows), "fired_on_stored": sum(r["fired"] and r["stored"] for r in rows),
-        "command_turns": sum(r["command"] for r in rows), "fired_on_command": sum(r["fired"] and r["command"] for r in rows),
+        "stored_turns": sum(r["stored"] for r in rows),
+        "fired_on_stored": sum(r["fired"] and r["stored"] for r in rows),
+        "command_turns": sum(r["command"] for r in rows),
+        "fired_on_command": sum(r["fired"] and r["command"] for r in rows),
     }
     result["note"] = note_tokens()
     result["issue_prompts"] = issue_prompts()
-    result["mistakes"] = [{k: r[k] for k in ("id", "split", "category", "label", "signals")}
-                          for r in rows if r["fired"] != (r["label"] == "durable")]
+    result["mistakes"] = [
+        {k: r[k] for k in ("id", "split", "category", "label", "signals")}
+        for r in rows
+        if r["fired"] != (r["label"] == "durable")
+    ]
     result["cost_per_100_turns"] = costs(result["all"], result["note"]["longest_tokens"])
     cur = result["heldout"]["current"]
     result["targets"] = {
-        "nudge_rate_none_max": TARGET_NUDGE_RATE_NONE, "catch_rate_min": TARGET_CATCH_RATE, "note_tokens_max": TARGET_NOTE_TOKENS,
-        "heldout_meets_nudge_rate": cur["nudge_rate_none"] is not None and cur["nudge_rate_none"] <= TARGET_NUDGE_RATE_NONE,
+        "nudge_rate_none_max": TARGET_NUDGE_RATE_NONE,
+        "catch_rate_min": TARGET_CATCH_RATE,
+        "note_tokens_max": TARGET_NOTE_TOKENS,
+        "heldout_meets_nudge_rate": cur["nudge_rate_none"] is not None
+        and cur["nudge_rate_none"] <= TARGET_NUDGE_RATE_NONE,
         "heldout_meets_catch_rate": cur["recall"] is not None and cur["recall"] >= TARGET_CATCH_RATE,
         "note_within_tokens": result["note"]["longest_tokens"] <= TARGET_NOTE_TOKENS,
-        "never_fired_on_stored_or_command": not (result["never_fire"]["fired_on_stored"] or result["never_fire"]["fired_on_command"]),
+        "never_fired_on_stored_or_command": not (
+            result["never_fire"]["fired_on_stored"] or result["never_fire"]["fired_on_command"]
+        ),
     }
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "stop.json").write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
@@ -201,11 +252,140 @@ def costs(all_split: dict[str, Any], note_tokens_: int) -> dict[str, Any]:
     cur, old = all_split["current"], all_split["legacy"]
     per100 = 100 / cur["turns"]
     return {
-        "legacy_trigger_block": {"extra_requests": round((old["tp"] + old["fp"]) * per100, 1),
-                                 "wasted_requests": round(old["fp"] * per100, 1)},
-        "current_trigger_block": {"extra_requests": round((cur["tp"] + cur["fp"]) * per100, 1),
-                                  "wasted_requests": round(cur["fp"] * per100, 1)},
-        "current_trigger_nudge": {"extra_requests": 0, "extra_input_tokens": round((cur["tp"] + cur["fp"]) * per100 * note_tokens_)},
+        "legacy_trigger_block": {
+            "extra_requests": round((old["tp"] + old["fp"]) * per100, 1),
+            "wasted_requests": round(old["fp"] * per100, 1),
+        },
+        "current_trigger_block": {
+            "extra_requests": round((cur["tp"] + cur["fp"]) * per100, 1),
+            "wasted_requests": round(cur["fp"] * per100, 1),
+        },
+        "current_trigger_nudge": {
+            "extra_requests": 0,
+            "extra_input_tokens": round((cur["tp"] + cur["fp"]) * per100 * note_tokens_),
+        },
+    }
+
+
+# ------------------------------------------------------------------------------------ a coding-month world
+def world_turns(world: Path) -> list[dict[str, Any]]:
+    """Every turn of a coding-month world (`sessions.jsonl`) in the corpus's shape, with its labels."""
+    out = []
+    for line in (world / "sessions.jsonl").read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        s = json.loads(line)
+        for i, t in enumerate(s["turns"]):
+            tools = [
+                {
+                    "name": e["tool"],
+                    "input": e["input"],
+                    "failed": bool(e.get("error")),
+                    "output": e.get("output") or "",
+                }
+                for e in t["events"]
+            ]
+            out.append(
+                {
+                    "id": f"{s['session_id']}/{t['turn']}",
+                    "session": s["session_id"],
+                    "project": s["project"],
+                    "last": i == len(s["turns"]) - 1,
+                    "prompt": t["prompt"],
+                    "answer": t["answer"],
+                    "tools": tools,
+                    "teaches": t["teaches"],
+                    "quiet": t["quiet"],
+                    "world_turn": t,
+                }
+            )
+    return out
+
+
+def shows(text: str, anchors: list[str]) -> bool:
+    low = text.lower()
+    return all(a.lower() in low for a in anchors)
+
+
+def world_eval(world: Path) -> dict[str, Any]:
+    """The trigger on a world's turns, as the nudged replay sees them: where the previous turn of the
+    session was flagged, the stand-in stores first thing in this turn (a store_memory call before the
+    turn's own work, so the hook sees a store). Per teaching turn: fired, and whether the hook's own
+    memory (`turn_knowledge_memory`) or the stand-in's next-turn memory shows each taught fact (the
+    evaluation reads facts.jsonl for the anchors; nothing the hook or the stand-in does reads it)."""
+    from bench.month import standin
+
+    facts = {
+        f["fact_id"]: f for f in map(json.loads, (world / "facts.jsonl").read_text(encoding="utf-8").splitlines()) if f
+    }
+    turns = world_turns(world)
+    rows = []
+    prev_fired, prev_session = False, None
+    for k, t in enumerate(turns):
+        entries = transcript_entries(t)
+        if prev_fired and prev_session == t["session"]:
+            store = {
+                "type": "tool_use",
+                "id": "toolu_note",
+                "name": stop_trigger.ENGRAM_TOOL_PREFIX + "store_memory",
+                "input": {"content": "(the previous turn)"},
+            }
+            at = next(i for i, e in enumerate(entries) if e["type"] == "user" and i >= 2) + 1
+            entries[at:at] = [
+                _entry("assistant", [store]),
+                _entry("user", [{"type": "tool_result", "tool_use_id": "toolu_note", "content": "{}"}]),
+            ]
+        turn_facts = hooks.turn_facts(hooks.last_turn(entries))
+        signals = hooks.stop_signals(turn_facts, note_delivered=prev_fired and prev_session == t["session"])
+        memory = hooks.turn_knowledge_memory(turn_facts, signals) if signals else None
+        nxt = turns[k + 1] if k + 1 < len(turns) and turns[k + 1]["session"] == t["session"] else None
+        standin_text = standin.memory_from_turn(t["world_turn"]).content if signals and nxt else ""
+        row = {
+            "id": t["id"],
+            "quiet": t["quiet"],
+            "last": t["last"],
+            "fired": bool(signals),
+            "signals": signals,
+            "stored_before": bool(turn_facts["stored"]),
+            "facts": {},
+        }
+        for fid in t["teaches"]:
+            anchors = facts[fid]["anchors"]
+            row["facts"][fid] = {
+                "kind": facts[fid]["kind"],
+                "hook": bool(memory) and shows(memory["content"], anchors),
+                "standin": shows(standin_text, anchors),
+            }
+        rows.append(row)
+        prev_fired, prev_session = bool(signals), t["session"]
+    teach = [r for r in rows if not r["quiet"]]
+    quiet = [r for r in rows if r["quiet"]]
+    per_fact = [(r, fid, v) for r in teach for fid, v in r["facts"].items()]
+    return {
+        "world": str(world),
+        "teaching_fired": sum(r["fired"] for r in teach),
+        "teaching": len(teach),
+        "quiet_fired": sum(r["fired"] for r in quiet),
+        "quiet": len(quiet),
+        "facts": len(per_fact),
+        "captured_by_hook": sum(v["hook"] for _, _, v in per_fact),
+        "captured_either": sum(v["hook"] or v["standin"] for _, _, v in per_fact),
+        "last_turn_facts": sum(r["last"] for r, _, _ in per_fact),
+        "last_turn_captured_by_hook": sum(r["last"] and v["hook"] for r, _, v in per_fact),
+        "missed": [
+            {
+                "turn": r["id"],
+                "fact": fid,
+                "kind": v["kind"],
+                "fired": r["fired"],
+                "signals": r["signals"],
+                "stored_before": r["stored_before"],
+                "hook": v["hook"],
+            }
+            for r, fid, v in per_fact
+            if not v["hook"]
+        ],
+        "quiet_fired_turns": [r["id"] for r in quiet if r["fired"]],
     }
 
 
@@ -215,46 +395,89 @@ def _pct(x: Any) -> str:
 
 
 def report(r: dict[str, Any]) -> str:
-    L = ["# Stop hook trigger on the labelled corpus", "",
-         f"{r['turns']} turns ({_pct(r['durable_share'])} durable) from `{r['corpus']}`, labelling rules in "
-         "`tests/data/stop_corpus.md`; each turn goes through the hook's own transcript parsing. "
-         "`dev`: the rules were tuned on it; `heldout`: never looked at while tuning.", "",
-         "| split | turns | precision | recall (catch rate) | nudge rate on `none` | legacy: recall | legacy: block rate on `none` |",
-         "|---|---|---|---|---|---|---|"]
+    L = [
+        "# Stop hook trigger on the labelled corpus",
+        "",
+        f"{r['turns']} turns ({_pct(r['durable_share'])} durable) from `{r['corpus']}`, labelling rules in "
+        "`tests/data/stop_corpus.md`; each turn goes through the hook's own transcript parsing. "
+        "`dev`: the rules were tuned on it; `heldout`: never looked at while tuning.",
+        "",
+        "| split | turns | precision | recall (catch rate) | nudge rate on `none` | legacy: recall | legacy: block rate on `none` |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for split in SPLITS:
         c, o = r[split]["current"], r[split]["legacy"]
-        L.append(f"| {split} | {c['turns']} | {_pct(c['precision'])} | {_pct(c['recall'])} ({c['tp']}/{c['durable']}) | "
-                 f"{_pct(c['nudge_rate_none'])} ({c['fp']}/{c['none']}) | {_pct(o['recall'])} | {_pct(o['nudge_rate_none'])} ({o['fp']}/{o['none']}) |")
+        L.append(
+            f"| {split} | {c['turns']} | {_pct(c['precision'])} | {_pct(c['recall'])} ({c['tp']}/{c['durable']}) | "
+            f"{_pct(c['nudge_rate_none'])} ({c['fp']}/{c['none']}) | {_pct(o['recall'])} | {_pct(o['nudge_rate_none'])} ({o['fp']}/{o['none']}) |"
+        )
     t = r["targets"]
-    L += ["", f"Targets (held-out): nudge rate on `none` <= {_pct(t['nudge_rate_none_max'])}: "
-          f"{'met' if t['heldout_meets_nudge_rate'] else 'NOT met'}; catch rate >= {_pct(t['catch_rate_min'])}: "
-          f"{'met' if t['heldout_meets_catch_rate'] else 'NOT met'}; note <= {t['note_tokens_max']} tokens: "
-          f"{'met' if t['note_within_tokens'] else 'NOT met'}; never on stored or command turns: "
-          f"{'met' if t['never_fired_on_stored_or_command'] else 'NOT met'}.", ""]
+    L += [
+        "",
+        f"Targets (held-out): nudge rate on `none` <= {_pct(t['nudge_rate_none_max'])}: "
+        f"{'met' if t['heldout_meets_nudge_rate'] else 'NOT met'}; catch rate >= {_pct(t['catch_rate_min'])}: "
+        f"{'met' if t['heldout_meets_catch_rate'] else 'NOT met'}; note <= {t['note_tokens_max']} tokens: "
+        f"{'met' if t['note_within_tokens'] else 'NOT met'}; never on stored or command turns: "
+        f"{'met' if t['never_fired_on_stored_or_command'] else 'NOT met'}.",
+        "",
+    ]
     c = r["all"]["current"]
-    L += ["Confusion (all turns, current trigger):", "", "| | fires | silent |", "|---|---|---|",
-          f"| durable | {c['tp']} | {c['fn']} |", f"| none | {c['fp']} | {c['tn']} |", ""]
-    L += ["Per category (`legacy` = the trigger this one replaced):", "",
-          "| category | turns | durable | fires | wrong | legacy fires |", "|---|---|---|---|---|---|"]
+    L += [
+        "Confusion (all turns, current trigger):",
+        "",
+        "| | fires | silent |",
+        "|---|---|---|",
+        f"| durable | {c['tp']} | {c['fn']} |",
+        f"| none | {c['fp']} | {c['tn']} |",
+        "",
+    ]
+    L += [
+        "Per category (`legacy` = the trigger this one replaced):",
+        "",
+        "| category | turns | durable | fires | wrong | legacy fires |",
+        "|---|---|---|---|---|---|",
+    ]
     for name, k in sorted(r["categories"].items()):
         L.append(f"| {name} | {k['turns']} | {k['durable']} | {k['fired']} | {k['wrong']} | {k['fired_legacy']} |")
     nf = r["never_fire"]
     n = r["note"]
-    L += ["", f"Never fires: on {nf['stored_turns']} turns where engram stored, fired {nf['fired_on_stored']}; "
-          f"on {nf['command_turns']} engram command turns, fired {nf['fired_on_command']}.", "",
-          f"The note: {n['longest_tokens']} tokens at most (pessimistic {n['longest_tokens_pessimistic']}; {n['estimate']}), "
-          "added once to the next prompt's context:", "", f"> {n['text']}", "",
-          "Prompts issue 13 found blocked (a plain turn each):", "", "| prompt | fires now | legacy |", "|---|---|---|"]
+    L += [
+        "",
+        f"Never fires: on {nf['stored_turns']} turns where engram stored, fired {nf['fired_on_stored']}; "
+        f"on {nf['command_turns']} engram command turns, fired {nf['fired_on_command']}.",
+        "",
+        f"The note: {n['longest_tokens']} tokens at most (pessimistic {n['longest_tokens_pessimistic']}; {n['estimate']}), "
+        "added once to the next prompt's context:",
+        "",
+        f"> {n['text']}",
+        "",
+        "Prompts issue 13 found blocked (a plain turn each):",
+        "",
+        "| prompt | fires now | legacy |",
+        "|---|---|---|",
+    ]
     for p in r["issue_prompts"]:
-        L.append(f"| {p['prompt']} | {'yes ' + ', '.join(p['signals']) if p['fires'] else 'no'} | {'yes' if p['legacy_fires'] else 'no'} |")
+        L.append(
+            f"| {p['prompt']} | {'yes ' + ', '.join(p['signals']) if p['fires'] else 'no'} | {'yes' if p['legacy_fires'] else 'no'} |"
+        )
     k = r["cost_per_100_turns"]
-    L += ["", "Cost per 100 turns of this mix:", "", "| design | extra main-model requests | of them wasted | extra input tokens |",
-          "|---|---|---|---|",
-          f"| legacy trigger, block | {k['legacy_trigger_block']['extra_requests']} | {k['legacy_trigger_block']['wasted_requests']} | one conversation prefix each |",
-          f"| this trigger, block | {k['current_trigger_block']['extra_requests']} | {k['current_trigger_block']['wasted_requests']} | one conversation prefix each |",
-          f"| this trigger, note on the next prompt (shipped) | 0 | 0 | {k['current_trigger_nudge']['extra_input_tokens']} |", ""]
+    L += [
+        "",
+        "Cost per 100 turns of this mix:",
+        "",
+        "| design | extra main-model requests | of them wasted | extra input tokens |",
+        "|---|---|---|---|",
+        f"| legacy trigger, block | {k['legacy_trigger_block']['extra_requests']} | {k['legacy_trigger_block']['wasted_requests']} | one conversation prefix each |",
+        f"| this trigger, block | {k['current_trigger_block']['extra_requests']} | {k['current_trigger_block']['wasted_requests']} | one conversation prefix each |",
+        f"| this trigger, note on the next prompt (shipped) | 0 | 0 | {k['current_trigger_nudge']['extra_input_tokens']} |",
+        "",
+    ]
     if r["mistakes"]:
-        L += ["Turns it gets wrong: " + ", ".join(f"{m['id']} ({m['split']}, {m['category']}, {m['label']})" for m in r["mistakes"]), ""]
+        L += [
+            "Turns it gets wrong: "
+            + ", ".join(f"{m['id']} ({m['split']}, {m['category']}, {m['label']})" for m in r["mistakes"]),
+            "",
+        ]
     return "\n".join(L) + "\n"
 
 
@@ -268,8 +491,11 @@ def main(argv: list[str] | None = None) -> int:
     result = run(out)
     for split in SPLITS:
         c = result[split]["current"]
-        print(f"{split:8s} precision {_pct(c['precision'])}  recall {_pct(c['recall'])} ({c['tp']}/{c['durable']})  "
-              f"nudge rate on none {_pct(c['nudge_rate_none'])} ({c['fp']}/{c['none']})", flush=True)
+        print(
+            f"{split:8s} precision {_pct(c['precision'])}  recall {_pct(c['recall'])} ({c['tp']}/{c['durable']})  "
+            f"nudge rate on none {_pct(c['nudge_rate_none'])} ({c['fp']}/{c['none']})",
+            flush=True,
+        )
     print(f"wrote {out / 'stop.md'}")
     return 0
 

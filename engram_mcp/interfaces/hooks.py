@@ -73,6 +73,7 @@ TURN_OUTCOME_CHARS = 200  # the outcome of a turn whose knowledge is in the user
 
 STOP_NOTES_DIR = "stop-notes"  # under the user dir: one pending note per session, for the next prompt
 STOP_NOTE_MAX_AGE_S = 7 * 24 * 3600  # a note nobody picked up within a week is dropped
+DELIVERED_SUFFIX = ".delivered"  # beside a session's note: its prompt carried the note (read by Stop)
 TOOL_OUTPUT_CHARS = 400
 ERROR_MARKERS = re.compile(r"Traceback \(most recent call last\)|^(?:error|fatal|FAILED|E  )\b|\berror:", re.MULTILINE)
 
@@ -337,9 +338,17 @@ def turn_facts(turn: list[dict[str, Any]]) -> dict[str, Any]:
     """What happened in a turn: prompt, final answer, tool events (failed or not), engram stores.
 
     `events` pairs each tool_use with its tool_result (``failed`` = the result is an error);
-    `stored` is true when any engram store-family tool was called in the turn.
+    `stored` is true when any engram store-family tool was called in the turn, `stored_after_work`
+    when one came after some other tool call (not first thing, as an answer to a memory check does).
     """
-    facts: dict[str, Any] = {"prompt": "", "answer": "", "tools": [], "events": [], "stored": False}
+    facts: dict[str, Any] = {
+        "prompt": "",
+        "answer": "",
+        "tools": [],
+        "events": [],
+        "stored": False,
+        "stored_after_work": False,
+    }
     by_id: dict[str, dict[str, Any]] = {}
     for entry in turn:
         for b in _blocks(entry):
@@ -359,7 +368,10 @@ def turn_facts(turn: list[dict[str, Any]]) -> dict[str, Any]:
                 facts["tools"].append(name)
                 facts["events"].append(event)
                 by_id[str(b.get("id") or "")] = event
-                facts["stored"] = facts["stored"] or stop_trigger.is_store_tool(name)
+                store = stop_trigger.is_store_tool(name)
+                facts["stored"] = facts["stored"] or store
+                worked = any(not t.startswith(TOOL_PREFIX) for t in facts["tools"][:-1])
+                facts["stored_after_work"] = facts["stored_after_work"] or (store and worked)
             elif kind == "tool_result":
                 used = by_id.get(str(b.get("tool_use_id") or ""))
                 if used is not None:
@@ -368,8 +380,15 @@ def turn_facts(turn: list[dict[str, Any]]) -> dict[str, Any]:
     return facts
 
 
-def stop_signals(facts: dict[str, Any]) -> list[str]:
-    """Why this turn may hold unstored durable knowledge (keys of `stop_trigger.SIGNAL_TEXT`); empty when not."""
+def stop_signals(facts: dict[str, Any], *, note_delivered: bool = False) -> list[str]:
+    """Why this turn may hold unstored durable knowledge (keys of `stop_trigger.SIGNAL_TEXT`); empty when not.
+
+    When this turn's prompt carried a memory check (`note_delivered`), the stores Claude made first
+    thing answered it: they are about the previous turn, so they do not say that this turn's own
+    knowledge was curated (only a store after some of the turn's work does).
+    """
+    if note_delivered and facts.get("stored") and not facts.get("stored_after_work"):
+        facts = dict(facts, stored=False)
     return stop_trigger.stop_signals(facts)
 
 
@@ -447,7 +466,29 @@ def take_stop_note(user_dir: Path, payload: dict[str, Any]) -> str | None:
         return None
     if time.time() - float(data.get("created") or 0) > STOP_NOTE_MAX_AGE_S:
         return None
+    _mark_delivered(path)
     return stop_note(signals)
+
+
+def _mark_delivered(note: Path) -> None:
+    """Record that this session's prompt carried a memory check, for the Stop hook of the same turn."""
+    try:
+        fd = os.open(note.with_suffix(DELIVERED_SUFFIX), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.close(fd)
+    except OSError:
+        pass
+
+
+def note_was_delivered(user_dir: Path, payload: dict[str, Any]) -> bool:
+    """Whether this turn's prompt carried the session's memory check (read once: the marker is removed)."""
+    path = _note_path(user_dir, payload)
+    if path is None:
+        return False
+    try:
+        path.with_suffix(DELIVERED_SUFFIX).unlink()
+        return True
+    except OSError:
+        return False
 
 
 def compact_snapshot(entries: list[dict[str, Any]], root: str) -> str | None:
@@ -566,7 +607,7 @@ def on_stop(user_dir: Path, payload: dict[str, Any]) -> dict[str, Any] | None:
     facts = settled_turn_facts(payload)
     if not facts["answer"] and isinstance(payload.get("last_assistant_message"), str):
         facts["answer"] = payload["last_assistant_message"]
-    signals = stop_signals(facts)
+    signals = stop_signals(facts, note_delivered=note_was_delivered(user_dir, payload))
     if signals and _stop_enabled(user_dir, payload):
         save_stop_note(user_dir, payload, signals)
         memory = turn_knowledge_memory(facts, signals)
@@ -586,7 +627,10 @@ def turn_knowledge_memory(facts: dict[str, Any], signals: list[str]) -> dict[str
     not scratch: session end promotes it, so the next session can see it.
     """
     prompt = _clean(stop_trigger.teaching_part(str(facts.get("prompt") or "")), TURN_PROMPT_CHARS)
-    answer = _clean(facts.get("answer"), TURN_ANSWER_CHARS if "fix" in signals else TURN_OUTCOME_CHARS)
+    answer = _clean(
+        _lesson_first(str(facts.get("answer") or ""), signals),
+        TURN_ANSWER_CHARS if _answer_teaches(signals) else TURN_OUTCOME_CHARS,
+    )
     if not prompt and not answer:
         return None
     if "fix" in signals:
@@ -595,13 +639,16 @@ def turn_knowledge_memory(facts: dict[str, Any], signals: list[str]) -> dict[str
         head = f"Fix found after `{cmd}` failed" if cmd else "Fix found after a failed command"
         content = f"{head}: {answer}" + (f" (asked: {prompt})" if prompt else "")
         kind = "fix"
+    elif signals[0] == "lesson":  # only the answer teaches: what was found, then what was asked
+        kind = "lesson"
+        content = f"Learned: {answer}" + (f" (asked: {prompt})" if prompt else "")
     else:
         kind = signals[0]  # rule, fact or decision: the user's words carry it
         content = f"User: {prompt}" + (f" Outcome: {answer}" if answer else "")
     # engram's types are decay paces: how to work (a rule, a fix's cure) lasts like a procedure
     # (30 days), a fact about the project or a decision like semantic memory (7 days); a root
     # cause is not an episode of the day, whatever the turn's failed command suggests.
-    mem_type = "procedural" if kind in ("rule", "fix") else "semantic"
+    mem_type = "procedural" if kind in ("rule", "fix", "lesson") else "semantic"
     memory = {
         "content": _clean(content, TURN_PROMPT_CHARS + TURN_ANSWER_CHARS + 200),
         "type": mem_type,
@@ -613,6 +660,20 @@ def turn_knowledge_memory(facts: dict[str, Any], signals: list[str]) -> dict[str
     if kind != "fix" and stop_trigger.for_every_project(str(facts.get("prompt") or "")):
         memory["metadata"] = {"promote_to": "user"}  # session end carries it on to the user scope
     return memory
+
+
+def _answer_teaches(signals: list[str]) -> bool:
+    """A fix's root cause and a lesson are explained in the answer: it is kept longer."""
+    return "fix" in signals or "lesson" in signals
+
+
+def _lesson_first(answer: str, signals: list[str]) -> str:
+    """The answer with the lesson it states moved to the front (a cut keeps what lasts)."""
+    lessons = stop_trigger.lesson_sentences(answer) if "lesson" in signals else []
+    rest = answer
+    for sentence in lessons:
+        rest = rest.replace(sentence, " ", 1)
+    return " ".join([*lessons, rest]) if lessons else answer
 
 
 def _holds_answer(facts: dict[str, Any], expected: str) -> bool:

@@ -94,8 +94,10 @@ STATE_VERB = re.compile(
     r"\b(?:is|are|lives|live|runs|run|listens|sits|goes|go|come|comes|moved|moves|uses|use)\b", re.IGNORECASE
 )
 IDENTIFIER = re.compile(
-    r"`[^`]+`|https?://\S+|\b\d{1,3}(?:\.\d{1,3}){3}\b|\b[\w.-]+:\d{2,5}\b|(?:~|\.)?/[\w.-]+/[\w./-]+|\bport \d{2,5}\b"
+    r"`[^`]+`|https?://\S+|\b\d{1,3}(?:\.\d{1,3}){3}\b|\b[\w.-]+:\d{2,5}\b|(?:~|\.)?/[\w.-]+/[\w./-]+|\bport \d{2,5}\b|"
+    r"\bv?\d+\.\d+\.\d+\b|\bon \d{4,5}\b"  # a full version ("4.6.0"), a port ("listens on 9443")
 )
+INDIRECT_QUESTION = re.compile(r"\b(?:whether|if)\b", re.IGNORECASE)  # "he asks whether 4.5.2 is OK": a question
 # A scope wider than this task ("in every repo", "for anything you write"), whatever the sentence's form.
 WIDER_SCOPE = re.compile(
     r"\b(?:in|for|across|to) (?:any|every|all|each) (?:of )?(?:my |our |the )?"
@@ -170,11 +172,88 @@ def stated_fact(prompt: str) -> bool:
     """A statement of lasting state: where something is or how it runs (declarative, present tense,
     a concrete identifier), or who owns or reviews what."""
     for s in sentences(prompt):
-        if declarative(s) and STATE_VERB.search(s) and IDENTIFIER.search(s):
+        clauses = CLAUSE_BREAK.split(s)  # "X has the flaw, so the minimum goes up to 4.6.0"
+        if any(
+            declarative(c) and STATE_VERB.search(c) and IDENTIFIER.search(c) and not INDIRECT_QUESTION.search(c)
+            for c in clauses
+        ):
             return True
         if ROLE.search(s) and PERSON.search(s):
             return True
     return False
+
+
+# -- a lesson the answer states: what the turn found out, said as holding beyond this task --------------
+# A norm about a class of things ("Every @playwright/test bump needs ...", "Tests for server code need
+# the .server.test.ts suffix", "Anything older than 90 days can't be reprocessed") or Claude taking a
+# standing rule on ("I'll always pass --addr on that network"). Read from the sentence's shape: a
+# modal of norm or habit whose subject is generic (a quantifier first, or a bare plural noun phrase),
+# never a specific one (the, this, it, a name: "Hanna needs to sign it off" is about this change).
+NORM = re.compile(
+    r"\b(?:should(?:n't)?|must(?:n't)?|needs?|has to|have to|only ever|always|never|can't|cannot)\b", re.IGNORECASE
+)
+INABILITY = ("can't", "cannot")  # a norm only with a quantified subject ("Anything older ... can't")
+GENERIC_START = re.compile(r"^(?:every|any|all|each|other|new|future|anything|everything|no)\b", re.IGNORECASE)
+# ... a subject that names one thing or a counted few ("the", "a", "two workers"), or a clause that does
+# not start with its subject (a preposition or a subordinator first: "until then the months ...").
+SPECIFIC_START = re.compile(
+    r"^(?:the|this|that|these|those|it|its|i|we|you|he|she|they|my|your|our|his|her|their|there|here|a|an|"
+    r"one|two|three|four|five|both|\d|until|unless|when|after|before|if|since|once|while|as|for|in|on|at|from|"
+    r"with|to|then|by)\b",
+    re.IGNORECASE,
+)
+COMMITMENT = re.compile(
+    r"^(?:I'll|I will)\b[^.!?\n]*\b(?:always|never|any|every|from now on|going forward|whenever)\b", re.IGNORECASE
+)
+CLAUSE_BREAK = re.compile(r",\s+(?:and|so|but)\s+")
+MAX_SUBJECT_WORDS = 7  # a longer run before the modal is not one noun phrase
+PLURAL_WORD = re.compile(r"(?:[a-z]|[A-Z]{2})s$")  # "tests", "CSVs"
+
+
+def _clause_starts(sentence: str) -> list[str]:
+    """A clause as written, without a leading conjunction, and without an adverb or short phrase before
+    its subject ("On the office network I'll ..."), both readings."""
+    bare = CONJUNCTION.sub("", sentence.strip(), count=1)
+    out = [bare]
+    m = re.match(
+        r"^(?:in|on|for|at|from|with|since|until|after|before|when)\b[^,]{0,40}?(?=\s(?:I'll|I will)\b)",
+        bare,
+        re.IGNORECASE,
+    )
+    if m:
+        out.append(bare[m.end() :].strip())
+    return out
+
+
+def _lesson_clause(clause: str) -> bool:
+    if COMMITMENT.match(clause):
+        return True
+    norm = NORM.search(clause)
+    if not norm:
+        return False
+    subject = clause[: norm.start()].strip()
+    words = subject.split()
+    if not words or len(words) > MAX_SUBJECT_WORDS or any(c in subject for c in ",\"'`("):
+        return False
+    if GENERIC_START.match(subject):
+        return True
+    if (
+        norm.group(0).lower() in INABILITY
+        or SPECIFIC_START.match(subject)
+        or (len(words) < 2 and not PLURAL_WORD.search(words[0]))
+    ):
+        return False
+    return any(PLURAL_WORD.search(w) for w in words)
+
+
+def lesson_sentences(answer: str) -> list[str]:
+    """The answer's sentences that state a lesson holding beyond this task (see NORM); empty when none."""
+    out = []
+    for sentence in sentences(answer):
+        clauses = CLAUSE_BREAK.split(sentence)
+        if any(_lesson_clause(c) for part in clauses for c in _clause_starts(part)):
+            out.append(sentence)
+    return out
 
 
 SAME_SENTENCE = r"(?:(?![.!?](?:\s|$))[^\n]){{0,{}}}"  # within one sentence (a dot inside `a.b` does not end it)
@@ -238,6 +317,7 @@ SIGNAL_TEXT = {
     "fact": "the user stated a lasting fact (environment, how something runs, who owns what)",
     "fix": "a command failed and a working fix was found",
     "decision": "a decision was made, with its reason",
+    "lesson": "the answer states a lesson that holds beyond this task (a cause found, a rule to keep)",
 }
 
 
@@ -365,4 +445,6 @@ def stop_signals(facts: dict[str, Any]) -> list[str]:
         or (ASK_TO_CHOOSE.search(prompt) and answer.strip())
     ):
         signals.append("decision")
+    if lesson_sentences(answer):
+        signals.append("lesson")
     return signals

@@ -1,0 +1,164 @@
+"""The Stop hook's capture (issue 33): a turn that teaches reaches the store, a quiet one does not.
+
+Three things the month replay found missing: a lesson Claude states in its answer (a root cause
+and the rule it implies, "Every X needs Y"), a turn right after a memory check (Claude's stores
+first thing answered the check, about the previous turn, and silenced this turn's own signal),
+and what the turn's own memory keeps of an answer that teaches. Pure functions in-process, the
+Stop and UserPromptSubmit handlers as the hook process runs them (no daemon needed for these).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from engram_mcp.core import spool
+from engram_mcp.interfaces import hooks, stop_trigger
+from tests.test_hooks import EDIT, NOTE_MARK, SESSION, STORE, bash, turn_transcript
+
+WORLD = Path(__file__).resolve().parents[2] / "shared" / "bench" / "coding-month"
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Fixed: the worker read the config before the mount was ready. Jobs that touch the cache should always take the lock first.",
+        "Every schema change needs a migration file under db/migrations, so I added one.",
+        "The bucket expires objects after 30 days. Anything older than that can't be restored from it.",
+        "Done. In this repo I'll always run the formatter before committing.",
+        "Root cause found; the renderer now uses it, and PDF exports should only ever go through render_pdf().",
+    ],
+)
+def test_an_answer_that_states_a_lesson_is_a_signal(answer):
+    assert stop_trigger.lesson_sentences(answer)
+    assert "lesson" in stop_trigger.stop_signals({"prompt": "Look into it.", "answer": answer, "events": []})
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Renamed the helper and the tests pass.",
+        "That's new wording users see, so Hanna needs to approve it before merge.",  # this change, a name
+        "Each worker locks the mutex only to pop a job, so two workers never take the same job.",  # counted few
+        'The check runs first now, so a 3.1 device gets "needs 4.0 or newer" and stops.',  # a specific one
+        "Until then the old rows have to come from the archive table.",  # not a subject first
+        "The service can't reach the database from CI.",  # a state, no norm
+        "I'll push it once CI is green.",  # a promise for this task
+    ],
+)
+def test_an_answer_that_reports_the_task_is_not(answer):
+    assert stop_trigger.lesson_sentences(answer) == []
+
+
+def test_versions_and_ports_are_identifiers_in_a_stated_fact_but_a_question_is_not():
+    assert stop_trigger.stated_fact("From 2.3 the admin API listens on 7443. Make that the default.")
+    assert stop_trigger.stated_fact("The advisory is out, so the minimum supported agent goes up to 5.1.2 today.")
+    assert not stop_trigger.stated_fact("She asks whether a device still on 5.0.9 is fine to keep.")
+    assert not stop_trigger.stated_fact("Bump the agent to 5.1.2.")  # an order, not a statement
+
+
+def _stop(tmp_path: Path, user_dir: Path, prompt: str, events: list[dict], answer: str) -> bool:
+    """Run the Stop handler on one turn; whether it left a note for the next prompt."""
+    path = turn_transcript(tmp_path / "t.jsonl", prompt, events, answer)
+    payload = {
+        "transcript_path": str(path),
+        "stop_hook_active": False,
+        "session_id": SESSION,
+        "hook_event_name": "Stop",
+        "cwd": str(tmp_path),
+    }
+    assert hooks.on_stop(user_dir, payload) is None
+    return hooks._note_path(user_dir, payload).exists()  # type: ignore[union-attr]
+
+
+def _deliver(user_dir: Path) -> str:
+    """The next prompt of the session, as UserPromptSubmit sees it: it takes the pending note."""
+    out = hooks.on_prompt_submit(
+        user_dir, {"session_id": SESSION, "hook_event_name": "UserPromptSubmit", "prompt": "ok"}
+    )
+    return (out or {}).get("hookSpecificOutput", {}).get("additionalContext", "")
+
+
+RULE_TURN = (
+    "OK. Heads up: the staging database lives at db.staging.internal:6432, use it for manual checks.",
+    [EDIT],
+    "Noted and checked.",
+)
+
+
+def test_stores_that_answer_a_memory_check_do_not_silence_the_turn_after_it(tmp_path, monkeypatch):
+    """The note asks Claude to store first thing; those stores are about the previous turn, so a turn
+    that teaches something of its own still gets its note (it used to be silenced: 8 of the month
+    world's teaching turns came right after a note)."""
+    monkeypatch.setattr(hooks, "nudge", lambda user_dir, spawn=True: None)
+    user_dir = tmp_path / "user"
+    hooks.save_stop_note(user_dir, {"session_id": SESSION}, ["rule"])
+    assert NOTE_MARK in _deliver(user_dir)
+    prompt, events, answer = RULE_TURN
+    assert _stop(tmp_path, user_dir, prompt, [STORE, *events], answer)
+
+
+def test_a_store_first_thing_without_a_note_or_after_the_work_still_counts_as_curated(tmp_path, monkeypatch):
+    monkeypatch.setattr(hooks, "nudge", lambda user_dir, spawn=True: None)
+    prompt, events, answer = RULE_TURN
+    user_dir = tmp_path / "a"
+    assert not _stop(tmp_path, user_dir, prompt, [STORE, *events], answer)  # no note delivered: Claude's own call
+    user_dir = tmp_path / "b"
+    hooks.save_stop_note(user_dir, {"session_id": SESSION}, ["rule"])
+    assert _deliver(user_dir)
+    assert not _stop(tmp_path, user_dir, prompt, [*events, STORE], answer)  # stored after its work: curated
+
+
+def test_the_delivery_is_read_once_and_only_in_its_session(tmp_path):
+    user_dir = tmp_path / "user"
+    hooks.save_stop_note(user_dir, {"session_id": SESSION}, ["fix"])
+    assert not hooks.note_was_delivered(user_dir, {"session_id": SESSION})  # saved, not delivered yet
+    assert _deliver(user_dir)
+    assert not hooks.note_was_delivered(user_dir, {"session_id": "another-session"})
+    assert hooks.note_was_delivered(user_dir, {"session_id": SESSION})
+    assert not hooks.note_was_delivered(user_dir, {"session_id": SESSION})
+
+
+def test_a_lesson_turn_keeps_the_lesson_first_and_the_answer_that_explains_it(tmp_path, monkeypatch):
+    monkeypatch.setattr(hooks, "nudge", lambda user_dir, spawn=True: None)
+    user_dir = tmp_path / "user"
+    answer = (
+        "The report page rendered twice because the loader ran on the server and again in the browser "
+        "with a different locale, and the second pass replaced the first one's numbers; the fix moves "
+        "number formatting into fmt_amount() in lib/format.ts, called from both sides. "
+        "Amounts in components should always go through fmt_amount()."
+    )
+    assert _stop(tmp_path, user_dir, "The totals flicker after load. Find out why.", [bash("pnpm check")], answer)
+    [entry] = [spool.read(p) for p in spool.pending(user_dir)]
+    memory = entry["args"]
+    assert memory["content"].startswith("Learned: Amounts in components should always go through fmt_amount().")
+    assert "lib/format.ts" in memory["content"]  # the explanation beyond the short outcome is kept
+    assert memory["type"] == "procedural" and "lesson" in memory["tags"]
+
+
+@pytest.mark.skipif(
+    not (WORLD / "sessions.jsonl").exists(), reason="the coding-month world is not beside this checkout"
+)
+def test_on_the_month_world_the_trigger_catches_teaching_turns_and_stays_quiet_on_quiet_ones():
+    """The trigger through the hook's transcript parsing on every turn of the world, with the nudged
+    stand-in's stores after each note (bench/stop_bench.py --world): the figures of issue 33."""
+    from bench import stop_bench
+
+    r = stop_bench.world_eval(WORLD)
+    assert r["teaching_fired"] >= 0.9 * r["teaching"]  # 35/59 before this change
+    assert r["quiet_fired"] <= 0.02 * r["quiet"]
+    assert r["captured_by_hook"] >= 0.9 * r["facts"]  # the turn's own memory shows the fact's anchors
+    assert r["last_turn_captured_by_hook"] == r["last_turn_facts"]  # a session's last turn gets no note
+
+
+def test_the_stop_corpus_false_nudges_do_not_rise():
+    from bench import stop_bench
+
+    rows = []
+    for t in map(json.loads, stop_bench.CORPUS.read_text(encoding="utf-8").splitlines()):
+        signals, _ = stop_bench.classify(t)
+        rows.append({"split": t["split"], "label": t["label"], "fired": bool(signals)})
+    for split, most in (("dev", 1), ("heldout", 0)):  # issue 33's starting point: 1/54 and 0/54
+        assert sum(r["fired"] and r["label"] == "none" for r in rows if r["split"] == split) <= most
