@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The Stop hook's trigger on the labelled corpus: how often it nudges, and whether it should have.
 
-    .venv/bin/python bench/stop_bench.py [--out DIR]
+    .venv/bin/python bench/stop_bench.py [--out DIR] [--world DIR]
 
 Each turn of `tests/data/stop_corpus.jsonl` (labelling rules: `tests/data/stop_corpus.md`) is
 written out as a Claude Code transcript (an earlier turn, the prompt, or an engram command the
@@ -13,7 +13,10 @@ and overall: precision, recall (= catch rate on `durable` turns), the nudge rate
 a confusion table, a per-category breakdown, the note's size in tokens, the turns where it must
 never fire (engram already stored; an engram command), the prompts issue 13 found blocked, and
 the trigger this one replaced (measured on the same turns) with what each design costs.
-Writes stop.json and stop.md. Pure Python, no daemon, no model: ~1 s.
+With `--world DIR` (default: `../shared/bench/coding-month` when present) also the trigger on every
+turn of a coding-month world (issue 33): teaching and quiet turns flagged, and whether the hook's own
+memory of a flagged turn shows each taught fact (the world's anchors; only this evaluation reads
+facts.jsonl). Writes stop.json and stop.md. Pure Python, no daemon, no model: ~1 s.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from engram_mcp.interfaces import hooks, stop_trigger  # noqa: E402
 from engram_mcp.services.context import estimate_tokens  # noqa: E402
 
 CORPUS = ROOT / "tests" / "data" / "stop_corpus.jsonl"
+DEFAULT_WORLD = ROOT.parent / "shared" / "bench" / "coding-month"  # issue 33's month world, when beside the checkout
 RESULTS_DIR = ROOT / "bench" / "results"
 SPLITS = ("dev", "heldout", "all")
 TARGET_NUDGE_RATE_NONE = 0.05  # issue 13: at most 5% of turns without durable knowledge
@@ -183,7 +187,7 @@ def issue_prompts() -> list[dict[str, Any]]:
     return out
 
 
-def run(out_dir: Path) -> dict[str, Any]:
+def run(out_dir: Path, world: Path | None = None) -> dict[str, Any]:
     turns = [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines() if line.strip()]
     rows = []
     for t in turns:
@@ -237,6 +241,8 @@ def run(out_dir: Path) -> dict[str, Any]:
             result["never_fire"]["fired_on_stored"] or result["never_fire"]["fired_on_command"]
         ),
     }
+    if world is not None and (world / "sessions.jsonl").exists():
+        result["world"] = world_eval(world)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "stop.json").write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     (out_dir / "stop.md").write_text(report(result), encoding="utf-8")
@@ -472,6 +478,20 @@ def report(r: dict[str, Any]) -> str:
         f"| this trigger, note on the next prompt (shipped) | 0 | 0 | {k['current_trigger_nudge']['extra_input_tokens']} |",
         "",
     ]
+    if "world" in r:
+        w = r["world"]
+        L += [
+            f"On the coding-month world `{w['world']}` (every turn through the same parsing; where the previous turn "
+            "of the session was flagged, the nudged stand-in's store comes first in the turn):",
+            "",
+            "| teaching turns flagged | quiet turns flagged | facts shown by the hook's own memory | of them taught in a session's last turn |",
+            "|---|---|---|---|",
+            f"| {w['teaching_fired']}/{w['teaching']} | {w['quiet_fired']}/{w['quiet']} | {w['captured_by_hook']}/{w['facts']} | "
+            f"{w['last_turn_captured_by_hook']}/{w['last_turn_facts']} |",
+            "",
+            "Facts missed: " + (", ".join(f"{m['fact']} ({m['turn']}, {m['kind']})" for m in w["missed"]) or "none"),
+            "",
+        ]
     if r["mistakes"]:
         L += [
             "Turns it gets wrong: "
@@ -484,16 +504,30 @@ def report(r: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", type=Path, default=None, help="result directory (default bench/results/stop-<UTC>)")
+    ap.add_argument(
+        "--world",
+        type=Path,
+        default=DEFAULT_WORLD,
+        help="a coding-month world: the trigger on its teaching and quiet turns too (default: the shared one, if present)",
+    )
     a = ap.parse_args(argv)
     from datetime import datetime, timezone
 
     out = a.out or RESULTS_DIR / ("stop-" + datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ"))
-    result = run(out)
+    result = run(out, a.world)
     for split in SPLITS:
         c = result[split]["current"]
         print(
             f"{split:8s} precision {_pct(c['precision'])}  recall {_pct(c['recall'])} ({c['tp']}/{c['durable']})  "
             f"nudge rate on none {_pct(c['nudge_rate_none'])} ({c['fp']}/{c['none']})",
+            flush=True,
+        )
+    if "world" in result:
+        w = result["world"]
+        print(
+            f"world    teaching turns flagged {w['teaching_fired']}/{w['teaching']}  quiet {w['quiet_fired']}/{w['quiet']}  "
+            f"facts in the hook's memory {w['captured_by_hook']}/{w['facts']} "
+            f"(taught in a session's last turn {w['last_turn_captured_by_hook']}/{w['last_turn_facts']})",
             flush=True,
         )
     print(f"wrote {out / 'stop.md'}")

@@ -3,7 +3,7 @@
 The Stop hook (`hooks.on_stop`) reads the turn from the transcript (`hooks.turn_facts`) and
 asks `stop_signals` here. Standard library only: hooks run with ``python -S``.
 
-Durable knowledge means one of three things (the labelling rules of
+Durable knowledge means one of these (the labelling rules of
 `tests/data/stop_corpus.md`, which this is measured against by `bench/stop_bench.py`):
 
   * ``rule``: the user states a rule, convention or preference *for future work*: a marker of
@@ -18,6 +18,16 @@ Durable knowledge means one of three things (the labelling rules of
   * ``decision``: the user announces a choice ("we decided", "let's go with", "we're not going
     to", "we'll stay on"), or the answer makes one ("I went with X rather than Y", or after the
     user asked it to pick one).
+  * ``lesson``: the answer states what the turn found out as holding beyond it: a norm about a
+    class of things ("Every X needs Y", "Tests for server code need ...", "Anything older than
+    90 days can't be ...") or Claude taking a standing rule on ("I'll always ..."). Read from
+    the sentence's shape (a modal of norm with a generic subject), not from cue words. A root
+    cause found without a failing command (a flaky test, an OOM kill, a hydration mismatch)
+    shows up here: the answer says what to do from now on.
+
+Also ``fact`` (the user states a lasting state: where something lives or runs, with an
+identifier; who owns what). Measured on the month world's 152 labelled turns as well
+(`bench/stop_bench.py --world`).
 
 It never fires on a turn where engram already stored something (Claude was curating memory
 this turn and made its own call) or on an engram slash command (the command is the memory work).
@@ -317,7 +327,7 @@ SIGNAL_TEXT = {
     "fact": "the user stated a lasting fact (environment, how something runs, who owns what)",
     "fix": "a command failed and a working fix was found",
     "decision": "a decision was made, with its reason",
-    "lesson": "the answer states a lesson that holds beyond this task (a cause found, a rule to keep)",
+    "lesson": "the answer states a lesson that holds beyond this task",
 }
 
 
