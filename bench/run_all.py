@@ -44,9 +44,10 @@ others down, and its peak RSS is its own):
   model   bench/model_load_bench.py  the built-in model through fastembed vs directly on
                                   onnxruntime: process start to first query vector, peak RSS, query
                                   p50/p95, docs/s, fresh processes A/B; 6 rounds (quick: 2), ~1 min
-  month   bench/month/run.py      the month replay (issue 33): the coding-month world through
-                                  engram's hooks on simulated time, both stand-in policies, scored
-                                  by the world's score.py beside the committed baseline; quick: a
+  month   bench/month/run.py      the month replay (issue 33): the coding-month world through the
+                                  pinned Claude Code CLI with the plugin installed, on simulated
+                                  time, both stand-in policies, scored by the world's score.py
+                                  beside the committed baseline; quick: the hooks as processes on a
                                   small generated world (bench/month/tiny_world.py)
 
 `--quick` (1k memories, 2 LoCoMo conversations, fewer repetitions) checks that everything still
@@ -141,8 +142,10 @@ def part_settings(part: str, quick: bool, locomo_runs: str) -> dict[str, Any]:
         # fewer rounds and documents than the script's own defaults (10, 500): ~1 min of the budget
         return {"rounds": 2, "queries": 30, "docs": 50} if quick else {"rounds": 6, "queries": 100, "docs": 200}
     if part == "month":
-        return {"world": "bench/month/tiny_world.py" if quick else "../shared/bench/coding-month", "policies": "both",
-                "mode": "quick (hooks as processes; full mode through Claude Code: bench/month/run.py without --quick)"}
+        if quick:
+            return {"world": "bench/month/tiny_world.py", "policies": "both", "mode": "quick (hooks as processes)"}
+        return {"world": "../shared/bench/coding-month", "policies": "both",
+                "mode": "full (the pinned Claude Code CLI with the plugin installed, the scripted stand-in model)"}
     raise ValueError(part)
 
 
@@ -226,8 +229,10 @@ def run_child(part: str, out: Path, quick: bool, locomo_runs: str) -> int:
         from bench.month import run as month_run
         from bench.month import tiny_world
 
-        world = ["--world", str(tiny_world.write(out / "world"))] if quick else []
-        return int(month_run.main([*world, "--policy", "both", "--quick", "--out", str(out)]) or 0)
+        # quick: the hooks as processes on a small generated world; the whole bench: the public world
+        # through real Claude Code (~15 min a policy on a quiet 2-core machine)
+        mode = ["--world", str(tiny_world.write(out / "world")), "--quick"] if quick else []
+        return int(month_run.main([*mode, "--policy", "both", "--out", str(out)]) or 0)
     raise ValueError(part)
 
 
