@@ -11,48 +11,14 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.daemon_env import Env, make_env
+from tests.daemon_env import Env
+from tests.git_repos import CONFIG, TEAM, commit, git, new_repo, repo_env, shared_texts, write_config, write_team_file
 
 PRIVATE = "salary negotiation: I will ask for 140k and walk away below 125k, do not tell the team"
-CONFIG = ".claude/engram.local.md"
-TEAM = Path(".claude") / "team-memory"
-
-
-def git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env.update(GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.com", GIT_COMMITTER_NAME="t",
-               GIT_COMMITTER_EMAIL="t@example.com")
-    proc = subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
-    assert not check or proc.returncode == 0, f"git {' '.join(args)}: {proc.stderr}"
-    return proc
-
-
-def new_repo(path: Path) -> Path:
-    path.mkdir(parents=True, exist_ok=True)
-    if (path / ".git").is_dir() and not any((path / ".git").iterdir()):
-        (path / ".git").rmdir()
-    git(path, "init", "-q", "-b", "main")
-    (path / "README.md").write_text("a project\n")
-    git(path, "add", "README.md")
-    git(path, "commit", "-q", "-m", "init")
-    return path
-
-
-def write_config(project: Path, text: str) -> Path:
-    path = project / CONFIG
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f"---\n{text}---\nnotes\n")
-    return path
-
-
-def shared_texts(project: Path) -> str:
-    folder = project / TEAM
-    return "".join(p.read_text() for p in sorted(folder.rglob("*.md"))) if folder.is_dir() else ""
 
 
 def store_private_and_sync(env: Env, project: Path) -> str:
@@ -63,18 +29,14 @@ def store_private_and_sync(env: Env, project: Path) -> str:
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory: pytest.TempPathFactory):
-    e = make_env(tmp_path_factory.mktemp("trust"))
-    try:
+    with repo_env(tmp_path_factory.mktemp("trust")) as e:
         yield e
-    finally:
-        e.shutdown()
 
 
 def test_a_committed_config_shares_nothing_and_is_reported(env: Env) -> None:
-    project = new_repo(env.project)
+    project = env.project
     write_config(project, "team_memory_share_min_importance: 0.0\nprompt_recall_limit: 2\n")
-    git(project, "add", CONFIG)
-    git(project, "commit", "-q", "-m", "the repository's config")
+    commit(project, "the repository's config", CONFIG)
     assert "salary" not in store_private_and_sync(env, project)
     assert "salary" not in git(project, "status", "--porcelain", "--untracked-files=all").stdout
     status = env.cli("status", cwd=project).stdout
@@ -87,8 +49,7 @@ def test_a_committed_config_shares_nothing_and_is_reported(env: Env) -> None:
 def test_the_same_key_in_an_untracked_ignored_project_file_is_honoured(env: Env, tmp_path: Path) -> None:
     project = new_repo(tmp_path / "ignored")
     (project / ".gitignore").write_text(".claude/engram.local.md\n")
-    git(project, "add", ".gitignore")
-    git(project, "commit", "-q", "-m", "ignore the local config")
+    commit(project, "ignore the local config", ".gitignore")
     write_config(project, "team_memory_share_min_importance: 0.0\n")
     assert "salary negotiation" in store_private_and_sync(env, project)
     assert "tracked by git" not in env.cli("status", cwd=project).stdout
@@ -103,10 +64,18 @@ def test_the_users_own_config_is_honoured_even_beside_a_committed_one(env: Env, 
         assert "salary negotiation" in store_private_and_sync(env, project)
         # The committed file of the first test cannot switch it off either way: the user's value stands.
         write_config(project, "team_memory_share_min_importance: 1.0\n")
-        git(project, "add", CONFIG)
-        git(project, "commit", "-q", "-m", "try to override")
-        env.cli("store", "Rotate the on-call pager key every Monday with make rotate", "--type", "procedural",
-                "--scope", "project", "--importance", "0.5", cwd=project)
+        commit(project, "try to override", CONFIG)
+        env.cli(
+            "store",
+            "Rotate the on-call pager key every Monday with make rotate",
+            "--type",
+            "procedural",
+            "--scope",
+            "project",
+            "--importance",
+            "0.5",
+            cwd=project,
+        )
         env.cli("sync", cwd=project, check=False)
         assert "make rotate" in shared_texts(project)  # the user's 0.0 stands; the tracked 1.0 is ignored
         shown = json.loads(env.cli("--json", "status", cwd=project).stdout)
@@ -143,13 +112,9 @@ def test_a_committed_store_is_never_opened_nor_modified_and_is_named(env: Env, t
     store = project / ".claude" / "engram"
     wait_until_unlocked(store)
     assert (store / "data").is_dir()
-    git(project, "add", "-f", ".claude/engram")
-    git(project, "commit", "-q", "-m", "commit the store, as a repository could")
-    team = project / TEAM
-    team.mkdir(parents=True)
-    (team / "use-pnpm.md").write_text("---\ntype: procedural\n---\nUse pnpm for installs.\n")
-    git(project, "add", str(TEAM))
-    git(project, "commit", "-q", "-m", "a team file")
+    commit(project, "commit the store, as a repository could", ".claude/engram", force=True)
+    write_team_file(project, "use-pnpm.md", "---\ntype: procedural\n---\nUse pnpm for installs.\n")
+    commit(project, "a team file", TEAM)
     before = tree_bytes(store)
 
     env.cli("store", "A new private note about the green lever", "--scope", "project", cwd=project, check=False)
@@ -226,9 +191,7 @@ def test_config_drops_data_moving_keys_of_a_tracked_file_only(tmp_path: Path, mo
     assert problem is not None and [p.severity for p in problem.problems] == ["warning"]
     assert "engram.local.md" in str(problem) and "team_memory_share_min_importance" in str(problem)
 
-    config, _ = load_config_lenient(
-        repo, home=home, environ={"ENGRAM_TEAM_MEMORY_SHARE_MIN_IMPORTANCE": "0.3"}
-    )
+    config, _ = load_config_lenient(repo, home=home, environ={"ENGRAM_TEAM_MEMORY_SHARE_MIN_IMPORTANCE": "0.3"})
     assert config.team_memory_share_min_importance == 0.3  # the user's environment is the user's
 
     git(repo, "update-index", "--index-version", "4")
@@ -269,8 +232,7 @@ def test_a_claude_folder_that_is_a_submodule_is_the_repositorys_too(tmp_path: Pa
     (theirs / "engram.local.md").write_text("---\nteam_memory_share_min_importance: 0.0\n---\n")
     (theirs / "engram" / "data").mkdir(parents=True)
     (theirs / "engram" / "data" / "x").write_text("their store")
-    git(theirs, "add", "-f", ".")
-    git(theirs, "commit", "-q", "-m", "a .claude to adopt")
+    commit(theirs, "a .claude to adopt", ".", force=True)
     project = new_repo(tmp_path / "project")
     git(project, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(theirs), ".claude")
     git(project, "commit", "-q", "-m", "add .claude as a submodule")

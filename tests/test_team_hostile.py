@@ -8,7 +8,6 @@ adds nothing (renames, copies, provenance, 300 files)."""
 from __future__ import annotations
 
 import os
-import subprocess
 import threading
 import time
 from pathlib import Path
@@ -17,57 +16,47 @@ import pytest
 
 from engram_mcp.services import sharing, travel_ops
 from engram_mcp.services.sharing.sync import read_local
-from tests.test_sharing import clones, commit_all, git  # noqa: F401 - the service-level fixture
+from tests.git_repos import TEAM, commit, git, shared_texts, write_team_file
+from tests.test_sharing import clones, commit_all  # noqa: F401 - the service-level fixture
 from tests.test_travel_cli import js, two  # noqa: F401 - the two-HOME CLI fixture
 
-TEAM = ".claude/team-memory"
 PRIVATE = "Use pnpm, never npm or yarn, for installing JS dependencies in this repo."
 NOTE = " (Bob's private note: my npm token is in ~/.npmrc)"
 FACT_7 = "Fact 7: the Redis cache is monitored by 15 minutes; OPS-1007 tracks it."
 FACT_97 = "Fact 97: the Redis cache depends on 15 minutes; OPS-1097 tracks it."
 
 
-def cli_git(cwd: Path, *args: str, check: bool = True, author: str = "t") -> subprocess.CompletedProcess:
-    env = {"GIT_AUTHOR_NAME": author, "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@example.com", "GIT_CONFIG_NOSYSTEM": "1", "HOME": str(cwd), "PATH": "/usr/bin:/bin"}
-    proc = subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
-    assert not check or proc.returncode == 0, proc.stderr
-    return proc
-
-
 def publish(clone: Path, message: str, author: str = "t") -> None:
-    cli_git(clone, "add", TEAM)
-    cli_git(clone, "commit", "-q", "-m", message, author=author)
-    cli_git(clone, "push", "-q", "origin", "main")
-
-
-def write_team_file(clone: Path, name: str, text: str | bytes) -> Path:
-    folder = clone / TEAM
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / name
-    path.write_bytes(text if isinstance(text, bytes) else text.encode())
-    return path
+    """Commit the team folder as `author` and push it to origin."""
+    commit(clone, message, TEAM, author=author)
+    git(clone, "push", "-q", "origin", "main")
 
 
 def tracked_diff(clone: Path) -> str:
     """What the clone's working tree changed in tracked files (what `git commit -a` would take)."""
-    return cli_git(clone, "diff", "HEAD").stdout
+    return git(clone, "diff", "HEAD").stdout
 
 
 def live(env, scope: str = "project") -> list[dict]:
     return [m for m in js(env.cli("--json", "list", "--scope", scope, "--limit", "200"))["memories"]]
 
 
-ALIAS_BOMB = "---\na: &a [" + ", ".join(['"lol"'] * 9) + "]\n" + "".join(
-    f"{c}: &{c} [" + ", ".join([f"*{p}"] * 9) + "]\n" for p, c in zip("abcdefgh", "bcdefghi", strict=True)
-) + "type: *i\n---\nThe bomb.\n"
+ALIAS_BOMB = (
+    "---\na: &a ["
+    + ", ".join(['"lol"'] * 9)
+    + "]\n"
+    + "".join(f"{c}: &{c} [" + ", ".join([f"*{p}"] * 9) + "]\n" for p, c in zip("abcdefgh", "bcdefghi", strict=True))
+    + "type: *i\n---\nThe bomb.\n"
+)
 HOSTILE = {
     "alias-bomb.md": ALIAS_BOMB,
     "bad-date.md": "---\ncreated_at: 2024-13-45\n---\nA file with a date that does not exist.\n",
     "huge-int.md": "---\nimportance: " + "7" * 5000 + "\n---\nA file with a 5,000-digit number.\n",
     "deep.md": "---\ntags: " + "[" * 500 + "]" * 500 + "\n---\nA file nested 500 deep.\n",
     "bad-type.md": "---\ntype: {nested: map}\n---\nA file whose type is a mapping.\n",
-    "heavy.md": "---\n" + "".join(f"k{i}: {'v' * 200}\n" for i in range(1000)) + "---\nA file with 200 KB of frontmatter.\n",
+    "heavy.md": "---\n"
+    + "".join(f"k{i}: {'v' * 200}\n" for i in range(1000))
+    + "---\nA file with 200 KB of frontmatter.\n",
 }
 HUGE_FRONTMATTER = "---\n" + "x: " + "y" * (10 * 1024 * 1024) + "\n---\nTen megabytes of frontmatter.\n"
 
@@ -77,20 +66,20 @@ HUGE_FRONTMATTER = "---\n" + "x: " + "y" * (10 * 1024 * 1024) + "\n---\nTen mega
 def test_bobs_private_note_never_reaches_a_tracked_file(two) -> None:
     alice, bob = two
     bob_id = js(bob.cli("--json", "store", PRIVATE + NOTE, "--type", "procedural", "--scope", "project"))["memory_id"]
-    alice_id = js(alice.cli("--json", "store", PRIVATE, "--type", "procedural", "--scope", "project",
-                            "--importance", "0.8"))["memory_id"]
+    alice_id = js(
+        alice.cli("--json", "store", PRIVATE, "--type", "procedural", "--scope", "project", "--importance", "0.8")
+    )["memory_id"]
     alice.cli("share", alice_id)
     publish(alice.project, "share pnpm")
 
-    cli_git(bob.project, "pull", "-q", "origin", "main")
+    git(bob.project, "pull", "-q", "origin", "main")
     assert "1 added" in bob.cli("sync").stdout
     bob.cli("update", bob_id, "--add-tags", "js")  # Bob re-tags his own memory, and syncs again
     bob.cli("sync")
     bob.cli("update", alice_id, "--add-tags", "tooling", check=False)  # and the team's one, if he has it
     bob.cli("sync")
     assert "npmrc" not in tracked_diff(bob.project)
-    for path in (bob.project / TEAM).glob("*.md"):
-        assert "npmrc" not in path.read_text()
+    assert "npmrc" not in shared_texts(bob.project)
     contents = {m["id"]: m["content"] for m in live(bob)}
     assert contents.get(alice_id) == PRIVATE and contents.get(bob_id) == PRIVATE + NOTE  # two memories, not one
 
@@ -98,11 +87,16 @@ def test_bobs_private_note_never_reaches_a_tracked_file(two) -> None:
 @pytest.mark.slow
 def test_fact_7_and_fact_97_stay_two_memories_through_repeated_syncs(two) -> None:
     alice, bob = two
-    write_team_file(alice.project, "redis-monitoring.md", f"---\ntags: [redis, monitoring]\nimportance: 0.6\n---\n{FACT_7}\n")
-    write_team_file(alice.project, "redis-eviction.md",
-                    f"---\ntype: procedural\ntags: [redis, eviction]\nimportance: 0.9\n---\n{FACT_97}\n")
+    write_team_file(
+        alice.project, "redis-monitoring.md", f"---\ntags: [redis, monitoring]\nimportance: 0.6\n---\n{FACT_7}\n"
+    )
+    write_team_file(
+        alice.project,
+        "redis-eviction.md",
+        f"---\ntype: procedural\ntags: [redis, eviction]\nimportance: 0.9\n---\n{FACT_97}\n",
+    )
     publish(alice.project, "two facts")
-    cli_git(bob.project, "pull", "-q", "origin", "main")
+    git(bob.project, "pull", "-q", "origin", "main")
     for env in (alice, bob, alice, bob, bob):
         env.cli("sync")
         assert tracked_diff(env.project) == "", "a sync rewrote a hand-written file"
@@ -120,13 +114,13 @@ def test_git_conflict_markers_are_reported_as_a_conflict_never_applied(two) -> N
     alice, bob = two
     write_team_file(alice.project, "deploy-days.md", "Deploys go out on Tuesdays after the standup.\n")
     publish(alice.project, "deploy days")
-    cli_git(bob.project, "pull", "-q", "origin", "main")
+    git(bob.project, "pull", "-q", "origin", "main")
     bob.cli("sync")
     write_team_file(alice.project, "deploy-days.md", "Deploys go out on Wednesdays after the standup.\n")
     publish(alice.project, "wednesdays")
     write_team_file(bob.project, "deploy-days.md", "Deploys go out on Thursdays after the standup.\n")
-    cli_git(bob.project, "commit", "-q", "-am", "thursdays")
-    pulled = cli_git(bob.project, "pull", "-q", "--no-rebase", "origin", "main", check=False)
+    git(bob.project, "commit", "-q", "-am", "thursdays")
+    pulled = git(bob.project, "pull", "-q", "--no-rebase", "origin", "main", check=False)
     assert pulled.returncode != 0 and "<<<<<<<" in (bob.project / TEAM / "deploy-days.md").read_text()
 
     proc = bob.cli("sync", check=False)
@@ -134,7 +128,9 @@ def test_git_conflict_markers_are_reported_as_a_conflict_never_applied(two) -> N
     assert "conflict: .claude/team-memory/deploy-days.md" in proc.stdout and "conflict markers" in proc.stdout
     assert all("<<<<<<<" not in m["content"] and "Tuesdays" in m["content"] for m in live(bob))
     started = bob.client().call("hook_session_start", {"source": "startup"}, project_root=bob.project, session_id="s")
-    assert "<<<<<<<" not in (started["additional_context"] or "") and ">>>>>>>" not in (started["additional_context"] or "")
+    assert "<<<<<<<" not in (started["additional_context"] or "") and ">>>>>>>" not in (
+        started["additional_context"] or ""
+    )
     assert started["session"]["team_memory"]["conflicts"] == 1
 
 
@@ -150,7 +146,7 @@ def test_one_bad_file_is_named_and_the_others_are_still_applied(two) -> None:
     write_team_file(alice.project, "latin1.md", "caf\xe9 au lait".encode("latin-1"))
     write_team_file(alice.project, "evil\x1b]0;pwned\x07name.md", "---\ntype: nope\n---\nRed \x1b[31mtext\x1b[0m.\n")
     publish(alice.project, "good and bad")
-    cli_git(bob.project, "pull", "-q", "origin", "main")
+    git(bob.project, "pull", "-q", "origin", "main")
 
     started = time.monotonic()
     proc = bob.cli("sync", check=False)
@@ -171,10 +167,15 @@ def test_a_hostile_repository_leaves_session_start_in_budget_and_other_projects_
         write_team_file(alice.project, name, text)
     write_team_file(alice.project, "huge.md", HUGE_FRONTMATTER)
     for i in range(3000):
-        write_team_file(alice.project, f"note-{i:04d}.md", f"---\ncreated_at: 2024-13-45\n---\nGenerated note {i} about service {i % 97}.\n"
-                        if i % 500 == 0 else f"Generated note {i} about service {i % 97} and queue q{i}.\n")
+        write_team_file(
+            alice.project,
+            f"note-{i:04d}.md",
+            f"---\ncreated_at: 2024-13-45\n---\nGenerated note {i} about service {i % 97}.\n"
+            if i % 500 == 0
+            else f"Generated note {i} about service {i % 97} and queue q{i}.\n",
+        )
     publish(alice.project, "hostile")
-    cli_git(bob.project, "pull", "-q", "origin", "main")
+    git(bob.project, "pull", "-q", "origin", "main")
 
     other = tmp_path / "other-project"
     (other / ".git").mkdir(parents=True)
@@ -184,7 +185,9 @@ def test_a_hostile_repository_leaves_session_start_in_budget_and_other_projects_
 
     def recall_ms() -> float:
         t0 = time.perf_counter()
-        got = client.call("recall", {"query": "deploy key rotation", "limit": 3}, project_root=other, session_id="other")
+        got = client.call(
+            "recall", {"query": "deploy key rotation", "limit": 3}, project_root=other, session_id="other"
+        )
         assert got["memories"] and "90 days" in got["memories"][0]["content"]
         return (time.perf_counter() - t0) * 1000
 
@@ -193,8 +196,9 @@ def test_a_hostile_repository_leaves_session_start_in_budget_and_other_projects_
 
     def start() -> None:
         t0 = time.monotonic()
-        result["start"] = bob.client("hook").call("hook_session_start", {"source": "startup"},
-                                                   project_root=bob.project, session_id="s-bob", timeout=60)
+        result["start"] = bob.client("hook").call(
+            "hook_session_start", {"source": "startup"}, project_root=bob.project, session_id="s-bob", timeout=60
+        )
         result["seconds"] = time.monotonic() - t0
 
     thread = threading.Thread(target=start)
@@ -205,9 +209,11 @@ def test_a_hostile_repository_leaves_session_start_in_budget_and_other_projects_
         time.sleep(0.02)
     thread.join(timeout=60)
     waits.sort()
-    print(f"session start {result.get('seconds'):.2f} s; another project's recall, idle: median {idle[10]:.1f} ms, "
-          f"during it: n={len(waits)} median={waits[len(waits) // 2]:.1f} ms "
-          f"p90={waits[int(len(waits) * 0.9)]:.1f} ms max={waits[-1]:.1f} ms")
+    print(
+        f"session start {result.get('seconds'):.2f} s; another project's recall, idle: median {idle[10]:.1f} ms, "
+        f"during it: n={len(waits)} median={waits[len(waits) // 2]:.1f} ms "
+        f"p90={waits[int(len(waits) * 0.9)]:.1f} ms max={waits[-1]:.1f} ms"
+    )
     assert result["seconds"] < travel_ops.SESSION_START_BUDGET_S + 3.0
     team = result["start"]["session"]["team_memory"]
     assert team["pending"] > 0 and team["left_alone"] >= len(HOSTILE) and team["review"] == "engram sync"
@@ -235,7 +241,7 @@ def test_tags_written_as_one_string_split_as_the_markdown_importer_splits_them(c
     (actx, asvc), _bob = clones
     folder = actx.project_root / sharing.TEAM_MEMORY_DIR
     folder.mkdir(parents=True)
-    (folder / "pager.md").write_text("---\ntags: \"oncall, pager #sre\"\n---\nThe pager rotates weekly.\n")
+    (folder / "pager.md").write_text('---\ntags: "oncall, pager #sre"\n---\nThe pager rotates weekly.\n')
     (folder / "list.md").write_text("---\ntags: [oncall, '#sre']\n---\nThe pager escalates after 15 minutes.\n")
     added = sharing.sync_project(asvc.access, actx)["added"]
     assert sorted(tuple(asvc.get(actx, m)["tags"]) for m in added) == [("oncall", "pager", "sre"), ("oncall", "sre")]
@@ -243,7 +249,9 @@ def test_tags_written_as_one_string_split_as_the_markdown_importer_splits_them(c
 
 def test_two_files_with_one_id_are_both_left_alone(clones) -> None:
     (actx, asvc), _bob = clones
-    mid = asvc.store(actx, content="The release train leaves on Mondays.", type="semantic", scope="project")["memory_id"]
+    mid = asvc.store(actx, content="The release train leaves on Mondays.", type="semantic", scope="project")[
+        "memory_id"
+    ]
     path = actx.project_root / sharing.share(asvc.access, actx, mid)["path"]
     copy = path.with_name("a-copy.md")
     copy.write_text(path.read_text().replace("Mondays", "Fridays"))
@@ -281,23 +289,21 @@ def test_arrivals_record_file_commit_and_author_and_created_at_stays(clones) -> 
     (actx, asvc), (bctx, bsvc) = clones
     mid = asvc.store(actx, content="Staging runs on nomad-stg-3.", type="semantic", scope="project")["memory_id"]
     path = actx.project_root / sharing.share(asvc.access, actx, mid)["path"]
-    cli_git(actx.project_root, "add", str(sharing.TEAM_MEMORY_DIR))
-    cli_git(actx.project_root, "commit", "-q", "-m", "share", author="Alice \x1b[31mA\u202e")
-    cli_git(actx.project_root, "push", "-q", "origin", "main")
-    commit = cli_git(actx.project_root, "rev-parse", "HEAD").stdout.strip()
+    publish(actx.project_root, "share", author="Alice \x1b[31mA\u202e")
+    head = git(actx.project_root, "rev-parse", "HEAD").stdout.strip()
     git(bctx.project_root, "pull", "-q", "origin", "main")
 
     reported = travel_ops.apply_team_memory(bsvc.access, bctx)
     assert reported is not None and reported["authors"] == {"Alice A": 1} and reported["review"] == "engram sync"
-    assert [a["memory_id"] for a in reported["added"]] == [mid] and reported["added"][0]["commit"] == commit
+    assert [a["memory_id"] for a in reported["added"]] == [mid] and reported["added"][0]["commit"] == head
     source = bsvc.get(bctx, mid)["source"]
-    assert source["kind"] == "team-file" and source["author"] == "Alice A" and source["commit"] == commit
+    assert source["kind"] == "team-file" and source["author"] == "Alice A" and source["commit"] == head
     assert source["path"] == f"{sharing.TEAM_MEMORY_DIR}/{path.name}"
 
     bsvc.update(bctx, mid, content="Staging runs on nomad-stg-4.")
     assert sharing.sync_project(bsvc.access, bctx)["written"]
-    cli_git(bctx.project_root, "commit", "-q", "-am", "stg-4", author="Bob")
-    cli_git(bctx.project_root, "push", "-q", "origin", "main")
+    git(bctx.project_root, "commit", "-q", "-am", "stg-4", author="Bob")
+    git(bctx.project_root, "push", "-q", "origin", "main")
     git(actx.project_root, "pull", "-q", "origin", "main")
     assert travel_ops.apply_team_memory(asvc.access, actx)["updated"][0]["author"] == "Bob"
     edited = asvc.get(actx, mid)
@@ -325,7 +331,7 @@ def test_a_rewrite_keeps_the_created_at_the_file_holds(clones) -> None:
     bsvc.update(bctx, mid, content="Staging runs on nomad-stg-4.")
     assert sharing.sync_project(bsvc.access, bctx)["written"] == [rel]
     assert f"created_at: {written_at}\n" in (bctx.project_root / rel).read_text()
-    diff = git(bctx.project_root, "diff", "--unified=0").splitlines()
+    diff = git(bctx.project_root, "diff", "--unified=0").stdout.splitlines()
     assert [line for line in diff if line.startswith(("+", "-")) and not line.startswith(("+++", "---"))] == [
         "-Staging runs on nomad-stg-3.",
         "+Staging runs on nomad-stg-4.",
@@ -339,7 +345,9 @@ def test_three_hundred_near_duplicate_files_are_never_merged_or_rewritten(clones
     verbs = ("is monitored by", "depends on", "is refreshed every", "expires after")
     for i in range(300):
         text = f"Fact {i}: the Redis cache {verbs[i % 4]} {15 + i % 3} minutes; OPS-{1000 + i} tracks it."
-        (folder / f"fact-{i:03d}.md").write_text(f"---\ntags: [redis, f{i % 7}]\nimportance: {0.3 + (i % 5) / 10}\n---\n{text}\n")
+        (folder / f"fact-{i:03d}.md").write_text(
+            f"---\ntags: [redis, f{i % 7}]\nimportance: {0.3 + (i % 5) / 10}\n---\n{text}\n"
+        )
     before = {p.name: p.read_bytes() for p in folder.glob("*.md")}
     first = sharing.sync_project(asvc.access, actx)
     assert len(first["added"]) == 300 and len(set(first["added"])) == 300 and not first["errors"]
@@ -364,14 +372,18 @@ def test_session_start_reading_stops_at_the_budget_and_unread_files_are_never_de
     assert not report["errors"], "a file was read (and parsed) after the budget was spent"
     assert len(report["pending"]) == 81 and not report["forgotten"] and not report["added"]
     report = sharing.sync_project(asvc.access, actx)
-    assert len(report["added"]) == 40 and [e["path"] for e in report["errors"]] == [f"{sharing.TEAM_MEMORY_DIR}/n-99.md"]
+    assert len(report["added"]) == 40 and [e["path"] for e in report["errors"]] == [
+        f"{sharing.TEAM_MEMORY_DIR}/n-99.md"
+    ]
 
 
 def test_a_file_claiming_the_id_of_a_private_memory_never_touches_it(clones) -> None:
     """Ids of imported memories are derived, so predictable: a team file naming one must not
     reach the user's private memory through an edit or a deletion applied by id."""
     (actx, asvc), _bob = clones
-    uid = asvc.store(actx, content="My bank PIN hint is the dog's birthday.", type="semantic", scope="user")["memory_id"]
+    uid = asvc.store(actx, content="My bank PIN hint is the dog's birthday.", type="semantic", scope="user")[
+        "memory_id"
+    ]
     folder = actx.project_root / sharing.TEAM_MEMORY_DIR
     folder.mkdir(parents=True)
     (folder / "claim.md").write_text(f"---\nid: {uid}\n---\nThe team's text.\n")
@@ -380,7 +392,8 @@ def test_a_file_claiming_the_id_of_a_private_memory_never_touches_it(clones) -> 
         f.write("A name that is not UTF-8.\n")
     report = sharing.sync_project(asvc.access, actx)
     assert sorted(e["path"] for e in report["errors"]) == [
-        f"{sharing.TEAM_MEMORY_DIR}/caf\ufffd.md", f"{sharing.TEAM_MEMORY_DIR}/claim.md"
+        f"{sharing.TEAM_MEMORY_DIR}/caf\ufffd.md",
+        f"{sharing.TEAM_MEMORY_DIR}/claim.md",
     ]
     (folder / "claim.md").write_text(f"---\nid: {uid}\n---\nThe team's text, edited.\n")
     sharing.sync_project(asvc.access, actx)
@@ -392,8 +405,9 @@ def test_a_file_claiming_the_id_of_a_private_memory_never_touches_it(clones) -> 
 
 def test_a_file_replaces_only_another_shared_memory_never_a_private_one(clones) -> None:
     (actx, asvc), _bob = clones
-    private = asvc.store(actx, content="My staging login is in the team vault under 'stg'.", type="semantic",
-                         scope="project")["memory_id"]
+    private = asvc.store(
+        actx, content="My staging login is in the team vault under 'stg'.", type="semantic", scope="project"
+    )["memory_id"]
     folder = actx.project_root / sharing.TEAM_MEMORY_DIR
     folder.mkdir(parents=True)
     (folder / "old.md").write_text("---\nid: memory:01JA0000000000000000000000\n---\nStaging is stg-2.\n")
@@ -430,7 +444,9 @@ def test_a_file_merged_into_a_private_memory_by_an_older_version_is_set_apart(cl
     on_file = sync_mod.parse(path.read_text(), fallback_id=fid)
     row = sync_mod.read_local(bsvc.access, bctx, "project", {bob_key})[bob_key]
     local = sync_mod.as_shared(row, fid, lambda k: k)
-    target.state.save({fid: {"key": bob_key, "path": path.name, "file": on_file.fingerprint(), "local": local.fingerprint()}})
+    target.state.save(
+        {fid: {"key": bob_key, "path": path.name, "file": on_file.fingerprint(), "local": local.fingerprint()}}
+    )
     bsvc.update(bctx, bob_id, tags={"add": ["js"]})
     report = sharing.sync_project(bsvc.access, bctx)
     assert "npmrc" not in (bctx.project_root / rel).read_text() and not report["written"], report
@@ -454,8 +470,9 @@ def test_a_session_start_does_not_wait_for_a_running_sync_of_the_same_folder(clo
 
 def test_a_file_naming_a_private_project_memory_never_revives_or_overwrites_it(clones) -> None:
     (actx, asvc), _bob = clones
-    gone = asvc.store(actx, content="Old VPN password hint: the street I grew up on.", type="semantic",
-                      scope="project")["memory_id"]
+    gone = asvc.store(
+        actx, content="Old VPN password hint: the street I grew up on.", type="semantic", scope="project"
+    )["memory_id"]
     asvc.forget(actx, gone)
     folder = actx.project_root / sharing.TEAM_MEMORY_DIR
     folder.mkdir(parents=True)
