@@ -7,7 +7,12 @@ read back through recall and get, as a user would see it.
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
+
 import pytest
+
+from tests.daemon_env import make_env
 
 STG2 = "The staging cluster is nomad-stg-2; deploy previews there."
 STG3 = "The staging cluster is nomad-stg-3 (was stg-2); deploy previews there."
@@ -70,61 +75,91 @@ def test_a_detail_the_older_text_never_stated_is_no_swap():
 
 
 # ------------------------------------------------------------------ through the store, real model
-def test_a_corrected_value_supersedes_and_recall_returns_the_new_text(real_service, ctx):
+@dataclass(frozen=True)
+class Second:
+    """Storing `new` after `old` (a near-duplicate pair): what the second store must do."""
+
+    old: str
+    new: str
+    action: str  # "merged" into the older memory, or "created" as a memory of its own
+    supersedes: bool | None = None  # it names `old` as replaced (True), or only hints at it (False)
+    type: str = "semantic"
+    explicit: bool = False  # `new` is stored with supersedes=old
+    kept: tuple[str, ...] = ()  # "old", "new": the memory reads back exactly its text
+    update_supersedes: bool = False  # then `update(new, supersedes=old)` works
+    recalls: tuple[tuple[str, int, str], ...] = ()  # (query, limit, "old" or "new": the top hit)
+    old_hidden: bool = False  # none of those recalls returns `old`
+
+
+SECOND_STORES = {
+    "corrected-value-supersedes": Second(
+        STG2,
+        STG3,
+        "created",
+        supersedes=True,
+        kept=("new",),
+        recalls=(
+            ("nomad-stg-3", 5, "new"),
+            ("which staging cluster", 5, "new"),
+            ("which staging cluster do previews deploy to", 5, "new"),
+        ),
+        old_hidden=True,
+    ),
+    "moved-port-is-new-and-update-supersedes": Second(
+        PORT_OLD,
+        PORT_NEW,
+        "created",
+        kept=("old", "new"),
+        update_supersedes=True,  # no "a memory cannot supersede itself"
+        recalls=(("payments gateway port", 5, "new"),),
+        old_hidden=True,
+    ),
+    "explicit-supersedes-never-merges": Second(
+        PORT_OLD, PORT_OLD.replace("listens", "only listens"), "created", explicit=True
+    ),
+    "fact-7-and-97-stay-two-with-a-hint": Second(
+        FACT_7,
+        FACT_97,
+        "created",
+        supersedes=False,
+        recalls=(("OPS-1097", 3, "new"), ("OPS-1007", 3, "old")),
+    ),
+    "paraphrase-merges": Second(
+        "Always run the full test suite with pytest -q before pushing to main.",
+        "Before pushing to main, always run the full test suite with pytest -q.",
+        "merged",
+        type="procedural",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(SECOND_STORES.values()), ids=list(SECOND_STORES))
+def test_a_near_duplicate_stored_after_the_older_text(real_service, ctx, case: Second):
     svc = real_service
-    _near_duplicates(svc, ctx, STG2, STG3)
-    old = svc.store(ctx, content=STG2, type="semantic", scope="project")["memory_id"]
-    new = svc.store(ctx, content=STG3, type="semantic", scope="project")
-    assert new["action"] == "created" and new["memory_id"] != old
-    assert new["supersedes"] == old
-    assert svc.get(ctx, new["memory_id"])["content"] == STG3
-    for query in ("nomad-stg-3", "which staging cluster", "which staging cluster do previews deploy to"):
-        found = svc.recall(ctx, query=query, limit=5, strengthen=False)
-        assert _ids(found)[0] == new["memory_id"], query
-        assert old not in _ids(found), query  # superseded: hidden by default
-
-
-def test_a_moved_port_is_a_new_memory_and_update_supersedes_works(real_service, ctx):
-    svc = real_service
-    _near_duplicates(svc, ctx, PORT_OLD, PORT_NEW)
-    old = svc.store(ctx, content=PORT_OLD, type="semantic", scope="project")["memory_id"]
-    new = svc.store(ctx, content=PORT_NEW, type="semantic", scope="project")
-    assert new["action"] == "created" and new["memory_id"] != old
-    assert svc.get(ctx, old)["content"] == PORT_OLD and svc.get(ctx, new["memory_id"])["content"] == PORT_NEW
-    svc.update(ctx, new["memory_id"], supersedes=old)  # no "a memory cannot supersede itself"
-    found = svc.recall(ctx, query="payments gateway port", limit=5, strengthen=False)
-    assert _ids(found)[0] == new["memory_id"] and old not in _ids(found)
-
-
-def test_an_explicit_supersedes_never_merges_into_the_memory_it_replaces(real_service, ctx):
-    svc = real_service
-    old = svc.store(ctx, content=PORT_OLD, type="semantic", scope="project")["memory_id"]
-    again = PORT_OLD.replace("listens", "only listens")
-    _near_duplicates(svc, ctx, PORT_OLD, again)
-    new = svc.store(ctx, content=again, type="semantic", scope="project", supersedes=old)
-    assert new["action"] == "created" and new["memory_id"] != old
-
-
-def test_two_items_that_read_alike_stay_two_without_supersession(real_service, ctx):
-    svc = real_service
-    _near_duplicates(svc, ctx, FACT_7, FACT_97)
-    seven = svc.store(ctx, content=FACT_7, type="semantic", scope="project")["memory_id"]
-    ninety_seven = svc.store(ctx, content=FACT_97, type="semantic", scope="project")
-    assert ninety_seven["action"] == "created" and ninety_seven["memory_id"] != seven
-    assert "supersedes" not in ninety_seven
-    assert ninety_seven["possibly_supersedes"]["memory_id"] == seven  # only a hint
-    assert _ids(svc.recall(ctx, query="OPS-1097", limit=3, strengthen=False))[0] == ninety_seven["memory_id"]
-    assert _ids(svc.recall(ctx, query="OPS-1007", limit=3, strengthen=False))[0] == seven
-
-
-def test_a_paraphrase_still_merges(real_service, ctx):
-    svc = real_service
-    a = "Always run the full test suite with pytest -q before pushing to main."
-    b = "Before pushing to main, always run the full test suite with pytest -q."
-    _near_duplicates(svc, ctx, a, b)
-    first = svc.store(ctx, content=a, type="procedural", scope="project")["memory_id"]
-    second = svc.store(ctx, content=b, type="procedural", scope="project")
-    assert second["action"] == "merged" and second["memory_id"] == first
+    _near_duplicates(svc, ctx, case.old, case.new)
+    old = svc.store(ctx, content=case.old, type=case.type, scope="project")["memory_id"]
+    extra = {"supersedes": old} if case.explicit else {}
+    new = svc.store(ctx, content=case.new, type=case.type, scope="project", **extra)
+    assert new["action"] == case.action
+    if case.action == "merged":
+        assert new["memory_id"] == old
+        return
+    assert new["memory_id"] != old
+    if case.supersedes:
+        assert new["supersedes"] == old
+    elif case.supersedes is False:
+        assert "supersedes" not in new
+        assert new["possibly_supersedes"]["memory_id"] == old  # only a hint
+    ids = {"old": old, "new": new["memory_id"]}
+    for which in case.kept:
+        assert svc.get(ctx, ids[which])["content"] == (case.old if which == "old" else case.new)
+    if case.update_supersedes:
+        svc.update(ctx, new["memory_id"], supersedes=old)
+    for query, limit, top in case.recalls:
+        found = _ids(svc.recall(ctx, query=query, limit=limit, strengthen=False))
+        assert found[0] == ids[top], query
+        if case.old_hidden:
+            assert old not in found, query  # superseded: hidden by default
 
 
 @pytest.mark.parametrize("kind", ["team-memory", "user-mirror", "markdown"])
@@ -145,54 +180,45 @@ def test_a_shared_or_imported_memory_and_a_private_one_are_never_merged(real_ser
 
 
 # ------------------------------------------------------------------ the CLI, through the real daemon
-@pytest.mark.slow
-def test_cli_store_supersedes_and_superseded_marks_in_list_and_status(tmp_path) -> None:
-    import json
-
-    from tests.daemon_env import make_env
-
+@pytest.fixture
+def cli(tmp_path):
+    """(env, j): the real CLI and its daemon in a throwaway HOME; j(*args) is the answer of
+    `engram --json ARGS`."""
     env = make_env(tmp_path)
     try:
-        def j(*args: str) -> dict:
-            return json.loads(env.cli("--json", *args).stdout)
-
-        old = j("store", PORT_OLD, "--type", "semantic")["memory_id"]
-        j("store", "Deploy previews go to the staging cluster.", "--type", "semantic")  # a live one beside
-        # an explicit replacement of a different text
-        new = j("store", "Internal payments traffic uses port 9443.", "--type", "semantic", "--supersedes", old)
-        assert new["action"] == "created"
-        found = j("recall", "payments gateway port", "--limit", "5")
-        assert old not in [m["id"] for m in found["memories"]]
-        # list marks the replaced memory; status counts live and superseded
-        listed = env.cli("list").stdout
-        line = next(ln for ln in listed.splitlines() if "8443" in ln)
-        assert "superseded" in line
-        project = j("status")["scopes"]["project"]
-        assert project["superseded"] == 1 and project["live"] == 2
-        assert "1 superseded" in env.cli("status").stdout
+        yield env, lambda *args: json.loads(env.cli("--json", *args).stdout)
     finally:
         env.shutdown()
 
 
 @pytest.mark.slow
-def test_cli_recall_no_strengthen_leaves_access_counts_alone(tmp_path) -> None:
-    import json
+def test_cli_store_supersedes_and_superseded_marks_in_list_and_status(cli) -> None:
+    env, j = cli
+    old = j("store", PORT_OLD, "--type", "semantic")["memory_id"]
+    j("store", "Deploy previews go to the staging cluster.", "--type", "semantic")  # a live one beside
+    # an explicit replacement of a different text
+    new = j("store", "Internal payments traffic uses port 9443.", "--type", "semantic", "--supersedes", old)
+    assert new["action"] == "created"
+    found = j("recall", "payments gateway port", "--limit", "5")
+    assert old not in [m["id"] for m in found["memories"]]
+    # list marks the replaced memory; status counts live and superseded
+    listed = env.cli("list").stdout
+    line = next(ln for ln in listed.splitlines() if "8443" in ln)
+    assert "superseded" in line
+    project = j("status")["scopes"]["project"]
+    assert project["superseded"] == 1 and project["live"] == 2
+    assert "1 superseded" in env.cli("status").stdout
 
-    from tests.daemon_env import make_env
 
-    env = make_env(tmp_path)
-    try:
-        def j(*args: str) -> dict:
-            return json.loads(env.cli("--json", *args).stdout)
-
-        mid = j("store", "Deploy previews go to the staging cluster.", "--type", "semantic")["memory_id"]
-        before = j("show", mid)["access_count"]
-        assert j("recall", "deploy previews staging", "--no-strengthen")["memories"][0]["id"] == mid
-        assert j("show", mid)["access_count"] == before
-        j("recall", "deploy previews staging")  # a plain recall counts the access
-        assert j("show", mid)["access_count"] > before
-    finally:
-        env.shutdown()
+@pytest.mark.slow
+def test_cli_recall_no_strengthen_leaves_access_counts_alone(cli) -> None:
+    _env, j = cli
+    mid = j("store", "Deploy previews go to the staging cluster.", "--type", "semantic")["memory_id"]
+    before = j("show", mid)["access_count"]
+    assert j("recall", "deploy previews staging", "--no-strengthen")["memories"][0]["id"] == mid
+    assert j("show", mid)["access_count"] == before
+    j("recall", "deploy previews staging")  # a plain recall counts the access
+    assert j("show", mid)["access_count"] > before
 
 
 def test_promotion_never_merges_a_changed_fact_into_the_older_text(real_service, ctx):
@@ -204,8 +230,9 @@ def test_promotion_never_merges_a_changed_fact_into_the_older_text(real_service,
     assert promoted["action"] == "created" and promoted["target_id"] != old
     assert svc.get(ctx, old)["content"] == STG2 and svc.get(ctx, promoted["target_id"])["content"] == STG3
     # the same fact reworded still merges on promotion
-    same = svc.store(ctx, content="Deploy previews there: the staging cluster is nomad-stg-2.", type="semantic",
-                     scope="session")["memory_id"]
+    same = svc.store(
+        ctx, content="Deploy previews there: the staging cluster is nomad-stg-2.", type="semantic", scope="session"
+    )["memory_id"]
     _near_duplicates(svc, ctx, STG2, "Deploy previews there: the staging cluster is nomad-stg-2.")
     assert svc.promote(ctx, same, "project")["action"] == "merged"
 
@@ -213,9 +240,15 @@ def test_promotion_never_merges_a_changed_fact_into_the_older_text(real_service,
 def test_two_team_files_are_never_merged_into_one_memory(real_service, ctx):
     """Fact 7 and Fact 97 arriving as two team files stay two memories, each its own text."""
     svc = real_service
-    a = svc.store(ctx, content=FACT_7, type="semantic", scope="project", source={"kind": "team-memory", "path": "t/7.md"})
-    same = svc.store(ctx, content=FACT_7, type="semantic", scope="project", source={"kind": "team-memory", "path": "t/7b.md"})
-    b = svc.store(ctx, content=FACT_97, type="semantic", scope="project", source={"kind": "team-memory", "path": "t/97.md"})
+    a = svc.store(
+        ctx, content=FACT_7, type="semantic", scope="project", source={"kind": "team-memory", "path": "t/7.md"}
+    )
+    same = svc.store(
+        ctx, content=FACT_7, type="semantic", scope="project", source={"kind": "team-memory", "path": "t/7b.md"}
+    )
+    b = svc.store(
+        ctx, content=FACT_97, type="semantic", scope="project", source={"kind": "team-memory", "path": "t/97.md"}
+    )
     assert len({a["memory_id"], same["memory_id"], b["memory_id"]}) == 3
     assert "supersedes" not in b and "supersedes" not in same
     assert _ids(svc.recall(ctx, query="OPS-1097", limit=3, strengthen=False))[0] == b["memory_id"]
