@@ -159,6 +159,9 @@ IMPORT_ENTITY = "CREATE type::thing('entity', $key) CONTENT $record RETURN NONE"
 IMPORT_MENTION = (
     "RELATE $memory->mentions->$entity SET relationship = $relationship, created_at = $created_at RETURN NONE"
 )
+#: Many mentions in one statement: a RELATE each cost ~0.75 ms in the engine, 15 s for an
+#: entity's 20,000 observations; this inserts 1,000 in ~0.27 s (issue 35).
+IMPORT_MENTIONS = "INSERT RELATION INTO mentions $rows RETURN NONE"
 IMPORT_RELATION = (
     "RELATE $a->relates_to->$b SET relation_type = $relation_type, weight = $weight, evidence = $evidence, "
     "created_at = $created_at RETURN NONE"
@@ -248,6 +251,7 @@ UNINDEXED_WRITES = frozenset(
         BUMP_ENTITY_MENTIONS,
         IMPORT_ENTITY,
         IMPORT_MENTION,
+        IMPORT_MENTIONS,
         IMPORT_RELATION,
         SET_HISTORY_SNAPSHOT,
         TOUCH_SESSION,

@@ -462,6 +462,21 @@ class ScopeRepository:
         params = self._mention_params(mention.memory, mention.entity, mention.relationship)
         self._q(q.IMPORT_MENTION, {**params, "created_at": mention.created_at})
 
+    def import_mentions(self, mentions: Iterable[MentionRow]) -> None:
+        """Many mentions restored with their own creation times, in one statement (fails whole
+        if the engine refuses one: `import_mention` then finds which)."""
+        rows = [
+            {
+                "in": record_id("memory", m.memory),
+                "out": record_id("entity", m.entity),
+                "relationship": m.relationship,
+                "created_at": m.created_at,
+            }
+            for m in mentions
+        ]
+        if rows:
+            self._q(q.IMPORT_MENTIONS, {"rows": rows})
+
     def unlink_mentions(self, memory_key: str, entity_keys: list[str]) -> list[str]:
         """Remove a memory's mentions of the entities; the entity key of each removed edge."""
         params = {"memory": record_id("memory", memory_key), "entities": [record_id("entity", k) for k in entity_keys]}
