@@ -965,12 +965,23 @@ class FastEmbedEmbedder:
         Texts are sorted by length first because fastembed pads each batch to its longest member
         (2.3-3x the throughput on mixed-length turns); ``sort_by_length=False`` exists to measure it.
         """
+        return self._embed_documents(texts, sort_by_length=sort_by_length)
+
+    def embed_documents_one_thread(self, texts: Sequence[str]) -> np.ndarray:
+        """As `embed_documents`, always on the one-thread session: background work (a deferred
+        import's vectors, services/backfill.py) leaves the other core to queries and Claude Code,
+        where the two-thread session would take both whenever the load average looks idle."""
+        return self._embed_documents(texts, one_thread=True)
+
+    def _embed_documents(
+        self, texts: Sequence[str], *, sort_by_length: bool = True, one_thread: bool = False
+    ) -> np.ndarray:
         texts = list(texts)
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         self.load()
         order = sorted(range(len(texts)), key=lambda i: len(texts[i])) if sort_by_length else list(range(len(texts)))
-        model = self._session(texts=len(texts))
+        model = self._model if one_thread else self._session(texts=len(texts))
         rows = np.stack(list(model.embed([texts[i] for i in order], batch_size=self.batch_size)))
         out = np.empty_like(rows, dtype=np.float32)
         out[order] = rows
