@@ -48,6 +48,7 @@ from engram_mcp.core.errors import DaemonUnavailable, EngramError, InvalidInput,
 from engram_mcp.core.operations import Operation
 from engram_mcp.core.paths import make_private_dirs
 from engram_mcp.daemon import dispatch
+from engram_mcp.daemon.backfill import VectorBackfill
 from engram_mcp.daemon.client import clear_stale_socket, remove_socket_dir, socket_path
 from engram_mcp.daemon.connections import LISTEN_BACKLOG, ConnectionServer
 
@@ -146,6 +147,7 @@ class Daemon:
         self._attempts: dict[str, int] = {}
         self._entry_keys: dict[str, str] = {}  # spool file name -> project root (entries are immutable)
         self.queue_state: dict[str, Any] = {"blocked": {}, "last_drain_at": None, "applied": 0, "rejected": 0}
+        self.backfill: VectorBackfill | None = None
 
     # -- lifecycle ------------------------------------------------------------------
     def run(self) -> int:
@@ -196,6 +198,9 @@ class Daemon:
             checkpoint = self._checkpoint_thread
             if checkpoint is not None:  # an idle checkpoint writing files finishes before the exit
                 checkpoint.join()
+            if self.backfill is not None and self.backfill.thread is not None:
+                self.backfill.wanted.set()
+                self.backfill.thread.join(timeout=30)  # a step in flight writes its vectors first
             if self.service is not None:
                 with self._drain_lock, self.service.lock:  # a replay in flight finishes first
                     self.service.close()
@@ -220,11 +225,18 @@ class Daemon:
             from engram_mcp.services.service import MemoryService
 
             self.service = MemoryService(user_dir=self.user_dir, embedder=embedder)
+            # vectors a large import deferred (a restart resumes them): daemon/backfill.py
+            self.backfill = VectorBackfill(self.service, self.stopping, self._answering)
+            self.backfill.start()
         except Exception as exc:
             self.startup_error = f"engram daemon failed to start: {exc}"
             log.exception("startup failed")
         finally:
             self.ready.set()
+
+    def _answering(self) -> bool:
+        """Whether a request is being answered (the backfill waits for it)."""
+        return self._inflight > 0
 
     @staticmethod
     def _preload_model(embedder: Any) -> None:
@@ -271,6 +283,7 @@ class Daemon:
             return
         with self._conn_lock:
             idle = self.connections == 0 and time.monotonic() - self.last_activity > self.idle_exit_s
+            idle = idle and not (self.backfill is not None and self.backfill.running)  # finishes its vectors first
         if idle:
             log.info("idle for %.0fs; exiting", self.idle_exit_s)
             self.stopping.set()

@@ -21,7 +21,7 @@ from engram_mcp.core.vocabulary import MEMORY_TYPES, RECALLABLE_STATUSES, SCOPES
 from engram_mcp.index.retrieval import STRATEGIES, Hit, KeywordFirst, RetrievalSettings, ScopeView, keyword_first, rank
 from engram_mcp.index.scope_index import STATUS_CODE, Filters
 from engram_mcp.index.scoring import REACTIVATE_AT_STRENGTH, decay_factor, to_epoch
-from engram_mcp.services import graph
+from engram_mcp.services import backfill, graph
 from engram_mcp.services.access import SCOPE_ORDER, RequestContext, ScopeAccess
 from engram_mcp.services.handles import EarlyAnswerWithdrawn
 from engram_mcp.services.records import (
@@ -171,6 +171,8 @@ def recall(
                     ) from None
                 first, views = None, None  # the second attempt opens its views again
         warnings.extend(scope_warnings)
+        if effective != "keyword":  # memories awaiting a large import's vectors matched by keywords only
+            warnings.extend(backfill.awaiting_warnings(access, ctx, views or []))
         if strengthen and memories:
             strengthen_hits(access, ctx, hits, ctx.session_id)
         access.state.recalls += 1

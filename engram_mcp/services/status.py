@@ -8,6 +8,7 @@ from typing import Any
 from engram_mcp.core.errors import StoreUnavailable
 from engram_mcp.core.vocabulary import RECALLABLE_STATUSES
 from engram_mcp.index.scope_index import Filters
+from engram_mcp.services import backfill
 from engram_mcp.services.access import SCOPE_ORDER, RequestContext, ScopeAccess
 
 
@@ -45,6 +46,8 @@ def status(access: ScopeAccess, ctx: RequestContext) -> dict[str, Any]:
                 "entities": h.repo.count_entities(),
                 "relationships": h.repo.count_relations(),
                 "without_vectors": h.index.missing_vectors,
+                # of those, the ones a large import left to the daemon's backfill (services/backfill.py)
+                "awaiting_vectors": backfill.awaiting(access, h),
                 # "loaded" from its file, or "rebuilt (why the file was not used)" (handles.py)
                 "index": h.index_status,
                 "repaired_records": h.store.nul_repairs.get(
@@ -70,6 +73,7 @@ def status(access: ScopeAccess, ctx: RequestContext) -> dict[str, Any]:
             },
             "current_session": {"session_id": ctx.session_id} if ctx.session_id else None,
             "config_problem": config_problem,
+            "awaiting_vectors": sum(int(s.get("awaiting_vectors") or 0) for s in scopes.values()),
         }
 
 

@@ -36,6 +36,7 @@ from engram_mcp.core.ids import parse_memory_id
 from engram_mcp.core.redaction import redact_outbound_obj
 from engram_mcp.core.sensitivity import is_sensitive
 from engram_mcp.core.vocabulary import LINK_TYPES, PERSISTENT_SCOPES, SCOPES
+from engram_mcp.services import backfill
 from engram_mcp.services.access import RequestContext, ScopeAccess
 from engram_mcp.services.graph import find_entities, name_key
 from engram_mcp.services.handles import ScopeHandle
@@ -457,6 +458,7 @@ class _Run:
     findings: list = field(default_factory=list)
     rejected: list[dict[str, Any]] = field(default_factory=list)
     handles: dict[str, ScopeHandle] = field(default_factory=dict)
+    defer_vectors: bool = False  # memories of persistent scopes are written without vectors (backfill.py)
 
     def handle(self, scope: Any) -> ScopeHandle:
         """The scope's handle; opening a store takes the service lock (briefly, once per scope)."""
@@ -528,6 +530,9 @@ def import_records(
     source in messages ("line N" is the N-th record)."""
     run = _Run(access, ctx, Path(label), None, progress)
     model, dim = access.model_name, access.dim()
+    # the count is known before any line is checked: a large import defers from its first memory,
+    # so its writes overlap its checks (`_ahead`) instead of waiting for the last one
+    run.defer_vectors = _defers(run, sum(1 for obj in lines if obj.get("kind") == "memory"))
 
     def items() -> Iterator[Line | CheckedMemory]:
         for n, obj in enumerate(lines, 1):
@@ -536,17 +541,63 @@ def import_records(
             else:
                 yield Line(n, obj)
 
-    return _run_import(run, items())
+    return _run_import(run, _ahead(items()) if len(lines) >= CHECK_AHEAD_MIN_LINES else items())
+
+
+#: Records from which an import checks its lines in a thread of its own, ahead of the writes.
+CHECK_AHEAD_MIN_LINES = 2000
+CHECK_AHEAD_QUEUE = 4096
+
+
+def _ahead(items: Iterator[Any]) -> Iterator[Any]:
+    """`items`, produced by a thread ahead of the consumer: the checks (Python, redaction) run
+    while the engine commits the previous batch with the interpreter lock released."""
+    import queue
+    import threading
+
+    out: queue.Queue = queue.Queue(CHECK_AHEAD_QUEUE)
+    done = object()
+    failure: list[BaseException] = []
+    stop = threading.Event()
+
+    def produce() -> None:
+        try:
+            for item in items:
+                if stop.is_set():
+                    return
+                out.put(item)
+        except BaseException as exc:  # handed to the consumer, raised there
+            failure.append(exc)
+        finally:
+            out.put(done)
+
+    worker = threading.Thread(target=produce, name="engram-import-check", daemon=True)
+    worker.start()
+    try:
+        while (item := out.get()) is not done:
+            yield item
+        if failure:
+            raise failure[0]
+    finally:
+        stop.set()
+        while worker.is_alive():  # unblock a producer waiting on a full queue
+            try:
+                out.get_nowait()
+            except queue.Empty:
+                worker.join(0.01)
 
 
 def _run_import(run: _Run, items: Iterable[Line | CheckedMemory]) -> dict[str, Any]:
     writer = _Writer(run)
     to_embed, deferred = _check_lines(run, writer, items)
     writer.flush()
+    to_embed = _defer_vectors(run, to_embed, writer)
     _embed_and_write(run, to_embed, writer)
     _import_deferred(run, deferred)
     counts = run.counts
-    imported = sum(v for k, v in counts.items() if k not in ("rejected", "embedded"))
+    if counts.get("vectors_deferred"):
+        backfill.wake(run.access)  # after the graph lines: the worker does not compete with them
+    imported = sum(v for k, v in counts.items() if k not in ("rejected", "embedded", "vectors_deferred"))
     if run.rejected and imported == 0:
         first = run.rejected[0]
         more = f" (and {counts['rejected'] - 1} more bad lines)" if counts["rejected"] > 1 else ""
@@ -610,7 +661,12 @@ def _take_memory(
     vector = None if item.vector is None else np.frombuffer(item.vector, dtype="<f4")
     mem = _Memory(item.n, scope, key, item.record, vector)
     if vector is None and item.record.get("status") != "forgotten":
-        to_embed.append(mem)
+        if run.defer_vectors and scope in PERSISTENT_SCOPES:
+            backfill.mark(run.access, run.ctx, scope, run.handle(scope))  # listed before it is written
+            run.counts["vectors_deferred"] = run.counts.get("vectors_deferred", 0) + 1
+            writer.add(mem)
+        else:
+            to_embed.append(mem)
     else:
         writer.add(mem)
 
@@ -703,6 +759,30 @@ def _write_one_by_one(run: _Run, h: ScopeHandle, items: list[_Memory]) -> list[_
         except InvalidInput as exc:
             run.reject(m.n, exc.message, exc.field)
     return written
+
+
+def _defer_vectors(run: _Run, memories: list[_Memory], writer: _Writer) -> list[_Memory]:
+    """Write a large import's memories without their vectors, now; the rest to embed here.
+
+    From `import_defer_vectors_min` memories to embed (persistent scopes; a session's few are
+    embedded as before) and only where a worker will finish the job (services/backfill.py: the
+    daemon's): embedding 20,000 took ~90 s of CPU here, which the import no longer waits for.
+    The scopes are listed as awaiting vectors before the first such memory is written (a crash
+    in between leaves an entry with nothing to do, never a memory nobody will embed)."""
+    later = [m for m in memories if m.scope in PERSISTENT_SCOPES]
+    if not _defers(run, len(later)):
+        return memories
+    for scope in sorted({m.scope for m in later}):
+        backfill.mark(run.access, run.ctx, scope, run.handle(scope))
+    writer.write_all(later)
+    run.counts["vectors_deferred"] = run.counts.get("vectors_deferred", 0) + len(later)
+    return [m for m in memories if m.scope not in PERSISTENT_SCOPES]
+
+
+def _defers(run: _Run, memories: int) -> bool:
+    """Whether an import of this many memories to embed leaves their vectors to the backfill."""
+    least = run.access.config(run.ctx.project_root).import_defer_vectors_min
+    return bool(least) and memories >= least and backfill.deferring(run.access)
 
 
 def _embed_and_write(run: _Run, memories: list[_Memory], writer: _Writer) -> None:
@@ -857,8 +937,7 @@ def _flush_mentions(run: _Run, h: ScopeHandle, st: "_ScopeImport") -> None:
         return
     try:
         with h.repo.atomic() as tx:
-            for _n, mention in pending:
-                tx.import_mention(mention)
+            tx.import_mentions(mention for _n, mention in pending)
             for key, n in bumps.items():
                 tx.bump_mentions(key, n)
     except InvalidInput:  # find the one the engine refused; keep the others
@@ -1138,33 +1217,9 @@ def reindex(
                     with access.lock:
                         following = h.repo.get_many(chunks[i + 1])
                     pending = pool.submit(embed, following)
-                done += _write_vectors(access, h, rows, vecs, model)
+                done += backfill.write_vectors(access, h, rows, vecs, model)
                 if progress:
                     progress(min((i + 1) * EMBED_BATCH, len(keys)), len(keys), f"reindex {scope}")
                 if i + 1 < len(chunks):
                     rows = following
     return {"reindexed": done, "failed": failed, "model": model}
-
-
-def _write_vectors(
-    access: ScopeAccess, h: ScopeHandle, rows: list[dict[str, Any]], vecs: np.ndarray, model: str
-) -> int:
-    """Store freshly computed vectors for rows whose content has not changed since they were read."""
-    with access.lock:
-        current = {r["id"]: r for r in h.repo.get_many(r["id"] for r in rows)}
-        updates = []
-        for r, v in zip(rows, vecs, strict=False):
-            key = r["id"]
-            now = current.get(key)
-            if now is None or now.get("content") != r.get("content"):
-                continue  # edited or removed meanwhile: the edit re-embedded it or it is gone
-            rec = {k: val for k, val in now.items() if k != "id"}
-            rec.update(embedding=vector_bytes(v), embedding_model=model, embedding_dim=int(v.shape[0]))
-            updates.append((key, rec, v))
-        if updates:
-            with h.repo.atomic() as tx:
-                for key, rec, _v in updates:
-                    tx.replace(key, rec)
-        for key, rec, v in updates:
-            h.index.upsert({**rec, "id": key}, v)
-    return len(updates)
