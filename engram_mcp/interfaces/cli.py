@@ -230,8 +230,11 @@ def render_status(s: dict[str, Any]) -> str:
         lines.append(f"  {scope:<8} {info['total']:>6} memories ({types}); {info['entities']} entities{size}")
         if info.get("superseded"):
             lines.append(f"           {info.get('live', 0)} live, {info['superseded']} superseded (hidden from recall)")
-        if info.get("without_vectors"):
-            lines.append(f"           {info['without_vectors']} without vectors: run `engram reindex`")
+        awaiting = int(info.get("awaiting_vectors") or 0)
+        if awaiting:  # a large import's vectors, being computed by the daemon (services/backfill.py)
+            lines.append(f"           {awaiting} memories awaiting vectors (computed in the background)")
+        if int(info.get("without_vectors") or 0) > awaiting:
+            lines.append(f"           {info['without_vectors'] - awaiting} without vectors: run `engram reindex`")
     if s.get("config_problem"):
         detail = "\n           ".join(str(s["config_problem"]).splitlines())
         lines.append(f"  config   {detail}")

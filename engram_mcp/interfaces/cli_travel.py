@@ -154,6 +154,11 @@ def render_import_from(r: dict[str, Any]) -> str:
             f"graph: {_count(got.get('entity', 0), 'new entity')}, {_count(got.get('relation', 0), 'new relation')}, "
             f"{_count(got.get('mention', 0), 'new mention')}"
         )
+        if got.get("vectors_deferred"):  # services/backfill.py
+            lines.append(
+                f"{_count(got['vectors_deferred'], 'memory')} found by keywords now, by meaning once the daemon has "
+                "computed their vectors in the background (`engram status` counts those awaiting)"
+            )
         for entry in (r.get("imported") or {}).get("rejected") or []:
             lines.append(f"not imported: {one_line(str(entry.get('error')))}")
         for entry in r.get("rejected_updates") or []:

@@ -122,6 +122,11 @@ def run_doctor(project_root: Path, session_id: str | None = None) -> dict[str, A
                     f"{scope} store",
                     ok,
                     f"{info.get('total', 0)} memories at {info.get('path')}{_index_note(info.get('index'))}"
+                    + (
+                        f"; {info['awaiting_vectors']} memories awaiting vectors"
+                        if info.get("awaiting_vectors")
+                        else ""
+                    )
                     if ok
                     else info.get("message", "unavailable"),
                     "see the message; writes are kept and retried",
