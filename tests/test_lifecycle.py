@@ -186,17 +186,20 @@ def test_durable_knowledge_fades_to_consolidated_and_stays_in_reach_for_months(s
     replay archived 29 of 61 stored facts): durable knowledge stops at consolidated."""
     fact = store.store("the staging database listens on port 6543", importance=0.7)
     rule = store.store("always run the linter before pushing", type="procedural", importance=0.7)
-    note = store.store("looked at the staging logs", type="episodic", importance=0.7)
+    note = store.store("looked at the staging logs", type="episodic", importance=0.5)
+    fix = store.store("the nightly import failed on a locked DuckDB file: tests now use a temp copy",
+                      type="episodic", importance=0.7)
     weak = store.store("maybe try a different cache size", importance=0.3)
-    for mid in (fact, rule, note, weak):
+    for mid in (fact, rule, note, weak, fix):
         store.age(mid, days=60, status="active")  # fact: 0.7 * 2^(-60/7) = 0.0018
     store.reopen()
     report = store.svc.maintain(store.ctx)
     assert store.get(fact)["status"] == "consolidated"
     assert store.get(rule)["status"] == "consolidated"  # 0.7 * 2^-2 = 0.175 < 0.3
-    assert store.get(note)["status"] == "archived"  # noise fades as before
+    assert store.get(note)["status"] == "archived"  # an episode at the default importance fades as before
     assert store.get(weak)["status"] == "archived"
-    assert report["project"]["consolidated"] == 2
+    assert store.get(fix)["status"] == "consolidated"  # an episode kept on purpose is knowledge
+    assert report["project"]["consolidated"] == 3
     h = store.svc.handle(store.ctx, "project")
     assert h.q("SELECT * FROM consolidation_queue") == []  # fading is no consolidator job
     store.svc.maintain(store.ctx)  # a second pass neither archives nor forgets it

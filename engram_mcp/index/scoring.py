@@ -70,6 +70,12 @@ ACTIVATE_AFTER_SECONDS = 3_600.0
 # (and forgotten only after that); supersession and forget_memory still end it at once. The month
 # replay: a fact stored on day 2 and next needed on day 20 was archived (29 of 61 stored facts).
 DURABLE_MIN_IMPORTANCE = 0.5
+# An episode is durable knowledge too when whoever stored it rated it above the default importance
+# (0.5): a root cause found after a failing command and kept on purpose ("the stub errors at
+# runtime: builds need the pure-Go driver"). Hook output stays below it (session summaries 0.4,
+# failed commands 0.45, edits 0.3), so passing events still fade in days. The month replay: the
+# stand-in's fixes (episodic, 0.7) were archived within three days and missed at every later need.
+DURABLE_EPISODE_MIN_IMPORTANCE = 0.6
 DURABLE_ARCHIVE_AFTER_DAYS = 180.0
 REACTIVATE_AT_STRENGTH = 0.3
 CONSOLIDATED_RANK_FACTOR = 0.85  # consolidated memories are queryable at lower priority

@@ -368,9 +368,30 @@ def outdates(old: str, new: str, similarity: float) -> bool:
     new_only = {t: k for t, k in b.items() if _stem(t) not in a_stems}
     if similarity >= OUTDATE_BAND_COSINE and compare(old, new).relation == REPLACES:
         return True  # compare found the swap ("Alice reviews" -> "Bob now reviews") or a new value by a change word
+    return bool(_displacing(old, new, a, b, old_only, new_only))
+
+
+def displacements(old: str, new: str) -> dict[str, str]:
+    """{value of `old`: the sentence of `new` that displaces it}: a sentence naming the value right
+    after a displacing word ("instead of Doppler", "moved from Colima", "replaced Lucia") beside a
+    new value of its kind that `old` lacks. Whatever the two texts' similarity: a memory that only
+    mentions a value in passing ("wrapped in doppler run for the credentials") is no near
+    neighbour of the one that replaced it, yet its line would show the replaced value."""
+    a, b = fact_tokens(old), fact_tokens(new)
+    a_stems, b_stems = {_stem(t) for t in a}, {_stem(t) for t in b}
+    old_only = {t: k for t, k in a.items() if _stem(t) not in b_stems}
+    new_only = {t: k for t, k in b.items() if _stem(t) not in a_stems}
+    return _displacing(old, new, a, b, old_only, new_only)
+
+
+def _displacing(
+    old: str, new: str, a: dict[str, str], b: dict[str, str], old_only: dict[str, str], new_only: dict[str, str]
+) -> dict[str, str]:
+    """The values of `old` that a sentence of `new` displaces, with that sentence (see `outdates`)."""
     if not set(old_only.values()) & set(new_only.values()):
-        return False  # nothing of one kind went out while one of that kind came in
+        return {}  # nothing of one kind went out while one of that kind came in
     shared = {t: k for t, k in b.items() if t in a}
+    found: dict[str, str] = {}
     for sentence in _SENTENCE_SPLIT_RE.split(new):
         words = [w.lower() for w in _TOKEN_RE.findall(sentence)]
         changes = [i for i, w in enumerate(words) if w in _DISPLACING_WORDS]
@@ -378,11 +399,9 @@ def outdates(old: str, new: str, similarity: float) -> bool:
             continue
         # the old value right after the change word ("instead of Doppler", "replaced Lucia",
         # "moved from Colima"): the subject of "X now uses Y" is no displaced value
-        kinds_out = {
-            shared[w]
-            for i, w in enumerate(words)
-            if w in shared and any(0 < i - c <= _DISPLACE_WINDOW for c in changes)
-        }
-        if kinds_out & {new_only[w] for w in words if w in new_only}:
-            return True
-    return False
+        out = [w for i, w in enumerate(words) if w in shared and any(0 < i - c <= _DISPLACE_WINDOW for c in changes)]
+        came_in = {new_only[w] for w in words if w in new_only}
+        for w in out:
+            if shared[w] in came_in:
+                found.setdefault(w, " ".join(sentence.split()))
+    return found

@@ -32,6 +32,12 @@ TEAM_TITLE = "Team memory applied at this session's start"
 MAX_TRACKED_SESSIONS = 256
 #: The prompt hook considers this many times its limit of recall's best (it filters after recall).
 PROMPT_POOL_FACTOR = 5
+#: Characters of a memory's text on a prompt block's line: a memory this prompt needs is shown
+#: (nearly) whole, the start block's lines being short (context.ITEM_CHARS). With the limit of 3
+#: the block stays under ~400 tokens.
+PROMPT_ITEM_CHARS = 400
+#: The prompt block's ceiling in estimated tokens (issue 33: at most 300 per prompt after the first).
+PROMPT_MAX_TOKENS = 300
 #: Injections kept for `engram ui`'s sessions page (in the daemon's memory: since it started).
 MAX_INJECTION_EVENTS = 2000
 CAPTURE_CATEGORIES = {"file_change": "capture_file_changes", "error": "capture_failed_commands"}
@@ -53,7 +59,11 @@ CAPTURE_ALLOWED_KEYS = (
 
 
 class InjectedMemories:
-    """Ids already put in front of Claude per session, so a prompt hook never repeats them."""
+    """Ids already put in front of Claude per session, so a prompt hook never repeats them.
+
+    A memory the start block showed cut short (`context.is_shortened`) is not counted as seen:
+    the prompt hook may show it whole when a prompt needs it (the start block's short lines are
+    what lets it hold many memories; the values of a long memory may be past its cut)."""
 
     def __init__(self) -> None:
         self._by_session: OrderedDict[str, set[str]] = OrderedDict()
@@ -149,7 +159,8 @@ def session_start(access: ScopeAccess, ctx: RequestContext, *, source: str = "st
         if built.get("context_block"):
             block_parts.append(built["context_block"])
             ids = MEMORY_ID_RE.findall(built["context_block"])
-            INJECTED.add(ctx.session_id, ids)
+            shortened = set(built.get("shortened") or ())
+            INJECTED.add(ctx.session_id, [i for i in ids if i not in shortened])
             INJECTION_LOG.record(
                 ctx.session_id, "session_start", ids, context_ops.estimate_tokens(built["context_block"])
             )
@@ -276,14 +287,16 @@ def prompt_context(access: ScopeAccess, ctx: RequestContext, *, prompt: str) -> 
     if not picked:
         INJECTION_LOG.record(ctx.session_id, "prompt", [], 0, prompt=prompt)  # which prompt, for `engram ui`
         return {"additional_context": None, "considered": len(found.get("memories") or [])}
+    # the newer memories a picked one's values may have been replaced by: recall's pool and the
+    # scopes' strongest (the ones a session start would show), so a line carries the change
+    newer = [*(found.get("memories") or []), *context_ops.correction_pool(access, ctx)]
+    picked, block = _prompt_block(picked, ctx.project_root.name or None, newer)
     INJECTED.add(ctx.session_id, [m["id"] for m in picked])
     # Cleared the bar for the user's own prompt: the work used it, as a recall Claude made would
     # have. Without this a fact that keeps helping decays as if nobody needed it (the month
     # replay's maintenance archived most knowledge within three weeks). The start block does not
     # strengthen: it shows memories whatever the task, and would keep them alive for that alone.
     context_ops.strengthen_used(access, ctx, picked)
-    repository = ctx.project_root.name or None
-    block = _fence(PROMPT_BLOCK_TITLE, [context_ops.memory_line(m, repository=repository) for m in picked])
     INJECTION_LOG.record(
         ctx.session_id, "prompt", [m["id"] for m in picked], context_ops.estimate_tokens(block), prompt=prompt
     )
@@ -292,6 +305,27 @@ def prompt_context(access: ScopeAccess, ctx: RequestContext, *, prompt: str) -> 
         "memory_ids": [m["id"] for m in picked],
         "tokens": context_ops.estimate_tokens(block),
     }
+
+
+def _prompt_block(
+    picked: list[dict[str, Any]], repository: str | None, newer: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], str]:
+    """The prompt block of `picked` within PROMPT_MAX_TOKENS: lines of PROMPT_ITEM_CHARS, else of
+    the start block's length, else fewer memories (the best first)."""
+
+    def render(mems: list[dict[str, Any]], limit: int) -> str:
+        lines = [context_ops.memory_line(m, repository=repository, limit=limit, newer=newer) for m in mems]
+        return _fence(PROMPT_BLOCK_TITLE, lines)
+
+    block = ""
+    for limit in (PROMPT_ITEM_CHARS, context_ops.ITEM_CHARS):
+        block = render(picked, limit)
+        if context_ops.estimate_tokens(block) <= PROMPT_MAX_TOKENS:
+            return picked, block
+    while len(picked) > 1 and context_ops.estimate_tokens(block) > PROMPT_MAX_TOKENS:
+        picked = picked[:-1]
+        block = render(picked, context_ops.ITEM_CHARS)
+    return picked, block
 
 
 def capture(

@@ -8,7 +8,8 @@ Strength is computed at read time (scoring.py); this pass turns it into states
   consolidated -> archived  strength < 0.1
   archived -> forgotten     strength < 0.01: content and vector cleared (skeleton kept);
                             never in the user scope, which is only ever archived
-Durable knowledge (semantic or procedural, importance >= DURABLE_MIN_IMPORTANCE) fades only to
+Durable knowledge (semantic or procedural, importance >= DURABLE_MIN_IMPORTANCE; an episode kept
+above the default importance, >= DURABLE_EPISODE_MIN_IMPORTANCE) fades only to
 consolidated (at strength < 0.3, whatever its access count): it stays in recall and context, at
 lower priority, and is archived or forgotten by decay only after DURABLE_ARCHIVE_AFTER_DAYS
 without a recall. Noise (episodic captures, working scratch, unimportant notes) fades as above.
@@ -36,6 +37,7 @@ from engram_mcp.index.scoring import (
     CONSOLIDATE_BELOW_STRENGTH,
     CONSOLIDATE_MIN_ACCESS,
     DURABLE_ARCHIVE_AFTER_DAYS,
+    DURABLE_EPISODE_MIN_IMPORTANCE,
     DURABLE_MIN_IMPORTANCE,
     FORGET_BELOW_STRENGTH,
     SECONDS_PER_DAY,
@@ -231,9 +233,13 @@ def _maintain_scope(h: ScopeHandle, now: float, on_purge=None) -> dict[str, int]
 
 
 def durable_mask(type_codes: np.ndarray, importance: np.ndarray) -> np.ndarray:
-    """Which memories are durable knowledge: semantic or procedural, importance >= DURABLE_MIN_IMPORTANCE."""
+    """Which memories are durable knowledge: semantic or procedural, importance >=
+    DURABLE_MIN_IMPORTANCE, or episodic, importance >= DURABLE_EPISODE_MIN_IMPORTANCE."""
     codes = np.array([MEMORY_TYPES.index(t) for t in DURABLE_TYPES], dtype=type_codes.dtype)
-    return np.isin(type_codes, codes) & (importance >= DURABLE_MIN_IMPORTANCE)
+    episode = type_codes == MEMORY_TYPES.index("episodic")
+    return (np.isin(type_codes, codes) & (importance >= DURABLE_MIN_IMPORTANCE)) | (
+        episode & (importance >= DURABLE_EPISODE_MIN_IMPORTANCE)
+    )
 
 
 def _expired_user_forgets(h: ScopeHandle, now: float) -> list[str]:

@@ -1,0 +1,124 @@
+"""Issue 33, injection: the start block's short lines, the prompt hook showing a cut memory whole,
+the user's knowledge of every kind at a session start, and the prompt block's token ceiling."""
+
+from __future__ import annotations
+
+from engram_mcp.services import context, hook_ops
+from engram_mcp.services.service import RequestContext
+
+# A memory written the way a turn is written down: its point first, the values that make it
+# later (the port and host come after ~300 characters).
+LONG_FACT = (
+    "Heads up for the billing service: the staging database is the shared one that the data team "
+    "also uses, so migrations there need a heads-up in their channel before they run, and nothing "
+    "destructive goes in without a backup taken the same day. Context: it listens on port 6544 "
+    "on host pg-stage-2."
+)
+
+
+def test_a_memory_cut_in_the_start_block_is_shown_whole_when_a_prompt_needs_it(real_service, project):
+    first = RequestContext(project, "sess-a")
+    real_service.store(first, content=LONG_FACT, type="semantic", scope="project", importance=0.7)
+    second = RequestContext(project, "sess-b")
+    start = hook_ops.session_start(real_service.access, second)
+    block = start["additional_context"] or ""
+    assert "staging database" in block and "6544" not in block  # shown, cut before its values
+    out = hook_ops.prompt_context(
+        real_service.access, second, prompt="connect to the billing staging database and run the migration"
+    )
+    shown = out["additional_context"] or ""
+    assert "6544" in shown and "pg-stage-2" in shown, shown
+    # once shown whole it is not repeated
+    again = hook_ops.prompt_context(
+        real_service.access, second, prompt="run the billing staging database migration again"
+    )
+    assert "6544" not in (again["additional_context"] or "")
+
+
+def test_a_memory_shown_whole_at_the_start_is_not_repeated_by_the_prompt_hook(real_service, project):
+    first = RequestContext(project, "sess-a")
+    real_service.store(
+        first,
+        content="The billing staging database listens on port 6544.",
+        type="semantic",
+        scope="project",
+        importance=0.7,
+    )
+    second = RequestContext(project, "sess-b")
+    assert "6544" in (hook_ops.session_start(real_service.access, second)["additional_context"] or "")
+    out = hook_ops.prompt_context(
+        real_service.access, second, prompt="which port does the billing staging database use"
+    )
+    assert "6544" not in (out["additional_context"] or "")
+
+
+def test_the_users_episodic_knowledge_reaches_a_session_start(real_service, project):
+    """A root cause the user keeps for every repository is episodic (found after a failing
+    command); the user's section used to take semantic and procedural memories only."""
+    ctx = RequestContext(project, "sess-a")
+    real_service.store(
+        ctx,
+        content="Secrets are never in .env files on my machine: wrap commands in `vault-run --`, "
+        "the ingest failed without it.",
+        type="episodic",
+        scope="user",
+        importance=0.7,
+    )
+    block = hook_ops.session_start(real_service.access, RequestContext(project, "sess-b"))["additional_context"] or ""
+    assert "vault-run" in block, block
+
+
+def test_the_prompt_block_stays_under_its_token_ceiling(real_service, project):
+    ctx = RequestContext(project, "sess-a")
+    for i in range(3):
+        real_service.store(
+            ctx, content=f"Billing export {i}: " + LONG_FACT, type="semantic", scope="project", importance=0.7
+        )
+    out = hook_ops.prompt_context(
+        real_service.access, RequestContext(project, "sess-b"), prompt="billing staging database migration heads-up"
+    )
+    assert out["additional_context"], out
+    assert out["tokens"] <= hook_ops.PROMPT_MAX_TOKENS
+    assert context.estimate_tokens(out["additional_context"]) <= hook_ops.PROMPT_MAX_TOKENS
+
+
+OLD_PROCEDURE = (
+    "We always backfill the energy marts with the orchestrator's CLI (as usual under `keyvex run`), one daily partition per call, "
+    "never from the web UI because a UI run cannot be scripted or reviewed; check the row counts "
+    "against the raw tables after each run."
+)
+NEW_SECRETS = (
+    "Secrets now come from Sealbox, `sealbox run --env=dev -- <command>`, in every repo. "
+    "I'll use sealbox run instead of Keyvex everywhere."
+)
+
+
+def test_a_line_quoting_a_replaced_value_carries_its_replacement(real_service, project):
+    """The backfill procedure is still true; only the wrapper it mentions in passing changed. It is
+    no near neighbour of the newer memory, so nothing hides it: its line carries the change."""
+    ctx = RequestContext(project, "sess-a")
+    real_service.store(ctx, content=OLD_PROCEDURE, type="procedural", scope="project", importance=0.7)
+    real_service.store(ctx, content=NEW_SECRETS, type="semantic", scope="user", importance=0.7)
+    block = hook_ops.session_start(real_service.access, RequestContext(project, "sess-b"))["additional_context"] or ""
+    [line] = [x for x in block.splitlines() if "keyvex run" in x.lower() and "backfill" in x]
+    assert "changed since" in line and "sealbox run instead of keyvex" in line.lower(), line
+    out = hook_ops.prompt_context(
+        real_service.access, RequestContext(project, "sess-c"), prompt="backfill the pipeline partitions for last week"
+    )
+    for shown in (out["additional_context"] or "").splitlines():
+        if "keyvex run" in shown.lower():
+            assert "sealbox run" in shown.lower(), shown
+
+
+def test_a_newer_memory_that_replaces_nothing_the_line_states_adds_no_note(real_service, project):
+    ctx = RequestContext(project, "sess-a")
+    real_service.store(ctx, content=OLD_PROCEDURE, type="procedural", scope="project", importance=0.7)
+    real_service.store(
+        ctx,
+        content="The dashboard now uses uPlot instead of Chart.js for the energy graphs.",
+        type="semantic",
+        scope="project",
+        importance=0.7,
+    )
+    block = hook_ops.session_start(real_service.access, RequestContext(project, "sess-b"))["additional_context"] or ""
+    assert "changed since" not in block, block
