@@ -162,7 +162,7 @@ def by_category(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 def note_tokens() -> dict[str, Any]:
     """The note with every signal (the longest it gets) and with one."""
-    longest = hooks.stop_note(list(stop_trigger.SIGNAL_TEXT))
+    longest = hooks.stop_note(list(stop_trigger.SIGNAL_TEXT), every_project=True)
     shortest = min((hooks.stop_note([s]) for s in stop_trigger.SIGNAL_TEXT), key=len)
     return {
         "longest_chars": len(longest),

@@ -162,3 +162,47 @@ def test_the_stop_corpus_false_nudges_do_not_rise():
         rows.append({"split": t["split"], "label": t["label"], "fired": bool(signals)})
     for split, most in (("dev", 1), ("heldout", 0)):  # issue 33's starting point: 1/54 and 0/54
         assert sum(r["fired"] and r["label"] == "none" for r in rows if r["split"] == split) <= most
+
+
+def test_a_rule_for_every_project_goes_to_the_user_scope_and_the_note_says_so(tmp_path, monkeypatch):
+    """What the user says holds in every repository is needed in the other projects: the turn's own
+    memory is carried on to the user scope, and the note tells Claude which scope to store it in."""
+    monkeypatch.setattr(hooks, "nudge", lambda user_dir, spawn=True: None)
+    user_dir = tmp_path / "user"
+    prompt = "Fix the flaky test. And this is how I want every fix done, whatever the repo: a failing test first."
+    assert _stop(tmp_path, user_dir, prompt, [EDIT], "Done: the failing test came first, then the fix.")
+    [entry] = [spool.read(p) for p in spool.pending(user_dir)]
+    assert entry["args"]["metadata"] == {"promote_to": "user"}
+    assert hooks.STOP_NOTE_EVERY_PROJECT.strip() in _deliver(user_dir)
+
+
+def test_an_answer_that_takes_a_rule_on_in_every_repo_widens_the_scope_but_a_future_change_does_not():
+    assert stop_trigger.for_every_project("Moved to the new runtime.", "I'll drop the old settings in every repo.")
+    assert stop_trigger.for_every_project("Send it to Ana. She signs off any wording, in either product.")
+    assert not stop_trigger.for_every_project("Regenerate it.", "For any future schema change I'll run the generator.")
+    assert not stop_trigger.for_every_project("Moved to the new runtime.", "Everything passes in this repo.")
+
+
+def test_the_nudged_stand_in_follows_the_scope_the_note_names():
+    from bench.month import standin
+
+    turn = {"prompt": "Heads up: the build box is kiln now.", "answer": "Noted.", "events": [], "teaches": []}
+    note = hooks.stop_note(["fact"], every_project=True)
+    [memory], _ = standin.decide(
+        "nudged",
+        {"prompt": "next", "answer": "ok", "events": []},
+        prompt_context=note,
+        start_context="",
+        previous_turn=turn,
+        previous_session_last_turn=None,
+    )
+    assert memory.scope == "user"
+    [memory], _ = standin.decide(
+        "nudged",
+        {"prompt": "next", "answer": "ok", "events": []},
+        prompt_context=hooks.stop_note(["fact"]),
+        start_context="",
+        previous_turn=turn,
+        previous_session_last_turn=None,
+    )
+    assert memory.scope == "project"

@@ -30,6 +30,8 @@ MEMORY_STYLES = ("full", "concise")
 MEMORY_STYLE_ENV = "ENGRAM_MONTH_MEMORY_STYLE"
 #: How engram's context asks Claude to store something (the Stop hook's note, interfaces/hooks.py STOP_NOTE).
 NOTE_MARKERS = ("engram memory check",)
+#: The note's scope, when engram says what it flagged holds in every project (hooks.STOP_NOTE_EVERY_PROJECT).
+NOTE_SCOPE = re.compile(r"engram memory check[^\n]*\buse scope (user|project)\b", re.IGNORECASE)
 REMEMBER_COMMAND = "/engram:remember"
 MAX_CONTENT_CHARS = 1800
 FAILURE_LINE_CHARS = 200
@@ -168,7 +170,9 @@ def decide(
         if start_context and asks_to_store(start_context) and previous_session_last_turn is not None:
             before.append(memory_from_turn(previous_session_last_turn))
         if prompt_context and asks_to_store(prompt_context) and previous_turn is not None:
-            before.append(memory_from_turn(previous_turn))
+            memory = memory_from_turn(previous_turn)
+            scope = NOTE_SCOPE.search(prompt_context)  # a model follows the scope the note names
+            before.append(Memory(memory.content, memory.type, scope.group(1).lower()) if scope else memory)
     else:
         raise ValueError(f"unknown policy {policy!r}; expected one of {POLICIES}")
     return before, after

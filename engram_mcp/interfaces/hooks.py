@@ -401,9 +401,14 @@ STOP_NOTE = (
 STOP_REASON = STOP_NOTE  # the name bench/hooks_bench.py reads
 
 
-def stop_note(signals: list[str]) -> str:
-    """The one-line nudge for these signals."""
-    return STOP_NOTE.format(signals="; ".join(stop_trigger.SIGNAL_TEXT.get(s, s) for s in signals))
+# Added when the user said it holds beyond this repository (`stop_trigger.for_every_project`).
+STOP_NOTE_EVERY_PROJECT = " It holds in every project: use scope user."
+
+
+def stop_note(signals: list[str], *, every_project: bool = False) -> str:
+    """The one-line nudge for these signals (and the scope, when it is wider than the project)."""
+    note = STOP_NOTE.format(signals="; ".join(stop_trigger.SIGNAL_TEXT.get(s, s) for s in signals))
+    return note + STOP_NOTE_EVERY_PROJECT if every_project else note
 
 
 def _note_path(user_dir: Path, payload: dict[str, Any]) -> Path | None:
@@ -414,7 +419,9 @@ def _note_path(user_dir: Path, payload: dict[str, Any]) -> Path | None:
     return user_dir / STOP_NOTES_DIR / f"{safe}.json"
 
 
-def save_stop_note(user_dir: Path, payload: dict[str, Any], signals: list[str]) -> Path | None:
+def save_stop_note(
+    user_dir: Path, payload: dict[str, Any], signals: list[str], *, every_project: bool = False
+) -> Path | None:
     """Leave the nudge for this session's next prompt (replacing an unread one) and drop stale notes."""
     path = _note_path(user_dir, payload)
     if path is None:
@@ -431,7 +438,7 @@ def save_stop_note(user_dir: Path, payload: dict[str, Any], signals: list[str]) 
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
-        os.write(fd, json.dumps({"signals": signals, "created": now}).encode())
+        os.write(fd, json.dumps({"signals": signals, "created": now, "every_project": every_project}).encode())
     finally:
         os.close(fd)
     os.replace(tmp, path)
@@ -467,7 +474,7 @@ def take_stop_note(user_dir: Path, payload: dict[str, Any]) -> str | None:
     if time.time() - float(data.get("created") or 0) > STOP_NOTE_MAX_AGE_S:
         return None
     _mark_delivered(path)
-    return stop_note(signals)
+    return stop_note(signals, every_project=bool(data.get("every_project")))
 
 
 def _mark_delivered(note: Path) -> None:
@@ -609,8 +616,9 @@ def on_stop(user_dir: Path, payload: dict[str, Any]) -> dict[str, Any] | None:
         facts["answer"] = payload["last_assistant_message"]
     signals = stop_signals(facts, note_delivered=note_was_delivered(user_dir, payload))
     if signals and _stop_enabled(user_dir, payload):
-        save_stop_note(user_dir, payload, signals)
         memory = turn_knowledge_memory(facts, signals)
+        every_project = bool(memory and (memory.get("metadata") or {}).get("promote_to") == "user")
+        save_stop_note(user_dir, payload, signals, every_project=every_project)
         if memory and _session_id(payload):
             # Stop runs once a turn within 5 s: it never starts a daemon; the next one applies the queue.
             capture(user_dir, payload, memory, spawn=False)
@@ -657,7 +665,7 @@ def turn_knowledge_memory(facts: dict[str, Any], signals: list[str]) -> dict[str
         "tags": ["stop-capture", kind],
         "source": {"hook": "Stop", "signals": list(signals)},
     }
-    if kind != "fix" and stop_trigger.for_every_project(str(facts.get("prompt") or "")):
+    if kind != "fix" and stop_trigger.for_every_project(str(facts.get("prompt") or ""), str(facts.get("answer") or "")):
         memory["metadata"] = {"promote_to": "user"}  # session end carries it on to the user scope
     return memory
 

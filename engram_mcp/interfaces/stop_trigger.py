@@ -108,13 +108,15 @@ IDENTIFIER = re.compile(
     r"\bv?\d+\.\d+\.\d+\b|\bon \d{4,5}\b"  # a full version ("4.6.0"), a port ("listens on 9443")
 )
 INDIRECT_QUESTION = re.compile(r"\b(?:whether|if)\b", re.IGNORECASE)  # "he asks whether 4.5.2 is OK": a question
-# A scope wider than this task ("in every repo", "for anything you write"), whatever the sentence's form.
-WIDER_SCOPE = re.compile(
-    r"\b(?:in|for|across|to) (?:any|every|all|each) (?:of )?(?:my |our |the )?"
+# A scope wider than this repository, named: "in every repo", "whatever the project", "in either product".
+PROJECTS_SCOPE = (
+    r"\b(?:in|for|across|to) (?:any|every|all|each|either|both) (?:of )?(?:my |our |the )?"
     r"(?:repos?|repositories|projects?|codebases?|services|products?|languages?)\b|"
-    r"\bfor any(?:thing)?\b[^.!?\n]{0,40}\b(?:you|we|I)\b",
-    re.IGNORECASE,
+    r"\b(?:whatever|regardless of|no matter) (?:the |which )?(?:repo|repository|project|codebase|product|language)\b"
 )
+ACROSS_PROJECTS = re.compile(PROJECTS_SCOPE, re.IGNORECASE)
+# A scope wider than this task ("in every repo", "for anything you write"), whatever the sentence's form.
+WIDER_SCOPE = re.compile(PROJECTS_SCOPE + r"|\bfor any(?:thing)?\b[^.!?\n]{0,40}\b(?:you|we|I)\b", re.IGNORECASE)
 # Who does what: a person (a name or he/she/they) with a lasting role.
 ROLE = re.compile(
     r"\b(?:owns|reviews|approves|signs off|is responsible for|"
@@ -172,10 +174,13 @@ def teaching_part(prompt: str) -> str:
     return " ".join(taught or parts)
 
 
-def for_every_project(prompt: str) -> bool:
+def for_every_project(prompt: str, answer: str = "") -> bool:
     """Whether the user stated it for all their work, not this repository: a scope wider than the
-    project ("in any repo", "for anything you write") or a personal preference ("I prefer")."""
-    return bool(WIDER_SCOPE.search(prompt) or PREFERENCE.search(prompt))
+    project ("in any repo", "whatever the repo", "in either product", "for anything you write") or a
+    personal preference ("I prefer"); or the answer takes the lesson on that widely ("I'll drop the
+    old settings in every repo")."""
+    taken_on = " ".join(lesson_sentences(answer)) if answer else ""
+    return bool(WIDER_SCOPE.search(prompt) or PREFERENCE.search(prompt) or ACROSS_PROJECTS.search(taken_on))
 
 
 def stated_fact(prompt: str) -> bool:
