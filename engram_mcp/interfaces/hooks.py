@@ -392,11 +392,11 @@ def stop_signals(facts: dict[str, Any], *, note_delivered: bool = False) -> list
     return stop_trigger.stop_signals(facts)
 
 
-# The note the next prompt carries (~70 tokens with the signals; measured in bench/stop_bench.py).
+# The note the next prompt carries (~50 tokens with one signal; measured in bench/stop_bench.py). It rides
+# on a prompt whose memory block has its own budget, so every word of it counts against that prompt's tokens.
 STOP_NOTE = (
     "engram memory check: the previous turn may hold durable knowledge not stored yet ({signals}). "
-    "If it will matter in later sessions, store it now with engram's store_memory (type, scope, importance, "
-    "tags), then continue; otherwise ignore this note and do not mention it."
+    "If it matters for later sessions, store it now with store_memory, then continue; else ignore this silently."
 )
 STOP_REASON = STOP_NOTE  # the name bench/hooks_bench.py reads
 

@@ -328,11 +328,11 @@ ENV_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 SUBCOMMAND = re.compile(r"^[a-z][a-z0-9:_-]*$")
 
 SIGNAL_TEXT = {
-    "rule": "the user stated a rule or preference for future work",
-    "fact": "the user stated a lasting fact (environment, how something runs, who owns what)",
-    "fix": "a command failed and a working fix was found",
-    "decision": "a decision was made, with its reason",
-    "lesson": "the answer states a lesson that holds beyond this task",
+    "rule": "a rule or preference for future work",
+    "fact": "a lasting fact: where, how or who",
+    "fix": "a fix found after a failed command",
+    "decision": "a decision and its reason",
+    "lesson": "a lesson the answer states",
 }
 
 
