@@ -606,7 +606,7 @@ def on_stop(user_dir: Path, payload: dict[str, Any]) -> dict[str, Any] | None:
     """Leave a nudge for the next prompt when the turn holds unstored durable knowledge. Never blocks.
 
     Blocking would cost one more main-model request per flagged turn and, as a JSON
-    ``decision: block``, Claude Code hands the reason to the model twice; the note costs ~70
+    ``decision: block``, Claude Code hands the reason to the model twice; the note costs ~55
     input tokens of the next request (see docs/architecture.md#stop-hook).
     """
     if payload.get("stop_hook_active") or os.environ.get("ENGRAM_STOP_HOOK", "").lower() in ("0", "false", "no", "off"):
