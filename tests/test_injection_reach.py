@@ -122,3 +122,21 @@ def test_a_newer_memory_that_replaces_nothing_the_line_states_adds_no_note(real_
     )
     block = hook_ops.session_start(real_service.access, RequestContext(project, "sess-b"))["additional_context"] or ""
     assert "changed since" not in block, block
+
+
+def test_spare_budget_goes_to_the_sections_in_proportion_to_what_they_lack():
+    """The spare of an empty section is split by what each fuller section still lacks, not handed
+    to the preferences first (which left the project's knowledge at its own share)."""
+    shares = {"preferences": 1200, "project_context": 1680, "relevant_procedures": 960, "session_history": 960}
+    needs = {"preferences": 2900, "project_context": 4000, "relevant_procedures": 1150, "session_history": 0}
+    given = context._allowances(needs, shares)
+    assert sum(given.values()) <= sum(shares.values()) + len(shares)
+    lack_pref, lack_proj = needs["preferences"] - 1200, needs["project_context"] - 1680
+    gain_pref, gain_proj = given["preferences"] - 1200, given["project_context"] - 1680
+    assert gain_proj > gain_pref > 0
+    assert abs(gain_proj / gain_pref - lack_proj / lack_pref) < 0.05
+    # a section that needs less than its share keeps only what it needs, the rest goes on
+    assert context._allowances({"preferences": 2900, "project_context": 100}, shares) == {
+        "preferences": 2900,
+        "project_context": 100,
+    }

@@ -440,15 +440,24 @@ def build_context(
 
 def _allowances(needs: dict[str, int], shares: dict[str, int]) -> dict[str, int]:
     """Each section's characters: its share, or what it needs when that is less; what the others
-    leave goes to the sections that need more, in layout order (preferences first). A section with
-    little to show no longer strands its share while a fuller one is cut (the block used to pass
-    spare budget forward only, to the sections after it)."""
+    leave is split among the sections that need more, in proportion to what each still lacks. A
+    section with little to show does not strand its share while a fuller one is cut, and the spare
+    no longer goes first to the preferences whatever the project holds (the month replay: seven
+    user lines beside five of the project's fourteen, though two needs in three were the
+    project's)."""
     given = {n: min(need, shares.get(n, 0)) for n, need in needs.items()}
     spare = sum(shares.values()) - sum(given.values())
-    for name in needs:
-        extra = min(needs[name] - given[name], max(0, spare))
-        given[name] += extra
-        spare -= extra
+    while spare > 0:
+        lacking = {n: needs[n] - given[n] for n in needs if needs[n] > given[n]}
+        total = sum(lacking.values())
+        if not total:
+            break
+        handed = 0
+        for name, lack in lacking.items():
+            extra = min(lack, max(1, spare * lack // total))
+            given[name] += extra
+            handed += extra
+        spare -= handed
     return given
 
 

@@ -310,20 +310,21 @@ def prompt_context(access: ScopeAccess, ctx: RequestContext, *, prompt: str) -> 
 def _prompt_block(
     picked: list[dict[str, Any]], repository: str | None, newer: list[dict[str, Any]]
 ) -> tuple[list[dict[str, Any]], str]:
-    """The prompt block of `picked` within PROMPT_MAX_TOKENS: lines of PROMPT_ITEM_CHARS, else of
-    the start block's length, else fewer memories (the best first)."""
+    """The prompt block of `picked` within PROMPT_MAX_TOKENS: lines of PROMPT_ITEM_CHARS, the
+    best first, as many as fit (at least one, cut shorter if it alone is too long). Whole lines
+    rather than more cut ones: a memory the start block showed cut comes back for what its cut
+    left out (the month replay: three lines cut at the start block's length repeated what that
+    block already showed)."""
 
     def render(mems: list[dict[str, Any]], limit: int) -> str:
         lines = [context_ops.memory_line(m, repository=repository, limit=limit, newer=newer) for m in mems]
         return _fence(PROMPT_BLOCK_TITLE, lines)
 
-    block = ""
-    for limit in (PROMPT_ITEM_CHARS, context_ops.ITEM_CHARS):
-        block = render(picked, limit)
-        if context_ops.estimate_tokens(block) <= PROMPT_MAX_TOKENS:
-            return picked, block
+    block = render(picked, PROMPT_ITEM_CHARS)
     while len(picked) > 1 and context_ops.estimate_tokens(block) > PROMPT_MAX_TOKENS:
         picked = picked[:-1]
+        block = render(picked, PROMPT_ITEM_CHARS)
+    if context_ops.estimate_tokens(block) > PROMPT_MAX_TOKENS:
         block = render(picked, context_ops.ITEM_CHARS)
     return picked, block
 
