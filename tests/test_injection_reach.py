@@ -140,3 +140,20 @@ def test_spare_budget_goes_to_the_sections_in_proportion_to_what_they_lack():
         "preferences": 2900,
         "project_context": 100,
     }
+
+
+def test_a_person_replaced_in_a_role_is_noted_on_older_lines_that_name_them():
+    """'Bodil reviews ... instead' with 'Astrid starts her leave' elsewhere in the newer text: an
+    older line naming Astrid carries the change; a line naming nobody of the newer text does not."""
+    from engram_mcp.services import fact_diff
+
+    newer = (
+        "Until then Bodil Ekwueme reviews everything billing-related instead. Outcome: the PR has Bodil "
+        "as reviewer. Context: Astrid starts her parental leave today."
+    )
+    older = "The invoice export was talked through with Astrid yesterday: totals are rounded per line."
+    unrelated = "The invoice export rounds totals per line and writes them to the exports bucket."
+    assert set(fact_diff.displacements(older, newer)) == {"astrid"}
+    assert fact_diff.displacements(unrelated, newer) == {}
+    # the injection-time hiding rule is unchanged by it
+    assert not fact_diff.outdates(older, newer, 0.5)

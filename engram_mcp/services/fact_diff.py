@@ -372,16 +372,58 @@ def outdates(old: str, new: str, similarity: float) -> bool:
 
 
 def displacements(old: str, new: str) -> dict[str, str]:
-    """{value of `old`: the sentence of `new` that displaces it}: a sentence naming the value right
-    after a displacing word ("instead of Doppler", "moved from Colima", "replaced Lucia") beside a
-    new value of its kind that `old` lacks. Whatever the two texts' similarity: a memory that only
-    mentions a value in passing ("wrapped in doppler run for the credentials") is no near
-    neighbour of the one that replaced it, yet its line would show the replaced value."""
+    """{value of `old`: the sentence of `new` that displaces it}, whatever the two texts'
+    similarity (a memory that only mentions a value in passing, "wrapped in doppler run for the
+    credentials", is no near neighbour of the one that replaced it, yet its line shows the value):
+
+    - a sentence naming the value right after a displacing word ("instead of Doppler", "moved
+      from Colima", "replaced Lucia") beside a new value of its kind that `old` lacks; or
+    - a sentence with a displacing word that brings in a proper name `old` lacks, in a text that
+      also names a proper name of `old` elsewhere: "Marcus Oyelaran reviews everything auth-related
+      instead. ... Priya started parental leave today" displaces Priya (a proper name: capitalised
+      and no word of the lexicon; a note that merely quotes the newer sentence costs a line's
+      tail, never hides anything).
+    """
     a, b = fact_tokens(old), fact_tokens(new)
     a_stems, b_stems = {_stem(t) for t in a}, {_stem(t) for t in b}
     old_only = {t: k for t, k in a.items() if _stem(t) not in b_stems}
     new_only = {t: k for t, k in b.items() if _stem(t) not in a_stems}
-    return _displacing(old, new, a, b, old_only, new_only)
+    found = _displacing(old, new, a, b, old_only, new_only)
+    for value, sentence in _names_displaced(old, new).items():
+        found.setdefault(value, sentence)
+    return found
+
+
+def _proper_names(text: str) -> set[str]:
+    """Capitalised words that name someone or something (Priya, Marcus, Infisical), lowercased: a
+    capitalised word inside a sentence, or one no lexicon holds wherever it stands."""
+    out: set[str] = set()
+    for m in _TOKEN_RE.finditer(text):
+        t = m.group(0)
+        if not (t.isalpha() and len(t) >= _MIN_RARE_WORD_CHARS and t[0].isupper() and t[1:].islower()):
+            continue
+        at = m.start()
+        start = at == 0 or bool(_SENTENCE_END_RE.search(text[max(0, at - 3) : at]))
+        if not _is_common_word(t) or not (start or _is_glue(t)):
+            out.add(t.lower())
+    return out
+
+
+def _names_displaced(old: str, new: str) -> dict[str, str]:
+    """The proper names of `old` that `new` names beside a displacing sentence bringing in a new one
+    (`displacements`, second case)."""
+    old_names, new_names = _proper_names(old), _proper_names(new)
+    shared = old_names & _words(new)
+    if not shared:
+        return {}
+    found: dict[str, str] = {}
+    for sentence in _SENTENCE_SPLIT_RE.split(new):
+        words = {w.lower() for w in _TOKEN_RE.findall(sentence)}
+        if not words & _DISPLACING_WORDS or not (words & new_names) - old_names:
+            continue
+        for name in sorted(shared - words):
+            found.setdefault(name, " ".join(sentence.split()))
+    return found
 
 
 def _displacing(
