@@ -460,6 +460,7 @@ class _Run:
     handles: dict[str, ScopeHandle] = field(default_factory=dict)
     defer_vectors: bool = False  # memories of persistent scopes are written without vectors (backfill.py)
     recalls_seen: int = -1  # the service's recall count at the last batch (`give_way`)
+    recall_seen_at: float = float("-inf")  # when that count last moved (time.monotonic)
 
     def handle(self, scope: Any) -> ScopeHandle:
         """The scope's handle; opening a store takes the service lock (briefly, once per scope)."""
@@ -694,16 +695,20 @@ def next_batch(current: int, done: int, held_s: float, budget_ms: float, smalles
 #: it (and the interpreter) before the next batch does, for both of its holds. Without it an import
 #: that no longer waits for its vectors took the lock back at once, batch after batch: another
 #: project's recall p50/p95 151/377 ms during a 20,000-memory import (issue 35); 5 ms gave 82/207,
-#: 15 ms 38/168 with the import no slower (21.5 against 25.8 s; load average ~6 on 2 cores).
-#: Only while recalls are being answered (the service's recall count moved since the last batch):
-#: an import nobody waits for does not pause (an export's 10,000 memories are ~50 batches).
-GIVE_WAY_S = 0.015
+#: 15 ms 35-44/161-165, 25 ms 20-25/69-151, 40 ms 28/58, the import no slower for it (12-23 s, as
+#: the machine's load varied; load average ~4 on 2 cores): the pause is short against a batch.
+#: Only while recalls are being answered (one was answered in the last RECALLS_RECENT_S): an
+#: import nobody waits for does not pause (an export's 10,000 memories are ~50 batches). Pausing
+#: only after a batch during which a recall was answered left p95 at 185 ms in the bench.
+GIVE_WAY_S = 0.025
+RECALLS_RECENT_S = 2.0
 
 
 def give_way(run: _Run) -> None:
-    recalls = run.access.state.recalls
+    recalls, now = run.access.state.recalls, time.monotonic()
     if recalls != run.recalls_seen:
-        run.recalls_seen = recalls
+        run.recalls_seen, run.recall_seen_at = recalls, now
+    if now - run.recall_seen_at < RECALLS_RECENT_S:
         time.sleep(GIVE_WAY_S)
 
 
