@@ -194,10 +194,11 @@ class Config:
         1200, "Context injection", "Token budget of injected context.", minimum=100, maximum=8000
     )
     user_prompt_recall: bool = setting(True, "Context injection", "Recall memories on every user prompt.")
-    # Measured with cosine top-3 per prompt (bench/month notes): 0.35 -> 0.30 reaches a needed fact on
-    # 35 of 103 month-world needs (was 25) and a gold memory on 148 of 200 coding-memory queries (was
-    # 135; lines shown 354 -> 468, precision 0.43 -> 0.36); LoCoMo unchanged (146 -> 147 of 383).
-    # Lower (0.25) adds less per line than it costs: 156 of 200 queries at precision 0.32.
+    # Measured with cosine top-3 per prompt: 0.35 -> 0.30 reaches a needed fact on 35 of 103 month-world
+    # needs (was 25) and a gold memory on 148 of 200 coding-memory queries (was 135; lines shown 354 ->
+    # 468, precision 0.43 -> 0.36); LoCoMo unchanged (147 vs 146 of 383, three conversations). Lower
+    # costs more than it adds: 0.25 gives 156 of 200 queries at precision 0.32, and 0.20 in the month
+    # replay (diligent) lowered context recall 0.785 -> 0.776 and raised stale exposure 0.164 -> 0.224.
     prompt_recall_min_relevance: float = setting(
         0.30,
         "Context injection",
