@@ -217,6 +217,7 @@ def test_long_work_shows_progress_on_a_terminal_and_nothing_in_a_pipe(tmp_path: 
     import re
 
     e = make_env(tmp_path)
+    e.env["ENGRAM_IMPORT_DEFER_VECTORS_MIN"] = "0"  # the embedding's progress bar: vectors in the import
     try:
         first, second, third = (tmp_path / f"{n}.jsonl" for n in ("first", "second", "third"))
         first.write_text(_memory_lines(PROGRESS_MEMORIES, "tty"))

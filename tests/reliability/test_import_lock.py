@@ -28,7 +28,9 @@ RECALL_BOUND_S = 2.0  # generous: a hook gives up after 10 s, a recall alone tak
 def test_recall_stays_fast_while_a_real_daemon_imports_and_embeds(tmp_path: Path) -> None:
     sb = make_sandbox(tmp_path / "sb", fake_embedder=False)
     try:
-        sb.start_daemon(timeout=180)
+        # this test is about an import that embeds while recalls run: keep the vectors in the import
+        # (a large import otherwise leaves them to the daemon's backfill, tests/test_import_deferred_vectors.py)
+        sb.start_daemon({"ENGRAM_IMPORT_DEFER_VECTORS_MIN": "0"}, timeout=180)
         sb.call("store", {"content": "The deploy script lives in bin/deploy and needs VAULT_ADDR", "type": "procedural",
                           "scope": "project"})
         sb.call("recall", {"query": "how do I deploy", "limit": 3})  # the model is loaded before the clock starts
