@@ -157,3 +157,18 @@ def test_a_person_replaced_in_a_role_is_noted_on_older_lines_that_name_them():
     assert fact_diff.displacements(unrelated, newer) == {}
     # the injection-time hiding rule is unchanged by it
     assert not fact_diff.outdates(older, newer, 0.5)
+
+
+def test_the_prompt_block_leaves_room_for_the_stop_hooks_note(real_service, project):
+    """The hook passes what the memory-check note leaves of the 300 tokens: the block fits in it, or
+    is left out when not even one memory fits."""
+    ctx = RequestContext(project, "sess-a")
+    for i in range(3):
+        real_service.store(
+            ctx, content=f"Billing export {i}: " + LONG_FACT, type="semantic", scope="project", importance=0.7
+        )
+    prompt = "billing staging database migration heads-up"
+    out = hook_ops.prompt_context(real_service.access, RequestContext(project, "sess-b"), prompt=prompt, max_tokens=170)
+    assert out["additional_context"] and out["tokens"] <= 170, out
+    none = hook_ops.prompt_context(real_service.access, RequestContext(project, "sess-c"), prompt=prompt, max_tokens=20)
+    assert none["additional_context"] is None

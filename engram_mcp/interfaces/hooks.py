@@ -542,11 +542,17 @@ def on_session_start(user_dir: Path, payload: dict[str, Any]) -> dict[str, Any] 
     return out or None
 
 
-def on_user_prompt(user_dir: Path, payload: dict[str, Any]) -> dict[str, Any] | None:
+#: What a prompt's injection may add, the Stop hook's note included, in estimated tokens (4
+#: characters each): the daemon's memories get what the note leaves (hook_ops.PROMPT_MAX_TOKENS).
+PROMPT_TOKENS = 300
+
+
+def on_user_prompt(user_dir: Path, payload: dict[str, Any], max_tokens: int = PROMPT_TOKENS) -> dict[str, Any] | None:
     prompt = payload.get("prompt")
     if not isinstance(prompt, str) or len(prompt.strip()) < MIN_PROMPT_CHARS or prompt.lstrip().startswith("/"):
         return None
-    result = ask(user_dir, "hook_prompt", {"prompt": sanitize(prompt).text[:4000]}, payload, wait_s=PROMPT_WAIT_S)
+    args = {"prompt": sanitize(prompt).text[:4000], "max_tokens": max(0, max_tokens)}
+    result = ask(user_dir, "hook_prompt", args, payload, wait_s=PROMPT_WAIT_S)
     block = (result or {}).get("additional_context")
     if not block:
         return None
@@ -557,7 +563,7 @@ def on_prompt_submit(user_dir: Path, payload: dict[str, Any]) -> dict[str, Any] 
     """UserPromptSubmit: the relevant memories (`on_user_prompt`) plus the Stop hook's pending note, if any."""
     note = take_stop_note(user_dir, payload)
     try:
-        out = on_user_prompt(user_dir, payload)
+        out = on_user_prompt(user_dir, payload, PROMPT_TOKENS - (len(note) + 4) // 4 if note else PROMPT_TOKENS)
     except Exception as exc:
         if not note:
             raise

@@ -36,7 +36,8 @@ PROMPT_POOL_FACTOR = 5
 #: (nearly) whole, the start block's lines being short (context.ITEM_CHARS). With the limit of 3
 #: the block stays under ~400 tokens.
 PROMPT_ITEM_CHARS = 400
-#: The prompt block's ceiling in estimated tokens (issue 33: at most 300 per prompt after the first).
+#: The prompt hook's ceiling in estimated tokens, the Stop hook's note included (issue 33: at most
+#: 300 per prompt after the first); `interfaces/hooks.py` passes what the note leaves.
 PROMPT_MAX_TOKENS = 300
 #: Injections kept for `engram ui`'s sessions page (in the daemon's memory: since it started).
 MAX_INJECTION_EVENTS = 2000
@@ -264,9 +265,13 @@ def _compact_snapshot(access: ScopeAccess, ctx: RequestContext) -> str | None:
     return mems[0]["content"] if mems else None
 
 
-def prompt_context(access: ScopeAccess, ctx: RequestContext, *, prompt: str) -> dict[str, Any]:
-    """The few memories most relevant to a prompt, only when they clear the relevance bar."""
+def prompt_context(
+    access: ScopeAccess, ctx: RequestContext, *, prompt: str, max_tokens: int | None = None
+) -> dict[str, Any]:
+    """The few memories most relevant to a prompt, only when they clear the relevance bar, within
+    `max_tokens` (at most PROMPT_MAX_TOKENS: the hook passes what the Stop hook's note leaves)."""
     prompt = check_text(prompt, "prompt", limit=4000)
+    budget = PROMPT_MAX_TOKENS if max_tokens is None else min(PROMPT_MAX_TOKENS, int(max_tokens))
     cfg = access.config(ctx.project_root)
     if not cfg.user_prompt_recall:
         return {"additional_context": None, "reason": "user_prompt_recall is off"}
@@ -290,7 +295,10 @@ def prompt_context(access: ScopeAccess, ctx: RequestContext, *, prompt: str) -> 
     # the newer memories a picked one's values may have been replaced by: recall's pool and the
     # scopes' strongest (the ones a session start would show), so a line carries the change
     newer = [*(found.get("memories") or []), *context_ops.correction_pool(access, ctx)]
-    picked, block = _prompt_block(picked, ctx.project_root.name or None, newer)
+    picked, block = _prompt_block(picked, ctx.project_root.name or None, newer, budget)
+    if context_ops.estimate_tokens(block) > budget:  # not even one line fits beside the note
+        INJECTION_LOG.record(ctx.session_id, "prompt", [], 0, prompt=prompt)
+        return {"additional_context": None, "considered": len(found.get("memories") or [])}
     INJECTED.add(ctx.session_id, [m["id"] for m in picked])
     # Cleared the bar for the user's own prompt: the work used it, as a recall Claude made would
     # have. Without this a fact that keeps helping decays as if nobody needed it (the month
@@ -308,9 +316,9 @@ def prompt_context(access: ScopeAccess, ctx: RequestContext, *, prompt: str) -> 
 
 
 def _prompt_block(
-    picked: list[dict[str, Any]], repository: str | None, newer: list[dict[str, Any]]
+    picked: list[dict[str, Any]], repository: str | None, newer: list[dict[str, Any]], budget: int
 ) -> tuple[list[dict[str, Any]], str]:
-    """The prompt block of `picked` within PROMPT_MAX_TOKENS: lines of PROMPT_ITEM_CHARS, the
+    """The prompt block of `picked` within `budget` tokens: lines of PROMPT_ITEM_CHARS, the
     best first, as many as fit (at least one, cut shorter if it alone is too long). Whole lines
     rather than more cut ones: a memory the start block showed cut comes back for what its cut
     left out (the month replay: three lines cut at the start block's length repeated what that
@@ -321,10 +329,10 @@ def _prompt_block(
         return _fence(PROMPT_BLOCK_TITLE, lines)
 
     block = render(picked, PROMPT_ITEM_CHARS)
-    while len(picked) > 1 and context_ops.estimate_tokens(block) > PROMPT_MAX_TOKENS:
+    while len(picked) > 1 and context_ops.estimate_tokens(block) > budget:
         picked = picked[:-1]
         block = render(picked, PROMPT_ITEM_CHARS)
-    if context_ops.estimate_tokens(block) > PROMPT_MAX_TOKENS:
+    if context_ops.estimate_tokens(block) > budget:
         block = render(picked, context_ops.ITEM_CHARS)
     return picked, block
 
