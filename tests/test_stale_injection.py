@@ -93,3 +93,21 @@ def test_a_newer_user_memory_outdates_a_project_memory(real_service, ctx):
     svc.store(ctx, content=NEW_TOOL, type="semantic", scope="user")
     block = svc.context(ctx, task_description="run the billing integration tests", strengthen=False)
     assert "Rancher" in block["context_block"] and old_id not in block["context_block"]
+
+
+@pytest.mark.parametrize("new_scope", ["project", "user"])
+def test_a_block_built_before_the_change_does_not_keep_the_old_answer(real_service, ctx, new_scope):
+    """`outdated` answers are kept per index until a memory changes (`ScopeIndex.derived`): the
+    newer memory stored after a block was built (in the same scope or the user's) must count at
+    the next block, and a memory forgotten since must stop hiding the old one."""
+    svc = real_service
+    old_id = svc.store(ctx, content=OLD_TOOL, type="semantic", scope="project")["memory_id"]
+    task = "run the billing integration tests"
+    before = svc.context(ctx, task_description=task, strengthen=False)["context_block"]
+    assert old_id in before  # nothing newer yet: the old memory is shown (and its answer kept)
+    new_id = svc.store(ctx, content=NEW_TOOL, type="semantic", scope=new_scope)["memory_id"]
+    after = svc.context(ctx, task_description=task, strengthen=False)["context_block"]
+    assert "Rancher" in after and old_id not in after
+    svc.forget(ctx, memory_id=new_id)
+    again = svc.context(ctx, task_description=task, strengthen=False)["context_block"]
+    assert old_id in again

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+import itertools
 import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable
@@ -50,6 +51,10 @@ def index_text(row: dict[str, Any]) -> str:
 
 def content_hash(text: str) -> str:
     return hashlib.sha256(" ".join(text.split()).casefold().encode()).hexdigest()[:24]
+
+
+#: Index versions, drawn process-wide (`ScopeIndex.version`).
+_VERSIONS = itertools.count(1)
 
 
 @dataclass
@@ -114,10 +119,13 @@ class ScopeIndex:
         # every memory), and masks cached per filter until a column changes (`_changed`).
         self._tag_slots: dict[str, set[int]] = {}
         self._category_slots: dict[str, set[int]] = {}
-        self._version = 0
+        self._version = next(_VERSIONS)
         #: Changes of any kind so far (a checkpoint compares it with the count it saved).
         self.edits = 0
         self._mask_cache: dict[tuple, tuple[int, np.ndarray]] = {}
+        # Answers a service derived from what this index holds, by name (`derived`): dropped with
+        # the masks whenever a memory, a status or a link changes.
+        self._derived: dict[str, dict[Any, Any]] = {}
         # Strengthening applied here at recall time but not yet written to the engine
         # (write-behind, see `add_pending_strengthen`): key -> [count, last access, session ids].
         self.pending_strengthen: dict[str, list] = {}
@@ -319,11 +327,25 @@ class ScopeIndex:
         return out
 
     def _changed(self) -> None:
-        """A filter column changed: cached masks are stale."""
+        """A filter column changed: cached masks and derived answers are stale."""
         self.edits += 1
-        self._version += 1
+        self._version = next(_VERSIONS)
         if self._mask_cache:
             self._mask_cache.clear()
+        if self._derived:
+            self._derived.clear()
+
+    def derived(self, name: str) -> dict[Any, Any]:
+        """A memo for answers computed from this index's memories (their texts, statuses, times,
+        links), emptied at every change of them; strengthening does not empty it. A key should
+        name anything else the answer depends on (another index's `version`)."""
+        return self._derived.setdefault(name, {})
+
+    @property
+    def version(self) -> int:
+        """Moves whenever a memory, a status or a link changes (not at strengthening); unique in the
+        process, so a rebuilt index never repeats an earlier one's."""
+        return self._version
 
     def touch(self, keys: Iterable[str], now: float) -> None:
         """Mirror a recall's strengthening (access_count + 1, last access now)."""

@@ -530,21 +530,34 @@ def _outdated(access: ScopeAccess, ctx: RequestContext, mem: dict[str, Any]) -> 
     except (StoreUnavailable, KeyError, ValueError):
         return False
     key = mem["id"].split(":", 1)[1]
+    # a project memory is also outdated by a newer user memory ("I moved from Colima to OrbStack")
+    others = []
+    for other_scope in (str(scope), "user") if scope == "project" else (str(scope),):
+        try:
+            others.append(h if other_scope == scope else access.handle(ctx, other_scope))
+        except (StoreUnavailable, KeyError, ValueError):
+            continue
+    # The answer changes only when a memory of these indexes does: kept until then, so the session
+    # start and every prompt hook do not search and read the same neighbours again.
+    memo = h.index.derived(OUTDATED_MEMO)
+    memo_key = (key, *(o.index.version for o in others if o is not h))
+    if memo_key not in memo:
+        memo[memo_key] = _outdated_by_any(h, key, others)
+    return bool(memo[memo_key])
+
+
+#: `ScopeIndex.derived` name of `outdated`'s answers.
+OUTDATED_MEMO = "context.outdated"
+
+
+def _outdated_by_any(h: Any, key: str, others: list[Any]) -> bool:
     slot, vec = h.index.slot_of(key), h.index.vector_of_key(key)
     old = h.repo.get(key)
     if slot is None or vec is None or old is None:
         return False
     created = float(h.index.cols.created_at[slot])
     old_text = str(old.get("content") or "")
-    # a project memory is also outdated by a newer user memory ("I moved from Colima to OrbStack")
-    for other_scope in (str(scope), "user") if scope == "project" else (str(scope),):
-        try:
-            other_h = h if other_scope == scope else access.handle(ctx, other_scope)
-        except (StoreUnavailable, KeyError, ValueError):
-            continue
-        if _outdated_in(other_h, vec, created, old_text):
-            return True
-    return False
+    return any(_outdated_in(other_h, vec, created, old_text) for other_h in others)
 
 
 def _outdated_in(h: Any, vec: Any, created: float, old_text: str) -> bool:
@@ -556,14 +569,22 @@ def _outdated_in(h: Any, vec: Any, created: float, old_text: str) -> bool:
     if not mask.any():
         return False
     slots, scores = h.index.vectors.search(vec, OUTDATING_NEIGHBOURS, mask)
+    near: list[tuple[str, float]] = []  # nearest first, down to the bar
     for other, score in zip(slots, scores, strict=True):
         if float(score) < fact_diff.OUTDATE_MIN_COSINE:
             break
         other_key = h.index.key_of(int(other))
-        row = h.repo.get(other_key) if other_key else None
+        if other_key:
+            near.append((other_key, float(score)))
+    if not near:
+        return False
+    # one read for all of them (a read per neighbour was half of a session start at 10k memories)
+    rows = {str(r.get("id")): r for r in h.repo.get_many_for_recall(k for k, _ in near)}
+    for other_key, score in near:
+        row = rows.get(other_key)
         if row is None or is_foreign(public_memory(row)):
             continue
-        if fact_diff.outdates(old_text, str(row.get("content") or ""), float(score)):
+        if fact_diff.outdates(old_text, str(row.get("content") or ""), score):
             return True
     return False
 
