@@ -25,7 +25,7 @@ from engram_mcp.core.vocabulary import PERSISTENT_SCOPES, SCOPES
 from engram_mcp.index.scoring import to_epoch
 from engram_mcp.services import context, graph, lifecycle
 from engram_mcp.services.access import RequestContext, ScopeAccess
-from engram_mcp.services.fact_diff import fact_tokens
+from engram_mcp.services.fact_diff import fact_tokens, outdates
 from engram_mcp.services.handles import ScopeHandle
 from engram_mcp.services.links import link_memories, supersede
 from engram_mcp.services.recall import recall
@@ -667,7 +667,7 @@ def replaced_memories(
         and not context.is_scratch(m)
         and m.get("category") != context.SUMMARY_CATEGORY
         and not is_foreign(m)
-        and states_replacement(str(m.get("content") or ""), content)
+        and supersedes_fact(str(m.get("content") or ""), content, float(m.get("similarity") or 0.0))
     ]
 
 
@@ -679,6 +679,28 @@ def _iso_epoch(value: Any) -> float:
         except ValueError:
             return float("inf")
     return to_epoch(value)
+
+
+#: The share of an older memory's fact tokens a newer text must name for it to be about the same
+#: fact: a procedure that names a tool in passing among its other values is no memory of that tool.
+SUPERSEDE_MIN_COVER = 0.5
+
+
+def supersedes_fact(old: str, new: str, similarity: float) -> bool:
+    """Whether `new` (at cosine `similarity` to `old`) supersedes the whole of `old`. All of:
+
+    - `new` names a value of `old` beside a change word and a new value of its kind
+      (`states_replacement`: a value of `old` itself changed, not only a value `new` adds);
+    - the evidence the injection uses (`fact_diff.outdates`: related by cosine, and a value
+      written over or displaced by one of its kind as a change);
+    - `old` is about that value: `new` names at least SUPERSEDE_MIN_COVER of `old`'s fact tokens.
+      A memory that mentions the value in passing keeps its other facts live (injection appends
+      the newer sentence to its line instead)."""
+    if not (states_replacement(old, new) and outdates(old, new, similarity)):
+        return False
+    a = fact_tokens(old)
+    named = set(fact_tokens(new)) | {w.lower() for w in _WORD.findall(new)}
+    return bool(a) and sum(t in named for t in a) >= SUPERSEDE_MIN_COVER * len(a)
 
 
 def states_replacement(old: str, new: str) -> bool:

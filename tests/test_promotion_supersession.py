@@ -1,0 +1,82 @@
+"""At session end a memory Claude stored supersedes an older one only when it changes a value the
+older memory states as its fact (`fact_diff.outdates`, and the newer text covers the older
+memory's facts): a memory that shares one value kind, a rule about a unit, or a procedure that
+names a tool in passing stays live beside the newer memory (real model, real SurrealDB)."""
+
+from __future__ import annotations
+
+import pytest
+
+from engram_mcp.services.service import RequestContext
+
+pytestmark = pytest.mark.slow
+
+# (older memory, newer memory stored in a later session): the older one must stay live
+KEPT = {
+    "unrelated memory sharing a version": (
+        "The staging load balancer for the ledger service sits at 10.22.7.41 and runs agent 3.1.0; "
+        "point smoke tests at it.",
+        "The minimum agent version goes up from 3.1.0 to 3.5.0 next week: hosts with older agents are refused.",
+    ),
+    "a rule about a unit vs a schedule in that unit": (
+        "Rule: every timestamp the jobs write is tz-aware and in UTC, never local time.",
+        "The nightly Grafana export job moves to 05:45 UTC, away from the backup window.",
+    ),
+    "a procedure naming a tool in passing": (
+        "To run the payments integration tests: start Podman, export DOCKER_HOST, run make itest, then "
+        "read the report in build/itest.html. Flaky tests go in the quarantine list.",
+        "We moved from Podman to Rancher Desktop for local containers on every laptop; Podman is uninstalled.",
+    ),
+}
+# (older memory, newer memory): the newer one supersedes the older
+REPLACED = {
+    "a port change": (
+        "The billing API listens on port 7080 on every host.",
+        "The billing API moved to port 7443; 7080 is closed now.",
+    ),
+    "a version bump": (
+        "The minimum agent version is 3.1.0: older agents are refused.",
+        "The minimum agent version is now 3.5.0 (up from 3.1.0): older agents are refused.",
+    ),
+    "a tool swap": (
+        "Local containers on the laptops run in Podman.",
+        "We moved from Podman to Rancher Desktop for local containers on every laptop; Podman is uninstalled.",
+    ),
+}
+
+
+def _two_sessions(svc, project, old: str, new: str) -> tuple[str, str]:
+    first = RequestContext(project, "sess-old")
+    svc.session_start(first)
+    old_id = svc.store(
+        first, content=old, type="semantic", scope="project", importance=0.7, source={"origin": "claude"}
+    )["memory_id"]
+    svc.session_end(first)
+    second = RequestContext(project, "sess-new")
+    svc.session_start(second)
+    new_id = svc.store(
+        second, content=new, type="semantic", scope="project", importance=0.7, source={"origin": "claude"}
+    )["memory_id"]
+    svc.session_end(second)
+    return old_id, new_id
+
+
+def _live(svc, project, memory_id: str, query: str) -> bool:
+    found = svc.recall(RequestContext(project), query=query, strengthen=False)["memories"]
+    return memory_id in [m["id"] for m in found]
+
+
+@pytest.mark.parametrize("case", sorted(KEPT))
+def test_an_older_memory_that_is_not_about_the_changed_value_stays_live(real_service, project, case):
+    old, new = KEPT[case]
+    old_id, new_id = _two_sessions(real_service, project, old, new)
+    assert _live(real_service, project, new_id, new)
+    assert _live(real_service, project, old_id, old), case
+
+
+@pytest.mark.parametrize("case", sorted(REPLACED))
+def test_a_stated_change_of_the_older_memorys_value_supersedes_it(real_service, project, case):
+    old, new = REPLACED[case]
+    old_id, new_id = _two_sessions(real_service, project, old, new)
+    assert _live(real_service, project, new_id, new)
+    assert not _live(real_service, project, old_id, old), case
