@@ -230,7 +230,7 @@ def run_child(part: str, out: Path, quick: bool, locomo_runs: str) -> int:
         from bench.month import tiny_world
 
         # quick: the hooks as processes on a small generated world; the whole bench: the public world
-        # through real Claude Code (~15 min a policy on a quiet 2-core machine)
+        # through real Claude Code (~5 min a policy on a quiet 2-core machine)
         mode = ["--world", str(tiny_world.write(out / "world")), "--quick"] if quick else []
         return int(month_run.main([*mode, "--policy", "both", "--out", str(out)]) or 0)
     raise ValueError(part)
