@@ -223,10 +223,7 @@ def measure_source_import(embedder, tmp: Path, n: int, log: Callable[[str], None
             + (f"; again {out['again_seconds']} s" if again else ""))
         return out
     finally:
-        stopping.set()
-        worker.wanted.set()
-        if worker.thread is not None:
-            worker.thread.join(timeout=60)
+        worker.stop(timeout_s=60)
         svc.close()
         _cleanup(tmp, name)
         shutil.rmtree(tmp / f"proj-{name}-other", ignore_errors=True)

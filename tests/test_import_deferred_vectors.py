@@ -177,10 +177,7 @@ def test_another_projects_recall_stays_fast_while_the_backfill_runs(
         p95 = sorted(lat)[int(0.95 * (len(lat) - 1))] * 1000
         assert p95 < 200, f"another project's recall p95 {p95:.0f} ms over {len(lat)} recalls during the backfill"
     finally:
-        stopping.set()
-        worker.wanted.set()
-        if worker.thread is not None:
-            worker.thread.join(timeout=60)
+        worker.stop(timeout_s=60)
         svc.close()
 
 

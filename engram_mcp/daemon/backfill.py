@@ -58,6 +58,13 @@ class VectorBackfill:
         self.thread = threading.Thread(target=self._loop, name="engram-vector-backfill", daemon=True)
         self.thread.start()
 
+    def stop(self, timeout_s: float) -> None:
+        """Stop the worker and wait up to `timeout_s` for it: a step in flight writes its vectors first."""
+        self.stopping.set()
+        self.wanted.set()  # wake it: it sees `stopping` and ends
+        if self.thread is not None:
+            self.thread.join(timeout=timeout_s)
+
     def _loop(self) -> None:
         """Once at start, then when woken (an import deferred vectors), or RETRY_S after a pass
         that could not finish (a store that would not open, the model unavailable)."""

@@ -198,9 +198,8 @@ class Daemon:
             checkpoint = self._checkpoint_thread
             if checkpoint is not None:  # an idle checkpoint writing files finishes before the exit
                 checkpoint.join()
-            if self.backfill is not None and self.backfill.thread is not None:
-                self.backfill.wanted.set()
-                self.backfill.thread.join(timeout=30)  # a step in flight writes its vectors first
+            if self.backfill is not None:
+                self.backfill.stop(timeout_s=30)
             if self.service is not None:
                 with self._drain_lock, self.service.lock:  # a replay in flight finishes first
                     self.service.close()
