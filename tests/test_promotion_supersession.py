@@ -46,19 +46,17 @@ REPLACED = {
 
 
 def _two_sessions(svc, project, old: str, new: str) -> tuple[str, str]:
-    first = RequestContext(project, "sess-old")
-    svc.session_start(first)
-    old_id = svc.store(
-        first, content=old, type="semantic", scope="project", importance=0.7, source={"origin": "claude"}
-    )["memory_id"]
-    svc.session_end(first)
-    second = RequestContext(project, "sess-new")
-    svc.session_start(second)
-    new_id = svc.store(
-        second, content=new, type="semantic", scope="project", importance=0.7, source={"origin": "claude"}
-    )["memory_id"]
-    svc.session_end(second)
-    return old_id, new_id
+    """`old` stored in one session, `new` in the next; each session ended (promotion runs)."""
+    ids = []
+    for session, content in (("sess-old", old), ("sess-new", new)):
+        ctx = RequestContext(project, session)
+        svc.session_start(ctx)
+        stored = svc.store(
+            ctx, content=content, type="semantic", scope="project", importance=0.7, source={"origin": "claude"}
+        )
+        ids.append(stored["memory_id"])
+        svc.session_end(ctx)
+    return ids[0], ids[1]
 
 
 def _live(svc, project, memory_id: str, query: str) -> bool:
