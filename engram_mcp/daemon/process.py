@@ -29,6 +29,7 @@ the indexes; everyone else is a thin client on a 0600 Unix socket.
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import fcntl
 import json
 import logging
@@ -652,6 +653,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(
         level=logging.INFO, handlers=[handler], format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    # `kill -USR1 <pid>` writes every thread's stack to the log: what a slow request waits on
+    faulthandler.register(signal.SIGUSR1, file=handler.stream, all_threads=True)
     return Daemon(args.user_dir).run()
 
 

@@ -1,0 +1,96 @@
+"""The daemon's request workers: a job submitted never waits behind another while a worker
+could take it (connections._Workers)."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from engram_mcp.daemon.connections import _Workers
+
+
+def _idle_pool(size: int) -> _Workers:
+    """A pool whose one worker has run a job and gone back to waiting for the next."""
+    workers = _Workers(size)
+    done = threading.Event()
+    workers.submit(done.set)
+    assert done.wait(5)
+    for _ in range(200):  # the worker counts itself idle just after the job
+        with workers._lock:
+            if workers.idle == 1:
+                break
+        threading.Event().wait(0.005)
+    assert workers.idle == 1
+    return workers
+
+
+@pytest.mark.parametrize("round_", range(20))
+def test_two_jobs_submitted_back_to_back_run_side_by_side(round_: int) -> None:
+    """The second of two jobs submitted at once must not wait for the first to finish: the one
+    idle worker takes one, a new thread the other (the old count let both claim the idle one)."""
+    workers = _idle_pool(4)
+    release, second_ran = threading.Event(), threading.Event()
+    try:
+        workers.submit(lambda: release.wait(10))  # a long job: a 3 s session start
+        workers.submit(second_ran.set)  # another project's recall, right behind it
+        assert second_ran.wait(2), "the second job waited for the first"
+    finally:
+        release.set()
+        workers.stop()
+
+
+def test_at_capacity_a_job_waits_and_then_runs_and_the_count_stays_true() -> None:
+    workers = _Workers(1)
+    release, ran = threading.Event(), []
+    workers.submit(lambda: release.wait(10))
+    workers.submit(lambda: ran.append(1))
+    assert workers.backlog == 1 and not ran
+    release.set()
+    for _ in range(400):
+        if ran:
+            break
+        threading.Event().wait(0.005)
+    assert ran == [1]
+    threading.Event().wait(0.05)
+    assert (workers.idle, workers.backlog, len(workers.threads)) == (1, 0, 1)
+    workers.stop()
+
+
+def test_a_job_that_raises_leaves_its_worker_serving() -> None:
+    workers = _Workers(1)
+
+    def boom() -> None:
+        raise RuntimeError("a handler's last guard failed")
+
+    workers.submit(boom)
+    ran = threading.Event()
+    workers.submit(ran.set)
+    assert ran.wait(5)
+    workers.stop()
+
+
+def test_usr1_writes_every_threads_stack_to_the_daemon_log(tmp_path) -> None:
+    """`kill -USR1 <pid>` is how a slow request is diagnosed in place: the daemon keeps serving."""
+    import os
+    import signal
+    import time
+
+    from tests.daemon_env import make_env
+
+    env = make_env(tmp_path)
+    try:
+        client = env.client()
+        assert client.call("ping") is not None
+        pid = int((env.user_dir / "engramd.lock").read_text())
+        os.kill(pid, signal.SIGUSR1)
+        log = env.user_dir / "logs" / "engramd.log"
+        for _ in range(200):
+            if "in serve" in log.read_text(errors="replace"):  # the main thread's loop: written last
+                break
+            time.sleep(0.02)
+        text = log.read_text(errors="replace")
+        assert "most recent call first" in text and "connections.py" in text and "in serve" in text
+        assert client.call("ping") is not None
+    finally:
+        env.shutdown()
