@@ -206,3 +206,17 @@ def test_the_nudged_stand_in_follows_the_scope_the_note_names():
         previous_session_last_turn=None,
     )
     assert memory.scope == "project"
+
+
+@pytest.mark.parametrize(
+    ("prompt", "rule"),
+    [
+        ("Yes. That's the drill here: schema files are checked against snapshots; refresh them with make snap.", True),
+        ("This is our usual routine: tag, push, then watch the release job.", True),
+        ("Run the fire drill script again and tell me what it prints.", False),
+        ("The process crashed twice overnight; restart it.", False),
+    ],
+)
+def test_a_turn_that_names_the_teams_drill_or_routine_is_a_rule(prompt, rule):
+    signals = stop_trigger.stop_signals({"prompt": prompt, "answer": "Done.", "events": []})
+    assert ("rule" in signals) is rule, signals

@@ -62,6 +62,7 @@ CONVENTION = re.compile(
     r"\bour (?:\w+ )?(?:convention|policy|rule|standard|style guide|practice)s? (?:is|are|says)\b|"
     r"\b(?:the|a) (?:rule|convention|policy) here\b|\bteam (?:policy|convention|rule)\b|"
     r"\bhow we do (?:\w+ )?(?:here|things)\b|\bthe team agreed\b|"
+    r"\b(?:that's|this is|that is) (?:the|our) (?:usual )?(?:drill|routine|process|procedure|workflow|norm)\b|"
     r"\b(?:all )?our (?:\w+ )?(?:services|repos|projects|apps) (?:always |all )?(?:use|log|run|must|should)\b|"
     r"\bwe (?:always|never|prefer)\b[^.!?\n]{0,60}\b(?:here|in this|across|in our)\b",
     re.IGNORECASE,
