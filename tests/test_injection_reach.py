@@ -110,6 +110,41 @@ def test_a_line_quoting_a_replaced_value_carries_its_replacement(real_service, p
             assert "sealbox run" in shown.lower(), shown
 
 
+#: Memories of other subjects, each stronger than the change below: the pool of the strongest misses it.
+FILLERS = [
+    f"Subject {i}: the {noun} review happens on {day}s and its notes live in docs/{noun}.md."
+    for i, (noun, day) in enumerate(
+        (n, d)
+        for n in ("billing", "search", "onboarding", "alerts", "exports", "pricing", "mobile")
+        for d in ("Monday", "Tuesday", "Wednesday", "Thursday")
+    )
+]
+
+
+def test_a_change_ranked_below_the_strongest_still_reaches_the_line_it_corrects(real_service, project):
+    """The change is weak (low importance, many stronger memories): the pool of the strongest does
+    not hold it, yet the line that mentions the replaced value carries it, at the start and on a
+    prompt; and the start block's note does not keep the prompt hook from showing the change itself."""
+    ctx = RequestContext(project, "sess-a")
+    real_service.store(ctx, content=OLD_PROCEDURE, type="procedural", scope="project", importance=1.0)
+    for text in FILLERS:
+        real_service.store(ctx, content=text, type="semantic", scope="project", importance=1.0, dedup=False)
+    new_id = real_service.store(ctx, content=NEW_SECRETS, type="semantic", scope="project", importance=0.05)["memory_id"]
+    strongest = {m["id"] for m in context.top_by_strength(real_service.access, ctx, ["project", "user"], None, context.CORRECTION_POOL)}
+    assert new_id not in strongest  # the case: only the change pool finds it
+    second = RequestContext(project, "sess-b")
+    start = hook_ops.session_start(real_service.access, second)
+    block = start["additional_context"] or ""
+    [line] = [x for x in block.splitlines() if "keyvex run" in x.lower() and "backfill" in x]
+    assert "sealbox run instead of keyvex" in line.lower(), line
+    assert not [x for x in block.splitlines() if x.startswith(f"- [semantic, project, {new_id}]")]  # crowded out
+    assert new_id not in hook_ops.INJECTED.seen("sess-b")  # named by a note, not shown: not yet seen
+    out = hook_ops.prompt_context(
+        real_service.access, second, prompt="Start the dev server with its secrets from sealbox run --env=dev."
+    )
+    assert new_id in (out.get("memory_ids") or []), out
+
+
 def test_a_newer_memory_that_replaces_nothing_the_line_states_adds_no_note(real_service, project):
     ctx = RequestContext(project, "sess-a")
     real_service.store(ctx, content=OLD_PROCEDURE, type="procedural", scope="project", importance=0.7)

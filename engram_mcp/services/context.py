@@ -195,14 +195,43 @@ CORRECTION_POOL = 24
 
 
 def correction_pool(access: ScopeAccess, ctx: RequestContext) -> list[dict[str, Any]]:
-    """The memories a session start would rank first (project and user scopes): the newer ones a
-    line's values may have been replaced by, when the caller has no wider set at hand."""
+    """The memories a session start would rank first (project and user scopes) and the ones that
+    state a change (`change_pool`): the newer ones a line's values may have been replaced by, when
+    the caller has no wider set at hand."""
     try:
         with access.lock:
             found = top_by_strength(access, ctx, list(PERSISTENT_SCOPES), None, CORRECTION_POOL)
     except StoreUnavailable:
         return []
-    return [m for m in found if not never_volunteered(m)]
+    return [m for m in found if not never_volunteered(m)] + change_pool(access, ctx)
+
+
+#: Memories that `change_pool` offers, best keyword match first.
+CHANGE_POOL = 16
+#: The words a change is stated with ("instead of Doppler", "got rid of Colima", "moved to"), as
+#: one keyword query.
+CHANGE_QUERY = " ".join(sorted(fact_diff.DISPLACING_WORDS))
+
+
+def change_pool(access: ScopeAccess, ctx: RequestContext) -> list[dict[str, Any]]:
+    """Live memories of the project and user scopes that state a change, found by its words
+    whatever their rank. A memory that mentions a value in passing ("Colima on this Mac for
+    everything", in a note about a bucket) is no neighbour of the one that replaced it and that
+    one need not rank among the strongest, yet the line must carry the change (the month replay:
+    such a line was the only stale exposure left). A keyword search: a few milliseconds."""
+    try:
+        found = recall(
+            access,
+            ctx,
+            query=CHANGE_QUERY,
+            scope=list(PERSISTENT_SCOPES),
+            strategy="keyword",
+            limit=CHANGE_POOL,
+            strengthen=False,
+        )["memories"]
+    except StoreUnavailable:
+        return []
+    return [m for m in found if not never_volunteered(m) and m.get("category") != SUMMARY_CATEGORY]
 
 
 #: Changes quoted on one line at most (in the order of the pool: the block's sections, recall's rank).
@@ -376,8 +405,10 @@ def build_context(
             else [],
             "session_history": _session_history(access, ctx) if "session_history" in wanted else [],
         }
-        # every candidate, shown or not, may carry the change of a value a shown line states
+        # every candidate, shown or not, may carry the change of a value a shown line states, and
+        # so may any memory that states a change
         pool = [m for name in SECTIONS for m in gathered[name] if not never_volunteered(m)]
+        pool += change_pool(access, ctx)
         shown = _Shown(access, ctx, float(access.config(ctx.project_root).store_dedup_similarity))
         for name in SECTIONS:  # a memory (or a near-duplicate of it) appears once, in its first section
             kept = []
@@ -430,6 +461,7 @@ def build_context(
     return {
         "context_block": text,
         "memories_used": len(used),
+        "memory_ids": [m["id"] for m in used],  # the lines' own (a change note names another id)
         "tokens_used": estimate_tokens(text),
         "truncated": truncated,
         "sections": counts,

@@ -344,7 +344,7 @@ OUTDATE_BAND_COSINE = 0.57
 OUTDATE_MIN_COSINE = 0.35
 # The change words that point back at the replaced value ("instead of X", "replaced X", "no
 # longer X"); "now X" names the new value, and "not", "no" and "was" appear in most sentences.
-_DISPLACING_WORDS = frozenset(
+DISPLACING_WORDS = frozenset(
     {
         "instead",
         "replaced",
@@ -450,7 +450,7 @@ def _names_displaced(old: str, new: str) -> dict[str, str]:
     found: dict[str, str] = {}
     for sentence in _SENTENCE_SPLIT_RE.split(new):
         words = {w.lower() for w in _TOKEN_RE.findall(sentence)}
-        if not words & _DISPLACING_WORDS or not (words & new_names) - old_names:
+        if not words & DISPLACING_WORDS or not (words & new_names) - old_names:
             continue
         for name in sorted(shared - words):
             found.setdefault(name, " ".join(sentence.split()))
@@ -467,7 +467,7 @@ def _displacing(
     found: dict[str, str] = {}
     for sentence in _SENTENCE_SPLIT_RE.split(new):
         words = [w.lower() for w in _TOKEN_RE.findall(sentence)]
-        changes = [i for i, w in enumerate(words) if w in _DISPLACING_WORDS]
+        changes = [i for i, w in enumerate(words) if w in DISPLACING_WORDS]
         if not changes:
             continue
         # the old value right after the change word ("instead of Doppler", "replaced Lucia",

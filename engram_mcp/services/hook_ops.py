@@ -8,7 +8,6 @@ thresholds, what goes into a context block) lives here and not in the hook proce
 
 from __future__ import annotations
 
-import re
 import threading
 import time
 from collections import OrderedDict, deque
@@ -25,7 +24,6 @@ from engram_mcp.services.records import check_text
 from engram_mcp.services.store import store
 from engram_mcp.services.travel_ops import apply_team_memory
 
-MEMORY_ID_RE = re.compile(r"memory:[0-9A-HJKMNP-TV-Z]{26}")
 PROMPT_BLOCK_TITLE = "Possibly relevant memories for this prompt"
 COMPACT_TITLE = "Before compaction"
 TEAM_TITLE = "Team memory applied at this session's start"
@@ -159,7 +157,7 @@ def session_start(access: ScopeAccess, ctx: RequestContext, *, source: str = "st
         built = context_ops.build_context(access, ctx, max_tokens=min(budget, 8000), strengthen=False)
         if built.get("context_block"):
             block_parts.append(built["context_block"])
-            ids = MEMORY_ID_RE.findall(built["context_block"])
+            ids = list(built.get("memory_ids") or ())  # not every id in the text: a change note names the newer one
             shortened = set(built.get("shortened") or ())
             INJECTED.add(ctx.session_id, [i for i in ids if i not in shortened])
             INJECTION_LOG.record(
