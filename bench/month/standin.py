@@ -5,8 +5,9 @@ the world as a model would write it after that turn: the user's own words (the p
 came of them (the answer) and, when a command failed on the way, that command and the last
 line it printed. Type and scope are chosen from the same words, as a model would: an
 episode when a command failed and was dealt with, a procedure when the words describe a
-standing way of doing things, a fact otherwise; the user scope when the words say the rule
-holds beyond this repository ("in every repo", "for me", "my commits"), else the project.
+standing way of doing things, a fact otherwise; the user scope when the user's words or the
+answer say the rule holds beyond this repository ("in every repo", "for me", "my commits",
+"on this Mac"), else the project.
 
 Two policies decide *when*:
 
@@ -40,7 +41,8 @@ IMPORTANCE = 0.7
 _USER_SCOPE = re.compile(
     r"\b(?:in )?(?:every|any|all|each) (?:of my )?(?:repos?|repositories|projects?|codebases?)\b|\bfor me\b|"
     r"\bmy (?:commits?|laptop|machine|mac|box|setup|prs?)\b|\beverywhere\b|\banywhere\b|\bacross (?:repos|projects)\b|"
-    r"\bwhatever the (?:repo|project)\b|\bhow i (?:want|like)\b|\bi prefer\b|\bi (?:moved|switched) to\b",
+    r"\bwhatever the (?:repo|project)\b|\bhow i (?:want|like)\b|\bi prefer\b|\bi (?:moved|switched) to\b|"
+    r"\bin either (?:repo|project|product|codebase)\b|\bon this (?:mac|laptop|machine)\b",
     re.IGNORECASE,
 )
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`(\"'])")
@@ -124,7 +126,9 @@ def memory_from_turn(turn: dict[str, Any]) -> Memory:
         content += f" (On the way: {failure}.)"
     words = f"{turn['prompt']} {turn['answer']}"
     kind = "episodic" if failure else "procedural" if _PROCEDURE.search(words) else "semantic"
-    scope = "user" if _USER_SCOPE.search(_squeeze(turn["prompt"])) else "project"
+    # the scope from the whole turn, as a model reads it: the user's words, or the rule as it
+    # took it on ("I'll use British spelling ... in every repo"; "Docker on this Mac runs in ...")
+    scope = "user" if _USER_SCOPE.search(_squeeze(words)) else "project"
     return Memory(content[:MAX_CONTENT_CHARS], kind, scope)
 
 
