@@ -111,3 +111,24 @@ def test_a_block_built_before_the_change_does_not_keep_the_old_answer(real_servi
     svc.forget(ctx, memory_id=new_id)
     again = svc.context(ctx, task_description=task, strengthen=False)["context_block"]
     assert old_id in again
+
+
+#: A memory whose point is another fact, naming the replaced tool after it (a turn written down).
+MIXED = (
+    "The billing integration suite runs with `go test -tags integration ./...` and starts the gwsim "
+    "simulator image through testcontainers, so local containers must be up first. Local containers "
+    "for the billing service run in Podman on this laptop, so DOCKER_HOST points at the Podman socket."
+)
+
+
+def test_a_memory_that_names_the_replaced_value_after_its_point_stays_with_the_change_on_its_line(real_service, ctx):
+    """Hidden whole, its live point (how the suite runs) was lost with the passing mention; it
+    stays, and its line carries the newer sentence, so the old value never stands alone."""
+    svc = real_service
+    mixed_id = svc.store(ctx, content=MIXED, type="procedural", scope="project")["memory_id"]
+    svc.store(ctx, content=NEW_TOOL, type="semantic", scope="project")
+    assert fact_diff.outdates(MIXED, NEW_TOOL, 0.6)  # the filter's reading: a value it states changed
+    out = hook_ops.prompt_context(svc.access, ctx, prompt="Run the billing integration suite with the gwsim image.")
+    lines = [x for x in (out["additional_context"] or "").splitlines() if mixed_id in x and x.startswith("- [")]
+    assert lines, out
+    assert "changed since" in lines[0] and "Rancher" in lines[0], lines[0]

@@ -369,6 +369,21 @@ _DISPLACE_WINDOW = 3  # words from a change word to the value it displaces
 _SENTENCE_SPLIT_RE = re.compile(r"(?<=[.!?;])\s+")
 
 
+#: The share of an older memory's fact tokens a newer text must name for the two to be about the
+#: same fact: a memory that names a value in passing among its other values is no memory of it.
+ABOUT_MIN_COVER = 0.5
+_PLAIN_WORD_RE = re.compile(r"[\w']+")
+
+
+def about_same(old: str, new: str) -> bool:
+    """Whether `new` names at least ABOUT_MIN_COVER of `old`'s fact tokens (as tokens or words).
+    Session end supersedes only then (`promotion.supersedes_fact`), and injection hides an
+    outdated memory only then (else its line carries the change: `context.corrections`)."""
+    a = fact_tokens(old)
+    named = set(fact_tokens(new)) | {w.lower() for w in _PLAIN_WORD_RE.findall(new)}
+    return bool(a) and sum(t in named for t in a) >= ABOUT_MIN_COVER * len(a)
+
+
 def outdates(old: str, new: str, similarity: float) -> bool:
     """Whether the newer text `new` makes the older `old` stale: it states a value of the same
     kind in the same role as one of `old`'s, as a change. Either

@@ -25,7 +25,7 @@ from engram_mcp.core.vocabulary import PERSISTENT_SCOPES, SCOPES
 from engram_mcp.index.scoring import to_epoch
 from engram_mcp.services import context, graph, lifecycle
 from engram_mcp.services.access import RequestContext, ScopeAccess
-from engram_mcp.services.fact_diff import fact_tokens, outdates
+from engram_mcp.services.fact_diff import about_same, fact_tokens, outdates
 from engram_mcp.services.handles import ScopeHandle
 from engram_mcp.services.links import link_memories, supersede
 from engram_mcp.services.recall import recall
@@ -681,11 +681,6 @@ def _iso_epoch(value: Any) -> float:
     return to_epoch(value)
 
 
-#: The share of an older memory's fact tokens a newer text must name for it to be about the same
-#: fact: a procedure that names a tool in passing among its other values is no memory of that tool.
-SUPERSEDE_MIN_COVER = 0.5
-
-
 def supersedes_fact(old: str, new: str, similarity: float) -> bool:
     """Whether `new` (at cosine `similarity` to `old`) supersedes the whole of `old`. All of:
 
@@ -693,14 +688,10 @@ def supersedes_fact(old: str, new: str, similarity: float) -> bool:
       (`states_replacement`: a value of `old` itself changed, not only a value `new` adds);
     - the evidence the injection uses (`fact_diff.outdates`: related by cosine, and a value
       written over or displaced by one of its kind as a change);
-    - `old` is about that value: `new` names at least SUPERSEDE_MIN_COVER of `old`'s fact tokens.
+    - `old` is about that value (`fact_diff.about_same`: `new` names at least half of `old`'s fact tokens).
       A memory that mentions the value in passing keeps its other facts live (injection appends
       the newer sentence to its line instead)."""
-    if not (states_replacement(old, new) and outdates(old, new, similarity)):
-        return False
-    a = fact_tokens(old)
-    named = set(fact_tokens(new)) | {w.lower() for w in _WORD.findall(new)}
-    return bool(a) and sum(t in named for t in a) >= SUPERSEDE_MIN_COVER * len(a)
+    return states_replacement(old, new) and outdates(old, new, similarity) and about_same(old, new)
 
 
 def states_replacement(old: str, new: str) -> bool:
