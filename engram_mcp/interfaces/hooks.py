@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from engram_mcp.core import spool
+from engram_mcp.core.budget import PROMPT_MAX_TOKENS, estimate_tokens
 from engram_mcp.core.display import printable
 from engram_mcp.core.paths import make_private_dirs
 from engram_mcp.core.redaction import sanitize
@@ -542,12 +543,9 @@ def on_session_start(user_dir: Path, payload: dict[str, Any]) -> dict[str, Any] 
     return out or None
 
 
-#: What a prompt's injection may add, the Stop hook's note included, in estimated tokens (4
-#: characters each): the daemon's memories get what the note leaves (hook_ops.PROMPT_MAX_TOKENS).
-PROMPT_TOKENS = 300
-
-
-def on_user_prompt(user_dir: Path, payload: dict[str, Any], max_tokens: int = PROMPT_TOKENS) -> dict[str, Any] | None:
+def on_user_prompt(
+    user_dir: Path, payload: dict[str, Any], max_tokens: int = PROMPT_MAX_TOKENS
+) -> dict[str, Any] | None:
     prompt = payload.get("prompt")
     if not isinstance(prompt, str) or len(prompt.strip()) < MIN_PROMPT_CHARS or prompt.lstrip().startswith("/"):
         return None
@@ -563,7 +561,10 @@ def on_prompt_submit(user_dir: Path, payload: dict[str, Any]) -> dict[str, Any] 
     """UserPromptSubmit: the relevant memories (`on_user_prompt`) plus the Stop hook's pending note, if any."""
     note = take_stop_note(user_dir, payload)
     try:
-        out = on_user_prompt(user_dir, payload, PROMPT_TOKENS - (len(note) + 4) // 4 if note else PROMPT_TOKENS)
+        # the note is joined to the memories' block by a newline: the memories get what it leaves
+        out = on_user_prompt(
+            user_dir, payload, PROMPT_MAX_TOKENS - estimate_tokens("\n" + note) if note else PROMPT_MAX_TOKENS
+        )
     except Exception as exc:
         if not note:
             raise

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from engram_mcp.core.budget import CHARS_PER_TOKEN, estimate_tokens
 from engram_mcp.core.display import context_safe
 from engram_mcp.core.errors import InvalidInput, StoreUnavailable
 from engram_mcp.core.sensitivity import is_sensitive
@@ -39,7 +40,6 @@ from engram_mcp.services.access import RequestContext, ScopeAccess
 from engram_mcp.services.recall import recall, strengthen_hits
 from engram_mcp.services.records import check_tags, clip_words, is_foreign, origin_in, public_memory
 
-CHARS_PER_TOKEN = 4
 SECTIONS = CONTEXT_SECTIONS
 SECTION_TITLES = {
     "preferences": "User preferences",
@@ -110,10 +110,6 @@ USER_SECTION_TYPES = ("semantic", "procedural", "episodic")
 #: block can hold at ITEM_CHARS, so a full budget is filled whatever is left out.
 USER_CANDIDATES = 16
 PROJECT_CANDIDATES = 24
-
-
-def estimate_tokens(text: str) -> int:
-    return (len(text) + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
 
 
 def defang(text: str) -> str:
@@ -232,7 +228,7 @@ def change_pool(access: ScopeAccess, ctx: RequestContext) -> list[dict[str, Any]
         )["memories"]
     except StoreUnavailable:
         return []
-    return [m for m in found if not never_volunteered(m) and m.get("category") != SUMMARY_CATEGORY]
+    return [m for m in found if injectable(m)]
 
 
 #: Changes quoted on one line at most (in the order of the pool: the block's sections, recall's rank).

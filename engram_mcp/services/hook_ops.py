@@ -13,6 +13,7 @@ import time
 from collections import OrderedDict, deque
 from typing import Any
 
+from engram_mcp.core.budget import PROMPT_MAX_TOKENS
 from engram_mcp.core.display import context_safe
 from engram_mcp.core.errors import InvalidInput, StoreUnavailable
 from engram_mcp.core.redaction import sanitize
@@ -34,9 +35,6 @@ PROMPT_POOL_FACTOR = 5
 #: (nearly) whole, the start block's lines being short (context.ITEM_CHARS). With the limit of 3
 #: the block stays under ~400 tokens.
 PROMPT_ITEM_CHARS = 400
-#: The prompt hook's ceiling in estimated tokens, the Stop hook's note included (issue 33: at most
-#: 300 per prompt after the first); `interfaces/hooks.py` passes what the note leaves.
-PROMPT_MAX_TOKENS = 300
 #: Injections kept for `engram ui`'s sessions page (in the daemon's memory: since it started).
 MAX_INJECTION_EVENTS = 2000
 CAPTURE_CATEGORIES = {"file_change": "capture_file_changes", "error": "capture_failed_commands"}
