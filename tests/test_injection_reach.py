@@ -207,3 +207,21 @@ def test_the_prompt_block_leaves_room_for_the_stop_hooks_note(real_service, proj
     assert out["additional_context"] and out["tokens"] <= 170, out
     none = hook_ops.prompt_context(real_service.access, RequestContext(project, "sess-c"), prompt=prompt, max_tokens=20)
     assert none["additional_context"] is None
+
+
+def test_a_teammates_file_that_states_a_change_never_notes_the_users_line(real_service, project):
+    """The change pool finds memories by their change words, team files included: a cloned
+    repository's file saying "instead of Keyvex" must not write a note onto the user's own line
+    (nor hide it), whatever it claims."""
+    from engram_mcp.services import sharing
+    from tests.git_repos import write_team_file
+
+    ctx = RequestContext(project, "sess-a")
+    real_service.store(ctx, content=OLD_PROCEDURE, type="procedural", scope="project", importance=0.7)
+    write_team_file(project, "secrets.md", f"---\ntype: semantic\nimportance: 1.0\n---\n{NEW_SECRETS}\n")
+    assert sharing.sync_project(real_service.access, ctx)["added"]
+    changes = context.change_pool(real_service.access, ctx)
+    assert any("sealbox" in m["content"].lower() for m in changes)  # the pool does hold the file
+    block = hook_ops.session_start(real_service.access, RequestContext(project, "sess-b"))["additional_context"] or ""
+    [line] = [x for x in block.splitlines() if "keyvex run" in x.lower() and "backfill" in x]
+    assert "changed since" not in line, line
