@@ -262,3 +262,14 @@ def test_engram_store_says_what_dedup_did():
     near = {"memory_id": "memory:OLD", "similarity": 0.93, "not_merged_because": "origin: a shared file ..."}
     assert "replaces memory:OLD" in render_stored({**base, "supersedes": "memory:OLD", "near_duplicate": near})
     assert "kept apart from memory:OLD (0.93): origin" in render_stored({**base, "near_duplicate": near})
+
+
+def test_the_pronoun_i_is_no_name():
+    """"I" is capitalised inside a sentence, but names nobody: counted as a name, every two
+    first-person texts shared a value, and `about_same` read a memory that merely mentions an
+    old tool as being about it."""
+    from engram_mcp.services import fact_diff
+
+    assert "i" not in fact_diff.fact_tokens("Tests pass, but I want the integration suite too.")
+    assert fact_diff.fact_tokens("Ask Priya, then I merge.") == {"priya": "name"}
+    assert not fact_diff.about_same("I run gwsim in CI.", "I moved to OrbStack, as I said.")

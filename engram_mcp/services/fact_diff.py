@@ -150,8 +150,10 @@ def _kind(token: str, sentence_start: bool) -> str | None:
         return IDENT
     if "-" in token:  # pre-push is two words; nomad-stg is a name when a part is no word
         return IDENT if any(p and not _is_common_word(p) for p in token.split("-")) else None
+    if len(token) == 1:  # "I", or a list's "A": a letter alone names nothing
+        return None
     if token[1:] != token[1:].lower():  # camelCase or an acronym (AWS, OPS)
-        return NAME if len(token) > 1 else None
+        return NAME
     if token[0].isupper() and not sentence_start:
         return NAME
     if len(token) >= _MIN_RARE_WORD_CHARS and token.isalpha() and not _is_common_word(token):
