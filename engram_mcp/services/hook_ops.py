@@ -261,6 +261,13 @@ def _compact_snapshot(access: ScopeAccess, ctx: RequestContext) -> str | None:
     return mems[0]["content"] if mems else None
 
 
+def _nothing_injected(ctx: RequestContext, prompt: str, found: dict[str, Any]) -> dict[str, Any]:
+    """The prompt hook's answer when no memory goes in: the log still records the prompt (for
+    `engram ui`), and the answer says how many memories were weighed."""
+    INJECTION_LOG.record(ctx.session_id, "prompt", [], 0, prompt=prompt)
+    return {"additional_context": None, "considered": len(found.get("memories") or [])}
+
+
 def prompt_context(
     access: ScopeAccess, ctx: RequestContext, *, prompt: str, max_tokens: int | None = None
 ) -> dict[str, Any]:
@@ -286,15 +293,13 @@ def prompt_context(
         and not context_ops.outdated(access, ctx, m)
     ][:limit]
     if not picked:
-        INJECTION_LOG.record(ctx.session_id, "prompt", [], 0, prompt=prompt)  # which prompt, for `engram ui`
-        return {"additional_context": None, "considered": len(found.get("memories") or [])}
+        return _nothing_injected(ctx, prompt, found)
     # the newer memories a picked one's values may have been replaced by: recall's pool and the
     # scopes' strongest (the ones a session start would show), so a line carries the change
     newer = [*(found.get("memories") or []), *context_ops.correction_pool(access, ctx)]
     picked, block = _prompt_block(picked, ctx.project_root.name or None, newer, budget)
     if context_ops.estimate_tokens(block) > budget:  # not even one line fits beside the note
-        INJECTION_LOG.record(ctx.session_id, "prompt", [], 0, prompt=prompt)
-        return {"additional_context": None, "considered": len(found.get("memories") or [])}
+        return _nothing_injected(ctx, prompt, found)
     INJECTED.add(ctx.session_id, [m["id"] for m in picked])
     # Cleared the bar for the user's own prompt: the work used it, as a recall Claude made would
     # have. Without this a fact that keeps helping decays as if nobody needed it (the month
