@@ -95,3 +95,34 @@ def test_the_report_shows_both_policies_and_the_stop_hook_figures(replay):
     assert "| context recall |" in md and "diligent" in md and "nudged" in md
     stop = replay["policies"]["nudged"]["stop_hook"]
     assert stop["teaching_turns"] == 4 and stop["quiet_turns"] == 6
+
+
+def test_the_budget_sweep_sets_the_start_budget_of_each_replay(tmp_path):
+    """bench/month/budget_sweep.py: the budget reaches the daemon through the replay user's config
+    file (each run's start block stays within it, and a smaller one is smaller), and the sweep
+    writes its table, figures and plot."""
+    world = tiny_world.write(tmp_path / "world")
+    out = tmp_path / "sweep"
+    budgets = (150, 1200)
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "bench" / "month" / "budget_sweep.py"), "--world", str(world), "--policy",
+         "diligent", "--budgets", *map(str, budgets), "--out", str(out)],
+        capture_output=True, text=True, timeout=300, cwd=str(REPO),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    rows = json.loads((out / "sweep.json").read_text())["budgets"]
+    assert list(rows) == [str(b) for b in budgets] and all(list(r) == ["diligent"] for r in rows.values())
+    for budget in budgets:
+        assert 0 < rows[str(budget)]["diligent"]["start_tokens_p95"] <= budget
+    assert rows["150"]["diligent"]["start_tokens_mean"] < rows["1200"]["diligent"]["start_tokens_mean"]
+    md = (out / "sweep.md").read_text()
+    assert "| 150 | diligent |" in md and "| 1200 | diligent |" in md
+    assert (out / "sweep.png").stat().st_size > 0
+
+
+def test_the_budget_sweep_refuses_a_budget_engram_would_refuse(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "bench" / "month" / "budget_sweep.py"), "--budgets", "50", "--out", str(tmp_path)],
+        capture_output=True, text=True, timeout=60, cwd=str(REPO),
+    )  # fmt: skip
+    assert proc.returncode == 2 and "from 100 to 8000" in proc.stderr

@@ -164,7 +164,9 @@ def _breakdown(data: dict[str, Any], group: str, title: str) -> list[str]:
 def markdown(data: dict[str, Any], baseline: dict[str, Any] | None) -> str:
     out = ["## Month replay (issue 33)", ""]
     mode = "quick (hooks as processes)" if data.get("quick") else "full (Claude Code)"
-    out.append(f"World `{data['world']}`, {mode}; tokens are characters / 4, rounded up.")
+    budget = data.get("start_budget")
+    start = f"; session start budget {budget} tokens (--start-budget)" if budget else ""
+    out.append(f"World `{data['world']}`, {mode}{start}; tokens are characters / 4, rounded up.")
     if baseline:
         out.append(f"Baseline: {baseline.get('label', 'the first run')} (`bench/month/baseline/`).")
     out += ["", *_summary_table(data, baseline), ""]

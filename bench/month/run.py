@@ -29,7 +29,26 @@ from bench.month.clock import ClockUnavailable  # noqa: E402
 from bench.month.world import load_world  # noqa: E402
 
 
-def replay_policy(world_dir: Path, policy: str, out: Path, *, quick: bool, keep: bool, real_time: bool = False) -> dict:
+def write_start_budget(home: Path, tokens: int) -> None:
+    """The replay user's engram config: the session start's token budget (`context_token_budget`),
+    as a user would set it in ~/.claude/engram.local.md."""
+    from engram_mcp.core.config import user_config_path
+
+    path = user_config_path(home)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"---\ncontext_token_budget: {int(tokens)}\n---\n", encoding="utf-8")
+
+
+def replay_policy(
+    world_dir: Path,
+    policy: str,
+    out: Path,
+    *,
+    quick: bool,
+    keep: bool,
+    real_time: bool = False,
+    start_budget: int | None = None,
+) -> dict:
     """Replay `policy` in a fresh HOME under `out`; its run file, score and store composition."""
     from bench.month.full import FullReplay
     from bench.month.quick import QuickReplay
@@ -38,6 +57,8 @@ def replay_policy(world_dir: Path, policy: str, out: Path, *, quick: bool, keep:
     work = Path(tempfile.mkdtemp(prefix=f"month-{policy}-"))
     started = time.perf_counter()
     replay = (QuickReplay if quick else FullReplay)(world, policy, work, simulate_time=not real_time)
+    if start_budget is not None:
+        write_start_budget(replay.home, start_budget)
     try:
         run_file = replay.run()
         composition = report.composition(replay)
@@ -83,13 +104,27 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--memory-style", choices=standin.MEMORY_STYLES, default="full", help="how the stand-in writes a memory"
     )
+    ap.add_argument(
+        "--start-budget",
+        type=int,
+        default=None,
+        metavar="TOKENS",
+        help="the session start's token budget (context_token_budget, 100-8000; default: engram's own)",
+    )
     a = ap.parse_args(argv)
+    if a.start_budget is not None and not 100 <= a.start_budget <= 8000:
+        ap.error("--start-budget must be from 100 to 8000 tokens")
     os.environ[standin.MEMORY_STYLE_ENV] = a.memory_style
     out = a.out or Path(tempfile.mkdtemp(prefix="month-out-"))
     out.mkdir(parents=True, exist_ok=True)
     policies = list(standin.POLICIES) if a.policy == "both" else [a.policy]
     try:
-        results = [replay_policy(a.world, p, out, quick=a.quick, keep=a.keep, real_time=a.real_time) for p in policies]
+        results = [
+            replay_policy(
+                a.world, p, out, quick=a.quick, keep=a.keep, real_time=a.real_time, start_budget=a.start_budget
+            )
+            for p in policies
+        ]
     except ClockUnavailable as exc:
         print(f"bench/month: skipped: {exc}", file=sys.stderr)
         (out / "month.json").write_text(json.dumps({"skipped": str(exc)}) + "\n")
@@ -99,6 +134,7 @@ def main(argv: list[str] | None = None) -> int:
         "quick": a.quick,
         "real_time": a.real_time,
         "memory_style": a.memory_style,
+        "start_budget": a.start_budget,
         "policies": {r["policy"]: r for r in results},
     }
     (out / "month.json").write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
