@@ -45,22 +45,20 @@ def figures(score: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def sweep(world: Path, budgets: list[int], out: Path, policies: list[str]) -> dict[str, Any]:
-    """Replay `policies` at each budget; {budget: {policy: figures}}."""
+def sweep(world: Path, budgets: list[int], out: Path, policy: str) -> dict[str, Any]:
+    """Replay `policy` (or "both") at each budget; {budget: {policy: figures}}."""
+    policies = list(standin.POLICIES) if policy == "both" else [policy]
     rows: dict[str, Any] = {}
     for i, budget in enumerate(budgets, 1):
         print(f"[{i}/{len(budgets)}] start budget {budget} tokens", file=sys.stderr, flush=True)
         folder = out / f"budget-{budget}"
-        policy = policies[0] if len(policies) == 1 else "both"
         argv = ["--quick", "--world", str(world), "--policy", policy, "--start-budget", str(budget)]
         if run.main([*argv, "--out", str(folder)]) != 0:
             raise SystemExit(f"the replay at budget {budget} failed")
         month = json.loads((folder / "month.json").read_text())
         if "skipped" in month:
             raise SystemExit(f"the replay was skipped: {month['skipped']}")
-        rows[str(budget)] = {
-            p: figures(json.loads((folder / f"score-{p}.json").read_text())) for p in policies
-        }
+        rows[str(budget)] = {p: figures(json.loads((folder / f"score-{p}.json").read_text())) for p in policies}
     return rows
 
 
@@ -99,7 +97,9 @@ def plot(rows: dict[str, Any], path: Path) -> bool:
         ax.plot(xs, [rows[b][policy]["context_recall"] for b in rows], style, label=f"{policy}: context recall")
         ax.plot(xs, [rows[b][policy]["precision"] for b in rows], style, alpha=0.5, label=f"{policy}: precision")
         for b, x in zip(rows, xs, strict=True):
-            ax.annotate(b, (x, rows[b][policy]["context_recall"]), textcoords="offset points", xytext=(4, -10), fontsize=7)
+            ax.annotate(
+                b, (x, rows[b][policy]["context_recall"]), textcoords="offset points", xytext=(4, -10), fontsize=7
+            )
     ax.set_xlabel("session start tokens (mean); labels: the budget")
     ax.set_ylim(0, 1)
     ax.grid(alpha=0.3)
@@ -117,13 +117,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--policy", choices=[*standin.POLICIES, "both"], default="both")
     ap.add_argument("--out", type=Path, default=None, help="results folder (default: a new temporary one)")
     a = ap.parse_args(argv)
-    bad = [b for b in a.budgets if not 100 <= b <= 8000]
-    if bad:
-        ap.error(f"budgets must be from 100 to 8000 tokens: {bad}")
+    for budget in a.budgets:
+        if problem := run.start_budget_problem(budget):
+            ap.error(f"budget {budget}: {problem}")
     out = a.out or Path(tempfile.mkdtemp(prefix="month-sweep-"))
     out.mkdir(parents=True, exist_ok=True)
-    policies = list(standin.POLICIES) if a.policy == "both" else [a.policy]
-    rows = sweep(a.world, sorted(set(a.budgets)), out, policies)
+    rows = sweep(a.world, sorted(set(a.budgets)), out, a.policy)
     (out / "sweep.json").write_text(json.dumps({"world": str(a.world), "budgets": rows}, indent=1) + "\n")
     md = markdown(a.world, rows)
     if plot(rows, out / "sweep.png"):

@@ -29,6 +29,15 @@ from bench.month.clock import ClockUnavailable  # noqa: E402
 from bench.month.world import load_world  # noqa: E402
 
 
+def start_budget_problem(tokens: int) -> str | None:
+    """Why engram would refuse `tokens` as `context_token_budget` (its declared bounds), or None."""
+    from engram_mcp.core.config_keys import SETTINGS
+
+    spec = SETTINGS["context_token_budget"]
+    low, high = int(spec.minimum or 0), int(spec.maximum or tokens)
+    return None if low <= tokens <= high else f"must be from {low} to {high} tokens"
+
+
 def write_start_budget(home: Path, tokens: int) -> None:
     """The replay user's engram config: the session start's token budget (`context_token_budget`),
     as a user would set it in ~/.claude/engram.local.md."""
@@ -109,11 +118,11 @@ def main(argv: list[str] | None = None) -> int:
         type=int,
         default=None,
         metavar="TOKENS",
-        help="the session start's token budget (context_token_budget, 100-8000; default: engram's own)",
+        help="the session start's token budget (context_token_budget; default: engram's own)",
     )
     a = ap.parse_args(argv)
-    if a.start_budget is not None and not 100 <= a.start_budget <= 8000:
-        ap.error("--start-budget must be from 100 to 8000 tokens")
+    if a.start_budget is not None and (problem := start_budget_problem(a.start_budget)):
+        ap.error(f"--start-budget {problem}")
     os.environ[standin.MEMORY_STYLE_ENV] = a.memory_style
     out = a.out or Path(tempfile.mkdtemp(prefix="month-out-"))
     out.mkdir(parents=True, exist_ok=True)
