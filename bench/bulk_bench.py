@@ -51,6 +51,7 @@ for _p in (str(ROOT), str(ROOT / "bench")):
         sys.path.insert(0, _p)
 
 import speed_bench as sb  # noqa: E402
+from common import pyplot  # noqa: E402
 
 FULL = {"source_observations": 20_000, "source_small_observations": 500, "import_n": 10_000, "baseline_import_n": 5_000, "embed_n": 500, "month_n": 10_000, "days": 30,
         "recalls_per_day": 50, "stores_per_day": 20, "distinct_vectors": 1000}
@@ -549,12 +550,8 @@ def source_markdown(r: dict[str, Any]) -> str:
 
 
 def plot(r: dict[str, Any], path: Path) -> bool:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    plt = pyplot()
+    if plt is None:
         return False
     fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4))
     for run, label in ((r["month"], "compaction at maintenance"), (r["month_baseline"], "no compaction")):

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import RESULTS_DIR, SHARED_BENCH, latency_summary, machine_info, utc_stamp, write_json, write_jsonl  # noqa: E402
+from common import RESULTS_DIR, SHARED_BENCH, latency_summary, machine_info, pyplot, utc_stamp, write_json, write_jsonl  # noqa: E402
 
 try:
     from engram_mcp.core.ids import new_ulid
@@ -268,12 +268,8 @@ def rows_of(res: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def plot(path: Path, rows: dict[str, dict[str, Any]], baseline: dict[str, dict[str, Any]]) -> None:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    plt = pyplot()
+    if plt is None:
         return
     kinds = [k for k in (*KINDS, "ALL") if k in rows]
     x = range(len(kinds))

@@ -55,6 +55,19 @@ def machine_info() -> dict[str, Any]:
     }
 
 
+def pyplot() -> Any | None:
+    """matplotlib's pyplot on the file-only Agg backend, or None when matplotlib (the `bench`
+    extra) is not installed: a benchmark still writes its JSON and markdown without it."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    return plt
+
+
 def write_json(path: Path, obj: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(obj, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")

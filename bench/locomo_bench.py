@@ -53,6 +53,7 @@ from common import (  # noqa: E402
     PlainBM25,
     latency_summary,
     machine_info,
+    pyplot,
     rank_desc,
     utc_stamp,
     write_json,
@@ -531,11 +532,9 @@ def write_markdown(path: Path, report: dict[str, Any]) -> None:
 
 
 def write_chart(path: Path, report: dict[str, Any]) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
+    if plt is None:
+        return
     names = list(report["runs"])
     r5 = [report["runs"][n]["metrics"]["cat1-4"]["R@5"] for n in names]
     mrr = [report["runs"][n]["metrics"]["cat1-4"]["MRR"] for n in names]

@@ -13,6 +13,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from common import pyplot
+
 PART_FILES = {"tokens": "tokens/tokens.json", "locomo": "locomo/locomo.json", "coding": "coding/coding_memory.json",
               "speed": "speed/speed.json",
               "scale": "scale/scale.json", "bulk": "bulk/bulk.json", "hooks": "hooks/hooks.json", "stop": "stop/stop.json", "dedup": "dedup/dedup.json",
@@ -619,19 +621,12 @@ def run_section(run: dict[str, Any]) -> list[str]:
 
 
 # ------------------------------------------------------------------------------------ plots
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
 def plot_latency(series: dict[str, dict[int, dict[str, float]]], path: Path) -> bool:
     if not series:
         return False
-    plt = _plt()
+    plt = pyplot()
+    if plt is None:
+        return False
     from matplotlib.ticker import NullLocator
 
     fig, axes = plt.subplots(1, 2, figsize=(14, 5.5))
@@ -671,7 +666,9 @@ def plot_scale(parts: dict[str, Any], path: Path) -> bool:
     rows = scale_design_rows(parts)
     if not rows:
         return False
-    plt = _plt()
+    plt = pyplot()
+    if plt is None:
+        return False
     from matplotlib.ticker import NullLocator
 
     fig, axes = plt.subplots(1, 2, figsize=(14, 5.5))
@@ -714,7 +711,9 @@ def plot_locomo_categories(lo: dict[str, Any], path: Path) -> bool:
     runs = lo.get("runs") or {}
     if not runs:
         return False
-    plt = _plt()
+    plt = pyplot()
+    if plt is None:
+        return False
     groups = [("cat1-4", "cat 1-4")] + [(f"cat{c}", f"{c} {CAT_NAMES[c]}") for c in range(1, 6)]
     groups = [(k, label) for k, label in groups if any(k in r["metrics"] for r in runs.values())]
     names = list(runs)
@@ -740,7 +739,9 @@ def plot_hooks(hk: dict[str, Any], path: Path) -> bool:
     hooks = (hk.get("wall_times") or {}).get("hooks") or {}
     if not hooks:
         return False
-    plt = _plt()
+    plt = pyplot()
+    if plt is None:
+        return False
     names = list(hooks)
     fig, ax = plt.subplots(figsize=(10, 4.2))
     y = range(len(names))
@@ -761,7 +762,9 @@ def plot_tokens(t: dict[str, Any], path: Path) -> bool:
     ps = t.get("per_session")
     if not ps:
         return False
-    plt = _plt()
+    plt = pyplot()
+    if plt is None:
+        return False
     parts = [("tools/list", ps["tools_list"]), ("always-on skills + agent", ps["always_on_markdown"]),
              ("SessionStart block", ps["session_start_block"])]
     budget = (t.get("session_start") or {}).get("budget_tokens")

@@ -117,10 +117,8 @@ def test_a_failing_part_is_reported_and_the_others_still_run(tmp_path: Path) -> 
     assert "**Failed: tokens**" in text and "### tokens failed" in text and "failed on purpose" in text
 
 
-def test_the_scale_report_judges_each_design_against_the_targets(tmp_path: Path) -> None:
-    """Cold first recall, peak RSS and hybrid p95 per size and design, each against its target."""
-    sys.path.insert(0, str(REPO_ROOT / "bench"))
-    import report
+def write_scale_parts(tmp_path: Path) -> dict:
+    """A scale and a speed part at 100k (two designs) under tmp_path; returns the run record."""
 
     def case(recall_s: float, peak_mb: float) -> dict:
         return {"repeats": 1, "cold_open": {"n": 1, "p50_ms": 300.0, "store_rss_mb": 40.0},
@@ -141,7 +139,15 @@ def test_the_scale_report_judges_each_design_against_the_targets(tmp_path: Path)
     run = {"started_utc": "T", "quick": False, "sizes": [100000], "argv": [], "wall_s": 1.0, "budget_s": None,
            "loadavg_start": [0.0], "loadavg_end": [0.0], "machine": {"cpus": 2, "python": "3", "platform": "linux"}, "git": {},
            "parts": {"scale": {"status": "ok", "settings": {}}, "speed": {"status": "ok", "settings": {}}}}
-    summary = report.write_report(tmp_path, run)
+    return run
+
+
+def test_the_scale_report_judges_each_design_against_the_targets(tmp_path: Path) -> None:
+    """Cold first recall, peak RSS and hybrid p95 per size and design, each against its target."""
+    sys.path.insert(0, str(REPO_ROOT / "bench"))
+    import report
+
+    summary = report.write_report(tmp_path, write_scale_parts(tmp_path))
     text = (tmp_path / "report.md").read_text()
     section = text[text.index("### Cold start"):]
     table = section[: section.index("\n\n", section.index("| memories | design"))]
@@ -151,3 +157,16 @@ def test_the_scale_report_judges_each_design_against_the_targets(tmp_path: Path)
     assert rows[("new", "index persisted")].count("PASS") == 3 and "FAIL" not in rows[("new", "index persisted")]
     assert summary["headline"]["cold_first_recall_s"] == {"previous": {"100000": 51.0}, "new": {"100000": 1.2}}
     assert (tmp_path / summary["plots"]["scale"]).read_bytes()[:8] == PNG_MAGIC
+
+
+def test_without_matplotlib_the_report_is_written_without_plots(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """matplotlib is the `bench` extra: without it every part's numbers still reach report.md."""
+    sys.path.insert(0, str(REPO_ROOT / "bench"))
+    import common
+    import report
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # `import matplotlib` now raises ImportError
+    assert common.pyplot() is None
+    summary = report.write_report(tmp_path, write_scale_parts(tmp_path))
+    assert "scale" not in summary["plots"] and not list(tmp_path.glob("*.png"))
+    assert "| 100k" in (tmp_path / "report.md").read_text()

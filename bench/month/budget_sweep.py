@@ -26,6 +26,7 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from bench.common import pyplot  # noqa: E402
 from bench.month import report, run, standin  # noqa: E402
 
 DEFAULT_BUDGETS_TOKENS = (800, 1200, 1600, 2400)
@@ -83,12 +84,8 @@ def markdown(world: Path, rows: dict[str, Any]) -> str:
 
 def plot(rows: dict[str, Any], path: Path) -> bool:
     """Recall and precision against the mean start tokens, one line per policy; False without matplotlib."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    plt = pyplot()
+    if plt is None:
         return False
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
     policies = list(next(iter(rows.values())))
