@@ -132,16 +132,19 @@ def wall_times(n_memories: int, repeats: int) -> dict[str, Any]:
         with world.client() as c:
             c.call("recall", {"query": "warm the model"}, project_root=str(world.project))
         transcript = base / "transcript.jsonl"
+        answer = " ".join(["answer"] * 80)
         with transcript.open("w") as fh:
             for i in range(40):
                 fh.write(json.dumps({"type": "user", "message": {"role": "user", "content": f"prompt {i} " + "x" * 400}}) + "\n")
-                fh.write(json.dumps({"type": "assistant", "message": {"role": "assistant", "content": [{"type": "text", "text": "answer " * 80}]}}) + "\n")
+                fh.write(json.dumps({"type": "assistant", "message": {"role": "assistant", "content": [{"type": "text", "text": answer}]}}) + "\n")
         cases = {
             "PostToolUse (Edit)": lambda i: ("PostToolUse", sample("PostToolUse.Edit", world, "s-bench", tool_input={
                 "file_path": str(world.project / "a.py"), "old_string": f"x = {i}", "new_string": f"x = {i + 1}"})),
             "PostToolUseFailure (Bash)": lambda i: ("PostToolUseFailure", sample("PostToolUseFailure", world, "s-bench", error=f"Exit code 1\nerror: case {i}")),
             "PostToolUse (Bash, quiet)": lambda i: ("PostToolUse", sample("PostToolUse.Bash", world, "s-bench")),
-            "Stop": lambda i: ("Stop", sample("Stop", world, "s-bench", transcript_path=str(transcript))),
+            # the transcript already holds the answer Claude Code reports: a lagging one is waited for
+            # up to STOP_TRANSCRIPT_SETTLE_S, and a mismatch here would time that wait, not the hook
+            "Stop": lambda i: ("Stop", sample("Stop", world, "s-bench", transcript_path=str(transcript), last_assistant_message=answer)),
             "UserPromptSubmit": lambda i: ("UserPromptSubmit", sample("UserPromptSubmit", world, "s-bench", prompt=f"how do we configure the cache for case {i}?")),
             "SessionStart (warm)": lambda i: ("SessionStart", sample("SessionStart", world, f"s-start-{i}")),
         }
