@@ -5,8 +5,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Callable
 
 from engram_mcp.daemon.client import DaemonClient
 
@@ -68,3 +71,26 @@ def stop_daemon(user_dir: Path, *, wait_s: float = 15.0) -> None:
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline and socket_path(user_dir).exists():
         time.sleep(0.1)
+
+
+def probe_while(
+    call: Callable[[], Any], probe: Callable[[], float], *, max_probes: int = 200, pause_s: float = 0.02, timeout_s: float = 60.0
+) -> tuple[Any, float, list[float]]:
+    """Runs `call` in a thread and `probe` again and again until it returns: (call's result, its
+    seconds, the probe's values sorted). How one request's latency fares while another works."""
+    result: dict[str, Any] = {}
+
+    def run() -> None:
+        t0 = time.monotonic()
+        result["value"] = call()
+        result["seconds"] = time.monotonic() - t0
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    values = []
+    while thread.is_alive() and len(values) < max_probes:
+        values.append(probe())
+        time.sleep(pause_s)
+    thread.join(timeout=timeout_s)
+    assert "seconds" in result, "the call did not finish"
+    return result["value"], result["seconds"], sorted(values)

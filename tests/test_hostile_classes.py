@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import threading
 import time
 from pathlib import Path
 
@@ -25,7 +24,7 @@ from engram_mcp.core.errors import InvalidInput
 from engram_mcp.services import promotion, sharing, travel_ops
 from engram_mcp.services.service import MemoryService, RequestContext
 from engram_mcp.services.sharing.sync import read_local
-from tests.daemon_env import Env
+from tests.daemon_env import Env, probe_while
 from tests.git_repos import CONFIG, TEAM, commit, git, new_repo, repo_env, write_config, write_file, write_team_file
 from tests.test_hooks import run_hook
 
@@ -456,30 +455,19 @@ def test_many_medium_files_keep_session_start_in_budget_and_another_projects_rec
         assert got["memories"] and "90 days" in got["memories"][0]["content"]
         return (time.perf_counter() - t0) * 1000
 
-    result: dict = {}
-
-    def start() -> None:
-        t0 = time.monotonic()
-        result["start"] = env.client("hook").call(
+    start, seconds, waits = probe_while(
+        lambda: env.client("hook").call(
             "hook_session_start", {"source": "startup"}, project_root=env.project, session_id="s-medium", timeout=60
-        )
-        result["seconds"] = time.monotonic() - t0
-
-    thread = threading.Thread(target=start)
-    thread.start()
-    waits = []
-    while thread.is_alive() and len(waits) < 200:
-        waits.append(recall_ms())
-        time.sleep(0.02)
-    thread.join(timeout=60)
-    waits.sort()
+        ),
+        recall_ms,
+    )
     p50, p95 = waits[len(waits) // 2], waits[min(len(waits) - 1, int(len(waits) * 0.95))]
     print(
-        f"session start {result.get('seconds'):.2f} s; another project's recall meanwhile: n={len(waits)} "
+        f"session start {seconds:.2f} s; another project's recall meanwhile: n={len(waits)} "
         f"p50={p50:.1f} ms p95={p95:.1f} ms max={waits[-1]:.1f} ms"
     )
-    assert result["seconds"] < travel_ops.SESSION_START_BUDGET_S + 3.0
-    team = result["start"]["session"]["team_memory"]
+    assert seconds < travel_ops.SESSION_START_BUDGET_S + 3.0
+    team = start["session"]["team_memory"]
     assert team["left_alone"] == 0 and (team["pending"] > 0 or team["counts"]["added"] == 300), team
     assert p50 < 100
 

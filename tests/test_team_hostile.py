@@ -8,7 +8,6 @@ adds nothing (renames, copies, provenance, 300 files)."""
 from __future__ import annotations
 
 import os
-import threading
 import time
 from pathlib import Path
 
@@ -16,6 +15,7 @@ import pytest
 
 from engram_mcp.services import sharing, travel_ops
 from engram_mcp.services.sharing.sync import read_local
+from tests.daemon_env import probe_while
 from tests.git_repos import TEAM, commit, git, shared_texts, write_team_file
 from tests.test_sharing import clones, commit_all  # noqa: F401 - the service-level fixture
 from tests.test_travel_cli import js, two  # noqa: F401 - the two-HOME CLI fixture
@@ -192,30 +192,19 @@ def test_a_hostile_repository_leaves_session_start_in_budget_and_other_projects_
         return (time.perf_counter() - t0) * 1000
 
     idle = sorted(recall_ms() for _ in range(20))
-    result: dict = {}
-
-    def start() -> None:
-        t0 = time.monotonic()
-        result["start"] = bob.client("hook").call(
+    start, seconds, waits = probe_while(
+        lambda: bob.client("hook").call(
             "hook_session_start", {"source": "startup"}, project_root=bob.project, session_id="s-bob", timeout=60
-        )
-        result["seconds"] = time.monotonic() - t0
-
-    thread = threading.Thread(target=start)
-    thread.start()
-    waits = []
-    while thread.is_alive() and len(waits) < 200:
-        waits.append(recall_ms())
-        time.sleep(0.02)
-    thread.join(timeout=60)
-    waits.sort()
+        ),
+        recall_ms,
+    )
     print(
-        f"session start {result.get('seconds'):.2f} s; another project's recall, idle: median {idle[10]:.1f} ms, "
+        f"session start {seconds:.2f} s; another project's recall, idle: median {idle[10]:.1f} ms, "
         f"during it: n={len(waits)} median={waits[len(waits) // 2]:.1f} ms "
         f"p90={waits[int(len(waits) * 0.9)]:.1f} ms max={waits[-1]:.1f} ms"
     )
-    assert result["seconds"] < travel_ops.SESSION_START_BUDGET_S + 3.0
-    team = result["start"]["session"]["team_memory"]
+    assert seconds < travel_ops.SESSION_START_BUDGET_S + 3.0
+    team = start["session"]["team_memory"]
     assert team["pending"] > 0 and team["left_alone"] >= len(HOSTILE) and team["review"] == "engram sync"
     assert waits[len(waits) // 2] < 100 and waits[-1] < 1000  # the alias bomb made it 36.7 s
 
