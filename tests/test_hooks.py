@@ -146,6 +146,7 @@ def bash(command: str, *, failed: bool = False, output: str = "") -> dict:
 
 
 EDIT = {"name": "Edit", "input": {"file_path": "/p/src/app.py"}}
+ENV_EDIT = {"name": "Edit", "input": {"file_path": "/p/.env"}}
 STORE = {"name": hooks.TOOL_PREFIX + "store_memory", "input": {"content": "x"}}
 
 
@@ -192,6 +193,20 @@ def test_stop_corpus_is_labelled_and_split_as_documented():
                            bash("pytest -q")], "Installed the dev extra; tests pass.", True),
         # an error cured by editing the code and re-running the same command: the fix is in the diff
         ("fix the paginator", [bash("go test ./...", failed=True), EDIT, bash("go test ./...")], "The fix was the loop bound.", False),
+        # a failure the command printed (exit 0), cured by editing the machine's environment: the port it runs on
+        ("bring up the app", [bash("curl -s -o /dev/null -w '%{http_code}' localhost:5173/", output="500"), ENV_EDIT,
+                              bash("curl -s -o /dev/null -w '%{http_code}' localhost:5173/", output="200")],
+         "The database listens on 5433, not 5432; .env now says 5433.", True),
+        ("start the worker", [bash("npm run worker", output="Error: connect ECONNREFUSED 127.0.0.1:6379"),
+                              {"name": "Write", "input": {"file_path": "/p/docker-compose.override.yml"}}, bash("npm run worker")],
+         "Redis was not published; the override file publishes 6379.", True),
+        # the same printed failure cured by a code edit: the fix is in the diff
+        ("bring up the app", [bash("curl -s -w '%{http_code}' localhost:5173/", output="500"), EDIT,
+                              bash("curl -s -w '%{http_code}' localhost:5173/", output="200")], "Fixed the loader.", False),
+        # a printed failure nothing cured, and a 500 in the middle of a table, are no fix
+        ("check the API", [bash("curl -s -w '%{http_code}' localhost:5173/", output="503"), ENV_EDIT], "It is down.", False),
+        ("count requests", [bash("awk '{print $9}' access.log | sort | uniq -c", output="  12 200\n   3 500"), ENV_EDIT,
+                            bash("awk '{print $9}' access.log | sort | uniq -c")], "Three 500s.", False),
         # a routine git rejection
         ("push it", [bash("git push", failed=True), bash("git pull --rebase"), bash("git push")], "Pushed.", False),
         # the same fix, but engram stored during the turn

@@ -12,8 +12,10 @@ Durable knowledge means one of these (the labelling rules of
     repo we always ...", "our convention is ..."). An imperative alone ("never push to main",
     "you must handle the empty list", "remember to run the linter") is an instruction for this
     turn: people phrase task constraints that way, and they are by far the commoner case.
-  * ``fix``: a command failed and a working variant was found: the same program succeeded later
-    with an added environment variable or flag, or after a setup command. A failure cured by
+  * ``fix``: a command failed (its exit status, or what it printed: an HTTP error status, a
+    refused connection, a traceback) and a working variant was found: the same program succeeded
+    later with an added environment variable or flag, or after a setup command or an edit of a
+    file that configures the machine's environment (`.env`, a compose file). A failure cured by
     editing the code and re-running the same command is a code fix that lives in the diff.
   * ``decision``: the user announces a choice ("we decided", "let's go with", "we're not going
     to", "we'll stay on"), or the answer makes one ("I went with X rather than Y", or after the
@@ -399,27 +401,56 @@ def _rerun_changed(failed: Invocation, line: list[Invocation]) -> bool | None:
     return None
 
 
+#: What a command prints when it failed though it exited 0: an HTTP error status alone on a line
+#: (`curl -w '%{http_code}'`), a refused connection, an uncaught exception.
+SOFT_FAILURE = re.compile(
+    r"^\s*[45]\d\d\s*$|\bECONNREFUSED\b|\bConnection refused\b|^Traceback \(most recent call last\):|^panic: ",
+    re.MULTILINE,
+)
+#: Files that say how the project runs on this machine rather than what its code does: a failure
+#: cured by editing one taught something about the environment ("the database listens on 5433").
+ENVIRONMENT_FILE = re.compile(
+    r"(?:^|/)(?:\.env(?:\.[\w.-]+)?|\.envrc|(?:docker-)?compose(?:\.[\w-]+)?\.ya?ml|\.tool-versions|\.nvmrc|"
+    r"\.python-version|\.npmrc)$"
+)
+EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit"})
+
+
+def _failed(event: dict[str, Any]) -> bool:
+    """A Bash event that failed: its exit status, or what it printed (`SOFT_FAILURE`)."""
+    return bool(event.get("failed")) or bool(SOFT_FAILURE.search(str(event.get("output") or "")))
+
+
+def _edits_environment(event: dict[str, Any]) -> bool:
+    return event.get("name") in EDIT_TOOLS and bool(
+        ENVIRONMENT_FILE.search(str((event.get("input") or {}).get("file_path") or ""))
+    )
+
+
 def fix_found(events: list[dict[str, Any]]) -> bool:
     """A failed command that later succeeded changed, or after a setup command (not just after code edits)."""
     return first_cured_failure(events) is not None
 
 
 def first_cured_failure(events: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The first failed command event that a later, changed run (or a setup command) cured; None if none.
+    """The first failed command event that a later, changed run (or a setup command, or an edit of an
+    environment file) cured; None if none.
 
     The memory a fix leaves names the command that failed: the root cause is explained in the answer.
     """
-    bash = [e for e in events if e.get("name") == "Bash"]
-    for pos, event in enumerate(bash):
-        if not event.get("failed"):
+    for pos, event in enumerate(events):
+        if event.get("name") != "Bash" or not _failed(event):
             continue
         line = invocations(str((event.get("input") or {}).get("command") or ""))
         if not line or line[-1].routine:
             continue
         failed = line[-1]  # the exit status of a line is its last command's
         setup_between = False
-        for later in bash[pos + 1 :]:
-            if later.get("failed"):
+        for later in events[pos + 1 :]:
+            if later.get("name") != "Bash":
+                setup_between = setup_between or _edits_environment(later)
+                continue
+            if _failed(later):
                 continue
             later_line = invocations(str((later.get("input") or {}).get("command") or ""))
             changed = _rerun_changed(failed, later_line)
