@@ -239,6 +239,17 @@ def test_changeme_is_redacted_by_design():
             "Authorization: Basic YWRtaW46aHVudGVyMg==",
             "Authorization: Basic [REDACTED:bearer-token]",
         ),
+        # a `#` pasted unencoded into a URL's password is part of it, not a fragment
+        ("git clone https://deploy:erACpd#1@git.acme.io/x.git", "git clone https://deploy:[REDACTED:url-credentials]@git.acme.io/x.git"),
+        # the name and the value as two attributes of one element (.NET appSettings, Spring, Ant)
+        ('<add key="DbPassword" value="JKP4GY08vDu#1" />', '<add key="DbPassword" value="[REDACTED:password-assignment]" />'),
+        (
+            "<property name='db.password' value='s3cr3t-Value' />",
+            "<property name='db.password' value='[REDACTED:password-assignment]' />",
+        ),
+        ('<add key="Theme" value="dark" />', '<add key="Theme" value="dark" />'),
+        ('<property name="tokenizer" value="wordpiece"/>', '<property name="tokenizer" value="wordpiece"/>'),
+        ('<add key="PasswordPolicy" value="Strict" />', '<add key="PasswordPolicy" value="Strict" />'),
     ],
 )
 def test_exact_redaction(text, expected):
@@ -1015,3 +1026,27 @@ def test_outbound_pass_keeps_hashes_and_ordinary_pairs(text: str) -> None:
 
     out = redact_outbound(text)
     assert out.text == text and not out.findings, out
+
+
+@pytest.mark.parametrize(
+    "text, secret",
+    [
+        ("AIRTABLE_PAT=pat0a0uARxlNtencY.ff2d3c425c8d99d19bdd0b6cc60d5d32cbe54014c2b54b95523cf6941fa1c257", "pat0a0uARxlNtencY"),
+        ("mailchimp: 273dbc46dfcea25bab29539ad5966d51-us21", "273dbc46dfcea25bab29539ad5966d51"),
+        ("gateway = access_token$production$5i5latjpuu3xf6mz$57d21fa5d328263dfe574de739988b88", "5i5latjpuu3xf6mz"),
+        ("the integration uses secret_N1aE6PwZPf1Qh6yYTWmE4lBYOvfZ8UzDzV8fUkkibjL", "N1aE6PwZPf1Qh6yYTWmE4lBYOvfZ8UzDzV8fUkkibjL"),
+    ],
+)
+def test_provider_tokens_without_a_telling_key_are_redacted(text, secret):
+    """Airtable, Mailchimp, Braintree and Notion's older integration tokens: the format alone tells."""
+    out = sanitize(text).text
+    assert secret not in out and "[REDACTED:api-token]" in out, out
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["the pathfinder_module_registry_lookup_table.py file", "secret_key_base is read from the credentials file",
+     "sha: 273dbc46dfcea25bab29539ad5966d51, region us-east-1"],
+)
+def test_names_shaped_like_those_tokens_are_kept(text):
+    assert sanitize(text).text == text

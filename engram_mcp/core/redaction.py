@@ -688,7 +688,8 @@ def _url_check(m: re.Match, value: str) -> bool:
 
 _RULE_URL = _Rule(
     "url-credentials",
-    r"://(?P<user>[^\s:/?#@\[\]\"'<>]{0,256}):(?P<s>[^\s/?#\"'<>]{1,256})@(?=[A-Za-z0-9\[_])",
+    # a `#` in the password: people paste passwords into URLs unencoded, and `user:pass#1@host` is no fragment
+    r"://(?P<user>[^\s:/?#@\[\]\"'<>]{0,256}):(?P<s>[^\s/?\"'<>]{1,256})@(?=[A-Za-z0-9\[_])",
     check=_url_check,
 )
 
@@ -948,6 +949,25 @@ _RULE_XML = _Rule(
     hints=("</",),
 )
 
+
+def _xml_attr_decide(m: re.Match) -> Decision:
+    g = "dq" if m.group("dq") is not None else "sq"
+    kind = _classify(m.group("key"), m.group(g))
+    if kind is None:
+        return None
+    return kind, m.start(g), m.end(g)
+
+
+# `<add key="DbPassword" value="..."/>` (.NET appSettings), `<property name="db.password" value="..."/>`
+# (Spring, Ant, Maven): the name and the value are two attributes of one element
+_RULE_XML_ATTR = _Rule(
+    "password-assignment",
+    rf"""\b(?:key|name)[ \t]*=[ \t]*(?P<q>["'])(?P<key>[A-Za-z0-9_.:\-]{{0,64}}?{_KW}[A-Za-z0-9_.:\-]{{0,64}}+)(?P=q)"""
+    r"""[ \t]+value[ \t]*=[ \t]*(?:"(?P<dq>[^"\r\n]{1,1024})"|'(?P<sq>[^'\r\n]{1,1024})')""",
+    decide=_xml_attr_decide,
+    hints=("value",),
+)
+
 _CMD_VALUE = r"""(?:'(?P<sq>[^'\r\n]*)'|"(?P<dq>[^"\r\n]*)"|(?P<uv>[^\s'"]+))"""
 _CMD_SPAN = r"[^\r\n|;&]{0,512}?"
 
@@ -1066,6 +1086,12 @@ _TOKEN_RULES: tuple[_Rule, ...] = (
     _token_rule("api-token", r"[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=\-]{60,70}", (".atlasv1.", 14)),  # type: ignore[arg-type]
     _token_rule("api-token", r"EAA[A-Za-z0-9]{90,400}", "eaa", check=_mixed_check),
     _token_rule("api-token", r"sk_[a-f0-9]{48}", "sk_"),  # ElevenLabs-style
+    _token_rule("api-token", r"pat[A-Za-z0-9]{14}\.[a-f0-9]{64}", "pat", check=_mixed_check),  # Airtable
+    _token_rule("api-token", r"[0-9a-f]{32}-us[0-9]{1,2}", ("-us", 32), check=_mixed_check),  # type: ignore[arg-type]  # Mailchimp
+    _token_rule(
+        "api-token", r"access_token\$production\$[0-9a-z]{16}\$[0-9a-f]{32}", "access_token$production$"
+    ),  # Braintree
+    _token_rule("api-token", r"secret_[A-Za-z0-9]{43}", "secret_", check=_mixed_check),  # Notion (before ntn_)
 )
 _RULE_TELEGRAM = _Rule(
     "telegram-bot-token",
@@ -1547,6 +1573,7 @@ _RULES: tuple[_Rule, ...] = (
     _RULE_PGPASS,
     _RULE_KEY_ARG,
     _RULE_XML,
+    _RULE_XML_ATTR,
     _RULE_FLAG,
     # generic last: password-assignment / generic-high-entropy
     _RULE_ASSIGN,
