@@ -121,6 +121,29 @@ MIXED = (
 )
 
 
+SUITE_WITH_ASIDE = (
+    "The billing integration suite runs with `go test -tags integration ./...` against the gwsim simulator. "
+    "Context: containers run in Podman on this laptop, so DOCKER_HOST points at the Podman socket and Ryuk is off."
+)
+MOVE_RESTATING_THE_ASIDE = NEW_TOOL + " The gwsim container starts through it with no DOCKER_HOST, and Ryuk is back on."
+
+
+def test_a_change_that_restates_a_memorys_aside_does_not_hide_its_point(real_service, ctx):
+    """The newer text names most of the older one's values (gwsim, DOCKER_HOST, Ryuk, Podman),
+    but all of them from its aside: the point (the suite's command) is nowhere in it. Hidden for
+    that overlap, the command was lost (the month replay: the integration suite after the move
+    from Colima); it stays, and its line carries the change."""
+    svc = real_service
+    mixed_id = svc.store(ctx, content=SUITE_WITH_ASIDE, type="procedural", scope="project")["memory_id"]
+    svc.store(ctx, content=MOVE_RESTATING_THE_ASIDE, type="semantic", scope="project")
+    assert fact_diff.outdates(SUITE_WITH_ASIDE, MOVE_RESTATING_THE_ASIDE, 0.6)
+    assert fact_diff.about_same(SUITE_WITH_ASIDE, MOVE_RESTATING_THE_ASIDE)  # most of its values are named
+    out = hook_ops.prompt_context(svc.access, ctx, prompt="Run the billing integration suite with the gwsim image.")
+    lines = [x for x in (out["additional_context"] or "").splitlines() if mixed_id in x and x.startswith("- [")]
+    assert lines, out
+    assert "-tags integration" in lines[0] and "changed since" in lines[0] and "Rancher" in lines[0], lines[0]
+
+
 def test_a_memory_that_names_the_replaced_value_after_its_point_stays_with_the_change_on_its_line(real_service, ctx):
     """Hidden whole, its live point (how the suite runs) was lost with the passing mention; it
     stays, and its line carries the newer sentence, so the old value never stands alone."""

@@ -625,9 +625,10 @@ def _corrected_on_its_line(old: str, new: str) -> bool:
     Colima") and whose changed value a sentence of the newer one displaces stays in the block: its other facts
     are live, and its line carries that sentence (`corrections`). Hidden whole, they were lost
     until a recall asked for them (the month replay: the integration command, hidden after the
-    move from Colima)."""
+    move from Colima). Only the point decides: a newer text may restate most of an aside's
+    values (the move named the container, DOCKER_HOST and Ryuk) and none of the point."""
     displaced = fact_diff.displacements(old, new)
-    if not displaced or fact_diff.about_same(old, new):
+    if not displaced:
         return False
     point = _FIRST_SENTENCE_RE.split(old.strip(), maxsplit=1)[0].lower()  # a memory states its point first
     return not any(value in point for value in displaced)

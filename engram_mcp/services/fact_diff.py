@@ -379,8 +379,8 @@ _PLAIN_WORD_RE = re.compile(r"[\w']+")
 
 def about_same(old: str, new: str) -> bool:
     """Whether `new` names at least ABOUT_MIN_COVER of `old`'s fact tokens (as tokens or words).
-    Session end supersedes only then (`promotion.supersedes_fact`), and injection hides an
-    outdated memory only then (else its line carries the change: `context.corrections`)."""
+    Session end supersedes only then (`promotion.supersedes_fact`). Injection does not ask: it
+    hides an outdated memory by where the value stands in it (`context._corrected_on_its_line`)."""
     a = fact_tokens(old)
     named = set(fact_tokens(new)) | {w.lower() for w in _PLAIN_WORD_RE.findall(new)}
     return bool(a) and sum(t in named for t in a) >= ABOUT_MIN_COVER * len(a)
