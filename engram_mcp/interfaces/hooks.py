@@ -38,9 +38,9 @@ from engram_mcp.core.redaction import sanitize
 from engram_mcp.daemon.client import socket_path, spawn_daemon, user_dir_from_env
 from engram_mcp.interfaces import stop_trigger
 
-TOOL_PREFIX = "mcp__plugin_engram_engram__"
-STORE_TOOLS = ("store_memory", "update_memory", "reflect_and_consolidate", "promote_memory")
-EDIT_TOOLS = ("Write", "Edit", "MultiEdit", "NotebookEdit")
+TOOL_PREFIX = stop_trigger.ENGRAM_TOOL_PREFIX
+STORE_TOOLS = stop_trigger.STORE_TOOLS
+EDIT_TOOLS = stop_trigger.EDIT_TOOLS
 SNIPPET_CHARS = 240
 ERROR_CHARS = 600
 CAPTURE_SCAN_CHARS = 64 * 1024  # end of a command's output that is redacted and searched for errors

@@ -413,7 +413,8 @@ ENVIRONMENT_FILE = re.compile(
     r"(?:^|/)(?:\.env(?:\.[\w.-]+)?|\.envrc|(?:docker-)?compose(?:\.[\w-]+)?\.ya?ml|\.tool-versions|\.nvmrc|"
     r"\.python-version|\.npmrc)$"
 )
-EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit"})
+#: Claude Code's tools that change a file (the PostToolUse capture's matcher names the same).
+EDIT_TOOLS = ("Write", "Edit", "MultiEdit", "NotebookEdit")
 
 
 def _failed(event: dict[str, Any]) -> bool:
