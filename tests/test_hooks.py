@@ -207,6 +207,16 @@ def test_stop_corpus_is_labelled_and_split_as_documented():
         ("check the API", [bash("curl -s -w '%{http_code}' localhost:5173/", output="503"), ENV_EDIT], "It is down.", False),
         ("count requests", [bash("awk '{print $9}' access.log | sort | uniq -c", output="  12 200\n   3 500"), ENV_EDIT,
                             bash("awk '{print $9}' access.log | sort | uniq -c")], "Three 500s.", False),
+        # a command run under a wrapper (`timeout 300 ...`) is the command it wraps
+        ("run the e2e suite", [bash("timeout 300 npx playwright test", failed=True, output="Terminated"),
+                               bash("npx playwright install chromium"), bash("timeout 300 npx playwright test")],
+         "The browsers were missing; after installing Chromium the suite passes.", True),
+        # a routine command cured by a setup command: the push hook needs the database up
+        ("push the branch", [bash("git push", failed=True, output="pre-push: connect ECONNREFUSED 127.0.0.1:5432"),
+                             bash("docker compose up -d db && git push")], "The pre-push hook needs the db container.", True),
+        # a routine command retried with another flag is the day's friction
+        ("commit it", [bash("git commit -m 'Fix totals'", failed=True), bash("git commit --no-verify -m 'Fix totals'")],
+         "Committed.", False),
         # a routine git rejection
         ("push it", [bash("git push", failed=True), bash("git pull --rebase"), bash("git push")], "Pushed.", False),
         # the same fix, but engram stored during the turn

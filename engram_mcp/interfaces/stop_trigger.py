@@ -16,7 +16,9 @@ Durable knowledge means one of these (the labelling rules of
     refused connection, a traceback) and a working variant was found: the same program succeeded
     later with an added environment variable or flag, or after a setup command or an edit of a
     file that configures the machine's environment (`.env`, a compose file). A failure cured by
-    editing the code and re-running the same command is a code fix that lives in the diff.
+    editing the code and re-running the same command is a code fix that lives in the diff. A
+    wrapped command (`timeout 120 pytest`, `sudo -u pg psql`) is the command it wraps; a routine
+    one (git, ls, cat ...) counts only when a setup command cured it.
   * ``decision``: the user announces a choice ("we decided", "let's go with", "we're not going
     to", "we'll stay on"), or the answer makes one ("I went with X rather than Y", or after the
     user asked it to pick one).
@@ -313,7 +315,6 @@ ROUTINE_PROGRAMS = frozenset(
         "test",
         "true",
         "false",
-        "timeout",
         "sleep",
         "pwd",
         "mkdir",
@@ -325,7 +326,12 @@ ROUTINE_PROGRAMS = frozenset(
         ".",
     }
 )
-WRAPPERS = frozenset({"sudo", "env", "exec", "nice", "time", "command", "npx"})
+WRAPPERS = frozenset({"sudo", "env", "exec", "nice", "time", "command", "npx", "timeout"})
+#: A wrapper's options that take a value (`sudo -u postgres`, `nice -n 10`, `timeout -k 5 60`).
+WRAPPER_VALUE_OPTIONS = frozenset(
+    {"-u", "-g", "-n", "-k", "-s", "--user", "--group", "--adjustment", "--kill-after", "--signal"}
+)
+DURATION = re.compile(r"^[0-9]+(?:\.[0-9]+)?[smhd]?$")  # `timeout 120 pytest -q`
 RUNNERS = {"bundle": "exec", "poetry": "run", "uv": "run", "pipenv": "run", "pnpm": "exec", "yarn": "exec"}
 ENV_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 SUBCOMMAND = re.compile(r"^[a-z][a-z0-9:_-]*$")
@@ -354,12 +360,7 @@ class Invocation:
 
     def __init__(self, tokens: list[str]) -> None:
         self.env: set[str] = set()
-        i = 0
-        while i < len(tokens) and (ENV_ASSIGNMENT.match(tokens[i]) or tokens[i] in WRAPPERS):
-            if ENV_ASSIGNMENT.match(tokens[i]):
-                self.env.add(tokens[i].split("=", 1)[0])
-            i += 1
-        rest = tokens[i:]
+        rest = tokens[_command_start(tokens, self.env) :]
         if len(rest) > 1 and RUNNERS.get(rest[0].rsplit("/", 1)[-1]) == rest[1]:
             rest = rest[2:]  # `bundle exec rspec` runs rspec
         self.program = rest[0].rsplit("/", 1)[-1] if rest else ""
@@ -377,6 +378,26 @@ class Invocation:
         )
 
 
+def _command_start(tokens: list[str], env: set[str]) -> int:
+    """Where the command itself starts, past `NAME=value` assignments (collected into `env`) and
+    wrappers with their options: `timeout 120 pytest -q` runs pytest, `sudo -u pg psql` psql."""
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        if ENV_ASSIGNMENT.match(tok):
+            env.add(tok.split("=", 1)[0])
+            i += 1
+        elif tok in WRAPPERS:
+            i += 1
+            while i < len(tokens) and tokens[i].startswith("-"):
+                i += 2 if tokens[i] in WRAPPER_VALUE_OPTIONS else 1
+            if tok == "timeout" and i < len(tokens) and DURATION.match(tokens[i]):
+                i += 1  # its duration: what follows is the command
+        else:
+            break
+    return i
+
+
 def invocations(command: str) -> list[Invocation]:
     """A shell line as its simple commands (split on && || ; | and newlines)."""
     out = []
@@ -390,14 +411,15 @@ def invocations(command: str) -> list[Invocation]:
     return out
 
 
-def _rerun_changed(failed: Invocation, line: list[Invocation]) -> bool | None:
+def _rerun_changed(failed: Invocation, line: list[Invocation], *, setup_only: bool = False) -> bool | None:
     """For a later successful line: True if it re-ran the failed command in a changed way (an added env
-    variable or flag, or a setup command before it on the same line), False if it re-ran it unchanged,
-    None if it did not re-run it at all."""
+    variable or flag, or a setup command before it on the same line; only the latter when
+    `setup_only`), False if it re-ran it unchanged, None if it did not re-run it at all."""
     for k, inv in enumerate(line):
         if inv.same_command(failed):
             setup_first = any(not prev.routine and not prev.same_command(failed) for prev in line[:k])
-            return bool(inv.env - failed.env) or bool(inv.flags - failed.flags) or setup_first
+            varied = bool(inv.env - failed.env) or bool(inv.flags - failed.flags)
+            return setup_first or (varied and not setup_only)
     return None
 
 
@@ -437,13 +459,17 @@ def first_cured_failure(events: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The first failed command event that a later, changed run (or a setup command, or an edit of an
     environment file) cured; None if none.
 
+    A routine command (git, ls, cat ...) counts only when a setup command cured it (`docker compose
+    up -d redis && git push` after the push hook needed Redis): retried with other flags ("git
+    pull --rebase", then "git push") it is the day's friction, not knowledge.
+
     The memory a fix leaves names the command that failed: the root cause is explained in the answer.
     """
     for pos, event in enumerate(events):
         if event.get("name") != "Bash" or not _failed(event):
             continue
         line = invocations(str((event.get("input") or {}).get("command") or ""))
-        if not line or line[-1].routine:
+        if not line or not line[-1].program:
             continue
         failed = line[-1]  # the exit status of a line is its last command's
         setup_between = False
@@ -454,7 +480,7 @@ def first_cured_failure(events: list[dict[str, Any]]) -> dict[str, Any] | None:
             if _failed(later):
                 continue
             later_line = invocations(str((later.get("input") or {}).get("command") or ""))
-            changed = _rerun_changed(failed, later_line)
+            changed = _rerun_changed(failed, later_line, setup_only=failed.routine)
             if changed is None:
                 setup_between = setup_between or any(not inv.routine for inv in later_line)
                 continue
