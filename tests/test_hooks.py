@@ -214,6 +214,9 @@ def test_stop_corpus_is_labelled_and_split_as_documented():
         # a routine command cured by a setup command: the push hook needs the database up
         ("push the branch", [bash("git push", failed=True, output="pre-push: connect ECONNREFUSED 127.0.0.1:5432"),
                              bash("docker compose up -d db && git push")], "The pre-push hook needs the db container.", True),
+        # a file that a build made appear: "not there yet", not the environment
+        ("check the bundle", [bash("ls dist/app.js", failed=True, output="No such file or directory"), bash("npm run build"),
+                              bash("ls dist/app.js")], "Built; dist/app.js is there.", False),
         # a routine command retried with another flag is the day's friction
         ("commit it", [bash("git commit -m 'Fix totals'", failed=True), bash("git commit --no-verify -m 'Fix totals'")],
          "Committed.", False),

@@ -18,7 +18,8 @@ Durable knowledge means one of these (the labelling rules of
     file that configures the machine's environment (`.env`, a compose file). A failure cured by
     editing the code and re-running the same command is a code fix that lives in the diff. A
     wrapped command (`timeout 120 pytest`, `sudo -u pg psql`) is the command it wraps; a routine
-    one (git, ls, cat ...) counts only when a setup command cured it.
+    one (ls, cat ...) never counts, and git only when a setup command cured it (its hooks may need
+    a service).
   * ``decision``: the user announces a choice ("we decided", "let's go with", "we're not going
     to", "we'll stay on"), or the answer makes one ("I went with X rather than Y", or after the
     user asked it to pick one).
@@ -326,6 +327,11 @@ ROUTINE_PROGRAMS = frozenset(
         ".",
     }
 )
+#: Routine programs that run the project's own hooks (pre-commit, pre-push): their failure can be
+#: the environment's (a service the hook's tests need), which a setup command then cures. The
+#: others only look at or move files: a failure means "not there yet", and a build that makes
+#: it appear teaches nothing.
+HOOK_RUNNERS = frozenset({"git"})
 WRAPPERS = frozenset({"sudo", "env", "exec", "nice", "time", "command", "npx", "timeout"})
 #: A wrapper's options that take a value (`sudo -u postgres`, `nice -n 10`, `timeout -k 5 60`).
 WRAPPER_VALUE_OPTIONS = frozenset(
@@ -459,9 +465,10 @@ def first_cured_failure(events: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The first failed command event that a later, changed run (or a setup command, or an edit of an
     environment file) cured; None if none.
 
-    A routine command (git, ls, cat ...) counts only when a setup command cured it (`docker compose
-    up -d redis && git push` after the push hook needed Redis): retried with other flags ("git
-    pull --rebase", then "git push") it is the day's friction, not knowledge.
+    A routine command never counts, except one that runs the project's hooks (`HOOK_RUNNERS`) cured
+    by a setup command (`docker compose up -d redis && git push` after the push hook needed
+    Redis): retried with other flags ("git pull --rebase", then "git push") it is the day's
+    friction, not knowledge.
 
     The memory a fix leaves names the command that failed: the root cause is explained in the answer.
     """
@@ -469,7 +476,7 @@ def first_cured_failure(events: list[dict[str, Any]]) -> dict[str, Any] | None:
         if event.get("name") != "Bash" or not _failed(event):
             continue
         line = invocations(str((event.get("input") or {}).get("command") or ""))
-        if not line or not line[-1].program:
+        if not line or not line[-1].program or (line[-1].routine and line[-1].program not in HOOK_RUNNERS):
             continue
         failed = line[-1]  # the exit status of a line is its last command's
         setup_between = False
