@@ -936,7 +936,8 @@ _RULE_FLAG = _Rule(
 
 
 def _xml_decide(m: re.Match) -> Decision:
-    kind = _classify(m.group("tag"), m.group("s"))
+    """`s` given under the name `name`: an element's text or a `value` attribute."""
+    kind = _classify(m.group("name"), m.group("s"))
     if kind is None:
         return None
     return kind, m.start("s"), m.end("s")
@@ -944,27 +945,19 @@ def _xml_decide(m: re.Match) -> Decision:
 
 _RULE_XML = _Rule(
     "password-assignment",
-    rf"<(?P<tag>[A-Za-z0-9_.:\-]{{0,64}}?{_KW}[A-Za-z0-9_.\-]{{0,64}}+)>(?P<s>[^<\r\n]{{1,1024}})</(?P=tag)>",
+    rf"<(?P<name>[A-Za-z0-9_.:\-]{{0,64}}?{_KW}[A-Za-z0-9_.\-]{{0,64}}+)>(?P<s>[^<\r\n]{{1,1024}})</(?P=name)>",
     decide=_xml_decide,
     hints=("</",),
 )
-
-
-def _xml_attr_decide(m: re.Match) -> Decision:
-    g = "dq" if m.group("dq") is not None else "sq"
-    kind = _classify(m.group("key"), m.group(g))
-    if kind is None:
-        return None
-    return kind, m.start(g), m.end(g)
 
 
 # `<add key="DbPassword" value="..."/>` (.NET appSettings), `<property name="db.password" value="..."/>`
 # (Spring, Ant, Maven): the name and the value are two attributes of one element
 _RULE_XML_ATTR = _Rule(
     "password-assignment",
-    rf"""\b(?:key|name)[ \t]*=[ \t]*(?P<q>["'])(?P<key>[A-Za-z0-9_.:\-]{{0,64}}?{_KW}[A-Za-z0-9_.:\-]{{0,64}}+)(?P=q)"""
-    r"""[ \t]+value[ \t]*=[ \t]*(?:"(?P<dq>[^"\r\n]{1,1024})"|'(?P<sq>[^'\r\n]{1,1024})')""",
-    decide=_xml_attr_decide,
+    rf"""\b(?:key|name)[ \t]*=[ \t]*(?P<q>["'])(?P<name>[A-Za-z0-9_.:\-]{{0,64}}?{_KW}[A-Za-z0-9_.:\-]{{0,64}}+)(?P=q)"""
+    r"""[ \t]+value[ \t]*=[ \t]*(?P<vq>["'])(?P<s>(?:(?!(?P=vq))[^\r\n]){1,1024})(?P=vq)""",
+    decide=_xml_decide,
     hints=("value",),
 )
 
