@@ -83,14 +83,22 @@ def test_usr1_writes_every_threads_stack_to_the_daemon_log(tmp_path) -> None:
         client = env.client()
         assert client.call("ping") is not None
         pid = int((env.user_dir / "engramd.lock").read_text())
-        os.kill(pid, signal.SIGUSR1)
         log = env.user_dir / "logs" / "engramd.log"
-        for _ in range(200):
-            if "in serve" in log.read_text(errors="replace"):  # the main thread's loop: written last
+        # A dump shows where each thread is at that instant: one taken while the daemon still
+        # finishes the first request's lazy work (an import on the main thread) has neither the
+        # serving loop nor the connection thread in it. So signal again until a dump shows them.
+        dump = ""
+        for _ in range(20):
+            offset = len(log.read_text(errors="replace"))
+            os.kill(pid, signal.SIGUSR1)
+            for _ in range(50):
+                dump = log.read_text(errors="replace")[offset:]
+                if "in serve" in dump:  # the main thread's loop: written last
+                    break
+                time.sleep(0.02)
+            if "connections.py" in dump and "in serve" in dump:
                 break
-            time.sleep(0.02)
-        text = log.read_text(errors="replace")
-        assert "most recent call first" in text and "connections.py" in text and "in serve" in text
+        assert "most recent call first" in dump and "connections.py" in dump and "in serve" in dump, dump
         assert client.call("ping") is not None
     finally:
         env.shutdown()
