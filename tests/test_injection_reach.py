@@ -35,6 +35,26 @@ def test_a_memory_cut_in_the_start_block_is_shown_whole_when_a_prompt_needs_it(r
     assert "6544" not in (again["additional_context"] or "")
 
 
+def test_a_prompt_shows_an_unseen_memory_before_one_the_start_block_showed_cut(real_service, project):
+    """With room for one line, the memory Claude has not seen wins over the start block's cut one
+    (which recall ranks first here: it matches the prompt's words more)."""
+    real_service.store(RequestContext(project, "sess-a"), content=LONG_FACT, type="semantic", scope="project")
+    second = RequestContext(project, "sess-b")
+    assert "6544" not in (hook_ops.session_start(real_service.access, second)["additional_context"] or "")
+    real_service.store(  # learnt in another session while this one runs: not in its start block
+        RequestContext(project, "sess-c"),
+        content="Billing staging migrations: run `make migrate-stage` from the ops checkout, never by hand.",
+        type="procedural",
+        scope="project",
+    )
+    prompt = "heads up: run the billing staging database migrations, the shared staging database"
+    found = hook_ops.recall(real_service.access, second, query=prompt, limit=5, strengthen=False)
+    assert "6544" in found["memories"][0]["content"]  # recall alone would show the cut one first
+    out = hook_ops.prompt_context(real_service.access, second, prompt=prompt, max_tokens=160)
+    shown = out["additional_context"] or ""
+    assert "make migrate-stage" in shown and "6544" not in shown, shown
+
+
 def test_a_memory_shown_whole_at_the_start_is_not_repeated_by_the_prompt_hook(real_service, project):
     first = RequestContext(project, "sess-a")
     real_service.store(
