@@ -158,7 +158,7 @@ def test_a_change_ranked_below_the_strongest_still_reaches_the_line_it_corrects(
     [line] = [x for x in block.splitlines() if "keyvex run" in x.lower() and "backfill" in x]
     assert "sealbox run instead of keyvex" in line.lower(), line
     assert not [x for x in block.splitlines() if x.startswith(f"- [semantic, project, {new_id}]")]  # crowded out
-    assert new_id not in hook_ops.INJECTED.seen("sess-b")  # named by a note, not shown: not yet seen
+    assert new_id not in hook_ops.INJECTED.shown("sess-b")[0]  # named by a note, not shown: not yet seen
     out = hook_ops.prompt_context(
         real_service.access, second, prompt="Start the dev server with its secrets from sealbox run --env=dev."
     )

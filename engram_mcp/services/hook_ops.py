@@ -77,17 +77,13 @@ class InjectedMemories:
             self._by_session.popitem(last=False)
         return entry
 
-    def seen(self, session_id: str | None) -> set[str]:
+    def shown(self, session_id: str | None) -> tuple[set[str], set[str]]:
+        """(ids a block showed whole, ids the start block showed cut) in a session, as copies."""
         if not session_id:
-            return set()
+            return set(), set()
         with self._lock:
-            return set(self._entry(session_id)[0])
-
-    def shown_cut(self, session_id: str | None) -> set[str]:
-        if not session_id:
-            return set()
-        with self._lock:
-            return set(self._entry(session_id)[1])
+            whole, cut = self._entry(session_id)
+            return set(whole), set(cut)
 
     def add(self, session_id: str | None, ids: Iterable[str], *, cut: Iterable[str] = ()) -> None:
         """Record what a block showed: `ids` whole, `cut` cut short."""
@@ -297,7 +293,7 @@ def prompt_context(
     limit = int(cfg.prompt_recall_limit)
     # a wider pool than the limit: scratch, summaries and what this session already saw are left out after
     found = recall(access, ctx, query=prompt, limit=min(50, limit * PROMPT_POOL_FACTOR), strengthen=False)
-    seen, shown_cut = INJECTED.seen(ctx.session_id), INJECTED.shown_cut(ctx.session_id)
+    seen, shown_cut = INJECTED.shown(ctx.session_id)
     # The bar is absolute (cosine similarity to the prompt), not the recall's relevance, which is
     # relative to the best candidate and so high for the best match of even an unrelated prompt.
     candidates = [
