@@ -62,7 +62,7 @@ class InjectedMemories:
     A memory the start block showed cut short (`context.is_shortened`) is not counted as seen:
     the prompt hook may show it whole when a prompt needs it (the start block's short lines are
     what lets it hold many memories; the values of a long memory may be past its cut). It is kept
-    apart (`shown_cut`) so a prompt shows memories Claude has not seen at all before it."""
+    apart (`shown` returns both) so a prompt shows memories Claude has not seen at all first."""
 
     def __init__(self) -> None:
         self._by_session: OrderedDict[str, tuple[set[str], set[str]]] = OrderedDict()
