@@ -114,7 +114,7 @@ class QuickReplay:
 
     def _environment(self) -> dict[str, str]:
         self.home.mkdir(parents=True, exist_ok=True)
-        keep = ("PATH", "LANG", "LC_ALL", "TMPDIR")
+        keep = ("PATH", "LANG", "LC_ALL", "TMPDIR", standin.MEMORY_STYLE_ENV)
         env = {k: os.environ[k] for k in keep if k in os.environ}
         env.update(self.clock.env())
         env.update(HOME=str(self.home), CLAUDE_PLUGIN_ROOT=str(REPO), PYTHONDONTWRITEBYTECODE="1")
