@@ -118,6 +118,12 @@ def memory_from_turn(turn: dict[str, Any]) -> Memory:
     rest = [x for x in said if x not in key_said] + [x for x in done if x not in key_done]
     failure = _failure_note(turn)
     content = f"{' '.join(key_said)} Outcome: {' '.join(key_done)}"
+    if not any(_DURABLE.search(x) or _PROCEDURE.search(x) for x in said) and any(_DURABLE.search(x) for x in done):
+        # the user only asked; what was learned is in the outcome ("Root cause: ... From now on ..."),
+        # and a model writes that first, the request after it
+        lesson = [x for x in done if _DURABLE.search(x)]
+        content = f"{' '.join(lesson)} Asked: {' '.join(said)}"
+        rest = [x for x in done if x not in lesson]
     if (
         rest and memory_style() == "full"
     ):  # the rest of the turn after the point, as a model's memory adds its context last
