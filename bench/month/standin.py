@@ -40,7 +40,9 @@ IMPORTANCE = 0.7
 
 _USER_SCOPE = re.compile(
     r"\b(?:in )?(?:every|any|all|each) (?:of my )?(?:repos?|repositories|projects?|codebases?)\b|\bfor me\b|"
-    r"\bmy (?:commits?|laptop|machine|mac|box|setup|prs?)\b|\beverywhere\b|\banywhere\b|\bacross (?:repos|projects)\b|"
+    r"\bmy (?:\w+ ){0,2}(?:commits?|laptop|machines?|mac|box|setup|prs?|pull requests)\b|"
+    r"\b(?:both|all|each|any|every) (?:of )?my (?:projects?|repos?|repositories|codebases?)\b|"
+    r"\beverywhere\b|\banywhere\b|\bacross (?:repos|projects)\b|"
     r"\bwhatever the (?:repo|project)\b|\bhow i (?:want|like)\b|\bi prefer\b|\bi (?:moved|switched) to\b|"
     r"\bin either (?:repo|project|product|codebase)\b|\bon this (?:mac|laptop|machine)\b",
     re.IGNORECASE,
