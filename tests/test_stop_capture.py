@@ -29,6 +29,7 @@ WORLD = Path(__file__).resolve().parents[2] / "shared" / "bench" / "coding-month
         "The bucket expires objects after 30 days. Anything older than that can't be restored from it.",
         "Done. In this repo I'll always run the formatter before committing.",
         "Root cause found; the renderer now uses it, and PDF exports should only ever go through render_pdf().",
+        "The job read local time as UTC. From now on every timestamp a user enters goes through to_utc() first.",
     ],
 )
 def test_an_answer_that_states_a_lesson_is_a_signal(answer):
@@ -46,6 +47,7 @@ def test_an_answer_that_states_a_lesson_is_a_signal(answer):
         "Until then the old rows have to come from the archive table.",  # not a subject first
         "The service can't reach the database from CI.",  # a state, no norm
         "I'll push it once CI is green.",  # a promise for this task
+        "The next step is the migration; from the logs it looks like the old worker is still running.",
     ],
 )
 def test_an_answer_that_reports_the_task_is_not(answer):
@@ -215,8 +217,26 @@ def test_the_nudged_stand_in_follows_the_scope_the_note_names():
         ("This is our usual routine: tag, push, then watch the release job.", True),
         ("Run the fire drill script again and tell me what it prints.", False),
         ("The process crashed twice overnight; restart it.", False),
+        ("The routine here: bump the chart version, then `helm lint charts/api` before any push.", True),
+        ("The process in this repo is a draft PR first, then a review request once CI is green.", True),
+        ("Describe the process here in two lines for the onboarding doc.", False),
     ],
 )
 def test_a_turn_that_names_the_teams_drill_or_routine_is_a_rule(prompt, rule):
+    signals = stop_trigger.stop_signals({"prompt": prompt, "answer": "Done.", "events": []})
+    assert ("rule" in signals) is rule, signals
+
+
+@pytest.mark.parametrize(
+    ("prompt", "rule"),
+    [
+        ("For the record: never rebase a branch someone else has pulled; merge main into it.", True),
+        ("Release notes go to Ana first, for the record, she edits them before they ship.", True),
+        ("Record the demo and put the recording in the shared folder.", False),
+        ("Write the record to the audit table and commit.", False),
+    ],
+)
+def test_for_the_record_marks_what_the_user_says_as_something_to_keep(prompt, rule):
+    """'For the record' is the user telling Claude to note something, as 'just so you know' is."""
     signals = stop_trigger.stop_signals({"prompt": prompt, "answer": "Done.", "events": []})
     assert ("rule" in signals) is rule, signals

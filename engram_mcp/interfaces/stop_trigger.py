@@ -58,7 +58,7 @@ FUTURE_MARKERS = re.compile(
 )
 REMEMBER_THAT = re.compile(
     r"\b(?:remember|keep in mind|bear in mind|note|know|be aware) that\b|\bkeep in mind\b|"
-    r"\bnote for (?:next time|later|the future)\b|\bjust so you know\b|\bfor future tasks\b",
+    r"\bnote for (?:next time|later|the future)\b|\bjust so you know\b|\bfor future tasks\b|\bfor the record\b",
     re.IGNORECASE,
 )
 CONVENTION = re.compile(
@@ -68,6 +68,7 @@ CONVENTION = re.compile(
     r"\b(?:the|a) (?:rule|convention|policy) here\b|\bteam (?:policy|convention|rule)\b|"
     r"\bhow we do (?:\w+ )?(?:here|things)\b|\bthe team agreed\b|"
     r"\b(?:that's|this is|that is) (?:the|our) (?:usual )?(?:drill|routine|process|procedure|workflow|norm)\b|"
+    r"\b(?:the|our) (?:usual )?(?:drill|routine|process|procedure|workflow) (?:here|in this (?:repo|project))\s*(?::|is\b|goes\b)|"
     r"\b(?:all )?our (?:\w+ )?(?:services|repos|projects|apps) (?:always |all )?(?:use|log|run|must|should)\b|"
     r"\bwe (?:always|never|prefer)\b[^.!?\n]{0,60}\b(?:here|in this|across|in our)\b",
     re.IGNORECASE,
@@ -226,6 +227,9 @@ SPECIFIC_START = re.compile(
 COMMITMENT = re.compile(
     r"^(?:I'll|I will)\b[^.!?\n]*\b(?:always|never|any|every|from now on|going forward|whenever)\b", re.IGNORECASE
 )
+#: A clause of the answer that opens on a standing rule's time ("From now on any time a dispatcher
+#: types in goes through local_to_utc()"): what Claude takes on for later work, like COMMITMENT.
+FUTURE_LEAD = re.compile(r"^(?:from now on|from here on|going forward|in future|in the future)\b", re.IGNORECASE)
 CLAUSE_BREAK = re.compile(r",\s+(?:and|so|but)\s+")
 MAX_SUBJECT_WORDS = 7  # a longer run before the modal is not one noun phrase
 PLURAL_WORD = re.compile(r"(?:[a-z]|[A-Z]{2})s$")  # "tests", "CSVs"
@@ -247,7 +251,7 @@ def _clause_starts(sentence: str) -> list[str]:
 
 
 def _lesson_clause(clause: str) -> bool:
-    if COMMITMENT.match(clause):
+    if COMMITMENT.match(clause) or FUTURE_LEAD.match(clause):
         return True
     norm = NORM.search(clause)
     if not norm:
