@@ -550,7 +550,10 @@ def stop_section(parts: dict[str, Any], run: dict[str, Any], out_dir: Path) -> l
 
 def month_section(parts: dict[str, Any], run: dict[str, Any], out_dir: Path) -> list[str]:
     """The month replay, both policies beside the baseline (written by bench/month/run.py)."""
-    return part_markdown(run, out_dir, "month", "### Month replay: the right fact in front of Claude (issue 33)", "month.md")
+    out = part_markdown(run, out_dir, "month", "### Month replay: the right fact in front of Claude (issue 33)", "month.md")
+    if (out_dir / "month" / "heldout" / "month.md").is_file():  # the second world (bench/month/heldout), quick mode
+        out += part_markdown(run, out_dir, "month", "### Month replay on the second world (bench/month/heldout)", "heldout/month.md")
+    return out
 
 
 def tokens_section(parts: dict[str, Any], run: dict[str, Any], plots: dict[str, str]) -> list[str]:
