@@ -95,6 +95,8 @@ def test_the_report_shows_both_policies_and_the_stop_hook_figures(replay):
     assert "| context recall |" in md and "diligent" in md and "nudged" in md
     stop = replay["policies"]["nudged"]["stop_hook"]
     assert stop["teaching_turns"] == 4 and stop["quiet_turns"] == 6
+    # the committed baseline is the public world's: beside another world it would read as a before
+    assert "(baseline)" not in md and "Baseline" not in md
 
 
 def test_the_budget_sweep_sets_the_start_budget_of_each_replay(tmp_path):

@@ -147,7 +147,12 @@ def main(argv: list[str] | None = None) -> int:
         "policies": {r["policy"]: r for r in results},
     }
     (out / "month.json").write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
-    md = report.markdown(data, report.load_baseline(a.baseline))
+    baseline = report.load_baseline(a.baseline)
+    if baseline is not None and Path(str(baseline.get("world") or "")).name != Path(a.world).name:
+        # another world's figures beside this one's would read as a before and after
+        print(f"baseline {a.baseline} is of world {baseline.get('world')!r}, not {str(a.world)!r}: not shown")
+        baseline = None
+    md = report.markdown(data, baseline)
     (out / "month.md").write_text(md)
     print(md)
     print(f"results: {out}")
