@@ -114,7 +114,8 @@ def memory_style() -> str:
 
 def memory_from_turn(turn: dict[str, Any]) -> Memory:
     """The memory a model would write about this turn, from its prompt, events and answer only:
-    the user's sentences that state something lasting, then the outcome's."""
+    the user's sentences that state something lasting, then the outcome's; or, when the user
+    only asked, the lesson the outcome states first and the request after it."""
     said, done = _sentences(turn["prompt"]), _sentences(turn["answer"])
     key_said, key_done = _pick(said, fallback_all=True), _pick(done, fallback_all=False)
     rest = [x for x in said if x not in key_said] + [x for x in done if x not in key_done]
