@@ -49,8 +49,11 @@ STORE_TOOLS = ("store_memory", "update_memory", "reflect_and_consolidate", "prom
 ENGRAM_COMMAND_PREFIX = "/engram:"
 
 # -- rule / convention / preference (in the user's prompt) -------------------------------------
+#: The words that put a rule's time from now on: in the user's words anywhere (FUTURE_MARKERS), in
+#: the answer at a clause's start (FUTURE_LEAD).
+FROM_NOW_ON = r"from now on|from here on|going forward|in (?:the )?future"
 FUTURE_MARKERS = re.compile(
-    r"\b(?:from now on|from here on|going forward|moving forward|in (?:the )?future|for (?:the )?future|next time|"
+    r"\b(?:" + FROM_NOW_ON + r"|moving forward|for (?:the )?future|next time|"
     r"whenever|every time|each time|for later|from today|for all (?:future|new)|in general|generally|as a rule|"
     r"in all (?:my|our) (?:projects|repos|repositories|code)|(?:for|in) (?:all|every) (?:my|our) (?:projects|repos)|"
     r"(?:don't|do not|never)\b[^.!?\n]{0,60}\bever\b|\bever again)\b",
@@ -229,7 +232,7 @@ COMMITMENT = re.compile(
 )
 #: A clause of the answer that opens on a standing rule's time ("From now on any time a dispatcher
 #: types in goes through local_to_utc()"): what Claude takes on for later work, like COMMITMENT.
-FUTURE_LEAD = re.compile(r"^(?:from now on|from here on|going forward|in future|in the future)\b", re.IGNORECASE)
+FUTURE_LEAD = re.compile(r"^(?:" + FROM_NOW_ON + r")\b", re.IGNORECASE)
 CLAUSE_BREAK = re.compile(r",\s+(?:and|so|but)\s+")
 MAX_SUBJECT_WORDS = 7  # a longer run before the modal is not one noun phrase
 PLURAL_WORD = re.compile(r"(?:[a-z]|[A-Z]{2})s$")  # "tests", "CSVs"
