@@ -128,3 +128,25 @@ def test_the_budget_sweep_refuses_a_budget_engram_would_refuse(tmp_path):
         capture_output=True, text=True, timeout=60, cwd=str(REPO),
     )  # fmt: skip
     assert proc.returncode == 2 and "from 100 to 8000" in proc.stderr
+
+
+def test_run_set_writes_settings_engram_reads_and_refuses_unknown_ones(tmp_path):
+    """`bench/month/run.py --set KEY=VALUE`: the replay user's config file holds the settings as
+    engram reads them; a key engram does not know, or no "=", is refused before any replay runs."""
+    from bench.month import run as month_run
+    from engram_mcp.core.config import load_config
+
+    home = tmp_path / "home"
+    month_run.write_user_config(home, {"prompt_recall_limit": "2", "context_token_budget": "900"})
+    cfg = load_config(home=home, environ={})
+    assert cfg.prompt_recall_limit == 2 and cfg.context_token_budget == 900
+    assert month_run.setting_problem("prompt_recall_limit=2") is None
+    assert "not an engram setting" in month_run.setting_problem("no_such_key=1")
+    assert "not KEY=VALUE" in month_run.setting_problem("prompt_recall_limit")
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "bench" / "month" / "run.py"), "--quick", "--set", "no_such_key=1",
+         "--out", str(tmp_path / "out")],
+        capture_output=True, text=True, timeout=60, cwd=str(REPO),
+    )  # fmt: skip
+    assert proc.returncode == 2 and "not an engram setting" in proc.stderr
+    assert not (tmp_path / "out" / "month.json").exists()

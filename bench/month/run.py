@@ -38,14 +38,27 @@ def start_budget_problem(tokens: int) -> str | None:
     return None if low <= tokens <= high else f"must be from {low} to {high} tokens"
 
 
-def write_start_budget(home: Path, tokens: int) -> None:
-    """The replay user's engram config: the session start's token budget (`context_token_budget`),
-    as a user would set it in ~/.claude/engram.local.md."""
+def setting_problem(assignment: str) -> str | None:
+    """Why `--set KEY=VALUE` cannot be a line of engram's config (unknown key, no "="), or None."""
+    from engram_mcp.core.config_keys import SETTINGS
+
+    key, sep, value = assignment.partition("=")
+    if not sep or not value.strip():
+        return f"{assignment!r} is not KEY=VALUE"
+    return None if key.strip() in SETTINGS else f"{key.strip()!r} is not an engram setting"
+
+
+def write_user_config(home: Path, settings: dict[str, str]) -> None:
+    """The replay user's engram config (~/.claude/engram.local.md) with `settings`, as a user
+    would write them; engram checks each value when it reads the file."""
     from engram_mcp.core.config import user_config_path
 
+    if not settings:
+        return
     path = user_config_path(home)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f"---\ncontext_token_budget: {int(tokens)}\n---\n", encoding="utf-8")
+    lines = "".join(f"{key}: {value}\n" for key, value in settings.items())
+    path.write_text(f"---\n{lines}---\n", encoding="utf-8")
 
 
 def replay_policy(
@@ -57,6 +70,7 @@ def replay_policy(
     keep: bool,
     real_time: bool = False,
     start_budget: int | None = None,
+    settings: dict[str, str] | None = None,
 ) -> dict:
     """Replay `policy` in a fresh HOME under `out`; its run file, score and store composition."""
     from bench.month.full import FullReplay
@@ -66,8 +80,10 @@ def replay_policy(
     work = Path(tempfile.mkdtemp(prefix=f"month-{policy}-"))
     started = time.perf_counter()
     replay = (QuickReplay if quick else FullReplay)(world, policy, work, simulate_time=not real_time)
+    config = dict(settings or {})
     if start_budget is not None:
-        write_start_budget(replay.home, start_budget)
+        config["context_token_budget"] = str(int(start_budget))
+    write_user_config(replay.home, config)
     try:
         run_file = replay.run()
         composition = report.composition(replay)
@@ -120,9 +136,20 @@ def main(argv: list[str] | None = None) -> int:
         metavar="TOKENS",
         help="the session start's token budget (context_token_budget; default: engram's own)",
     )
+    ap.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an engram setting for the replay's user config (repeatable), as in ~/.claude/engram.local.md",
+    )
     a = ap.parse_args(argv)
     if a.start_budget is not None and (problem := start_budget_problem(a.start_budget)):
         ap.error(f"--start-budget {problem}")
+    for assignment in a.set:
+        if problem := setting_problem(assignment):
+            ap.error(f"--set {problem}")
+    settings = {k.strip(): v.strip() for k, _, v in (x.partition("=") for x in a.set)}
     os.environ[standin.MEMORY_STYLE_ENV] = a.memory_style
     out = a.out or Path(tempfile.mkdtemp(prefix="month-out-"))
     out.mkdir(parents=True, exist_ok=True)
@@ -130,7 +157,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         results = [
             replay_policy(
-                a.world, p, out, quick=a.quick, keep=a.keep, real_time=a.real_time, start_budget=a.start_budget
+                a.world,
+                p,
+                out,
+                quick=a.quick,
+                keep=a.keep,
+                real_time=a.real_time,
+                start_budget=a.start_budget,
+                settings=settings,
             )
             for p in policies
         ]
@@ -144,6 +178,7 @@ def main(argv: list[str] | None = None) -> int:
         "real_time": a.real_time,
         "memory_style": a.memory_style,
         "start_budget": a.start_budget,
+        "settings": settings,
         "policies": {r["policy"]: r for r in results},
     }
     (out / "month.json").write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
