@@ -185,6 +185,24 @@ def test_an_answer_that_takes_a_rule_on_in_every_repo_widens_the_scope_but_a_fut
     assert not stop_trigger.for_every_project("Moved to the new runtime.", "Everything passes in this repo.")
 
 
+def test_what_the_user_says_of_their_own_commits_prs_and_machines_holds_in_every_project():
+    """The user's own things go with them from repository to repository, so a rule about them is
+    carried on to the user scope; the same words about this task or this repository are not."""
+    for prompt in (
+        "Ship it. For the record, my commit messages put the ticket in a trailer, never in the subject.",
+        "Open it. House rule for all my pull requests: the description ends with how to roll it back.",
+        "Just so you know, secrets never live in .env files on my machines; they come from the vault CLI.",
+        "Heads up: my new build box is sirocco, use it for anything heavy.",
+    ):
+        assert stop_trigger.for_every_project(prompt), prompt
+    for prompt in (
+        "Push my commit and open my PR against main.",  # this task's commit and PR
+        "The API in this repo listens on port 8443 and Ana reviews it.",
+        "Heads up: the staging box is sirocco, deploys go there.",
+    ):
+        assert not stop_trigger.for_every_project(prompt), prompt
+
+
 def test_the_nudged_stand_in_follows_the_scope_the_note_names():
     from bench.month import standin
 

@@ -125,6 +125,13 @@ PROJECTS_SCOPE = (
     r"\b(?:whatever|regardless of|no matter) (?:the |which )?(?:repo|repository|project|codebase|product|language)\b"
 )
 ACROSS_PROJECTS = re.compile(PROJECTS_SCOPE, re.IGNORECASE)
+# The user's own things, which go with them from repository to repository: their commits and pull
+# requests (plural: a habit, not "my PR" of this task), their machines and their setup.
+PERSONAL_SCOPE = re.compile(
+    r"\bmy (?:\w+ ){0,2}(?:commits|commit messages|prs|pull requests|laptops?|machines?|macs?|macbook|"
+    r"workstation|(?:build )?box(?:es)?|setup|dotfiles|shell|editor)\b",
+    re.IGNORECASE,
+)
 # A scope wider than this task ("in every repo", "for anything you write"), whatever the sentence's form.
 WIDER_SCOPE = re.compile(PROJECTS_SCOPE + r"|\bfor any(?:thing)?\b[^.!?\n]{0,40}\b(?:you|we|I)\b", re.IGNORECASE)
 # Who does what: a person (a name or he/she/they) with a lasting role.
@@ -186,11 +193,17 @@ def teaching_part(prompt: str) -> str:
 
 def for_every_project(prompt: str, answer: str = "") -> bool:
     """Whether the user stated it for all their work, not this repository: a scope wider than the
-    project ("in any repo", "whatever the repo", "in either product", "for anything you write") or a
-    personal preference ("I prefer"); or the answer takes the lesson on that widely ("I'll drop the
+    project ("in any repo", "whatever the repo", "in either product", "for anything you write"), the
+    user's own things ("my commit messages", "on my machines") or a personal preference ("I
+    prefer"); or the answer takes the lesson on that widely ("I'll drop the
     old settings in every repo")."""
     taken_on = " ".join(lesson_sentences(answer)) if answer else ""
-    return bool(WIDER_SCOPE.search(prompt) or PREFERENCE.search(prompt) or ACROSS_PROJECTS.search(taken_on))
+    return bool(
+        WIDER_SCOPE.search(prompt)
+        or PERSONAL_SCOPE.search(prompt)
+        or PREFERENCE.search(prompt)
+        or ACROSS_PROJECTS.search(taken_on)
+    )
 
 
 def stated_fact(prompt: str) -> bool:
