@@ -258,3 +258,20 @@ def test_for_the_record_marks_what_the_user_says_as_something_to_keep(prompt, ru
     """'For the record' is the user telling Claude to note something, as 'just so you know' is."""
     signals = stop_trigger.stop_signals({"prompt": prompt, "answer": "Done.", "events": []})
     assert ("rule" in signals) is rule, signals
+
+
+def test_an_answer_describing_one_place_in_the_code_is_no_lesson():
+    """"Line 90 of reefer.rs always divides by 10" tells where the code does something (a file's
+    ".rs" is no plural, a line number no class of things); a norm about the files of a folder is."""
+    for answer in (
+        "Line 90 of src/decode/reefer.rs always divides by 10.",
+        "The handler in api/orders.py always returns 200, even on a validation error.",
+        "Step 3 of deploy.yml never waits for the health check.",
+    ):
+        assert not stop_trigger.lesson_sentences(answer), answer
+    for answer in (
+        "Migrations in src/db/migrations should never be hand-written.",
+        "Tests for server code need the .server.test.ts suffix.",
+        "Anything older than 90 days can't be reprocessed.",
+    ):
+        assert stop_trigger.lesson_sentences(answer), answer

@@ -249,6 +249,10 @@ FUTURE_LEAD = re.compile(r"^(?:" + FROM_NOW_ON + r")\b", re.IGNORECASE)
 CLAUSE_BREAK = re.compile(r",\s+(?:and|so|but)\s+")
 MAX_SUBJECT_WORDS = 7  # a longer run before the modal is not one noun phrase
 PLURAL_WORD = re.compile(r"(?:[a-z]|[A-Z]{2})s$")  # "tests", "CSVs"
+# A word that points at one place: a number ("line 90") or a file ("src/decode/reefer.rs", whose
+# ".rs" is no plural). "Line 90 of reefer.rs always divides by 10" describes code, not a norm; a
+# folder stays a class of things ("Migrations in db/migrations should never be hand-written").
+PLACE_WORD = re.compile(r"\d|\w\.\w{1,5}$")
 
 
 def _clause_starts(sentence: str) -> list[str]:
@@ -282,6 +286,7 @@ def _lesson_clause(clause: str) -> bool:
         norm.group(0).lower() in INABILITY
         or SPECIFIC_START.match(subject)
         or (len(words) < 2 and not PLURAL_WORD.search(words[0]))
+        or any(PLACE_WORD.search(w) for w in words)
     ):
         return False
     return any(PLURAL_WORD.search(w) for w in words)
