@@ -551,8 +551,11 @@ def stop_section(parts: dict[str, Any], run: dict[str, Any], out_dir: Path) -> l
 def month_section(parts: dict[str, Any], run: dict[str, Any], out_dir: Path) -> list[str]:
     """The month replay, both policies beside the baseline (written by bench/month/run.py)."""
     out = part_markdown(run, out_dir, "month", "### Month replay: the right fact in front of Claude (issue 33)", "month.md")
-    if (out_dir / "month" / "heldout" / "month.md").is_file():  # the second world (bench/month/heldout), quick mode
-        out += part_markdown(run, out_dir, "month", "### Month replay on the second world (bench/month/heldout)", "heldout/month.md")
+    # the other worlds (bench/month/<world>, quick mode), each in its own folder of the part's output
+    for md in sorted((out_dir / "month").glob("*/month.md")):
+        world = md.parent.name
+        title = f"### Month replay on another world: bench/month/{world} (quick mode)"
+        out += part_markdown(run, out_dir, "month", title, f"{world}/month.md")
     return out
 
 

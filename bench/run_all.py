@@ -47,8 +47,9 @@ others down, and its peak RSS is its own):
   month   bench/month/run.py      the month replay (issue 33): the coding-month world through the
                                   pinned Claude Code CLI with the plugin installed, on simulated
                                   time, both stand-in policies, scored by the world's score.py
-                                  beside the committed baseline, then the second world
-                                  (bench/month/heldout) in quick mode; quick: the hooks as
+                                  beside the committed baseline, then the second and third
+                                  worlds (bench/month/heldout, bench/month/third) in quick
+                                  mode; quick: the hooks as
                                   processes on a small generated world (bench/month/tiny_world.py)
 
 `--quick` (1k memories, 2 LoCoMo conversations, fewer repetitions) checks that everything still
@@ -145,7 +146,7 @@ def part_settings(part: str, quick: bool, locomo_runs: str) -> dict[str, Any]:
     if part == "month":
         if quick:
             return {"world": "bench/month/tiny_world.py", "policies": "both", "mode": "quick (hooks as processes)"}
-        return {"world": "../shared/bench/coding-month", "second_world": "bench/month/heldout (quick)", "policies": "both",
+        return {"world": "../shared/bench/coding-month", "other_worlds": "bench/month/heldout, bench/month/third (quick)", "policies": "both",
                 "mode": "full (the pinned Claude Code CLI with the plugin installed, the scripted stand-in model)"}
     raise ValueError(part)
 
@@ -234,9 +235,11 @@ def run_child(part: str, out: Path, quick: bool, locomo_runs: str) -> int:
         # through real Claude Code (~5 min a policy on a quiet 2-core machine)
         mode = ["--world", str(tiny_world.write(out / "world")), "--quick"] if quick else []
         rc = int(month_run.main([*mode, "--policy", "both", "--out", str(out)]) or 0)
-        if not quick:  # the second world, written without reading the public one: does it carry over?
-            second = [sys.executable, str(BENCH / "month" / "run.py"), "--quick", "--world", str(BENCH / "month" / "heldout")]
-            rc = max(rc, subprocess.run([*second, "--policy", "both", "--out", str(out / "heldout")], check=False).returncode)
+        if not quick:  # the other worlds, each written without reading the public one: does it carry over?
+            for world in month_run.OTHER_WORLDS:
+                other = [sys.executable, str(BENCH / "month" / "run.py"), "--quick", "--world", str(BENCH / "month" / world)]
+                done = subprocess.run([*other, "--policy", "both", "--out", str(out / world)], check=False)
+                rc = max(rc, done.returncode)
         return rc
     raise ValueError(part)
 

@@ -29,6 +29,11 @@ from bench.month.clock import ClockUnavailable  # noqa: E402
 from bench.month.world import load_world  # noqa: E402
 
 
+#: The worlds `make bench` replays in quick mode after the public one (folders of bench/month/),
+#: each written from the world README alone, without reading the public world or engram's code.
+OTHER_WORLDS = ("heldout", "third")
+
+
 def start_budget_problem(tokens: int) -> str | None:
     """Why engram would refuse `tokens` as `context_token_budget` (its declared bounds), or None."""
     from engram_mcp.core.config_keys import SETTINGS
