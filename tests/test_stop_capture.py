@@ -275,3 +275,25 @@ def test_an_answer_describing_one_place_in_the_code_is_no_lesson():
         "Anything older than 90 days can't be reprocessed.",
     ):
         assert stop_trigger.lesson_sentences(answer), answer
+
+
+def test_rules_and_decisions_said_without_a_cue_phrase_are_caught():
+    """How people state a norm or relay a decision without "heads up" or "from now on": a meeting's
+    outcome, "<name> and I agreed", a rule about any one of a kind, a norm of what counts as done."""
+    for prompt in (
+        "Coming out of the architecture review: the search service keeps Postgres 15 until the autumn.",
+        "Priya and I agreed on the call: invoices are archived after seven years, not five.",
+        "I'd much rather we kept the retry logic in the client. Move it back.",
+        "A migration is never edited once it has shipped. Write a new one for the column.",
+        "Roll it out. A release isn't done until the changelog entry is published, mind.",
+        "Nobody outside the payments team is allowed to call the ledger API directly; use the facade.",
+    ):
+        assert stop_trigger.stop_signals({"prompt": prompt, "answer": "Done."}), prompt
+    for prompt in (
+        "A test failed on CI overnight, have a look.",
+        "An installer says the status command prints a Go stack trace. Sort it out.",
+        "From the logs it looks like the worker died at 3 am. Restart it.",
+        "Nothing works after the pull, fix it.",
+        "Everything is red on the dashboard; what happened?",
+    ):
+        assert not stop_trigger.stop_signals({"prompt": prompt, "answer": "Done."}), prompt

@@ -73,11 +73,12 @@ CONVENTION = re.compile(
     r"\b(?:that's|this is|that is) (?:the|our) (?:usual )?(?:drill|routine|process|procedure|workflow|norm)\b|"
     r"\b(?:the|our) (?:usual )?(?:drill|routine|process|procedure|workflow) (?:here|in this (?:repo|project))\s*(?::|is\b|goes\b)|"
     r"\b(?:all )?our (?:\w+ )?(?:services|repos|projects|apps) (?:always |all )?(?:use|log|run|must|should)\b|"
-    r"\bwe (?:always|never|prefer)\b[^.!?\n]{0,60}\b(?:here|in this|across|in our)\b",
+    r"\bwe (?:always|never|prefer)\b[^.!?\n]{0,60}\b(?:here|in this|across|in our)\b|"
+    r"\b(?:doesn't|does not|don't|do not) count as \w+ until\b|\b(?:isn't|is not|aren't|are not) (?:done|finished|deployed|released|merged) until\b",
     re.IGNORECASE,
 )
 PREFERENCE = re.compile(
-    r"\bI(?:'d| would) (?:rather|prefer)\b|\bI prefer\b|\bmy preference\b|"
+    r"\bI(?:'d| would) (?:much |really |far )?(?:rather|prefer)\b|\bI prefer\b|\bmy preference\b|"
     r"\bI (?:generally |always |really )?(?:want|like|expect)\b[^.!?\n]{0,80}\b(?:in all my|all my|always|in general|everywhere)\b|"
     r"\b(?:stop|quit) (?:asking|adding|using|writing|putting)\b|"
     r"\bwhen(?:ever)? you (?:write|add|create|make|open|touch|change)\b[^.!?\n]{0,60}\b(?:always|never)\b|"
@@ -90,7 +91,7 @@ PREFERENCE = re.compile(
 # an imperative starts with its verb ("Use", "Leave", "Don't"), and one-off orders are imperatives.
 DECLARATIVE_START = re.compile(
     r"^(?:we|we've|we're|we'll|our|the|my|i|i'm|i've|it|its|it's|this|that|that's|these|those|there|there's|"
-    r"he|she|they|he's|she's|they're|everything|nothing|anything|every|all|any|no|"
+    r"he|she|they|he's|she's|they're|everything|nothing|anything|nobody|everyone|everybody|every|all|any|no|"
     r"[A-Z][a-z]+(?:\s[A-Z][a-z]+)?\s(?:is|are|owns|runs|reviews|signs|approves|wants|handles|does|has|lives|sits|needs|was))\b",
     re.IGNORECASE,
 )
@@ -104,9 +105,16 @@ LEADING_PHRASE = re.compile(
 CONJUNCTION = re.compile(r"^(?:and|but|so|also|oh|ok|okay|right),?\s+", re.IGNORECASE)
 # A sentence labelled as a standing rule or decision ("Team rule: ...", "Policy for releases: ...").
 RULE_LABEL = re.compile(r"^[\w' -]{0,40}\b(?:rule|convention|policy|decision)\b[^:.!?]{0,40}:", re.IGNORECASE)
+# A subject that stands for any one of a kind ("A plain --force is never OK", "A fresh build is only
+# for native changes"): a rule when the sentence generalises, never a fact of its own.
+INDEFINITE_START = re.compile(r"^(?:a|an)\s", re.IGNORECASE)
 # ... that generalises beyond this task: a rule or convention stated as how things are.
 GENERALISING = re.compile(
-    r"\b(?:every|always|never|only ever|any(?:one|thing|where)?|all|whatever|each)\b", re.IGNORECASE
+    r"\b(?:every|always|never|only ever|(?:is|are) only (?:for|ever)|any(?:one|thing|where)?|all|whatever|each)\b|"
+    # nobody, nothing: a rule only with what is allowed or required ("Nothing on the scan screen is
+    # allowed to ..."); "Nothing works after the pull" reports a bug
+    r"\b(?:nothing|nobody|no one|everything|everyone)\b[^.!?\n]{0,60}\b(?:is|are) (?:allowed|supposed|required)\b",
+    re.IGNORECASE
 )
 # ... or that places something durable: a present-tense state with a concrete identifier (a command,
 # a URL, an IP, host:port, a path): where a service lives, how a thing is run.
@@ -162,7 +170,10 @@ def stated_rule(prompt: str) -> bool:
     whole = [p.strip() for p in re.split(r"(?<=[.!?])\s+|\n+", prompt) if p.strip() and not p.rstrip().endswith("?")]
     if any(RULE_LABEL.match(p) for p in whole):
         return True
-    return any(WIDER_SCOPE.search(s) or (_declares(s) and GENERALISING.search(s)) for s in sentences(prompt))
+    return any(
+        WIDER_SCOPE.search(s) or ((_declares(s) or INDEFINITE_START.match(s)) and GENERALISING.search(s))
+        for s in sentences(prompt)
+    )
 
 
 def _declares(sentence: str) -> bool:
@@ -306,7 +317,7 @@ SAME_SENTENCE = r"(?:(?![.!?](?:\s|$))[^\n]){{0,{}}}"  # within one sentence (a 
 
 # -- decision with its reason ---------------------------------------------------------------------
 USER_DECISION = re.compile(
-    r"\b(?:we(?:'ve| have)? decided|(?:\w+ and )?I(?:'ve| have)? decided (?!to\b)|we agreed|let's (?:go with|keep|stick with|stay on|use)|we'll (?:stay|stick|keep|go)|"
+    r"\b(?:we(?:'ve| have)? decided|(?:\w+ and )?I(?:'ve| have)? decided (?!to\b)|we agreed|\w+ and I agreed|(?:it|this|that) stays (?:on|with)|(?:straight )?(?:out of|outcome of|from) (?:the |this morning's |today's |yesterday's |\w+'s )?(?:\w+ )?(?:meeting|sync|review|standup|retro|call|session with)|let's (?:go with|keep|stick with|stay on|use)|we'll (?:stay|stick|keep|go)|"
     r"we're (?:not going to|going with|switching|moving|sticking|staying|dropping)|we are (?:not going to|switching|dropping)|"
     r"decided to|we're not going to)\b",
     re.IGNORECASE,
