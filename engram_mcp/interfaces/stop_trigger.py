@@ -114,7 +114,7 @@ GENERALISING = re.compile(
     # nobody, nothing: a rule only with what is allowed or required ("Nothing on the scan screen is
     # allowed to ..."); "Nothing works after the pull" reports a bug
     r"\b(?:nothing|nobody|no one|everything|everyone)\b[^.!?\n]{0,60}\b(?:is|are) (?:allowed|supposed|required)\b",
-    re.IGNORECASE
+    re.IGNORECASE,
 )
 # ... or that places something durable: a present-tense state with a concrete identifier (a command,
 # a URL, an IP, host:port, a path): where a service lives, how a thing is run.
