@@ -32,4 +32,6 @@ def test_each_other_world_is_valid_and_regenerates_identically(world, tmp_path):
         (copy / name).unlink()
     subprocess.run([sys.executable, str(copy / "make_world.py")], check=True, capture_output=True, timeout=60)
     for name in DATA_FILES:
-        assert (copy / name).read_bytes() == (folder / name).read_bytes(), f"{world}/{name} differs from make_world.py's"
+        assert (copy / name).read_bytes() == (folder / name).read_bytes(), (
+            f"{world}/{name} differs from make_world.py's"
+        )
