@@ -297,3 +297,9 @@ def test_rules_and_decisions_said_without_a_cue_phrase_are_caught():
         "Everything is red on the dashboard; what happened?",
     ):
         assert not stop_trigger.stop_signals({"prompt": prompt, "answer": "Done."}), prompt
+
+
+def test_what_someone_has_to_do_this_once_is_no_lesson():
+    assert not stop_trigger.lesson_sentences("Probably the reseed; someone with sailings admin needs to re-activate him.")
+    assert not stop_trigger.lesson_sentences("Somebody on the infra team has to rotate that key today.")
+    assert stop_trigger.lesson_sentences("Anyone with admin rights needs to approve roster changes in pairs.")

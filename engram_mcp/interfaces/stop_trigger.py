@@ -243,10 +243,12 @@ NORM = re.compile(
 )
 INABILITY = ("can't", "cannot")  # a norm only with a quantified subject ("Anything older ... can't")
 GENERIC_START = re.compile(r"^(?:every|any|all|each|other|new|future|anything|everything|no)\b", re.IGNORECASE)
-# ... a subject that names one thing or a counted few ("the", "a", "two workers"), or a clause that does
+# ... a subject that names one thing or a counted few ("the", "a", "two workers", "someone with admin
+# rights needs to re-activate him": one unknown person, this once), or a clause that does
 # not start with its subject (a preposition or a subordinator first: "until then the months ...").
 SPECIFIC_START = re.compile(
     r"^(?:the|this|that|these|those|it|its|i|we|you|he|she|they|my|your|our|his|her|their|there|here|a|an|"
+    r"someone|somebody|something|"
     r"one|two|three|four|five|both|\d|until|unless|when|after|before|if|since|once|while|as|for|in|on|at|from|"
     r"with|to|then|by)\b",
     re.IGNORECASE,
