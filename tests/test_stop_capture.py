@@ -303,3 +303,11 @@ def test_what_someone_has_to_do_this_once_is_no_lesson():
     assert not stop_trigger.lesson_sentences("Probably the reseed; someone with sailings admin needs to re-activate him.")
     assert not stop_trigger.lesson_sentences("Somebody on the infra team has to rotate that key today.")
     assert stop_trigger.lesson_sentences("Anyone with admin rights needs to approve roster changes in pairs.")
+
+
+def test_where_a_private_host_or_a_home_path_is_a_stated_fact():
+    """A machine on the local network (`*.local`, `*.internal`) or a checkout under ~/ is where
+    something lives, as an IP or a URL is."""
+    assert stop_trigger.stated_fact("The build Mac on my desk is kestrel now, kestrel.local, with Xcode on it.")
+    assert stop_trigger.stated_fact("The checkout lives in ~/work these days.")
+    assert not stop_trigger.stated_fact("Open the settings page and look at the local tab.")

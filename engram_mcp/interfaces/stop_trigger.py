@@ -123,7 +123,8 @@ STATE_VERB = re.compile(
 )
 IDENTIFIER = re.compile(
     r"`[^`]+`|https?://\S+|\b\d{1,3}(?:\.\d{1,3}){3}\b|\b[\w.-]+:\d{2,5}\b|(?:~|\.)?/[\w.-]+/[\w./-]+|\bport \d{2,5}\b|"
-    r"\bv?\d+\.\d+\.\d+\b|\bon \d{4,5}\b"  # a full version ("4.6.0"), a port ("listens on 9443")
+    r"\bv?\d+\.\d+\.\d+\b|\bon \d{4,5}\b|"  # a full version ("4.6.0"), a port ("listens on 9443")
+    r"\b[\w-]+(?:\.[\w-]+)*\.(?:local|lan|internal|intern|corp)\b|~/[\w.-]+"  # a private host name, a home path
 )
 INDIRECT_QUESTION = re.compile(r"\b(?:whether|if)\b", re.IGNORECASE)  # "he asks whether 4.5.2 is OK": a question
 # A scope wider than this repository, named: "in every repo", "whatever the project", "in either product".
