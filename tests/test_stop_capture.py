@@ -281,7 +281,8 @@ def test_rules_and_decisions_said_without_a_cue_phrase_are_caught():
     """How people state a norm or relay a decision without "heads up" or "from now on": a meeting's
     outcome, "<name> and I agreed", a rule about any one of a kind, a norm of what counts as done."""
     for prompt in (
-        "Coming out of the architecture review: the search service keeps Postgres 15 until the autumn.",
+        "Straight out of the architecture review: the search service keeps Postgres 15 until the autumn.",
+        "Decision from the retro: the search service keeps Postgres 15 until the autumn.",
         "Priya and I agreed on the call: invoices are archived after seven years, not five.",
         "I'd much rather we kept the retry logic in the client. Move it back.",
         "A migration is never edited once it has shipped. Write a new one for the column.",
@@ -293,6 +294,8 @@ def test_rules_and_decisions_said_without_a_cue_phrase_are_caught():
         "A test failed on CI overnight, have a look.",
         "An installer says the status command prints a Go stack trace. Sort it out.",
         "From the logs it looks like the worker died at 3 am. Restart it.",
+        "Address the two comments from the code review and push.",
+        "Pull the action items out of the sync notes into the ticket.",
         "Nothing works after the pull, fix it.",
         "Everything is red on the dashboard; what happened?",
     ):

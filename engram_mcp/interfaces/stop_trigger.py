@@ -320,7 +320,12 @@ SAME_SENTENCE = r"(?:(?![.!?](?:\s|$))[^\n]){{0,{}}}"  # within one sentence (a 
 
 # -- decision with its reason ---------------------------------------------------------------------
 USER_DECISION = re.compile(
-    r"\b(?:we(?:'ve| have)? decided|(?:\w+ and )?I(?:'ve| have)? decided (?!to\b)|we agreed|\w+ and I agreed|(?:it|this|that) stays (?:on|with)|(?:straight )?(?:out of|outcome of|from) (?:the |this morning's |today's |yesterday's |\w+'s )?(?:\w+ )?(?:meeting|sync|review|standup|retro|call|session with)|let's (?:go with|keep|stick with|stay on|use)|we'll (?:stay|stick|keep|go)|"
+    r"\b(?:we(?:'ve| have)? decided|(?:\w+ and )?I(?:'ve| have)? decided (?!to\b)|we agreed|\w+ and I agreed|"
+    r"(?:it|this|that) stays (?:on|with)|"
+    # a meeting's outcome relayed ("Straight out of the ops meeting:"); not "the comments from the review"
+    r"(?:straight out of|outcome of|(?:decision|takeaway)s? (?:from|of)) "
+    r"(?:the |this morning's |today's |yesterday's |\w+'s )?(?:\w+ )?(?:meeting|sync|review|standup|retro|call|session with)|"
+    r"let's (?:go with|keep|stick with|stay on|use)|we'll (?:stay|stick|keep|go)|"
     r"we're (?:not going to|going with|switching|moving|sticking|staying|dropping)|we are (?:not going to|switching|dropping)|"
     r"decided to|we're not going to)\b",
     re.IGNORECASE,
