@@ -146,7 +146,10 @@ def part_settings(part: str, quick: bool, locomo_runs: str) -> dict[str, Any]:
     if part == "month":
         if quick:
             return {"world": "bench/month/tiny_world.py", "policies": "both", "mode": "quick (hooks as processes)"}
-        return {"world": "../shared/bench/coding-month", "other_worlds": "bench/month/heldout, bench/month/third (quick)", "policies": "both",
+        from bench.month.run import OTHER_WORLDS
+
+        others = ", ".join(f"bench/month/{w}" for w in OTHER_WORLDS)
+        return {"world": "../shared/bench/coding-month", "other_worlds": f"{others} (quick)", "policies": "both",
                 "mode": "full (the pinned Claude Code CLI with the plugin installed, the scripted stand-in model)"}
     raise ValueError(part)
 
