@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from engram_mcp.services import fact_diff, hook_ops
+from engram_mcp.services.access import RequestContext
 
 OLD_TOOL = (
     "Local containers for the billing service run in Podman on this laptop, socket at "
@@ -16,6 +17,12 @@ OLD_TOOL = (
 NEW_TOOL = (
     "I removed the old setup this week: local containers for the billing service use Rancher "
     "Desktop instead of Podman, and its socket is linked to /var/run/docker.sock."
+)
+
+OLD_CI_BOX = "Nightly builds run on the Jenkins box jenkins-2.corp; its logs are under /var/log/jenkins."
+NEW_CI_BOX = (
+    "We handed the Jenkins box back to infra last week. Nightly builds run on the Buildkite agent "
+    "bk-agent-4.corp, logs in the Buildkite UI."
 )
 
 
@@ -33,6 +40,14 @@ NEW_TOOL = (
         # a related pair far below the dedup threshold: the newer text displaces the older value
         (OLD_TOOL, NEW_TOOL, 0.45),
         ("Secrets come from Vault for the api repo.", "Secrets: we use Bitwarden instead of Vault from today.", 0.4),
+        # a thing retired in one sentence, its replacement (of the same kind) in another: the
+        # older memory's own values are never named again
+        (OLD_CI_BOX, NEW_CI_BOX, 0.5),
+        (
+            "Staging runs on the Hetzner box stg-1.corp; deploy with `make stage`.",
+            "We sold the Hetzner box. Staging is on fly.io as acme-stg.fly.dev, deploy with `make stage`.",
+            0.6,
+        ),
     ],
 )
 def test_a_changed_value_outdates_the_older_memory(old, new, similarity):
@@ -59,6 +74,20 @@ def test_a_changed_value_outdates_the_older_memory(old, new, similarity):
         ("Secrets come from Vault for the api repo.", "Secrets: we use Bitwarden instead of Vault from today.", 0.2),
         # a paraphrase adds no value of a kind the older lacks
         ("Always run the linter before pushing.", "Before you push, always run the linter now.", 0.9),
+        # something retired that the older memory never named
+        (OLD_CI_BOX, "The old Mac mini went back to IT. Nightly iOS builds run on gannet.local.", 0.4),
+        # "decommissioned" naming a thing, not a change, in a sentence that names someone of the older
+        (
+            "Hanna signs off the wording of every release; write to hanna@acme.io.",
+            "Push to staging so Hanna sees the badge, then check the decommissioned demo site at demo.acme.dev.",
+            0.5,
+        ),
+        # a retirement sentence about something else than the name the two share
+        (
+            "Staging runs on the Hetzner box stg-1.corp; deploy with `make stage`.",
+            "Hetzner invoices go to finance@acme.io. The old office printer was sold.",
+            0.45,
+        ),
     ],
 )
 def test_a_distinct_item_or_a_paraphrase_outdates_nothing(old, new, similarity):
@@ -83,6 +112,26 @@ def test_the_start_block_and_the_prompt_hook_show_the_newer_memory_only(real_ser
     found = svc.recall(ctx, query="local containers billing service socket", limit=5, strengthen=False)
     ids = [m["id"] for m in found["memories"]]
     assert old_id in ids and new_id in ids  # recall still returns both: only injection chooses
+
+
+def test_a_retired_machine_leaves_the_start_block(real_service, project):
+    """'The Jenkins box was decommissioned', with the new agent in the next sentence: from then on the
+    block shows the new box only, in the next session too."""
+    svc = real_service
+    first = RequestContext(project, "sess-ci-1")
+    svc.session_start(first)
+    old_id = svc.store(first, content=OLD_CI_BOX, type="semantic", scope="project")["memory_id"]
+    svc.session_end(first)
+    second = RequestContext(project, "sess-ci-2")
+    svc.session_start(second)
+    new_id = svc.store(second, content=NEW_CI_BOX, type="semantic", scope="project")["memory_id"]
+    block = svc.context(second, task_description="why did the nightly build fail", strengthen=False)["context_block"]
+    assert new_id in block and old_id not in block and "jenkins-2.corp" not in block
+    svc.session_end(second)
+    third = RequestContext(project, "sess-ci-3")
+    svc.session_start(third)
+    block = svc.context(third, task_description="set up the nightly build", strengthen=False)["context_block"]
+    assert "bk-agent-4.corp" in block and "jenkins-2.corp" not in block
 
 
 def test_a_newer_user_memory_outdates_a_project_memory(real_service, ctx):

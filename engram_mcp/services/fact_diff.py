@@ -368,6 +368,17 @@ DISPLACING_WORDS = frozenset(
     }
 )
 _DISPLACE_WINDOW = 3  # words from a change word to the value it displaces
+# A thing named as gone from use: handed back, decommissioned, sold, dead. What replaced it is
+# usually stated in another sentence ("My Mac mini has gone back to IT. The Mac Studio is gannet
+# now"), and the older memory's own values (the old host's name) are never named again.
+_RETIRED_RE = re.compile(
+    r"\b(?:gone|went|given|gave|handed|sent|taken|took) (?:[\w-]+ ){0,3}?back\b|\breturned (?:to|it|them)\b|\bdecommissioned\b|"
+    r"\bretired\b|\bscrapped\b|\bsold\b|\bdied\b|\bis dead\b|\bshut down\b|\bwiped\b|"
+    r"\bleft the (?:company|team|org|organi[sz]ation)\b|\bno longer (?:have|has|own|owns)\b",
+    re.IGNORECASE,
+)
+_ATTRIBUTIVE_WORDS = frozenset({"the", "a", "an", "our", "my", "your", "their", "this", "that", "its", "his", "her"})
+_RETIRED_WINDOW_WORDS = 5  # words either side of a retirement that may name the retired thing
 _SENTENCE_SPLIT_RE = re.compile(r"(?<=[.!?;])\s+")
 
 
@@ -474,6 +485,33 @@ def _names_displaced(old: str, new: str) -> dict[str, str]:
     return found
 
 
+def retires(text: str) -> bool:
+    """Whether `text` says something went out of use (handed back, decommissioned, sold): a change
+    even with no change word, whose replacement is often named in the next sentence."""
+    return any(True for _ in _retirements(text))
+
+
+def _retirements(text: str) -> Any:
+    """The spans of `text` saying something went out of use, as a predicate ("the box was sold",
+    "we handed it back"); an attribute names a thing, not a change ("the decommissioned site")."""
+    for m in _RETIRED_RE.finditer(text):
+        before = text[: m.start()].split()
+        if not (before and before[-1].lower() in _ATTRIBUTIVE_WORDS):
+            yield m.span()
+
+
+def _retired_names(sentence: str) -> list[str]:
+    """The words (lowercased tokens) within _RETIRED_WINDOW_WORDS of a retirement in `sentence`."""
+    tokens = list(_TOKEN_RE.finditer(sentence))
+    out: list[str] = []
+    for start, end in _retirements(sentence):
+        before = [t for t in tokens if t.end() <= start][-_RETIRED_WINDOW_WORDS:]
+        inside = [t for t in tokens if start <= t.start() < end]
+        after = [t for t in tokens if t.start() >= end][:_RETIRED_WINDOW_WORDS]
+        out.extend(t.group(0).lower() for t in before + inside + after)
+    return out
+
+
 def _displacing(
     old: str, new: str, a: dict[str, str], b: dict[str, str], old_only: dict[str, str], new_only: dict[str, str]
 ) -> dict[str, str]:
@@ -484,6 +522,11 @@ def _displacing(
     found: dict[str, str] = {}
     for sentence in _SENTENCE_SPLIT_RE.split(new):
         words = [w.lower() for w in _TOKEN_RE.findall(sentence)]
+        # the retired thing is named beside its retirement; what replaced it (a value of a kind
+        # that left `old`, checked above) may come in anywhere, and be of another kind than its name
+        for w in _retired_names(sentence):
+            if w in shared:
+                found.setdefault(w, " ".join(sentence.split()))
         changes = [i for i, w in enumerate(words) if w in DISPLACING_WORDS]
         if not changes:
             continue

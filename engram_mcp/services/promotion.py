@@ -25,7 +25,7 @@ from engram_mcp.core.vocabulary import PERSISTENT_SCOPES, SCOPES
 from engram_mcp.index.scoring import to_epoch
 from engram_mcp.services import context, graph, lifecycle
 from engram_mcp.services.access import RequestContext, ScopeAccess
-from engram_mcp.services.fact_diff import about_same, fact_tokens, outdates
+from engram_mcp.services.fact_diff import about_same, fact_tokens, outdates, retires
 from engram_mcp.services.handles import ScopeHandle
 from engram_mcp.services.links import link_memories, supersede
 from engram_mcp.services.recall import recall
@@ -695,16 +695,17 @@ def supersedes_fact(old: str, new: str, similarity: float) -> bool:
 
 
 def states_replacement(old: str, new: str) -> bool:
-    """Whether `new` says that a value of `old` changed: near a change word `old` lacks (in its
-    sentence or the next or previous one), `new` names one of old's fact tokens and a fact token of
-    the same kind that `old` lacks. A long text that shares a name with an older one and says "now"
+    """Whether `new` says that a value of `old` changed: near a change word `old` lacks or a thing
+    named as retired (`fact_diff.retires`: "has gone back to IT"), in its sentence or the next or
+    previous one, `new` names one of old's fact tokens and a fact token of the same kind that `old`
+    lacks. A long text that shares a name with an older one and says "now"
     somewhere else replaces nothing."""
     old_words = {w.lower() for w in _WORD.findall(old)}
     a = fact_tokens(old)
     sentences = [x for x in _SENTENCES.split(new) if x.strip()]
     for i, sentence in enumerate(sentences):
         words = {w.lower() for w in _WORD.findall(sentence)}
-        if not (words - old_words) & CHANGE_WORDS:
+        if not ((words - old_words) & CHANGE_WORDS or (retires(sentence) and not retires(old))):
             continue
         window = fact_tokens(" ".join(sentences[max(0, i - 1) : i + 2]))
         fresh_kinds = {kind for token, kind in window.items() if token not in a}
