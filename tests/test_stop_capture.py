@@ -203,6 +203,26 @@ def test_what_the_user_says_of_their_own_commits_prs_and_machines_holds_in_every
         assert not stop_trigger.for_every_project(prompt), prompt
 
 
+def test_a_rule_about_the_work_the_user_does_or_for_them_holds_in_every_project_and_our_ways_do_not():
+    """'on every branch I push', 'whichever project', 'for me, X is ...' are the user's own rules; a
+    preference about what we do here ('I'd rather we ...') stays with the project."""
+    for prompt in (
+        "Push it. Each branch I push gets a changelog line first.",
+        "Add the CODEOWNERS entry; every pull request I raise needs one, whichever project it's in.",
+        "Tag it TODO(kb) like all my TODOs.",
+        "For me, release notes are always written in the past tense.",
+        "I'd rather have tabs than spaces, honestly.",
+    ):
+        assert stop_trigger.for_every_project(prompt), prompt
+    for prompt in (
+        "Use the factories. I'd much rather we stopped adding to the old fixtures.",
+        "I'd prefer this repo kept its migrations squashed.",
+        "Can you open a PR for me?",
+        "Rebase the branch I pushed yesterday.",  # this task's branch
+    ):
+        assert not stop_trigger.for_every_project(prompt), prompt
+
+
 def test_the_nudged_stand_in_follows_the_scope_the_note_names():
     from bench.month import standin
 
@@ -261,7 +281,7 @@ def test_for_the_record_marks_what_the_user_says_as_something_to_keep(prompt, ru
 
 
 def test_an_answer_describing_one_place_in_the_code_is_no_lesson():
-    """"Line 90 of reefer.rs always divides by 10" tells where the code does something (a file's
+    """ "Line 90 of reefer.rs always divides by 10" tells where the code does something (a file's
     ".rs" is no plural, a line number no class of things); a norm about the files of a folder is."""
     for answer in (
         "Line 90 of src/decode/reefer.rs always divides by 10.",
@@ -303,7 +323,9 @@ def test_rules_and_decisions_said_without_a_cue_phrase_are_caught():
 
 
 def test_what_someone_has_to_do_this_once_is_no_lesson():
-    assert not stop_trigger.lesson_sentences("Probably the reseed; someone with sailings admin needs to re-activate him.")
+    assert not stop_trigger.lesson_sentences(
+        "Probably the reseed; someone with sailings admin needs to re-activate him."
+    )
     assert not stop_trigger.lesson_sentences("Somebody on the infra team has to rotate that key today.")
     assert stop_trigger.lesson_sentences("Anyone with admin rights needs to approve roster changes in pairs.")
 

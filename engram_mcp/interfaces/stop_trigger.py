@@ -131,15 +131,25 @@ INDIRECT_QUESTION = re.compile(r"\b(?:whether|if)\b", re.IGNORECASE)  # "he asks
 PROJECTS_SCOPE = (
     r"\b(?:in|for|across|to) (?:any|every|all|each|either|both) (?:of )?(?:my |our |the )?"
     r"(?:repos?|repositories|projects?|codebases?|services|products?|languages?)\b|"
-    r"\b(?:whatever|regardless of|no matter) (?:the |which )?(?:repo|repository|project|codebase|product|language)\b"
+    r"\b(?:whatever|whichever|regardless of|no matter) (?:the |which )?(?:repo|repository|project|codebase|product|language)\b"
 )
 ACROSS_PROJECTS = re.compile(PROJECTS_SCOPE, re.IGNORECASE)
 # The user's own things, which go with them from repository to repository: their commits and pull
 # requests (plural: a habit, not "my PR" of this task), their machines and their setup.
 PERSONAL_SCOPE = re.compile(
-    r"\bmy (?:\w+ ){0,2}(?:commits|commit messages|prs|pull requests|laptops?|machines?|macs?|macbook|"
-    r"workstation|(?:build )?box(?:es)?|setup|dotfiles|shell|editor)\b",
+    r"\bmy (?:\w+ ){0,2}(?:commits|commit messages|prs|pull requests|branches|todos|laptops?|machines?|macs?|"
+    r"macbook|workstation|(?:build )?box(?:es)?|setup|dotfiles|shell|editor)\b|"
+    # ... said of the work they do: "on every commit I make", "every PR I open"
+    r"\b(?:every|each|any|all(?: the)?) (?:\w+ )?(?:commits?|prs?|pull requests?|branch(?:es)?|todos?) "
+    r"I (?:make|open|write|push|raise|send|create|author|tag|leave)\b|"
+    # ... or qualified as theirs: "for me, secrets are never in .env files" (not "do this for me")
+    r"\bfor me\b[,:]?\s+(?:\w+ ){1,3}(?:is|are|always|never|goes|go|lives?|comes?)\b",
     re.IGNORECASE,
+)
+# A preference about the team's or this repository's ways ("I'd much rather we stopped growing
+# the Fixtures modules") belongs to the project, whoever voices it.
+OUR_WAYS = re.compile(
+    r"\b(?:we|us|our|here|this (?:repo|repository|codebase|project|team|app|service))\b", re.IGNORECASE
 )
 # A scope wider than this task ("in every repo", "for anything you write"), whatever the sentence's form.
 WIDER_SCOPE = re.compile(PROJECTS_SCOPE + r"|\bfor any(?:thing)?\b[^.!?\n]{0,40}\b(?:you|we|I)\b", re.IGNORECASE)
@@ -213,9 +223,19 @@ def for_every_project(prompt: str, answer: str = "") -> bool:
     return bool(
         WIDER_SCOPE.search(prompt)
         or PERSONAL_SCOPE.search(prompt)
-        or PREFERENCE.search(prompt)
+        or _personal_preference(prompt)
         or ACROSS_PROJECTS.search(taken_on)
     )
+
+
+def _personal_preference(prompt: str) -> bool:
+    """A preference the user voices for themself, not one about what we do here (`OUR_WAYS` in the
+    rest of its sentence)."""
+    for m in PREFERENCE.finditer(prompt):
+        rest = re.split(r"[.!?\n]", prompt[m.end() :], maxsplit=1)[0]
+        if not OUR_WAYS.search(rest):
+            return True
+    return False
 
 
 def stated_fact(prompt: str) -> bool:
