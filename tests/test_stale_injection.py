@@ -144,6 +144,51 @@ def test_a_newer_user_memory_outdates_a_project_memory(real_service, ctx):
     assert "Rancher" in block["context_block"] and old_id not in block["context_block"]
 
 
+def test_a_user_memory_promoted_from_a_project_is_outdated_there_by_its_newer_memory(real_service, tmp_path):
+    """A turn that taught a personal rule beside a project fact carried the project fact on to the
+    user scope; when this project's value changes, that user copy is stale here, and only here. What
+    the user stated for every project stands whatever one project's memories say."""
+    from engram_mcp.services import promotion
+
+    svc = real_service
+    project = tmp_path / "billing"
+    (project / ".git").mkdir(parents=True)
+    first = RequestContext(project, "sess-1")
+    svc.session_start(first)
+    carried = hook_ops.capture(
+        svc.access,
+        first,
+        content=OLD_TOOL,
+        type="semantic",
+        importance=0.6,
+        category=promotion.TURN_KNOWLEDGE_CATEGORY,
+        tags=["hook"],
+        source={"hook": "Stop"},
+        metadata={"promote_to": "user"},
+    )["memory_id"]
+    svc.session_end(first)
+    stated = svc.store(
+        first,
+        content="On my machines Podman runs rootless for local containers, through `podman machine` with 4 CPUs.",
+        type="semantic",
+        scope="user",
+    )["memory_id"]
+    user_ids = {m["id"] for m in svc.recall(first, query=OLD_TOOL, scope="user", strengthen=False)["memories"]}
+    assert user_ids == {carried, stated}  # carried on to the user scope, under its own id
+    second = RequestContext(project, "sess-2")
+    svc.session_start(second)
+    svc.store(second, content=NEW_TOOL, type="semantic", scope="project")
+    task = "run the billing integration tests with local containers"
+    block = svc.context(second, task_description=task, strengthen=False)["context_block"]
+    key = carried.split(":")[-1]  # the project and user copies keep the session memory's id
+    assert "Rancher" in block and key not in block
+    assert stated in block  # stated for every project: no project memory outdates it
+    other = tmp_path / "other"
+    (other / ".git").mkdir(parents=True)
+    there = svc.context(RequestContext(other, "sess-other"), task_description=task, strengthen=False)
+    assert key in there["context_block"]  # another project has no newer word on it
+
+
 @pytest.mark.parametrize("new_scope", ["project", "user"])
 def test_a_block_built_before_the_change_does_not_keep_the_old_answer(real_service, ctx, new_scope):
     """`outdated` answers are kept per index until a memory changes (`ScopeIndex.derived`): the

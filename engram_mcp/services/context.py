@@ -559,17 +559,21 @@ def _outdated(access: ScopeAccess, ctx: RequestContext, mem: dict[str, Any]) -> 
     except (StoreUnavailable, KeyError, ValueError):
         return False
     key = mem["id"].split(":", 1)[1]
-    # a project memory is also outdated by a newer user memory ("I moved from Colima to OrbStack")
+    # A project memory is also outdated by a newer user memory ("I moved from Colima to OrbStack"),
+    # and a user memory promoted from this project, here, by a newer memory of this project
+    # ("holds are 7 minutes now" after a turn that also taught a personal rule carried the old 15
+    # minutes on to the user scope; `_outdated_by_any`).
     others = []
-    for other_scope in (str(scope), "user") if scope == "project" else (str(scope),):
+    for other_scope in (str(scope), "project" if scope == "user" else "user"):
         try:
             others.append(h if other_scope == scope else access.handle(ctx, other_scope))
         except (StoreUnavailable, KeyError, ValueError):
             continue
     # The answer changes only when a memory of these indexes does: kept until then, so the session
-    # start and every prompt hook do not search and read the same neighbours again.
+    # start and every prompt hook do not search and read the same neighbours again. A user
+    # memory's answer is per project: the key names the other index's database.
     memo = h.index.derived(OUTDATED_MEMO)
-    memo_key = (key, *(o.index.version for o in others if o is not h))
+    memo_key = (key, *((o.db, o.index.version) for o in others if o is not h))
     if memo_key not in memo:
         memo[memo_key] = _outdated_by_any(h, key, others)
     return bool(memo[memo_key])
@@ -586,7 +590,19 @@ def _outdated_by_any(h: Any, key: str, others: list[Any]) -> bool:
         return False
     created = float(h.index.cols.created_at[slot])
     old_text = str(old.get("content") or "")
-    return any(_outdated_in(other_h, vec, created, old_text) for other_h in others)
+    return any(_outdated_in(other_h, vec, created, old_text) for other_h in others if _speaks_for(old, h, other_h))
+
+
+def _speaks_for(old: dict[str, Any], h: Any, other_h: Any) -> bool:
+    """Whether memories of `other_h` may outdate `old` (of `h`): its own scope's and the user's may;
+    a project's only a user memory promoted from that project. What the user stated for every project
+    stands until they say otherwise, whatever one project's memories say."""
+    if other_h is h or other_h.scope != "project" or h.scope != "user":
+        return True
+    return any(
+        isinstance(step, dict) and step.get("scope") == "project" and step.get("project") == other_h.db
+        for step in old.get("promotion_chain") or []
+    )
 
 
 def _outdated_in(h: Any, vec: Any, created: float, old_text: str) -> bool:
