@@ -47,8 +47,8 @@ others down, and its peak RSS is its own):
   month   bench/month/run.py      the month replay (issue 33): the coding-month world through the
                                   pinned Claude Code CLI with the plugin installed, on simulated
                                   time, both stand-in policies, scored by the world's score.py
-                                  beside the committed baseline, then the second and third
-                                  worlds (bench/month/heldout, bench/month/third) in quick
+                                  beside the committed baseline, then the other worlds
+                                  (bench/month/heldout, third and fourth) in quick
                                   mode; quick: the hooks as
                                   processes on a small generated world (bench/month/tiny_world.py)
 
