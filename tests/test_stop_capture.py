@@ -336,3 +336,60 @@ def test_where_a_private_host_or_a_home_path_is_a_stated_fact():
     assert stop_trigger.stated_fact("The build Mac on my desk is kestrel now, kestrel.local, with Xcode on it.")
     assert stop_trigger.stated_fact("The checkout lives in ~/work these days.")
     assert not stop_trigger.stated_fact("Open the settings page and look at the local tab.")
+
+
+def test_a_state_said_as_changed_or_introduced_by_a_colon_is_a_stated_fact():
+    """Where something lives or runs is often said as a change ("Releases go out through Buildkite
+    now"), or as a lead-in whose particulars follow a colon; an order is not a state."""
+    for prompt in (
+        "Ship it. Releases go out through Buildkite now: tag it and the pipeline does the rest.",
+        "Metrics are in Grafana Cloud now, the old Prometheus box is gone.",
+        "The design team has moved off Figma to Penpot, so link the Penpot file in the PR.",
+        "Check the replica. The reporting DB sits behind the jump host: ssh -L 6432:reports.db.lan:5432 hop.",
+        "You go through the VPN for the admin panel: https://admin.corp.example/login with your SSO account.",
+    ):
+        assert stop_trigger.stated_fact(prompt), prompt
+    for prompt in (
+        "Go through the open issues now and label them.",
+        "Run the tests on staging now.",
+        "Look at the failing job: it's red again.",
+        "The button moved slightly after the CSS change, check it.",
+    ):
+        assert not stop_trigger.stated_fact(prompt), prompt
+
+
+def test_a_choice_a_review_gate_or_an_unwanted_pattern_said_plainly_is_caught():
+    """ "At the review we settled on ...", "anything under api/ waits for her review", "I don't want
+    logic in the views": a decision, a role and a preference without any cue phrase."""
+    for prompt in (
+        "At Monday's design review we settled on ULIDs for every public id. Use one here.",
+        "After the outage we switched to blue-green deploys for the gateway. Set that up for this service.",
+        "Tomasz Wolny maintains the billing SDK and anything under sdk/ waits for his review, so add him.",
+        "No. I don't want SQL strings inside the handlers; move the query into the repository.",
+        "Commit it. The ticket goes in the trailer, `Refs: ACME-12`, never in the subject.",
+    ):
+        assert stop_trigger.stop_signals({"prompt": prompt, "answer": "Done."}), prompt
+    for prompt in (
+        "We switched branches by mistake, go back to main.",  # no choice of how the team works
+        "Wait for the build, then deploy.",
+    ):
+        assert not stop_trigger.stop_signals({"prompt": prompt, "answer": "Done."}), prompt
+
+
+def test_how_the_user_writes_commit_messages_or_force_pushes_holds_in_every_project():
+    """Commit messages and force-pushes are the user's git habits, said without any word of scope;
+    what they do not want in this code is a rule of the project."""
+    for prompt in (
+        "Commit it. Keep the ticket key out of the subject line, it goes in the body.",
+        "Push it with --force-with-lease; a bare --force is how work gets lost.",
+        "Redo the commit message: imperative mood, and wrap the body at 72.",
+    ):
+        assert stop_trigger.for_every_project(prompt), prompt
+    for prompt in (
+        "I don't want business rules inside the React components; move them to the domain folder.",
+        "Release builds need a `Release-Note:` line in the changelog file.",
+    ):
+        assert not stop_trigger.for_every_project(prompt), prompt
+    assert stop_trigger.stop_signals(
+        {"prompt": "I don't want business rules inside the React components.", "answer": "Moved."}
+    )

@@ -44,6 +44,8 @@ import re
 import shlex
 from typing import Any
 
+from engram_mcp.core.scope_words import ACROSS_PROJECTS, PREFERENCE, WIDER_SCOPE, holds_everywhere
+
 ENGRAM_TOOL_PREFIX = "mcp__plugin_engram_engram__"
 STORE_TOOLS = ("store_memory", "update_memory", "reflect_and_consolidate", "promote_memory")
 ENGRAM_COMMAND_PREFIX = "/engram:"
@@ -77,20 +79,18 @@ CONVENTION = re.compile(
     r"\b(?:doesn't|does not|don't|do not) count as \w+ until\b|\b(?:isn't|is not|aren't|are not) (?:done|finished|deployed|released|merged) until\b",
     re.IGNORECASE,
 )
-PREFERENCE = re.compile(
-    r"\bI(?:'d| would) (?:much |really |far )?(?:rather|prefer)\b|\bI prefer\b|\bmy preference\b|"
-    r"\bI (?:generally |always |really )?(?:want|like|expect)\b[^.!?\n]{0,80}\b(?:in all my|all my|always|in general|everywhere)\b|"
-    r"\b(?:stop|quit) (?:asking|adding|using|writing|putting)\b|"
-    r"\bwhen(?:ever)? you (?:write|add|create|make|open|touch|change)\b[^.!?\n]{0,60}\b(?:always|never)\b|"
-    r"\bthat's how I (?:want|like)\b",
-    re.IGNORECASE,
-)
+
+
+# What the user does not want done ("I don't want real logic inside @task functions"): a rule, about
+# this code as often as about the user's ways, so no sign of a scope (unlike PREFERENCE).
+UNWANTED = re.compile(r"\bI (?:don't|do not|never) want\b", re.IGNORECASE)
+
 
 # -- statements of lasting state, read from the sentence's shape (not from cue phrases) --------------
 # A declarative sentence starts with its subject (a pronoun, a determiner, a name and its verb);
 # an imperative starts with its verb ("Use", "Leave", "Don't"), and one-off orders are imperatives.
 DECLARATIVE_START = re.compile(
-    r"^(?:we|we've|we're|we'll|our|the|my|i|i'm|i've|it|its|it's|this|that|that's|these|those|there|there's|"
+    r"^(?:we|we've|we're|we'll|you|our|the|my|i|i'm|i've|it|its|it's|this|that|that's|these|those|there|there's|"
     r"he|she|they|he's|she's|they're|everything|nothing|anything|nobody|everyone|everybody|every|all|any|no|"
     r"[A-Z][a-z]+(?:\s[A-Z][a-z]+)?\s(?:is|are|owns|runs|reviews|signs|approves|wants|handles|does|has|lives|sits|needs|was))\b",
     re.IGNORECASE,
@@ -127,35 +127,10 @@ IDENTIFIER = re.compile(
     r"\b[\w-]+(?:\.[\w-]+)*\.(?:local|lan|internal|intern|corp)\b|~/[\w.-]+"  # a private host name, a home path
 )
 INDIRECT_QUESTION = re.compile(r"\b(?:whether|if)\b", re.IGNORECASE)  # "he asks whether 4.5.2 is OK": a question
-# A scope wider than this repository, named: "in every repo", "whatever the project", "in either product".
-PROJECTS_SCOPE = (
-    r"\b(?:in|for|across|to) (?:any|every|all|each|either|both) (?:of )?(?:my |our |the )?"
-    r"(?:repos?|repositories|projects?|codebases?|services|products?|languages?)\b|"
-    r"\b(?:whatever|whichever|regardless of|no matter) (?:the |which )?(?:repo|repository|project|codebase|product|language)\b"
-)
-ACROSS_PROJECTS = re.compile(PROJECTS_SCOPE, re.IGNORECASE)
-# The user's own things, which go with them from repository to repository: their commits and pull
-# requests (plural: a habit, not "my PR" of this task), their machines and their setup.
-PERSONAL_SCOPE = re.compile(
-    r"\bmy (?:\w+ ){0,2}(?:commits|commit messages|prs|pull requests|branches|todos|laptops?|machines?|macs?|"
-    r"macbook|workstation|(?:build )?box(?:es)?|setup|dotfiles|shell|editor)\b|"
-    # ... said of the work they do: "on every commit I make", "every PR I open"
-    r"\b(?:every|each|any|all(?: the)?) (?:\w+ )?(?:commits?|prs?|pull requests?|branch(?:es)?|todos?) "
-    r"I (?:make|open|write|push|raise|send|create|author|tag|leave)\b|"
-    # ... or qualified as theirs: "for me, secrets are never in .env files" (not "do this for me")
-    r"\bfor me\b[,:]?\s+(?:\w+ ){1,3}(?:is|are|always|never|goes|go|lives?|comes?)\b",
-    re.IGNORECASE,
-)
-# A preference about the team's or this repository's ways ("I'd much rather we stopped growing
-# the Fixtures modules") belongs to the project, whoever voices it.
-OUR_WAYS = re.compile(
-    r"\b(?:we|us|our|here|this (?:repo|repository|codebase|project|team|app|service))\b", re.IGNORECASE
-)
-# A scope wider than this task ("in every repo", "for anything you write"), whatever the sentence's form.
-WIDER_SCOPE = re.compile(PROJECTS_SCOPE + r"|\bfor any(?:thing)?\b[^.!?\n]{0,40}\b(?:you|we|I)\b", re.IGNORECASE)
 # Who does what: a person (a name or he/she/they) with a lasting role.
 ROLE = re.compile(
     r"\b(?:owns|reviews|approves|signs off|is responsible for|"
+    r"(?:waits?|needs?|goes?) (?:for |through )?(?:his|her|their|\w+'s) (?:review|sign-off|approval|OK)|"
     r"(?:is|'s) (?:the|our) (?:\w+ )?(?:owner|lead|PM|manager|designer|reviewer|contact|maintainer))\b",
     re.IGNORECASE,
 )
@@ -164,8 +139,17 @@ SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+|\n+")
 
 
 def sentences(text: str) -> list[str]:
-    """The statements of a prompt (split at sentence ends, semicolons, colons and newlines); questions left out."""
-    return [s.strip() for s in SENTENCE_END.split(text) if s.strip() and not s.rstrip().endswith("?")]
+    """The statements of a prompt (split at sentence ends, semicolons, colons and newlines, never
+    inside a `code span`: "`Refs: HV-231`" is one identifier); questions left out."""
+    out: list[str] = []
+    held = ""
+    for piece in SENTENCE_END.split(text):
+        held = f"{held} {piece}" if held else piece
+        if held.count("`") % 2 == 0:
+            out.append(held)
+            held = ""
+    out.append(held)
+    return [s.strip() for s in out if s.strip() and not s.rstrip().endswith("?")]
 
 
 def declarative(sentence: str) -> bool:
@@ -214,34 +198,18 @@ def teaching_part(prompt: str) -> str:
 
 
 def for_every_project(prompt: str, answer: str = "") -> bool:
-    """Whether the user stated it for all their work, not this repository: a scope wider than the
-    project ("in any repo", "whatever the repo", "in either product", "for anything you write"), the
-    user's own things ("my commit messages", "on my machines") or a personal preference ("I
-    prefer"); or the answer takes the lesson on that widely ("I'll drop the
-    old settings in every repo")."""
+    """Whether the user stated it for all their work, not this repository (`scope_words.holds_everywhere`:
+    "in any repo", "my commit messages", "on my machines", "I prefer"), or the answer takes the lesson
+    on that widely ("I'll drop the old settings in every repo")."""
     taken_on = " ".join(lesson_sentences(answer)) if answer else ""
-    return bool(
-        WIDER_SCOPE.search(prompt)
-        or PERSONAL_SCOPE.search(prompt)
-        or _personal_preference(prompt)
-        or ACROSS_PROJECTS.search(taken_on)
-    )
-
-
-def _personal_preference(prompt: str) -> bool:
-    """A preference the user voices for themself, not one about what we do here (`OUR_WAYS` in the
-    rest of its sentence)."""
-    for m in PREFERENCE.finditer(prompt):
-        rest = re.split(r"[.!?\n]", prompt[m.end() :], maxsplit=1)[0]
-        if not OUR_WAYS.search(rest):
-            return True
-    return False
+    return holds_everywhere(prompt) or bool(ACROSS_PROJECTS.search(taken_on))
 
 
 def stated_fact(prompt: str) -> bool:
     """A statement of lasting state: where something is or how it runs (declarative, present tense,
     a concrete identifier), or who owns or reviews what."""
-    for s in sentences(prompt):
+    said = sentences(prompt)
+    for i, s in enumerate(said):
         clauses = CLAUSE_BREAK.split(s)  # "X has the flaw, so the minimum goes up to 4.6.0"
         if any(
             declarative(c) and STATE_VERB.search(c) and IDENTIFIER.search(c) and not INDIRECT_QUESTION.search(c)
@@ -250,7 +218,28 @@ def stated_fact(prompt: str) -> bool:
             return True
         if ROLE.search(s) and PERSON.search(s):
             return True
+        states = declarative(s) and not INDIRECT_QUESTION.search(s)
+        # a state introduced by a colon, its particulars after it ("Staging runs on Nomad: build with
+        # ./gradlew :api:jib, then ..."; "you go through the bastion: ssh -L 15432:db:5432 gate")
+        if states and s.endswith(":") and STATE_VERB.search(s) and i + 1 < len(said) and IDENTIFIER.search(said[i + 1]):
+            return True
+        # where something lives or runs, as changed ("Deploys go through Woodpecker now", "Pennant
+        # have moved to pushing results into our MinIO")
+        if CHANGED_STATE.match(s) and not INDIRECT_QUESTION.search(s):
+            return True
     return False
+
+
+#: Where something lives or how it runs, said as changed, its subject first (one to three words:
+#: "Deploys go through Woodpecker now", "Secrets are in Bitwarden now", "The co-op moved off
+#: 1Password"); an order starts with its verb ("Go through the list now").
+CHANGED_STATE = re.compile(
+    r"^(?:[\w'-]+ ){1,3}(?:"
+    r"(?:go|goes|run|runs|live|lives|come|comes|sit|sits|land|lands|is|are) (?:out |up |back )?(?:through|on|in|from|via|under|at)\b"
+    r"[^.!?;:\n]{1,60}\bnow\b|"
+    r"(?:have |has )?(?:moved|switched|migrated) (?:over )?(?:to|off|from)\b)",
+    re.IGNORECASE,
+)
 
 
 # -- a lesson the answer states: what the turn found out, said as holding beyond this task --------------
@@ -347,7 +336,10 @@ USER_DECISION = re.compile(
     r"(?:the |this morning's |today's |yesterday's |\w+'s )?(?:\w+ )?(?:meeting|sync|review|standup|retro|call|session with)|"
     r"let's (?:go with|keep|stick with|stay on|use)|we'll (?:stay|stick|keep|go)|"
     r"we're (?:not going to|going with|switching|moving|sticking|staying|dropping)|we are (?:not going to|switching|dropping)|"
-    r"decided to|we're not going to)\b",
+    r"decided to|we're not going to|"
+    # a choice the team made, reported ("At Thursday's review we settled on problem+json", "after the
+    # clash we switched to timestamps")
+    r"we(?:'ve| have)? (?:settled on|switched (?:over )?to|went with|standardi[sz]ed on|decided on|opted for))\b",
     re.IGNORECASE,
 )
 ASK_TO_CHOOSE = re.compile(
@@ -577,6 +569,7 @@ def stop_signals(facts: dict[str, Any]) -> list[str]:
         or REMEMBER_THAT.search(prompt)
         or CONVENTION.search(prompt)
         or PREFERENCE.search(prompt)
+        or UNWANTED.search(prompt)
         or stated_rule(prompt)
     ):
         signals.append("rule")

@@ -1,0 +1,71 @@
+"""The words that say a rule holds beyond this repository, read by the Stop hook to flag a turn's
+knowledge for the user scope: a scope named ("in every repo", "whichever project"), the user's own
+things and work ("my commit messages", "every PR I open", "on my machines"), their git habits (how
+commit messages are written, how they force-push) and a preference voiced for themself ("I'd
+rather", not "I'd rather we ...", which is about this team's ways).
+
+Read on the user's own words only: Claude's answers say "for any future proto change I'll ..." and
+"committed with the Refs trailer" of one repository's work (measured: applied to whole memories at
+session end, they carried project facts to the user scope and cost the public world 5 needs).
+"""
+
+from __future__ import annotations
+
+import re
+
+PREFERENCE = re.compile(
+    r"\bI(?:'d| would) (?:much |really |far )?(?:rather|prefer)\b|\bI prefer\b|\bmy preference\b|"
+    r"\bI (?:generally |always |really )?(?:want|like|expect)\b[^.!?\n]{0,80}\b(?:in all my|all my|always|in general|everywhere)\b|"
+    r"\b(?:stop|quit) (?:asking|adding|using|writing|putting)\b|"
+    r"\bwhen(?:ever)? you (?:write|add|create|make|open|touch|change)\b[^.!?\n]{0,60}\b(?:always|never)\b|"
+    r"\bthat's how I (?:want|like)\b",
+    re.IGNORECASE,
+)
+# The user's own git habits, which go with them to every repository: how their commit messages are
+# written, how they force-push ("the ticket goes in a trailer, never the subject line").
+GIT_HABIT = re.compile(
+    r"\b(?:subject lines?|commit messages?|trailers?|force[- ]push(?:es|ing)?)\b|(?<![\w-])--force\b", re.IGNORECASE
+)
+# A scope wider than this repository, named: "in every repo", "whatever the project", "in either product".
+PROJECTS_SCOPE = (
+    r"\b(?:in|for|across|to) (?:any|every|all|each|either|both) (?:of )?(?:my |our |the )?"
+    r"(?:repos?|repositories|projects?|codebases?|services|products?|languages?)\b|"
+    r"\b(?:whatever|whichever|regardless of|no matter) (?:the |which )?(?:repo|repository|project|codebase|product|language)\b"
+)
+ACROSS_PROJECTS = re.compile(PROJECTS_SCOPE, re.IGNORECASE)
+# The user's own things, which go with them from repository to repository: their commits and pull
+# requests (plural: a habit, not "my PR" of this task), their machines and their setup.
+PERSONAL_SCOPE = re.compile(
+    r"\bmy (?:\w+ ){0,2}(?:commits|commit messages|prs|pull requests|branches|todos|laptops?|machines?|macs?|"
+    r"macbook|workstation|(?:build )?box(?:es)?|setup|dotfiles|shell|editor)\b|"
+    # ... said of the work they do: "on every commit I make", "every PR I open"
+    r"\b(?:every|each|any|all(?: the)?) (?:\w+ )?(?:commits?|prs?|pull requests?|branch(?:es)?|todos?) "
+    r"I (?:make|open|write|push|raise|send|create|author|tag|leave)\b|"
+    # ... or qualified as theirs: "for me, secrets are never in .env files" (not "do this for me")
+    r"\bfor me\b[,:]?\s+(?:\w+ ){1,3}(?:is|are|always|never|goes|go|lives?|comes?)\b",
+    re.IGNORECASE,
+)
+# A preference about the team's or this repository's ways ("I'd much rather we stopped growing
+# the Fixtures modules") belongs to the project, whoever voices it.
+OUR_WAYS = re.compile(
+    r"\b(?:we|us|our|here|this (?:repo|repository|codebase|project|team|app|service))\b", re.IGNORECASE
+)
+# A scope wider than this task ("in every repo", "for anything you write"), whatever the sentence's form.
+WIDER_SCOPE = re.compile(PROJECTS_SCOPE + r"|\bfor any(?:thing)?\b[^.!?\n]{0,40}\b(?:you|we|I)\b", re.IGNORECASE)
+
+
+def holds_everywhere(text: str) -> bool:
+    """Whether `text` states something for all the user's work (see the module docstring)."""
+    return bool(
+        WIDER_SCOPE.search(text) or PERSONAL_SCOPE.search(text) or GIT_HABIT.search(text) or personal_preference(text)
+    )
+
+
+def personal_preference(prompt: str) -> bool:
+    """A preference the user voices for themself, not one about what we do here (`OUR_WAYS` in the
+    rest of its sentence)."""
+    for m in PREFERENCE.finditer(prompt):
+        rest = re.split(r"[.!?\n]", prompt[m.end() :], maxsplit=1)[0]
+        if not OUR_WAYS.search(rest):
+            return True
+    return False
