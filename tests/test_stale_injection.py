@@ -48,6 +48,12 @@ NEW_CI_BOX = (
             "We sold the Hetzner box. Staging is on fly.io as acme-stg.fly.dev, deploy with `make stage`.",
             0.6,
         ),
+        # the subject changed how it does something, the old way never named again
+        (
+            "The nightly export comes from Acme over SFTP, sftp.acme.io:/out, with the key ~/.ssh/acme.",
+            "Acme have switched to uploading the export into our Wasabi bucket instead, under exports/acme/.",
+            0.45,
+        ),
     ],
 )
 def test_a_changed_value_outdates_the_older_memory(old, new, similarity):
@@ -81,6 +87,12 @@ def test_a_changed_value_outdates_the_older_memory(old, new, similarity):
             "Hanna signs off the wording of every release; write to hanna@acme.io.",
             "Push to staging so Hanna sees the badge, then check the decommissioned demo site at demo.acme.dev.",
             0.5,
+        ),
+        # the subject changed something, but no name of the older memory's kind went out
+        (
+            "Acme sends the nightly export at 02:00 UTC; Dana there is the contact.",
+            "Acme have switched to uploading the export at 03:00 instead.",
+            0.45,
         ),
         # a retirement sentence about something else than the name the two share
         (

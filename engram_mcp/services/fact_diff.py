@@ -367,6 +367,9 @@ DISPLACING_WORDS = frozenset(
         "moved",
     }
 )
+#: Change words that say the subject before them changed how it works ("X moved to Y", "X switched
+#: to Y instead"); "now" only adds a fact ("src/routes.ts now uses createRouter").
+SUBJECT_CHANGE_WORDS = frozenset({"moved", "switched", "migrated", "instead"})
 _DISPLACE_WINDOW = 3  # words from a change word to the value it displaces
 # A thing named as gone from use: handed back, decommissioned, sold, dead. What replaced it is
 # usually stated in another sentence ("My Mac mini has gone back to IT. The Mac Studio is gannet
@@ -512,6 +515,19 @@ def _retired_names(sentence: str) -> list[str]:
     return out
 
 
+def _subject_changed(words: list[str], at: int) -> bool:
+    """Whether the change word at `at` says its subject changed how it works: "instead", or a move
+    ("moved to", "switched over to", "migrated off"); "switched on" turns a setting on."""
+    word = words[at]
+    if word == "instead":
+        return True
+    follow = words[at + 1 : at + 3]
+    return word in SUBJECT_CHANGE_WORDS and bool(follow) and (follow[0] in _MOVE_PREPOSITIONS or follow[:1] == ["over"])
+
+
+_MOVE_PREPOSITIONS = frozenset({"to", "from", "off", "away", "onto", "over"})
+
+
 def _displacing(
     old: str, new: str, a: dict[str, str], b: dict[str, str], old_only: dict[str, str], new_only: dict[str, str]
 ) -> dict[str, str]:
@@ -530,6 +546,19 @@ def _displacing(
         changes = [i for i, w in enumerate(words) if w in DISPLACING_WORDS]
         if not changes:
             continue
+        # the subject changed how it does something ("Pennant have moved to pushing results into
+        # our MinIO instead"): a shared name before a strong change word, a new name of a kind
+        # `old` loses after it; what `old` said of the subject is outdated, not the subject
+        if _subject_changed(words, changes[0]):
+            after = {new_only[w] for w in words[changes[0] + 1 :] if w in new_only}
+            for w in words[: changes[0]]:
+                if (
+                    a.get(w) == NAME
+                    and len(w) >= _MIN_RARE_WORD_CHARS
+                    and NAME in after
+                    and NAME in set(old_only.values())
+                ):
+                    found.setdefault(w, " ".join(sentence.split()))
         # the old value right after the change word ("instead of Doppler", "replaced Lucia",
         # "moved from Colima"): the subject of "X now uses Y" is no displaced value
         out = [w for i, w in enumerate(words) if w in shared and any(0 < i - c <= _DISPLACE_WINDOW for c in changes)]
