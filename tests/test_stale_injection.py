@@ -48,6 +48,13 @@ NEW_CI_BOX = (
             "We sold the Hetzner box. Staging is on fly.io as acme-stg.fly.dev, deploy with `make stage`.",
             0.6,
         ),
+        # the old way taken away ("took the GPG keys off the build boxes"), the new one beside it
+        (
+            "Releases are signed with the GPG key on the build box ci-7.corp; see keys/README.",
+            "The release pipeline signs with Sigstore now, through the cosign step in release.yml. Ops took "
+            "the GPG keys off the build boxes last week, so the old way will not work any more.",
+            0.5,
+        ),
         # the subject changed how it does something, the old way never named again
         (
             "The nightly export comes from Acme over SFTP, sftp.acme.io:/out, with the key ~/.ssh/acme.",

@@ -376,8 +376,12 @@ _DISPLACE_WINDOW = 3  # words from a change word to the value it displaces
 # now"), and the older memory's own values (the old host's name) are never named again.
 _RETIRED_RE = re.compile(
     r"\b(?:gone|went|given|gave|handed|sent|taken|took) (?:[\w-]+ ){0,3}?back\b|\breturned (?:to|it|them)\b|\bdecommissioned\b|"
-    r"\bretired\b|\bscrapped\b|\bsold\b|\bdied\b|\bis dead\b|\bshut down\b|\bwiped\b|"
-    r"\bleft the (?:company|team|org|organi[sz]ation)\b|\bno longer (?:have|has|own|owns)\b",
+    r"\bretired\b|\bscrapped\b|\bsold\b|\bdied\b|\bshut down\b|\bwiped\b|"
+    r"\bleft the (?:company|team|org|organi[sz]ation)\b|\bno longer (?:have|has|own|owns|works?)\b|"
+    # taken away from where it was used, or dead: "took the Nomad tokens off our laptops", "the op
+    # wrapper is dead", "the old way won't work any more"
+    r"\b(?:took|taken|takes) (?:[\w-]+ ){0,3}?(?:off|away)\b|\b(?:is|are) dead\b|"
+    r"\b(?:won't|will not|doesn't|does not) work (?:any ?more|anyway)\b",
     re.IGNORECASE,
 )
 _ATTRIBUTIVE_WORDS = frozenset({"the", "a", "an", "our", "my", "your", "their", "this", "that", "its", "his", "her"})
