@@ -393,3 +393,18 @@ def test_how_the_user_writes_commit_messages_or_force_pushes_holds_in_every_proj
     assert stop_trigger.stop_signals(
         {"prompt": "I don't want business rules inside the React components.", "answer": "Moved."}
     )
+
+
+def test_one_way_over_another_with_its_reason_is_a_rule():
+    """ "X, not Y: why" gives a reason that outlives the order; the same contrast without a reason,
+    or a reason for this task only, is the task."""
+    for prompt in (
+        "Merge it with a merge commit, not a squash: the release script counts merge commits.",
+        "Name the files in kebab-case please, no camelCase; the static host is case-sensitive.",
+    ):
+        assert stop_trigger.stop_signals({"prompt": prompt, "answer": "Done."}), prompt
+    for prompt in (
+        "Use the blue button, not the grey one.",
+        "Deploy to staging, not prod.",
+    ):
+        assert not stop_trigger.stop_signals({"prompt": prompt, "answer": "Done."}), prompt

@@ -81,6 +81,14 @@ CONVENTION = re.compile(
 )
 
 
+# One way over another, with the reason after it ("With --force-with-lease, not a bare --force:
+# the handheld devs push fixups onto my branches"; "one sentence per line please, no hard wrapping;
+# it keeps the diffs small"): a reason is given for what holds beyond this one order.
+REASONED_CONTRAST = re.compile(
+    r"(?:,|\bplease,?)\s+(?:not|no|never)\s+(?:a |an |the )?[^.;:!?\n]{1,40}?[:;]\s+"
+    r"(?:it|that|the|a|an|they|we|our|my|[a-z]+s)\b[^.!?\n]{10,}",
+    re.IGNORECASE,
+)
 # What the user does not want done ("I don't want real logic inside @task functions"): a rule, about
 # this code as often as about the user's ways, so no sign of a scope (unlike PREFERENCE).
 UNWANTED = re.compile(r"\bI (?:don't|do not|never) want\b", re.IGNORECASE)
@@ -570,6 +578,7 @@ def stop_signals(facts: dict[str, Any]) -> list[str]:
         or CONVENTION.search(prompt)
         or PREFERENCE.search(prompt)
         or UNWANTED.search(prompt)
+        or REASONED_CONTRAST.search(prompt)
         or stated_rule(prompt)
     ):
         signals.append("rule")
