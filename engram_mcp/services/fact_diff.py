@@ -29,6 +29,7 @@ import difflib
 import functools
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -498,7 +499,7 @@ def retires(text: str) -> bool:
     return any(True for _ in _retirements(text))
 
 
-def _retirements(text: str) -> Any:
+def _retirements(text: str) -> Iterator[tuple[int, int]]:
     """The spans of `text` saying something went out of use, as a predicate ("the box was sold",
     "we handed it back"); an attribute names a thing, not a change ("the decommissioned site")."""
     for m in _RETIRED_RE.finditer(text):
@@ -525,8 +526,7 @@ def _subject_changed(words: list[str], at: int) -> bool:
     word = words[at]
     if word == "instead":
         return True
-    follow = words[at + 1 : at + 3]
-    return word in SUBJECT_CHANGE_WORDS and bool(follow) and (follow[0] in _MOVE_PREPOSITIONS or follow[:1] == ["over"])
+    return word in SUBJECT_CHANGE_WORDS and at + 1 < len(words) and words[at + 1] in _MOVE_PREPOSITIONS
 
 
 _MOVE_PREPOSITIONS = frozenset({"to", "from", "off", "away", "onto", "over"})
@@ -551,8 +551,8 @@ def _displacing(
         if not changes:
             continue
         # the subject changed how it does something ("Pennant have moved to pushing results into
-        # our MinIO instead"): a shared name before a strong change word, a new name of a kind
-        # `old` loses after it; what `old` said of the subject is outdated, not the subject
+        # our MinIO instead"): a name of `old` before a strong change word, a new name after it
+        # while `old` loses one; what `old` said of the subject is outdated, not the subject
         if _subject_changed(words, changes[0]):
             after = {new_only[w] for w in words[changes[0] + 1 :] if w in new_only}
             for w in words[: changes[0]]:
