@@ -408,3 +408,13 @@ def test_one_way_over_another_with_its_reason_is_a_rule():
         "Deploy to staging, not prod.",
     ):
         assert not stop_trigger.stop_signals({"prompt": prompt, "answer": "Done."}), prompt
+
+
+def test_never_or_always_before_a_past_tense_reports_what_happened():
+    assert not stop_trigger.stop_signals(
+        {"prompt": "The export 404s on staging. We never saw that locally; look into it.", "answer": "ok"}
+    )
+    assert not stop_trigger.stop_signals(
+        {"prompt": "It always worked before the upgrade. Find out what changed.", "answer": "ok"}
+    )
+    assert stop_trigger.stop_signals({"prompt": "We never deploy on Fridays. Queue it for Monday.", "answer": "ok"})

@@ -124,6 +124,13 @@ GENERALISING = re.compile(
     r"\b(?:nothing|nobody|no one|everything|everyone)\b[^.!?\n]{0,60}\b(?:is|are) (?:allowed|supposed|required)\b",
     re.IGNORECASE,
 )
+# "never" or "always" between a subject and a past tense reports what happened ("We never saw that
+# locally"), not a rule; "never copied into files" after a verb is a passive rule.
+PAST_OBSERVATION = re.compile(
+    r"\b(?:we|i|it|they|he|she|you|that|this)\s+(?:never|always)\s+"
+    r"(?:\w+ed|saw|had|got|came|went|did|was|were|knew|thought|found|heard|made|ran|broke|took)\b",
+    re.IGNORECASE,
+)
 # ... or that places something durable: a present-tense state with a concrete identifier (a command,
 # a URL, an IP, host:port, a path): where a service lives, how a thing is run.
 STATE_VERB = re.compile(
@@ -174,7 +181,8 @@ def stated_rule(prompt: str) -> bool:
     if any(RULE_LABEL.match(p) for p in whole):
         return True
     return any(
-        WIDER_SCOPE.search(s) or ((_declares(s) or INDEFINITE_START.match(s)) and GENERALISING.search(s))
+        WIDER_SCOPE.search(s)
+        or ((_declares(s) or INDEFINITE_START.match(s)) and GENERALISING.search(PAST_OBSERVATION.sub("", s)))
         for s in sentences(prompt)
     )
 
