@@ -234,14 +234,16 @@ def stated_fact(prompt: str) -> bool:
             return True
         if ROLE.search(s) and PERSON.search(s):
             return True
-        states = declarative(s) and not INDIRECT_QUESTION.search(s)
+        if INDIRECT_QUESTION.search(s):
+            continue
         # a state introduced by a colon, its particulars after it ("Staging runs on Nomad: build with
         # ./gradlew :api:jib, then ..."; "you go through the bastion: ssh -L 15432:db:5432 gate")
-        if states and s.endswith(":") and STATE_VERB.search(s) and i + 1 < len(said) and IDENTIFIER.search(said[i + 1]):
+        lead_in = s.endswith(":") and i + 1 < len(said) and IDENTIFIER.search(said[i + 1])
+        if lead_in and declarative(s) and STATE_VERB.search(s):
             return True
         # where something lives or runs, as changed ("Deploys go through Woodpecker now", "Pennant
         # have moved to pushing results into our MinIO")
-        if CHANGED_STATE.match(s) and not INDIRECT_QUESTION.search(s):
+        if CHANGED_STATE.match(s):
             return True
     return False
 

@@ -496,7 +496,7 @@ def _names_displaced(old: str, new: str) -> dict[str, str]:
 def retires(text: str) -> bool:
     """Whether `text` says something went out of use (handed back, decommissioned, sold): a change
     even with no change word, whose replacement is often named in the next sentence."""
-    return any(True for _ in _retirements(text))
+    return next(_retirements(text), None) is not None
 
 
 def _retirements(text: str) -> Iterator[tuple[int, int]]:
@@ -510,9 +510,12 @@ def _retirements(text: str) -> Iterator[tuple[int, int]]:
 
 def _retired_names(sentence: str) -> list[str]:
     """The words (lowercased tokens) within _RETIRED_WINDOW_WORDS of a retirement in `sentence`."""
+    spans = list(_retirements(sentence))
+    if not spans:  # most sentences: no tokenising
+        return []
     tokens = list(_TOKEN_RE.finditer(sentence))
     out: list[str] = []
-    for start, end in _retirements(sentence):
+    for start, end in spans:
         before = [t for t in tokens if t.end() <= start][-_RETIRED_WINDOW_WORDS:]
         inside = [t for t in tokens if start <= t.start() < end]
         after = [t for t in tokens if t.start() >= end][:_RETIRED_WINDOW_WORDS]

@@ -702,10 +702,11 @@ def states_replacement(old: str, new: str) -> bool:
     somewhere else replaces nothing."""
     old_words = {w.lower() for w in _WORD.findall(old)}
     a = fact_tokens(old)
+    old_retires = retires(old)
     sentences = [x for x in _SENTENCES.split(new) if x.strip()]
     for i, sentence in enumerate(sentences):
         words = {w.lower() for w in _WORD.findall(sentence)}
-        if not ((words - old_words) & CHANGE_WORDS or (retires(sentence) and not retires(old))):
+        if not ((words - old_words) & CHANGE_WORDS or (not old_retires and retires(sentence))):
             continue
         window = fact_tokens(" ".join(sentences[max(0, i - 1) : i + 2]))
         fresh_kinds = {kind for token, kind in window.items() if token not in a}
