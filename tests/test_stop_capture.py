@@ -223,6 +223,24 @@ def test_a_rule_about_the_work_the_user_does_or_for_them_holds_in_every_project_
         assert not stop_trigger.for_every_project(prompt), prompt
 
 
+def test_how_claude_replies_to_the_user_and_how_their_prose_is_laid_out_hold_in_every_project():
+    """A rule about Claude's replies to the user, or the layout of the user's prose, goes with the
+    user; the same layout said to be this team's stays with the project."""
+    for prompt in (
+        "Rename it. And don't paste whole files back at me: a diff stat and the hunks that matter.",
+        "Keep your summaries to three lines, I skim them between meetings.",
+        "Write the README section. Markdown with one sentence per line please, no hard wrapping.",
+        "Prose gets one sentence per line, so a diff shows the sentence that changed.",
+    ):
+        assert stop_trigger.for_every_project(prompt), prompt
+    for prompt in (
+        "Show me the first ten rows.",  # this task's output
+        "Our Markdown docs wrap at 100 columns, the linter enforces it.",  # the team's layout
+        "In this repo the changelog is Markdown with one entry per line.",
+    ):
+        assert not stop_trigger.for_every_project(prompt), prompt
+
+
 def test_the_nudged_stand_in_follows_the_scope_the_note_names():
     from bench.month import standin
 

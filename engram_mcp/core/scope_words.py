@@ -45,6 +45,14 @@ PERSONAL_SCOPE = re.compile(
     r"\bfor me\b[,:]?\s+(?:\w+ ){1,3}(?:is|are|always|never|goes|go|lives?|comes?)\b",
     re.IGNORECASE,
 )
+# How the user wants Claude to reply to them, whichever repository the reply is about ("don't paste
+# whole files back at me", "keep your summaries short").
+TO_ME = re.compile(r"\bback (?:at|to) me\b|\byour (?:answers|replies|summaries|explanations)\b", re.IGNORECASE)
+# How the user's prose is laid out: a habit of their writing, like their commit messages ("Markdown
+# with one sentence per line please, no hard wrapping"), unless the sentence says it is this team's.
+PROSE_LAYOUT = re.compile(
+    r"\b(?:markdown|prose)\b[^.!?\n]{0,80}\b(?:per line|wrap(?:s|ped|ping)?|line breaks?)\b", re.IGNORECASE
+)
 # A preference about the team's or this repository's ways ("I'd much rather we stopped growing
 # the Fixtures modules") belongs to the project, whoever voices it.
 OUR_WAYS = re.compile(
@@ -57,7 +65,19 @@ WIDER_SCOPE = re.compile(PROJECTS_SCOPE + r"|\bfor any(?:thing)?\b[^.!?\n]{0,40}
 def holds_everywhere(text: str) -> bool:
     """Whether `text` states something for all the user's work (see the module docstring)."""
     return bool(
-        WIDER_SCOPE.search(text) or PERSONAL_SCOPE.search(text) or GIT_HABIT.search(text) or personal_preference(text)
+        WIDER_SCOPE.search(text)
+        or PERSONAL_SCOPE.search(text)
+        or GIT_HABIT.search(text)
+        or TO_ME.search(text)
+        or personal_preference(text)
+        or prose_habit(text)
+    )
+
+
+def prose_habit(text: str) -> bool:
+    """A layout rule for the user's prose, in a sentence that does not make it this team's (`OUR_WAYS`)."""
+    return any(
+        not OUR_WAYS.search(sentence) for sentence in re.split(r"(?<=[.!?])\s+", text) if PROSE_LAYOUT.search(sentence)
     )
 
 
