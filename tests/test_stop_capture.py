@@ -30,6 +30,7 @@ WORLD = Path(__file__).resolve().parents[2] / "shared" / "bench" / "coding-month
         "Done. In this repo I'll always run the formatter before committing.",
         "Root cause found; the renderer now uses it, and PDF exports should only ever go through render_pdf().",
         "The job read local time as UTC. From now on every timestamp a user enters goes through to_utc() first.",
+        "Backfill done. Any new bulk `to_sql` needs the same chunksize.",  # code under a quantifier: a class
     ],
 )
 def test_an_answer_that_states_a_lesson_is_a_signal(answer):
@@ -47,6 +48,7 @@ def test_an_answer_that_states_a_lesson_is_a_signal(answer):
         "Until then the old rows have to come from the archive table.",  # not a subject first
         "The service can't reach the database from CI.",  # a state, no norm
         "I'll push it once CI is green.",  # a promise for this task
+        "`parse_row()` should return None for the header, so I changed it.",  # this code, no quantifier
         "The next step is the migration; from the logs it looks like the old worker is still running.",
     ],
 )

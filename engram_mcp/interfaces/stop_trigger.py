@@ -319,10 +319,12 @@ def _lesson_clause(clause: str) -> bool:
         return False
     subject = clause[: norm.start()].strip()
     words = subject.split()
-    if not words or len(words) > MAX_SUBJECT_WORDS or any(c in subject for c in ",\"'`("):
+    if not words or len(words) > MAX_SUBJECT_WORDS or any(c in subject for c in ",\"'("):
         return False
-    if GENERIC_START.match(subject):
+    if GENERIC_START.match(subject):  # "Any new bulk `to_sql` needs ...": a quantifier makes code a class
         return True
+    if "`" in subject:  # "`parse()` should return ...": code without a quantifier is this code
+        return False
     if (
         norm.group(0).lower() in INABILITY
         or SPECIFIC_START.match(subject)
