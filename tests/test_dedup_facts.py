@@ -265,7 +265,7 @@ def test_engram_store_says_what_dedup_did():
 
 
 def test_the_pronoun_i_is_no_name():
-    """"I" is capitalised inside a sentence, but names nobody: counted as a name, every two
+    """ "I" is capitalised inside a sentence, but names nobody: counted as a name, every two
     first-person texts shared a value, and `about_same` read a memory that merely mentions an
     old tool as being about it."""
     from engram_mcp.services import fact_diff
@@ -273,3 +273,22 @@ def test_the_pronoun_i_is_no_name():
     assert "i" not in fact_diff.fact_tokens("Tests pass, but I want the integration suite too.")
     assert fact_diff.fact_tokens("Ask Priya, then I merge.") == {"priya": "name"}
     assert not fact_diff.about_same("I run gwsim in CI.", "I moved to OrbStack, as I said.")
+
+
+def test_a_thing_switched_off_or_dropped_for_another_is_retired_and_outdates_what_named_it():
+    """A retirement needs no change word: "puffin was switched off", "we're dropping CBOR for
+    protobuf" outdate the memories that named puffin and CBOR, even below the close band. An order
+    ("drop the index") or an attribute ("the switched-off box") retires nothing."""
+    from engram_mcp.services import fact_diff
+
+    assert fact_diff.retires("Heads up: puffin was switched off this morning.")
+    assert fact_diff.retires("We're dropping CBOR for protobuf with prost.")
+    assert not fact_diff.retires("Drop the index on orders and rebuild it.")
+    assert not fact_diff.retires("Copy the logs off the switched off box.")
+    old = "Station hosts are not reachable directly; go through the SSH bastion puffin (ssh -J puffin <host>)."
+    new = "Puffin was switched off this morning. Hosts are on Tailscale now, <name>.tail-skerry.ts.net, plain ssh."
+    assert fact_diff.outdates(old, new, 0.5)
+    old = "The uplink crate encodes payloads as CBOR with ciborium, one map per batch."
+    new = "Decision from the protocol meeting: we are dropping CBOR for protobuf with prost, schema in proto/uplink.proto."
+    assert fact_diff.outdates(old, new, 0.5)
+    assert not fact_diff.outdates(old, "We are dropping the nightly export job; nobody reads it.", 0.5)

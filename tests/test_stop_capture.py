@@ -56,6 +56,27 @@ def test_an_answer_that_reports_the_task_is_not(answer):
     assert stop_trigger.lesson_sentences(answer) == []
 
 
+def test_how_a_kind_of_thing_is_done_here_is_a_stated_fact_and_an_event_is_not():
+    """A bare plural, a verb of habit and a concrete identifier: a convention stated as how things
+    are. Settings with their value, relative paths, names built to a pattern and files of a code
+    or config kind are identifiers; "now" before the verb says where a thing lives now."""
+    for prompt in (
+        "Add the chart. Charts go through assets/js/hooks/chart.js, the one ECharts hook.",
+        "Run them. Hardware tests run with BUOY_HIL=1 against the bench unit.",
+        "Adding a staging broker. Names follow skr-<env>-<role>-<n>, so this one is skr-staging-mqtt-1.",
+        "Niamh finished the migration: EMQX now lives on skua, skr-prod-mqtt-2.",
+        "Run a plan. State's in the tfstate bucket under envs/staging.",
+    ):
+        assert stop_trigger.stated_fact(prompt), prompt
+    for prompt in (
+        "Tests fail on main since this morning, under src/api.",  # an event, not a habit
+        "The tests use too much memory.",  # a determiner, no identifier
+        "Back on SKP-218. Add the api_tokens table.",
+        "Fix it and/or revert it.",
+    ):
+        assert not stop_trigger.stated_fact(prompt), prompt
+
+
 def test_versions_and_ports_are_identifiers_in_a_stated_fact_but_a_question_is_not():
     assert stop_trigger.stated_fact("From 2.3 the admin API listens on 7443. Make that the default.")
     assert stop_trigger.stated_fact("The advisory is out, so the minimum supported agent goes up to 5.1.2 today.")

@@ -139,7 +139,13 @@ STATE_VERB = re.compile(
 IDENTIFIER = re.compile(
     r"`[^`]+`|https?://\S+|\b\d{1,3}(?:\.\d{1,3}){3}\b|\b[\w.-]+:\d{2,5}\b|(?:~|\.)?/[\w.-]+/[\w./-]+|\bport \d{2,5}\b|"
     r"\bv?\d+\.\d+\.\d+\b|\bon \d{4,5}\b|"  # a full version ("4.6.0"), a port ("listens on 9443")
-    r"\b[\w-]+(?:\.[\w-]+)*\.(?:local|lan|internal|intern|corp)\b|~/[\w.-]+"  # a private host name, a home path
+    r"\b[\w-]+(?:\.[\w-]+)*\.(?:local|lan|internal|intern|corp)\b|~/[\w.-]+|"  # a private host name, a home path
+    # a setting given its value ("BUOY_HIL=1"), a file of a kind code and config come in ("chart.js",
+    # "tidewatch.service", "Cargo.toml")
+    r"\b[A-Z][A-Z0-9_]{2,}=\S+|\b[\w-]+\.(?:service|timer|js|ts|py|rs|ex|exs|toml|ya?ml|json|sh|conf|tf|kt|go|sql)\b|"
+    # a relative path ("envs/prod", "skerry/orcid-sandbox"; not "and/or"), a name built to a pattern
+    # ("skr-prod-mqtt-2", "skr-<env>-<role>-<n>": parts joined by hyphens, a number or a placeholder)
+    r"\b(?!and/or\b)[a-z][\w.-]*/[\w.-]*\w|\b[a-z][a-z0-9]*(?:-[a-z0-9]+)*-(?:\d+|<\w+>)(?:-[\w<>]+)*"
 )
 INDIRECT_QUESTION = re.compile(r"\b(?:whether|if)\b", re.IGNORECASE)  # "he asks whether 4.5.2 is OK": a question
 # Who does what: a person (a name or he/she/they) with a lasting role.
@@ -224,7 +230,7 @@ def for_every_project(prompt: str, answer: str = "") -> bool:
 def stated_fact(prompt: str) -> bool:
     """A statement of lasting state: where something is or how it runs (declarative, present tense,
     a concrete identifier), or who owns or reviews what."""
-    said = sentences(prompt)
+    said = sentences(IS_CONTRACTED.sub(r"\1 is \2", prompt))
     for i, s in enumerate(said):
         clauses = CLAUSE_BREAK.split(s)  # "X has the flaw, so the minimum goes up to 4.6.0"
         if any(
@@ -245,7 +251,24 @@ def stated_fact(prompt: str) -> bool:
         # have moved to pushing results into our MinIO")
         if CHANGED_STATE.match(s):
             return True
+        if any(
+            KIND_STATE.match(CONJUNCTION.sub("", c, count=1)) and IDENTIFIER.search(c) for c in CLAUSE_SPLIT.split(s)
+        ):
+            return True
     return False
+
+
+#: "State's in the bucket", "The controller's back on my desk": a noun's "is" before where it is.
+IS_CONTRACTED = re.compile(r"\b([A-Za-z]\w*)'s (in|on|at|under|behind|back|now)\b")
+#: How a kind of thing is done here, its bare plural first, then a verb of habit and a concrete
+#: identifier in the clause ("Charts go through assets/js/hooks/chart.js", "Library crates use
+#: `thiserror`", "Hardware tests run with BUOY_HIL=1"): a convention stated as how things are. A
+#: determiner makes it a particular ("The tests use ..." of this change), and so does a verb of
+#: events ("Tests fail on main").
+KIND_STATE = re.compile(
+    r"^(?:[A-Za-z][\w-]* ){0,3}[A-Za-z][\w-]*[^s\W']s (?:use|go|live|follow|belong|come|run|sit|stay|need)\b"
+)
+CLAUSE_SPLIT = re.compile(r";\s+|,\s+(?:and|so|but)\s+")
 
 
 #: Where something lives or how it runs, said as changed, its subject first (one to three words:
@@ -255,7 +278,9 @@ CHANGED_STATE = re.compile(
     r"^(?:[\w'-]+ ){1,3}(?:"
     r"(?:go|goes|run|runs|live|lives|come|comes|sit|sits|land|lands|is|are) (?:out |up |back )?(?:through|on|in|from|via|under|at)\b"
     r"[^.!?;:\n]{1,60}\bnow\b|"
-    r"(?:have |has )?(?:moved|switched|migrated) (?:over )?(?:to|off|from)\b)",
+    r"(?:have |has )?(?:moved|switched|migrated) (?:over )?(?:to|off|from)\b|"
+    # ... "now" before the verb ("EMQX now lives on skua")
+    r"now (?:lives?|runs?|sits?|goes|go|comes?|is|are) (?:on|in|at|through|from|under|via)\b)",
     re.IGNORECASE,
 )
 

@@ -73,6 +73,13 @@ _CHANGE_WORDS = frozenset(
         "upgraded",
         "downgraded",
         "bumped",
+        # a limit or rate moved ("raising the download cap to 92 days")
+        "raised",
+        "raising",
+        "lowered",
+        "lowering",
+        "increased",
+        "reduced",
         "updated",
         "retired",
         "deprecated",
@@ -382,6 +389,8 @@ _RETIRED_RE = re.compile(
     # taken away from where it was used, or dead: "took the Nomad tokens off our laptops", "the op
     # wrapper is dead", "the old way won't work any more"
     r"\b(?:took|taken|takes) (?:[\w-]+ ){0,3}?(?:off|away)\b|\b(?:is|are) dead\b|"
+    # turned off, or given up for another ("puffin was switched off", "we're dropping CBOR for protobuf")
+    r"\b(?:switched|turned|powered|shut) (?:off|down)\b|\b(?:dropp(?:ed|ing)|ditch(?:ed|ing)|phas(?:ed|ing) out)\b|"
     r"\b(?:won't|will not|doesn't|does not) work (?:any ?more|anyway)\b",
     re.IGNORECASE,
 )
