@@ -77,6 +77,23 @@ def test_how_a_kind_of_thing_is_done_here_is_a_stated_fact_and_an_event_is_not()
         assert not stop_trigger.stated_fact(prompt), prompt
 
 
+def test_a_habit_in_the_negative_how_something_works_and_a_step_tied_to_a_kind_of_event_are_rules():
+    for prompt in (
+        "We don't do workspaces: prod and staging are separate root modules. Delete that one.",
+        "Add the entries. I don't do separate changelog PRs.",
+        "Back on the ticket. Remember how login works here: ORCID through the OIDC strategy.",
+        "I bumped two deps. After a dependency bump you have to wipe priv/plts and rebuild the PLT.",
+        "Use ripgrep, not grep -r: I've got rg everywhere and grep wades through target/.",
+    ):
+        assert "rule" in stop_trigger.stop_signals({"prompt": prompt, "answer": "Done.", "events": []}), prompt
+    for prompt in (
+        "Do you remember how we fixed the cache last time?",  # a question
+        "After the deploy, you have to check the logs for me.",  # this deploy, not a kind of event
+        "I don't know why it fails. Look at the log.",
+    ):
+        assert "rule" not in stop_trigger.stop_signals({"prompt": prompt, "answer": "Done.", "events": []}), prompt
+
+
 def test_versions_and_ports_are_identifiers_in_a_stated_fact_but_a_question_is_not():
     assert stop_trigger.stated_fact("From 2.3 the admin API listens on 7443. Make that the default.")
     assert stop_trigger.stated_fact("The advisory is out, so the minimum supported agent goes up to 5.1.2 today.")

@@ -86,12 +86,24 @@ CONVENTION = re.compile(
 # it keeps the diffs small"): a reason is given for what holds beyond this one order.
 REASONED_CONTRAST = re.compile(
     r"(?:,|\bplease,?)\s+(?:not|no|never)\s+(?:a |an |the )?[^.;:!?\n]{1,40}?[:;]\s+"
-    r"(?:it|that|the|a|an|they|we|our|my|[a-z]+s)\b[^.!?\n]{10,}",
+    r"(?:it|that|the|a|an|they|we|our|my|i|i've|i'm|there|[a-z]+s)(?![\w'])[^.!?\n]{10,}",
     re.IGNORECASE,
 )
 # What the user does not want done ("I don't want real logic inside @task functions"): a rule, about
 # this code as often as about the user's ways, so no sign of a scope (unlike PREFERENCE).
 UNWANTED = re.compile(r"\bI (?:don't|do not|never) want\b", re.IGNORECASE)
+# ... or what is not done at all, a habit said in the negative ("We don't do workspaces", "I don't
+# do separate changelog PRs", "we never merge on a Friday").
+NOT_DONE = re.compile(r"\b(?:I|we) (?:don't|do not|never) (?:do|allow|accept|ship|merge)\b", re.IGNORECASE)
+# How something works, handed over to be kept ("Remember how login works here: ORCID through ...").
+REMEMBER_HOW = re.compile(r"^(?:\w+,?\s+)?(?:remember|note|know) (?:how|where|who|which)\b", re.IGNORECASE)
+# A step tied to a kind of event, said to anyone ("After a dependency bump you have to wipe
+# priv/plts"): a procedure; "you have to" alone is this task's order.
+EVENT_PROCEDURE = re.compile(
+    r"^(?:after|before|when|whenever|once|each time) (?:a|an|any|every|each) [^,.;:]{1,50}?,? "
+    r"you (?:have to|need to|must|should|'ve got to)\b",
+    re.IGNORECASE,
+)
 
 
 # -- statements of lasting state, read from the sentence's shape (not from cue phrases) --------------
@@ -142,7 +154,7 @@ IDENTIFIER = re.compile(
     r"\b[\w-]+(?:\.[\w-]+)*\.(?:local|lan|internal|intern|corp)\b|~/[\w.-]+|"  # a private host name, a home path
     # a setting given its value ("BUOY_HIL=1"), a file of a kind code and config come in ("chart.js",
     # "tidewatch.service", "Cargo.toml")
-    r"\b[A-Z][A-Z0-9_]{2,}=\S+|\b[\w-]+\.(?:service|timer|js|ts|py|rs|ex|exs|toml|ya?ml|json|sh|conf|tf|kt|go|sql)\b|"
+    r"\b[A-Z][A-Z0-9_]{2,}=\S+|\b[\w-]+\.(?:service|timer|js|ts|py|rs|ex|exs|toml|ya?ml|json|sh|conf|tf|kt|go|sql|md)\b|"
     # a relative path ("envs/prod", "skerry/orcid-sandbox"; not "and/or"), a name built to a pattern
     # ("skr-prod-mqtt-2", "skr-<env>-<role>-<n>": parts joined by hyphens, a number or a placeholder)
     r"\b(?!and/or\b)[a-z][\w.-]*/[\w.-]*\w|\b[a-z][a-z0-9]*(?:-[a-z0-9]+)*-(?:\d+|<\w+>)(?:-[\w<>]+)*"
@@ -189,6 +201,9 @@ def stated_rule(prompt: str) -> bool:
     return any(
         WIDER_SCOPE.search(s)
         or ((_declares(s) or INDEFINITE_START.match(s)) and GENERALISING.search(PAST_OBSERVATION.sub("", s)))
+        or NOT_DONE.search(s)
+        or REMEMBER_HOW.match(s)
+        or EVENT_PROCEDURE.match(s)
         for s in sentences(prompt)
     )
 
