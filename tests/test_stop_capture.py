@@ -281,6 +281,26 @@ def test_how_claude_replies_to_the_user_and_how_their_prose_is_laid_out_hold_in_
         assert not stop_trigger.for_every_project(prompt), prompt
 
 
+def test_anywhere_a_personal_store_of_secrets_and_the_users_own_habits_hold_in_every_project():
+    for prompt in (
+        "Use ripgrep, not grep -r: I've got rg and fd everywhere.",
+        "Timestamps anywhere I have a say are UTC with the Z.",
+        "The client secret is in my password store: pass show lab/orcid.",
+        "Add the changelog entries. I don't do separate changelog PRs.",
+    ):
+        assert stop_trigger.for_every_project(prompt), prompt
+    for prompt in (
+        "We don't do workspaces: prod and staging are separate root modules.",  # the team's
+        "I don't do deploys in this repo, Niamh does.",  # this repository
+        "The secret is in the team vault under ci/deploy.",
+    ):
+        assert not stop_trigger.for_every_project(prompt), prompt
+    # "everywhere" decides the scope of what a turn teaches; on its own it teaches nothing
+    assert not stop_trigger.stop_signals(
+        {"prompt": "The logs are everywhere, clean them up.", "answer": "Done.", "events": []}
+    )
+
+
 def test_the_nudged_stand_in_follows_the_scope_the_note_names():
     from bench.month import standin
 

@@ -37,7 +37,8 @@ ACROSS_PROJECTS = re.compile(PROJECTS_SCOPE, re.IGNORECASE)
 # requests (plural: a habit, not "my PR" of this task), their machines and their setup.
 PERSONAL_SCOPE = re.compile(
     r"\bmy (?:\w+ ){0,2}(?:commits|commit messages|prs|pull requests|branches|todos|laptops?|machines?|macs?|"
-    r"macbook|workstation|(?:build )?box(?:es)?|setup|dotfiles|shell|editor)\b|"
+    r"macbook|workstation|(?:build )?box(?:es)?|setup|dotfiles|shell|editor|password (?:store|manager)|keyring|"
+    r"keychain)\b|"
     # ... said of the work they do: "on every commit I make", "every PR I open"
     r"\b(?:every|each|any|all(?: the)?) (?:\w+ )?(?:commits?|prs?|pull requests?|branch(?:es)?|todos?) "
     r"I (?:make|open|write|push|raise|send|create|author|tag|leave)\b|"
@@ -60,6 +61,12 @@ OUR_WAYS = re.compile(
 )
 # A scope wider than this task ("in every repo", "for anything you write"), whatever the sentence's form.
 WIDER_SCOPE = re.compile(PROJECTS_SCOPE + r"|\bfor any(?:thing)?\b[^.!?\n]{0,40}\b(?:you|we|I)\b", re.IGNORECASE)
+# Anywhere at all, said by the user ("I've got rg and fd everywhere", "timestamps anywhere I have a
+# say"): a scope word for what a flagged turn teaches, never itself a sign that it teaches.
+ANYWHERE = re.compile(r"\b(?:everywhere|anywhere)\b", re.IGNORECASE)
+# A habit the user states of themself ("I don't do separate changelog PRs", "I always open drafts"),
+# unless its sentence makes it this team's (`OUR_WAYS`).
+OWN_HABIT = re.compile(r"\bI (?:don't|do not|never|always) (?:do|use|merge|ship|accept|write|open)\b", re.IGNORECASE)
 
 
 def holds_everywhere(text: str) -> bool:
@@ -69,9 +76,16 @@ def holds_everywhere(text: str) -> bool:
         or PERSONAL_SCOPE.search(text)
         or GIT_HABIT.search(text)
         or TO_ME.search(text)
+        or ANYWHERE.search(text)
         or personal_preference(text)
         or prose_habit(text)
+        or own_habit(text)
     )
+
+
+def own_habit(text: str) -> bool:
+    """A habit of the user's, in a sentence that does not make it this team's (`OUR_WAYS`)."""
+    return any(not OUR_WAYS.search(x) for x in re.split(r"(?<=[.!?])\s+", text) if OWN_HABIT.search(x))
 
 
 def prose_habit(text: str) -> bool:

@@ -8,8 +8,10 @@ Durable knowledge means one of these (the labelling rules of
 
   * ``rule``: the user states a rule, convention or preference *for future work*: a marker of
     time or generality ("from now on", "next time", "whenever", "in all my projects"), a
-    declarative "remember that ...", or a convention framed as how the project works ("in this
-    repo we always ...", "our convention is ..."). An imperative alone ("never push to main",
+    declarative "remember that ..." or "remember how ... works", a convention framed as how the
+    project works ("in this repo we always ...", "our convention is ..."), a habit in the negative
+    ("we don't do workspaces"), or a step tied to a kind of event ("after a dependency bump you
+    have to ..."). An imperative alone ("never push to main",
     "you must handle the empty list", "remember to run the linter") is an instruction for this
     turn: people phrase task constraints that way, and they are by far the commoner case.
   * ``fix``: a command failed (its exit status, or what it printed: an HTTP error status, a
@@ -31,7 +33,7 @@ Durable knowledge means one of these (the labelling rules of
     shows up here: the answer says what to do from now on.
 
 Also ``fact`` (the user states a lasting state: where something lives or runs, with an
-identifier; who owns what). Measured on the month world's 152 labelled turns as well
+identifier; who owns what; how a kind of thing is done, "Charts go through assets/js/chart.js"). Measured on the month world's 152 labelled turns as well
 (`bench/stop_bench.py --world`).
 
 It never fires on a turn where engram already stored something (Claude was curating memory
