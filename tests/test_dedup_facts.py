@@ -292,3 +292,33 @@ def test_a_thing_switched_off_or_dropped_for_another_is_retired_and_outdates_wha
     new = "Decision from the protocol meeting: we are dropping CBOR for protobuf with prost, schema in proto/uplink.proto."
     assert fact_diff.outdates(old, new, 0.5)
     assert not fact_diff.outdates(old, "We are dropping the nightly export job; nobody reads it.", 0.5)
+    # a retirement says outright what it ends: it outdates a little further out than other changes
+    assert fact_diff.outdates(old, new, 0.32)
+    assert not fact_diff.outdates(old, "Payloads now go as protobuf with prost, schema in proto/uplink.proto.", 0.32)
+    assert not fact_diff.outdates(old, new, 0.25)
+
+
+def test_a_setting_given_another_value_replaces_the_older_text_whatever_the_words_around_it():
+    """`uplink_interval = "20m"` then `uplink_interval = "10m"`: the setting changed, though both
+    texts say "now" and differ in several places. The same value again, or another setting, is not."""
+    from engram_mcp.services import fact_diff
+
+    old = 'Config::default() now uses 20 minutes, matching `uplink_interval = "20m"` in the shipped buoyd.toml.'
+    new = 'The shipped buoyd.toml now says `uplink_interval = "10m"` until October, and Config::default() matches.'
+    assert fact_diff.compare(old, new).relation == fact_diff.REPLACES
+    assert fact_diff.outdates(old, new, 0.6)
+    same = 'The shipped buoyd.toml says `uplink_interval = "20m"`; the default matches it now.'
+    assert fact_diff.compare(old, same).relation != fact_diff.REPLACES
+    other = 'The shipped buoyd.toml now also sets `log_level = "debug"` on the bench unit.'
+    assert fact_diff.compare(old, other).relation != fact_diff.REPLACES
+
+
+def test_a_quantity_set_anew_outdates_what_stated_it_though_the_old_value_stays_a_threshold():
+    from engram_mcp.services import fact_diff
+
+    old = "Public downloads are capped at 31 days per request; anything longer needs a ticket."
+    new = "Fiona signed off on raising the download cap to 92 days. Anything over 31 days runs as an export job."
+    assert fact_diff.outdates(old, new, 0.5)
+    # a number set for something the older text never spoke of, or no verb of setting
+    assert not fact_diff.outdates(old, "We bumped the worker count to 8 for the export job.", 0.5)
+    assert not fact_diff.outdates(old, "Downloads of 92 days run as an export job now and then.", 0.5)

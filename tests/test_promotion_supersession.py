@@ -78,3 +78,39 @@ def test_a_stated_change_of_the_older_memorys_value_supersedes_it(real_service, 
     old_id, new_id = _two_sessions(real_service, project, old, new)
     assert _live(real_service, project, new_id, new)
     assert not _live(real_service, project, old_id, old), case
+
+
+def test_a_project_memory_that_replaces_a_user_memory_goes_on_to_the_user_scope_and_supersedes_it(
+    real_service, project, tmp_path
+):
+    """The user's secrets came from Doppler (stated for every project); in one project's session
+    Claude stores that they left Doppler for Infisical. That replacement held wherever the old memory did: it reaches
+    the user scope, the old one is superseded there, and another project no longer sees it."""
+    svc = real_service
+    old_ctx = RequestContext(project, "sess-old")
+    svc.session_start(old_ctx)
+    old_id = svc.store(
+        old_ctx,
+        content="Local secrets come from Doppler: run commands as `doppler run -- <cmd>`, never from .env files.",
+        type="semantic",
+        scope="user",
+        source={"origin": "claude"},
+    )["memory_id"]
+    svc.session_end(old_ctx)
+    new_ctx = RequestContext(project, "sess-new")
+    svc.session_start(new_ctx)
+    svc.store(
+        new_ctx,
+        content="We've left Doppler: secrets now come from Infisical, run commands as "
+        "`infisical run --env=dev -- <cmd>`.",
+        type="semantic",
+        scope="project",
+        source={"origin": "claude"},
+    )
+    svc.session_end(new_ctx)
+    other = tmp_path / "other-project"
+    (other / ".git").mkdir(parents=True)
+    found = svc.recall(RequestContext(other), query="how do I get secrets for a command", strengthen=False)["memories"]
+    contents = [m["content"] for m in found]
+    assert any("Infisical" in c for c in contents), contents
+    assert old_id not in [m["id"] for m in found], contents

@@ -616,7 +616,7 @@ def _outdated_in(h: Any, vec: Any, created: float, old_text: str) -> bool:
     slots, scores = h.index.vectors.search(vec, OUTDATING_NEIGHBOURS, mask)
     near: list[tuple[str, float]] = []  # nearest first, down to the bar
     for other, score in zip(slots, scores, strict=True):
-        if float(score) < fact_diff.OUTDATE_MIN_COSINE:
+        if float(score) < fact_diff.RETIRED_MIN_COSINE:  # the lowest bar `outdates` has
             break
         other_key = h.index.key_of(int(other))
         if other_key:

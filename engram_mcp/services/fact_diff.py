@@ -302,6 +302,8 @@ def compare(old: str, new: str) -> Verdict:
     verdict = lambda rel: Verdict(rel, tuple(sorted(old_only)), tuple(sorted(new_only)))  # noqa: E731
     if marker and (new_only or swaps or requoted or _new_content_words(old, new)):
         return verdict(REPLACES)
+    if _reassigned(old, new):
+        return verdict(REPLACES)
     if not kind_swap and not swaps:
         return verdict(SAME)
     if only_swaps and swaps <= _MAX_SAME_SENTENCE_SWAPS and _label(old) == _label(new):
@@ -352,6 +354,9 @@ def _foreign(source: Any) -> bool:
 OUTDATE_BAND_COSINE = 0.57
 #: Related at all: below this a newer text is about something else, whatever words it shares.
 OUTDATE_MIN_COSINE = 0.35
+#: ... except that a text naming a thing of the older one as retired ("we're dropping CBOR for
+#: protobuf", 0.34 from "payloads are encoded as CBOR with ciborium") says outright what it ends.
+RETIRED_MIN_COSINE = 0.30
 # The change words that point back at the replaced value ("instead of X", "replaced X", "no
 # longer X"); "now X" names the new value, and "not", "no" and "was" appear in most sentences.
 DISPLACING_WORDS = frozenset(
@@ -426,7 +431,7 @@ def outdates(old: str, new: str, similarity: float) -> bool:
       OrbStack", "now 9443 (10.40.2.17)") and a new value of the same kind, which `old` lacks.
     """
     if similarity < OUTDATE_MIN_COSINE:
-        return False
+        return similarity >= RETIRED_MIN_COSINE and _retires_a_name_of(old, new)
     a, b = fact_tokens(old), fact_tokens(new)
     a_stems, b_stems = {_stem(t) for t in a}, {_stem(t) for t in b}
     old_only = {t: k for t, k in a.items() if _stem(t) not in b_stems}
@@ -517,6 +522,20 @@ def _retirements(text: str) -> Iterator[tuple[int, int]]:
             yield m.span()
 
 
+def _retires_a_name_of(old: str, new: str) -> bool:
+    """Whether a sentence of `new` names, beside a retirement, a fact token of `old` while a value of
+    a kind `old` loses comes in (the retirement rule of `_displacing`, on its own)."""
+    if not retires(new):
+        return False
+    a, b = fact_tokens(old), fact_tokens(new)
+    a_stems, b_stems = {_stem(t) for t in a}, {_stem(t) for t in b}
+    old_only = {t: k for t, k in a.items() if _stem(t) not in b_stems}
+    new_only = {t: k for t, k in b.items() if _stem(t) not in a_stems}
+    if not set(old_only.values()) & set(new_only.values()):
+        return False
+    return any(w in a and w in b for sentence in _SENTENCE_SPLIT_RE.split(new) for w in _retired_names(sentence))
+
+
 def _retired_names(sentence: str) -> list[str]:
     """The words (lowercased tokens) within _RETIRED_WINDOW_WORDS of a retirement in `sentence`."""
     spans = list(_retirements(sentence))
@@ -544,14 +563,71 @@ def _subject_changed(words: list[str], at: int) -> bool:
 _MOVE_PREPOSITIONS = frozenset({"to", "from", "off", "away", "onto", "over"})
 
 
+#: Verbs that set a quantity anew: "raising the download cap to 92 days", "bumped the timeout to 30".
+SETTING_WORDS = frozenset(
+    "raise raised raising lower lowered lowering increase increased increasing reduce reduced reducing "
+    "bump bumped bumping set setting extend extended extending shorten shortened shortening cut cutting".split()
+)
+_SETTING_WINDOW_WORDS = 5  # words from the verb to its "to" ("raising the public download cap to")
+#: A setting written with its value ("uplink_interval = "20m"", "DOCKER_HOST=unix://..."): a name
+#: of at least three characters, "=", then the value, quoted or not.
+_ASSIGNMENT_RE = re.compile(r"(?<![\w.-])([A-Za-z_][\w.-]{2,})\s*=\s*[\"'`]?([^\s\"'`,;)]+)")
+
+
+def _assignments(text: str) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for m in _ASSIGNMENT_RE.finditer(text):
+        out.setdefault(m.group(1).lower(), set()).add(m.group(2).lower().rstrip("."))
+    return out
+
+
+def _reassigned(old: str, new: str) -> bool:
+    """Whether `new` gives a setting of `old` a value `old` never gave it (`uplink_interval = "20m"`
+    then `uplink_interval = "10m"`): the setting changed, whatever words say so."""
+    before = _assignments(old)
+    if not before:  # most texts: no setting written out
+        return False
+    after = _assignments(new)
+    return any(key in before and not values & before[key] for key, values in after.items())
+
+
+def _quantities_set_anew(old: str, new: str, a: dict[str, str], new_only: dict[str, str]) -> dict[str, str]:
+    """{word of `old`: the sentence of `new` that sets that quantity anew}: a verb of setting, a word
+    `old` uses before "to", then a number `old` lacks, where `old` stated a number ("Fiona signed
+    off on raising the download cap to 92 days" outdates "downloads are capped at 31 days"), though
+    the old value may still be named as a threshold."""
+    if NUMBER not in a.values() or NUMBER not in new_only.values():
+        return {}
+    old_words = _words(old)
+    known = old_words | {_stem(w) for w in old_words}  # "download" of "downloads": one stem misses it
+    found: dict[str, str] = {}
+    for sentence in _SENTENCE_SPLIT_RE.split(new):
+        words = [w.lower() for w in _TOKEN_RE.findall(sentence)]
+        for at, word in enumerate(words):
+            tail = words[at + 1 : at + 1 + _SETTING_WINDOW_WORDS]
+            if word not in SETTING_WORDS or "to" not in tail:
+                continue
+            to = at + 1 + tail.index("to")
+            subject = [
+                w
+                for w in words[at + 1 : to]
+                if len(w) >= _MIN_RARE_WORD_CHARS
+                and w not in _GLUE_WORDS
+                and not known.isdisjoint({w, w + "s", _stem(w)})
+            ]
+            if subject and to + 1 < len(words) and new_only.get(words[to + 1]) == NUMBER:
+                found.setdefault(subject[-1], " ".join(sentence.split()))
+    return found
+
+
 def _displacing(
     old: str, new: str, a: dict[str, str], b: dict[str, str], old_only: dict[str, str], new_only: dict[str, str]
 ) -> dict[str, str]:
     """The values of `old` that a sentence of `new` displaces, with that sentence (see `outdates`)."""
+    found = _quantities_set_anew(old, new, a, new_only)
     if not set(old_only.values()) & set(new_only.values()):
-        return {}  # nothing of one kind went out while one of that kind came in
+        return found  # nothing of one kind went out while one of that kind came in
     shared = {t: k for t, k in b.items() if t in a}
-    found: dict[str, str] = {}
     for sentence in _SENTENCE_SPLIT_RE.split(new):
         words = [w.lower() for w in _TOKEN_RE.findall(sentence)]
         # the retired thing is named beside its retirement; what replaced it (a value of a kind

@@ -509,12 +509,30 @@ def _review_replacements(
     linked = 0
     for scope, new_id, content, _vec in written:
         for old_id in replaced_memories(access, ctx, content, exclude=mine, before=start):
+            if scope == "project":
+                linked += _replace_in_user_scope(access, ctx, new_id, old_id)
             for where in {scope, *PERSISTENT_SCOPES}:
                 h = access.handle(ctx, where)
                 if h.index.slot_of(parse_memory_id(new_id)) is not None:
                     olds = [old_id, *_summaries_quoting(h, [old_id])]
                     linked += sum(supersede(h, parse_memory_id(new_id), parse_memory_id(o)) for o in olds)
     return linked
+
+
+def _replace_in_user_scope(access: ScopeAccess, ctx: RequestContext, new_id: str, old_id: str) -> int:
+    """A project memory that replaces a user memory ("we've moved off pass for secrets" after "my
+    secrets are in pass") has proved general: what it replaces held in every project, so it goes on
+    to the user scope and supersedes the old memory there. Left in the project, the user memory
+    went on stating the retired value in every other project, and in this one. Returns the links
+    written (0 when the old memory is not the user's)."""
+    user = access.handle(ctx, "user")
+    if user.index.slot_of(parse_memory_id(old_id)) is None:
+        return 0
+    target = _promote_to_user(access, ctx, access.handle(ctx, "project"), new_id)
+    if target is None or target == old_id:
+        return 0
+    olds = [old_id, *_summaries_quoting(user, [old_id])]
+    return sum(supersede(user, parse_memory_id(target), parse_memory_id(o)) for o in olds)
 
 
 def _link_replaced(access: ScopeAccess, ctx: RequestContext, replaced: Any, new_ids: dict[str, str | None]) -> None:
