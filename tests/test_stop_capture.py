@@ -94,6 +94,22 @@ def test_a_habit_in_the_negative_how_something_works_and_a_step_tied_to_a_kind_o
         assert "rule" not in stop_trigger.stop_signals({"prompt": prompt, "answer": "Done.", "events": []}), prompt
 
 
+def test_what_a_log_shows_and_a_day_of_the_week_teach_nothing():
+    """A log that shows something happening on every wake reports it; "since Friday" names no one
+    who owns anything. The same shapes with a rule or a person still teach."""
+    quiet = (
+        "The bench unit's log shows the CTD task restarting on every wake. Is that the old bug again?",
+        "And tell whoever owns the published datasets that downloads were broken since Friday.",
+    )
+    for prompt in quiet:
+        assert not stop_trigger.stop_signals({"prompt": prompt, "answer": "Looking.", "events": []}), prompt
+    for prompt in (
+        "Every wake restarts the CTD task by design; leave it.",
+        "Tell Fiona, she owns the published datasets.",
+    ):
+        assert stop_trigger.stop_signals({"prompt": prompt, "answer": "Done.", "events": []}), prompt
+
+
 def test_versions_and_ports_are_identifiers_in_a_stated_fact_but_a_question_is_not():
     assert stop_trigger.stated_fact("From 2.3 the admin API listens on 7443. Make that the default.")
     assert stop_trigger.stated_fact("The advisory is out, so the minimum supported agent goes up to 5.1.2 today.")
