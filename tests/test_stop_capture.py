@@ -110,6 +110,13 @@ def test_what_a_log_shows_and_a_day_of_the_week_teach_nothing():
         assert stop_trigger.stop_signals({"prompt": prompt, "answer": "Done.", "events": []}), prompt
 
 
+def test_a_job_picked_up_by_a_worker_is_no_choice():
+    answer = "The flow run was picked up by the process worker on churn and completed in about 50 s: 12 tasks."
+    assert "decision" not in stop_trigger.stop_signals({"prompt": "Run it.", "answer": answer, "events": []})
+    answer = "I picked psycopg over asyncpg because the flows are synchronous."
+    assert "decision" in stop_trigger.stop_signals({"prompt": "Pick a driver.", "answer": answer, "events": []})
+
+
 def test_versions_and_ports_are_identifiers_in_a_stated_fact_but_a_question_is_not():
     assert stop_trigger.stated_fact("From 2.3 the admin API listens on 7443. Make that the default.")
     assert stop_trigger.stated_fact("The advisory is out, so the minimum supported agent goes up to 5.1.2 today.")

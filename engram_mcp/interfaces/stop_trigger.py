@@ -435,7 +435,8 @@ ASK_TO_CHOOSE = re.compile(
     re.IGNORECASE,
 )
 ANSWER_DECISION = re.compile(
-    r"\b(?:I (?:went with|chose|picked|opted for|decided)|(?:chose|picked|went with|opted for) \w+)\b"
+    # "picked up by the worker" is collected, not chosen
+    r"\b(?:I (?:went with|chose|picked|opted for|decided)|(?:chose|picked(?! up\b| out\b)|went with|opted for) \w+)\b"
     + SAME_SENTENCE.format(160)
     + r"(?:\brather than\b|\binstead of\b|\bover\b|\bbecause\b|\bsince\b|:)|"
     r"\bI (?:\w+ )?\w+\b" + SAME_SENTENCE.format(120) + r"\brather than\b",
