@@ -11,9 +11,9 @@ Durable knowledge means one of these (the labelling rules of
     declarative "remember that ..." or "remember how ... works", a convention framed as how the
     project works ("in this repo we always ...", "our convention is ..."), a habit in the negative
     ("we don't do workspaces"), or a step tied to a kind of event ("after a dependency bump you
-    have to ..."). An imperative alone ("never push to main",
-    "you must handle the empty list", "remember to run the linter") is an instruction for this
-    turn: people phrase task constraints that way, and they are by far the commoner case.
+    have to ..."). An imperative alone ("never push to main", "you must handle the empty list",
+    "remember to run the linter") is an instruction for this turn: people phrase task
+    constraints that way, and they are by far the commoner case.
   * ``fix``: a command failed (its exit status, or what it printed: an HTTP error status, a
     refused connection, a traceback) and a working variant was found: the same program succeeded
     later with an added environment variable or flag, or after a setup command or an edit of a
@@ -33,8 +33,8 @@ Durable knowledge means one of these (the labelling rules of
     shows up here: the answer says what to do from now on.
 
 Also ``fact`` (the user states a lasting state: where something lives or runs, with an
-identifier; who owns what; how a kind of thing is done, "Charts go through assets/js/chart.js"). Measured on the month world's 152 labelled turns as well
-(`bench/stop_bench.py --world`).
+identifier; who owns what; how a kind of thing is done, "Charts go through assets/js/chart.js").
+Measured on the month worlds' labelled turns as well (`bench/stop_bench.py --world`).
 
 It never fires on a turn where engram already stored something (Claude was curating memory
 this turn and made its own call) or on an engram slash command (the command is the memory work).
