@@ -85,14 +85,17 @@ def holds_everywhere(text: str) -> bool:
 
 def own_habit(text: str) -> bool:
     """A habit of the user's, in a sentence that does not make it this team's (`OUR_WAYS`)."""
-    return any(not OUR_WAYS.search(x) for x in re.split(r"(?<=[.!?])\s+", text) if OWN_HABIT.search(x))
+    return _said_as_own(OWN_HABIT, text)
 
 
 def prose_habit(text: str) -> bool:
     """A layout rule for the user's prose, in a sentence that does not make it this team's (`OUR_WAYS`)."""
-    return any(
-        not OUR_WAYS.search(sentence) for sentence in re.split(r"(?<=[.!?])\s+", text) if PROSE_LAYOUT.search(sentence)
-    )
+    return _said_as_own(PROSE_LAYOUT, text)
+
+
+def _said_as_own(pattern: re.Pattern[str], text: str) -> bool:
+    """Whether a sentence of `text` matches `pattern` without making it this team's (`OUR_WAYS`)."""
+    return any(not OUR_WAYS.search(s) for s in re.split(r"(?<=[.!?])\s+", text) if pattern.search(s))
 
 
 def personal_preference(prompt: str) -> bool:

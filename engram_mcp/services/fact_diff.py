@@ -286,12 +286,19 @@ def _label(text: str) -> str:
     return m.group(1).lower() if m else ""
 
 
-def compare(old: str, new: str) -> Verdict:
-    """Whether `new` keeps, replaces or differs from the facts of its near-duplicate `old`."""
+def _token_split(old: str, new: str) -> tuple[dict[str, str], dict[str, str], dict[str, str], dict[str, str]]:
+    """(fact tokens of `old`, of `new`, those only `old` has, those only `new` has), an inflection
+    being no difference (`_stem`)."""
     a, b = fact_tokens(old), fact_tokens(new)
     a_stems, b_stems = {_stem(t) for t in a}, {_stem(t) for t in b}
     old_only = {t: k for t, k in a.items() if _stem(t) not in b_stems}
     new_only = {t: k for t, k in b.items() if _stem(t) not in a_stems}
+    return a, b, old_only, new_only
+
+
+def compare(old: str, new: str) -> Verdict:
+    """Whether `new` keeps, replaces or differs from the facts of its near-duplicate `old`."""
+    a, b, old_only, new_only = _token_split(old, new)
     marker = bool((_words(new) - _words(old)) & _CHANGE_WORDS)
     # a value written over another of its kind, or a second number/identifier where the older
     # text stated one (a name is not counted: rewording adds capitals and rare words freely)
@@ -432,10 +439,7 @@ def outdates(old: str, new: str, similarity: float) -> bool:
     """
     if similarity < OUTDATE_MIN_COSINE:
         return similarity >= RETIRED_MIN_COSINE and _retires_a_name_of(old, new)
-    a, b = fact_tokens(old), fact_tokens(new)
-    a_stems, b_stems = {_stem(t) for t in a}, {_stem(t) for t in b}
-    old_only = {t: k for t, k in a.items() if _stem(t) not in b_stems}
-    new_only = {t: k for t, k in b.items() if _stem(t) not in a_stems}
+    a, b, old_only, new_only = _token_split(old, new)
     if similarity >= OUTDATE_BAND_COSINE and compare(old, new).relation == REPLACES:
         return True  # compare found the swap ("Alice reviews" -> "Bob now reviews") or a new value by a change word
     return bool(_displacing(old, new, a, b, old_only, new_only))
@@ -465,10 +469,7 @@ def _displacements_memo(old: str, new: str) -> dict[str, str]:
 
 
 def _read_displacements(old: str, new: str) -> dict[str, str]:
-    a, b = fact_tokens(old), fact_tokens(new)
-    a_stems, b_stems = {_stem(t) for t in a}, {_stem(t) for t in b}
-    old_only = {t: k for t, k in a.items() if _stem(t) not in b_stems}
-    new_only = {t: k for t, k in b.items() if _stem(t) not in a_stems}
+    a, b, old_only, new_only = _token_split(old, new)
     found = _displacing(old, new, a, b, old_only, new_only)
     for value, sentence in _names_displaced(old, new).items():
         found.setdefault(value, sentence)
@@ -527,10 +528,7 @@ def _retires_a_name_of(old: str, new: str) -> bool:
     a kind `old` loses comes in (the retirement rule of `_displacing`, on its own)."""
     if not retires(new):
         return False
-    a, b = fact_tokens(old), fact_tokens(new)
-    a_stems, b_stems = {_stem(t) for t in a}, {_stem(t) for t in b}
-    old_only = {t: k for t, k in a.items() if _stem(t) not in b_stems}
-    new_only = {t: k for t, k in b.items() if _stem(t) not in a_stems}
+    a, b, old_only, new_only = _token_split(old, new)
     if not set(old_only.values()) & set(new_only.values()):
         return False
     return any(w in a and w in b for sentence in _SENTENCE_SPLIT_RE.split(new) for w in _retired_names(sentence))
