@@ -3,7 +3,7 @@ the user's knowledge of every kind at a session start, and the prompt block's to
 
 from __future__ import annotations
 
-from engram_mcp.services import context, hook_ops
+from engram_mcp.services import context, fact_diff, hook_ops
 from engram_mcp.services.service import RequestContext
 
 # A memory written the way a turn is written down: its point first, the values that make it
@@ -245,3 +245,42 @@ def test_a_teammates_file_that_states_a_change_never_notes_the_users_line(real_s
     block = hook_ops.session_start(real_service.access, RequestContext(project, "sess-b"))["additional_context"] or ""
     [line] = [x for x in block.splitlines() if "keyvex run" in x.lower() and "backfill" in x]
     assert "changed since" not in line, line
+
+
+OLD_PRINTER = "The Zebra label printer in the Packing Room is at 172.20.4.33 (raw port 9100); print test labels there."
+NEW_PRINTER = (
+    "The Zebra moved to the Harbour Street depot on Monday. Outcome: updated the docs. "
+    "Context: It answers at 172.20.6.8 now, same port."
+)
+
+
+def test_a_correction_quotes_the_new_value_when_the_sentence_of_change_does_not_name_it():
+    """"The Zebra moved to the Harbour Street depot" says that the address changed, not what it became: a line
+    that quoted only that sentence still sent Claude to the old address."""
+    [(value, sentence)] = fact_diff.displacements(OLD_PRINTER, NEW_PRINTER).items()
+    quote = context._correction_quote(OLD_PRINTER, NEW_PRINTER, sentence)
+    assert "moved to the Harbour Street depot" in quote and "172.20.6.8" in quote, quote
+    # a sentence of change that names its new value is quoted alone
+    named = "The label printer moved to 172.20.6.8 in the dispatch office."
+    assert fact_diff.new_value_sentence(OLD_PRINTER, named + " It prints fine.", named) is None
+    # a number of the newer memory's story is no new value of the change
+    story = "Alice moved over to fares, so Bob owns the exports now. His first drop has 3104 overlapping trips."
+    assert fact_diff.new_value_sentence("Alice owns the exports; drop 2031 was clean.", story, story.split(". ")[0] + ".") is None
+
+
+SLIPS_PROCEDURE = (
+    "Packing slips go out with the nightly batch: run `slips print --all`, which sends them to the Zebra in the Packing Room "
+    "at 172.20.4.33 (raw port 9100), then check the count in its log against the day's orders."
+)
+
+
+def test_the_line_of_a_moved_thing_carries_its_new_address():
+    """A procedure that names the printer's address in passing stays true and is shown; its line
+    must say where the printer is now, not only that it moved."""
+    old = {"id": "memory:01JAAAAAAAAAAAAAAAAAAAAAAA", "content": SLIPS_PROCEDURE, "category": "procedure",
+           "scope": "project", "created_at": "2026-06-01T09:30:00Z"}
+    new = {"id": "memory:01JBBBBBBBBBBBBBBBBBBBBBBB", "content": NEW_PRINTER, "category": "fact",
+           "scope": "project", "created_at": "2026-06-08T09:30:00Z"}
+    line = context.memory_line(old, newer=[new])
+    assert "172.20.4.33" in line and "changed since, memory:01JBBBBBBBBBBBBBBBBBBBBBBB" in line, line
+    assert "172.20.6.8" in line, line

@@ -149,15 +149,15 @@ def memory_line(
     else:
         label = " ".join(str(mem.get("category") or mem.get("type")).split())
         label = f"{label}, {mem.get('scope')}"
-    notes = "".join(
-        f" [changed since, {mid}: {clip_words(sentence, CORRECTION_CHARS)}]"
-        for mid, sentence in corrections(mem, newer or [], body)
-    )
+    notes = "".join(f" [changed since, {mid}: {quote}]" for mid, quote in corrections(mem, newer or [], body))
     return f"- [{safe(label)}, {mem['id']}] {safe(body)}{safe(notes)}"
 
 
 #: Characters of a newer memory's sentence quoted on a line as the change of a value it shows.
 CORRECTION_CHARS = 200
+#: ... of the sentence that says what the value became, when the change's sentence does not (its
+#: own then gets the rest of CORRECTION_CHARS).
+CORRECTION_VALUE_CHARS = 120
 
 
 def corrections(mem: dict[str, Any], others: list[dict[str, Any]], shown: str) -> list[tuple[str, str]]:
@@ -180,11 +180,23 @@ def corrections(mem: dict[str, Any], others: list[dict[str, Any]], shown: str) -
             or _epoch(other.get("created_at")) <= born
         ):
             continue
-        for value, sentence in fact_diff.displacements(text, str(other.get("content") or "")).items():
-            if value in low and (other["id"], sentence) not in out:
-                out.append((other["id"], sentence))
+        newer_text = str(other.get("content") or "")
+        for value, sentence in fact_diff.displacements(text, newer_text).items():
+            if value in low and all(mid != other["id"] for mid, _ in out):
+                out.append((other["id"], _correction_quote(text, newer_text, sentence)))
                 break
     return out[:MAX_CORRECTIONS]
+
+
+def _correction_quote(old: str, new: str, sentence: str) -> str:
+    """What a line quotes of the memory that changed one of its values: the sentence that says so
+    and, when that one names no new value, the sentence of `new` that does (a line that says the
+    bench "moved to the Northgate lab" without its new address still sends Claude to the old one)."""
+    value_sentence = fact_diff.new_value_sentence(old, new, sentence)
+    if not value_sentence:
+        return clip_words(sentence, CORRECTION_CHARS)
+    head = clip_words(sentence, CORRECTION_CHARS - CORRECTION_VALUE_CHARS)
+    return f"{head} {clip_words(value_sentence, CORRECTION_VALUE_CHARS)}"
 
 
 #: Memories of the project and user scopes, strongest first, that `correction_pool` offers.

@@ -309,7 +309,7 @@ def compare(old: str, new: str) -> Verdict:
     verdict = lambda rel: Verdict(rel, tuple(sorted(old_only)), tuple(sorted(new_only)))  # noqa: E731
     if marker and (new_only or swaps or requoted or _new_content_words(old, new)):
         return verdict(REPLACES)
-    if _reassigned(old, new):
+    if reassigned(old, new):
         return verdict(REPLACES)
     if not kind_swap and not swaps:
         return verdict(SAME)
@@ -468,6 +468,33 @@ def _displacements_memo(old: str, new: str) -> dict[str, str]:
     return _read_displacements(old, new)
 
 
+def new_value_sentence(old: str, new: str, sentence: str) -> str | None:
+    """The sentence of `new` that states a value (a number or an identifier) `old` lacks, when the
+    displacing `sentence` states none: "The bench validator moved to the Northgate lab over the
+    weekend." says that something changed, "It's 10.48.9.40 now" what it changed to. None when
+    `sentence` has such a value already, or no sentence of `new` has one."""
+    _, _, _, new_only = _token_split(old, new)
+    fresh = {t for t, k in new_only.items() if k in _VALUE_KINDS}
+    if not fresh:
+        return None
+
+    def has_fresh(text: str) -> bool:
+        return any(t in fresh for t in fact_tokens(text))
+
+    if has_fresh(sentence):
+        return None
+    # the value said as the change's outcome ("now", "from now on", "instead"), not any number of
+    # the newer memory's story ("this week's drop has overlapping trips in block 3104")
+    return next(
+        (
+            " ".join(x.split())
+            for x in _SENTENCE_SPLIT_RE.split(new)
+            if x != sentence and has_fresh(x) and _words(x) & (_CHANGE_WORDS | DISPLACING_WORDS)
+        ),
+        None,
+    )
+
+
 def _read_displacements(old: str, new: str) -> dict[str, str]:
     a, b, old_only, new_only = _token_split(old, new)
     found = _displacing(old, new, a, b, old_only, new_only)
@@ -579,7 +606,7 @@ def _assignments(text: str) -> dict[str, set[str]]:
     return out
 
 
-def _reassigned(old: str, new: str) -> bool:
+def reassigned(old: str, new: str) -> bool:
     """Whether `new` gives a setting of `old` a value `old` never gave it (`uplink_interval = "20m"`
     then `uplink_interval = "10m"`): the setting changed, whatever words say so."""
     before = _assignments(old)
