@@ -33,6 +33,8 @@ from typing import Any, Callable, Iterable
 from engram_mcp.core import spool
 from engram_mcp.core.budget import PROMPT_MAX_TOKENS, estimate_tokens
 from engram_mcp.core.display import printable
+from engram_mcp.core.errors import InvalidInput
+from engram_mcp.core.ids import format_memory_id, parse_memory_id
 from engram_mcp.core.paths import make_private_dirs
 from engram_mcp.core.redaction import sanitize
 from engram_mcp.daemon.client import socket_path, spawn_daemon, user_dir_from_env
@@ -55,6 +57,8 @@ SESSION_START_WAIT_S = 25.0
 PROMPT_WAIT_S = 6.0
 SESSION_END_WAIT_S = 50.0
 STOP_CONFIG_WAIT_S = 1.0
+STOP_CHANGES_WAIT_S = 1.5  # one recall of the turn's words; Stop has 5 s in all
+TURN_CHANGE_CHARS = 4000  # of the prompt, and of the answer, compared with the stored memories
 # Claude Code may run the Stop hook before the turn's last lines reach the transcript file; the hook
 # then re-reads it until it holds the answer Claude Code reports (`last_assistant_message`), this long at most.
 STOP_TRANSCRIPT_SETTLE_S = 1.5
@@ -406,9 +410,19 @@ STOP_REASON = STOP_NOTE  # the name bench/hooks_bench.py reads
 STOP_NOTE_EVERY_PROJECT = " It holds in every project: use scope user."
 
 
-def stop_note(signals: list[str], *, every_project: bool = False) -> str:
-    """The one-line nudge for these signals (and the scope, when it is wider than the project)."""
+# Added when the turn gave a stored memory a new value (`changed_memories`): the ids, so the store
+# can say which memory the new one replaces (the text is not quoted: the id is enough to recall it).
+STOP_NOTE_CHANGED = " It changed what {ids} says: pass supersedes=<that id> when you store the new value."
+MAX_CHANGED_IDS = 2
+
+
+def stop_note(signals: list[str], *, every_project: bool = False, changed: Iterable[str] = ()) -> str:
+    """The one-line nudge for these signals (and the scope, when it is wider than the project; the
+    memories whose values the turn changed, when that is why it was flagged)."""
     note = STOP_NOTE.format(signals="; ".join(stop_trigger.SIGNAL_TEXT.get(s, s) for s in signals))
+    ids = [i for i in map(_memory_id, changed) if i][:MAX_CHANGED_IDS]
+    if ids:
+        note += STOP_NOTE_CHANGED.format(ids=" or ".join(ids))
     return note + STOP_NOTE_EVERY_PROJECT if every_project else note
 
 
@@ -420,8 +434,22 @@ def _note_path(user_dir: Path, payload: dict[str, Any]) -> Path | None:
     return user_dir / STOP_NOTES_DIR / f"{safe}.json"
 
 
+def _memory_id(raw: Any) -> str | None:
+    """`memory:ULID` when `raw` is a memory id, else None: the note file is on disk, and what it
+    says goes into Claude's context."""
+    try:
+        return format_memory_id(parse_memory_id(raw))
+    except InvalidInput:
+        return None
+
+
 def save_stop_note(
-    user_dir: Path, payload: dict[str, Any], signals: list[str], *, every_project: bool = False
+    user_dir: Path,
+    payload: dict[str, Any],
+    signals: list[str],
+    *,
+    every_project: bool = False,
+    changed: Iterable[dict[str, Any]] = (),
 ) -> Path | None:
     """Leave the nudge for this session's next prompt (replacing an unread one) and drop stale notes."""
     path = _note_path(user_dir, payload)
@@ -439,7 +467,9 @@ def save_stop_note(
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
-        os.write(fd, json.dumps({"signals": signals, "created": now, "every_project": every_project}).encode())
+        note = {"signals": signals, "created": now, "every_project": every_project}
+        note["changed"] = [str(m.get("id")) for m in changed][:MAX_CHANGED_IDS]
+        os.write(fd, json.dumps(note).encode())
     finally:
         os.close(fd)
     os.replace(tmp, path)
@@ -475,7 +505,8 @@ def take_stop_note(user_dir: Path, payload: dict[str, Any]) -> str | None:
     if time.time() - float(data.get("created") or 0) > STOP_NOTE_MAX_AGE_S:
         return None
     _mark_delivered(path)
-    return stop_note(signals, every_project=bool(data.get("every_project")))
+    changed = data.get("changed") if isinstance(data.get("changed"), list) else []
+    return stop_note(signals, every_project=bool(data.get("every_project")), changed=changed)
 
 
 def _mark_delivered(note: Path) -> None:
@@ -621,15 +652,50 @@ def on_stop(user_dir: Path, payload: dict[str, Any]) -> dict[str, Any] | None:
     facts = settled_turn_facts(payload)
     if not facts["answer"] and isinstance(payload.get("last_assistant_message"), str):
         facts["answer"] = payload["last_assistant_message"]
-    signals = stop_signals(facts, note_delivered=note_was_delivered(user_dir, payload))
+    delivered = note_was_delivered(user_dir, payload)
+    signals = stop_signals(facts, note_delivered=delivered)
+    changed = [] if signals else changed_memories(user_dir, payload, facts, note_delivered=delivered)
+    if changed:
+        signals = ["changed"]
     if signals and _stop_enabled(user_dir, payload):
         memory = turn_knowledge_memory(facts, signals)
         every_project = bool(memory and (memory.get("metadata") or {}).get("promote_to") == "user")
-        save_stop_note(user_dir, payload, signals, every_project=every_project)
+        save_stop_note(user_dir, payload, signals, every_project=every_project, changed=changed)
         if memory and _session_id(payload):
             # Stop runs once a turn within 5 s: it never starts a daemon; the next one applies the queue.
             capture(user_dir, payload, memory, spawn=False)
     return None
+
+
+def changed_memories(
+    user_dir: Path, payload: dict[str, Any], facts: dict[str, Any], *, note_delivered: bool = False
+) -> list[dict[str, Any]]:
+    """The stored memories this turn gave a new value (`hook_turn_changes`), when no shape of the
+    turn's words flagged it: "Move it to 03:40 UTC" is an order, yet the remembered 01:15 is now
+    wrong. Only for a turn whose prompt orders a change (`stop_trigger.orders_a_change`); asked of
+    a running daemon only (Stop never starts one) and bounded in time; nothing when it does not
+    answer. A turn where Claude stored something made its own call."""
+    prompt = str(facts.get("prompt") or "")
+    if stop_trigger.is_engram_command(prompt) or not stop_trigger.orders_a_change(prompt):
+        return []
+    if facts.get("stored") and not (note_delivered and not facts.get("stored_after_work")):
+        return []
+    if not socket_path(user_dir).exists():  # no daemon: nothing to compare with, nothing to say
+        return []
+    answer = str(facts.get("answer") or "")
+    try:
+        found = ask(
+            user_dir,
+            "hook_turn_changes",
+            {"prompt": sanitize(prompt).text[:TURN_CHANGE_CHARS], "answer": sanitize(answer).text[:TURN_CHANGE_CHARS]},
+            payload,
+            wait_s=STOP_CHANGES_WAIT_S,
+            autostart=False,
+        )
+    except Exception as exc:
+        _log(user_dir, "Stop", f"changed memories not checked: {type(exc).__name__}: {str(exc)[:200]}")
+        return []
+    return [m for m in (found or {}).get("changed") or [] if isinstance(m, dict) and m.get("id")]
 
 
 def turn_knowledge_memory(facts: dict[str, Any], signals: list[str]) -> dict[str, Any] | None:
@@ -679,7 +745,7 @@ def turn_knowledge_memory(facts: dict[str, Any], signals: list[str]) -> dict[str
 
 def _answer_teaches(signals: list[str]) -> bool:
     """A fix's root cause and a lesson are explained in the answer: it is kept longer."""
-    return "fix" in signals or "lesson" in signals
+    return "fix" in signals or "lesson" in signals or "changed" in signals  # a new value is often in the outcome
 
 
 def _lesson_first(answer: str, signals: list[str]) -> str:

@@ -486,12 +486,31 @@ RUNNERS = {"bundle": "exec", "poetry": "run", "uv": "run", "pipenv": "run", "pnp
 ENV_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 SUBCOMMAND = re.compile(r"^[a-z][a-z0-9:_-]*$")
 
+# -- a remembered value changed: the user orders the change ---------------------------------------------
+#: A sentence that orders a value changed ("Move it to 03:40 UTC", "Change the shipped config and
+#: the default", "Raise the cap"): the Stop hook then asks the daemon whether a stored memory
+#: states the value the turn wrote over (`hooks.changed_memories`). The order is the gate: an
+#: answer says "now" of whatever it did, and most turns change nothing anyone remembered.
+ORDERED_CHANGE = re.compile(
+    r"^(?:(?:also|now|ok|okay|so|and|then|please|right),?\s+)*"
+    r"(?:move|change|switch|set|raise|lower|increase|decrease|reduce|shorten|extend|shift|reschedule|repoint)\b"
+    r"(?!\s+(?:out|up|on|over|to the \S+ branch)\b)",
+    re.IGNORECASE,
+)
+
+
+def orders_a_change(prompt: str) -> bool:
+    """Whether the user's words order a value changed (a sentence that starts with a verb of change)."""
+    return any(ORDERED_CHANGE.match(s) for s in sentences(prompt))
+
+
 SIGNAL_TEXT = {
     "rule": "a rule or preference for future work",
     "fact": "a lasting fact: where, how or who",
     "fix": "a fix found after a failed command",
     "decision": "a decision and its reason",
     "lesson": "a lesson the answer states",
+    "changed": "a new value for something a stored memory states",
 }
 
 

@@ -25,7 +25,7 @@ from engram_mcp.core.vocabulary import PERSISTENT_SCOPES, SCOPES
 from engram_mcp.index.scoring import to_epoch
 from engram_mcp.services import context, graph, lifecycle
 from engram_mcp.services.access import RequestContext, ScopeAccess
-from engram_mcp.services.fact_diff import about_same, fact_tokens, outdates, retires
+from engram_mcp.services.fact_diff import about_same, fact_tokens, outdates, reassigned, retires
 from engram_mcp.services.handles import ScopeHandle
 from engram_mcp.services.links import link_memories, supersede
 from engram_mcp.services.recall import recall
@@ -687,6 +687,65 @@ def replaced_memories(
         and not is_foreign(m)
         and supersedes_fact(str(m.get("content") or ""), content, float(m.get("similarity") or 0.0))
     ]
+
+
+def changed_memories(access: ScopeAccess, ctx: RequestContext, prompt: str, answer: str = "") -> list[dict[str, Any]]:
+    """The stored memories a finished turn gave a new value to: related to the turn's words and
+    one of their values written over or displaced by one of its kind as a change
+    (`_changes_a_value`). "Move it to 03:40 UTC" against "backups run at 01:15 UTC"; `uplink_interval = "10m"`
+    against `uplink_interval = "20m"`.
+
+    Looser than `replaced_memories` on purpose: nothing is hidden or linked on this evidence. It
+    only tells Claude (the Stop hook's note) that a memory now says something the work changed,
+    so the new value gets stored; a turn that changes a remembered value teaches, whatever its
+    words (the month worlds' replacements are often an order with no rule or decision word)."""
+    text = f"{prompt}\n{answer}".strip()
+    try:
+        found = recall(access, ctx, query=text, limit=REPLACE_CANDIDATES, strengthen=False)["memories"]
+    except StoreUnavailable:
+        return []
+    return [
+        {"id": m["id"], "content": clip_words(str(m.get("content") or ""), CHANGED_QUOTE_CHARS)}
+        for m in found
+        if m.get("scope") != "session"
+        and not context.is_scratch(m)
+        and m.get("category") != context.SUMMARY_CATEGORY
+        and not is_foreign(m)
+        and _changes_a_value(str(m.get("content") or ""), text, float(m.get("similarity") or 0.0), ordered=prompt)
+    ]
+
+
+def _changes_a_value(old: str, new: str, similarity: float, *, ordered: str = "") -> bool:
+    """Whether the turn's words `new` (cosine `similarity` to `old`, at least
+    REPLACE_MIN_SIMILARITY) give a value `old` states a new one: a setting of `old` written out
+    with another value (`fact_diff.reassigned`), or a value with digits of `old` gone and one of
+    its kind that the user named (`ordered`) come in, said as a change (`states_replacement` or
+    the injection's own evidence, `fact_diff.outdates`): "Move it to 03:40 UTC" against "backups
+    run at 01:15 UTC". Too weak to hide `old`, enough to ask for the new value to be kept; the
+    user's words are the gate because an answer says "changed" and "now" of whatever it did."""
+    if similarity < REPLACE_MIN_SIMILARITY:
+        return False
+    if reassigned(old, new):
+        return True
+    return _a_value_swapped(old, new, ordered) and (states_replacement(old, new) or outdates(old, new, similarity))
+
+
+def _a_value_swapped(old: str, new: str, ordered: str) -> bool:
+    """Whether a value with digits (a time, an address, a port, a size) of `old` is missing from
+    `new` while one of its kind that `old` lacks is there, and the user named it (`ordered`):
+    "Move it to 03:40 UTC". The answer's own artefacts are no ordered value: "Changed the column,
+    generated drizzle/0016_x.sql" names a file a procedure names and a new file, yet changes
+    nothing the procedure states."""
+    old_tokens, new_tokens, asked = fact_tokens(old), fact_tokens(new), fact_tokens(ordered)
+    gone = {kind for token, kind in old_tokens.items() if token not in new_tokens and any(c.isdigit() for c in token)}
+    return any(
+        kind in gone and token not in old_tokens and token in asked and any(c.isdigit() for c in token)
+        for token, kind in new_tokens.items()
+    )
+
+
+#: How much of a changed memory the Stop hook's note quotes (enough to recognise it).
+CHANGED_QUOTE_CHARS = 80
 
 
 def _iso_epoch(value: Any) -> float:
