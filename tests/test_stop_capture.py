@@ -519,3 +519,34 @@ def test_never_or_always_before_a_past_tense_reports_what_happened():
         {"prompt": "It always worked before the upgrade. Find out what changed.", "answer": "ok"}
     )
     assert stop_trigger.stop_signals({"prompt": "We never deploy on Fridays. Queue it for Monday.", "answer": "ok"})
+
+
+def test_a_house_style_or_procedure_label_a_reminder_and_a_state_no_longer_so_are_taught():
+    """Labels that hand over the house's way ("Code style:", "Deploy process:"), a reminder said as
+    one, a state that no longer holds beside an identifier, and Claude taking on "everything" as a
+    standing way: each teaches; the same words inside a task do not."""
+
+    def signals(prompt: str, answer: str = "Done.") -> list[str]:
+        return stop_trigger.stop_signals({"prompt": prompt, "answer": answer, "events": []})
+
+    for prompt in (
+        "Code style: early returns, never more than two levels of nesting. Refactor parse().",
+        "Deploy process: tag it, let CI build the image, then promote it from the dashboard.",
+        "Reminder that every migration needs a down step. Add the orders index.",
+        "Fix the flaky test. Quick reminder: shared fixtures go in tests/fixtures.",
+    ):
+        assert "rule" in signals(prompt), prompt
+    for prompt in (
+        "Heads up, the staging database isn't on db-stg-1.lan any more. Point the seed script at db-stg-2.lan.",
+        "Nightly builds no longer run on ci-old.internal; check the new runner's logs.",
+    ):
+        assert "fact" in signals(prompt), prompt
+    assert "lesson" in signals("Run the linters.", "Done. In this repo I'll run everything through `poetry run`.")
+    for prompt in (
+        "Fix the button style: it should match the header.",  # an order to change a style
+        "Queue a reminder that fires at 9 for each subscriber.",  # a reminder the code sends
+        "Port the helpers to date-fns, we don't want moment in the bundle any more.",  # a wish for this task
+        "The importer no longer runs since the upgrade; have a look.",  # a symptom, no identifier
+    ):
+        assert signals(prompt) == [], prompt
+    assert signals("Run the linters.", "I'll fix everything it reports in this file.") == []  # this task's work

@@ -65,7 +65,10 @@ FUTURE_MARKERS = re.compile(
 )
 REMEMBER_THAT = re.compile(
     r"\b(?:remember|keep in mind|bear in mind|note|know|be aware) that\b|\bkeep in mind\b|"
-    r"\bnote for (?:next time|later|the future)\b|\bjust so you know\b|\bfor future tasks\b|\bfor the record\b",
+    r"\bnote for (?:next time|later|the future)\b|\bjust so you know\b|\bfor future tasks\b|\bfor the record\b|"
+    # a reminder handed over as such, starting its sentence ("Reminder that every string goes in
+    # both files"), not a reminder the code sends ("queueing a reminder that can't go anywhere")
+    r"(?:^|(?<=[.!?\n])\s*|\b(?:just|quick|friendly|gentle) (?:a )?)reminder(?: that\b|:)",
     re.IGNORECASE,
 )
 CONVENTION = re.compile(
@@ -126,7 +129,15 @@ LEADING_PHRASE = re.compile(
 )
 CONJUNCTION = re.compile(r"^(?:and|but|so|also|oh|ok|okay|right),?\s+", re.IGNORECASE)
 # A sentence labelled as a standing rule or decision ("Team rule: ...", "Policy for releases: ...").
-RULE_LABEL = re.compile(r"^[\w' -]{0,40}\b(?:rule|convention|policy|decision)\b[^:.!?]{0,40}:", re.IGNORECASE)
+RULE_LABEL = re.compile(
+    r"^[\w' -]{0,40}\b(?:rule|convention|policy|decision)\b[^:.!?]{0,40}:|"
+    # ... or as the house's style or way of doing a kind of thing ("House style: ...", "Release
+    # flow: ...", "The drill: ..."), the label ending at the colon; an order to change one
+    # ("Fix the button style: ...") is a task
+    r"^(?!(?:fix|change|add|update|use|make|set|remove|apply|check|tweak|adjust|match|copy)\b)"
+    r"(?:[\w'-]+ ){0,3}(?:style|flow|process|procedure|drill|routine|checklist):",
+    re.IGNORECASE,
+)
 # A subject that stands for any one of a kind ("A plain --force is never OK", "A fresh build is only
 # for native changes"): a rule when the sentence generalises, never a fact of its own.
 INDEFINITE_START = re.compile(r"^(?:a|an)\s", re.IGNORECASE)
@@ -293,6 +304,10 @@ def stated_fact(prompt: str) -> bool:
         # have moved to pushing results into our MinIO")
         if CHANGED_STATE.match(s):
             return True
+        # ... or as no longer so, beside where it is now or was ("the config isn't under /etc/cvt
+        # any more", "builds no longer run on the old runner at ci-2.lan")
+        if NO_LONGER.search(s) and IDENTIFIER.search(s) and not INDIRECT_QUESTION.search(s):
+            return True
         if any(
             KIND_STATE.match(CONJUNCTION.sub("", c, count=1)) and IDENTIFIER.search(c) for c in CLAUSE_SPLIT.split(s)
         ):
@@ -313,6 +328,13 @@ KIND_STATE = re.compile(
 CLAUSE_SPLIT = re.compile(r";\s+|,\s+(?:and|so|but)\s+")
 
 
+#: A state said to hold no more: "isn't ... any more", "no longer lives/runs/is ..." (a state, not a
+#: wish: "we don't want moment in the bundle any more" goes with this task's order).
+NO_LONGER = re.compile(
+    r"\b(?:isn't|aren't|is not|are not)\b(?:(?![.!?](?:\s|$))[^;\n]){1,60}\bany ?more\b|"  # a dot in a name stays
+    r"\bno longer (?:is|are|lives?|runs?|sits?|goes|go|comes?|uses?|points?)\b",
+    re.IGNORECASE,
+)
 #: Where something lives or how it runs, said as changed, its subject first (one to three words:
 #: "Deploys go through Woodpecker now", "Secrets are in Bitwarden now", "The co-op moved off
 #: 1Password"); an order starts with its verb ("Go through the list now").
@@ -348,8 +370,11 @@ SPECIFIC_START = re.compile(
     r"with|to|then|by)\b",
     re.IGNORECASE,
 )
+#: Claude taking a standing way on: "I'll always ...", "I'll run everything as `fvm flutter`" (a
+#: manner for all of it; "I'll fix everything it reports" is this task's work).
 COMMITMENT = re.compile(
-    r"^(?:I'll|I will)\b[^.!?\n]*\b(?:always|never|any|every|from now on|going forward|whenever)\b", re.IGNORECASE
+    r"^(?:I'll|I will)\b[^.!?\n]*\b(?:always|never|any|every|everything (?:as|through|via|with)|from now on|going forward|whenever)\b",
+    re.IGNORECASE,
 )
 #: A clause of the answer that opens on a standing rule's time ("From now on any time a dispatcher
 #: types in goes through local_to_utc()"): what Claude takes on for later work, like COMMITMENT.
