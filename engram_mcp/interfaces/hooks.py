@@ -392,9 +392,13 @@ def stop_signals(facts: dict[str, Any], *, note_delivered: bool = False) -> list
     thing answered it: they are about the previous turn, so they do not say that this turn's own
     knowledge was curated (only a store after some of the turn's work does).
     """
-    if note_delivered and facts.get("stored") and not facts.get("stored_after_work"):
-        facts = dict(facts, stored=False)
-    return stop_trigger.stop_signals(facts)
+    return stop_trigger.stop_signals(dict(facts, stored=curated_this_turn(facts, note_delivered=note_delivered)))
+
+
+def curated_this_turn(facts: dict[str, Any], *, note_delivered: bool = False) -> bool:
+    """Whether Claude stored something about this turn's own work (see `stop_signals`): a store first
+    thing in a turn whose prompt carried the memory check answered the check, not this turn."""
+    return bool(facts.get("stored")) and not (note_delivered and not facts.get("stored_after_work"))
 
 
 # The note the next prompt carries (~50 tokens with one signal; measured in bench/stop_bench.py). It rides
@@ -678,7 +682,7 @@ def changed_memories(
     prompt = str(facts.get("prompt") or "")
     if stop_trigger.is_engram_command(prompt) or not stop_trigger.orders_a_change(prompt):
         return []
-    if facts.get("stored") and not (note_delivered and not facts.get("stored_after_work")):
+    if curated_this_turn(facts, note_delivered=note_delivered):
         return []
     if not socket_path(user_dir).exists():  # no daemon: nothing to compare with, nothing to say
         return []

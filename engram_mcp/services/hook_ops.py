@@ -335,10 +335,11 @@ def prompt_context(
 
 def turn_changes(access: ScopeAccess, ctx: RequestContext, *, prompt: str, answer: str = "") -> dict[str, Any]:
     """The stored memories a finished turn's words gave a new value (`promotion.changed_memories`),
-    for the Stop hook: such a turn teaches even when no rule, fact or decision shape is in it."""
+    for the Stop hook: such a turn teaches even when no rule, fact or decision shape is in it. The
+    hook redacted both texts before sending them (as for `prompt_context`); nothing here stores them."""
     prompt = check_text(prompt, "prompt", limit=4000)
     answer = check_text(answer, "answer", limit=4000)
-    return {"changed": promotion.changed_memories(access, ctx, sanitize(prompt).text, sanitize(answer).text)}
+    return {"changed": promotion.changed_memories(access, ctx, prompt, answer)}
 
 
 def _prompt_block(

@@ -671,21 +671,30 @@ def replaced_memories(
 
     The user said so in their own words, so a stale fact is not left to compete with its
     replacement; a text that only reads alike (no value named, no change word) replaces nothing."""
+    return [
+        m["id"]
+        for m in _stored_neighbours(access, ctx, content)
+        if m["id"] not in exclude
+        and (before is None or _iso_epoch(m.get("created_at")) < before)
+        and float(m.get("similarity") or 0.0) >= REPLACE_MIN_SIMILARITY
+        and supersedes_fact(str(m.get("content") or ""), content, float(m.get("similarity") or 0.0))
+    ]
+
+
+def _stored_neighbours(access: ScopeAccess, ctx: RequestContext, text: str) -> list[dict[str, Any]]:
+    """The memories recall finds for `text` that a turn can replace or change: the user's own
+    project and user knowledge, not session memory, scratch, a session summary or foreign text."""
     try:
-        found = recall(access, ctx, query=content, limit=REPLACE_CANDIDATES, strengthen=False)["memories"]
+        found = recall(access, ctx, query=text, limit=REPLACE_CANDIDATES, strengthen=False)["memories"]
     except StoreUnavailable:
         return []
     return [
-        m["id"]
+        m
         for m in found
         if m.get("scope") != "session"
-        and m["id"] not in exclude
-        and (before is None or _iso_epoch(m.get("created_at")) < before)
-        and float(m.get("similarity") or 0.0) >= REPLACE_MIN_SIMILARITY
         and not context.is_scratch(m)
         and m.get("category") != context.SUMMARY_CATEGORY
         and not is_foreign(m)
-        and supersedes_fact(str(m.get("content") or ""), content, float(m.get("similarity") or 0.0))
     ]
 
 
@@ -700,18 +709,10 @@ def changed_memories(access: ScopeAccess, ctx: RequestContext, prompt: str, answ
     so the new value gets stored; a turn that changes a remembered value teaches, whatever its
     words (the month worlds' replacements are often an order with no rule or decision word)."""
     text = f"{prompt}\n{answer}".strip()
-    try:
-        found = recall(access, ctx, query=text, limit=REPLACE_CANDIDATES, strengthen=False)["memories"]
-    except StoreUnavailable:
-        return []
     return [
-        {"id": m["id"], "content": clip_words(str(m.get("content") or ""), CHANGED_QUOTE_CHARS)}
-        for m in found
-        if m.get("scope") != "session"
-        and not context.is_scratch(m)
-        and m.get("category") != context.SUMMARY_CATEGORY
-        and not is_foreign(m)
-        and _changes_a_value(str(m.get("content") or ""), text, float(m.get("similarity") or 0.0), ordered=prompt)
+        {"id": m["id"]}
+        for m in _stored_neighbours(access, ctx, text)
+        if _changes_a_value(str(m.get("content") or ""), text, float(m.get("similarity") or 0.0), ordered=prompt)
     ]
 
 
@@ -742,10 +743,6 @@ def _a_value_swapped(old: str, new: str, ordered: str) -> bool:
         kind in gone and token not in old_tokens and token in asked and any(c.isdigit() for c in token)
         for token, kind in new_tokens.items()
     )
-
-
-#: How much of a changed memory the Stop hook's note quotes (enough to recognise it).
-CHANGED_QUOTE_CHARS = 80
 
 
 def _iso_epoch(value: Any) -> float:
