@@ -550,3 +550,86 @@ def test_a_house_style_or_procedure_label_a_reminder_and_a_state_no_longer_so_ar
     ):
         assert signals(prompt) == [], prompt
     assert signals("Run the linters.", "I'll fix everything it reports in this file.") == []  # this task's work
+
+
+def test_a_root_cause_explained_and_cured_is_a_signal_unless_a_test_pins_it_or_nothing_is_settled():
+    """A failure's cause and cure, said in the answer, is what the next failure of its kind needs
+    (the blind month worlds taught 15 such facts that no other shape caught). Not when the fix came
+    with a test that pins it (the knowledge lives in the diff), when the answer asks back, when the
+    colon after a failure only lists what failed, or when nothing failed."""
+
+    def signals(prompt: str, answer: str, events: list[dict] | None = None) -> list[str]:
+        return stop_trigger.stop_signals({"prompt": prompt, "answer": answer, "events": events or []})
+
+    failed_run = [bash("./gradlew assemble", failed=True, output="FAILURE: Build failed")]
+    taught = (
+        # a failed tool event, a consequence said with "so ... failed", a cure at a sentence's start
+        (
+            "Build the release APK.",
+            "The runner image ships JDK 17 only, so the Kotlin 2.1 plugin failed to "
+            "resolve its toolchain. Switched the job to the temurin-21 image; the APK builds.",
+            failed_run,
+        ),
+        # the user reports the failure; an explanation after the failure's colon; "now" and a verb
+        (
+            "The nightly import failed again.",
+            "It ran out of memory: the parser keeps every row of the "
+            "file in a list. The importer now streams rows in batches of 1,000.",
+            [],
+        ),
+        # the answer names the cause outright: no other sign of a failure needed
+        (
+            "The kiosk hasn't synced since the power cut, look.",
+            "Root cause: the kiosk has no battery-backed "
+            "clock, so TLS saw a certificate from the future. I enabled systemd-time-wait-sync for the unit.",
+            [],
+        ),
+    )
+    for prompt, answer, events in taught:
+        assert signals(prompt, answer, events) == ["cause"], answer
+    quiet = (
+        # pinned by a regression test: the fix lives in the diff
+        (
+            "The export crashes on empty sites.",
+            "Regression test first: it failed because the loop divided "
+            "by the site count. The loop now skips sites with no rows, and the test passes.",
+            failed_run,
+        ),
+        # the answer asks back: nothing settled yet
+        (
+            "Deploy failed, check it.",
+            "It failed because the registry token expired. I switched the job to "
+            "the new token secret; shall I rerun it?",
+            [],
+        ),
+        # the colon lists what failed; fixed in the code just written
+        (
+            "CI went red.",
+            "Only the linter failed: one unused import in `api/views.py`. Removed it and pushed.",
+            failed_run,
+        ),
+        # an explanation with no failure, or a failure explained with no cure
+        ("Add a spinner.", "Added a spinner because the wait looked like a hang.", []),
+        ("The build failed.", "It failed because the disk on the runner is full.", []),
+        ("The build is broken.", "The snapshot test now fails because the header text changed.", []),
+    )
+    for prompt, answer, events in quiet:
+        assert "cause" not in signals(prompt, answer, events), answer
+
+
+def test_a_root_cause_turn_keeps_its_explanation_as_a_procedure_of_this_project(tmp_path, monkeypatch):
+    monkeypatch.setattr(hooks, "nudge", lambda user_dir, spawn=True: None)
+    user_dir = tmp_path / "user"
+    answer = (
+        "Every worker opened the same SQLite file in /tmp, so two of them writing at once got 'database is "
+        "locked'. Each worker now gets its own temporary directory; 30 runs in a row pass."
+    )
+    failed = bash("pytest -n 8", failed=True, output="database is locked")
+    assert _stop(tmp_path, user_dir, "The queue tests went red twice this week. Dig in.", [failed, EDIT], answer)
+    [entry] = [spool.read(p) for p in spool.pending(user_dir)]
+    memory = entry["args"]
+    assert memory["content"].startswith("Root cause found: Every worker opened the same SQLite file")
+    assert "its own temporary directory" in memory["content"]
+    assert memory["type"] == "procedural" and "cause" in memory["tags"]
+    assert "metadata" not in memory  # a root cause holds for this project: never carried to the user scope
+    assert stop_trigger.SIGNAL_TEXT["cause"] in _deliver(user_dir)

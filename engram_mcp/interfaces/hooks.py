@@ -724,6 +724,9 @@ def turn_knowledge_memory(facts: dict[str, Any], signals: list[str]) -> dict[str
         head = f"Fix found after `{cmd}` failed" if cmd else "Fix found after a failed command"
         content = f"{head}: {answer}" + (f" (asked: {prompt})" if prompt else "")
         kind = "fix"
+    elif "cause" in signals:  # the answer explains the failure and its cure
+        kind = "cause"
+        content = f"Root cause found: {answer}" + (f" (asked: {prompt})" if prompt else "")
     elif signals[0] == "lesson":  # only the answer teaches: what was found, then what was asked
         kind = "lesson"
         content = f"Learned: {answer}" + (f" (asked: {prompt})" if prompt else "")
@@ -733,7 +736,7 @@ def turn_knowledge_memory(facts: dict[str, Any], signals: list[str]) -> dict[str
     # engram's types are decay paces: how to work (a rule, a fix's cure) lasts like a procedure
     # (30 days), a fact about the project or a decision like semantic memory (7 days); a root
     # cause is not an episode of the day, whatever the turn's failed command suggests.
-    mem_type = "procedural" if kind in ("rule", "fix", "lesson") else "semantic"
+    mem_type = "procedural" if kind in ("rule", "fix", "cause", "lesson") else "semantic"
     memory = {
         "content": _clean(content, TURN_PROMPT_CHARS + TURN_ANSWER_CHARS + 200),
         "type": mem_type,
@@ -742,14 +745,17 @@ def turn_knowledge_memory(facts: dict[str, Any], signals: list[str]) -> dict[str
         "tags": ["stop-capture", kind],
         "source": {"hook": "Stop", "signals": list(signals)},
     }
-    if kind != "fix" and stop_trigger.for_every_project(str(facts.get("prompt") or ""), str(facts.get("answer") or "")):
+    if kind not in ("fix", "cause") and stop_trigger.for_every_project(
+        str(facts.get("prompt") or ""), str(facts.get("answer") or "")
+    ):
         memory["metadata"] = {"promote_to": "user"}  # session end carries it on to the user scope
     return memory
 
 
 def _answer_teaches(signals: list[str]) -> bool:
     """A fix's root cause and a lesson are explained in the answer: it is kept longer."""
-    return "fix" in signals or "lesson" in signals or "changed" in signals  # a new value is often in the outcome
+    # a new value is often in the outcome
+    return bool({"fix", "cause", "lesson", "changed"} & set(signals))
 
 
 def _lesson_first(answer: str, signals: list[str]) -> str:

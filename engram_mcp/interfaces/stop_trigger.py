@@ -511,6 +511,96 @@ RUNNERS = {"bundle": "exec", "poetry": "run", "uv": "run", "pipenv": "run", "pnp
 ENV_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 SUBCOMMAND = re.compile(r"^[a-z][a-z0-9:_-]*$")
 
+# -- a root cause found and cured: the answer explains a failure and what now prevents it ----------
+#: The user reports a failure as an event ("the release build failed", "CI went red", "it crashes
+#: when you open a ticket", "the realtime feed's been empty since 06:12").
+REPORTED_FAILURE = re.compile(
+    r"\b(?:failed|fails|failing|crash(?:es|ed)?|died|dies|(?:went|gone|is|turned) red|broke|broken|stopped|hangs|"
+    r"refuses|rejected|OOM\w*|empty since|(?:isn't|is not|aren't|stopped) working|doesn't work|not working|"
+    r"won't (?:start|build|load|run|boot|compile|deploy))\b",
+    re.IGNORECASE,
+)
+#: The answer names the cause outright: the failure is implied.
+NAMED_CAUSE = re.compile(r"\b(?:root cause|the cause|cause:|caused by|the culprit)\b", re.IGNORECASE)
+#: ... or explains it with a causal word. (In the clauses below a dot followed by a character is
+#: no sentence end: a version, a file name.)
+CAUSAL = re.compile(r"\b(?:because|which is why|hence|turned out|due to)\b", re.IGNORECASE)
+#: ... or as a consequence: "Debian 12 marks the Python as managed, so pip install failed with ...".
+SO_IT_FAILED = re.compile(
+    r"[,;] so\b(?:[^.;\n]|\.(?=\S)){0,80}?\b(?:fail(?:s|ed)?|got|rejected|refused|crashe[sd]|panick?e?d|threw|throws|errored|"
+    r"exited|died|timed out)\b",
+    re.IGNORECASE,
+)
+#: ... or after a colon that ends the failure's own clause, with a verb in what follows: "cargo deny
+#: failed on licences: ring 0.17.8 publishes no licence expression" (not "Only Credo failed: one
+#: warning in fares.ex", which lists what failed).
+FAILURE_COLON = re.compile(
+    r"\b(?:fail(?:s|ed)?|refused|rejected|crashe[sd]|ran out of \w+|died|exited|errors?)\b(?:[^.:;\n]|\.(?=\S)){0,60}:\s+((?:\S+\s+){0,8})",
+    re.IGNORECASE,
+)
+CLAUSE_VERB = re.compile(
+    r"^(?:is|are|was|were|has|had|have|can't|cannot|doesn't|didn't|isn't|wasn't|won't|never|only|\w+ed|\w{3,}s)$",
+    re.IGNORECASE,
+)
+#: A clause that starts with a count lists what failed ("one unused import in views.py").
+COUNT_START = re.compile(r"^(?:\d+|one|two|three|four|five|several|some|many)\b", re.IGNORECASE)
+#: Quoted text (an error message, a command): its colons and words are the failure's, not the explanation's.
+QUOTED = re.compile(r"`[^`\n]*`|\"[^\"\n]*\"|'[^'\n]{3,}'")
+#: The answer says what it changed so the failure stops: "I switched the cache to ...", "The task now
+#: drops the port and reopens it", "Fix: ...". "now fails" is a symptom, not a cure.
+CURED = re.compile(
+    r"\bnow (?!(?:\w+ )?(?:fails|errors|crashes|breaks|reads|says|shows)\b)(?:\w+ ){0,2}?\w+s\b|"
+    r"(?:^|[.;:]\s+|\bI )(?:\w+ )?(?:changed|switched|moved|added|replaced|pinned|enabled|pointed|put|set|released|"
+    r"gated|wrapped|installed)\b|\bfix(?:ed)?:|\bfixed (?:it|by)\b",
+    re.IGNORECASE | re.MULTILINE,
+)
+#: The fix came with a test that pins it: the knowledge lives in the diff (the stop corpus's rule for
+#: "a test that fails because of the bug being fixed").
+PINNED_BY_TEST = re.compile(
+    r"\bregression test|\b(?:added|wrote|new) (?:a |an )?(?:unit |regression |integration )?tests?\b|"
+    r"\btests? (?:covers?|pins?|reproduces?)\b",
+    re.IGNORECASE,
+)
+#: Sentence ends of an answer (a colon stays inside: it introduces the explanation).
+SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+def root_cause_found(prompt: str, answer: str, events: list[dict[str, Any]]) -> bool:
+    """Whether the turn found why something failed and cured it: a failure (a failed tool event, the
+    user reporting one, or a cause the answer names outright), a sentence of the answer explaining
+    it (`explains_a_cause`) and one saying what changed (`CURED`), and no test that pins the fix
+    (`PINNED_BY_TEST`: the knowledge is in the diff). "The boards have no RTC, so the clock starts
+    in 1970 ...; the unit now waits for time-sync.target" is what the next failure of its kind needs;
+    a cure found by re-running a command another way is `fix_found`'s."""
+    if PINNED_BY_TEST.search(answer) or answer.rstrip().endswith("?"):
+        return False  # a question back: nothing settled yet
+    failed = any(e.get("failed") for e in events) or REPORTED_FAILURE.search(prompt) or NAMED_CAUSE.search(answer)
+    if not failed:
+        return False
+    parts = [s for s in SENTENCE_SPLIT.split(answer) if s.strip()]
+    return any(explains_a_cause(s) for s in parts) and any(CURED.search(s) for s in parts)
+
+
+def explains_a_cause(sentence: str) -> bool:
+    """Whether a sentence says why something failed (`NAMED_CAUSE`, `CAUSAL`, `SO_IT_FAILED`, or an
+    explanation after the failure's colon, `FAILURE_COLON`); quoted text is the failure's own words."""
+    if SO_IT_FAILED.search(sentence):
+        return True
+    bare = QUOTED.sub(" X ", sentence)
+    if NAMED_CAUSE.search(bare) or CAUSAL.search(bare):
+        return True
+    return any(_a_clause(m.group(1)) for m in FAILURE_COLON.finditer(bare))
+
+
+def _a_clause(words: str) -> bool:
+    """Whether the words after a failure's colon read as a clause (a subject, then a verb: "the
+    parser keeps every row"), not a list of what failed ("one unused import in X")."""
+    split = words.split()
+    if not split or COUNT_START.match(split[0]):
+        return False
+    return any(CLAUSE_VERB.match(word.strip(",()")) for word in split[1:])
+
+
 # -- a remembered value changed: the user orders the change ---------------------------------------------
 #: A sentence that orders a value changed ("Move it to 03:40 UTC", "Change the shipped config and
 #: the default", "Raise the cap"): the Stop hook then asks the daemon whether a stored memory
@@ -533,6 +623,7 @@ SIGNAL_TEXT = {
     "rule": "a rule or preference for future work",
     "fact": "a lasting fact: where, how or who",
     "fix": "a fix found after a failed command",
+    "cause": "a failure's root cause and its cure",
     "decision": "a decision and its reason",
     "lesson": "a lesson the answer states",
     "changed": "a new value for something a stored memory states",
@@ -708,8 +799,11 @@ def stop_signals(facts: dict[str, Any]) -> list[str]:
         signals.append("rule")
     elif stated_fact(prompt):
         signals.append("fact")
-    if fix_found(list(facts.get("events") or [])):
+    events = list(facts.get("events") or [])
+    if fix_found(events):
         signals.append("fix")
+    elif root_cause_found(prompt, answer, events):
+        signals.append("cause")
     if (
         USER_DECISION.search(prompt)
         or ANSWER_DECISION.search(answer)
