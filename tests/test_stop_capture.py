@@ -310,12 +310,18 @@ def test_anywhere_a_personal_store_of_secrets_and_the_users_own_habits_hold_in_e
         "Timestamps anywhere I have a say are UTC with the Z.",
         "The client secret is in my password store: pass show lab/orcid.",
         "Add the changelog entries. I don't do separate changelog PRs.",
+        "Write the release note. And no emoji anywhere: commits, changelogs, code comments.",  # a ban
     ):
         assert stop_trigger.for_every_project(prompt), prompt
     for prompt in (
         "We don't do workspaces: prod and staging are separate root modules.",  # the team's
         "I don't do deploys in this repo, Niamh does.",  # this repository
         "The secret is in the team vault under ci/deploy.",
+        # "anywhere" of this codebase's ways, or of a thing, is no scope of the user's
+        "Use a record for the DTO, no Lombok anywhere in this codebase.",
+        "Drop the print. I don't want to see print() anywhere in this crate.",
+        "The public feed uses ATCO codes everywhere, so key the table by them.",
+        "Once a migration has been applied anywhere it's never edited: add a new one.",
     ):
         assert not stop_trigger.for_every_project(prompt), prompt
     # "everywhere" decides the scope of what a turn teaches; on its own it teaches nothing

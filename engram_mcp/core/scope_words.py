@@ -12,6 +12,7 @@ session end, they carried project facts to the user scope and cost the public wo
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 PREFERENCE = re.compile(
     r"\bI(?:'d| would) (?:much |really |far )?(?:rather|prefer)\b|\bI prefer\b|\bmy preference\b|"
@@ -57,13 +58,20 @@ PROSE_LAYOUT = re.compile(
 # A preference about the team's or this repository's ways ("I'd much rather we stopped growing
 # the Fixtures modules") belongs to the project, whoever voices it.
 OUR_WAYS = re.compile(
-    r"\b(?:we|us|our|here|this (?:repo|repository|codebase|project|team|app|service))\b", re.IGNORECASE
+    r"\b(?:we|us|our|here|this (?:repo|repository|codebase|code base|project|team|app|service|crate|package|"
+    r"module|library|workspace|monorepo))\b",
+    re.IGNORECASE,
 )
 # A scope wider than this task ("in every repo", "for anything you write"), whatever the sentence's form.
 WIDER_SCOPE = re.compile(PROJECTS_SCOPE + r"|\bfor any(?:thing)?\b[^.!?\n]{0,40}\b(?:you|we|I)\b", re.IGNORECASE)
-# Anywhere at all, said by the user ("I've got rg and fd everywhere", "timestamps anywhere I have a
-# say"): a scope word for what a flagged turn teaches, never itself a sign that it teaches.
+# Anywhere at all, said by the user of their own work ("I've got rg and fd everywhere", "timestamps
+# anywhere I have a say") or as a ban ("no emoji anywhere: commits, changelogs"): a scope word for
+# what a flagged turn teaches, never itself a sign that it teaches. Not of a thing ("the feed uses
+# ATCO codes everywhere", "once a migration is applied anywhere") nor of this team's ways ("no
+# Lombok anywhere in this codebase": `OUR_WAYS`).
 ANYWHERE = re.compile(r"\b(?:everywhere|anywhere)\b", re.IGNORECASE)
+FIRST_PERSON = re.compile(r"\b(?:I|I've|I'm|I'd|I'll|my|me|mine)\b")
+BANNED_ANYWHERE = re.compile(r"\b(?:no|never)\b[^.!?\n]{0,40}\b(?:everywhere|anywhere)\b", re.IGNORECASE)
 # A habit the user states of themself ("I don't do separate changelog PRs", "I always open drafts"),
 # unless its sentence makes it this team's (`OUR_WAYS`).
 OWN_HABIT = re.compile(r"\bI (?:don't|do not|never|always) (?:do|use|merge|ship|accept|write|open)\b", re.IGNORECASE)
@@ -76,11 +84,17 @@ def holds_everywhere(text: str) -> bool:
         or PERSONAL_SCOPE.search(text)
         or GIT_HABIT.search(text)
         or TO_ME.search(text)
-        or ANYWHERE.search(text)
+        or anywhere_i_work(text)
         or personal_preference(text)
         or prose_habit(text)
         or own_habit(text)
     )
+
+
+def anywhere_i_work(text: str) -> bool:
+    """ "Everywhere" or "anywhere" in a sentence where the user speaks of themself or bans something
+    (`ANYWHERE`), not of this team's ways."""
+    return any(FIRST_PERSON.search(s) or BANNED_ANYWHERE.search(s) for s in _own_sentences(ANYWHERE, text))
 
 
 def own_habit(text: str) -> bool:
@@ -95,7 +109,12 @@ def prose_habit(text: str) -> bool:
 
 def _said_as_own(pattern: re.Pattern[str], text: str) -> bool:
     """Whether a sentence of `text` matches `pattern` without making it this team's (`OUR_WAYS`)."""
-    return any(not OUR_WAYS.search(s) for s in re.split(r"(?<=[.!?])\s+", text) if pattern.search(s))
+    return any(True for _ in _own_sentences(pattern, text))
+
+
+def _own_sentences(pattern: re.Pattern[str], text: str) -> Iterator[str]:
+    """The sentences of `text` that match `pattern` and do not make it this team's (`OUR_WAYS`)."""
+    return (s for s in re.split(r"(?<=[.!?])\s+", text) if pattern.search(s) and not OUR_WAYS.search(s))
 
 
 def personal_preference(prompt: str) -> bool:
