@@ -639,3 +639,25 @@ def test_a_root_cause_turn_keeps_its_explanation_as_a_procedure_of_this_project(
     assert memory["type"] == "procedural" and "cause" in memory["tags"]
     assert "metadata" not in memory  # a root cause holds for this project: never carried to the user scope
     assert stop_trigger.SIGNAL_TEXT["cause"] in _deliver(user_dir)
+
+
+def test_a_rule_in_the_code_a_spread_a_reading_and_an_agreement_referred_to_teach_nothing():
+    """Words that name a rule, a quantifier, a place or an agreement without stating one: an order
+    to write a rule into the code ("Add a rule that drops Foo::Bar frames": the colon is a name's),
+    "all over the place", a level a gauge reads ("at 87% now") and "the latency we agreed"."""
+
+    def signals(prompt: str) -> list[str]:
+        return stop_trigger.stop_signals({"prompt": prompt, "answer": "Done.", "events": []})
+
+    for prompt in (
+        "Add a rule that strips the Acme::Jobs::Runner frames, with its test, and get it approved.",
+        "The client still throws raw errors all over the place. Tidy it up.",
+        "Staging disk is at 87% now. Find out what's growing.",
+        "Re-run the benchmark and check it still hits the p95 we agreed, then open the PR.",
+    ):
+        assert signals(prompt) == [], prompt
+    assert "rule" in signals("Team rule: every PR gets a changelog label.")
+    assert "rule" in signals("Code style: early returns, no nesting past two levels.")
+    assert "fact" in signals("Heads up: the broker is on skua now.")
+    for prompt in ("We agreed on problem+json for every error body.", "Ops and I agreed: no deploys on Fridays."):
+        assert "decision" in signals(prompt), prompt

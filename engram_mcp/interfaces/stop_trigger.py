@@ -130,12 +130,15 @@ LEADING_PHRASE = re.compile(
 CONJUNCTION = re.compile(r"^(?:and|but|so|also|oh|ok|okay|right),?\s+", re.IGNORECASE)
 # A sentence labelled as a standing rule or decision ("Team rule: ...", "Policy for releases: ...").
 RULE_LABEL = re.compile(
-    r"^[\w' -]{0,40}\b(?:rule|convention|policy|decision)\b[^:.!?]{0,40}:|"
+    # a label's colon ends a word ("Team rule: ..."), never one inside a name ("Loam::Jobs"), and an
+    # order to make one ("Add a rule that drops ...") is a task
+    r"^(?!(?:fix|change|add|update|write|make|remove|drop|apply|check|adjust|create)\b)"
+    r"[\w' -]{0,40}\b(?:rule|convention|policy|decision)\b[^:.!?]{0,40}:(?=\s|$)|"
     # ... or as the house's style or way of doing a kind of thing ("House style: ...", "Release
     # flow: ...", "The drill: ..."), the label ending at the colon; an order to change one
     # ("Fix the button style: ...") is a task
     r"^(?!(?:fix|change|add|update|use|make|set|remove|apply|check|tweak|adjust|match|copy)\b)"
-    r"(?:[\w'-]+ ){0,3}(?:style|flow|process|procedure|drill|routine|checklist):",
+    r"(?:[\w'-]+ ){0,3}(?:style|flow|process|procedure|drill|routine|checklist):(?=\s|$)",
     re.IGNORECASE,
 )
 # A subject that stands for any one of a kind ("A plain --force is never OK", "A fresh build is only
@@ -143,7 +146,9 @@ RULE_LABEL = re.compile(
 INDEFINITE_START = re.compile(r"^(?:a|an)\s", re.IGNORECASE)
 # ... that generalises beyond this task: a rule or convention stated as how things are.
 GENERALISING = re.compile(
-    r"\b(?:every|always|never|only ever|(?:is|are) only (?:for|ever)|any(?:one|thing|where)?|all|whatever|each)\b|"
+    # ("all over the place" says how far a thing spread, not that it must)
+    r"\b(?:every|always|never|only ever|(?:is|are) only (?:for|ever)|any(?:one|thing|where)?|all(?! over\b)|"
+    r"whatever|each)\b|"
     # nobody, nothing: a rule only with what is allowed or required ("Nothing on the scan screen is
     # allowed to ..."); "Nothing works after the pull" reports a bug
     r"\b(?:nothing|nobody|no one|everything|everyone)\b[^.!?\n]{0,60}\b(?:is|are) (?:allowed|supposed|required)\b",
@@ -341,6 +346,8 @@ NO_LONGER = re.compile(
 CHANGED_STATE = re.compile(
     r"^(?:[\w'-]+ ){1,3}(?:"
     r"(?:go|goes|run|runs|live|lives|come|comes|sit|sits|land|lands|is|are) (?:out |up |back )?(?:through|on|in|from|via|under|at)\b"
+    # a reading is no place ("Prod disk is at 91% now", "the queue is at 1.2k now")
+    r"(?!\s+\d[\d.,]*\s*(?:%|percent\b|[kKMGT]i?B\b|[kKmM]\b|ms\b|s\b|min\b|x\b))"
     r"[^.!?;:\n]{1,60}\bnow\b|"
     r"(?:have |has )?(?:moved|switched|migrated) (?:over )?(?:to|off|from)\b|"
     # ... "now" before the verb ("EMQX now lives on skua")
@@ -441,7 +448,10 @@ SAME_SENTENCE = r"(?:(?![.!?](?:\s|$))[^\n]){{0,{}}}"  # within one sentence (a 
 
 # -- decision with its reason ---------------------------------------------------------------------
 USER_DECISION = re.compile(
-    r"\b(?:we(?:'ve| have)? decided|(?:\w+ and )?I(?:'ve| have)? decided (?!to\b)|we agreed|\w+ and I agreed|"
+    # "we agreed" announces an agreement, not "the frame count we agreed" (one referred to)
+    r"\b(?:we(?:'ve| have)? decided|(?:\w+ and )?I(?:'ve| have)? decided (?!to\b)|"
+    r"(?:(?<![\w,] )|(?<=\band )|(?<=\bso )|(?<=\bbut )|(?<=\bthen ))we agreed|we agreed (?=on|to|that|with)|"
+    r"\w+ and I agreed|"
     r"(?:it|this|that) stays (?:on|with)|"
     # a meeting's outcome relayed ("Straight out of the ops meeting:"); not "the comments from the review"
     r"(?:straight out of|outcome of|(?:decision|takeaway)s? (?:from|of)) "
