@@ -260,6 +260,13 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation("hook_prompt", "engram_mcp.services.hook_ops:prompt_context", s.HOOK_PROMPT, read_only=True),
     Operation("hook_turn_changes", "engram_mcp.services.hook_ops:turn_changes", s.HOOK_TURN_CHANGES, read_only=True),
     Operation(
+        "hook_promote_stated",
+        "engram_mcp.services.hook_ops:promote_stated",
+        s.HOOK_PROMOTE_STATED,
+        read_only=False,
+        queueable=True,
+    ),
+    Operation(
         "hook_capture",
         "engram_mcp.services.hook_ops:capture",
         s.HOOK_CAPTURE,

@@ -661,7 +661,9 @@ def on_stop(user_dir: Path, payload: dict[str, Any]) -> dict[str, Any] | None:
     changed = [] if signals else changed_memories(user_dir, payload, facts, note_delivered=delivered)
     if changed:
         signals = ["changed"]
-    if signals and _stop_enabled(user_dir, payload):
+    if not signals:
+        promote_stated(user_dir, payload, stated_project_stores(facts, note_delivered=delivered))
+    elif _stop_enabled(user_dir, payload):
         memory = turn_knowledge_memory(facts, signals)
         every_project = bool(memory and (memory.get("metadata") or {}).get("promote_to") == "user")
         save_stop_note(user_dir, payload, signals, every_project=every_project, changed=changed)
@@ -669,6 +671,57 @@ def on_stop(user_dir: Path, payload: dict[str, Any]) -> dict[str, Any] | None:
             # Stop runs once a turn within 5 s: it never starts a daemon; the next one applies the queue.
             capture(user_dir, payload, memory, spawn=False)
     return None
+
+
+def promote_stated(user_dir: Path, payload: dict[str, Any], ids: list[str]) -> None:
+    """Queue the project memories Claude stored this turn for the user scope (`hook_promote_stated`),
+    durably: the daemon applies it when it next drains (Stop never starts one)."""
+    if ids and _session_id(payload) and _stop_enabled(user_dir, payload):
+        spool.enqueue(user_dir, "hook_promote_stated", {"ids": ids}, _ctx(payload), reason="hook")
+        nudge(user_dir, spawn=False)
+
+
+#: Store results of one turn carried on to the user scope (hook_ops.MAX_STATED_IDS).
+MAX_STATED_STORES = 8
+STORE_MEMORY_TOOL = TOOL_PREFIX + "store_memory"
+
+
+def stated_project_stores(facts: dict[str, Any], *, note_delivered: bool = False) -> list[str]:
+    """The ids of the project memories Claude stored in this turn, when the user's words in it say
+    the knowledge holds in every project (`stop_trigger.for_every_project`: "in all my repos", "my
+    commit messages"): the model judged the scope, yet the user's own words say the fact is needed
+    in the other projects, where a project memory is never seen. Stores made first thing in a turn
+    whose prompt carried the memory check answered that check about the previous turn, so they are
+    left out then (as for `curated_this_turn`). Ids come from engram's own store results only."""
+    if not stop_trigger.for_every_project(str(facts.get("prompt") or ""), str(facts.get("answer") or "")):
+        return []
+    ids: list[str] = []
+    worked = False
+    for event in facts.get("events") or []:
+        name = str(event.get("name") or "")
+        if name != STORE_MEMORY_TOOL:
+            worked = worked or not name.startswith(TOOL_PREFIX)
+            continue
+        if event.get("failed") or (note_delivered and not worked):
+            continue
+        found = _store_result(event)
+        if found and found not in ids:
+            ids.append(found)
+    return ids[:MAX_STATED_STORES]
+
+
+def _store_result(event: dict[str, Any]) -> str | None:
+    """The memory id a store_memory call's result names, when it stored in the project scope."""
+    try:
+        result = json.loads(str(event.get("output") or ""))
+    except ValueError:
+        return None
+    if not isinstance(result, dict):
+        return None
+    asked = (event.get("input") or {}).get("scope")
+    if (result.get("scope") or asked) != "project":
+        return None
+    return _memory_id(result.get("memory_id") or result.get("id"))
 
 
 def changed_memories(

@@ -342,6 +342,16 @@ def turn_changes(access: ScopeAccess, ctx: RequestContext, *, prompt: str, answe
     return {"changed": promotion.changed_memories(access, ctx, prompt, answer)}
 
 
+def promote_stated(access: ScopeAccess, ctx: RequestContext, *, ids: list[str]) -> dict[str, Any]:
+    """The project memories Claude stored in a turn where the user said it holds in every project,
+    carried on to the user scope (`promotion.promote_stated`); queued by the Stop hook."""
+    return promotion.promote_stated(access, ctx, [str(i) for i in ids][:MAX_STATED_IDS])
+
+
+#: Memories one turn's hook may ask to carry on to the user scope.
+MAX_STATED_IDS = 8
+
+
 def _prompt_block(
     picked: list[dict[str, Any]], repository: str | None, newer: list[dict[str, Any]], budget: int
 ) -> tuple[list[dict[str, Any]], str]:

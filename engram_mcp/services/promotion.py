@@ -578,6 +578,51 @@ def _promote_to_user(access: ScopeAccess, ctx: RequestContext, project: ScopeHan
         return None
 
 
+#: Origins of a memory that the user's own words may carry on to the user scope: what Claude or the
+#: user stored in the turn. A hook's capture goes there at session end by its own metadata, and a
+#: repository's file or an import only by the user's hand (`USER_ONLY_ORIGINS`).
+STATED_ORIGINS = ("claude", "user")
+
+
+def promote_stated(access: ScopeAccess, ctx: RequestContext, memory_ids: list[str]) -> dict[str, Any]:
+    """Carry the project memories Claude stored in a turn on to the user scope, because the user
+    said in that turn that it holds in every project (the Stop hook read their words:
+    `stop_trigger.for_every_project`). Claude chose the project scope; the user's "in all my repos"
+    or "my commit messages" says the fact is needed in the other projects too, where the project
+    copy is never seen. The project copy stays. Only memories of this project that Claude or the
+    user stored; anything else is skipped, never an error (the ids come from a transcript)."""
+    promoted, skipped = [], 0
+    for memory_id in memory_ids:
+        try:
+            key = parse_memory_id(memory_id)
+        except InvalidInput:
+            skipped += 1
+            continue
+        with access.lock:
+            project = access.handle(ctx, "project")
+            row = project.repo.get(key)
+        if (
+            row is None
+            or row.get("status") == "forgotten"
+            or origin_of(row.get("source")).get("kind") not in STATED_ORIGINS
+            or _has_user_copy(row)
+        ):
+            skipped += 1
+            continue
+        try:
+            done = _promote(access, ctx, format_memory_id(key), "user", "stated for every project", by_user=False)
+            promoted.append(done["memory_id"])
+        except InvalidInput:
+            skipped += 1
+    return {"promoted": promoted, "skipped": skipped}
+
+
+def _has_user_copy(row: dict[str, Any]) -> bool:
+    """Whether a project memory was already carried on to the user scope."""
+    steps = (row.get("metadata") or {}).get("promoted_to") or []
+    return any(isinstance(step, dict) and step.get("scope") == "user" for step in steps)
+
+
 def summary_memory_key(project_db: str, session_id: str, run_started: str | None) -> str:
     """The ULID of a session run's summary memory: a function of the project, the session and
     when this run started (a resumed session is a new run) only; SHA-256 in Crockford base32."""
