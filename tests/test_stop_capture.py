@@ -661,3 +661,21 @@ def test_a_rule_in_the_code_a_spread_a_reading_and_an_agreement_referred_to_teac
     assert "fact" in signals("Heads up: the broker is on skua now.")
     for prompt in ("We agreed on problem+json for every error body.", "Ops and I agreed: no deploys on Fridays."):
         assert "decision" in signals(prompt), prompt
+
+
+def test_a_standing_want_and_a_decision_reported_in_the_passive_are_taught():
+    """ "I always want them that way" is a preference by its own words (and the user's, for every
+    project); "Storage got settled in the design review: ..." relays a decision."""
+
+    def signals(prompt: str) -> list[str]:
+        return stop_trigger.stop_signals({"prompt": prompt, "answer": "Done.", "events": []})
+
+    prompt = "Write the release summary. Dates as ISO 8601 in UTC, and I always want them that way."
+    assert "rule" in signals(prompt) and stop_trigger.for_every_project(prompt)
+    for prompt in (
+        "Caching got settled in Tuesday's review: responses go through Varnish, 5-minute TTL. Wire it up.",
+        "It was decided at the sync that uploads stay on S3. Finish the client.",
+    ):
+        assert "decision" in signals(prompt), prompt
+    for prompt in ("I want the totals in the summary.", "Was it decided who takes the release?"):
+        assert signals(prompt) == [], prompt

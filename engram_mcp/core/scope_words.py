@@ -17,6 +17,8 @@ from collections.abc import Iterator
 PREFERENCE = re.compile(
     r"\bI(?:'d| would) (?:much |really |far )?(?:rather|prefer)\b|\bI prefer\b|\bmy preference\b|"
     r"\bI (?:generally |always |really )?(?:want|like|expect)\b[^.!?\n]{0,80}\b(?:in all my|all my|always|in general|everywhere)\b|"
+    # "always" or "never" before the want is itself the habit ("I always want them that way")
+    r"\bI (?:always|never) (?:want|like|expect)\b|"
     r"\b(?:stop|quit) (?:asking|adding|using|writing|putting)\b|"
     r"\bwhen(?:ever)? you (?:write|add|create|make|open|touch|change)\b[^.!?\n]{0,60}\b(?:always|never)\b|"
     r"\bthat's how I (?:want|like)\b",

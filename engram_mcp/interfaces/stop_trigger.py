@@ -452,6 +452,8 @@ USER_DECISION = re.compile(
     r"\b(?:we(?:'ve| have)? decided|(?:\w+ and )?I(?:'ve| have)? decided (?!to\b)|"
     r"(?:(?<![\w,] )|(?<=\band )|(?<=\bso )|(?<=\bbut )|(?<=\bthen ))we agreed|we agreed (?=on|to|that|with)|"
     r"\w+ and I agreed|"
+    # ... or passively ("Storage got settled in yesterday's design review: ...")
+    r"(?:got|was|were|has been|have been) (?:settled|decided|agreed)(?: on)?\b|"
     r"(?:it|this|that) stays (?:on|with)|"
     # a meeting's outcome relayed ("Straight out of the ops meeting:"); not "the comments from the review"
     r"(?:straight out of|outcome of|(?:decision|takeaway)s? (?:from|of)) "
