@@ -149,8 +149,13 @@ def test_a_change_ranked_below_the_strongest_still_reaches_the_line_it_corrects(
     real_service.store(ctx, content=OLD_PROCEDURE, type="procedural", scope="project", importance=1.0)
     for text in FILLERS:
         real_service.store(ctx, content=text, type="semantic", scope="project", importance=1.0, dedup=False)
-    new_id = real_service.store(ctx, content=NEW_SECRETS, type="semantic", scope="project", importance=0.05)["memory_id"]
-    strongest = {m["id"] for m in context.top_by_strength(real_service.access, ctx, ["project", "user"], None, context.CORRECTION_POOL)}
+    new_id = real_service.store(ctx, content=NEW_SECRETS, type="semantic", scope="project", importance=0.05)[
+        "memory_id"
+    ]
+    strongest = {
+        m["id"]
+        for m in context.top_by_strength(real_service.access, ctx, ["project", "user"], None, context.CORRECTION_POOL)
+    }
     assert new_id not in strongest  # the case: only the change pool finds it
     second = RequestContext(project, "sess-b")
     start = hook_ops.session_start(real_service.access, second)
@@ -255,7 +260,7 @@ NEW_PRINTER = (
 
 
 def test_a_correction_quotes_the_new_value_when_the_sentence_of_change_does_not_name_it():
-    """"The Zebra moved to the Harbour Street depot" says that the address changed, not what it became: a line
+    """ "The Zebra moved to the Harbour Street depot" says that the address changed, not what it became: a line
     that quoted only that sentence still sent Claude to the old address."""
     [(value, sentence)] = fact_diff.displacements(OLD_PRINTER, NEW_PRINTER).items()
     quote = context._correction_quote(OLD_PRINTER, NEW_PRINTER, sentence)
@@ -265,7 +270,10 @@ def test_a_correction_quotes_the_new_value_when_the_sentence_of_change_does_not_
     assert fact_diff.new_value_sentence(OLD_PRINTER, named + " It prints fine.", named) is None
     # a number of the newer memory's story is no new value of the change
     story = "Alice moved over to fares, so Bob owns the exports now. His first drop has 3104 overlapping trips."
-    assert fact_diff.new_value_sentence("Alice owns the exports; drop 2031 was clean.", story, story.split(". ")[0] + ".") is None
+    assert (
+        fact_diff.new_value_sentence("Alice owns the exports; drop 2031 was clean.", story, story.split(". ")[0] + ".")
+        is None
+    )
 
 
 SLIPS_PROCEDURE = (
@@ -277,10 +285,54 @@ SLIPS_PROCEDURE = (
 def test_the_line_of_a_moved_thing_carries_its_new_address():
     """A procedure that names the printer's address in passing stays true and is shown; its line
     must say where the printer is now, not only that it moved."""
-    old = {"id": "memory:01JAAAAAAAAAAAAAAAAAAAAAAA", "content": SLIPS_PROCEDURE, "category": "procedure",
-           "scope": "project", "created_at": "2026-06-01T09:30:00Z"}
-    new = {"id": "memory:01JBBBBBBBBBBBBBBBBBBBBBBB", "content": NEW_PRINTER, "category": "fact",
-           "scope": "project", "created_at": "2026-06-08T09:30:00Z"}
+    old = {
+        "id": "memory:01JAAAAAAAAAAAAAAAAAAAAAAA",
+        "content": SLIPS_PROCEDURE,
+        "category": "procedure",
+        "scope": "project",
+        "created_at": "2026-06-01T09:30:00Z",
+    }
+    new = {
+        "id": "memory:01JBBBBBBBBBBBBBBBBBBBBBBB",
+        "content": NEW_PRINTER,
+        "category": "fact",
+        "scope": "project",
+        "created_at": "2026-06-08T09:30:00Z",
+    }
     line = context.memory_line(old, newer=[new])
     assert "172.20.4.33" in line and "changed since, memory:01JBBBBBBBBBBBBBBBBBBBBBBB" in line, line
     assert "172.20.6.8" in line, line
+
+
+def test_a_correction_quotes_the_new_name_or_person_and_a_number_set_anew_in_the_same_frame():
+    """Three shapes of change the seventh month world showed stale: a build box retired in one sentence
+    and its successor named in another ("My new build box is osprey"), a person's own move ("Dana
+    moved over to platform") with the successor in a later sentence, and a number written anew in
+    the same words ("the top 5 frames" -> "now the top 3 frames"). Each line carries the new value."""
+    old_box = "Heavy builds and full test runs go to kestrel, my build box (ssh kestrel). Sync the tree over first."
+    new_box = (
+        "Hardware news: kestrel gets wiped on Friday. I'll send heavy builds and full test runs to osprey "
+        "from now on. My new build box is osprey, 64 cores."
+    )
+    [(value, sentence)] = fact_diff.displacements(old_box, new_box).items()
+    assert value == "kestrel"
+    quote = context._correction_quote(old_box, new_box, sentence, value)
+    assert "wiped" in quote and "heavy builds and full test runs to osprey" in quote, quote
+
+    old_person = "This ticket grew. Our release manager is Dana Whitfield, who signs off on any slipped date."
+    new_person = (
+        "Org change: Dana moved over to platform this week. The storage move took two days, so nas-04 is retired. "
+        "Priya Raman is our release manager from today, so dates go to her now. Draft for Priya: the release slips."
+    )
+    displaced = fact_diff.displacements(old_person, new_person)
+    assert displaced["dana"].startswith("Org change: Dana moved over")  # her own move, not the storage's
+    quote = context._correction_quote(old_person, new_person, displaced["dana"], "dana")
+    assert "Priya Raman is our release manager" in quote, quote
+
+    old_rule = "What we agreed with QA: a signature is the top 5 frames of the crashing thread, normalised."
+    new_rule = "QA asked for fewer splits, so we're changing the rule: a signature is now the top 3 frames."
+    assert fact_diff.outdates(old_rule, new_rule, 0.6)
+    assert "5" in fact_diff.displacements(old_rule, new_rule)
+    # the same frame without a word of change is another statement, not a change
+    other = "The triage page lists the top 3 frames of each crash next to its count."
+    assert "5" not in fact_diff.displacements(old_rule, other)

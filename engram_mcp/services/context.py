@@ -183,16 +183,16 @@ def corrections(mem: dict[str, Any], others: list[dict[str, Any]], shown: str) -
         newer_text = str(other.get("content") or "")
         for value, sentence in fact_diff.displacements(text, newer_text).items():
             if value in low and all(mid != other["id"] for mid, _ in out):
-                out.append((other["id"], _correction_quote(text, newer_text, sentence)))
+                out.append((other["id"], _correction_quote(text, newer_text, sentence, value)))
                 break
     return out[:MAX_CORRECTIONS]
 
 
-def _correction_quote(old: str, new: str, sentence: str) -> str:
+def _correction_quote(old: str, new: str, sentence: str, value: str | None = None) -> str:
     """What a line quotes of the memory that changed one of its values: the sentence that says so
     and, when that one names no new value, the sentence of `new` that does (a line that says the
     bench "moved to the Northgate lab" without its new address still sends Claude to the old one)."""
-    value_sentence = fact_diff.new_value_sentence(old, new, sentence)
+    value_sentence = fact_diff.new_value_sentence(old, new, sentence, value)
     if not value_sentence:
         return clip_words(sentence, CORRECTION_CHARS)
     head = clip_words(sentence, CORRECTION_CHARS - CORRECTION_VALUE_CHARS)

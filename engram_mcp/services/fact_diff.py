@@ -468,13 +468,16 @@ def _displacements_memo(old: str, new: str) -> dict[str, str]:
     return _read_displacements(old, new)
 
 
-def new_value_sentence(old: str, new: str, sentence: str) -> str | None:
-    """The sentence of `new` that states a value (a number or an identifier) `old` lacks, when the
-    displacing `sentence` states none: "The bench validator moved to the Northgate lab over the
-    weekend." says that something changed, "It's 10.48.9.40 now" what it changed to. None when
+def new_value_sentence(old: str, new: str, sentence: str, value: str | None = None) -> str | None:
+    """The sentence of `new` that states a value (a number or an identifier, or a name of the kind of
+    the displaced `value` that `new` is about) `old` lacks, when the displacing `sentence` states
+    none: "The bench validator moved to the Northgate lab over the weekend." says that something
+    changed, "It's 10.48.9.40 now" what it changed to; "tundra gets wiped on Friday" that the build
+    box goes, "My new build box is moraine" which one comes. Of several such sentences, the one
+    that shares most words with what `old` said of the value ("Heavy builds go to tundra" finds
+    "I'll send heavy builds to moraine", not a sentence about another change). None when
     `sentence` has such a value already, or no sentence of `new` has one."""
-    _, _, _, new_only = _token_split(old, new)
-    fresh = {t for t, k in new_only.items() if k in _VALUE_KINDS}
+    fresh = _fresh_values(old, new, value)
     if not fresh:
         return None
 
@@ -485,14 +488,40 @@ def new_value_sentence(old: str, new: str, sentence: str) -> str | None:
         return None
     # the value said as the change's outcome ("now", "from now on", "instead"), not any number of
     # the newer memory's story ("this week's drop has overlapping trips in block 3104")
-    return next(
-        (
-            " ".join(x.split())
-            for x in _SENTENCE_SPLIT_RE.split(new)
-            if x != sentence and has_fresh(x) and _words(x) & (_CHANGE_WORDS | DISPLACING_WORDS)
-        ),
-        None,
-    )
+    candidates = [
+        " ".join(x.split())
+        for x in _SENTENCE_SPLIT_RE.split(new)
+        if x != sentence and has_fresh(x) and _words(x) & (_CHANGE_WORDS | DISPLACING_WORDS)
+    ]
+    if not candidates:
+        return None
+    said = _content_words(" ".join(x for x in _SENTENCE_SPLIT_RE.split(old) if value and value in x.lower()))
+    return max(candidates, key=lambda x: len(_content_words(x) & said))  # the first of equals
+
+
+#: Times a name must occur in a newer memory to be a value it is about ("moraine" four times), not
+#: one its story mentions ("Friday").
+_NAME_VALUE_MIN_COUNT = 2
+
+
+def _fresh_values(old: str, new: str, value: str | None) -> set[str]:
+    """The values of `new` that `old` lacks: numbers and identifiers, and when the displaced `value`
+    is a name, the names `new` is about (named at least _NAME_VALUE_MIN_COUNT times)."""
+    a, _, _, new_only = _token_split(old, new)
+    fresh = {t for t, k in new_only.items() if k in _VALUE_KINDS}
+    if value is not None and a.get(value) == NAME:
+        low = new.lower()
+        fresh |= {
+            t
+            for t, k in new_only.items()
+            if k == NAME and len(re.findall(rf"\b{re.escape(t)}\b", low)) >= _NAME_VALUE_MIN_COUNT
+        }
+    return fresh
+
+
+def _content_words(text: str) -> set[str]:
+    """The words of `text` that carry content (no glue, at least three letters)."""
+    return {w for w in _words(text) if len(w) >= _MIN_RARE_WORD_CHARS and w not in _GLUE_WORDS}
 
 
 def _read_displacements(old: str, new: str) -> dict[str, str]:
@@ -520,13 +549,25 @@ def _proper_names(text: str) -> set[str]:
 
 def _names_displaced(old: str, new: str) -> dict[str, str]:
     """The proper names of `old` that `new` names beside a displacing sentence bringing in a new one
-    (`displacements`, second case)."""
+    (`displacements`, second case), or names as the subject of its own move ("Leilani moved over
+    to live-ops this week", where the sentence that brings the new name may name none of the old's)."""
     old_names, new_names = _proper_names(old), _proper_names(new)
     shared = old_names & _words(new)
     if not shared:
         return {}
     found: dict[str, str] = {}
-    for sentence in _SENTENCE_SPLIT_RE.split(new):
+    sentences = _SENTENCE_SPLIT_RE.split(new)
+    for sentence in sentences:
+        words = [w.lower() for w in _TOKEN_RE.findall(sentence)]
+        for at, word in enumerate(words):
+            if (
+                word in shared
+                and at + 1 < len(words)
+                and words[at + 1] in SUBJECT_CHANGE_WORDS
+                and new_names - old_names
+            ):
+                found.setdefault(word, " ".join(sentence.split()))
+    for sentence in sentences:
         words = {w.lower() for w in _TOKEN_RE.findall(sentence)}
         if not words & DISPLACING_WORDS or not (words & new_names) - old_names:
             continue
@@ -645,11 +686,48 @@ def _quantities_set_anew(old: str, new: str, a: dict[str, str], new_only: dict[s
     return found
 
 
+#: Words that say a quantity was set anew in a sentence that states it in the old one's frame.
+_REFRAME_WORDS = frozenset(
+    "now changed changing change instead moved switched raised lowered increased reduced bumped updated".split()
+)
+
+
+def _numbers_reframed(old: str, new: str, a: dict[str, str], new_only: dict[str, str]) -> dict[str, str]:
+    """{number of `old`: the sentence of `new` that states another number in the same frame}: the
+    words either side of it in `old` ("the top 5 frames") around a number `old` lacks in a sentence
+    of `new` that says so as a change ("a signature is now the top 3 frames"). One side must be a
+    content word: "at 5" frames nothing."""
+    if NUMBER not in a.values() or NUMBER not in new_only.values():
+        return {}
+    frames: dict[tuple[str, str], str] = {}
+    old_tokens = [t.lower() for t in _TOKEN_RE.findall(old)]
+    for at in range(1, len(old_tokens) - 1):
+        if a.get(old_tokens[at]) == NUMBER:
+            frames.setdefault((old_tokens[at - 1], old_tokens[at + 1]), old_tokens[at])
+    found: dict[str, str] = {}
+    for sentence in _SENTENCE_SPLIT_RE.split(new):
+        words = [w.lower() for w in _TOKEN_RE.findall(sentence)]
+        if not set(words) & _REFRAME_WORDS:
+            continue
+        for at in range(1, len(words) - 1):
+            frame = (words[at - 1], words[at + 1])
+            was = frames.get(frame)
+            if (
+                was is not None
+                and new_only.get(words[at]) == NUMBER
+                and any(len(w) >= _MIN_RARE_WORD_CHARS and w not in _GLUE_WORDS for w in frame)
+            ):
+                found.setdefault(was, " ".join(sentence.split()))
+    return found
+
+
 def _displacing(
     old: str, new: str, a: dict[str, str], b: dict[str, str], old_only: dict[str, str], new_only: dict[str, str]
 ) -> dict[str, str]:
     """The values of `old` that a sentence of `new` displaces, with that sentence (see `outdates`)."""
     found = _quantities_set_anew(old, new, a, new_only)
+    for value, sentence in _numbers_reframed(old, new, a, new_only).items():
+        found.setdefault(value, sentence)
     if not set(old_only.values()) & set(new_only.values()):
         return found  # nothing of one kind went out while one of that kind came in
     shared = {t: k for t, k in b.items() if t in a}
