@@ -557,16 +557,12 @@ def _names_displaced(old: str, new: str) -> dict[str, str]:
         return {}
     found: dict[str, str] = {}
     sentences = _SENTENCE_SPLIT_RE.split(new)
-    for sentence in sentences:
-        words = [w.lower() for w in _TOKEN_RE.findall(sentence)]
-        for at, word in enumerate(words):
-            if (
-                word in shared
-                and at + 1 < len(words)
-                and words[at + 1] in SUBJECT_CHANGE_WORDS
-                and new_names - old_names
-            ):
-                found.setdefault(word, " ".join(sentence.split()))
+    if new_names - old_names:
+        for sentence in sentences:
+            tokens = [w.lower() for w in _TOKEN_RE.findall(sentence)]
+            for at, word in enumerate(tokens[:-1]):
+                if word in shared and tokens[at + 1] in SUBJECT_CHANGE_WORDS:
+                    found.setdefault(word, " ".join(sentence.split()))
     for sentence in sentences:
         words = {w.lower() for w in _TOKEN_RE.findall(sentence)}
         if not words & DISPLACING_WORDS or not (words & new_names) - old_names:
