@@ -336,3 +336,29 @@ def test_a_correction_quotes_the_new_name_or_person_and_a_number_set_anew_in_the
     # the same frame without a word of change is another statement, not a change
     other = "The triage page lists the top 3 frames of each crash next to its count."
     assert "5" not in fact_diff.displacements(old_rule, other)
+
+
+def test_a_line_that_mentions_a_retired_machine_in_passing_carries_its_replacement(real_service, project):
+    """A memory that names a build box in passing (a benchmark run on it) is no neighbour of the one
+    that retired the box, and that one need not rank among the strongest: the change pool finds it by
+    its retirement ("gets wiped on Friday"), so the line carries the successor."""
+    a, b = RequestContext(project, "sess-a"), RequestContext(project, "sess-b")
+    bench = (
+        "Cook benchmarks: hyperfine with 3 warmups, report the median. Last release cook on kestrel: "
+        "median 41.2 s over 10 runs."
+    )
+    real_service.store(a, content=bench, type="procedural", scope="project", importance=0.9)
+    for i in range(30):  # stronger memories that fill the strongest-first pool
+        real_service.store(
+            a, content=f"Crash group {i} is owned by team {i} (ticket CR-{100 + i}).", type="semantic", scope="project",
+            importance=1.0,
+        )
+    retired = (
+        "Hardware news: kestrel gets wiped on Friday. I'll send heavy builds and benchmarks to osprey from now "
+        "on. My new build box is osprey (ssh osprey), 64 cores."
+    )
+    real_service.store(b, content=retired, type="semantic", scope="project", importance=0.3)
+    assert any("osprey" in m["content"] for m in context.change_pool(real_service.access, b))
+    out = hook_ops.prompt_context(real_service.access, RequestContext(project, "sess-c"), prompt="run the cook benchmark again")
+    [line] = [x for x in (out["additional_context"] or "").splitlines() if "kestrel" in x and "hyperfine" in x]
+    assert "changed since" in line and "osprey" in line, line

@@ -679,3 +679,19 @@ def test_a_standing_want_and_a_decision_reported_in_the_passive_are_taught():
         assert "decision" in signals(prompt), prompt
     for prompt in ("I want the totals in the summary.", "Was it decided who takes the release?"):
         assert signals(prompt) == [], prompt
+
+
+def test_where_a_thing_sends_or_reads_now_beside_the_place_is_a_stated_fact():
+    def signals(prompt: str) -> list[str]:
+        return stop_trigger.stop_signals({"prompt": prompt, "answer": "Done.", "events": []})
+
+    for prompt in (
+        "The client team shipped the new handler. It posts to /api/v2/reports now, so keep both routes working.",
+        "The agent uploads to s3://hive-artifacts now. Check the retention.",
+    ):
+        assert "fact" in signals(prompt), prompt
+    for prompt in (
+        "The build now fails at step 3. Have a look.",  # a symptom, no place
+        "The page loads in 3 s now, good enough.",
+    ):
+        assert signals(prompt) == [], prompt

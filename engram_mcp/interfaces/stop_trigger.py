@@ -350,6 +350,8 @@ CHANGED_STATE = re.compile(
     r"(?!\s+\d[\d.,]*\s*(?:%|percent\b|[kKMGT]i?B\b|[kKmM]\b|ms\b|s\b|min\b|x\b))"
     r"[^.!?;:\n]{1,60}\bnow\b|"
     r"(?:have |has )?(?:moved|switched|migrated) (?:over )?(?:to|off|from)\b|"
+    # ... any verb of where it sends or reads, with "now" and the place ("It posts to /api/v2 now")
+    r"[a-z]{3,}s (?:to|at|into|from) (?=(?:\S+\s+){1,6}now\b)(?:the |a |an )?[\w./:-]*[/.:_\d][\w./:-]*|"
     # ... "now" before the verb ("EMQX now lives on skua")
     r"now (?:lives?|runs?|sits?|goes|go|comes?|is|are) (?:on|in|at|through|from|under|via)\b)",
     re.IGNORECASE,

@@ -217,9 +217,9 @@ def correction_pool(access: ScopeAccess, ctx: RequestContext) -> list[dict[str, 
 
 #: Memories that `change_pool` offers, best keyword match first.
 CHANGE_POOL = 16
-#: The words a change is stated with ("instead of Doppler", "got rid of Colima", "moved to"), as
-#: one keyword query.
-CHANGE_QUERY = " ".join(sorted(fact_diff.DISPLACING_WORDS))
+#: The words a change is stated with ("instead of Doppler", "got rid of Colima", "moved to", "gets
+#: wiped on Friday"), as one keyword query.
+CHANGE_QUERY = " ".join(sorted(fact_diff.DISPLACING_WORDS | fact_diff.RETIREMENT_WORDS))
 
 
 def change_pool(access: ScopeAccess, ctx: RequestContext) -> list[dict[str, Any]]:

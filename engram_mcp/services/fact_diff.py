@@ -387,6 +387,9 @@ DISPLACING_WORDS = frozenset(
         "moved",
     }
 )
+#: The one-word retirements of `_RETIRED_RE` ("tundra gets wiped on Friday", "nas-02 is decommissioned"):
+#: with DISPLACING_WORDS, the words the change pool searches for (`context.CHANGE_QUERY`).
+RETIREMENT_WORDS = frozenset({"decommissioned", "retired", "scrapped", "sold", "wiped", "ditched", "dead"})
 #: Change words that say the subject before them changed how it works ("X moved to Y", "X switched
 #: to Y instead"); "now" only adds a fact ("src/routes.ts now uses createRouter").
 SUBJECT_CHANGE_WORDS = frozenset({"moved", "switched", "migrated", "instead"})
