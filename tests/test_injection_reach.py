@@ -350,7 +350,10 @@ def test_a_line_that_mentions_a_retired_machine_in_passing_carries_its_replaceme
     real_service.store(a, content=bench, type="procedural", scope="project", importance=0.9)
     for i in range(30):  # stronger memories that fill the strongest-first pool
         real_service.store(
-            a, content=f"Crash group {i} is owned by team {i} (ticket CR-{100 + i}).", type="semantic", scope="project",
+            a,
+            content=f"Crash group {i} is owned by team {i} (ticket CR-{100 + i}).",
+            type="semantic",
+            scope="project",
             importance=1.0,
         )
     retired = (
@@ -359,6 +362,27 @@ def test_a_line_that_mentions_a_retired_machine_in_passing_carries_its_replaceme
     )
     real_service.store(b, content=retired, type="semantic", scope="project", importance=0.3)
     assert any("osprey" in m["content"] for m in context.change_pool(real_service.access, b))
-    out = hook_ops.prompt_context(real_service.access, RequestContext(project, "sess-c"), prompt="run the cook benchmark again")
+    out = hook_ops.prompt_context(
+        real_service.access, RequestContext(project, "sess-c"), prompt="run the cook benchmark again"
+    )
     [line] = [x for x in (out["additional_context"] or "").splitlines() if "kestrel" in x and "hyperfine" in x]
     assert "changed since" in line and "osprey" in line, line
+
+
+def test_a_cut_memory_by_far_the_closest_to_the_prompt_keeps_its_place_before_unseen_ones():
+    """Unseen first, except a memory the start block showed cut that is CUT_LEAD_COSINE closer to the
+    prompt than every unseen one: its values are what the prompt needs, past its cut."""
+    cut = {"id": "memory:a", "similarity": 0.72}
+    unseen = [{"id": "memory:b", "similarity": 0.40}, {"id": "memory:c", "similarity": 0.35}]
+    assert [m["id"] for m in hook_ops._unseen_first([cut, *unseen], {"memory:a"})] == [
+        "memory:a",
+        "memory:b",
+        "memory:c",
+    ]
+    near = dict(cut, similarity=0.55)
+    assert [m["id"] for m in hook_ops._unseen_first([near, *unseen], {"memory:a"})] == [
+        "memory:b",
+        "memory:c",
+        "memory:a",
+    ]
+    assert [m["id"] for m in hook_ops._unseen_first([near], {"memory:a"})] == ["memory:a"]  # nothing unseen

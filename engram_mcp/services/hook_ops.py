@@ -308,7 +308,7 @@ def prompt_context(
     # keeps recall's order within each): its line comes back only for what its cut left out,
     # which the month replay found needed in 6 of 95 re-shows; unseen first brought 3 more of
     # its 107 needs into context (diligent context recall 0.813 -> 0.841).
-    picked = sorted(candidates, key=lambda m: m["id"] in shown_cut)[:limit]
+    picked = _unseen_first(candidates, shown_cut)[:limit]
     if not picked:
         return _nothing_injected(ctx, prompt, found)
     # the newer memories a picked one's values may have been replaced by: recall's pool and the
@@ -331,6 +331,25 @@ def prompt_context(
         "memory_ids": [m["id"] for m in picked],
         "tokens": context_ops.estimate_tokens(block),
     }
+
+
+#: How much closer (cosine) to the prompt a memory the start block showed cut must be than every
+#: unseen candidate to keep its place before them.
+CUT_LEAD_COSINE = 0.2
+
+
+def _unseen_first(candidates: list[dict[str, Any]], shown_cut: set[str]) -> list[dict[str, Any]]:
+    """`candidates` (recall's order) with what the start block showed cut after what Claude has not
+    seen at all, unless it is by far the closest to the prompt (CUT_LEAD_COSINE above every unseen
+    one): "uploads bounce with HTTP 413" at 0.72 is what that prompt needs, whatever two unseen
+    memories at 0.35 offer, and its cut line did not show the limit that causes it."""
+    unseen = [m for m in candidates if m["id"] not in shown_cut]
+    best = max((float(m.get("similarity") or 0.0) for m in unseen), default=0.0)
+    lead = [
+        m for m in candidates if m["id"] in shown_cut and float(m.get("similarity") or 0.0) >= best + CUT_LEAD_COSINE
+    ]
+    rest = [m for m in candidates if m["id"] in shown_cut and m not in lead]
+    return [*lead, *unseen, *rest]
 
 
 def turn_changes(access: ScopeAccess, ctx: RequestContext, *, prompt: str, answer: str = "") -> dict[str, Any]:
