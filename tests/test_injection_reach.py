@@ -386,3 +386,14 @@ def test_a_cut_memory_by_far_the_closest_to_the_prompt_keeps_its_place_before_un
         "memory:a",
     ]
     assert [m["id"] for m in hook_ops._unseen_first([near], {"memory:a"})] == ["memory:a"]  # nothing unseen
+
+
+def test_a_change_that_names_the_new_tool_still_gets_the_sentence_with_its_command():
+    """ "Toolchains are all on rtx now" names what replaced asdf, not how it is used: the quote adds
+    the sentence with `rtx install`. Only a number or an identifier in the sentence of change is
+    the new value itself."""
+    old = "For the record, I manage JDKs with asdf, pinned per repo in .tool-versions. Gradle warned again."
+    change = "Toolchains are all on rtx now, I moved everything over the weekend."
+    new = f"{change} From now on: `rtx install` and rtx.toml for toolchains. Gradle finds Temurin 21 under rtx."
+    for value in (None, "gradle"):
+        assert "`rtx install`" in (fact_diff.new_value_sentence(old, new, change, value) or ""), value

@@ -484,10 +484,12 @@ def new_value_sentence(old: str, new: str, sentence: str, value: str | None = No
     if not fresh:
         return None
 
-    def has_fresh(text: str) -> bool:
-        return any(t in fresh for t in fact_tokens(text))
+    def has_fresh(text: str, among: set[str] = fresh) -> bool:
+        return any(t in among for t in fact_tokens(text))
 
-    if has_fresh(sentence):
+    # a number or an identifier in the sentence of change is the new value itself ("moved to
+    # 172.20.6.8"); a name there may be only what the change is called ("all on mise now")
+    if has_fresh(sentence, _fresh_values(old, new, None)):
         return None
     # the value said as the change's outcome ("now", "from now on", "instead"), not any number of
     # the newer memory's story ("this week's drop has overlapping trips in block 3104")
