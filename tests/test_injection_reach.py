@@ -397,3 +397,12 @@ def test_a_change_that_names_the_new_tool_still_gets_the_sentence_with_its_comma
     new = f"{change} From now on: `rtx install` and rtx.toml for toolchains. Gradle finds Temurin 21 under rtx."
     for value in (None, "gradle"):
         assert "`rtx install`" in (fact_diff.new_value_sentence(old, new, change, value) or ""), value
+
+
+def test_a_timing_in_another_memory_is_no_number_set_anew():
+    """ "takes 4 s" and "now takes 42 s" share a verb and a unit, not a role: a build's timing does not
+    change what a page's timing was (the seventh world: a keyset-paging memory carried a ccache
+    build's sentence as its change)."""
+    old = "The crash list takes 4 s on the prod snapshot because it pages with OFFSET; keyset paging fixed it."
+    new = "A from-scratch build on tundra now takes 42 s with 203/214 remote hits."
+    assert fact_diff.displacements(old, new) == {}

@@ -693,11 +693,16 @@ _REFRAME_WORDS = frozenset(
 )
 
 
+def _frames_a_number(word: str) -> bool:
+    """A word that gives a number its role: a content word, no unit or glue ("top", "frames", "retries")."""
+    return word.isalpha() and len(word) >= _MIN_RARE_WORD_CHARS and word not in _GLUE_WORDS
+
+
 def _numbers_reframed(old: str, new: str, a: dict[str, str], new_only: dict[str, str]) -> dict[str, str]:
     """{number of `old`: the sentence of `new` that states another number in the same frame}: the
     words either side of it in `old` ("the top 5 frames") around a number `old` lacks in a sentence
-    of `new` that says so as a change ("a signature is now the top 3 frames"). One side must be a
-    content word: "at 5" frames nothing."""
+    of `new` that says so as a change ("a signature is now the top 3 frames"). Both sides must be
+    content words: "at 5" or "takes 4 s" (a timing, which every run states anew) frames nothing."""
     if NUMBER not in a.values() or NUMBER not in new_only.values():
         return {}
     frames: dict[tuple[str, str], str] = {}
@@ -713,11 +718,7 @@ def _numbers_reframed(old: str, new: str, a: dict[str, str], new_only: dict[str,
         for at in range(1, len(words) - 1):
             frame = (words[at - 1], words[at + 1])
             was = frames.get(frame)
-            if (
-                was is not None
-                and new_only.get(words[at]) == NUMBER
-                and any(len(w) >= _MIN_RARE_WORD_CHARS and w not in _GLUE_WORDS for w in frame)
-            ):
+            if was is not None and new_only.get(words[at]) == NUMBER and all(map(_frames_a_number, frame)):
                 found.setdefault(was, " ".join(sentence.split()))
     return found
 
