@@ -325,9 +325,17 @@ def test_a_correction_quotes_the_new_name_or_person_and_a_number_set_anew_in_the
         "Priya Raman is our release manager from today, so dates go to her now. Draft for Priya: the release slips."
     )
     displaced = fact_diff.displacements(old_person, new_person)
-    assert displaced["dana"].startswith("Org change: Dana moved over")  # her own move, not the storage's
-    quote = context._correction_quote(old_person, new_person, displaced["dana"], "dana")
-    assert "Priya Raman is our release manager" in quote, quote
+    # displaced by her own move; quoted by the sentence that puts someone in her role, not the storage's
+    assert displaced["dana"].startswith("Priya Raman is our release manager"), displaced
+    # ... and a sentence that brings in the successor beside "instead" wins over one that names her again
+    marta = "Opened PR #388 with Marta Kowalczyk as reviewer, because it touches billing/."
+    moved = (
+        "Heads up: Marta moved over to the data platform team this week. PR #391 was the only open PR "
+        "waiting on Marta. It now has Sunil Rao as reviewer instead. Billing PRs will go to Sunil from now on."
+    )
+    [(value, sentence)] = fact_diff.displacements(marta, moved).items()
+    quote = context._correction_quote(marta, moved, sentence, value)
+    assert "Sunil Rao as reviewer" in quote and "#391" not in quote, quote
 
     old_rule = "What we agreed with QA: a signature is the top 5 frames of the crashing thread, normalised."
     new_rule = "QA asked for fewer splits, so we're changing the rule: a signature is now the top 3 frames."

@@ -496,7 +496,7 @@ def new_value_sentence(old: str, new: str, sentence: str, value: str | None = No
     candidates = [
         " ".join(x.split())
         for x in _SENTENCE_SPLIT_RE.split(new)
-        if x != sentence and has_fresh(x) and _words(x) & (_CHANGE_WORDS | DISPLACING_WORDS)
+        if x != sentence and has_fresh(x) and _words(x) & _OUTCOME_WORDS
     ]
     if not candidates:
         return None
@@ -504,6 +504,9 @@ def new_value_sentence(old: str, new: str, sentence: str, value: str | None = No
     return max(candidates, key=lambda x: len(_content_words(x) & said))  # the first of equals
 
 
+#: The words that state a change's outcome: the change words, less the ones every story has ("the
+#: only PR waiting on Marta was #391" reports, it does not change).
+_OUTCOME_WORDS = (_CHANGE_WORDS | DISPLACING_WORDS) - {"was", "were", "not", "no"}
 #: Times a name must occur in a newer memory to be a value it is about ("moraine" four times), not
 #: one its story mentions ("Friday").
 _NAME_VALUE_MIN_COUNT = 2
@@ -555,25 +558,37 @@ def _proper_names(text: str) -> set[str]:
 def _names_displaced(old: str, new: str) -> dict[str, str]:
     """The proper names of `old` that `new` names beside a displacing sentence bringing in a new one
     (`displacements`, second case), or names as the subject of its own move ("Leilani moved over
-    to live-ops this week", where the sentence that brings the new name may name none of the old's)."""
+    to live-ops this week", where the sentence that brings the new name may name none of the
+    old's). Each with the sentence that brings a new name into the old one's role: of the
+    sentences bringing a new name with a word of change ("instead", "moved", "now"), the one that
+    shares most words with what `old` said of the displaced name ("Oskar Brandt is our producer
+    from today" for "Leilani is our producer", not "nas-02 is retired, so uploads moved to Ceph")."""
     old_names, new_names = _proper_names(old), _proper_names(new)
     shared = old_names & _words(new)
-    if not shared:
+    brought = new_names - old_names
+    if not shared or not brought:
         return {}
-    found: dict[str, str] = {}
-    sentences = _SENTENCE_SPLIT_RE.split(new)
-    if new_names - old_names:
-        for sentence in sentences:
-            tokens = [w.lower() for w in _TOKEN_RE.findall(sentence)]
-            for at, word in enumerate(tokens[:-1]):
-                if word in shared and tokens[at + 1] in SUBJECT_CHANGE_WORDS:
-                    found.setdefault(word, " ".join(sentence.split()))
+    displaced: set[str] = set()
+    sentences = [" ".join(x.split()) for x in _SENTENCE_SPLIT_RE.split(new) if x.strip()]
     for sentence in sentences:
-        words = {w.lower() for w in _TOKEN_RE.findall(sentence)}
-        if not words & DISPLACING_WORDS or not (words & new_names) - old_names:
+        tokens = [w.lower() for w in _TOKEN_RE.findall(sentence)]
+        displaced |= {w for at, w in enumerate(tokens[:-1]) if w in shared and tokens[at + 1] in SUBJECT_CHANGE_WORDS}
+        words = set(tokens)
+        if words & DISPLACING_WORDS and words & brought:
+            displaced |= shared - words
+    found: dict[str, str] = {}
+    for name in sorted(displaced):
+        candidates = [
+            x
+            for x in sentences
+            if (words := {w.lower() for w in _TOKEN_RE.findall(x)}) & brought
+            and words & (DISPLACING_WORDS | {"now"})
+            and name not in words
+        ]
+        if not candidates:
             continue
-        for name in sorted(shared - words):
-            found.setdefault(name, " ".join(sentence.split()))
+        said = _content_words(" ".join(x for x in _SENTENCE_SPLIT_RE.split(old) if name in x.lower())) - {name}
+        found[name] = max(candidates, key=lambda x: len(_content_words(x) & said))  # the first of equals
     return found
 
 
