@@ -35,6 +35,20 @@ def run_hook(env, event: str, payload, *, timeout: float = 60) -> subprocess.Com
                           text=True, timeout=timeout)
 
 
+def run_stop(env, transcript_path: Path, session: str, answer: str) -> None:
+    """The Stop hook as a process on one turn's transcript: it never blocks and never prints."""
+    stop = {
+        "transcript_path": str(transcript_path),
+        "stop_hook_active": False,
+        "session_id": session,
+        "hook_event_name": "Stop",
+        "cwd": str(env.project),
+        "last_assistant_message": answer,
+    }
+    proc = run_hook(env, "Stop", stop)
+    assert proc.returncode == 0 and proc.stdout == "", proc.stderr
+
+
 def transcript(path: Path, entries: list[tuple[str, object]]) -> Path:
     """Write a Claude Code style transcript: (role, content) pairs."""
     with path.open("w") as fh:

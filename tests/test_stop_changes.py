@@ -18,7 +18,7 @@ import pytest
 
 from engram_mcp.interfaces import hooks
 from tests.daemon_env import make_env
-from tests.test_hooks import NOTE_MARK, run_hook, sample, turn_transcript
+from tests.test_hooks import NOTE_MARK, run_hook, run_stop, sample, turn_transcript
 
 BACKUP = "The nightly restic backup of the build hosts runs at 01:15 UTC (backup.timer on cairn-backup-1)."
 SCRAPE = 'Prometheus scrapes the exporters every 30 seconds: scrape_interval = "30s" in deploy/prometheus.yml.'
@@ -50,17 +50,7 @@ def live(tmp_path_factory):
 
 def _note_after(live, tmp_path, session: str, prompt: str, answer: str) -> str:
     """Stop for one turn (as a hook process), then the next prompt's context: the note, if any."""
-    path = turn_transcript(tmp_path / f"{session}.jsonl", prompt, [], answer)
-    stop = {
-        "transcript_path": str(path),
-        "stop_hook_active": False,
-        "session_id": session,
-        "hook_event_name": "Stop",
-        "cwd": str(live.project),
-        "last_assistant_message": answer,
-    }
-    proc = run_hook(live, "Stop", stop)
-    assert proc.returncode == 0 and proc.stdout == "", proc.stderr  # never a block
+    run_stop(live, turn_transcript(tmp_path / f"{session}.jsonl", prompt, [], answer), session, answer)
     nxt = sample("UserPromptSubmit", session_id=session, cwd=str(live.project), prompt="ok, what next on the list")
     out = run_hook(live, "UserPromptSubmit", nxt)
     assert out.returncode == 0, out.stderr

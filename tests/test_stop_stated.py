@@ -19,7 +19,7 @@ import pytest
 
 from engram_mcp.interfaces import hooks
 from tests.daemon_env import make_env
-from tests.test_hooks import bash, run_hook, sample, turn_transcript
+from tests.test_hooks import bash, run_hook, run_stop, sample, turn_transcript
 
 STORE_TOOL = hooks.STORE_MEMORY_TOOL
 ID_A = "memory:01KT18T11PD3JR4KKWQZ99EB1M"
@@ -86,17 +86,7 @@ def _user_copies(live, content: str) -> list[dict]:
 
 def _stop(live, tmp_path, session: str, prompt: str, memory_id: str) -> None:
     events = [bash("git commit -m 'feat: x'"), _store_event(memory_id)]
-    path = turn_transcript(tmp_path / f"{session}.jsonl", prompt, events, "Committed.")
-    stop = {
-        "transcript_path": str(path),
-        "stop_hook_active": False,
-        "session_id": session,
-        "hook_event_name": "Stop",
-        "cwd": str(live.project),
-        "last_assistant_message": "Committed.",
-    }
-    proc = run_hook(live, "Stop", stop)
-    assert proc.returncode == 0 and proc.stdout == "", proc.stderr  # never a block, never a note
+    run_stop(live, turn_transcript(tmp_path / f"{session}.jsonl", prompt, events, "Committed."), session, "Committed.")
 
 
 def _wait_for(check, timeout_s: float = 20.0):

@@ -200,6 +200,8 @@ PERSON = re.compile(
     + r"[A-Z][a-z]{2,}\b"
 )
 SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+|\n+")
+#: Whole sentences, a colon or a semicolon kept inside ("Team rule: ...", a failure's explanation after its colon).
+SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
 def sentences(text: str) -> list[str]:
@@ -226,7 +228,7 @@ def stated_rule(prompt: str) -> bool:
     """A statement that generalises: declarative and quantified ("every string lives in ..."; a
     lead-in that ends in a colon states nothing yet), naming a scope wider than the task ("in any
     repo"), or labelled as a rule ("Team rule: ...")."""
-    whole = [p.strip() for p in re.split(r"(?<=[.!?])\s+|\n+", prompt) if p.strip() and not p.rstrip().endswith("?")]
+    whole = [p.strip() for p in SENTENCE_SPLIT.split(prompt) if p.strip() and not p.rstrip().endswith("?")]
     if any(RULE_LABEL.match(p) for p in whole):
         return True
     return any(
@@ -272,7 +274,7 @@ def teaching_part(prompt: str) -> str:
     """The sentences of a prompt that state something lasting, without the task's orders around them
     ("Commit it."): the memory says what was taught, and a short line leaves room in the context for
     others. The whole prompt when no one sentence carries it (a decision spread over several)."""
-    parts = [p.strip() for p in re.split(r"(?<=[.!?])\s+|\n+", prompt) if p.strip()]
+    parts = [p.strip() for p in SENTENCE_SPLIT.split(prompt) if p.strip()]
     taught = [p for p in parts if _teaches(p)]
     return " ".join(taught or parts)
 
@@ -575,8 +577,6 @@ PINNED_BY_TEST = re.compile(
     r"\btests? (?:covers?|pins?|reproduces?)\b",
     re.IGNORECASE,
 )
-#: Sentence ends of an answer (a colon stays inside: it introduces the explanation).
-SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
 def root_cause_found(prompt: str, answer: str, events: list[dict[str, Any]]) -> bool:

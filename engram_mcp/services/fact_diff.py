@@ -480,7 +480,9 @@ def new_value_sentence(old: str, new: str, sentence: str, value: str | None = No
     that shares most words with what `old` said of the value ("Heavy builds go to tundra" finds
     "I'll send heavy builds to moraine", not a sentence about another change). None when
     `sentence` has such a value already, or no sentence of `new` has one."""
-    fresh = _fresh_values(old, new, value)
+    a, _, _, new_only = _token_split(old, new)
+    values = {t for t, k in new_only.items() if k in _VALUE_KINDS}
+    fresh = values | _names_about(new, new_only) if value is not None and a.get(value) == NAME else values
     if not fresh:
         return None
 
@@ -489,7 +491,7 @@ def new_value_sentence(old: str, new: str, sentence: str, value: str | None = No
 
     # a number or an identifier in the sentence of change is the new value itself ("moved to
     # 172.20.6.8"); a name there may be only what the change is called ("all on mise now")
-    if has_fresh(sentence, _fresh_values(old, new, None)):
+    if has_fresh(sentence, values):
         return None
     # the value said as the change's outcome ("now", "from now on", "instead"), not any number of
     # the newer memory's story ("this week's drop has overlapping trips in block 3104")
@@ -500,7 +502,7 @@ def new_value_sentence(old: str, new: str, sentence: str, value: str | None = No
     ]
     if not candidates:
         return None
-    said = _content_words(" ".join(x for x in _SENTENCE_SPLIT_RE.split(old) if value and value in x.lower()))
+    said = _said_of(old, value) if value else set()
     return max(candidates, key=lambda x: len(_content_words(x) & said))  # the first of equals
 
 
@@ -512,19 +514,21 @@ _OUTCOME_WORDS = (_CHANGE_WORDS | DISPLACING_WORDS) - {"was", "were", "not", "no
 _NAME_VALUE_MIN_COUNT = 2
 
 
-def _fresh_values(old: str, new: str, value: str | None) -> set[str]:
-    """The values of `new` that `old` lacks: numbers and identifiers, and when the displaced `value`
-    is a name, the names `new` is about (named at least _NAME_VALUE_MIN_COUNT times)."""
-    a, _, _, new_only = _token_split(old, new)
-    fresh = {t for t, k in new_only.items() if k in _VALUE_KINDS}
-    if value is not None and a.get(value) == NAME:
-        low = new.lower()
-        fresh |= {
-            t
-            for t, k in new_only.items()
-            if k == NAME and len(re.findall(rf"\b{re.escape(t)}\b", low)) >= _NAME_VALUE_MIN_COUNT
-        }
-    return fresh
+def _names_about(new: str, new_only: dict[str, str]) -> set[str]:
+    """The names `new` is about among those its older memory lacks (`new_only`): named at least
+    _NAME_VALUE_MIN_COUNT times, a value a displaced name may have become ("moraine")."""
+    low = new.lower()
+    return {
+        t
+        for t, k in new_only.items()
+        if k == NAME and len(re.findall(rf"\b{re.escape(t)}\b", low)) >= _NAME_VALUE_MIN_COUNT
+    }
+
+
+def _said_of(old: str, value: str) -> set[str]:
+    """The content words of `old`'s sentences that name `value`: what it said of the value, which a
+    newer sentence stating its replacement shares ("heavy builds go to tundra" / "to moraine")."""
+    return _content_words(" ".join(x for x in _SENTENCE_SPLIT_RE.split(old) if value in x.lower()))
 
 
 def _content_words(text: str) -> set[str]:
@@ -587,7 +591,7 @@ def _names_displaced(old: str, new: str) -> dict[str, str]:
         ]
         if not candidates:
             continue
-        said = _content_words(" ".join(x for x in _SENTENCE_SPLIT_RE.split(old) if name in x.lower())) - {name}
+        said = _said_of(old, name) - {name}
         found[name] = max(candidates, key=lambda x: len(_content_words(x) & said))  # the first of equals
     return found
 

@@ -589,9 +589,12 @@ def promote_stated(access: ScopeAccess, ctx: RequestContext, memory_ids: list[st
     said in that turn that it holds in every project (the Stop hook read their words:
     `stop_trigger.for_every_project`). Claude chose the project scope; the user's "in all my repos"
     or "my commit messages" says the fact is needed in the other projects too, where the project
-    copy is never seen. The project copy stays. Only memories of this project that Claude or the
-    user stored; anything else is skipped, never an error (the ids come from a transcript)."""
+    copy is never seen. The project copy stays, and a memory carried on already is not copied
+    again (`promote_row` is idempotent). Only memories of this project that Claude or the user
+    stored; anything else is skipped, never an error (the ids come from a transcript)."""
     promoted, skipped = [], 0
+    with access.lock:
+        project = access.handle(ctx, "project")
     for memory_id in memory_ids:
         try:
             key = parse_memory_id(memory_id)
@@ -599,28 +602,24 @@ def promote_stated(access: ScopeAccess, ctx: RequestContext, memory_ids: list[st
             skipped += 1
             continue
         with access.lock:
-            project = access.handle(ctx, "project")
             row = project.repo.get(key)
         if (
             row is None
             or row.get("status") == "forgotten"
             or origin_of(row.get("source")).get("kind") not in STATED_ORIGINS
-            or _has_user_copy(row)
         ):
             skipped += 1
             continue
         try:
             done = _promote(access, ctx, format_memory_id(key), "user", "stated for every project", by_user=False)
-            promoted.append(done["memory_id"])
-        except InvalidInput:
+        except InvalidInput:  # in the user scope already
             skipped += 1
+            continue
+        if done.get("action") == "already_promoted":
+            skipped += 1
+        else:
+            promoted.append(done["memory_id"])
     return {"promoted": promoted, "skipped": skipped}
-
-
-def _has_user_copy(row: dict[str, Any]) -> bool:
-    """Whether a project memory was already carried on to the user scope."""
-    steps = (row.get("metadata") or {}).get("promoted_to") or []
-    return any(isinstance(step, dict) and step.get("scope") == "user" for step in steps)
 
 
 def summary_memory_key(project_db: str, session_id: str, run_started: str | None) -> str:
