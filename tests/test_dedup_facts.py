@@ -322,3 +322,16 @@ def test_a_quantity_set_anew_outdates_what_stated_it_though_the_old_value_stays_
     # a number set for something the older text never spoke of, or no verb of setting
     assert not fact_diff.outdates(old, "We bumped the worker count to 8 for the export job.", 0.5)
     assert not fact_diff.outdates(old, "Downloads of 92 days run as an export job now and then.", 0.5)
+
+
+def test_a_word_capitalised_after_a_bracket_or_quote_is_no_name():
+    """ "(On the way: ...)" capitalises an ordinary word as a sentence start does: "On" is no value,
+    so "switched on for the one command" displaces nothing of a line that says "(On staging ...)".
+    A name after a bracket is still a name."""
+    from engram_mcp.services import fact_diff
+
+    old = 'Suite green locally (On staging it still needs the seed step). "The" dashboard shows it.'
+    assert not {"on", "the"} & set(fact_diff.fact_tokens(old))
+    new = "Flyway disables clean by default, so it has to be switched on for the one command (On prod never)."
+    assert fact_diff.displacements(old, new) == {}
+    assert "kofi" in fact_diff.fact_tokens("Security reviews go to the crypto owner (Kofi) before merge.")

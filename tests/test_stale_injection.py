@@ -19,6 +19,11 @@ NEW_TOOL = (
     "Desktop instead of Podman, and its socket is linked to /var/run/docker.sock."
 )
 
+SIGN_OFF = (
+    "Changes to the billing ledger (services/ledger-core) need a sign-off from Ingrid Solberg in finance before merge."
+)
+SIGN_OFF_HANDED_OVER = "Finance sign-offs for ledger-core go to Tomasz Zielinski from Monday; he has taken over the ledger from the finance side."
+
 OLD_CI_BOX = "Nightly builds run on the Jenkins box jenkins-2.corp; its logs are under /var/log/jenkins."
 NEW_CI_BOX = (
     "We handed the Jenkins box back to infra last week. Nightly builds run on the Buildkite agent "
@@ -60,6 +65,21 @@ NEW_CI_BOX = (
             "The nightly export comes from Acme over SFTP, sftp.acme.io:/out, with the key ~/.ssh/acme.",
             "Acme have switched to uploading the export into our Wasabi bucket instead, under exports/acme/.",
             0.45,
+        ),
+        # a role handed on, the old holder never named again: the handover sentence (or the one
+        # before it, for "he") brings the new holder and shares the role's words and its thing
+        (SIGN_OFF, SIGN_OFF_HANDED_OVER, 0.45),
+        # a new value beside "now", though the older text says "now" of something else
+        (
+            "Now send a test event: POST to /v1/events with the key in X-Api-Key. Ingest now keeps the body.",
+            "The client SDK 3.0 posts to /v2/batch now, same X-Api-Key header, plus a `meta` JSON part.",
+            0.6,
+        ),
+        # a thing going away ("the vault goes away on Friday"), its replacement a value of its kind
+        (
+            "Deploy credentials come from the KeyPass vault kp-prod-2; unlock it with kp unlock first.",
+            "We moved deploy credentials to the Vaultwarden org vw-deploy; the kp-prod-2 vault goes away on Friday.",
+            0.4,
         ),
     ],
 )
@@ -105,6 +125,21 @@ def test_a_changed_value_outdates_the_older_memory(old, new, similarity):
         (
             "Staging runs on the Hetzner box stg-1.corp; deploy with `make stage`.",
             "Hetzner invoices go to finance@acme.io. The old office printer was sold.",
+            0.45,
+        ),
+        # someone took over another role: it shares no thing the older sentence's role is about
+        (SIGN_OFF, "Tomasz Zielinski has taken over the office move; ask him about desks in finance.", 0.45),
+        (SIGN_OFF, "Tomasz Zielinski has taken over the ledger-core on-call rota; page him for outages.", 0.45),
+        # a value added beside "now also" changes nothing that stood
+        (
+            "Now send a test event: POST to /v1/events with the key in X-Api-Key. Ingest now keeps the body.",
+            "Now the ingest also accepts /v2/batch, same X-Api-Key header.",
+            0.6,
+        ),
+        # a date is nobody who held a role, and nothing retired ("gets wiped on Friday")
+        (
+            "Release notes go out on Friday; Ingrid Solberg proofreads them.",
+            "The staging box gets wiped on Friday. Tomasz has taken over the release notes from finance.",
             0.45,
         ),
     ],
@@ -268,3 +303,14 @@ def test_a_memory_that_names_the_replaced_value_after_its_point_stays_with_the_c
     lines = [x for x in (out["additional_context"] or "").splitlines() if mixed_id in x and x.startswith("- [")]
     assert lines, out
     assert "changed since" in lines[0] and "Rancher" in lines[0], lines[0]
+
+
+def test_a_handed_over_role_names_its_old_holder_as_displaced_on_the_line():
+    """The old holder's line carries the handover sentence (a memory that names the holder after
+    its point stays, with the change beside the name)."""
+    found = fact_diff.displacements(SIGN_OFF, SIGN_OFF_HANDED_OVER)
+    assert set(found) == {"ingrid", "solberg"}
+    assert "Tomasz Zielinski" in found["ingrid"] and "taken over" in found["ingrid"]
+    assert not fact_diff.displacements(
+        SIGN_OFF, "Ingrid Solberg has taken over the ledger-core sign-offs from finance."
+    )

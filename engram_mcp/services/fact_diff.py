@@ -50,7 +50,9 @@ _VALUE_KINDS = frozenset({NUMBER, IDENT})
 _TOKEN_RE = re.compile(r"[\w][\w.\-/@:+#]*[\w]|[\w]", re.UNICODE)
 _NUMBER_RE = re.compile(r"^v?\d+(?:[.,]\d+)*(?:[a-z%]{1,3})?$", re.IGNORECASE)
 _LABEL_RE = re.compile(r"^\W*(\w[\w-]{0,30}\s+#?[\w.-]{1,20})\s*[:\-\u2013\u2014]\s")
-_SENTENCE_END_RE = re.compile(r"[.!?:;]\s*$|^\s*$")
+# What may stand before a sentence's first word: its end, or an opening bracket or quote ("(On the
+# way: ...)" capitalises an ordinary word as a sentence does).
+_SENTENCE_END_RE = re.compile(r"[.!?:;(\[\"“‘>]\s*$|^\s*$")
 # Change markers: the words English uses to say a value was replaced. Counted only when the
 # newer text has one the older lacks, so a rule that always said "now" is no marker.
 _CHANGE_WORDS = frozenset(
@@ -296,10 +298,27 @@ def _token_split(old: str, new: str) -> tuple[dict[str, str], dict[str, str], di
     return a, b, old_only, new_only
 
 
+#: Words that add to what stands rather than change it ("now also sets log_level").
+_ADDITIVE_WORDS = frozenset({"also", "too", "additionally", "another"})
+
+
+def _change_beside_new_value(new: str, new_only: dict[str, str]) -> bool:
+    """Whether a sentence of `new` states a value (a number or an identifier) its older text lacks
+    beside a word of outcome, and adds nothing ("It posts to /api/v2/minidumps now"): a change,
+    though the older text says "now" of something else ("Ingest now records the size")."""
+    values = {t for t, k in new_only.items() if k in _VALUE_KINDS}
+    if not values:  # most pairs
+        return False
+    return any(
+        (words := _words(sentence)) & _OUTCOME_WORDS and not words.isdisjoint(values) and not words & _ADDITIVE_WORDS
+        for sentence in _SENTENCE_SPLIT_RE.split(new)
+    )
+
+
 def compare(old: str, new: str) -> Verdict:
     """Whether `new` keeps, replaces or differs from the facts of its near-duplicate `old`."""
     a, b, old_only, new_only = _token_split(old, new)
-    marker = bool((_words(new) - _words(old)) & _CHANGE_WORDS)
+    marker = bool((_words(new) - _words(old)) & _CHANGE_WORDS) or _change_beside_new_value(new, new_only)
     # a value written over another of its kind, or a second number/identifier where the older
     # text stated one (a name is not counted: rewording adds capitals and rare words freely)
     kind_swap = bool(set(old_only.values()) & set(new_only.values())) or bool(
@@ -406,7 +425,10 @@ _RETIRED_RE = re.compile(
     r"\b(?:took|taken|takes) (?:[\w-]+ ){0,3}?(?:off|away)\b|\b(?:is|are) dead\b|"
     # turned off, or given up for another ("puffin was switched off", "we're dropping CBOR for protobuf")
     r"\b(?:switched|turned|powered|shut) (?:off|down)\b|\b(?:dropp(?:ed|ing)|ditch(?:ed|ing)|phas(?:ed|ing) out)\b|"
-    r"\b(?:won't|will not|doesn't|does not) work (?:any ?more|anyway)\b",
+    r"\b(?:won't|will not|doesn't|does not) work (?:any ?more|anyway)\b|"
+    # going away, or kept only to read ("the 1Password vault goes away on Friday", "the S3 one goes
+    # read-only tomorrow and gets deleted at the end of July", "the old vault is archived")
+    r"\b(?:go|goes|gone|went|is going|are going) (?:away|read-only)\b|\b(?:gets?|got|getting|is|are|was|were|being) (?:deleted|archived)\b",
     re.IGNORECASE,
 )
 _ATTRIBUTIVE_WORDS = frozenset({"the", "a", "an", "our", "my", "your", "their", "this", "that", "its", "his", "her"})
@@ -438,14 +460,15 @@ def outdates(old: str, new: str, similarity: float) -> bool:
       and a value of one kind left `old` while one of that kind came in; or
     - related (cosine >= OUTDATE_MIN_COSINE): one sentence of `new` displaces a value `old`
       stated: it names that value, a change word ("instead of Doppler", "moved from Colima to
-      OrbStack", "now 9443 (10.40.2.17)") and a new value of the same kind, which `old` lacks.
+      OrbStack", "now 9443 (10.40.2.17)") and a new value of the same kind, which `old` lacks,
+      or hands the role of a person `old` names to someone else (`_roles_handed_over`).
     """
     if similarity < OUTDATE_MIN_COSINE:
         return similarity >= RETIRED_MIN_COSINE and _retires_a_name_of(old, new)
     a, b, old_only, new_only = _token_split(old, new)
     if similarity >= OUTDATE_BAND_COSINE and compare(old, new).relation == REPLACES:
         return True  # compare found the swap ("Alice reviews" -> "Bob now reviews") or a new value by a change word
-    return bool(_displacing(old, new, a, b, old_only, new_only))
+    return bool(_displacing(old, new, a, b, old_only, new_only) or _roles_handed_over(old, new))
 
 
 def displacements(old: str, new: str) -> dict[str, str]:
@@ -539,7 +562,7 @@ def _content_words(text: str) -> set[str]:
 def _read_displacements(old: str, new: str) -> dict[str, str]:
     a, b, old_only, new_only = _token_split(old, new)
     found = _displacing(old, new, a, b, old_only, new_only)
-    for value, sentence in _names_displaced(old, new).items():
+    for value, sentence in (_names_displaced(old, new) | _roles_handed_over(old, new)).items():
         found.setdefault(value, sentence)
     return found
 
@@ -596,6 +619,87 @@ def _names_displaced(old: str, new: str) -> dict[str, str]:
     return found
 
 
+#: Words that hand a role to someone: "she's taken over ticketing crypto", "Bram picks up auth
+#: reviews from today", "Mirela steps in while he's out".
+_HANDOVER_RE = re.compile(
+    r"\b(?:tak(?:en|es|ing)|took|hand(?:ed|s|ing))(?: [\w'-]+){0,3}? over\b|"
+    r"\bpick(?:s|ed|ing)? up\b|\bstep(?:s|ped|ping)? in\b",
+    re.IGNORECASE,
+)
+#: Content words a handover sentence shares with the older sentence naming the role's holder
+#: ("security", "review", "grt-verify"), one of them a thing's name: the same role, not any
+#: sentence with a new name ("ask", "ticket"; "token", "user").
+_HANDOVER_MIN_SHARED_WORDS = 2
+#: Capitalised words of a date ("from 29 May", "on Friday"): no one who holds a role.
+_CALENDAR_WORDS = frozenset(
+    "january february march april may june july august september october november december "
+    "monday tuesday wednesday thursday friday saturday sunday".split()
+)
+_LEAD_LABEL_RE = re.compile(r"^\W*\w+:\s+")  # "Asked: ", "Outcome: " before a sentence's words
+
+
+def _roles_handed_over(old: str, new: str) -> dict[str, str]:
+    """{name of `old`: the sentence of `new` handing its role to someone else}, when `new` never
+    names the old holder: "Security reviews for grt-verify go to Leila Haddad from this week, she's
+    taken over ticketing crypto" for "anything under crates/grt-verify needs a review from Kofi
+    Mensah in security". The handover sentence brings in a name `old` lacks and shares
+    _HANDOVER_MIN_SHARED_WORDS content words, one a thing's name (grt-verify), with the older
+    sentence whose names `new` lacks."""
+    if not _HANDOVER_RE.search(new):  # most texts: no handover
+        return {}
+    old_names, new_names = _proper_names(old) - _CALENDAR_WORDS, _proper_names(new)
+    brought, gone = new_names - old_names, old_names - _words(new)
+    if not brought or not gone:
+        return {}
+    found: dict[str, str] = {}
+    sentences = [" ".join(x.split()) for x in _SENTENCE_SPLIT_RE.split(new)]
+    for at, said_new in enumerate(sentences):
+        # the new holder is named in the handover sentence or the one before ("... go to Tomasz
+        # from Monday; he has taken over the ledger")
+        sentence = " ".join(sentences[max(0, at - 1) : at + 1]) if at else said_new
+        if not (_HANDOVER_RE.search(said_new) and _words(sentence) & brought):
+            continue
+        words, things = _role_words(sentence)
+        for said in _SENTENCE_SPLIT_RE.split(old):
+            holders = gone & _words(said)
+            if not holders:
+                continue
+            said_words, said_things = _role_words(said)
+            if len(said_words & words) >= _HANDOVER_MIN_SHARED_WORDS and said_things & things:
+                for name in sorted(holders):
+                    found.setdefault(name, sentence)
+    return found
+
+
+def _role_words(sentence: str) -> tuple[set[str], set[str]]:
+    """(the stems of a sentence's content words, the names of things among them): what a role is
+    about. A path's parts count ("crates/grt-verify" names grt-verify); a lead label, the handover's
+    own words and proper names (the holders) do not."""
+    body = _HANDOVER_RE.sub(" ", _LEAD_LABEL_RE.sub("", sentence))
+    names = _proper_names(body)
+    parts = {p for w in _content_words(body) - names for p in w.split("/") if len(p) >= _MIN_RARE_WORD_CHARS}
+    things = {p for p in parts if _kind(p, False) in (IDENT, NAME) or "-" in p or "_" in p}  # ledger-core too
+    return {_stem(p) for p in parts if p not in _GLUE_WORDS}, things
+
+
+def successor_sentence(head: str, text: str) -> str | None:
+    """The sentence of `text` after its `head` that brings in the successor of a name `head` says
+    moved on ("Leilani moved over to live-ops" ... "Oskar Brandt is our producer from today"), or
+    None. Only the name's own move counts: within one text, a sentence with a change word and a
+    new name elsewhere ("the pins moved from Marker to SymbolOptions") says nothing of a person."""
+    moving = set()
+    for sentence in _SENTENCE_SPLIT_RE.split(head):
+        tokens = [w.lower() for w in _TOKEN_RE.findall(sentence)]
+        moving |= {w for at, w in enumerate(tokens[:-1]) if tokens[at + 1] in SUBJECT_CHANGE_WORDS}
+    moving &= _proper_names(head)
+    if not moving:  # most lines
+        return None
+    for name, sentence in sorted(_names_displaced(head, text).items()):
+        if name in moving and sentence not in head:
+            return sentence
+    return None
+
+
 def retires(text: str) -> bool:
     """Whether `text` says something went out of use (handed back, decommissioned, sold): a change
     even with no change word, whose replacement is often named in the next sentence."""
@@ -634,7 +738,7 @@ def _retired_names(sentence: str) -> list[str]:
         inside = [t for t in tokens if start <= t.start() < end]
         after = [t for t in tokens if t.start() >= end][:_RETIRED_WINDOW_WORDS]
         out.extend(t.group(0).lower() for t in before + inside + after)
-    return out
+    return [w for w in out if w not in _CALENDAR_WORDS]  # "gets wiped on Friday" retires no Friday
 
 
 def _subject_changed(words: list[str], at: int) -> bool:
