@@ -314,3 +314,51 @@ def test_a_handed_over_role_names_its_old_holder_as_displaced_on_the_line():
     assert not fact_diff.displacements(
         SIGN_OFF, "Ingrid Solberg has taken over the ledger-core sign-offs from finance."
     )
+
+
+def test_a_line_never_quotes_a_memory_that_is_itself_outdated(real_service, project):
+    """A builds here in 12 minutes; B built on kestrel "in 2 minutes instead of 12"; then kestrel was
+    wiped for osprey. A's line must not quote B: its sentence brings kestrel back into the block."""
+    svc = real_service
+    sessions = iter(f"sess-quote-{n}" for n in range(3))
+    texts = [
+        "Fresh clone setup: run `make deps` before anything else, it fetches the vendored SDKs. The "
+        "release build then takes 12 minutes on this laptop.",
+        "Synced the tree to the build box kestrel and built the release there: 2 minutes instead of 12.",
+        "Hardware news: kestrel gets wiped on Friday. My new build box is osprey (`ssh osprey`, 64 cores), "
+        "use it for anything heavy from now on.",
+    ]
+    ids = []
+    for text in texts:
+        ctx = RequestContext(project, next(sessions))
+        svc.session_start(ctx)
+        ids.append(svc.store(ctx, content=text, type="semantic", scope="project")["memory_id"])
+        svc.session_end(ctx)
+    laptop, kestrel, osprey = ids
+    ctx = RequestContext(project, "sess-quote-last")
+    svc.session_start(ctx)
+    block = svc.context(ctx, task_description="do a release build", strengthen=False)["context_block"]
+    assert laptop in block and osprey in block
+    assert kestrel not in block and "kestrel" not in block.replace("kestrel gets wiped", "")
+
+
+def test_a_cut_line_keeps_the_successor_of_someone_it_says_moved_on():
+    """A memory that says who left a role and, past its line's cut, who took it: the line names the
+    successor too, or it tells Claude only of the old holder. A name's own move only: a story's
+    "the pins moved from Marker to SymbolOptions" brings in no one."""
+    from engram_mcp.services import context
+
+    filler = "The release train slipped a day because the signing step timed out twice on the old runner. " * 2
+    moved = {
+        "id": "memory:01TEST",
+        "type": "semantic",
+        "scope": "project",
+        "content": f"Team news: Ragnhild moved over to the payments squad this week. Outcome: {filler}"
+        "Context: Dmitri Volkov is our release manager from Monday, so release sign-offs go to him now.",
+    }
+    line = context.memory_line(moved)
+    assert "…" in line and "Ragnhild" in line and "Dmitri Volkov is our release manager" in line
+    story = dict(moved, content=f"Asked Ragnhild about the map: {filler} The pins moved from Marker to SymbolOptions.")
+    assert "SymbolOptions" not in context.memory_line(story)
+    whole = dict(moved, content="Ragnhild moved over to payments. Dmitri Volkov is release manager now.")
+    assert context.memory_line(whole).count("Dmitri") == 1  # nothing cut, nothing added

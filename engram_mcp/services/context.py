@@ -150,7 +150,20 @@ def memory_line(
         label = " ".join(str(mem.get("category") or mem.get("type")).split())
         label = f"{label}, {mem.get('scope')}"
     notes = "".join(f" [changed since, {mid}: {quote}]" for mid, quote in corrections(mem, newer or [], body))
+    rest = own_change(str(mem.get("content") or ""), body)
+    notes = f" [… {rest}]{notes}" if rest else notes
     return f"- [{safe(label)}, {mem['id']}] {safe(body)}{safe(notes)}"
+
+
+def own_change(content: str, shown: str) -> str:
+    """The sentence a cut left out of a memory's line that names who took the place of someone its
+    shown part says moved on: "Org change: Leilani moved over to live-ops this week. …" with the
+    cut taking "Oskar Brandt is our producer from today", so the line named the old holder only
+    (the month replay's one stale line left in a world). "" when nothing was cut or no one moved."""
+    if not shown.endswith("…"):
+        return ""
+    sentence = fact_diff.successor_sentence(shown[:-1], " ".join(content.split()))
+    return clip_words(sentence, CORRECTION_CHARS) if sentence else ""
 
 
 #: Characters of a newer memory's sentence quoted on a line as the change of a value it shows.
@@ -213,6 +226,14 @@ def correction_pool(access: ScopeAccess, ctx: RequestContext) -> list[dict[str, 
     except StoreUnavailable:
         return []
     return [m for m in found if not never_volunteered(m)] + change_pool(access, ctx)
+
+
+def current(access: ScopeAccess, ctx: RequestContext, mems: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`mems` less the ones a newer memory outdates (`outdated`): a line quotes the change of its
+    value from these only, since a sentence of an outdated memory brings its stale value back
+    ("built on tundra: 58 s instead of 6m41s" on a line about the laptop's build, after tundra
+    was wiped for moraine)."""
+    return [m for m in mems if not outdated(access, ctx, m)]
 
 
 #: Memories that `change_pool` offers, best keyword match first.
@@ -417,7 +438,7 @@ def build_context(
         # every candidate, shown or not, may carry the change of a value a shown line states, and
         # so may any memory that states a change
         pool = [m for name in SECTIONS for m in gathered[name] if not never_volunteered(m)]
-        pool += change_pool(access, ctx)
+        pool = current(access, ctx, pool + change_pool(access, ctx))
         shown = _Shown(access, ctx, float(access.config(ctx.project_root).store_dedup_similarity))
         for name in SECTIONS:  # a memory (or a near-duplicate of it) appears once, in its first section
             kept = []

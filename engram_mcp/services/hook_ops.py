@@ -313,7 +313,9 @@ def prompt_context(
         return _nothing_injected(ctx, prompt, found)
     # the newer memories a picked one's values may have been replaced by: recall's pool and the
     # scopes' strongest (the ones a session start would show), so a line carries the change
-    newer = [*(found.get("memories") or []), *context_ops.correction_pool(access, ctx)]
+    newer = context_ops.current(
+        access, ctx, [*(found.get("memories") or []), *context_ops.correction_pool(access, ctx)]
+    )
     picked, block = _prompt_block(picked, ctx.project_root.name or None, newer, budget)
     if context_ops.estimate_tokens(block) > budget:  # not even one line fits beside the note
         return _nothing_injected(ctx, prompt, found)
