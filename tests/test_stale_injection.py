@@ -362,3 +362,23 @@ def test_a_cut_line_keeps_the_successor_of_someone_it_says_moved_on():
     assert "SymbolOptions" not in context.memory_line(story)
     whole = dict(moved, content="Ragnhild moved over to payments. Dmitri Volkov is release manager now.")
     assert context.memory_line(whole).count("Dmitri") == 1  # nothing cut, nothing added
+
+
+def test_a_report_of_using_a_fact_does_not_outdate_it():
+    """A turn that used the coordinator and reports what happened ("timed out because the VPN was
+    stopped") reads as a changed value to `compare` (was + new values), but states no change: the
+    coordinator's address stays in the block. Said with a change word beyond a report's words
+    ("any more"), it does outdate."""
+    coordinator = "The live build coordinator is hive-9.corp: HTTP API on 7420, and agents use gRPC on 7421."
+    report = (
+        "How's the coordinator's queue? Outcome: curl to hive-9.corp timed out because the VPN was stopped; "
+        "after `vpn up` the queue had 4 jobs and no agent was offline."
+    )
+    assert fact_diff.compare(coordinator, report).relation == fact_diff.REPLACES
+    assert not fact_diff.outdates(coordinator, report, 0.6)
+    podman = "Docker runs in Podman here; DOCKER_HOST points at the podman socket in /run/user/1000."
+    moved = (
+        "Its socket is ~/.rd/docker.sock and it links /var/run/docker.sock itself, so no DOCKER_HOST tricks any more."
+    )
+    assert fact_diff.outdates(podman, moved, 0.6)
+

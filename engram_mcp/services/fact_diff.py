@@ -466,9 +466,33 @@ def outdates(old: str, new: str, similarity: float) -> bool:
     if similarity < OUTDATE_MIN_COSINE:
         return similarity >= RETIRED_MIN_COSINE and _retires_a_name_of(old, new)
     a, b, old_only, new_only = _token_split(old, new)
-    if similarity >= OUTDATE_BAND_COSINE and compare(old, new).relation == REPLACES:
+    if similarity >= OUTDATE_BAND_COSINE and compare(old, new).relation == REPLACES and _told_as_change(old, new):
         return True  # compare found the swap ("Alice reviews" -> "Bob now reviews") or a new value by a change word
     return bool(_displacing(old, new, a, b, old_only, new_only) or _roles_handed_over(old, new))
+
+
+#: Change words that every report has ("the migration was applied locally", "no reply yet"): as
+#: a newer text's only sign of change, not enough for injection to hide the older memory.
+_REPORT_WORDS = frozenset({"was", "were", "not", "no"})
+_ANY_MORE_RE = re.compile(r"\bany more\b", re.IGNORECASE)
+
+
+def _told_as_change(old: str, new: str) -> bool:
+    """Whether `new`, which `compare` reads as replacing `old`, says so with more than a report's
+    words: a change word besides was/were/not/no ("now", "moved", "any more"), a new value beside a
+    word of outcome, a setting written anew, or one value swapped in an otherwise equal sentence.
+    "How's the live coordinator's queue? ... timed out because Tailscale was stopped" reads as
+    replacing "The live coordinator is hive-01: HTTP API on 7420"; hidden, the live coordinator's
+    address was gone from the block (30 such pairs over the month worlds, 2 of them real changes,
+    both also said with "any more")."""
+    new_said = _ANY_MORE_RE.sub("anymore", new)
+    if (_words(new_said) - _words(old)) & (_CHANGE_WORDS - _REPORT_WORDS):
+        return True
+    _, _, old_only, new_only = _token_split(old, new)
+    if _change_beside_new_value(new, new_only) or reassigned(old, new):
+        return True
+    swaps, only_swaps, _ = _value_swaps(old, new, old_only, new_only)
+    return only_swaps and swaps <= _MAX_SAME_SENTENCE_SWAPS and _label(old) == _label(new)
 
 
 def displacements(old: str, new: str) -> dict[str, str]:
