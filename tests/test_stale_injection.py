@@ -382,3 +382,37 @@ def test_a_report_of_using_a_fact_does_not_outdate_it():
     )
     assert fact_diff.outdates(podman, moved, 0.6)
 
+
+def test_a_line_cut_inside_a_sentence_carries_the_change_of_a_value_that_sentence_states():
+    """The cut fell inside "Context: Wrap it: kp exec ..., and KeyPass fills them in": the line
+    states that sentence, so the newer memory that retires KeyPass is quoted on it. A value only in
+    a later sentence, past the cut, is not the line's."""
+    from engram_mcp.services import context
+
+    padding = "I never keep credentials in the shell or in dotfiles, whatever the repo or the task, ever. " * 2
+    mem = {
+        "id": "memory:01OLD",
+        "type": "semantic",
+        "scope": "project",
+        "created_at": "2026-06-01T09:00:00Z",
+        "content": f"{padding}Context: Wrap it: kp exec --profile=deploy -- <command>, and KeyPass fills them in. "
+        "Staging keys are separate.",
+    }
+    newer = {
+        "id": "memory:01NEW",
+        "type": "semantic",
+        "scope": "project",
+        "created_at": "2026-06-20T09:00:00Z",
+        "content": "Secrets: we moved to Vaultwarden with vw run, the KeyPass vault goes away on Friday.",
+    }
+    line = context.memory_line(mem, newer=[newer])
+    head = line.split("[changed")[0]
+    assert "…" in head and "KeyPass" not in head
+    assert "[changed since, memory:01NEW: Secrets: we moved to Vaultwarden" in line
+    later = dict(
+        mem,
+        content=f"{padding}Context: Wrap it with kp exec. "
+        + "Filler words to pass the cut. " * 6
+        + "KeyPass fills them in.",
+    )
+    assert "changed since" not in context.memory_line(later, newer=[newer])

@@ -166,6 +166,22 @@ def own_change(content: str, shown: str) -> str:
     return clip_words(sentence, CORRECTION_CHARS) if sentence else ""
 
 
+_SENTENCE_END_RE = re.compile(r"[.!?](?=\s|$)")
+
+
+def shown_through_sentence(content: str, shown: str) -> str:
+    """What a line states: its shown text, and when the cut fell inside a sentence, that sentence
+    to its end ("Wrap it: op run…" states "op run --env-file=.env.op -- <command>, and 1Password
+    fills them in", whose tool a newer memory retires)."""
+    if not shown.endswith("…"):
+        return shown
+    head, flat = shown[:-1], " ".join(content.split())
+    if not flat.startswith(head):
+        return shown
+    end = _SENTENCE_END_RE.search(flat, len(head))
+    return flat[: end.end() if end else len(flat)]
+
+
 #: Characters of a newer memory's sentence quoted on a line as the change of a value it shows.
 CORRECTION_CHARS = 200
 #: ... of the sentence that says what the value became, when the change's sentence does not (its
@@ -183,7 +199,8 @@ def corrections(mem: dict[str, Any], others: list[dict[str, Any]], shown: str) -
     if is_foreign(mem) or not others:
         return []
     born = _epoch(mem.get("created_at"))
-    text, low = str(mem.get("content") or ""), shown.lower()
+    text = str(mem.get("content") or "")
+    low = shown_through_sentence(text, shown).lower()
     out: list[tuple[str, str]] = []
     for other in others:
         if (
