@@ -112,6 +112,9 @@ class Verdict:
     relation: str  # SAME | REPLACES | DIFFERS
     old_only: tuple[str, ...] = ()
     new_only: tuple[str, ...] = ()
+    #: REPLACES said with more than a report's words (`_REPORT_WORDS`): injection hides the older
+    #: memory only then (`outdates`).
+    told_as_change: bool = False
 
 
 @functools.cache
@@ -318,22 +321,25 @@ def _change_beside_new_value(new: str, new_only: dict[str, str]) -> bool:
 def compare(old: str, new: str) -> Verdict:
     """Whether `new` keeps, replaces or differs from the facts of its near-duplicate `old`."""
     a, b, old_only, new_only = _token_split(old, new)
-    marker = bool((_words(new) - _words(old)) & _CHANGE_WORDS) or _change_beside_new_value(new, new_only)
+    beside_value = _change_beside_new_value(new, new_only)
+    marker = bool((_words(new) - _words(old)) & _CHANGE_WORDS) or beside_value
     # a value written over another of its kind, or a second number/identifier where the older
     # text stated one (a name is not counted: rewording adds capitals and rare words freely)
     kind_swap = bool(set(old_only.values()) & set(new_only.values())) or bool(
         {k for k in new_only.values() if k in _VALUE_KINDS} & set(a.values())
     )
     swaps, only_swaps, requoted = _value_swaps(old, new, old_only, new_only)
-    verdict = lambda rel: Verdict(rel, tuple(sorted(old_only)), tuple(sorted(new_only)))  # noqa: E731
+    one_swap = only_swaps and swaps <= _MAX_SAME_SENTENCE_SWAPS and _label(old) == _label(new)
+    verdict = lambda rel, told=False: Verdict(rel, tuple(sorted(old_only)), tuple(sorted(new_only)), told)  # noqa: E731
     if marker and (new_only or swaps or requoted or _new_content_words(old, new)):
-        return verdict(REPLACES)
+        told = beside_value or one_swap or _said_beyond_report(old, new) or reassigned(old, new)
+        return verdict(REPLACES, told)
     if reassigned(old, new):
-        return verdict(REPLACES)
+        return verdict(REPLACES, True)
     if not kind_swap and not swaps:
         return verdict(SAME)
-    if only_swaps and swaps <= _MAX_SAME_SENTENCE_SWAPS and _label(old) == _label(new):
-        return verdict(REPLACES)
+    if one_swap:
+        return verdict(REPLACES, True)
     return verdict(DIFFERS)
 
 
@@ -466,7 +472,8 @@ def outdates(old: str, new: str, similarity: float) -> bool:
     if similarity < OUTDATE_MIN_COSINE:
         return similarity >= RETIRED_MIN_COSINE and _retires_a_name_of(old, new)
     a, b, old_only, new_only = _token_split(old, new)
-    if similarity >= OUTDATE_BAND_COSINE and compare(old, new).relation == REPLACES and _told_as_change(old, new):
+    verdict = compare(old, new) if similarity >= OUTDATE_BAND_COSINE else None
+    if verdict is not None and verdict.relation == REPLACES and verdict.told_as_change:
         return True  # compare found the swap ("Alice reviews" -> "Bob now reviews") or a new value by a change word
     return bool(_displacing(old, new, a, b, old_only, new_only) or _roles_handed_over(old, new))
 
@@ -477,23 +484,14 @@ _REPORT_WORDS = frozenset({"was", "were", "not", "no"})
 _ANY_MORE_RE = re.compile(r"\bany more\b", re.IGNORECASE)
 
 
-def _told_as_change(old: str, new: str) -> bool:
-    """Whether `new`, which `compare` reads as replacing `old`, says so with more than a report's
-    words: a change word besides was/were/not/no ("now", "moved", "any more"), a new value beside a
-    word of outcome, a setting written anew, or one value swapped in an otherwise equal sentence.
-    "How's the live coordinator's queue? ... timed out because Tailscale was stopped" reads as
-    replacing "The live coordinator is hive-01: HTTP API on 7420"; hidden, the live coordinator's
-    address was gone from the block. Over the seven month worlds' stored pairs this keeps 29 such
-    memories visible and no replaced fact (the two real changes read by a report's word alone also
-    say "no DOCKER_HOST tricks any more")."""
-    new_said = _ANY_MORE_RE.sub("anymore", new)
-    if (_words(new_said) - _words(old)) & (_CHANGE_WORDS - _REPORT_WORDS):
-        return True
-    _, _, old_only, new_only = _token_split(old, new)
-    if _change_beside_new_value(new, new_only) or reassigned(old, new):
-        return True
-    swaps, only_swaps, _ = _value_swaps(old, new, old_only, new_only)
-    return only_swaps and swaps <= _MAX_SAME_SENTENCE_SWAPS and _label(old) == _label(new)
+def _said_beyond_report(old: str, new: str) -> bool:
+    """Whether `new` has a change word `old` lacks besides a report's (was, were, not, no): "now",
+    "moved", "any more". "How's the live coordinator's queue? ... timed out because Tailscale was
+    stopped" reads as replacing "The live coordinator is hive-01: HTTP API on 7420" with "was" alone;
+    hidden, the coordinator's address was gone from the block. Over the seven month worlds' stored
+    pairs, asking for more keeps 29 such memories visible and no replaced fact (the two real changes
+    read by a report's word alone also say "no DOCKER_HOST tricks any more")."""
+    return bool((_words(_ANY_MORE_RE.sub("anymore", new)) - _words(old)) & (_CHANGE_WORDS - _REPORT_WORDS))
 
 
 def displacements(old: str, new: str) -> dict[str, str]:
@@ -624,7 +622,7 @@ def _names_displaced(old: str, new: str) -> dict[str, str]:
     sentences = [" ".join(x.split()) for x in _SENTENCE_SPLIT_RE.split(new) if x.strip()]
     for sentence in sentences:
         tokens = [w.lower() for w in _TOKEN_RE.findall(sentence)]
-        displaced |= {w for at, w in enumerate(tokens[:-1]) if w in shared and tokens[at + 1] in SUBJECT_CHANGE_WORDS}
+        displaced |= _movers(tokens) & shared
         words = set(tokens)
         if words & DISPLACING_WORDS and words & brought:
             displaced |= shared - words
@@ -714,8 +712,7 @@ def successor_sentence(head: str, text: str) -> str | None:
     new name elsewhere ("the pins moved from Marker to SymbolOptions") says nothing of a person."""
     moving = set()
     for sentence in _SENTENCE_SPLIT_RE.split(head):
-        tokens = [w.lower() for w in _TOKEN_RE.findall(sentence)]
-        moving |= {w for at, w in enumerate(tokens[:-1]) if tokens[at + 1] in SUBJECT_CHANGE_WORDS}
+        moving |= _movers([w.lower() for w in _TOKEN_RE.findall(sentence)])
     moving &= _proper_names(head)
     if not moving:  # most lines
         return None
@@ -723,6 +720,12 @@ def successor_sentence(head: str, text: str) -> str | None:
         if name in moving and sentence not in head:
             return sentence
     return None
+
+
+def _movers(tokens: list[str]) -> set[str]:
+    """Of a sentence's lowercased tokens, the ones right before a word of move: the subject of its
+    own move ("leilani" of "Leilani moved over to live-ops")."""
+    return {w for at, w in enumerate(tokens[:-1]) if tokens[at + 1] in SUBJECT_CHANGE_WORDS}
 
 
 def retires(text: str) -> bool:
