@@ -81,6 +81,8 @@ NEW_CI_BOX = (
             "We moved deploy credentials to the Vaultwarden org vw-deploy; the kp-prod-2 vault goes away on Friday.",
             0.4,
         ),
+        # a change that also says when it starts to hold
+        ("The API listens on port 8080.", "From now on the API listens on port 9090 instead.", 0.8),
     ],
 )
 def test_a_changed_value_outdates_the_older_memory(old, new, similarity):
@@ -141,6 +143,16 @@ def test_a_changed_value_outdates_the_older_memory(old, new, similarity):
             "Release notes go out on Friday; Ingrid Solberg proofreads them.",
             "The staging box gets wiped on Friday. Tomasz has taken over the release notes from finance.",
             0.45,
+        ),
+        # a rule's start ("from now on") is no change word: another ticket and PR in a report of
+        # the same kind of work change nothing the older memory stated
+        (
+            "Security changes need Priya Raman's review before they merge; she owns the auth module. Outcome: "
+            "Committed as `fix(auth): expire refresh tokens` with the `Refs: ACME-412` trailer and opened PR #77.",
+            "A house rule for all my branches: the PR description lists the manual checks that were done. Outcome: "
+            "I'll write every PR description that way from now on. Committed with the `Refs: ACME-430` trailer "
+            "and opened PR #81.",
+            0.6,
         ),
     ],
 )

@@ -217,6 +217,16 @@ def _words(text: str) -> set[str]:
     return {m.group(0).lower() for m in _TOKEN_RE.finditer(text)}
 
 
+#: When a rule starts to hold ("I'll end every PR description that way from now on"), not a sign
+#: that a value changed: its "now" is no change word.
+_RULE_TIME_RE = re.compile(r"\b(?:from now on|from here on|going forward)\b", re.IGNORECASE)
+
+
+def _change_words(text: str) -> set[str]:
+    """The words of `text` that may say a value changed (`_CHANGE_WORDS`), a rule's start left out."""
+    return _words(_RULE_TIME_RE.sub(" ", text)) & _CHANGE_WORDS
+
+
 def _value_swaps(old: str, new: str, a: dict[str, str], b: dict[str, str]) -> tuple[int, bool, bool]:
     """(places where one value was written over another, whether those are the only changes,
     whether a replaced word is quoted again in the newer text).
@@ -322,7 +332,7 @@ def compare(old: str, new: str) -> Verdict:
     """Whether `new` keeps, replaces or differs from the facts of its near-duplicate `old`."""
     a, b, old_only, new_only = _token_split(old, new)
     beside_value = _change_beside_new_value(new, new_only)
-    marker = bool((_words(new) - _words(old)) & _CHANGE_WORDS) or beside_value
+    marker = bool(_change_words(new) - _words(old)) or beside_value
     # a value written over another of its kind, or a second number/identifier where the older
     # text stated one (a name is not counted: rewording adds capitals and rare words freely)
     kind_swap = bool(set(old_only.values()) & set(new_only.values())) or bool(
@@ -491,7 +501,7 @@ def _said_beyond_report(old: str, new: str) -> bool:
     hidden, the coordinator's address was gone from the block. Over the seven month worlds' stored
     pairs, asking for more keeps 29 such memories visible and no replaced fact (the two real changes
     read by a report's word alone also say "no DOCKER_HOST tricks any more")."""
-    return bool((_words(_ANY_MORE_RE.sub("anymore", new)) - _words(old)) & (_CHANGE_WORDS - _REPORT_WORDS))
+    return bool((_change_words(_ANY_MORE_RE.sub("anymore", new)) - _words(old)) - _REPORT_WORDS)
 
 
 def displacements(old: str, new: str) -> dict[str, str]:
