@@ -31,7 +31,7 @@ from bench.month.world import load_world  # noqa: E402
 
 #: The worlds `make bench` replays in quick mode after the public one (folders of bench/month/),
 #: each written from the world README alone, without reading the public world or engram's code.
-OTHER_WORLDS = ("heldout", "third", "fourth", "fifth", "sixth", "seventh")
+OTHER_WORLDS = ("heldout", "third", "fourth", "fifth", "sixth", "seventh", "eighth")
 
 
 def start_budget_problem(tokens: int) -> str | None:
