@@ -154,6 +154,21 @@ def test_a_changed_value_outdates_the_older_memory(old, new, similarity):
             "and opened PR #81.",
             0.6,
         ),
+        # "FYI" opens notes of every kind: a box wiped beside it retired no "FYI" the older note shares
+        (
+            "FYI the compose file publishes Postgres on host port 55433, not 5432; my Homebrew Postgres sits on 5432.",
+            "FYI, orca is being wiped tomorrow. My new build box is narwhal (10.1.2.3); use it for heavy builds "
+            "from now on.",
+            0.37,
+        ),
+        # a retirement retires what its own clause names, not the project named before a colon
+        (
+            "It's the Ansible playbook — `ansible-playbook ansible/ferry.yml --limit ferry-stg` — and afterwards you "
+            "watch journalctl -u quaywatch until the agents have reconnected.",
+            "Org change: Dana moved over to live-ops this week. Outcome: One scope item from quaywatch: nas-07 is "
+            "being retired, so artifact uploads had to move to Ceph (s3://ferry-artifacts) this week.",
+            0.38,
+        ),
     ],
 )
 def test_a_distinct_item_or_a_paraphrase_outdates_nothing(old, new, similarity):

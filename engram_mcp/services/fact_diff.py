@@ -155,6 +155,11 @@ def _stem(token: str) -> str:
     return token[:-1] if token.endswith("e") and len(token) > 3 else token
 
 
+#: Acronyms of conversation, not of things: every note may open with one, so two notes sharing
+#: "FYI" share no value (a retirement beside it retired no "FYI").
+_CHAT_ACRONYMS = frozenset("fyi btw psa til imo imho asap afaik iirc tbh fwiw nb ps ok".split())
+
+
 def _kind(token: str, sentence_start: bool) -> str | None:
     """The fact kind of one token, or None for an ordinary word."""
     if _NUMBER_RE.match(token):
@@ -164,6 +169,8 @@ def _kind(token: str, sentence_start: bool) -> str | None:
     if "-" in token:  # pre-push is two words; nomad-stg is a name when a part is no word
         return IDENT if any(p and not _is_common_word(p) for p in token.split("-")) else None
     if len(token) == 1:  # "I", or a list's "A": a letter alone names nothing
+        return None
+    if token.lower() in _CHAT_ACRONYMS:  # "FYI, the box is wiped tomorrow": how it is said, no value
         return None
     if token[1:] != token[1:].lower():  # camelCase or an acronym (AWS, OPS)
         return NAME
@@ -449,6 +456,7 @@ _RETIRED_RE = re.compile(
 )
 _ATTRIBUTIVE_WORDS = frozenset({"the", "a", "an", "our", "my", "your", "their", "this", "that", "its", "his", "her"})
 _RETIRED_WINDOW_WORDS = 5  # words either side of a retirement that may name the retired thing
+_CLAUSE_BREAK_RE = re.compile(r"[;:—–](?:\s|$)|\s-\s")  # the edge of a retirement's clause ("X: Y is retired")
 _SENTENCE_SPLIT_RE = re.compile(r"(?<=[.!?;])\s+")
 
 
@@ -772,9 +780,13 @@ def _retired_names(sentence: str) -> list[str]:
     tokens = list(_TOKEN_RE.finditer(sentence))
     out: list[str] = []
     for start, end in spans:
-        before = [t for t in tokens if t.end() <= start][-_RETIRED_WINDOW_WORDS:]
+        # within the retirement's clause: "One item from buildhive: nas-02 is being retired"
+        # retires nas-02, not the project named before the colon
+        opens = max((m.end() for m in _CLAUSE_BREAK_RE.finditer(sentence, 0, start)), default=0)
+        closes = next((m.start() for m in _CLAUSE_BREAK_RE.finditer(sentence, end) if m.start() > end), len(sentence))
+        before = [t for t in tokens if opens <= t.start() and t.end() <= start][-_RETIRED_WINDOW_WORDS:]
         inside = [t for t in tokens if start <= t.start() < end]
-        after = [t for t in tokens if t.start() >= end][:_RETIRED_WINDOW_WORDS]
+        after = [t for t in tokens if t.start() >= end and t.end() <= closes][:_RETIRED_WINDOW_WORDS]
         out.extend(t.group(0).lower() for t in before + inside + after)
     return [w for w in out if w not in _CALENDAR_WORDS]  # "gets wiped on Friday" retires no Friday
 
