@@ -695,3 +695,60 @@ def test_where_a_thing_sends_or_reads_now_beside_the_place_is_a_stated_fact():
         "The page loads in 3 s now, good enough.",
     ):
         assert signals(prompt) == [], prompt
+
+
+def test_facts_spliced_into_an_order_and_conventions_said_against_what_is_not_done_are_taught():
+    """How people talk in the middle of a task: a fact after a comma ("..., it's the Pixel at
+    10.0.4.7:5555"), a condition that is no question ("Staging is elm-stg-2 if you need the logs"), a
+    way of working named ("How I like PR titles: ...", "that's how we work here", "Remember we still
+    support ..."), a move the speaker made ("I moved the laptop to mise"), a convention drawn against
+    what is not done ("Service objects use dry-monads; exceptions only at the edges"), what the team
+    works with ("We use the NATO phonetic scheme ..."), what a step means, and an order backed by
+    what happened last time. Their quiet twins teach nothing."""
+
+    def signals(prompt: str, answer: str = "Done.") -> list[str]:
+        return stop_trigger.stop_signals({"prompt": prompt, "answer": answer, "events": []})
+
+    for prompt in (
+        "Install the build on my tablet, it's the Galaxy Tab on the shelf, adb at 10.0.4.7:5555.",
+        "Ship the branch to staging. Staging is elm-stg-2 if you need the logs afterwards.",
+        "Looks fine. Commit it. How I like PR titles: imperative, under 60 characters, ticket in the body.",
+        "Rebuild only the changed models. That's how we work day to day here.",
+        "Guard the call. Remember we still support iOS 15, so check the API level first.",
+        "bundle can't find ruby. Oh right, I moved the laptop to mise last week. Run mise install.",
+        "Use the Result type here. Service objects use dry-monads; exceptions only at the edges.",
+        "Make it a task. Repeatable chores go in the Taskfile, not a shell script in bin/.",
+        "Label the columns. We use the ISO 3166 codes for countries, alpha-2.",
+        "Two new kiosks arrive Monday. Enrolling one means adding it to fleet/kiosks.yml and running `make enrol`.",
+        "Don't bypass it with SKIP_CHECKS=1; fix the cause. Last time someone skipped them we shipped a broken schema.",
+        "Deploys from a laptop are over: everything goes to the release pipeline now.",
+    ):
+        assert signals(prompt), prompt
+    for prompt in (
+        "Commit both and open one PR, it's going out as a 2.3.1 hotfix.",
+        "Check if the API still listens on 8080, it was flaky yesterday.",
+        "Bulk export can go to everyone now.",
+        "Remember to run the migrations before you test.",
+        "Tests use the old fixture. Update them.",
+        "Don't merge it yet; the reviewer is still reading.",
+    ):
+        assert signals(prompt) == [], prompt
+
+
+def test_a_cause_told_as_a_consequence_or_after_a_kill_and_a_limit_lowered_is_a_root_cause():
+    """ "..., so the incremental filter missed them" and "was OOM-killed (exit 137): the heap was set
+    to 6g on a 7 GB runner" explain a failure; "I lowered it to 4g" says what changed."""
+
+    def signals(prompt: str, answer: str) -> list[str]:
+        return stop_trigger.stop_signals({"prompt": prompt, "answer": answer, "events": []})
+
+    assert "cause" in signals(
+        "The nightly table has duplicate ids since Friday, the unique test went red. Why?",
+        "Late rows carry an older updated_at than the last run's max, so the incremental filter missed them and "
+        "the append added them twice. I made the model a merge on id with a 3-day lookback; no duplicates now.",
+    )
+    assert "cause" in signals(
+        "CI failed on the PR. Have a look.",
+        "The build daemon was OOM-killed (exit 137) during minification: the heap was set to 6g but the runner "
+        "has 7 GB in all. I lowered it to 4g and the rerun passes.",
+    )

@@ -66,6 +66,9 @@ FUTURE_MARKERS = re.compile(
 REMEMBER_THAT = re.compile(
     r"\b(?:remember|keep in mind|bear in mind|note|know|be aware) that\b|\bkeep in mind\b|"
     r"\bnote for (?:next time|later|the future)\b|\bjust so you know\b|\bfor future tasks\b|\bfor the record\b|"
+    # a reminder of how things stand, its statement right after it ("Remember we still support
+    # Android 8"); "Remember to ..." is an order
+    r"(?:^|(?<=[.!?]\s))remember,? (?:we|I|you|our|my|it's|that's|there's)\s|"
     # a reminder handed over as such, starting its sentence ("Reminder that every string goes in
     # both files"), not a reminder the code sends ("queueing a reminder that can't go anywhere")
     r"(?:^|(?<=[.!?\n])\s*|\b(?:just|quick|friendly|gentle) (?:a )?)reminder(?: that\b|:)",
@@ -77,6 +80,10 @@ CONVENTION = re.compile(
     r"\bour (?:\w+ )?(?:convention|policy|rule|standard|style guide|practice)s? (?:is|are|says)\b|"
     r"\b(?:the|a) (?:rule|convention|policy) here\b|\bteam (?:policy|convention|rule)\b|"
     r"\bhow we do (?:\w+ )?(?:here|things)\b|\bthe team agreed\b|"
+    # a way of working named as the user's or the team's ("How I like commit messages: ...",
+    # "That's how we work day to day here")
+    r"(?:^|(?<=[.!?]\s))(?:\w+,?\s+)?how (?:I|we) (?:like|want|write|name|do|handle|prefer) [\w' -]{1,40}:|"
+    r"\b(?:that's|this is|that is) how (?:we|I) (?:work|do it|do things|roll|like it|want it)\b|"
     r"\b(?:that's|this is|that is) (?:the|our) (?:usual )?(?:drill|routine|process|procedure|workflow|norm)\b|"
     r"\b(?:the|our) (?:usual )?(?:drill|routine|process|procedure|workflow) (?:here|in this (?:repo|project))\s*(?::|is\b|goes\b)|"
     r"\b(?:all )?our (?:\w+ )?(?:services|repos|projects|apps) (?:always |all )?(?:use|log|run|must|should)\b|"
@@ -127,7 +134,7 @@ LEADING_PHRASE = re.compile(
     r"\w+ly,?\s+)",
     re.IGNORECASE,
 )
-CONJUNCTION = re.compile(r"^(?:and|but|so|also|oh|ok|okay|right),?\s+", re.IGNORECASE)
+CONJUNCTION = re.compile(r"^(?:(?:and|but|so|also|oh|ok|okay|right|well),?\s+)+", re.IGNORECASE)  # "Oh right, I ..."
 # A sentence labelled as a standing rule or decision ("Team rule: ...", "Policy for releases: ...").
 RULE_LABEL = re.compile(
     # a label's colon ends a word ("Team rule: ..."), never one inside a name ("Loam::Jobs"), and an
@@ -172,12 +179,18 @@ IDENTIFIER = re.compile(
     r"\b[\w-]+(?:\.[\w-]+)*\.(?:local|lan|internal|intern|corp)\b|~/[\w.-]+|"  # a private host name, a home path
     # a setting given its value ("BUOY_HIL=1"), a file of a kind code and config come in ("chart.js",
     # "tidewatch.service", "Cargo.toml")
-    r"\b[A-Z][A-Z0-9_]{2,}=\S+|\b[\w-]+\.(?:service|timer|js|ts|py|rs|ex|exs|toml|ya?ml|json|sh|conf|tf|kt|go|sql|md)\b|"
+    r"\b[A-Z][A-Z0-9_]{2,}=\S+|\b[\w-]+\.(?:service|timer|js|ts|py|rs|ex|exs|toml|ya?ml|json|sh|conf|tf|kt|kts|go|sql|md|csv|properties|gradle|xml|lock|rb|ini|cfg|env|swift|java|php|proto|dart)\b|"
     # a relative path ("envs/prod", "skerry/orcid-sandbox"; not "and/or"), a name built to a pattern
     # ("skr-prod-mqtt-2", "skr-<env>-<role>-<n>": parts joined by hyphens, a number or a placeholder)
     r"\b(?!and/or\b)[a-z][\w.-]*/[\w.-]*\w|\b[a-z][a-z0-9]*(?:-[a-z0-9]+)*-(?:\d+|<\w+>)(?:-[\w<>]+)*"
 )
-INDIRECT_QUESTION = re.compile(r"\b(?:whether|if)\b", re.IGNORECASE)  # "he asks whether 4.5.2 is OK": a question
+# "he asks whether 4.5.2 is OK", "check if it listens on 5432": a question; "Staging is hazel-stg-01 if
+# you need the logs" states where staging is, with a condition for using it
+INDIRECT_QUESTION = re.compile(
+    r"\bwhether\b|\b(?:ask|asks|asked|asking|know|knows|check|checks|see|wonder|wondering|tell me|sure|unsure|"
+    r"find out|confirm|test|verify|decide)\s+if\b",
+    re.IGNORECASE,
+)
 # Who does what: a person (a name or he/she/they) with a lasting role.
 ROLE = re.compile(
     r"\b(?:owns|reviews|approves|signs off|is responsible for|"
@@ -222,6 +235,26 @@ def declarative(sentence: str) -> bool:
     """Whether a sentence starts with its subject (after an adverb or a short prepositional phrase)."""
     bare = CONJUNCTION.sub("", sentence, count=1)
     return bool(DECLARATIVE_START.match(bare) or DECLARATIVE_START.match(LEADING_PHRASE.sub("", bare, count=1)))
+
+
+#: An order not to do something ...
+NEGATIVE_ORDER = re.compile(r"^(?:please,?\s+)?(?:don't|do not|never)\b", re.IGNORECASE)
+#: ... backed by what happened when someone did it, or what would happen ("Last time someone skipped
+#: the hooks we shipped a broken migration"): a rule learned from experience, not this task's order.
+FROM_EXPERIENCE = re.compile(
+    r"^(?:the )?last time\b|^every time (?:someone|anyone|we|I|you)\b|^otherwise\b", re.IGNORECASE
+)
+
+
+def warned_from_experience(prompt: str) -> bool:
+    """Whether an order not to do something is followed (within two statements: "Don't skip them;
+    fix the thing. Last time ...") by what happened the last time it was done."""
+    said = sentences(prompt)
+    return any(
+        NEGATIVE_ORDER.match(CONJUNCTION.sub("", s, count=1))
+        and any(FROM_EXPERIENCE.match(x) for x in said[i + 1 : i + 3])
+        for i, s in enumerate(said)
+    )
 
 
 def stated_rule(prompt: str) -> bool:
@@ -290,11 +323,16 @@ def for_every_project(prompt: str, answer: str = "") -> bool:
 def stated_fact(prompt: str) -> bool:
     """A statement of lasting state: where something is or how it runs (declarative, present tense,
     a concrete identifier), or who owns or reviews what."""
-    said = sentences(IS_CONTRACTED.sub(r"\1 is \2", prompt))
+    said = sentences(PRONOUN_IS.sub(r"\1 is", IS_CONTRACTED.sub(r"\1 is \2", prompt)))
     for i, s in enumerate(said):
-        clauses = CLAUSE_BREAK.split(s)  # "X has the flaw, so the minimum goes up to 4.6.0"
+        # "X has the flaw, so the minimum goes up to 4.6.0"; "Use bramble, my Linux box, it's ..."
+        clauses = [*CLAUSE_BREAK.split(s), *(s[m.end() :] for m in SPLICED_CLAUSE.finditer(s))]
         if any(
-            declarative(c) and STATE_VERB.search(c) and IDENTIFIER.search(c) and not INDIRECT_QUESTION.search(c)
+            declarative(c)
+            and STATE_VERB.search(c)
+            and IDENTIFIER.search(c)
+            and not INDIRECT_QUESTION.search(c)
+            and not UNDER_WAY.search(c)
             for c in clauses
         ):
             return True
@@ -309,7 +347,7 @@ def stated_fact(prompt: str) -> bool:
             return True
         # where something lives or runs, as changed ("Deploys go through Woodpecker now", "Pennant
         # have moved to pushing results into our MinIO")
-        if CHANGED_STATE.match(s):
+        if CHANGED_STATE.match(CONJUNCTION.sub("", s, count=1)):
             return True
         # ... or as no longer so, beside where it is now or was ("the config isn't under /etc/cvt
         # any more", "builds no longer run on the old runner at ci-2.lan")
@@ -319,9 +357,22 @@ def stated_fact(prompt: str) -> bool:
             KIND_STATE.match(CONJUNCTION.sub("", c, count=1)) and IDENTIFIER.search(c) for c in CLAUSE_SPLIT.split(s)
         ):
             return True
+        # ... or drawn against what is not done, in its sentence or the next ("Library crates use
+        # thiserror; anyhow only in the binary", "Repeatable commands go in the justfile, not a Makefile")
+        after = said[i + 1] if i + 1 < len(said) else ""
+        if KIND_STATE.match(CONJUNCTION.sub("", s, count=1)) and (RESTRICTION.search(s) or RESTRICTION.search(after)):
+            return True
+        # what the team works with, named ("We use the QARTOD flag scheme: ..."), or what a step
+        # consists of ("Enrolling one means adding it to inventory/buoys.yml and running ...")
+        if USE_HABIT.match(CONJUNCTION.sub("", s, count=1)) or (DEFINES.match(s) and IDENTIFIER.search(s)):
+            return True
     return False
 
 
+#: What is under way is an event, not a state: "it's going out as a 1.8.1 hotfix".
+UNDER_WAY = re.compile(r"\b(?:is|are)\s+(?:going|getting|being|doing|happening|about to)\b", re.IGNORECASE)
+#: "it's the Pixel on my desk": a pronoun's "is", which STATE_VERB reads as a word.
+PRONOUN_IS = re.compile(r"\b(it|that|there|he|she)'s\b", re.IGNORECASE)
 #: "State's in the bucket", "The controller's back on my desk": a noun's "is" before where it is.
 IS_CONTRACTED = re.compile(r"\b([A-Za-z]\w*)'s (in|on|at|under|behind|back|now)\b")
 #: How a kind of thing is done here, its bare plural first, then a verb of habit and a concrete
@@ -330,9 +381,21 @@ IS_CONTRACTED = re.compile(r"\b([A-Za-z]\w*)'s (in|on|at|under|behind|back|now)\
 #: determiner makes it a particular ("The tests use ..." of this change), and so does a verb of
 #: events ("Tests fail on main").
 KIND_STATE = re.compile(
-    r"^(?:[A-Za-z][\w-]* ){0,3}[A-Za-z][\w-]*[^s\W']s (?:use|go|live|follow|belong|come|run|sit|stay|need)\b"
+    # (an adverb or a pronoun ending in s is no plural: "Always use uv for this task")
+    r"^(?:[A-Za-z][\w-]* ){0,3}(?!(?i:always|sometimes|perhaps|thanks|yes|this|his|its|was|is|has|does|as|us)\s)"
+    r"[A-Za-z][\w-]*[^s\W']s (?:only ever |always |only |never )?"
+    r"(?:use|go|live|follow|belong|come|run|sit|stay|need)\b"
 )
 CLAUSE_SPLIT = re.compile(r";\s+|,\s+(?:and|so|but)\s+")
+#: What the speaker or the team works with, named by an acronym, a CamelCase name or an identifier.
+USE_HABIT = re.compile(
+    r"^(?:we|I)(?:'ve)? (?:always |only |mostly |usually )?(?:use|run|build with|deploy with)\s+(?:the |a |an |our )?"
+    r"(?:[A-Z]{2,}\b|[A-Z][a-z]+[A-Z]\w*|`|\S*[/.:_]\w)"
+)
+#: How a step is done, said as what it means ("Enrolling one means adding it to ...").
+DEFINES = re.compile(r"^[A-Za-z]\w*ing\b(?: [\w-]+){0,3} means\b")
+#: The other side of a convention: what is not done, or done only somewhere.
+RESTRICTION = re.compile(r"\b(?:not|never|only|instead of|rather than)\b", re.IGNORECASE)
 
 
 #: A state said to hold no more: "isn't ... any more", "no longer lives/runs/is ..." (a state, not a
@@ -346,12 +409,15 @@ NO_LONGER = re.compile(
 #: "Deploys go through Woodpecker now", "Secrets are in Bitwarden now", "The co-op moved off
 #: 1Password"); an order starts with its verb ("Go through the list now").
 CHANGED_STATE = re.compile(
-    r"^(?:[\w'-]+ ){1,3}(?:"
-    r"(?:go|goes|run|runs|live|lives|come|comes|sit|sits|land|lands|is|are) (?:out |up |back )?(?:through|on|in|from|via|under|at)\b"
+    # what may happen is no change ("Bulk decommission can go to everyone now")
+    r"^(?!(?:[\w'-]+ ){0,2}(?:can|could|should|will|would|may|might|must)\b)(?:[\w'-]+ ){1,3}(?:"
+    r"(?:go|goes|run|runs|live|lives|come|comes|sit|sits|land|lands|is|are) (?:out |up |back )?(?:through|on|in|from|via|under|at|to)\b"
     # a reading is no place ("Prod disk is at 91% now", "the queue is at 1.2k now")
     r"(?!\s+\d[\d.,]*\s*(?:%|percent\b|[kKMGT]i?B\b|[kKmM]\b|ms\b|s\b|min\b|x\b))"
     r"[^.!?;:\n]{1,60}\bnow\b|"
     r"(?:have |has )?(?:moved|switched|migrated) (?:over )?(?:to|off|from)\b|"
+    # ... what the speaker moved ("I moved the laptop to mise last week")
+    r"(?:'ve |have )?(?:moved|switched|migrated) (?:the |my |our |all )?(?:[\w-]+ ){0,2}(?:over )?(?:to|off|onto)\b|"
     # ... any verb of where it sends or reads, with "now" and the place ("It posts to /api/v2 now")
     r"[a-z]{3,}s (?:to|at|into|from) (?=(?:\S+\s+){1,6}now\b)(?:the |a |an )?[\w./:-]*[/.:_\d][\w./:-]*|"
     # ... "now" before the verb ("EMQX now lives on skua")
@@ -391,6 +457,13 @@ COMMITMENT = re.compile(
 #: types in goes through local_to_utc()"): what Claude takes on for later work, like COMMITMENT.
 FUTURE_LEAD = re.compile(r"^(?:" + FROM_NOW_ON + r")\b", re.IGNORECASE)
 CLAUSE_BREAK = re.compile(r",\s+(?:and|so|but)\s+")
+#: A statement spliced onto an order with a comma, as people talk ("Put a build on my test phone,
+#: it's the Pixel at 192.168.40.23:5555"; "Don't put it in .env, I run anything secret through op"):
+#: the clause after it starts with its own subject.
+SPLICED_CLAUSE = re.compile(
+    r",\s+(?=(?:it's|it is|that's|that is|they're|they are|I|we|we're|my|our|everything|anything)\s)",
+    re.IGNORECASE,
+)
 MAX_SUBJECT_WORDS = 7  # a longer run before the modal is not one noun phrase
 PLURAL_WORD = re.compile(r"(?:[a-z]|[A-Z]{2})s$")  # "tests", "CSVs"
 # A word that points at one place: a number ("line 90") or a file ("src/decode/reefer.rs", whose
@@ -544,14 +617,14 @@ CAUSAL = re.compile(r"\b(?:because|which is why|hence|turned out|due to)\b", re.
 #: ... or as a consequence: "Debian 12 marks the Python as managed, so pip install failed with ...".
 SO_IT_FAILED = re.compile(
     r"[,;] so\b(?:[^.;\n]|\.(?=\S)){0,80}?\b(?:fail(?:s|ed)?|got|rejected|refused|crashe[sd]|panick?e?d|threw|throws|errored|"
-    r"exited|died|timed out)\b",
+    r"exited|died|timed out|missed|skipped|dropped|lost|differ(?:s|ed)?)\b",
     re.IGNORECASE,
 )
 #: ... or after a colon that ends the failure's own clause, with a verb in what follows: "cargo deny
 #: failed on licences: ring 0.17.8 publishes no licence expression" (not "Only Credo failed: one
 #: warning in fares.ex", which lists what failed).
 FAILURE_COLON = re.compile(
-    r"\b(?:fail(?:s|ed)?|refused|rejected|crashe[sd]|ran out of \w+|died|exited|errors?)\b(?:[^.:;\n]|\.(?=\S)){0,60}:\s+((?:\S+\s+){0,8})",
+    r"\b(?:fail(?:s|ed)?|refused|rejected|crashe[sd]|ran out of \w+|died|exited|errors?|(?:OOM-)?killed)\b(?:[^.:;\n]|\.(?=\S)){0,60}:\s+((?:\S+\s+){0,8})",
     re.IGNORECASE,
 )
 CLAUSE_VERB = re.compile(
@@ -567,7 +640,7 @@ QUOTED = re.compile(r"`[^`\n]*`|\"[^\"\n]*\"|'[^'\n]{3,}'")
 CURED = re.compile(
     r"\bnow (?!(?:\w+ )?(?:fails|errors|crashes|breaks|reads|says|shows)\b)(?:\w+ ){0,2}?\w+s\b|"
     r"(?:^|[.;:]\s+|\bI )(?:\w+ )?(?:changed|switched|moved|added|replaced|pinned|enabled|pointed|put|set|released|"
-    r"gated|wrapped|installed)\b|\bfix(?:ed)?:|\bfixed (?:it|by)\b",
+    r"gated|wrapped|installed|lowered|raised|capped|bumped|increased|reduced|made)\b|\bfix(?:ed)?:|\bfixed (?:it|by)\b",
     re.IGNORECASE | re.MULTILINE,
 )
 #: The fix came with a test that pins it: the knowledge lives in the diff (the stop corpus's rule for
@@ -809,6 +882,7 @@ def stop_signals(facts: dict[str, Any]) -> list[str]:
         or UNWANTED.search(prompt)
         or REASONED_CONTRAST.search(prompt)
         or stated_rule(prompt)
+        or warned_from_experience(prompt)
     ):
         signals.append("rule")
     elif stated_fact(prompt):
