@@ -414,33 +414,3 @@ def test_a_timing_in_another_memory_is_no_number_set_anew():
     old = "The crash list takes 4 s on the prod snapshot because it pages with OFFSET; keyset paging fixed it."
     new = "A from-scratch build on tundra now takes 42 s with 203/214 remote hits."
     assert fact_diff.displacements(old, new) == {}
-
-
-RELEASE_FACTS = (
-    "Release tags for the ferry app are signed with the team key on the YubiKey; `git tag -s` fails without it "
-    "plugged in. Outcome: tagged v2.4.0 after plugging it in, pushed the tag, and the release workflow built "
-    "the Android and iOS bundles in 14 minutes; both uploaded to the stores' internal tracks without warnings. "
-    "Context: cut the release.",
-    "Release notes for the ferry app go through Marisol Vega in comms before the store listing changes; she "
-    "rewrites anything too technical. Outcome: sent her the draft for v2.4.0 with the three fixes and the "
-    "new timetable screen, and she returned it within the hour with two lines shortened. Context: write the notes.",
-    "Release builds of the ferry app need the APP_ENV=production flag or they point at the staging API. "
-    "Outcome: rebuilt v2.3.9 with APP_ENV=production after the first upload pointed at staging, and the "
-    "store build answers from api.ferry.example. Context: the store build showed test sailings.",
-)
-
-
-def test_a_prompt_block_shortens_later_lines_before_leaving_one_out(real_service, project):
-    """Three release facts, each a long memory whose lasting sentence comes first: at their whole
-    length only two fit the prompt block's 300 tokens. The best stays whole, the others are shown at
-    the start block's length rather than one being dropped, and each shows its lasting sentence."""
-    ctx = RequestContext(project, "sess-a")
-    for text in RELEASE_FACTS:
-        real_service.store(ctx, content=text, type="semantic", scope="project", importance=0.7)
-    out = hook_ops.prompt_context(
-        real_service.access, RequestContext(project, "sess-b"), prompt="Cut the ferry app's next release for the stores."
-    )
-    block = out["additional_context"] or ""
-    assert len(out["memory_ids"]) == 3, block
-    assert all(anchor in block for anchor in ("git tag -s", "Marisol Vega", "APP_ENV=production")), block
-    assert context.estimate_tokens(block) <= hook_ops.PROMPT_MAX_TOKENS

@@ -316,7 +316,7 @@ def prompt_context(
     newer = context_ops.current(
         access, ctx, [*(found.get("memories") or []), *context_ops.correction_pool(access, ctx)]
     )
-    picked, block = _prompt_block(picked, ctx.project_root.name or None, newer, budget, shown_cut)
+    picked, block = _prompt_block(picked, ctx.project_root.name or None, newer, budget)
     if context_ops.estimate_tokens(block) > budget:  # not even one line fits beside the note
         return _nothing_injected(ctx, prompt, found)
     INJECTED.add(ctx.session_id, [m["id"] for m in picked])
@@ -374,43 +374,23 @@ MAX_STATED_IDS = 8
 
 
 def _prompt_block(
-    picked: list[dict[str, Any]],
-    repository: str | None,
-    newer: list[dict[str, Any]],
-    budget: int,
-    shown_cut: set[str] | frozenset[str] = frozenset(),
+    picked: list[dict[str, Any]], repository: str | None, newer: list[dict[str, Any]], budget: int
 ) -> tuple[list[dict[str, Any]], str]:
     """The prompt block of `picked` within `budget` tokens: lines of PROMPT_ITEM_CHARS, the
-    best first, as many as fit (at least one, cut shorter if it alone is too long). When they do
-    not all fit, the others go at the start block's length (then the best too) before any is left
-    out (a dropped line shows nothing; a memory's lasting sentence comes first), except
-    a memory the start block showed cut: at that length its line would repeat what that block
-    showed (the month replay: three such lines did), so it goes whole or not at all."""
+    best first, as many as fit (at least one, cut shorter if it alone is too long). Whole lines
+    rather than more cut ones: a memory the start block showed cut comes back for what its cut
+    left out (the month replay: three lines cut at the start block's length repeated what that
+    block already showed)."""
 
-    def render(mems: list[dict[str, Any]], limit: int, first_limit: int | None = None) -> str:
-        lines = [
-            context_ops.memory_line(
-                m, repository=repository, limit=first_limit if i == 0 and first_limit else limit, newer=newer
-            )
-            for i, m in enumerate(mems)
-        ]
+    def render(mems: list[dict[str, Any]], limit: int) -> str:
+        lines = [context_ops.memory_line(m, repository=repository, limit=limit, newer=newer) for m in mems]
         return _fence(PROMPT_BLOCK_TITLE, lines)
 
-    def fits(text: str) -> bool:
-        return context_ops.estimate_tokens(text) <= budget
-
     block = render(picked, PROMPT_ITEM_CHARS)
-    while len(picked) > 1 and not fits(block):
-        fresh = [picked[0], *(m for m in picked[1:] if m["id"] not in shown_cut)]
-        if len(fresh) > 1:
-            first_cut = picked[0]["id"] in shown_cut
-            for first_limit in (PROMPT_ITEM_CHARS,) if first_cut else (PROMPT_ITEM_CHARS, context_ops.ITEM_CHARS):
-                shorter = render(fresh, context_ops.ITEM_CHARS, first_limit=first_limit)
-                if fits(shorter):
-                    return fresh, shorter
+    while len(picked) > 1 and context_ops.estimate_tokens(block) > budget:
         picked = picked[:-1]
         block = render(picked, PROMPT_ITEM_CHARS)
-    if not fits(block):
+    if context_ops.estimate_tokens(block) > budget:
         block = render(picked, context_ops.ITEM_CHARS)
     return picked, block
 
