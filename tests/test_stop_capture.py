@@ -21,6 +21,11 @@ from tests.test_hooks import EDIT, NOTE_MARK, SESSION, STORE, bash, turn_transcr
 WORLD = Path(__file__).resolve().parents[2] / "shared" / "bench" / "coding-month"
 
 
+def _signals(prompt: str, answer: str = "Done.", events: list[dict] | None = None) -> list[str]:
+    """The Stop hook's signals for one turn's prompt and answer (no tool events unless given)."""
+    return stop_trigger.stop_signals({"prompt": prompt, "answer": answer, "events": events or []})
+
+
 @pytest.mark.parametrize(
     "answer",
     [
@@ -532,30 +537,27 @@ def test_a_house_style_or_procedure_label_a_reminder_and_a_state_no_longer_so_ar
     one, a state that no longer holds beside an identifier, and Claude taking on "everything" as a
     standing way: each teaches; the same words inside a task do not."""
 
-    def signals(prompt: str, answer: str = "Done.") -> list[str]:
-        return stop_trigger.stop_signals({"prompt": prompt, "answer": answer, "events": []})
-
     for prompt in (
         "Code style: early returns, never more than two levels of nesting. Refactor parse().",
         "Deploy process: tag it, let CI build the image, then promote it from the dashboard.",
         "Reminder that every migration needs a down step. Add the orders index.",
         "Fix the flaky test. Quick reminder: shared fixtures go in tests/fixtures.",
     ):
-        assert "rule" in signals(prompt), prompt
+        assert "rule" in _signals(prompt), prompt
     for prompt in (
         "Heads up, the staging database isn't on db-stg-1.lan any more. Point the seed script at db-stg-2.lan.",
         "Nightly builds no longer run on ci-old.internal; check the new runner's logs.",
     ):
-        assert "fact" in signals(prompt), prompt
-    assert "lesson" in signals("Run the linters.", "Done. In this repo I'll run everything through `poetry run`.")
+        assert "fact" in _signals(prompt), prompt
+    assert "lesson" in _signals("Run the linters.", "Done. In this repo I'll run everything through `poetry run`.")
     for prompt in (
         "Fix the button style: it should match the header.",  # an order to change a style
         "Queue a reminder that fires at 9 for each subscriber.",  # a reminder the code sends
         "Port the helpers to date-fns, we don't want moment in the bundle any more.",  # a wish for this task
         "The importer no longer runs since the upgrade; have a look.",  # a symptom, no identifier
     ):
-        assert signals(prompt) == [], prompt
-    assert signals("Run the linters.", "I'll fix everything it reports in this file.") == []  # this task's work
+        assert _signals(prompt) == [], prompt
+    assert _signals("Run the linters.", "I'll fix everything it reports in this file.") == []  # this task's work
 
 
 def test_a_root_cause_explained_and_cured_is_a_signal_unless_a_test_pins_it_or_nothing_is_settled():
@@ -563,9 +565,6 @@ def test_a_root_cause_explained_and_cured_is_a_signal_unless_a_test_pins_it_or_n
     (the blind month worlds taught 15 such facts that no other shape caught). Not when the fix came
     with a test that pins it (the knowledge lives in the diff), when the answer asks back, when the
     colon after a failure only lists what failed, or when nothing failed."""
-
-    def signals(prompt: str, answer: str, events: list[dict] | None = None) -> list[str]:
-        return stop_trigger.stop_signals({"prompt": prompt, "answer": answer, "events": events or []})
 
     failed_run = [bash("./gradlew assemble", failed=True, output="FAILURE: Build failed")]
     taught = (
@@ -592,7 +591,7 @@ def test_a_root_cause_explained_and_cured_is_a_signal_unless_a_test_pins_it_or_n
         ),
     )
     for prompt, answer, events in taught:
-        assert signals(prompt, answer, events) == ["cause"], answer
+        assert _signals(prompt, answer, events) == ["cause"], answer
     quiet = (
         # pinned by a regression test: the fix lives in the diff
         (
@@ -620,7 +619,7 @@ def test_a_root_cause_explained_and_cured_is_a_signal_unless_a_test_pins_it_or_n
         ("The build is broken.", "The snapshot test now fails because the header text changed.", []),
     )
     for prompt, answer, events in quiet:
-        assert "cause" not in signals(prompt, answer, events), answer
+        assert "cause" not in _signals(prompt, answer, events), answer
 
 
 def test_a_root_cause_turn_keeps_its_explanation_as_a_procedure_of_this_project(tmp_path, monkeypatch):
@@ -646,55 +645,46 @@ def test_a_rule_in_the_code_a_spread_a_reading_and_an_agreement_referred_to_teac
     to write a rule into the code ("Add a rule that drops Foo::Bar frames": the colon is a name's),
     "all over the place", a level a gauge reads ("at 87% now") and "the latency we agreed"."""
 
-    def signals(prompt: str) -> list[str]:
-        return stop_trigger.stop_signals({"prompt": prompt, "answer": "Done.", "events": []})
-
     for prompt in (
         "Add a rule that strips the Acme::Jobs::Runner frames, with its test, and get it approved.",
         "The client still throws raw errors all over the place. Tidy it up.",
         "Staging disk is at 87% now. Find out what's growing.",
         "Re-run the benchmark and check it still hits the p95 we agreed, then open the PR.",
     ):
-        assert signals(prompt) == [], prompt
-    assert "rule" in signals("Team rule: every PR gets a changelog label.")
-    assert "rule" in signals("Code style: early returns, no nesting past two levels.")
-    assert "fact" in signals("Heads up: the broker is on skua now.")
+        assert _signals(prompt) == [], prompt
+    assert "rule" in _signals("Team rule: every PR gets a changelog label.")
+    assert "rule" in _signals("Code style: early returns, no nesting past two levels.")
+    assert "fact" in _signals("Heads up: the broker is on skua now.")
     for prompt in ("We agreed on problem+json for every error body.", "Ops and I agreed: no deploys on Fridays."):
-        assert "decision" in signals(prompt), prompt
+        assert "decision" in _signals(prompt), prompt
 
 
 def test_a_standing_want_and_a_decision_reported_in_the_passive_are_taught():
     """ "I always want them that way" is a preference by its own words (and the user's, for every
     project); "Storage got settled in the design review: ..." relays a decision."""
 
-    def signals(prompt: str) -> list[str]:
-        return stop_trigger.stop_signals({"prompt": prompt, "answer": "Done.", "events": []})
-
     prompt = "Write the release summary. Dates as ISO 8601 in UTC, and I always want them that way."
-    assert "rule" in signals(prompt) and stop_trigger.for_every_project(prompt)
+    assert "rule" in _signals(prompt) and stop_trigger.for_every_project(prompt)
     for prompt in (
         "Caching got settled in Tuesday's review: responses go through Varnish, 5-minute TTL. Wire it up.",
         "It was decided at the sync that uploads stay on S3. Finish the client.",
     ):
-        assert "decision" in signals(prompt), prompt
+        assert "decision" in _signals(prompt), prompt
     for prompt in ("I want the totals in the summary.", "Was it decided who takes the release?"):
-        assert signals(prompt) == [], prompt
+        assert _signals(prompt) == [], prompt
 
 
 def test_where_a_thing_sends_or_reads_now_beside_the_place_is_a_stated_fact():
-    def signals(prompt: str) -> list[str]:
-        return stop_trigger.stop_signals({"prompt": prompt, "answer": "Done.", "events": []})
-
     for prompt in (
         "The client team shipped the new handler. It posts to /api/v2/reports now, so keep both routes working.",
         "The agent uploads to s3://hive-artifacts now. Check the retention.",
     ):
-        assert "fact" in signals(prompt), prompt
+        assert "fact" in _signals(prompt), prompt
     for prompt in (
         "The build now fails at step 3. Have a look.",  # a symptom, no place
         "The page loads in 3 s now, good enough.",
     ):
-        assert signals(prompt) == [], prompt
+        assert _signals(prompt) == [], prompt
 
 
 def test_facts_spliced_into_an_order_and_conventions_said_against_what_is_not_done_are_taught():
@@ -705,9 +695,6 @@ def test_facts_spliced_into_an_order_and_conventions_said_against_what_is_not_do
     what is not done ("Service objects use dry-monads; exceptions only at the edges"), what the team
     works with ("We use the NATO phonetic scheme ..."), what a step means, and an order backed by
     what happened last time. Their quiet twins teach nothing."""
-
-    def signals(prompt: str, answer: str = "Done.") -> list[str]:
-        return stop_trigger.stop_signals({"prompt": prompt, "answer": answer, "events": []})
 
     for prompt in (
         "Install the build on my tablet, it's the Galaxy Tab on the shelf, adb at 10.0.4.7:5555.",
@@ -723,7 +710,7 @@ def test_facts_spliced_into_an_order_and_conventions_said_against_what_is_not_do
         "Don't bypass it with SKIP_CHECKS=1; fix the cause. Last time someone skipped them we shipped a broken schema.",
         "Deploys from a laptop are over: everything goes to the release pipeline now.",
     ):
-        assert signals(prompt), prompt
+        assert _signals(prompt), prompt
     for prompt in (
         "Commit both and open one PR, it's going out as a 2.3.1 hotfix.",
         "Check if the API still listens on 8080, it was flaky yesterday.",
@@ -732,22 +719,19 @@ def test_facts_spliced_into_an_order_and_conventions_said_against_what_is_not_do
         "Tests use the old fixture. Update them.",
         "Don't merge it yet; the reviewer is still reading.",
     ):
-        assert signals(prompt) == [], prompt
+        assert _signals(prompt) == [], prompt
 
 
 def test_a_cause_told_as_a_consequence_or_after_a_kill_and_a_limit_lowered_is_a_root_cause():
     """ "..., so the incremental filter missed them" and "was OOM-killed (exit 137): the heap was set
     to 6g on a 7 GB runner" explain a failure; "I lowered it to 4g" says what changed."""
 
-    def signals(prompt: str, answer: str) -> list[str]:
-        return stop_trigger.stop_signals({"prompt": prompt, "answer": answer, "events": []})
-
-    assert "cause" in signals(
+    assert "cause" in _signals(
         "The nightly table has duplicate ids since Friday, the unique test went red. Why?",
         "Late rows carry an older updated_at than the last run's max, so the incremental filter missed them and "
         "the append added them twice. I made the model a merge on id with a 3-day lookback; no duplicates now.",
     )
-    assert "cause" in signals(
+    assert "cause" in _signals(
         "CI failed on the PR. Have a look.",
         "The build daemon was OOM-killed (exit 137) during minification: the heap was set to 6g but the runner "
         "has 7 GB in all. I lowered it to 4g and the rerun passes.",

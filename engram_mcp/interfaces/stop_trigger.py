@@ -345,9 +345,10 @@ def stated_fact(prompt: str) -> bool:
         lead_in = s.endswith(":") and i + 1 < len(said) and IDENTIFIER.search(said[i + 1])
         if lead_in and declarative(s) and STATE_VERB.search(s):
             return True
+        bare = CONJUNCTION.sub("", s, count=1)  # "Oh right, I moved ..." starts with its subject
         # where something lives or runs, as changed ("Deploys go through Woodpecker now", "Pennant
         # have moved to pushing results into our MinIO")
-        if CHANGED_STATE.match(CONJUNCTION.sub("", s, count=1)):
+        if CHANGED_STATE.match(bare):
             return True
         # ... or as no longer so, beside where it is now or was ("the config isn't under /etc/cvt
         # any more", "builds no longer run on the old runner at ci-2.lan")
@@ -360,11 +361,11 @@ def stated_fact(prompt: str) -> bool:
         # ... or drawn against what is not done, in its sentence or the next ("Library crates use
         # thiserror; anyhow only in the binary", "Repeatable commands go in the justfile, not a Makefile")
         after = said[i + 1] if i + 1 < len(said) else ""
-        if KIND_STATE.match(CONJUNCTION.sub("", s, count=1)) and (RESTRICTION.search(s) or RESTRICTION.search(after)):
+        if KIND_STATE.match(bare) and (RESTRICTION.search(s) or RESTRICTION.search(after)):
             return True
         # what the team works with, named ("We use the QARTOD flag scheme: ..."), or what a step
         # consists of ("Enrolling one means adding it to inventory/buoys.yml and running ...")
-        if USE_HABIT.match(CONJUNCTION.sub("", s, count=1)) or (DEFINES.match(s) and IDENTIFIER.search(s)):
+        if USE_HABIT.match(bare) or (DEFINES.match(s) and IDENTIFIER.search(s)):
             return True
     return False
 
