@@ -736,3 +736,26 @@ def test_a_cause_told_as_a_consequence_or_after_a_kill_and_a_limit_lowered_is_a_
         "The build daemon was OOM-killed (exit 137) during minification: the heap was set to 6g but the runner "
         "has 7 GB in all. I lowered it to 4g and the rerun passes.",
     )
+
+
+def test_an_order_not_to_do_something_given_with_a_standing_reason_is_a_rule():
+    """ "Don't X, it's generated from Y", "Not on X, it takes forever": the reason outlives the task;
+    "Don't X today, I'll do it Monday" or "..., the other one" only steers this one."""
+    for prompt in (
+        "Don't edit the client stubs by hand, they're generated from the OpenAPI file by `make stubs`.",
+        "Not on the shared runner, it times out after ten minutes on anything that builds the images.",
+        "Don't store tokens in the config, I keep every credential in the system keyring.",
+        "Never restart the broker on weekdays: nobody on the field team can reconnect the loggers remotely.",
+        "Skip Joda. Every date in this service goes through java.time now, and the last Joda type went in March.",
+        "Please don't touch the CI timeouts, the release train is timed around them.",
+    ):
+        assert "rule" in _signals(prompt), prompt
+    for prompt in (
+        "Don't deploy it today, I'll ask Ops first.",
+        "Not that migration, the other one.",
+        "Don't bother with the changelog yet, it's still in flux.",
+        "Don't rerun the whole suite, the failing test is enough.",
+        "Don't fix the typo in this PR; it can go in with the docs rewrite.",
+        "Don't worry, it's fine.",
+    ):
+        assert _signals(prompt) == [], prompt

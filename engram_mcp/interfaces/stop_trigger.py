@@ -257,6 +257,56 @@ def warned_from_experience(prompt: str) -> bool:
     )
 
 
+#: An order not to do something, "not" included ("Not on this laptop, ..."), its reason after a comma,
+#: a semicolon or a colon ...
+REFUSAL = re.compile(r"^(?:please,?\s+)?(?:don't|do not|never|not)\b", re.IGNORECASE)
+REASON_BREAK = re.compile(r"[,;:]\s+")
+#: ... unless the order or its reason is about now ("Don't merge anything today, I'll do it Monday";
+#: "Don't cut a release for this, it can ride along with the next one": what the work item may do,
+#: not what nobody can), a plan or a circumstance that passes, or a verdict on the work at hand ("the streaming change is enough"): this task's order.
+FOR_NOW = re.compile(
+    r"\b(?:today|tonight|tomorrow|yet|for now|right now|this (?:one|time|week|sprint)|for this|until|still|"
+    r"enough|fine|plenty)\b|\b(?:I'll|I will|we'll|won't|will)\b|\b(?:it|this|that|they) (?:can|could)\b",
+    re.IGNORECASE,
+)
+#: A reason starts with a pronoun as its subject ("it's generated ...", "I run ...", "that's
+#: Joon-ho's chart"), a quantifier ("every error goes ...", "nobody is around ...") or a noun
+#: phrase and its state ("the on-call rota is thin ..."), not with a noun phrase that only points
+#: elsewhere ("Not that file, the other one").
+REASON_START = re.compile(
+    r"^(?:(?:it|that|this|they|we|i|he|she|there|those|these)(?:'s|'re|'ve|'d|\s)|"
+    r"(?:nobody|no one|nothing|everyone|everybody|everything)\b|"
+    r"the [\w' -]{1,30}? (?:is|are)\b)",  # "the on-call rota is thin at weekends"
+    re.IGNORECASE,
+)
+#: Words a statement needs to say why (not "Not that one, no").
+MIN_REASON_WORDS = 3
+
+
+def reasoned_refusal(prompt: str) -> bool:
+    """Whether an order not to do something comes with why, as a standing state ("Don't hand-edit
+    branches.csv, it's generated from the branches API"; "Not on this laptop, it takes forever";
+    "Don't put it in .env, I run anything that needs secrets through 1Password"), or is followed by
+    the way things are done instead ("Don't add LiveData. New code exposes StateFlow ..."): the
+    reason outlives the task. Not when the order or its reason is about now (FOR_NOW)."""
+    said = sentences(prompt)
+    for i, s in enumerate(said):
+        bare = CONJUNCTION.sub("", s, count=1)
+        if not REFUSAL.match(bare) or FOR_NOW.search(bare):
+            continue
+        reasons = REASON_BREAK.split(bare)[1:]
+        after = said[i + 1] if i + 1 < len(said) else ""
+        if (GENERIC_START.match(after) or bare[-1:] in ":;") and not FOR_NOW.search(after):
+            # the next statement: how it is done instead ("New code exposes ..."), or the reason
+            # after a colon or a semicolon, which `sentences` cut off
+            reasons.append(after)
+        if any(
+            (REASON_START.match(r) or GENERIC_START.match(r)) and len(r.split()) >= MIN_REASON_WORDS for r in reasons
+        ):
+            return True
+    return False
+
+
 def stated_rule(prompt: str) -> bool:
     """A statement that generalises: declarative and quantified ("every string lives in ..."; a
     lead-in that ends in a colon states nothing yet), naming a scope wider than the task ("in any
@@ -884,6 +934,7 @@ def stop_signals(facts: dict[str, Any]) -> list[str]:
         or REASONED_CONTRAST.search(prompt)
         or stated_rule(prompt)
         or warned_from_experience(prompt)
+        or reasoned_refusal(prompt)
     ):
         signals.append("rule")
     elif stated_fact(prompt):
