@@ -759,3 +759,15 @@ def test_an_order_not_to_do_something_given_with_a_standing_reason_is_a_rule():
         "Don't worry, it's fine.",
     ):
         assert _signals(prompt) == [], prompt
+
+
+def test_what_the_team_works_with_is_taught_at_a_sentences_start_too():
+    """ "We use ..." opens its sentence with a capital; a maker's name may come before the thing."""
+    for prompt in (
+        "Add the health column. We use the NAMUR status codes for it: 0 ok, 1 check, 2 failure.",
+        "Hook up the encoder. We use Google's `brotli` bindings for the asset packs.",
+        "Wire the tracing in. I run OpenTelemetry collectors on every node.",
+    ):
+        assert _signals(prompt), prompt
+    for prompt in ("We use it in two places. Rename it.", "We used the old parser back then. Delete it."):
+        assert _signals(prompt) == [], prompt

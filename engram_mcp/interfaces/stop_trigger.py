@@ -438,9 +438,10 @@ KIND_STATE = re.compile(
     r"(?:use|go|live|follow|belong|come|run|sit|stay|need)\b"
 )
 CLAUSE_SPLIT = re.compile(r";\s+|,\s+(?:and|so|but)\s+")
-#: What the speaker or the team works with, named by an acronym, a CamelCase name or an identifier.
+#: What the speaker or the team works with ("We use ...", "I run ..."), named by an acronym, a CamelCase name or an identifier.
 USE_HABIT = re.compile(
-    r"^(?:we|I)(?:'ve)? (?:always |only |mostly |usually )?(?:use|run|build with|deploy with)\s+(?:the |a |an |our )?"
+    r"^(?:[Ww]e|I)(?:'ve)? (?:always |only |mostly |usually )?(?:use|run|build with|deploy with)\s+(?:the |a |an |our )?"
+    r"(?:[A-Z]\w+'s )?"  # a maker's name before it ("We use Intel's ispc_texcomp")
     r"(?:[A-Z]{2,}\b|[A-Z][a-z]+[A-Z]\w*|`|\S*[/.:_]\w)"
 )
 #: How a step is done, said as what it means ("Enrolling one means adding it to ...").
