@@ -211,18 +211,32 @@ def corrections(mem: dict[str, Any], others: list[dict[str, Any]], shown: str) -
         ):
             continue
         newer_text = str(other.get("content") or "")
-        for value, sentence in fact_diff.displacements(text, newer_text).items():
-            if value in low and all(mid != other["id"] for mid, _ in out):
-                out.append((other["id"], _correction_quote(text, newer_text, sentence, value)))
+        found = fact_diff.displacements(text, newer_text)
+        outright = fact_diff.displaced_outright(text, newer_text) if found else frozenset()
+        for value, sentence in found.items():
+            # the value, and, when it was displaced by name, what the memory said beside it of the
+            # same way of doing the thing ("op run --env-file=.env.op" beside the 1Password that
+            # went away): what of these the line states
+            mates = fact_diff.value_mates(text, value) if value in outright else set()
+            stated = {t for t in (value, *mates) if t in low}
+            if stated and all(mid != other["id"] for mid, _ in out):
+                out.append((other["id"], _correction_quote(text, newer_text, sentence, value, shown=stated)))
                 break
     return out[:MAX_CORRECTIONS]
 
 
-def _correction_quote(old: str, new: str, sentence: str, value: str | None = None) -> str:
+def _correction_quote(
+    old: str, new: str, sentence: str, value: str | None = None, *, shown: set[str] | None = None
+) -> str:
     """What a line quotes of the memory that changed one of its values: the sentence that says so
     and, when that one names no new value, the sentence of `new` that does (a line that says the
-    bench "moved to the Northgate lab" without its new address still sends Claude to the old one)."""
-    value_sentence = fact_diff.new_value_sentence(old, new, sentence, value)
+    bench "moved to the Northgate lab" without its new address still sends Claude to the old one);
+    failing that, the sentence of `new` that says what took the place of what the line `shown`
+    ("the 1Password vault goes away" beside "I'll wrap anything that needs credentials with sops
+    exec-env", for a line that shows the op run command)."""
+    value_sentence = fact_diff.new_value_sentence(old, new, sentence, value) or (
+        fact_diff.parallel_sentence(old, new, sentence, shown) if shown else None
+    )
     if not value_sentence:
         return clip_words(sentence, CORRECTION_CHARS)
     head = clip_words(sentence, CORRECTION_CHARS - CORRECTION_VALUE_CHARS)
@@ -257,7 +271,7 @@ def current(access: ScopeAccess, ctx: RequestContext, mems: list[dict[str, Any]]
 CHANGE_POOL = 16
 #: The words a change is stated with ("instead of Doppler", "got rid of Colima", "moved to", "gets
 #: wiped on Friday"), as one keyword query.
-CHANGE_QUERY = " ".join(sorted(fact_diff.DISPLACING_WORDS | fact_diff.RETIREMENT_WORDS))
+CHANGE_QUERY = " ".join(sorted(fact_diff.DISPLACING_WORDS | fact_diff.RETIREMENT_SEARCH_WORDS))
 
 
 def change_pool(access: ScopeAccess, ctx: RequestContext) -> list[dict[str, Any]]:

@@ -432,6 +432,9 @@ DISPLACING_WORDS = frozenset(
 #: The one-word retirements of `_RETIRED_RE` ("tundra gets wiped on Friday", "nas-02 is decommissioned"):
 #: with DISPLACING_WORDS, the words the change pool searches for (`context.CHANGE_QUERY`).
 RETIREMENT_WORDS = frozenset({"decommissioned", "retired", "scrapped", "sold", "wiped", "ditched", "dead"})
+#: ... and the words of its longer phrases a keyword search finds them by ("the vault goes away on
+#: Friday", "the old bucket gets deleted", "the wiki is archived", "being phased out").
+RETIREMENT_SEARCH_WORDS = RETIREMENT_WORDS | {"away", "archived", "deleted", "phased"}
 #: Change words that say the subject before them changed how it works ("X moved to Y", "X switched
 #: to Y instead"); "now" only adds a fact ("src/routes.ts now uses createRouter").
 SUBJECT_CHANGE_WORDS = frozenset({"moved", "switched", "migrated", "instead"})
@@ -533,6 +536,57 @@ def displacements(old: str, new: str) -> dict[str, str]:
 @functools.lru_cache(maxsize=MEMO_ENTRIES)
 def _displacements_memo(old: str, new: str) -> dict[str, str]:
     return _read_displacements(old, new)
+
+
+def displaced_outright(old: str, new: str) -> frozenset[str]:
+    """The values of `old` that `new` displaces by name (a displacing word or a retirement beside
+    the value: "dropping CBOR", "the 1Password vault goes away"), not by the looser readings of a
+    role handed over or a proper name brought in (`displacements` has those too). Only these carry
+    their `value_mates` onto a line: a name merely brought in beside an old one is no way ended."""
+    if len(old) + len(new) <= MEMO_TEXT_MAX_CHARS:
+        return _outright_memo(old, new)
+    return frozenset(_displacing(old, new, *_token_split(old, new)))
+
+
+@functools.lru_cache(maxsize=MEMO_ENTRIES)
+def _outright_memo(old: str, new: str) -> frozenset[str]:
+    return frozenset(_displacing(old, new, *_token_split(old, new)))
+
+
+def value_mates(old: str, value: str) -> set[str]:
+    """The fact tokens `old` states in its sentences that name `value`: the parts of one way of doing
+    a thing ("Wrap it: op run --env-file=.env.op -- <command>, and 1Password fills them in" puts
+    env-file and env.op beside 1password). When `value` is displaced, a line that shows only its
+    mates still states the way that ended (`context.corrections` notes the change on it)."""
+    mates: set[str] = set()
+    for sentence in _SENTENCE_SPLIT_RE.split(old):
+        if value in sentence.lower():
+            mates.update(fact_tokens(sentence))
+    mates.discard(value)
+    return mates
+
+
+#: Content words a newer sentence must share with what the older memory said beside a displaced
+#: value to be its counterpart ("run anything that needs credentials through op run" / "anything
+#: that needs credentials runs as sops exec-env").
+PARALLEL_MIN_WORDS = 2
+
+
+def parallel_sentence(old: str, new: str, displacing: str, mates: set[str]) -> str | None:
+    """The sentence of `new` that says, with a fact token `old` lacks, what `old` said beside `mates`
+    (`value_mates` of a displaced value shown on a line): the way of doing the thing that came
+    instead ("I'll wrap anything that needs credentials with sops exec-env"), when the sentence
+    that displaced the value ("the 1Password vault goes away on Friday") is not it. None when no
+    sentence shares PARALLEL_MIN_WORDS content words with it."""
+    _, _, _, new_only = _token_split(old, new)
+    said: set[str] = set().union(*(_said_of(old, mate) for mate in mates)) if mates else set()
+    candidates = [
+        " ".join(x.split())
+        for x in _SENTENCE_SPLIT_RE.split(new)
+        if x.strip() != displacing.strip() and any(t in new_only for t in fact_tokens(x))
+    ]
+    best = max(candidates, key=lambda x: len(_content_words(x) & said), default=None)
+    return best if best and len(_content_words(best) & said) >= PARALLEL_MIN_WORDS else None
 
 
 def new_value_sentence(old: str, new: str, sentence: str, value: str | None = None) -> str | None:
