@@ -261,9 +261,10 @@ def warned_from_experience(prompt: str) -> bool:
 #: a semicolon or a colon ...
 REFUSAL = re.compile(r"^(?:please,?\s+)?(?:don't|do not|never|not)\b", re.IGNORECASE)
 REASON_BREAK = re.compile(r"[,;:]\s+")
-#: ... unless the order or its reason is about now ("Don't merge anything today, I'll do it Monday";
-#: "Don't cut a release for this, it can ride along with the next one": what the work item may do,
-#: not what nobody can), a plan or a circumstance that passes, or a verdict on the work at hand ("the streaming change is enough"): this task's order.
+#: ... unless the order or its reason is about now: a time that passes ("Don't merge anything
+#: today"), the speaker's plan ("I'll do it Monday"), what the work item may do ("it can ride along
+#: with the next one", not what nobody can) or a verdict on the work at hand ("the streaming change
+#: is enough"). Such an order steers this task only.
 FOR_NOW = re.compile(
     r"\b(?:today|tonight|tomorrow|yet|for now|right now|this (?:one|time|week|sprint)|for this|until|still|"
     r"enough|fine|plenty)\b|\b(?:I'll|I will|we'll|won't|will)\b|\b(?:it|this|that|they) (?:can|could)\b",
@@ -438,7 +439,8 @@ KIND_STATE = re.compile(
     r"(?:use|go|live|follow|belong|come|run|sit|stay|need)\b"
 )
 CLAUSE_SPLIT = re.compile(r";\s+|,\s+(?:and|so|but)\s+")
-#: What the speaker or the team works with ("We use ...", "I run ..."), named by an acronym, a CamelCase name or an identifier.
+#: What the speaker or the team works with ("We use ...", "I run ..."), named by an acronym, a
+#: CamelCase name or an identifier.
 USE_HABIT = re.compile(
     r"^(?:[Ww]e|I)(?:'ve)? (?:always |only |mostly |usually )?(?:use|run|build with|deploy with)\s+(?:the |a |an |our )?"
     r"(?:[A-Z]\w+'s )?"  # a maker's name before it ("We use Intel's ispc_texcomp")

@@ -560,8 +560,9 @@ def value_mates(old: str, value: str) -> set[str]:
     mates still states the way that ended (`context.corrections` notes the change on it)."""
     mates: set[str] = set()
     for sentence in _SENTENCE_SPLIT_RE.split(old):
-        if value in sentence.lower():
-            mates.update(fact_tokens(sentence))
+        tokens = fact_tokens(sentence)
+        if value in tokens:  # the token, not a substring ("8443" is no part of "18443")
+            mates.update(tokens)
     mates.discard(value)
     return mates
 
@@ -572,14 +573,14 @@ def value_mates(old: str, value: str) -> set[str]:
 PARALLEL_MIN_WORDS = 2
 
 
-def parallel_sentence(old: str, new: str, displacing: str, mates: set[str]) -> str | None:
-    """The sentence of `new` that says, with a fact token `old` lacks, what `old` said beside `mates`
-    (`value_mates` of a displaced value shown on a line): the way of doing the thing that came
-    instead ("I'll wrap anything that needs credentials with sops exec-env"), when the sentence
-    that displaced the value ("the 1Password vault goes away on Friday") is not it. None when no
-    sentence shares PARALLEL_MIN_WORDS content words with it."""
+def parallel_sentence(old: str, new: str, displacing: str, stated: set[str]) -> str | None:
+    """The sentence of `new` that says, with a fact token `old` lacks, what `old` said beside the
+    tokens a line `stated` (a displaced value, its `value_mates`): the way of doing the thing that
+    came instead ("I'll wrap anything that needs credentials with sops exec-env"), when the
+    sentence that displaced the value ("the 1Password vault goes away on Friday") is not it. None
+    when no sentence shares PARALLEL_MIN_WORDS content words with it."""
     _, _, _, new_only = _token_split(old, new)
-    said: set[str] = set().union(*(_said_of(old, mate) for mate in mates)) if mates else set()
+    said: set[str] = set().union(*(_said_of(old, token) for token in stated)) if stated else set()
     candidates = [
         " ".join(x.split())
         for x in _SENTENCE_SPLIT_RE.split(new)
