@@ -416,31 +416,38 @@ def test_a_timing_in_another_memory_is_no_number_set_anew():
     assert fact_diff.displacements(old, new) == {}
 
 
+def _semantic(name: str, day: str, content: str) -> dict:
+    """A project fact as a block line takes it: `memory:<name>`, created on `day` at 09:00 UTC."""
+    return {
+        "id": f"memory:{name}",
+        "scope": "project",
+        "type": "semantic",
+        "created_at": f"{day}T09:00:00Z",
+        "content": content,
+    }
+
+
 def test_a_line_showing_only_the_parts_of_a_retired_way_carries_its_replacement():
     """The older memory names the retired tool in a later sentence; its line shows only the command
     that went with it. The command is part of that way of doing things, so the line notes the change,
     with the newer memory's sentence that says what is done instead."""
-    old = {
-        "id": "memory:old",
-        "scope": "project",
-        "type": "semantic",
-        "created_at": "2026-03-01T09:00:00Z",
-        "content": (
+    old = _semantic(
+        "old",
+        "2026-03-01",
+        (
             "Credentials never go in the shell: run anything that needs them as `vaultwrap exec --profile=dev "
             "-- <command>`. The wrapper reads the team vault. Context: Wrap it: vaultwrap exec --profile=dev -- "
             "<command>, and Keyring Cloud fills them in. Nightly exports go to the reports bucket."
         ),
-    }
-    new = {
-        "id": "memory:new",
-        "scope": "project",
-        "type": "semantic",
-        "created_at": "2026-04-01T09:00:00Z",
-        "content": (
+    )
+    new = _semantic(
+        "new",
+        "2026-04-01",
+        (
             "Secrets: we've moved to encrypted env files, the Keyring Cloud account goes away on Friday. "
             "Anything that needs credentials runs as `cryptenv run secrets.env -- <cmd>`."
         ),
-    }
+    )
     line = context.memory_line(old, newer=[new], limit=120)
     shown = line.split(" [changed since")[0]
     assert "vaultwrap exec" in shown and "keyring cloud" not in shown.lower()  # cut before the tool
@@ -455,28 +462,24 @@ def test_a_note_quotes_what_came_instead_when_the_sentence_of_change_only_remove
     """The sentence that displaces the old tool removes it ("Removed the celery package ...") with
     other new values beside it; what took its place is said elsewhere, by name ("all background
     work runs on Dramatiq"). The note quotes that sentence, which shares what the old one said."""
-    old = {
-        "id": "memory:old",
-        "scope": "project",
-        "type": "semantic",
-        "created_at": "2026-03-01T09:00:00Z",
-        "content": (
+    old = _semantic(
+        "old",
+        "2026-03-01",
+        (
             "Send the receipt email from a background task. Outcome: Added ReceiptMailTask (Celery, queue "
             "`mail`) and checkout now enqueues it. Context: Background work here runs on Celery, with "
             "RabbitMQ on 5673 locally."
         ),
-    }
-    new = {
-        "id": "memory:new",
-        "scope": "project",
-        "type": "semantic",
-        "created_at": "2026-04-01T09:00:00Z",
-        "content": (
+    )
+    new = _semantic(
+        "new",
+        "2026-04-01",
+        (
             "The queue migration is done: from today all background work runs on Dramatiq in Postgres and "
             "RabbitMQ is out of the stack. Outcome: Removed the celery package and its config, changed the "
             "worker line to `bin/worker`, and dropped the rabbitmq service from compose.yml."
         ),
-    }
+    )
     line = context.memory_line(old, newer=[new])
     note = line.split(" [changed since", 1)[1]
     assert "celery" in note.lower() and "Dramatiq" in note, line
@@ -485,22 +488,14 @@ def test_a_note_quotes_what_came_instead_when_the_sentence_of_change_only_remove
 def test_a_reviewer_handed_over_notes_only_lines_that_name_the_reviewer():
     """A role handed to someone else displaces the old holder's name, not the things the older
     memory said beside it: a line that shows only the file they reviewed carries no note."""
-    old = {
-        "id": "memory:old",
-        "scope": "project",
-        "type": "semantic",
-        "created_at": "2026-03-01T09:00:00Z",
-        "content": (
+    old = _semantic(
+        "old",
+        "2026-03-01",
+        (
             "The ledger export lives in billing/ledger.py and runs nightly at 02:00 from the ops cron host. "
             "It writes one CSV per entity. Context: billing/ledger.py changes are reviewed by Priya Raman first."
         ),
-    }
-    new = {
-        "id": "memory:new",
-        "scope": "project",
-        "type": "semantic",
-        "created_at": "2026-04-01T09:00:00Z",
-        "content": "Priya Raman is on leave. Sunil Rao reviews billing PRs instead.",
-    }
+    )
+    new = _semantic("new", "2026-04-01", "Priya Raman is on leave. Sunil Rao reviews billing PRs instead.")
     assert "changed since" not in context.memory_line(old, newer=[new], limit=60)
     assert "Sunil Rao" in context.memory_line(old, newer=[new])  # the line that names her does
