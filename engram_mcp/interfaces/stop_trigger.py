@@ -237,8 +237,10 @@ def declarative(sentence: str) -> bool:
     return bool(DECLARATIVE_START.match(bare) or DECLARATIVE_START.match(LEADING_PHRASE.sub("", bare, count=1)))
 
 
+#: The words an order not to do something opens with (after an optional "please").
+_NEGATIVE_OPENING = r"^(?:please,?\s+)?(?:don't|do not|never"
 #: An order not to do something ...
-NEGATIVE_ORDER = re.compile(r"^(?:please,?\s+)?(?:don't|do not|never)\b", re.IGNORECASE)
+NEGATIVE_ORDER = re.compile(_NEGATIVE_OPENING + r")\b", re.IGNORECASE)
 #: ... backed by what happened when someone did it, or what would happen ("Last time someone skipped
 #: the hooks we shipped a broken migration"): a rule learned from experience, not this task's order.
 FROM_EXPERIENCE = re.compile(
@@ -259,7 +261,7 @@ def warned_from_experience(prompt: str) -> bool:
 
 #: An order not to do something, "not" included ("Not on this laptop, ..."), its reason after a comma,
 #: a semicolon or a colon ...
-REFUSAL = re.compile(r"^(?:please,?\s+)?(?:don't|do not|never|not)\b", re.IGNORECASE)
+REFUSAL = re.compile(_NEGATIVE_OPENING + r"|not)\b", re.IGNORECASE)
 REASON_BREAK = re.compile(r"[,;:]\s+")
 #: ... unless the order or its reason is about now: a time that passes ("Don't merge anything
 #: today"), the speaker's plan ("I'll do it Monday"), what the work item may do ("it can ride along
