@@ -489,6 +489,27 @@ def test_prompt_hook_is_off_when_configured_off(live):
     assert "integer cents" in _context(run_hook(live, "UserPromptSubmit", prompt))  # the edit applies at once, both ways
 
 
+def test_a_short_prompt_that_names_its_work_gets_the_rule_it_needs(live, monkeypatch):
+    """A prompt of a few words that names its work ("Ship it.") is recalled for: a standing rule is
+    needed exactly there. Only an acknowledgement ("ok, thanks") is skipped, without asking the daemon."""
+    with live.client() as c:
+        c.call(
+            "store",
+            {
+                "content": "Shipping any fix to production needs a changelog entry and a signed release tag.",
+                "type": "procedural",
+                "scope": "project",
+                "importance": 0.8,
+            },
+            project_root=str(live.project),
+        )
+    short = sample("UserPromptSubmit", session_id="live-short", cwd=str(live.project), prompt="Ship it.")
+    assert "signed release tag" in _context(run_hook(live, "UserPromptSubmit", short))
+    monkeypatch.setattr(hooks, "ask", lambda *a, **k: pytest.fail("an acknowledgement reached the daemon"))
+    for ack in ("ok, thanks!", "Sounds good, go ahead.", "Yes please, carry on"):
+        assert hooks.on_user_prompt(live.home, sample("UserPromptSubmit", session_id="live-short", prompt=ack)) is None
+
+
 def test_compaction_keeps_the_working_context(live, tmp_path):
     sid = "live-compact"
     run_hook(live, "SessionStart", sample("SessionStart", session_id=sid, cwd=str(live.project)))

@@ -63,7 +63,17 @@ TURN_CHANGE_CHARS = 4000  # of the prompt, and of the answer, compared with the 
 # then re-reads it until it holds the answer Claude Code reports (`last_assistant_message`), this long at most.
 STOP_TRANSCRIPT_SETTLE_S = 1.5
 STOP_TRANSCRIPT_POLL_S = 0.05
-MIN_PROMPT_CHARS = 12
+#: Words of a prompt that only acknowledge or wave on ("ok, thanks", "yes please", "go ahead"):
+#: a prompt of these alone names no work to recall memories for. A short prompt that names its
+#: work ("Commit it.", "PR please.", "Ship the fix.") does: a standing rule (the sign-off every
+#: commit needs, what a PR description opens with) is needed exactly there. A 12-character floor
+#: used to skip those too (the eight month worlds: 6 such prompts, 8 needs).
+ACKNOWLEDGEMENT_WORDS = frozenset(
+    "ok okay k kk yes yeah yep yup y no nope nah sure thanks thank you thx ty cheers cool great nice good "
+    "fine perfect awesome lgtm right alright sounds go ahead on continue proceed carry keep going do it "
+    "that this please pls done agreed got".split()
+)
+_PROMPT_WORD_RE = re.compile(r"[^\W_]+")
 
 IMPORTANCE_FILE_CHANGE = 0.3
 IMPORTANCE_FAILED_COMMAND = 0.45
@@ -582,7 +592,7 @@ def on_user_prompt(
     user_dir: Path, payload: dict[str, Any], max_tokens: int = PROMPT_MAX_TOKENS
 ) -> dict[str, Any] | None:
     prompt = payload.get("prompt")
-    if not isinstance(prompt, str) or len(prompt.strip()) < MIN_PROMPT_CHARS or prompt.lstrip().startswith("/"):
+    if not isinstance(prompt, str) or not names_work(prompt) or prompt.lstrip().startswith("/"):
         return None
     args = {"prompt": sanitize(prompt).text[:4000], "max_tokens": max(0, max_tokens)}
     result = ask(user_dir, "hook_prompt", args, payload, wait_s=PROMPT_WAIT_S)
@@ -590,6 +600,12 @@ def on_user_prompt(
     if not block:
         return None
     return {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": block}}
+
+
+def names_work(prompt: str) -> bool:
+    """Whether `prompt` has a word beyond acknowledgement (`ACKNOWLEDGEMENT_WORDS`), so that
+    memories may be recalled for it."""
+    return any(w not in ACKNOWLEDGEMENT_WORDS for w in _PROMPT_WORD_RE.findall(prompt.lower()))
 
 
 def on_prompt_submit(user_dir: Path, payload: dict[str, Any]) -> dict[str, Any] | None:
