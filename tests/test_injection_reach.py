@@ -499,3 +499,33 @@ def test_a_reviewer_handed_over_notes_only_lines_that_name_the_reviewer():
     new = _semantic("new", "2026-04-01", "Priya Raman is on leave. Sunil Rao reviews billing PRs instead.")
     assert "changed since" not in context.memory_line(old, newer=[new], limit=60)
     assert "Sunil Rao" in context.memory_line(old, newer=[new])  # the line that names her does
+
+
+def test_recalls_first_memory_for_a_plain_prompt_clears_a_lower_bar(real_service, project):
+    """A plain prompt ("Open the pull request for the billing work.") is far in meaning from the rule
+    it needs (cosine ~0.25, under the 0.30 bar); first in recall's fused ranking, it goes in. A
+    memory that is not first still needs the configured bar."""
+    first = RequestContext(project, "sess-a")
+    rule = "Pull request descriptions in this repo always open with a Risk section: what could break in production."
+    for content in (
+        rule,
+        "The billing service stores money as integer cents, never floats.",
+        "The nightly export job writes CSV files to the reports bucket.",
+    ):
+        real_service.store(first, content=content, type="semantic", scope="project", importance=0.7)
+    second = RequestContext(project, "sess-b")
+    prompt = "Open the pull request for the billing work."
+    found = hook_ops.recall(real_service.access, second, query=prompt, limit=5, strengthen=False)["memories"]
+    bar = 0.30  # the default prompt_recall_min_relevance
+    assert found[0]["content"] == rule and bar - hook_ops.FIRST_HIT_COSINE_DISCOUNT <= found[0]["similarity"] < bar
+    shown = hook_ops.prompt_context(real_service.access, second, prompt=prompt)["additional_context"] or ""
+    assert "Risk section" in shown, shown
+    assert all(m["content"] not in shown for m in found[1:] if m["similarity"] < 0.30)
+
+
+def test_a_stricter_bar_stays_stricter_for_recalls_first_memory():
+    """The first memory's allowance is relative to the configured bar, not a floor of its own."""
+    assert hook_ops._clears_bar({"similarity": 0.25}, True, 0.30)
+    assert not hook_ops._clears_bar({"similarity": 0.25}, False, 0.30)
+    assert not hook_ops._clears_bar({"similarity": 0.25}, True, 0.50)
+    assert hook_ops._clears_bar({"similarity": 0.45}, True, 0.50)

@@ -296,10 +296,11 @@ def prompt_context(
     seen, shown_cut = INJECTED.shown(ctx.session_id)
     # The bar is absolute (cosine similarity to the prompt), not the recall's relevance, which is
     # relative to the best candidate and so high for the best match of even an unrelated prompt.
+    ranked = found.get("memories") or []
     candidates = [
         m
-        for m in found.get("memories") or []
-        if float(m.get("similarity") or 0.0) >= cfg.prompt_recall_min_relevance
+        for m in ranked
+        if _clears_bar(m, m is ranked[0], cfg.prompt_recall_min_relevance)
         and m["id"] not in seen
         and context_ops.injectable(m)
         and not context_ops.outdated(access, ctx, m)
@@ -333,6 +334,21 @@ def prompt_context(
         "memory_ids": [m["id"] for m in picked],
         "tokens": context_ops.estimate_tokens(block),
     }
+
+
+#: How far below the configured bar (`prompt_recall_min_relevance`, cosine) recall's first memory
+#: for a prompt may be and still go in: first in the fused ranking, its words (a keyword match)
+#: and its meaning agree it is this prompt's best, though a short or plain prompt ("Open the PR
+#: for the hours work.") is far from every memory in meaning alone. Relative, so a stricter bar
+#: a user sets stays stricter for it too (the default 0.30 gives 0.20).
+FIRST_HIT_COSINE_DISCOUNT = 0.10
+
+
+def _clears_bar(mem: dict[str, Any], first: bool, bar: float) -> bool:
+    """Whether `mem` is close enough to the prompt to inject: the configured bar, or that bar less
+    FIRST_HIT_COSINE_DISCOUNT for recall's first memory."""
+    similarity = float(mem.get("similarity") or 0.0)
+    return similarity >= bar or (first and similarity >= bar - FIRST_HIT_COSINE_DISCOUNT)
 
 
 #: How much closer (cosine) to the prompt a memory the start block showed cut must be than every
