@@ -485,6 +485,33 @@ def test_a_note_quotes_what_came_instead_when_the_sentence_of_change_only_remove
     assert "celery" in note.lower() and "Dramatiq" in note, line
 
 
+def test_what_the_sentence_of_change_names_because_it_ends_it_does_not_outweigh_what_came_instead():
+    """The sentence that removes the old tool also names its parts (the package, its broker, the
+    queue it fed): those are shared with the older memory because they ended, not because that
+    sentence says what took their place. The note still quotes the one that names Dramatiq."""
+    old = _semantic(
+        "old",
+        "2026-03-01",
+        (
+            "Send the receipt email from a background task. Outcome: Added ReceiptMailTask (Celery, queue "
+            "`mail`) and checkout now enqueues it. Context: Background work here runs on Celery, with "
+            "RabbitMQ on 5673 locally."
+        ),
+    )
+    new = _semantic(
+        "new",
+        "2026-04-01",
+        (
+            "The queue migration is done: from today all background work runs on Dramatiq in Postgres and "
+            "RabbitMQ is out of the stack. Outcome: Removed the celery package and its config, changed the "
+            "worker line to `bin/worker`, dropped the rabbitmq service from compose.yml, and moved the mail "
+            "queue to `queue_as :mail`."
+        ),
+    )
+    line = context.memory_line(old, newer=[new])
+    assert "Dramatiq" in line.split(" [changed since", 1)[1], line
+
+
 def test_a_reviewer_handed_over_notes_only_lines_that_name_the_reviewer():
     """A role handed to someone else displaces the old holder's name, not the things the older
     memory said beside it: a line that shows only the file they reviewed carries no note."""

@@ -579,7 +579,7 @@ def parallel_sentence(old: str, new: str, displacing: str, stated: set[str]) -> 
     came instead ("I'll wrap anything that needs credentials with sops exec-env"), when the
     sentence that displaced the value ("the 1Password vault goes away on Friday") is not it. None
     when no sentence shares PARALLEL_MIN_WORDS content words with it, and more than the sentence
-    of change does."""
+    of change does beside the ended things it names."""
     _, _, _, new_only = _token_split(old, new)
     said: set[str] = set().union(*(_said_of(old, token) for token in stated)) if stated else set()
     candidates = [
@@ -590,8 +590,10 @@ def parallel_sentence(old: str, new: str, displacing: str, stated: set[str]) -> 
     best = max(candidates, key=lambda x: len(_content_words(x) & said), default=None)
     shared = len(_content_words(best) & said) if best else 0
     # and more of it than the sentence of change itself, which may say the replacement already
-    # ("nas-02 is being retired, so artifact uploads had to move to Ceph (s3://hive-artifacts)")
-    return best if shared >= PARALLEL_MIN_WORDS and shared > len(_content_words(displacing) & said) else None
+    # ("nas-02 is being retired, so artifact uploads had to move to Ceph (s3://hive-artifacts)"),
+    # counting what it said beside the ended things, not their names: it names them because it ends
+    # them ("Removed the sidekiq gem" shares "sidekiq" with "Jobs here are Sidekiq")
+    return best if shared >= PARALLEL_MIN_WORDS and shared > len(_content_words(displacing) & (said - stated)) else None
 
 
 def new_value_sentence(old: str, new: str, sentence: str, value: str | None = None) -> str | None:
