@@ -548,6 +548,9 @@ def test_recalls_first_memory_for_a_plain_prompt_clears_a_lower_bar(real_service
     shown = hook_ops.prompt_context(real_service.access, second, prompt=prompt)["additional_context"] or ""
     assert "Risk section" in shown, shown
     assert all(m["content"] not in shown for m in found[1:] if m["similarity"] < 0.30)
+    # offered on the fused rank's word, not known to serve the work: not counted as used (what
+    # clears the bar is, test_context), so it does not reorder later session starts
+    assert real_service.get(second, found[0]["id"])["access_count"] == 0
 
 
 def test_a_stricter_bar_stays_stricter_for_recalls_first_memory():

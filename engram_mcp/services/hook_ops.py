@@ -296,11 +296,11 @@ def prompt_context(
     seen, shown_cut = INJECTED.shown(ctx.session_id)
     # The bar is absolute (cosine similarity to the prompt), not the recall's relevance, which is
     # relative to the best candidate and so high for the best match of even an unrelated prompt.
-    ranked = found.get("memories") or []
+    ranked, bar = found.get("memories") or [], float(cfg.prompt_recall_min_relevance)
     candidates = [
         m
         for m in ranked
-        if _clears_bar(m, m is ranked[0], cfg.prompt_recall_min_relevance)
+        if _clears_bar(m, m is ranked[0], bar)
         and m["id"] not in seen
         and context_ops.injectable(m)
         and not context_ops.outdated(access, ctx, m)
@@ -325,7 +325,10 @@ def prompt_context(
     # have. Without this a fact that keeps helping decays as if nobody needed it (the month
     # replay's maintenance archived most knowledge within three weeks). The start block does not
     # strengthen: it shows memories whatever the task, and would keep them alive for that alone.
-    context_ops.strengthen_used(access, ctx, picked)
+    # Nor does recall's first memory let in below the bar: offered on the fused rank's word, not
+    # known to serve the work (counted as used, it reordered later start blocks and cost the
+    # public month world four needs).
+    context_ops.strengthen_used(access, ctx, [m for m in picked if float(m.get("similarity") or 0.0) >= bar])
     INJECTION_LOG.record(
         ctx.session_id, "prompt", [m["id"] for m in picked], context_ops.estimate_tokens(block), prompt=prompt
     )
