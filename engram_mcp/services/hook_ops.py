@@ -283,8 +283,9 @@ def _nothing_injected(ctx: RequestContext, prompt: str, found: dict[str, Any]) -
 def prompt_context(
     access: ScopeAccess, ctx: RequestContext, *, prompt: str, max_tokens: int | None = None
 ) -> dict[str, Any]:
-    """The few memories most relevant to a prompt, only when they clear the relevance bar, within
-    `max_tokens` (at most PROMPT_MAX_TOKENS: the hook passes what the Stop hook's note leaves)."""
+    """The few memories most relevant to a prompt, only when they clear the relevance bar (recall's
+    first memory a lower one, `_clears_bar`), within `max_tokens` (at most PROMPT_MAX_TOKENS: the
+    hook passes what the Stop hook's note leaves)."""
     prompt = check_text(prompt, "prompt", limit=4000)
     budget = PROMPT_MAX_TOKENS if max_tokens is None else min(PROMPT_MAX_TOKENS, int(max_tokens))
     cfg = access.config(ctx.project_root)
