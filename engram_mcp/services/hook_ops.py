@@ -329,7 +329,7 @@ def prompt_context(
     # Nor does recall's first memory let in below the bar: offered on the fused rank's word, not
     # known to serve the work (counted as used, it reordered later start blocks and cost the
     # public month world four needs).
-    context_ops.strengthen_used(access, ctx, [m for m in picked if float(m.get("similarity") or 0.0) >= bar])
+    context_ops.strengthen_used(access, ctx, [m for m in picked if _clears_bar(m, False, bar)])
     INJECTION_LOG.record(
         ctx.session_id, "prompt", [m["id"] for m in picked], context_ops.estimate_tokens(block), prompt=prompt
     )
