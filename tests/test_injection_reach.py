@@ -458,28 +458,26 @@ def test_a_line_showing_only_the_parts_of_a_retired_way_carries_its_replacement(
     assert "changed since" not in context.memory_line(other, newer=[new], limit=40)
 
 
+#: An older memory of background work on Celery, and the opening of the newer one that moves it to
+#: Dramatiq (its sentence of change continues differently in each test below).
+CELERY_RECEIPT_TASK = (
+    "Send the receipt email from a background task. Outcome: Added ReceiptMailTask (Celery, queue "
+    "`mail`) and checkout now enqueues it. Context: Background work here runs on Celery, with "
+    "RabbitMQ on 5673 locally."
+)
+DRAMATIQ_MOVE = (
+    "The queue migration is done: from today all background work runs on Dramatiq in Postgres and "
+    "RabbitMQ is out of the stack. Outcome: Removed the celery package and its config, changed the "
+    "worker line to `bin/worker`, "
+)
+
+
 def test_a_note_quotes_what_came_instead_when_the_sentence_of_change_only_removed_the_old():
     """The sentence that displaces the old tool removes it ("Removed the celery package ...") with
     other new values beside it; what took its place is said elsewhere, by name ("all background
     work runs on Dramatiq"). The note quotes that sentence, which shares what the old one said."""
-    old = _semantic(
-        "old",
-        "2026-03-01",
-        (
-            "Send the receipt email from a background task. Outcome: Added ReceiptMailTask (Celery, queue "
-            "`mail`) and checkout now enqueues it. Context: Background work here runs on Celery, with "
-            "RabbitMQ on 5673 locally."
-        ),
-    )
-    new = _semantic(
-        "new",
-        "2026-04-01",
-        (
-            "The queue migration is done: from today all background work runs on Dramatiq in Postgres and "
-            "RabbitMQ is out of the stack. Outcome: Removed the celery package and its config, changed the "
-            "worker line to `bin/worker`, and dropped the rabbitmq service from compose.yml."
-        ),
-    )
+    old = _semantic("old", "2026-03-01", CELERY_RECEIPT_TASK)
+    new = _semantic("new", "2026-04-01", DRAMATIQ_MOVE + "and dropped the rabbitmq service from compose.yml.")
     line = context.memory_line(old, newer=[new])
     note = line.split(" [changed since", 1)[1]
     assert "celery" in note.lower() and "Dramatiq" in note, line
@@ -489,24 +487,11 @@ def test_what_the_sentence_of_change_names_because_it_ends_it_does_not_outweigh_
     """The sentence that removes the old tool also names its parts (the package, its broker, the
     queue it fed): those are shared with the older memory because they ended, not because that
     sentence says what took their place. The note still quotes the one that names Dramatiq."""
-    old = _semantic(
-        "old",
-        "2026-03-01",
-        (
-            "Send the receipt email from a background task. Outcome: Added ReceiptMailTask (Celery, queue "
-            "`mail`) and checkout now enqueues it. Context: Background work here runs on Celery, with "
-            "RabbitMQ on 5673 locally."
-        ),
-    )
+    old = _semantic("old", "2026-03-01", CELERY_RECEIPT_TASK)
     new = _semantic(
         "new",
         "2026-04-01",
-        (
-            "The queue migration is done: from today all background work runs on Dramatiq in Postgres and "
-            "RabbitMQ is out of the stack. Outcome: Removed the celery package and its config, changed the "
-            "worker line to `bin/worker`, dropped the rabbitmq service from compose.yml, and moved the mail "
-            "queue to `queue_as :mail`."
-        ),
+        DRAMATIQ_MOVE + "dropped the rabbitmq service from compose.yml, and moved the mail queue to `queue_as :mail`.",
     )
     line = context.memory_line(old, newer=[new])
     assert "Dramatiq" in line.split(" [changed since", 1)[1], line
