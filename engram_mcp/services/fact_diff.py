@@ -587,8 +587,7 @@ def parallel_sentence(old: str, new: str, displacing: str, stated: set[str]) -> 
         for x in _SENTENCE_SPLIT_RE.split(new)
         if x.strip() != displacing.strip() and any(t in new_only for t in fact_tokens(x))
     ]
-    best = max(candidates, key=lambda x: len(_content_words(x) & said), default=None)
-    shared = len(_content_words(best) & said) if best else 0
+    shared, best = max(((len(_content_words(x) & said), x) for x in candidates), key=lambda p: p[0], default=(0, None))
     # and more of it than the sentence of change itself, which may say the replacement already
     # ("nas-02 is being retired, so artifact uploads had to move to Ceph (s3://hive-artifacts)"),
     # counting what it said beside the ended things, not their names: it names them because it ends
