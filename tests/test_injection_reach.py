@@ -544,3 +544,43 @@ def test_a_stricter_bar_stays_stricter_for_recalls_first_memory():
     assert not hook_ops._clears_bar({"similarity": 0.25}, False, 0.30)
     assert not hook_ops._clears_bar({"similarity": 0.25}, True, 0.50)
     assert hook_ops._clears_bar({"similarity": 0.45}, True, 0.50)
+
+
+NVM_SETUP = (
+    "Node for the web app comes from nvm: `nvm install` reads .nvmrc, and the build fails on any "
+    "other major version."
+)
+FNM_MOVE = (
+    "I switched the laptop to fnm this week, the old Node version manager is uninstalled. "
+    "Outcome: `fnm install` read the same .nvmrc and the web build passes again."
+)
+
+
+def test_a_tool_replaced_by_its_kind_is_noted_with_the_command_that_came_instead():
+    """The newer memory never names nvm ("the old Node version manager"), so no value of the older
+    one is named beside a change; it runs the same subcommand with another tool, says a change
+    beside that tool's name and speaks of the same things (the laptop's Node). The line carries
+    the change and the command now run."""
+    assert fact_diff.displacements(NVM_SETUP, FNM_MOVE).keys() == {"nvm"}
+    old = {"id": "memory:old", "content": NVM_SETUP, "created_at": "2026-06-01T00:00:00Z", "scope": "project"}
+    new = {"id": "memory:new", "content": FNM_MOVE, "created_at": "2026-06-20T00:00:00Z", "scope": "project"}
+    line = context.memory_line(old, newer=[new])
+    assert "[changed since, memory:new: I switched the laptop to fnm" in line, line
+    assert "`fnm install`" in line
+    # a note only: this reading hides nothing (the older memory's other facts stay live)
+    assert not fact_diff.outdates(NVM_SETUP, FNM_MOVE, 0.40)
+
+
+def test_another_tool_with_the_same_subcommand_is_no_replacement_unless_it_plays_the_same_part():
+    # a wrapper ("-- <command>") is not a project's runner
+    assert not fact_diff.displacements(
+        "Tests run with `uv run pytest -q` from the repo root; the secrets come from the shell.",
+        "Secrets now come from Doppler: `doppler run -- <command>` in every repo.",
+    )
+    # no word of change: one more tool, not another one
+    assert not fact_diff.displacements(NVM_SETUP, "Outcome: `fnm install` is also handy for the docs site's Node.")
+    # a change that speaks of nothing the older text does
+    assert not fact_diff.displacements(
+        "Run `npm install` before the first build of the web app.",
+        "The backend moved to Python this week: `pip install -r requirements.txt` for it.",
+    )

@@ -622,7 +622,7 @@ def new_value_sentence(old: str, new: str, sentence: str, value: str | None = No
     candidates = [
         " ".join(x.split())
         for x in _SENTENCE_SPLIT_RE.split(new)
-        if x != sentence and has_fresh(x) and _words(x) & _OUTCOME_WORDS
+        if " ".join(x.split()) not in sentence and has_fresh(x) and _words(x) & _OUTCOME_WORDS
     ]
     if not candidates:
         return None
@@ -663,9 +663,80 @@ def _content_words(text: str) -> set[str]:
 def _read_displacements(old: str, new: str) -> dict[str, str]:
     a, b, old_only, new_only = _token_split(old, new)
     found = _displacing(old, new, a, b, old_only, new_only)
-    for value, sentence in (_roles_handed_over(old, new) | _names_displaced(old, new)).items():
+    for value, sentence in (
+        _roles_handed_over(old, new) | _names_displaced(old, new) | _tools_swapped(old, new)
+    ).items():
         found.setdefault(value, sentence)
     return found
+
+
+#: A command written as code: its tool, its subcommand and the rest of the span ("`fnm install`",
+#: "`doppler run -- bin/dev`").
+_CODE_COMMAND_RE = re.compile(r"`([a-z][\w.+-]{0,30}) ([a-z][\w-]{1,30})\b([^`]*)`")
+#: A wrapper's "--": what follows it is the command the tool runs ("doppler run -- psql").
+_WRAPPED_RE = re.compile(r"(?:^|\s)--(?:\s|$)")
+
+
+def _code_commands(text: str) -> set[tuple[str, str, bool]]:
+    """(tool, subcommand, wraps another command) of each command `text` writes as code."""
+    return {(t.lower(), c.lower(), bool(_WRAPPED_RE.search(rest))) for t, c, rest in _CODE_COMMAND_RE.findall(text)}
+
+
+def _tools_swapped(old: str, new: str) -> dict[str, str]:
+    """{tool of `old`: the sentence of `new` that says the tool changed}: `new` runs, as code, a
+    subcommand `old` runs with another tool, in the same role (both wrap a command after "--",
+    or neither: "`nvm install`", then "`fnm install`"; "`doppler run -- <cmd>`", then
+    "`infisical run -- <cmd>`", never "`uv run pytest`"), never names the old tool, and says a
+    change in a sentence that names the new one and something the old text also spoke of ("I
+    switched the laptop to fnm this week, the old Node version manager is uninstalled"). A tool
+    replaced by its kind ("the old version manager", "we changed secret stores") names no value of
+    the old text, so no other reading here finds it. Over the stored pairs of the eight month
+    worlds' replays this reads 21 changes and no pair that is none. Notes only: nothing is hidden
+    on this reading (`outdates` does not use it)."""
+    old_commands = _code_commands(old)
+    if not old_commands:  # most texts: no command written as code
+        return {}
+    old_words, new_words = _words(old), _words(new)
+    found: dict[str, str] = {}
+    for tool, sub, wraps in _code_commands(new):
+        if tool in old_words:
+            continue
+        gone = [t for t, c, w in old_commands if c == sub and w == wraps and t != tool and t not in new_words]
+        sentence = _change_naming(new, tool) if gone else None
+        for t in gone:
+            if sentence and _shares_a_subject(sentence, old, {tool, sub, t}):
+                found.setdefault(t, _with_command(new, sentence, f"{tool} {sub}"))
+    return found
+
+
+def _with_command(text: str, sentence: str, command: str) -> str:
+    """`sentence`, followed by the sentence of `text` that writes `command` as code when it does not
+    ("I switched the laptop to fnm this week, ..." then "`fnm install` read the same .nvmrc"): what
+    Claude runs now, not only that something changed."""
+    if command in sentence.lower():
+        return sentence
+    for other in _SENTENCE_SPLIT_RE.split(text):
+        if f"`{command}" in other.lower():
+            return f"{sentence} {' '.join(other.split())}"
+    return sentence
+
+
+def _shares_a_subject(sentence: str, old: str, leave_out: set[str]) -> bool:
+    """Whether `sentence` speaks of something `old` speaks of, beyond `leave_out` and words of
+    change ("laptop", "secrets", "toolchain", compared by stem): a change of tool elsewhere in the
+    same store ("the backend moved to Python: `pip install ...`" beside "`npm install` before the
+    web build") is not this one's."""
+    skip = {_stem(w) for w in leave_out | _CHANGE_WORDS | DISPLACING_WORDS}
+    return bool(({_stem(w) for w in _content_words(sentence)} - skip) & {_stem(w) for w in _content_words(old)})
+
+
+def _change_naming(text: str, word: str) -> str | None:
+    """The first sentence of `text` that names `word` beside a word of change other than a
+    report's (`_REPORT_WORDS`: "was", "not", which most sentences have)."""
+    for sentence in _SENTENCE_SPLIT_RE.split(text):
+        if word in _words(sentence) and _change_words(sentence) - _REPORT_WORDS:
+            return " ".join(sentence.split())
+    return None
 
 
 def _proper_names(text: str) -> set[str]:
