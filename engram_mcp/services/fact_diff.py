@@ -526,7 +526,9 @@ def displacements(old: str, new: str) -> dict[str, str]:
       also names a proper name of `old` elsewhere: "Marcus Oyelaran reviews everything auth-related
       instead. ... Priya started parental leave today" displaces Priya (a proper name: capitalised
       and no word of the lexicon; a note that merely quotes the newer sentence costs a line's
-      tail, never hides anything).
+      tail, never hides anything); or
+    - a tool `new` runs as code in the place of the one `old` runs, never naming it, with a change
+      said beside the new tool ("the old Node version manager is uninstalled", `_tools_swapped`).
     """
     if len(old) + len(new) <= MEMO_TEXT_MAX_CHARS:
         return dict(_displacements_memo(old, new))
