@@ -621,11 +621,8 @@ def new_value_sentence(old: str, new: str, sentence: str, value: str | None = No
         return None
     # the value said as the change's outcome ("now", "from now on", "instead"), not any number of
     # the newer memory's story ("this week's drop has overlapping trips in block 3104")
-    candidates = [
-        " ".join(x.split())
-        for x in _SENTENCE_SPLIT_RE.split(new)
-        if " ".join(x.split()) not in sentence and has_fresh(x) and _words(x) & _OUTCOME_WORDS
-    ]
+    flat = (" ".join(x.split()) for x in _SENTENCE_SPLIT_RE.split(new))
+    candidates = [x for x in flat if x not in sentence and has_fresh(x) and _words(x) & _OUTCOME_WORDS]
     if not candidates:
         return None
     said = _said_of(old, value) if value else set()
