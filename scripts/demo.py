@@ -58,6 +58,7 @@ def main() -> int:
             ("To bisect a regression: git bisect start, mark good/bad, run the test each step", "procedural", "user", 0.8, "procedure"),
             ("acme-api stores orders in PostgreSQL 16; migrations live in db/migrations", "semantic", "project", 0.7, "architecture"),
             ("Run the API tests with `make test`; they need DATABASE_URL=postgres://localhost/acme_test", "procedural", "project", 0.7, "convention"),
+            ("Commit messages: an imperative subject under 50 characters, then a blank line and the why", "semantic", "project", 0.7, "convention"),
             ("Fixed flaky order test by freezing time with freezegun", "episodic", "session", 0.6, "error_fix"),
             ("Decided to add an index on orders.created_at for the reporting query", "semantic", "session", 0.7, "decision"),
             ("Currently checking why /orders is slow", "working", "session", 0.3, None),
@@ -80,9 +81,9 @@ def main() -> int:
         res = call("recall", {"query": "index on orders created_at", "limit": 1}, sid=None)
         m = res["memories"][0]
         print(f"  now in scope '{m['scope']}': {m['content'][:70]}  chain: {[e['scope'] + '->' + e['action'] for e in m['promotion_chain']]}")
-        pref = call("recall", {"query": "PostgreSQL migrations", "limit": 1}, sid=None)["memories"][0]
-        up = call("promote", {"memory_id": pref["id"], "target_scope": "user", "reason": "demo: explicit promotion"}, sid=None)
-        print(f"  explicit project -> user promotion of {up['memory_id']}: {up['action']}")
+        pref = call("recall", {"query": "commit message style", "limit": 1, "scope": "project"}, sid=None)["memories"][0]
+        up = call("promote", {"memory_id": pref["id"], "target_scope": "user", "reason": "the user writes every repository's commits this way"}, sid=None)
+        print(f"  explicit project -> user promotion ({up['action']}): {pref['content'][:60]}")
 
         show("4. Decay: strength = importance x exp(-ln2 x days / (half-life x (1 + 0.2 x recalls)))")
         for mtype in ("working", "episodic", "semantic", "procedural"):
@@ -113,10 +114,18 @@ def main() -> int:
         _, ms = hook("PostToolUseFailure", tool_name="Bash", tool_input={"command": "make test"},
                      error="Exit code 2\npsycopg.OperationalError: connection to postgres://app:s3cr3tPassw0rd@localhost failed")
         print(f"  PostToolUseFailure ({ms:.0f} ms): failed command queued as a session episode (password redacted)")
-        out, ms = hook("UserPromptSubmit", prompt="the API tests cannot reach the database, what do they need?")
+        # meanwhile another session of this project (a second terminal) learns something the
+        # start block could not have shown
+        call("store", {"content": "The API test database needs the pgcrypto extension: run `make db-extensions` once after creating acme_test",
+                       "type": "semantic", "scope": "project", "importance": 0.7}, sid=None)
+        out, ms = hook("UserPromptSubmit", prompt="the API tests fail on gen_random_uuid in the test database, what is missing?")
         extra = out.get("hookSpecificOutput", {}).get("additionalContext", "")
-        print(f"  UserPromptSubmit ({ms:.0f} ms) adds {extra.count('- [')} memories for the prompt "
-              "(only above the relevance bar, never one already shown this session)")
+        added = extra.count("- [")
+        print(f"  UserPromptSubmit ({ms:.0f} ms) adds {added} {'memory' if added == 1 else 'memories'} for the prompt "
+              "(above the relevance bar, never one already shown this session):")
+        for line in extra.splitlines():
+            if line.startswith("- ["):
+                print(f"    | {line[:100]}")
         _, ms = hook("SessionEnd", reason="exit")
         summary = call("recall", {"query": "session summary make test failed", "category": "session_summary", "limit": 1}, sid=None)["memories"]
         print(f"  SessionEnd ({ms:.0f} ms) promoted and kept a summary: {' '.join(summary[0]['content'].split())[:110] if summary else '(none)'}")
