@@ -58,6 +58,11 @@ def _ids(recall: dict) -> list[str]:
         ("Session tokens expire after 6 hours.", "After 6 hours a session token expires.", "same"),
         ("Cut branches from main.", "Cut branches from develop (was main).", "replaces"),
         ("Runbook 12: restart the gateway with make gw.", "Runbook 21: restart the gateway with make gw.", "differs"),
+        # a name and its manner are one item; another part after the hyphen may name another one
+        ("Write tests with vitest and plain expect calls.", "Write vitest-style tests with plain expect calls.", "same"),
+        ("The mocks are MSW handlers.", "The mocks are MSW-based handlers.", "same"),
+        ("The e2e suite runs against the keycloak container.", "The e2e suite runs against the keycloak-test container.", "replaces"),
+        ("Snapshot tests are written jest-style.", "Snapshot tests are written vitest-style.", "replaces"),
     ],
 )
 def test_compare_reads_the_fact_tokens_that_changed(old, new, relation):
@@ -123,6 +128,11 @@ SECOND_STORES = {
         "created",
         supersedes=False,
         recalls=(("OPS-1097", 3, "new"), ("OPS-1007", 3, "old")),
+    ),
+    "a-name-written-as-its-manner-merges": Second(
+        "Component tests use vitest with plain expect assertions, never snapshot files.",
+        "Component tests are vitest-style with plain expect assertions, never snapshot files.",
+        "merged",
     ),
     "paraphrase-merges": Second(
         "Always run the full test suite with pytest -q before pushing to main.",

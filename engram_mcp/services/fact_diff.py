@@ -143,9 +143,23 @@ def _is_common_word(word: str) -> bool:
     return not forms.isdisjoint(lex)
 
 
+#: Endings that make a name into a word of manner ("pytest-style asserts", "Docker-based builds"):
+#: the thing named is the same, so "pytest-style" is no other value than "pytest". A closed list:
+#: any other part after a hyphen may name something else ("postgres-test" is a container).
+_MANNER_SUFFIX_RE = re.compile(r"^(\w+)-(?:style|like|based|compatible|flavou?red|powered|driven|ish)$", re.IGNORECASE)
+
+
+def _named(token: str) -> str:
+    """The name a word of manner is made from ("pytest-style": "pytest"), else the word itself."""
+    manner = _MANNER_SUFFIX_RE.match(token) if "-" in token else None
+    return manner.group(1) if manner else token
+
+
 def _stem(token: str) -> str:
-    """One spelling for the forms of a word (expire, expires, expired), so an inflection is no
-    changed value; identifiers and numbers are compared as written."""
+    """One spelling for the forms of a word (expire, expires, expired), and for a name and its
+    manner ("pytest-style": `_MANNER_SUFFIX_RE`), so neither is a changed value; identifiers and
+    numbers are compared as written."""
+    token = _named(token)
     if not token.isalpha():
         return token
     for suffix in ("ies", "es", "s", "ed", "ing", "d"):
@@ -209,7 +223,7 @@ def _read_fact_tokens(text: str) -> dict[str, str]:
     out: dict[str, str] = {}
     seen: set[tuple[str, bool]] = set()
     for m in _TOKEN_RE.finditer(text):
-        token, at = m.group(0), m.start()
+        token, at = _named(m.group(0)), m.start()
         start = at == 0 or bool(_SENTENCE_END_RE.search(text[max(0, at - 3) : at]))
         if (token, start) in seen:
             continue
@@ -246,7 +260,7 @@ def _value_swaps(old: str, new: str, a: dict[str, str], b: dict[str, str]) -> tu
     over another where either is a fact token ("with podman" -> "with lima"): at worst a
     reworded word supersedes its twin, which hides nothing the newer text does not say.
     """
-    old_all, new_all = _TOKEN_RE.findall(old)[:_MAX_DIFF_WORDS], _TOKEN_RE.findall(new)[:_MAX_DIFF_WORDS]
+    old_all, new_all = ([_named(w) for w in _TOKEN_RE.findall(text)[:_MAX_DIFF_WORDS]] for text in (old, new))
     old_low, new_low = [w.lower() for w in old_all], [w.lower() for w in new_all]
     # the words both texts open and close with are equal runs; only the middle is diffed, and at
     # most _MAX_DIFF_MIDDLE words of it (the diff is quadratic in a repeated word: 600 words of a
