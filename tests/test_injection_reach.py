@@ -584,3 +584,32 @@ def test_another_tool_with_the_same_subcommand_is_no_replacement_unless_it_plays
         "Run `npm install` before the first build of the web app.",
         "The backend moved to Python this week: `pip install -r requirements.txt` for it.",
     )
+
+
+def test_a_scratch_capture_ranked_first_does_not_take_the_first_memorys_discount(real_service, project):
+    """Recall's first memory needs less cosine (`FIRST_HIT_COSINE_DISCOUNT`): its words and its
+    meaning agree it is the prompt's best. An edit capture of the running session, ranked above
+    it and never injected, must not take that place: the best memory of knowledge keeps it."""
+    rule = "SQL style everywhere: uppercase keywords and one clause per line."
+    real_service.store(RequestContext(project, "sess-a"), content=rule, type="semantic", scope="user", importance=0.7)
+    second = RequestContext(project, "sess-b")
+    real_service.session_start(second)
+    hook_ops.capture(
+        real_service.access,
+        second,
+        content="Edited reports/hours.sql: the query of the monthly hours totals now sums per month",
+        type="episodic",
+        importance=0.3,
+        category="file_change",
+        tags=["file-change"],
+    )
+    prompt = "Write a query for the monthly hours totals in SQL."
+    found = hook_ops.recall(real_service.access, second, query=prompt, limit=5, strengthen=False)["memories"]
+    assert found[0]["category"] == "file_change"  # the capture is recall's first memory
+    [mine] = [m for m in found if m["content"] == rule]
+    bar = real_service.access.config(project).prompt_recall_min_relevance
+    # between the discounted bar and the bar: only the first memory's discount lets it in
+    assert bar - hook_ops.FIRST_HIT_COSINE_DISCOUNT <= mine["similarity"] < bar, mine["similarity"]
+    out = hook_ops.prompt_context(real_service.access, second, prompt=prompt)
+    block = out["additional_context"] or ""
+    assert "uppercase keywords" in block and "Edited reports" not in block, block

@@ -298,10 +298,13 @@ def prompt_context(
     # The bar is absolute (cosine similarity to the prompt), not the recall's relevance, which is
     # relative to the best candidate and so high for the best match of even an unrelated prompt.
     ranked, bar = found.get("memories") or [], float(cfg.prompt_recall_min_relevance)
+    # recall's first memory of knowledge: a scratch capture or a summary ranked above it is never
+    # injected, and does not take its place as the prompt's best match
+    first = next((m for m in ranked if context_ops.injectable(m)), None)
     candidates = [
         m
         for m in ranked
-        if _clears_bar(m, m is ranked[0], bar)
+        if _clears_bar(m, m is first, bar)
         and m["id"] not in seen
         and context_ops.injectable(m)
         and not context_ops.outdated(access, ctx, m)
