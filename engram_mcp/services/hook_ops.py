@@ -353,7 +353,7 @@ FIRST_HIT_COSINE_DISCOUNT = 0.10
 
 def _clears_bar(mem: dict[str, Any], first: bool, bar: float) -> bool:
     """Whether `mem` is close enough to the prompt to inject: the configured bar, or that bar less
-    FIRST_HIT_COSINE_DISCOUNT for recall's first memory."""
+    FIRST_HIT_COSINE_DISCOUNT for recall's first memory of those the hook could inject."""
     similarity = float(mem.get("similarity") or 0.0)
     return similarity >= bar or (first and similarity >= bar - FIRST_HIT_COSINE_DISCOUNT)
 
