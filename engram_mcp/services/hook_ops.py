@@ -298,16 +298,13 @@ def prompt_context(
     # The bar is absolute (cosine similarity to the prompt), not the recall's relevance, which is
     # relative to the best candidate and so high for the best match of even an unrelated prompt.
     ranked, bar = found.get("memories") or [], float(cfg.prompt_recall_min_relevance)
-    # recall's first memory of knowledge: a scratch capture or a summary ranked above it is never
-    # injected, and does not take its place as the prompt's best match
-    first = next((m for m in ranked if context_ops.injectable(m)), None)
+    # only knowledge: a scratch capture or a summary is never injected, so one ranked first does not
+    # take the first memory's place as the prompt's best match either
+    knowledge = [m for m in ranked if context_ops.injectable(m)]
     candidates = [
         m
-        for m in ranked
-        if _clears_bar(m, m is first, bar)
-        and m["id"] not in seen
-        and context_ops.injectable(m)
-        and not context_ops.outdated(access, ctx, m)
+        for m in knowledge
+        if _clears_bar(m, m is knowledge[0], bar) and m["id"] not in seen and not context_ops.outdated(access, ctx, m)
     ]
     # What the start block showed cut goes after what Claude has not seen at all (a stable sort
     # keeps recall's order within each): its line comes back only for what its cut left out,
