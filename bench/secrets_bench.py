@@ -159,12 +159,19 @@ def gitleaks_detector(config: Path) -> tuple[Detector, float, dict[str, Any]]:
             for al in rule.get("allowlists", []):
                 if al.get("paths") and al.get("condition") == "AND":
                     continue  # bound to file paths
-                allows.append((al.get("regexTarget", "secret"), [re.compile(*_go_to_python(r)) for r in al.get("regexes", [])],
-                               [s.lower() for s in al.get("stopwords", [])]))
+                allows.append(
+                    (
+                        al.get("regexTarget", "secret"),
+                        [re.compile(*_go_to_python(r)) for r in al.get("regexes", [])],
+                        [s.lower() for s in al.get("stopwords", [])],
+                    )
+                )
         except re.error as exc:
             skipped.append(f"{rule.get('id')}: {exc}")
             continue
-        rules.append((rule.get("id"), rx, [k.lower() for k in rule.get("keywords", [])], float(rule.get("entropy") or 0), allows))
+        rules.append(
+            (rule.get("id"), rx, [k.lower() for k in rule.get("keywords", [])], float(rule.get("entropy") or 0), allows)
+        )
     load_s = time.perf_counter() - t0
 
     def allowed(target: str, secret: str, match: str, line: str, allows) -> bool:
@@ -189,7 +196,7 @@ def gitleaks_detector(config: Path) -> tuple[Detector, float, dict[str, Any]]:
                     continue
                 line_start = text.rfind("\n", 0, m.start()) + 1
                 line_end = text.find("\n", m.end())
-                line = text[line_start: line_end if line_end != -1 else len(text)]
+                line = text[line_start : line_end if line_end != -1 else len(text)]
                 if allowed("secret", secret, m.group(0), line, allows):
                     continue
                 values.append(secret)
@@ -236,26 +243,44 @@ def measure(name: str, detect: Detector, import_s: float) -> dict[str, Any]:
     ms_per_kb = times[len(times) // 2] * 1000 / (len(text) / 1024)
     hit = sum(v[0] for v in per_kind.values())
     return {
-        "detector": name, "secrets": len(corpus), "caught": hit, "recall": round(hit / len(corpus), 4),
-        "negatives": len(negatives), "false_positives": len(fps), "fp_rate": round(len(fps) / len(negatives), 4),
-        "ms_per_kb": round(ms_per_kb, 3), "import_ms": round(import_s * 1000, 1),
+        "detector": name,
+        "secrets": len(corpus),
+        "caught": hit,
+        "recall": round(hit / len(corpus), 4),
+        "negatives": len(negatives),
+        "false_positives": len(fps),
+        "fp_rate": round(len(fps) / len(negatives), 4),
+        "ms_per_kb": round(ms_per_kb, 3),
+        "import_ms": round(import_s * 1000, 1),
         "per_kind": {k: {"caught": v[0], "of": v[1]} for k, v in sorted(per_kind.items())},
-        "missed": missed, "false_positive_texts": fps,
+        "missed": missed,
+        "false_positive_texts": fps,
     }
 
 
 def markdown(results: list[dict[str, Any]], notes: list[str]) -> str:
-    lines = ["# Secret detection", "",
-             "Recall on `tests/data/secrets_corpus.jsonl`, false positives on `tests/data/not_secrets.jsonl`, "
-             "median CPU time on a 20 KB mixed text dense with secrets (`bench/secrets_bench.py`).", "",
-             "| detector | caught | recall | false positives | ms / KB | import ms |",
-             "|---|---:|---:|---:|---:|---:|"]
+    lines = [
+        "# Secret detection",
+        "",
+        "Recall on `tests/data/secrets_corpus.jsonl`, false positives on `tests/data/not_secrets.jsonl`, "
+        "median CPU time on a 20 KB mixed text dense with secrets (`bench/secrets_bench.py`).",
+        "",
+        "| detector | caught | recall | false positives | ms / KB | import ms |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
     for r in results:
-        lines.append(f"| {r['detector']} | {r['caught']} / {r['secrets']} | {r['recall']:.1%} | "
-                     f"{r['false_positives']} / {r['negatives']} | {r['ms_per_kb']:.3f} | {r['import_ms']:.0f} |")
+        lines.append(
+            f"| {r['detector']} | {r['caught']} / {r['secrets']} | {r['recall']:.1%} | "
+            f"{r['false_positives']} / {r['negatives']} | {r['ms_per_kb']:.3f} | {r['import_ms']:.0f} |"
+        )
     kinds = sorted({k for r in results for k in r["per_kind"]})
-    lines += ["", "## Recall per kind", "", "| kind | " + " | ".join(r["detector"] for r in results) + " |",
-              "|---|" + "---:|" * len(results)]
+    lines += [
+        "",
+        "## Recall per kind",
+        "",
+        "| kind | " + " | ".join(r["detector"] for r in results) + " |",
+        "|---|" + "---:|" * len(results),
+    ]
     for k in kinds:
         cells = []
         for r in results:
@@ -281,6 +306,11 @@ def markdown(results: list[dict[str, Any]], notes: list[str]) -> str:
 BENCH_DATA = ROOT / "bench" / "data"
 PROSE_SECRETS_FILE = "secrets_prose.jsonl"
 PROSE_NEGATIVES_FILE = "not_secrets_identifiers.jsonl"
+# A corpus written by someone who had not read the rules (120 secrets of 118 kinds in tool output,
+# configs and prose in eight languages; 120 look-alikes: digests, public keys, placeholders, ids),
+# generated with a fixed seed: how the rules do on secrets they were not written for.
+INDEPENDENT_SECRETS_FILE = "secrets_independent.jsonl"
+INDEPENDENT_NEGATIVES_FILE = "not_secrets_independent.jsonl"
 CORPUS_SEED = 32
 #: The commit the "before" column is measured at: the rules before issue 32 (what team files got too).
 BEFORE_REV = "6666b1e"
@@ -303,14 +333,25 @@ _WHO = {
     "ko": ["스테이징 관리자", "테스트 계정"],
 }
 _WHEN = {
-    "en": ["Friday", "the end of the sprint"], "de": ["Freitag", "Monatsende"], "fr": ["vendredi", "lundi"],
-    "es": ["viernes", "lunes"], "it": ["venerdì", "lunedì"], "pt": ["sexta", "segunda"], "nl": ["vrijdag", "maandag"],
-    "pl": ["piątku", "poniedziałku"], "ru": ["пятницы", "понедельника"], "ja": ["金曜日", "月末"],
-    "zh": ["周五", "月底"], "ko": ["금요일", "월말"],
+    "en": ["Friday", "the end of the sprint"],
+    "de": ["Freitag", "Monatsende"],
+    "fr": ["vendredi", "lundi"],
+    "es": ["viernes", "lunes"],
+    "it": ["venerdì", "lunedì"],
+    "pt": ["sexta", "segunda"],
+    "nl": ["vrijdag", "maandag"],
+    "pl": ["piątku", "poniedziałku"],
+    "ru": ["пятницы", "понедельника"],
+    "ja": ["金曜日", "月末"],
+    "zh": ["周五", "月底"],
+    "ko": ["금요일", "월말"],
 }
 _PROSE_PASSWORD = {
-    "en": ["the {who} password is {v} until {when}", "FYI the password for the {who} was reset to {v}",
-           "login as {who} with password {v}"],
+    "en": [
+        "the {who} password is {v} until {when}",
+        "FYI the password for the {who} was reset to {v}",
+        "login as {who} with password {v}",
+    ],
     "de": ["Das Passwort für den {who} ist {v} bis {when}.", "Das Kennwort für {who} lautet {v}."],
     "fr": ["le mot de passe {who} est {v} jusqu'à {when}", "Mot de passe {who} : {v} (jusqu'à {when})"],
     "es": ["la contraseña del {who} es {v} hasta el {when}"],
@@ -337,12 +378,21 @@ _PROSE_TOKEN = {
     "zh": ["{svc}的API密钥是 {t}", "{svc}的令牌是 {t}"],
     "ko": ["{svc} API 키는 {t} 입니다", "{svc} 토큰은 {t} 입니다"],
 }
-_AWS_PAIR = ["AWS {id} secret {s}", "uploader creds: key id {id}, secret access key {s}", "{id} / {s} (prod uploader)",
-             "Zugang für S3: {id} mit Geheimnis {s}", "S3のアクセスキー {id} シークレット {s}", "ключ {id} секрет {s}"]
+_AWS_PAIR = [
+    "AWS {id} secret {s}",
+    "uploader creds: key id {id}, secret access key {s}",
+    "{id} / {s} (prod uploader)",
+    "Zugang für S3: {id} mit Geheimnis {s}",
+    "S3のアクセスキー {id} シークレット {s}",
+    "ключ {id} секрет {s}",
+]
 _OUTBOUND_ONLY = [  # (template, slot): weak values and tokens not right after a key name
-    ("the {who} password is {w} until {when}", "w"), ("the door PIN code is {pin}", "pin"),
-    ("password: {w} for now", "w"), ("{t} is the signing secret of the {svc} webhook", "t"),
-    ("token refresh for {svc}: {t} (prod)", "t"), ("Der Zugangsschlüssel {t} gilt bis Freitag", "t"),
+    ("the {who} password is {w} until {when}", "w"),
+    ("the door PIN code is {pin}", "pin"),
+    ("password: {w} for now", "w"),
+    ("{t} is the signing secret of the {svc} webhook", "t"),
+    ("token refresh for {svc}: {t} (prod)", "t"),
+    ("Der Zugangsschlüssel {t} gilt bis Freitag", "t"),
 ]
 _HAND_WRITTEN = [  # (secret, text)
     ("Tq8#vLm2Ws", "Reminder: the wifi password in the lab is Tq8#vLm2Ws, don't put it in the wiki"),
@@ -361,18 +411,53 @@ _HAND_WRITTEN = [  # (secret, text)
     ("Qm7!sDv3Hb", "temp creds for the demo: user demo, password Qm7!sDv3Hb"),
 ]
 _NEGATIVE_PROSE = [
-    "the password is required", "the password is incorrect", "the token is expired", "the API token was rotated yesterday",
-    "the password is stored in the vault, not in the repo", "the secret is in 1Password under 'staging'",
-    "Das Passwort ist falsch", "le mot de passe est incorrect", "la contraseña es incorrecta", "la password è scaduta",
-    "a senha está errada", "het wachtwoord is verlopen", "hasło jest wymagane", "пароль неверный",
-    "パスワードは必須です", "密码是必填项", "비밀번호는 필수입니다", "pin the version to 3.2.1",
-    "password reset flow uses SHA-256", "the key is in the drawer", "the cache key is the user id",
+    "the password is required",
+    "the password is incorrect",
+    "the token is expired",
+    "the API token was rotated yesterday",
+    "the password is stored in the vault, not in the repo",
+    "the secret is in 1Password under 'staging'",
+    "Das Passwort ist falsch",
+    "le mot de passe est incorrect",
+    "la contraseña es incorrecta",
+    "la password è scaduta",
+    "a senha está errada",
+    "het wachtwoord is verlopen",
+    "hasło jest wymagane",
+    "пароль неверный",
+    "パスワードは必須です",
+    "密码是必填项",
+    "비밀번호는 필수입니다",
+    "pin the version to 3.2.1",
+    "password reset flow uses SHA-256",
+    "the key is in the drawer",
+    "the cache key is the user id",
 ]
-_VERSIONED = ["win10x64", "h264x1080", "python3x11", "arm64v8a", "i18n2l10n", "gpt4o2024", "llama3b8", "qwen2vl7b",
-              "mistral7bv02", "yolov8n640", "resnet50v2", "x86x64", "utf8x16", "mp4h265", "k8s1x28", "phi3x5"]
-_SENTENCES = ["meeting notes from the planning session", "the cache warms up after the first request",
-              "use the staging cluster for load tests", "deploys happen on tuesdays and thursdays",
-              "the importer skips rows without an email address"]
+_VERSIONED = [
+    "win10x64",
+    "h264x1080",
+    "python3x11",
+    "arm64v8a",
+    "i18n2l10n",
+    "gpt4o2024",
+    "llama3b8",
+    "qwen2vl7b",
+    "mistral7bv02",
+    "yolov8n640",
+    "resnet50v2",
+    "x86x64",
+    "utf8x16",
+    "mp4h265",
+    "k8s1x28",
+    "phi3x5",
+]
+_SENTENCES = [
+    "meeting notes from the planning session",
+    "the cache warms up after the first request",
+    "use the staging cluster for load tests",
+    "deploys happen on tuesdays and thursdays",
+    "the importer skips rows without an email address",
+]
 
 
 def _rand(rng, alphabet: str, n: int) -> str:
@@ -381,7 +466,9 @@ def _rand(rng, alphabet: str, n: int) -> str:
 
 def _strong_password(rng) -> str:
     while True:
-        v = rng.choice("ABCDEFGHJKLMNPQRSTUVWXYZ") + _rand(rng, "ABCDEFGHJKMNPQRSTUVWXYZabcdefghjkmnpqrstuvwxyz23456789!#%&*@", 10)
+        v = rng.choice("ABCDEFGHJKLMNPQRSTUVWXYZ") + _rand(
+            rng, "ABCDEFGHJKMNPQRSTUVWXYZabcdefghjkmnpqrstuvwxyz23456789!#%&*@", 10
+        )
         if re.search(r"[a-z]", v) and re.search(r"[0-9]", v) and re.search(r"[!#%&*@]", v):
             return v
 
@@ -411,7 +498,12 @@ def build_prose_corpus(seed: int = CORPUS_SEED) -> tuple[list[dict[str, Any]], l
         for template in templates:
             for _ in range(3):
                 v = _strong_password(rng)
-                add("prose-password", lang, v, template.format(who=rng.choice(_WHO[lang]), when=rng.choice(_WHEN[lang]), v=v))
+                add(
+                    "prose-password",
+                    lang,
+                    v,
+                    template.format(who=rng.choice(_WHO[lang]), when=rng.choice(_WHEN[lang]), v=v),
+                )
     for lang, templates in _PROSE_TOKEN.items():
         for template in templates:
             for _ in range(2):
@@ -428,8 +520,14 @@ def build_prose_corpus(seed: int = CORPUS_SEED) -> tuple[list[dict[str, Any]], l
     for template, slot in _OUTBOUND_ONLY:
         for _ in range(3):
             value = {"w": rng.choice(weak), "pin": _rand(rng, "0123456789", 4), "t": _mixed_token(rng, 32)}[slot]
-            text = template.format(who=rng.choice(_WHO["en"]), when=rng.choice(_WHEN["en"]), svc=rng.choice(services),
-                                   w=value, pin=value, t=value)
+            text = template.format(
+                who=rng.choice(_WHO["en"]),
+                when=rng.choice(_WHEN["en"]),
+                svc=rng.choice(services),
+                w=value,
+                pin=value,
+                t=value,
+            )
             add("outbound-only", "en", value, text)
 
     negatives: list[dict[str, Any]] = []
@@ -452,11 +550,20 @@ def build_prose_corpus(seed: int = CORPUS_SEED) -> tuple[list[dict[str, Any]], l
         digest = hashlib.sha512(text.encode()).digest()
         neg("lockfile", f'"integrity": "sha512-{base64.b64encode(digest).decode()}"')
         neg("lockfile", f"image: redis@sha256:{hashlib.sha256(text.encode()).hexdigest()}")
-        neg("lockfile", f"github.com/pkg/errors v0.9.1 h1:{base64.b64encode(hashlib.sha256(text[::-1].encode()).digest()).decode()}")
+        neg(
+            "lockfile",
+            f"github.com/pkg/errors v0.9.1 h1:{base64.b64encode(hashlib.sha256(text[::-1].encode()).digest()).decode()}",
+        )
         neg("lockfile", f'checksum = "{hashlib.sha256(text.upper().encode()).hexdigest()}"')
         neg("digest", f"the cache key is {hashlib.sha256(text.title().encode()).hexdigest()}")
-        neg("version", f"upgraded to v{rng.randint(1, 30)}.{rng.randint(0, 40)}.{rng.randint(0, 9)}-rc.{rng.randint(1, 5)}")
-        neg("host-port", f"db-replica-{rng.randint(1, 9):02d}.eu-west-{rng.randint(1, 3)}.internal:{rng.choice((5432, 6379, 8443))}")
+        neg(
+            "version",
+            f"upgraded to v{rng.randint(1, 30)}.{rng.randint(0, 40)}.{rng.randint(0, 9)}-rc.{rng.randint(1, 5)}",
+        )
+        neg(
+            "host-port",
+            f"db-replica-{rng.randint(1, 9):02d}.eu-west-{rng.randint(1, 3)}.internal:{rng.choice((5432, 6379, 8443))}",
+        )
     for name in _VERSIONED:
         neg("identifier", f"build for {name} and {rng.choice(_VERSIONED)}")
     for text in _NEGATIVE_PROSE:
@@ -468,7 +575,9 @@ def write_prose_corpus() -> None:
     secrets, negatives = build_prose_corpus()
     BENCH_DATA.mkdir(parents=True, exist_ok=True)
     for name, rows in ((PROSE_SECRETS_FILE, secrets), (PROSE_NEGATIVES_FILE, negatives)):
-        (BENCH_DATA / name).write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+        (BENCH_DATA / name).write_text(
+            "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8"
+        )
     print(f"wrote {len(secrets)} secrets and {len(negatives)} non-secrets to {BENCH_DATA}")
 
 
@@ -479,7 +588,11 @@ def _load_bench(name: str) -> list[dict[str, Any]]:
 def typical_texts() -> list[str]:
     """Memory texts as a coding agent writes them (the coding-memory set), or the corpora without it."""
     if TYPICAL_TEXTS.exists():
-        return [json.loads(line)["content"] for line in TYPICAL_TEXTS.read_text(encoding="utf-8").splitlines() if line.strip()]
+        return [
+            json.loads(line)["content"]
+            for line in TYPICAL_TEXTS.read_text(encoding="utf-8").splitlines()
+            if line.strip()
+        ]
     return [n["text"] for n in load("not_secrets.jsonl")] + [e["context"] for e in load("secrets_corpus.jsonl")]
 
 
@@ -520,6 +633,7 @@ def measure_passes() -> dict[str, Any]:
             fp_class[n["class"]][1] += 1
             if bad:
                 fps.append(f"[{n['class']}] {n['text'][:100]}")
+        independent = _independent(fn)
         main_caught = sum(caught(e["secret"], fn(e["context"])) for e in main_corpus)
         main_fp = sum(fn(n["text"]) != n["text"] for n in main_negatives)
         changed = [t[:100] for t in typical if fn(t) != t]
@@ -534,15 +648,42 @@ def measure_passes() -> dict[str, Any]:
             runs.append(time.process_time() - t0)
         us_per_text = min(runs) * 1e6 / len(texts)
         out[name] = {
-            "caught": sum(v[0] for v in per_class.values()), "secrets": len(secrets),
-            "per_class": per_class, "per_lang": per_lang, "missed": missed,
-            "false_positives": len(fps), "negatives": len(negatives), "fp_per_class": fp_class, "fp_texts": fps,
-            "main_corpus_caught": main_caught, "main_corpus": len(main_corpus),
-            "main_negatives_fp": main_fp, "main_negatives": len(main_negatives),
-            "typical_changed": len(changed), "typical": len(typical), "typical_changed_texts": changed,
-            "us_per_write": round(us_per_text, 1), "timed_texts": len(texts),
+            "caught": sum(v[0] for v in per_class.values()),
+            "secrets": len(secrets),
+            "per_class": per_class,
+            "per_lang": per_lang,
+            "missed": missed,
+            "false_positives": len(fps),
+            "negatives": len(negatives),
+            "fp_per_class": fp_class,
+            "fp_texts": fps,
+            "main_corpus_caught": main_caught,
+            "main_corpus": len(main_corpus),
+            "main_negatives_fp": main_fp,
+            "main_negatives": len(main_negatives),
+            "typical_changed": len(changed),
+            "typical": len(typical),
+            "typical_changed_texts": changed,
+            "us_per_write": round(us_per_text, 1),
+            "timed_texts": len(texts),
+            **independent,
         }
     return out
+
+
+def _independent(fn: Callable[[str], str]) -> dict[str, Any]:
+    """The independent corpus under `fn`: secrets left in clear (by kind) and look-alikes changed."""
+    if not (BENCH_DATA / INDEPENDENT_SECRETS_FILE).exists():
+        return {}
+    secrets, negatives = _load_bench(INDEPENDENT_SECRETS_FILE), _load_bench(INDEPENDENT_NEGATIVES_FILE)
+    missed = [e["kind"] for e in secrets if not caught(e["secret"], fn(e["context"]))]
+    changed = [n["kind"] for n in negatives if fn(n["text"]) != n["text"]]
+    return {
+        "independent_secrets": len(secrets),
+        "independent_missed": missed,
+        "independent_negatives": len(negatives),
+        "independent_changed": changed,
+    }
 
 
 def measure_before(rev: str = BEFORE_REV) -> dict[str, Any] | None:
@@ -553,8 +694,12 @@ def measure_before(rev: str = BEFORE_REV) -> dict[str, Any] | None:
     import tarfile
 
     try:
-        tar = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "engram_mcp/__init__.py", "engram_mcp/core"],
-                             capture_output=True, check=True, timeout=60).stdout
+        tar = subprocess.run(
+            ["git", "-C", str(ROOT), "archive", rev, "engram_mcp/__init__.py", "engram_mcp/core"],
+            capture_output=True,
+            check=True,
+            timeout=60,
+        ).stdout
     except (OSError, subprocess.SubprocessError):
         return None
     tmp = Path(tempfile.mkdtemp(prefix="secrets-before-"))
@@ -572,8 +717,12 @@ def measure_in_child(root: Path) -> dict[str, Any] | None:
     import subprocess
 
     result = Path(tempfile.mkdtemp(prefix="secrets-passes-")) / "passes.json"
-    proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--passes-json", str(result),
-                           "--redactor-root", str(root)], capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve()), "--passes-json", str(result), "--redactor-root", str(root)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     if proc.returncode != 0 or not result.exists():
         print(proc.stderr[-2000:], file=sys.stderr)
         return None
@@ -581,42 +730,101 @@ def measure_in_child(root: Path) -> dict[str, Any] | None:
 
 
 def passes_markdown(now: dict[str, Any], before: dict[str, Any] | None) -> list[str]:
-    cols = ([("local, before", before["local"]), ("outbound, before (= local)", before["outbound"])] if before else []) + [
-        ("local, now", now["local"]), ("outbound, now", now["outbound"])]
+    cols = (
+        [("local, before", before["local"]), ("outbound, before (= local)", before["outbound"])] if before else []
+    ) + [("local, now", now["local"]), ("outbound, now", now["outbound"])]
     secrets = _load_bench(PROSE_SECRETS_FILE)
-    lines = ["", "## Local and outbound pass (issue 32)", "",
-             f"`bench/data/{PROSE_SECRETS_FILE}` ({len(secrets)} secrets written as people write them: prose in 12 "
-             f"languages, AWS key ids followed by their secret, tokens near a key name; seed {CORPUS_SEED} plus "
-             f"hand-written lines) and `bench/data/{PROSE_NEGATIVES_FILE}` (commit hashes, ULIDs, UUIDs, base64 of "
-             "ordinary text, lockfile checksums, digests, versioned names, versions, hosts and ports, prose about "
-             "passwords). `local` is what every write stores (`sanitize`); `outbound` what a team file, the sync "
-             "folder or an export holds (`redact_outbound`; before it existed, files got `sanitize`). "
-             "`outbound-only` secrets (a weak password in words, a PIN, a token not right after its key name) are "
-             "the outbound pass's job; a local miss there is by design."
-             + (f" Before: the rules at `{before['rev']}`." if before else " (before: not measured, no git)"), "",
-             "| | " + " | ".join(c for c, _ in cols) + " |", "|---|" + "---:|" * len(cols)]
+    lines = [
+        "",
+        "## Local and outbound pass (issue 32)",
+        "",
+        f"`bench/data/{PROSE_SECRETS_FILE}` ({len(secrets)} secrets written as people write them: prose in 12 "
+        f"languages, AWS key ids followed by their secret, tokens near a key name; seed {CORPUS_SEED} plus "
+        f"hand-written lines) and `bench/data/{PROSE_NEGATIVES_FILE}` (commit hashes, ULIDs, UUIDs, base64 of "
+        "ordinary text, lockfile checksums, digests, versioned names, versions, hosts and ports, prose about "
+        "passwords). `local` is what every write stores (`sanitize`); `outbound` what a team file, the sync "
+        "folder or an export holds (`redact_outbound`; before it existed, files got `sanitize`). "
+        "`outbound-only` secrets (a weak password in words, a PIN, a token not right after its key name) are "
+        "the outbound pass's job; a local miss there is by design."
+        + (f" Before: the rules at `{before['rev']}`." if before else " (before: not measured, no git)"),
+        "",
+        "| | " + " | ".join(c for c, _ in cols) + " |",
+        "|---|" + "---:|" * len(cols),
+    ]
 
     def row(label: str, cell: Callable[[dict[str, Any]], str]) -> None:
         lines.append(f"| {label} | " + " | ".join(cell(r) for _c, r in cols) + " |")
 
     row("secrets in clear (all)", lambda r: f"{r['secrets'] - r['caught']} / {r['secrets']}")
     for cls in sorted(now["local"]["per_class"]):
-        row(f"in clear: {cls}", lambda r, c=cls: f"{r['per_class'][c][1] - r['per_class'][c][0]} / {r['per_class'][c][1]}")
-    row("in clear: prose passwords, every language",
-        lambda r: f"{sum(r['per_class'][c][1] - r['per_class'][c][0] for c in ('prose-password', 'hand-written'))}"
-                  f" / {sum(r['per_class'][c][1] for c in ('prose-password', 'hand-written'))}")
+        row(
+            f"in clear: {cls}",
+            lambda r, c=cls: f"{r['per_class'][c][1] - r['per_class'][c][0]} / {r['per_class'][c][1]}",
+        )
+    row(
+        "in clear: prose passwords, every language",
+        lambda r: (
+            f"{sum(r['per_class'][c][1] - r['per_class'][c][0] for c in ('prose-password', 'hand-written'))}"
+            f" / {sum(r['per_class'][c][1] for c in ('prose-password', 'hand-written'))}"
+        ),
+    )
     row("false positives (identifiers corpus)", lambda r: f"{r['false_positives']} / {r['negatives']}")
+    if "independent_secrets" in now["local"]:
+        row(
+            "independent corpus: secrets in clear",
+            lambda r: (
+                f"{len(r['independent_missed'])} / {r['independent_secrets']}" if "independent_missed" in r else "n/a"
+            ),
+        )
+        row(
+            "independent corpus: look-alikes changed",
+            lambda r: (
+                f"{len(r['independent_changed'])} / {r['independent_negatives']}"
+                if "independent_changed" in r
+                else "n/a"
+            ),
+        )
     row("tests/data secrets caught", lambda r: f"{r['main_corpus_caught']} / {r['main_corpus']}")
     row("tests/data false positives", lambda r: f"{r['main_negatives_fp']} / {r['main_negatives']}")
     row("coding-memory texts changed", lambda r: f"{r['typical_changed']} / {r['typical']}")
     row("CPU µs per write (typical texts)", lambda r: f"{r['us_per_write']:.1f}")
-    lines += ["", "In clear per language (local, now / outbound, now):", "",
-              "| language | " + " | ".join(sorted(now["local"]["per_lang"])) + " |",
-              "|---|" + "---:|" * len(now["local"]["per_lang"])]
-    lines.append("| in clear | " + " | ".join(
-        f"{now['local']['per_lang'][k][1] - now['local']['per_lang'][k][0]} / "
-        f"{now['outbound']['per_lang'][k][1] - now['outbound']['per_lang'][k][0]} of {now['local']['per_lang'][k][1]}"
-        for k in sorted(now["local"]["per_lang"])) + " |")
+    lines += [
+        "",
+        "In clear per language (local, now / outbound, now):",
+        "",
+        "| language | " + " | ".join(sorted(now["local"]["per_lang"])) + " |",
+        "|---|" + "---:|" * len(now["local"]["per_lang"]),
+    ]
+    lines.append(
+        "| in clear | "
+        + " | ".join(
+            f"{now['local']['per_lang'][k][1] - now['local']['per_lang'][k][0]} / "
+            f"{now['outbound']['per_lang'][k][1] - now['outbound']['per_lang'][k][0]} of {now['local']['per_lang'][k][1]}"
+            for k in sorted(now["local"]["per_lang"])
+        )
+        + " |"
+    )
+    lines += [
+        "",
+        f"The independent corpus: `bench/data/{INDEPENDENT_SECRETS_FILE}` and "
+        f"`bench/data/{INDEPENDENT_NEGATIVES_FILE}`, written from a list of credential kinds by someone who "
+        "had not read the rules. A secret counts as caught by the criterion above (no 12-character piece of "
+        "it left).",
+    ]
+    for name in ("local", "outbound"):
+        r = now[name]
+        if r.get("independent_missed"):
+            lines += [
+                "",
+                f"Independent corpus, left in clear by the {name} pass: "
+                + ", ".join(f"`{k}`" for k in r["independent_missed"]),
+            ]
+        if r.get("independent_changed"):
+            lines += [
+                "",
+                f"Independent corpus, look-alikes the {name} pass changed: "
+                + ", ".join(f"`{k}`" for k in r["independent_changed"]),
+            ]
     for name in ("local", "outbound"):
         r = now[name]
         if r["missed"]:
@@ -624,15 +832,21 @@ def passes_markdown(now: dict[str, Any], before: dict[str, Any] | None) -> list[
         if r["fp_texts"]:
             lines += ["", f"False positives of the {name} pass:", ""] + [f"- `{m}`" for m in r["fp_texts"][:40]]
         if r["typical_changed_texts"]:
-            lines += ["", f"coding-memory texts the {name} pass changed:", ""] + [f"- `{m}`" for m in r["typical_changed_texts"][:20]]
+            lines += ["", f"coding-memory texts the {name} pass changed:", ""] + [
+                f"- `{m}`" for m in r["typical_changed_texts"][:20]
+            ]
     return lines
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, default=None)
-    ap.add_argument("--gitleaks-config", type=Path, default=None,
-                    help="gitleaks' config/gitleaks.toml, to measure its rules (not shipped with engram)")
+    ap.add_argument(
+        "--gitleaks-config",
+        type=Path,
+        default=None,
+        help="gitleaks' config/gitleaks.toml, to measure its rules (not shipped with engram)",
+    )
     ap.add_argument("--quick", action="store_true", help="accepted for run_all; the bench is already quick")
     ap.add_argument("--write-corpus", action="store_true", help=f"regenerate bench/data/ (seed {CORPUS_SEED}) and stop")
     ap.add_argument("--no-before", action="store_true", help=f"skip the rules of {BEFORE_REV} (the 'before' column)")
@@ -662,27 +876,46 @@ def main(argv: list[str] | None = None) -> int:
         results.append(measure("engram+detect-secrets", chain(engram, ds), engram_import + ds_import))
     if a.gitleaks_config:
         gl, gl_load, info = gitleaks_detector(a.gitleaks_config)
-        notes.append(f"gitleaks rules: {info['rules']} rules from {info['source']}, "
-                     f"{len(info['skipped'])} not compilable by Python's re")
+        notes.append(
+            f"gitleaks rules: {info['rules']} rules from {info['source']}, "
+            f"{len(info['skipped'])} not compilable by Python's re"
+        )
         results.append(measure("gitleaks-rules", gl, gl_load))
         results.append(measure("engram+gitleaks-rules", chain(engram, gl), engram_import + gl_load))
     else:
-        notes.append("gitleaks rules: not measured in this run (pass --gitleaks-config PATH to gitleaks' config/gitleaks.toml)")
+        notes.append(
+            "gitleaks rules: not measured in this run (pass --gitleaks-config PATH to gitleaks' config/gitleaks.toml)"
+        )
     passes = measure_in_child(ROOT) or measure_passes()
     before = None if a.no_before else measure_before()
     (out / "secrets.json").write_text(
-        json.dumps({"results": results, "notes": notes, "passes": passes, "passes_before": before}, indent=2,
-                   ensure_ascii=False) + "\n")
+        json.dumps(
+            {"results": results, "notes": notes, "passes": passes, "passes_before": before},
+            indent=2,
+            ensure_ascii=False,
+        )
+        + "\n"
+    )
     (out / "secrets.md").write_text(markdown(results, notes) + "\n".join(passes_markdown(passes, before)) + "\n")
     for label, r in ([("before", before)] if before else []) + [("now", passes)]:
         for name in ("local", "outbound"):
             p = r[name]
-            print(f"{name:8s} {label:6s} in clear {p['secrets'] - p['caught']:3d}/{p['secrets']}  "
-                  f"false positives {p['false_positives']}/{p['negatives']}  "
-                  f"coding-memory changed {p['typical_changed']}/{p['typical']}  {p['us_per_write']:.1f} µs/write")
+            if "independent_missed" in p:
+                print(
+                    f"{name:8s} {label:6s} independent corpus: in clear {len(p['independent_missed'])}/"
+                    f"{p['independent_secrets']}  look-alikes changed {len(p['independent_changed'])}/"
+                    f"{p['independent_negatives']}"
+                )
+            print(
+                f"{name:8s} {label:6s} in clear {p['secrets'] - p['caught']:3d}/{p['secrets']}  "
+                f"false positives {p['false_positives']}/{p['negatives']}  "
+                f"coding-memory changed {p['typical_changed']}/{p['typical']}  {p['us_per_write']:.1f} µs/write"
+            )
     for r in results:
-        print(f"{r['detector']:24s} recall {r['caught']:3d}/{r['secrets']} ({r['recall']:.1%})  "
-              f"false positives {r['false_positives']}/{r['negatives']}  {r['ms_per_kb']:.3f} ms/KB  import {r['import_ms']:.0f} ms")
+        print(
+            f"{r['detector']:24s} recall {r['caught']:3d}/{r['secrets']} ({r['recall']:.1%})  "
+            f"false positives {r['false_positives']}/{r['negatives']}  {r['ms_per_kb']:.3f} ms/KB  import {r['import_ms']:.0f} ms"
+        )
     print(f"wrote {out / 'secrets.md'}")
     return 0
 

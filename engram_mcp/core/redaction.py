@@ -205,7 +205,8 @@ _SAME_CHAR = re.compile(r"^(.)\1*$", re.S)
 _MASK = re.compile(r"^[xX*•.#_\-:/]+$")
 _PLACEHOLDER_SHAPES = re.compile(
     r"""^(?:
-        [$%{<]                 # $VAR ${VAR} $(cmd) %s %(x)s {x} {{x}} <your-token>
+        [${<]                  # $VAR ${VAR} $(cmd) {x} {{x}} <your-token>
+      | %[A-Za-z_][A-Za-z0-9_]*%$  # %APPDATA% (%s and %(x)s: _PLACEHOLDER_ANYWHERE)
       | \[.*\]$                # [hidden] [private]
       | your[_\-\s.]           # your_token_here
       | (?:insert|enter|replace|put|add)[_\-\s](?:your|the|a|here)
@@ -731,6 +732,58 @@ _RULE_BARE_BEARER = _Rule(
     lb=_TOKCH,
 )
 
+# `Authorization: SSWS 00eLAQw0…` (Okta), `Authorization: Key …`: a scheme the rule above does not
+# name, followed by a value built like a credential
+_RULE_AUTH_SCHEME = _Rule(
+    "bearer-token",
+    r"(?i:authorization[\"']?[ \t]*[:=][ \t]*[\"']?)[A-Za-z][A-Za-z0-9_\-]{1,30}[ \t]+"
+    rf"(?P<s>{_BEARER_VALUE})",
+    ("authorization",),
+    check=_bare_bearer_check,
+    lb=_ALNUM | frozenset("_"),
+)
+# Go's database/sql DSN: `user:password@tcp(host:3306)/db` (no scheme, so not `_RULE_URL`)
+_RULE_GO_DSN = _Rule(
+    "url-credentials",
+    r"(?<![A-Za-z0-9_.\-])[A-Za-z0-9_.\-]{1,64}:(?P<s>[^\s@\"'`/:()]{1,128})@(?:tcp|unix|udp)\(",
+    check=_not_placeholder,
+    pre=r"@(?:tcp|unix|udp)\(",
+)
+#: Words of a wallet's recovery phrase (BIP-39: 12, 15, 18, 21 or 24 words of 3-8 letters).
+SEED_PHRASE_MIN_WORDS = 12
+
+
+def _seed_check(_m: re.Match, value: str) -> bool:
+    return len(value.split()) >= SEED_PHRASE_MIN_WORDS
+
+
+_RULE_SEED_PHRASE = _Rule(
+    "password",
+    r"(?i:(?:seed|recovery|mnemonic|backup|secret)[ \t_-]*(?:phrase|words)|mnemonic)"
+    r"[^\n]{0,60}?(?P<s>(?<![A-Za-z])(?:[a-z]{3,8}[ \t]+){11,23}[a-z]{3,8})(?![A-Za-z])",
+    check=_seed_check,
+    pre=r"(?i)phrase|mnemonic|words",
+)
+# a wallet key in a Hardhat / Foundry network config: `accounts: ["0x<64 hex>"]`
+_RULE_WALLET_KEY = _Rule(
+    "private-key",
+    r"accounts[\"']?[ \t]*[:=][ \t]*\[[ \t\r\n]*[\"'](?P<s>(?:0x)?[0-9a-fA-F]{64})[\"']",
+)
+
+
+def _app_password_check(_m: re.Match, value: str) -> bool:
+    """Four groups a generator made (`fxdk ykxk cbjs kosz`), not four words of a sentence."""
+    return sum(1 for g in value.split() if not _VOWELS.intersection(g) or _CONSONANT_RUN_3.search(g)) >= 2
+
+
+# Google's app passwords: four groups of four letters after the name
+_RULE_APP_PASSWORD = _Rule(
+    "password",
+    r"(?i:app[ \t_-]?passwords?)\b[^\n]{0,80}?(?<![A-Za-z])(?P<s>[a-z]{4}[ \t][a-z]{4}[ \t][a-z]{4}[ \t][a-z]{4})(?![A-Za-z])",
+    check=_app_password_check,
+    pre=r"(?i)app[ \t_-]?password",
+)
+
 # --- assignments ------------------------------------------------------------------
 
 _KW_ANCHORS = ("pass", "pwd", "secret", "token", "key", "cred", "auth")
@@ -854,6 +907,10 @@ def _password_like(value: str, *, strict: bool = False) -> bool:
     return mixed or any(c in _PW_SYMBOLS for c in v)
 
 
+#: Inside an ARN (`arn:aws:secretsmanager:us-east-1:<account>:secret:prod/db`): names a resource.
+_ARN_HEAD = re.compile(r"(?<![\w:/.\-])arn:[a-z\-]{2,20}:[^\s\"'`]*$")
+
+
 def _assignment_decide(m: re.Match) -> Decision:
     text = m.string
     # the key is the whole run of key characters around the keyword anchor
@@ -862,6 +919,10 @@ def _assignment_decide(m: re.Match) -> Decision:
     while key_start > 0 and key_start > limit and text[key_start - 1] in _KEYCH_SET:
         key_start -= 1
     key = text[key_start : m.end("krest")]
+    if _ARN_HEAD.search(text[max(0, key_start - 160) : key_start]):
+        return None  # `arn:aws:secretsmanager:us-east-1:…:secret:prod/db`: a resource's name, not a value
+    if _PUBLIC_QUALIFIER.search(text[max(0, key_start - 13) : key_start].lower()):
+        return None  # `public key: 6E3Oy…` (WireGuard), `host key:`: published to be compared
     if m.group("dq") is not None:
         g = "dq"
     elif m.group("sq") is not None:
@@ -1355,9 +1416,13 @@ _DOC_EXAMPLES = frozenset(
 _EXAMPLE_MARK = re.compile(r"EXAMPLE|(?i:example|sample|dummy|fake|placeholder)(?:[_\-]?(?:key|token|secret))")
 
 
+_MASKED_BODY = re.compile(r"^[A-Za-z]{0,8}[_\-.]?([xX*•])\1{7,}$")
+
+
 def _is_doc_example(value: str) -> bool:
-    """A value published as a documentation example (``AKIAIOSFODNN7EXAMPLE``)."""
-    return value in _DOC_EXAMPLES or _EXAMPLE_MARK.search(value) is not None
+    """A value published as a documentation example (``AKIAIOSFODNN7EXAMPLE``), or a token's prefix
+    with a masked body (``ghp_xxxxxxxx…``, ``sk-********``)."""
+    return value in _DOC_EXAMPLES or _EXAMPLE_MARK.search(value) is not None or _MASKED_BODY.match(value) is not None
 
 
 # --- private key bodies without their BEGIN line ------------------------------------------------
@@ -1546,7 +1611,12 @@ _RULES: tuple[_Rule, ...] = (
     # structure-based
     _RULE_URL,
     _RULE_AUTH_HEADER,
+    _RULE_AUTH_SCHEME,
     _RULE_BARE_BEARER,
+    _RULE_GO_DSN,
+    _RULE_WALLET_KEY,
+    _RULE_SEED_PHRASE,
+    _RULE_APP_PASSWORD,
     _RULE_MYSQL,
     _RULE_SSHPASS,
     _RULE_REDIS,
@@ -1998,6 +2068,7 @@ _PROSE_NAME = re.compile(
 )
 # the word before `key` that makes it a secret's name: `api key`, `apikey`, `signing-key`
 _KEY_QUALIFIER = re.compile(r"(?:api|access|private|secret|signing|master|encryption|license|deploy|client|app)[ _-]?$")
+_PUBLIC_QUALIFIER = re.compile(r"(?<![a-z])(?:public|pub|publishable|host)[ _-]?$")
 # cheap test before anything else, for a text without foreign key names (`textview.needs_view`)
 _PROSE_HINTS = ("pass", "pw", "pin", "secret", "token", "cred", "key")
 
@@ -2017,6 +2088,8 @@ def _prose_names(low: str) -> Iterable[tuple[int, int, str]]:
         head = qualifier.start() if qualifier is not None else start
         if head and low[head - 1].isalpha():
             continue  # inside a word: `bypass`, `monkey`, `turnkey`
+        if group == "key" and _PUBLIC_QUALIFIER.search(low, max(0, start - 12), start):
+            continue  # `public key: 6E3Oy…`, `pubkey`: published, not a secret
         if qualifier is not None and group == "key":
             group = "sec"
         elif qualifier is None and start and low[start - 1].isalpha():
@@ -2051,10 +2124,11 @@ _PROSE_VALUE = (
 )
 # the key name, a few words about whose it is ("for the staging admin"), a link, the value
 _PROSE_LINKED = re.compile(
-    # whole words (possessive), up to six: a link is tried after each word, not at each character
+    # whole words (possessive), up to eight ("la contraseña de la base de datos de producción es X"):
+    # a link is tried after each word, not at each character
     # (a parenthesis first: "the password (staging admin) is X", "密码（到周五）是 X")
     r"(?P<fill>(?:['’]s)?(?:[ \t]*[（(][^()（）\r\n]{0,40}[)）])?"
-    r"(?:[ \t]++(?:[^\s=:：.!?;。！？,]|\.(?=[^\s.])){1,40}+){0,6}?)"
+    r"(?:[ \t]++(?:[^\s=:：.!?;。！？,]|\.(?=[^\s.])){1,40}+){0,8}?)"
     + rf"(?:{_PROSE_LINK}){{1,3}}"
     # ja, zh, ko put a few words between the link and the value: "パスワードは金曜日まで X です"
     + r"(?:[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]{1,20}+[ \t:：]*)?"
@@ -2102,9 +2176,10 @@ def _ordinary_word(value: str) -> bool:
 
 def _named_parts(value: str) -> bool:
     """`sha256-hashed`, `base64-encoded`, `utf-8`: words and numbers joined by separators, a
-    description of the value rather than the value."""
+    description of the value rather than the value; not words a person strung together as a
+    password (`_built_as_password`)."""
     parts = [p for p in re.split(r"[-_./]", value) if p]
-    if len(parts) < 2:
+    if len(parts) < 2 or _built_as_password(value, parts):
         return False
     for part in parts:
         for run in _ALPHA_RUN.findall(part.lower()):
@@ -2113,12 +2188,39 @@ def _named_parts(value: str) -> bool:
     return False
 
 
+#: Characters a password holds and a description of one (`sha256-hashed`, `utf-8`) does not.
+_PASSWORD_MARKS = frozenset("!@#$%^&*+=?~")
+#: Word parts (3+ letters) beside a number that make a joined value a passphrase: `maple-meadow-falcon-17`.
+PASSPHRASE_MIN_WORDS = 3
+_HEX_RUN = re.compile(r"[0-9a-fA-F]{12,}")
+
+
+def _built_as_password(value: str, parts: list[str]) -> bool:
+    """Words and a number a person joined into a password (`Thistle-glacier9884!`, `Walnut-pickle9758*`,
+    `maple-meadow-falcon-sparrow-17`): a password mark, or a digit with mixed case, or a digit
+    beside three or more words; never a participle or an abstract noun (`SHA256-hashed`), which
+    describes the value."""
+    runs = [r for p in parts for r in _ALPHA_RUN.findall(p.lower())]
+    if any(_WORDY_SUFFIX.search(r) for r in runs) or _HEX_RUN.search(value):
+        return False  # described (`SHA256-hashed`), or a name around a digest (`Linux-node-modules-82ff8e78…`)
+    if any(c in _PASSWORD_MARKS for c in value):
+        return True
+    if not _DIGIT.search(value):
+        return False
+    mixed = _LOWER.search(value) is not None and _UPPER.search(value) is not None
+    return mixed or sum(1 for r in runs if len(r) >= 3) >= PASSPHRASE_MIN_WORDS
+
+
+#: `SHA256:RzVVeY1Jbu…`, `MD5:3f:9a:…`: a key's fingerprint, which is published to be compared.
+_FINGERPRINT = re.compile(r"(?i)(?:sha(?:1|256|384|512)|md5):")
+
+
 def _prose_value_kind(group: str, value: str, *, linked: bool, outbound: bool) -> Optional[str]:
     """The kind of secret `value` is after a key name of `group` (pw, sec, key) in prose, or None."""
     v = value
     if len(v) < 4 or _is_placeholder(v) or _PATH.match(v) or "://" in v or _is_label_like(v):
         return None
-    if _EMAIL.fullmatch(v) or _VERSION.fullmatch(v):
+    if _EMAIL.fullmatch(v) or _VERSION.fullmatch(v) or _FINGERPRINT.match(v):
         return None
     kind = "password" if group == "pw" else "generic-high-entropy"
     if _DOTTED_NAME.fullmatch(v):  # `logging.getLogger` is a name; `hvs.CAESIJ1kZ2x...` (Vault) is a token
@@ -2324,8 +2426,55 @@ def redact(text: str) -> RedactionResult:
     if not isinstance(text, str):
         raise TypeError(f"redact() expects str, got {type(text).__name__}")
     counts: Counter = Counter()
-    out = _redact_counts(text, counts)
+    out = _redact_echoes(text, _redact_counts(text, counts), counts)
     return RedactionResult(out, _findings(counts))
+
+
+#: The shortest redacted value whose other occurrences are redacted too (`_redact_echoes`): a
+#: shorter one (`1234`, a PIN) also stands for ports, ids and counts elsewhere in the text.
+ECHO_MIN_CHARS = 8
+_LABEL_SPLIT = re.compile(r"\[REDACTED:([a-z0-9\-]+)\]")
+
+
+def _redact_echoes(original: str, out: str, counts: Counter) -> str:
+    """`out` with every other occurrence of a value redacted in it redacted too: a secret is often
+    written twice, once where a rule knows it (`REDIS_URL=redis://:<pw>@redis`) and once where
+    none can (`command: ["redis-server", "--requirepass", "<pw>"]`). The values are read back by
+    aligning `out`'s text between labels with `original`; when that fails (the text held a label
+    already, or a pass changed more than the redacted values) `out` is returned as it is."""
+    if _LABEL_MARK not in out or _LABEL_MARK in original:
+        return out
+    values = _redacted_values(original, out)
+    for value, kind in sorted(values.items(), key=lambda item: -len(item[0])):
+        found = out.count(value)
+        if found:
+            out = out.replace(value, label_for(kind))
+            counts[kind] += found
+    return out
+
+
+def _redacted_values(original: str, out: str) -> dict[str, str]:
+    """{value: kind} of the values `out` replaced with one label each: ECHO_MIN_CHARS or more, no
+    blank (a value with blanks reads as words elsewhere). Two labels side by side are one gap that
+    cannot be split, and are skipped."""
+    pieces = _LABEL_SPLIT.split(out)  # literal, kind, literal, kind, ..., literal
+    if not original.startswith(pieces[0]) or not original.endswith(pieces[-1]):
+        return {}
+    values: dict[str, str] = {}
+    pos, i = len(pieces[0]), 1
+    while i < len(pieces):
+        first = i
+        while i + 2 < len(pieces) and not pieces[i + 1]:
+            i += 2  # adjacent labels
+        literal, last = pieces[i + 1], i + 2 >= len(pieces)
+        end = len(original) - len(literal) if last else original.find(literal, pos)
+        if end < pos:
+            return values
+        value = original[pos:end]
+        if i == first and len(value) >= ECHO_MIN_CHARS and not any(c.isspace() for c in value):
+            values.setdefault(value, pieces[i])
+        pos, i = end + len(literal), i + 2
+    return values
 
 
 def sanitize(text: str) -> RedactionResult:
@@ -2447,10 +2596,11 @@ def redact_outbound(text: str) -> RedactionResult:
     if not isinstance(text, str):
         raise TypeError(f"redact_outbound() expects str, got {type(text).__name__}")
     counts: Counter = Counter()
-    out = _redact_counts(strip_private(text), counts)
+    stripped = strip_private(text)
+    out = _redact_counts(stripped, counts)
     out = _prose_pass(out, counts, outbound=True)
     out = _outbound_forms(out, counts)
-    return RedactionResult(out, _findings(counts))
+    return RedactionResult(_redact_echoes(stripped, out, counts), _findings(counts))
 
 
 # Forms only the outbound pass takes (a shared file may lose a non-secret, never keep a secret):
