@@ -471,3 +471,32 @@ def test_a_file_naming_a_private_project_memory_never_revives_or_overwrites_it(c
     assert conflict["path"] == f"{sharing.TEAM_MEMORY_DIR}/revive.md" and "new id" in conflict["resolve"]
     got = asvc.get(actx, gone)
     assert got["status"] == "forgotten" and "street" in got["content"] and not report["added"]
+
+
+def test_reading_who_wrote_a_team_file_runs_no_filter_the_repository_configures(tmp_path: Path) -> None:
+    """A project unpacked from an archive brings its own .git/config: a clean filter named by its
+    .gitattributes ran when engram asked git which team files changed since their commit (git
+    re-reads a file whose stat data no longer matches the index through the filter)."""
+    from engram_mcp.services.sharing.provenance import last_commits
+    from tests.git_repos import new_repo
+
+    repo = new_repo(tmp_path / "repo")
+    marker = tmp_path / "filter-ran"
+    team = repo / TEAM
+    team.mkdir(parents=True)
+    (team / "pnpm.md").write_text("---\ntype: semantic\n---\nUse pnpm.\n")
+    (team / "edited.md").write_text("---\ntype: semantic\n---\nRun make ci.\n")
+    (repo / ".gitattributes").write_text("*.md filter=evil\n")
+    commit(repo, "team memory", author="Alice")
+    git(repo, "config", "filter.evil.clean", f"sh -c 'echo ran > {marker}; cat'")
+    git(repo, "config", "filter.evil.smudge", "cat")
+    (team / "edited.md").write_text("---\ntype: semantic\n---\nRun make ci before a push.\n")
+    later = time.time() + 5
+    for path in team.iterdir():  # stat-dirty, as after unpacking an archive
+        os.utime(path, (later, later))
+
+    found = last_commits(team, timeout_s=10)
+
+    assert not marker.exists()
+    assert found["pnpm.md"]["author"] == "Alice"  # unchanged since its commit: credited
+    assert "edited.md" not in found  # changed since: its text is not Alice's

@@ -11,8 +11,10 @@ Without git, outside a repository, or past the time box, files simply have no co
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
+import stat
 import subprocess
 import time
 import unicodedata
@@ -52,7 +54,8 @@ def clean_text(text: str, limit: int) -> str:
 def last_commits(folder: Path, *, timeout_s: float) -> dict[str, dict[str, str]]:
     """{file name directly in `folder`: {"commit", "author"}} from the newest commit touching
     it; {} when the folder is not in a git repository, git is missing, or it takes too long. A
-    file changed or added since its last commit has no entry: its text is not that author's."""
+    file changed or added since its last commit has no entry: its text is not that author's.
+    Nothing here lets git run a command the repository configures (`_blob_id`)."""
     if timeout_s <= 0:
         return {}
     started = time.monotonic()
@@ -75,16 +78,56 @@ def last_commits(folder: Path, *, timeout_s: float) -> dict[str, dict[str, str]]
         return {}
     found = parse_log(log_out[:MAX_LOG_BYTES])
     # modified in the working tree, or never committed: whoever wrote it, not the last author
-    dirty = _git(
-        folder,
-        ["git", *_GIT_SAFETY, "ls-files", "-z", "--modified", "--others", "--exclude-standard", "--", "."],
-        timeout_s - (time.monotonic() - started),
-    )
-    if dirty is None:
+    staged = _git(folder, ["git", *_GIT_SAFETY, "ls-files", "-z", "--stage", "--", "."], _left(started, timeout_s))
+    if staged is None:
         return {}
-    for name in dirty[:MAX_LOG_BYTES].decode("utf-8", "replace").split("\x00"):
-        found.pop(name, None)
-    return found
+    committed = parse_stage(staged[:MAX_LOG_BYTES])
+    return {
+        name: origin
+        for name, origin in found.items()
+        if name in committed and committed[name] == _blob_id(folder / name, committed[name])
+    }
+
+
+def _left(started: float, timeout_s: float) -> float:
+    return timeout_s - (time.monotonic() - started)
+
+
+def parse_stage(raw: bytes) -> dict[str, str]:
+    """{file name directly in the folder: its object id in the index} from `git ls-files -z --stage`
+    (`<mode> <object> <stage>\\t<path>`): regular files only, and only unconflicted entries."""
+    out: dict[str, str] = {}
+    for entry in raw.decode("utf-8", "replace").split("\x00"):
+        head, _tab, name = entry.partition("\t")
+        fields = head.split(" ")
+        if len(fields) != 3 or fields[0] not in ("100644", "100755") or fields[2] != "0" or "/" in name:
+            continue
+        if _COMMIT_RE.match(fields[1]):
+            out[name] = fields[1]
+    return out
+
+
+def _blob_id(path: Path, expected: str) -> str | None:
+    """The git object id of the regular file at `path` as it is on disk, computed here, in the
+    hash the index uses (`expected`'s length). Here and not by git: git may pass a working file
+    through a filter the repository configures (`filter.<x>.clean` in .git/config, named by its
+    .gitattributes), and a project unpacked from an archive brings its own .git/config; asking
+    git which files changed since their commit ran such a filter's command at session start. A
+    file a legitimate filter rewrites (LFS, line endings) simply reads as changed, so its text is
+    not credited to its last author, which is the safe side."""
+    try:
+        st = path.lstat()
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_HASHED_BYTES:
+            return None
+        data = path.read_bytes()
+    except OSError:
+        return None
+    digest = hashlib.sha256 if len(expected) == 64 else hashlib.sha1
+    return digest(b"blob %d\x00" % len(data) + data).hexdigest()
+
+
+#: Files larger than this are never credited to a commit (a team memory file is a few KB).
+MAX_HASHED_BYTES = 1024 * 1024
 
 
 def _git(folder: Path, cmd: list[str], timeout_s: float) -> bytes | None:
