@@ -105,3 +105,12 @@ def gate(monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.Event]:
     monkeypatch.setattr(SurrealStore, "open", gated_open)
     yield released
     released.set()
+
+
+def install_before_store_marks(home: Path) -> None:
+    """`home` as an engram from before project stores carried an owner mark left it: a user store
+    with data. A project store written before the first run of this version is then taken as the
+    user's own (`core/store_owner.py`); one written after is refused."""
+    from engram_mcp.core.paths import user_dir
+
+    SurrealStore(user_dir(home), label="user").open().close()

@@ -163,8 +163,10 @@ def test_a_store_from_before_one_node_per_name_stays_readable_and_converges(home
     from engram_mcp.services.service import MemoryService
     from engram_mcp.storage.schema import MIGRATIONS
     from engram_mcp.storage.store import SurrealStore
+    from tests.conftest import install_before_store_marks
 
     ns, db = "project", project_id(project)
+    install_before_store_marks(home)  # an old store, from an old install
     store = SurrealStore(project_dir(project), label="project").open()
     try:
         store.ensure_schema(ns, db, migrations=MIGRATIONS[:2])

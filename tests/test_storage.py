@@ -20,6 +20,7 @@ from engram_mcp.storage import queries as q
 from engram_mcp.storage.schema import CURRENT_SCHEMA_VERSION, MIGRATIONS
 from engram_mcp.storage.store import SurrealStore
 from tests.fakes import FakeEmbedder
+from tests.conftest import install_before_store_marks
 
 
 def _modes(root: Path) -> list[tuple[Path, int, bool]]:
@@ -37,7 +38,13 @@ def _modes(root: Path) -> list[tuple[Path, int, bool]]:
 def _fill(svc: MemoryService, ctx: RequestContext, n: int = 20) -> None:
     for i in range(n):
         for scope in ("session", "project", "user"):
-            svc.store(ctx, content=f"{scope} note {i}: widget {i * 13} uses gear {i * 7}", type="semantic", scope=scope, dedup=False)
+            svc.store(
+                ctx,
+                content=f"{scope} note {i}: widget {i * 13} uses gear {i * 7}",
+                type="semantic",
+                scope=scope,
+                dedup=False,
+            )
 
 
 def _assert_private_tree(root: Path) -> None:
@@ -87,7 +94,12 @@ def test_store_directory_holds_a_gitignore_and_git_ignores_the_whole_store(home,
     for rel in [".claude/engram/", *files]:
         res = subprocess.run(["git", "-C", str(repo), "check-ignore", "-q", rel])
         assert res.returncode == 0, f"git does not ignore {rel}"
-    status = subprocess.run(["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=all"], capture_output=True, text=True, check=True)
+    status = subprocess.run(
+        ["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=all"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert ".claude/engram" not in status.stdout
     # the user's own .gitignore was not touched
     assert not (repo / ".gitignore").exists()
@@ -157,7 +169,10 @@ def test_a_write_that_would_fill_the_disk_is_refused_before_the_engine_and_reads
         assert svc.status(ctx)["scopes"]["project"]["status"] == "read_only"
         room["bytes"] = 10 << 20  # space is back: nothing to reopen, the next write goes through
         assert store.failure is None
-        assert svc.store(ctx, content="written after space came back", type="semantic", scope="project")["action"] == "created"
+        assert (
+            svc.store(ctx, content="written after space came back", type="semantic", scope="project")["action"]
+            == "created"
+        )
         assert svc.status(ctx)["scopes"]["project"]["status"] == "connected"
     finally:
         svc.close()
@@ -173,15 +188,28 @@ def test_migrations_are_idempotent(tmp_path):
         assert store.ensure_schema("project", "p_test", migrations=upto_v4) == 4
         assert store.ensure_schema("project", "p_test", migrations=upto_v4) == 4
         key = new_ulid()
-        store.query("project", "p_test", q.CREATE_MEMORY, {"id": key, "record": {
-            "memory_type": "semantic", "scope": "project", "content": "kept through re-migration", "category": "fact"}})
+        store.query(
+            "project",
+            "p_test",
+            q.CREATE_MEMORY,
+            {
+                "id": key,
+                "record": {
+                    "memory_type": "semantic",
+                    "scope": "project",
+                    "content": "kept through re-migration",
+                    "category": "fact",
+                },
+            },
+        )
         # force every statement of migrations 1-4 to run again over existing data
         store.query("project", "p_test", q.SET_SCHEMA_VERSION, {"version": 0})
         assert store.ensure_schema("project", "p_test", migrations=upto_v4) == 4
         assert store.ensure_schema("project", "p_test", migrations=MIGRATIONS) == CURRENT_SCHEMA_VERSION
         sparse = new_ulid()
         store.repository("project", "p_test").insert(
-            sparse, {"memory_type": "semantic", "scope": "project", "content": "written sparse"})
+            sparse, {"memory_type": "semantic", "scope": "project", "content": "written sparse"}
+        )
         store.query("project", "p_test", q.SET_SCHEMA_VERSION, {"version": 4})
         assert store.ensure_schema("project", "p_test", migrations=MIGRATIONS) == CURRENT_SCHEMA_VERSION
         assert store.schema_version("project", "p_test") == CURRENT_SCHEMA_VERSION
@@ -209,8 +237,20 @@ def test_a_v3_store_loses_the_memory_indexes_no_query_reads(tmp_path):
         assert store.ensure_schema("project", "p_test", migrations=MIGRATIONS[:3]) == 3
         assert {"memory_status", "memory_session", "memory_category"} <= _memory_indexes(store, "project", "p_test")
         key = new_ulid()
-        store.query("project", "p_test", q.CREATE_MEMORY, {"id": key, "record": {
-            "memory_type": "semantic", "scope": "project", "content": "kept through v4", "session_id": "s1"}})
+        store.query(
+            "project",
+            "p_test",
+            q.CREATE_MEMORY,
+            {
+                "id": key,
+                "record": {
+                    "memory_type": "semantic",
+                    "scope": "project",
+                    "content": "kept through v4",
+                    "session_id": "s1",
+                },
+            },
+        )
         assert store.ensure_schema("project", "p_test") == CURRENT_SCHEMA_VERSION
         assert not _memory_indexes(store, "project", "p_test") & {"memory_status", "memory_session", "memory_category"}
         assert store.query("project", "p_test", q.GET_MEMORY, {"id": key})[0]["session_id"] == "s1"
@@ -220,14 +260,26 @@ def test_a_v3_store_loses_the_memory_indexes_no_query_reads(tmp_path):
 
 def test_an_old_store_is_upgraded_and_category_backfilled_from_metadata(home, project, ctx):
     ns, db = "project", project_id(project)
+    install_before_store_marks(home)  # an old store, from an old install
     store = SurrealStore(project_dir(project), label="project").open()
     key = new_ulid()
     try:
         assert store.ensure_schema(ns, db, migrations=MIGRATIONS[:1]) == MIGRATIONS[0][0]
         assert store.schema_version(ns, db) == 1
-        store.query(ns, db, q.CREATE_MEMORY, {"id": key, "record": {
-            "memory_type": "semantic", "scope": "project", "content": "We decided to keep SurrealKV as the engine",
-            "metadata": {"category": "decision", "origin": "v1"}}})
+        store.query(
+            ns,
+            db,
+            q.CREATE_MEMORY,
+            {
+                "id": key,
+                "record": {
+                    "memory_type": "semantic",
+                    "scope": "project",
+                    "content": "We decided to keep SurrealKV as the engine",
+                    "metadata": {"category": "decision", "origin": "v1"},
+                },
+            },
+        )
     finally:
         store.close()
 
@@ -288,7 +340,12 @@ def test_symlinked_and_relative_paths_map_to_the_same_project_and_store(home, pr
     link = tmp_path / "link-to-proj"
     link.symlink_to(project, target_is_directory=True)
     monkeypatch.chdir(tmp_path)
-    roots = {resolve_project_root(link), resolve_project_root(link / "src"), resolve_project_root("proj/src"), resolve_project_root(project)}
+    roots = {
+        resolve_project_root(link),
+        resolve_project_root(link / "src"),
+        resolve_project_root("proj/src"),
+        resolve_project_root(project),
+    }
     assert roots == {Path(os.path.realpath(project))}
     assert project_id(link) == project_id(project)
     monkeypatch.chdir(project / "src")
@@ -296,7 +353,12 @@ def test_symlinked_and_relative_paths_map_to_the_same_project_and_store(home, pr
 
     svc = MemoryService(home=home, embedder=FakeEmbedder())
     try:
-        mid = svc.store(RequestContext(resolve_project_root(link / "src")), content="stored via the symlink", type="semantic", scope="project")["memory_id"]
+        mid = svc.store(
+            RequestContext(resolve_project_root(link / "src")),
+            content="stored via the symlink",
+            type="semantic",
+            scope="project",
+        )["memory_id"]
         got = svc.get(RequestContext(resolve_project_root("../src")), mid)
         assert got["content"] == "stored via the symlink"
     finally:
@@ -335,8 +397,9 @@ def _lstat_tree(root: Path) -> dict[str, tuple[int, int, int]]:
     return {str(p): (p.lstat().st_mode, p.lstat().st_size, p.lstat().st_mtime_ns) for p in entries}
 
 
-@pytest.mark.parametrize("where", [".claude", ".claude/engram", ".claude/engram/data", ".claude/engram/data/manifest",
-                                   ".claude/engram/LOCK"])
+@pytest.mark.parametrize(
+    "where", [".claude", ".claude/engram", ".claude/engram/data", ".claude/engram/data/manifest", ".claude/engram/LOCK"]
+)
 def test_a_project_store_reached_through_a_link_is_refused_and_the_target_untouched(home, project, tmp_path, where):
     victim, before = _victim_tree(tmp_path)
     link = project / where
@@ -431,7 +494,9 @@ def test_a_transaction_that_bumps_the_counter_itself_bumps_it_once(tmp_path):
     try:
         store.query("ns", "db", q.CREATE_MEMORY, {"id": "a", "record": {"content": "x"}})
         before = counter(store)
-        store.transaction("ns", "db", [(q.CREATE_MEMORY, {"id": "b", "record": {"content": "y"}}), (q.BUMP_CHANGES, {})])
+        store.transaction(
+            "ns", "db", [(q.CREATE_MEMORY, {"id": "b", "record": {"content": "y"}}), (q.BUMP_CHANGES, {})]
+        )
         assert counter(store) == before + 1
         store.transaction("ns", "db", [(q.CREATE_MEMORY, {"id": "c", "record": {"content": "z"}})])
         assert counter(store) == before + 2
@@ -487,7 +552,9 @@ def test_a_history_row_left_by_a_transaction_a_crash_tore_is_dropped_at_the_next
     src = tmp_path / "src"
     done = subprocess.run(
         [os.sys.executable, "-c", _TORN_WRITER, str(src), str(Path(__file__).resolve().parents[1])],
-        check=True, capture_output=True, text=True,
+        check=True,
+        capture_output=True,
+        text=True,
     )
     before = int(done.stdout.split()[-1])
     log_file = next((src / "data").rglob("*.clog"))
@@ -505,7 +572,9 @@ def test_a_history_row_left_by_a_transaction_a_crash_tore_is_dropped_at_the_next
                 break  # the cut reached the memory's own creation
             torn = versions == [1] and version == 1
             if versions or version == 2:  # some write of the update survived: the log names it
-                assert _logged_after(store, before) == [["m1"]], f"cut {cut}: a surviving write is not in the change log"
+                assert _logged_after(store, before) == [["m1"]], (
+                    f"cut {cut}: a surviving write is not in the change log"
+                )
             store.ensure_schema("project", "p_torn")
             after = _torn_state(store)
             if torn:
@@ -600,7 +669,12 @@ def test_a_purge_killed_before_its_compaction_leaves_no_purged_bytes_after_the_n
     env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
     proc = subprocess.Popen(
         [sys.executable, "-c", PURGE_WORKER, str(home), str(project)],
-        env=env, cwd=env["PYTHONPATH"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=env,
+        cwd=env["PYTHONPATH"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         assert proc.stdout is not None

@@ -35,6 +35,7 @@ import os
 import stat
 import threading
 from pathlib import Path
+from typing import Any
 
 from engram_mcp.core.ids import project_db_name
 
@@ -250,16 +251,23 @@ def _store_trust_split(path: Path, trusted: Path | None) -> tuple[Path, Path]:
     return real, real.parent
 
 
-def prepare_store_dir(path: Path, *, trusted: Path | None = None) -> tuple[int, Path]:
+def prepare_store_dir(path: Path, *, trusted: Path | None = None, owner: Any = None) -> tuple[int, Path]:
     """Make `path` a usable store directory: real, owned by this user, with `.gitignore` and `data/`.
 
     Returns (fd of the store directory, its checked path); raises `UnsafePath` for a link or
-    a foreign entry at any level below `trusted`, or for a project store git tracks files of
-    (`refuse_tracked_store`), OSError for what the system refuses.
+    a foreign entry at any level below `trusted`, for a project store git tracks files of
+    (`refuse_tracked_store`), or for one `owner` (a project store's `store_owner.StoreOwner`)
+    does not claim; OSError for what the system refuses.
     """
     path, trusted = _store_trust_split(path, trusted)
     fd, checked = open_private_dir(path, trusted=trusted)
     try:
+        if owner is not None:
+            try:
+                owner.claim(fd, checked)  # before anything is written or read in it
+            except UnsafePath:
+                refuse_unsafe_entries(fd, checked)  # a link in it is named first: the more exact reason
+                raise
         if not _exists_at(fd, ".gitignore"):
             write_private_file_at(fd, ".gitignore", GITIGNORE_TEXT)
         data_fd, _created = open_dir_at(fd, DATA_DIRNAME, checked / DATA_DIRNAME, create=True)
@@ -344,6 +352,11 @@ def git_tracked(root: Path, relpath: str) -> bool | None:
         with _tracked_lock:
             _tracked_cache[key] = (stamp, answer)
     return answer
+
+
+def in_git_repository(path: Path) -> bool:
+    """Whether `path` (resolved) is at or below a directory holding a `.git` entry."""
+    return _find_git_entry(Path(os.path.realpath(path))) is not None
 
 
 def _find_git_entry(root: Path) -> tuple[Path, Path | None] | None:
@@ -504,6 +517,34 @@ def vet_store_entries(store_fd: int, shown: Path, *names: str) -> None:
             _tighten_store_tree(store_fd, shown, name)
         else:
             _tighten_entry(store_fd, name, shown / name)
+
+
+#: Entries of a refused store looked at for a link to name (`refuse_unsafe_entries`).
+UNSAFE_SCAN_ENTRIES = 10_000
+
+
+def refuse_unsafe_entries(store_fd: int, shown: Path) -> None:
+    """Raise `UnsafePath` naming the first link, special file or entry of another user's in the
+    store's tree, looked at without following or changing anything; return when there is none."""
+    seen = 0
+    for root, dirs, files, root_fd in os.fwalk(".", dir_fd=store_fd, follow_symlinks=False):
+        for name in dirs + files:
+            seen += 1
+            if seen > UNSAFE_SCAN_ENTRIES:
+                return
+            where = Path(os.path.normpath(shown / root / name))
+            try:
+                st = os.stat(name, dir_fd=root_fd, follow_symlinks=False)
+            except FileNotFoundError:
+                continue
+            if not (stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode)):
+                raise UnsafePath(
+                    where,
+                    describe(where, dir_fd=root_fd, name=name) + " inside the store directory",
+                    f"remove {where}; engram's store holds only its own files there",
+                )
+            if st.st_uid != os.getuid():
+                raise UnsafePath(where, f"is owned by uid {st.st_uid}, not by you (uid {os.getuid()})")
 
 
 def _tighten_store_tree(store_fd: int, shown: Path, top: str) -> None:

@@ -740,6 +740,24 @@ def cmd_doctor(app: App) -> int:
     return EXIT_OK if report["ok"] else EXIT_ERROR
 
 
+def cmd_adopt_store(app: App) -> int:
+    """Take this project's store as the user's own (`core/store_owner.py`): one restored from a
+    backup or carried from another machine, which engram refused as not made here for them."""
+    from engram_mcp.core import store_owner
+    from engram_mcp.core.paths import UnsafePath, user_dir
+
+    try:
+        path = store_owner.adopt(user_dir(), app.project)
+    except UnsafePath as exc:
+        app.out({"adopted": False, "error": exc.message}, lambda r: f"not adopted: {r['error']}")
+        return EXIT_ERROR
+    app.out(
+        {"adopted": True, "store": str(path)},
+        lambda r: f"{r['store']} is now your project store: its memories are shown as yours from the next request",
+    )
+    return EXIT_OK
+
+
 def cmd_serve(app: App) -> int:
     from engram_mcp.interfaces.server import main as serve_main
 
@@ -972,6 +990,10 @@ def build_parser() -> argparse.ArgumentParser:
     d.set_defaults(fn=cmd_daemon)
 
     sub.add_parser("doctor", help="check model, stores, permissions and config").set_defaults(fn=cmd_doctor)
+    sub.add_parser(
+        "adopt-store",
+        help="take this project's store as yours (one restored from a backup that engram refused)",
+    ).set_defaults(fn=cmd_adopt_store)
     sub.add_parser("serve", help="run the MCP server on stdio").set_defaults(fn=cmd_serve)
 
     ui = sub.add_parser(

@@ -38,9 +38,10 @@ from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
+from engram_mcp.core import store_owner
 from engram_mcp.core.errors import InvalidInput, SchemaTooNew, StoreUnavailable
 from engram_mcp.core.ids import session_db_name, ulid_floor
-from engram_mcp.core.paths import DATA_DIRNAME, fsync_dir, project_dir, project_id, store_is_tracked
+from engram_mcp.core.paths import DATA_DIRNAME, UnsafePath, fsync_dir, project_dir, project_id, store_is_tracked
 from engram_mcp.index.persist import IndexFileError, read_index_file, write_index_file
 from engram_mcp.index.scope_index import ScopeIndex
 from engram_mcp.storage.repository import ScopeRepository
@@ -335,6 +336,7 @@ class StoreRegistry:
         early: Callable[[], bool] = lambda: False,
     ) -> None:
         self.user_dir = user_dir
+        self._store_owner: store_owner.StoreOwner | None = None
         self._make_index = make_index
         self._persist = persist  # config `index_persist`, read when a scope opens or checkpoints
         self._early = early  # config `index_early_answers`
@@ -368,7 +370,7 @@ class StoreRegistry:
         store = self._stores.get(directory)
         if store is not None and store.is_open:
             return store
-        store = SurrealStore(directory, label=label, trusted=root)
+        store = SurrealStore(directory, label=label, trusted=root, owner=self._owner_of(root))
         self._adopt_database_list(store)
         try:
             store.open()
@@ -378,6 +380,26 @@ class StoreRegistry:
         self._failures.pop(directory, None)
         self._stores[directory] = store
         return store
+
+    def _owner_of(self, root: Path | None) -> store_owner.StoreOwner | None:
+        """The claim a project store must pass (`store_owner`); None for the user store."""
+        if root is None:
+            return None
+        if self._store_owner is None:
+            try:
+                self._store_owner = store_owner.load(self.user_dir)
+            except UnsafePath as exc:
+                raise StoreUnavailable(f"project stores cannot be checked: {exc.message}") from None
+            except OSError as exc:
+                raise StoreUnavailable(f"project stores cannot be checked: {self.user_dir}: {exc}") from exc
+        return self._store_owner
+
+    def _owns(self, directory: Path) -> bool:
+        try:
+            owner = self._owner_of(Path(directory).parent.parent)
+        except StoreUnavailable:
+            return False
+        return owner is not None and owner.owns(directory)
 
     def failures(self) -> dict[str, str]:
         """Store directories that cannot be used right now -> why (failed open, or closed after an I/O error)."""
@@ -463,7 +485,12 @@ class StoreRegistry:
             return handle
         label = scope if scope != "session" else "project"
         fresh_store = Path(directory) not in self._stores and Path(directory) not in self._opening
-        if (fresh_store or Path(directory) in self._early_pending) and self._persist() and self._early():
+        if (
+            (fresh_store or Path(directory) in self._early_pending)
+            and self._persist()
+            and self._early()
+            and (root is None or self._owns(directory))  # a foreign store's files are never read early
+        ):
             early_handle = self._open_early(Path(directory), label, scope, ns, db, root, session_id)
             if early_handle is None and ns == SESSION_NS:
                 early_handle = self._open_absent(Path(directory), label, scope, ns, db, root, session_id)
@@ -707,7 +734,7 @@ class StoreRegistry:
             if pending is None:
                 if directory in self._stores or directory in self._opening:
                     return None  # the store opened meanwhile: the ordinary path
-                store = SurrealStore(directory, label=label, trusted=root)
+                store = SurrealStore(directory, label=label, trusted=root, owner=self._owner_of(root))
                 self._adopt_database_list(store)
                 pending = self._early_pending[directory] = []
                 thread = threading.Thread(

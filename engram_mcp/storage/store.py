@@ -212,9 +212,11 @@ class _StoreConn:
 class SurrealStore:
     """A datastore directory: `<dir>/data` (SurrealKV) + `<dir>/LOCK`."""
 
-    def __init__(self, directory: Path, *, label: str, trusted: Path | None = None) -> None:
+    def __init__(self, directory: Path, *, label: str, trusted: Path | None = None, owner: Any = None) -> None:
         self.directory = Path(directory)
         self.label = label
+        # A project store's `store_owner.StoreOwner`: the store is opened only when it claims it.
+        self.owner = owner
         # The part of the path the user chose (a project root); every level below it must be a
         # real directory of this user's (paths.py). None: the directory's resolved parent.
         self.trusted = Path(trusted) if trusted is not None else None
@@ -353,7 +355,7 @@ class SurrealStore:
     def _prepare_directory(self) -> tuple[int, Path]:
         """Check/create the directory (no links, owned by us), lock it and vet its data tree
         before the engine, which follows paths, ever sees it. Returns (dir fd, checked path)."""
-        dir_fd, checked = self._guard(lambda: prepare_store_dir(self.directory, trusted=self.trusted))
+        dir_fd, checked = self._guard(lambda: prepare_store_dir(self.directory, trusted=self.trusted, owner=self.owner))
         try:
             self._guard(lambda: self._acquire_lock(dir_fd, checked))
             try:

@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from engram_mcp.core import store_owner
 from engram_mcp.core.errors import EngramError
 from engram_mcp.core.ids import new_ulid, session_db_name
 from engram_mcp.core.paths import project_dir, project_id
@@ -373,6 +374,7 @@ def _migration_seconds(template: Path, project: Path) -> float:
 def test_kill_9_during_migration_leaves_a_store_that_opens_complete(sandbox: Sandbox, tmp_path: Path) -> None:
     n = scaled(1000, 3000)
     _build_old_store(sandbox.project, n)
+    store_owner.adopt(sandbox.user_dir, sandbox.project)  # the user's own old store: its copies are theirs too
     template = tmp_path / "template"
     shutil.copytree(project_dir(sandbox.project), template)
     shutil.rmtree(project_dir(sandbox.project))
