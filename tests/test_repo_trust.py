@@ -203,6 +203,26 @@ def test_config_drops_data_moving_keys_of_a_tracked_file_only(tmp_path: Path, mo
     assert problem is not None and "could not say" in str(problem)
 
 
+def test_config_drops_data_moving_keys_of_a_project_without_git(tmp_path: Path) -> None:
+    """Unpacked from an archive, a project's `.claude/engram.local.md` is tracked by nothing, and
+    is still not the user's: it cannot turn on sharing (it did, and `engram sync` wrote private
+    memories into the team folder)."""
+    from engram_mcp.core.config import load_config_lenient
+
+    home = tmp_path / "home"
+    home.mkdir()
+    project = tmp_path / "unpacked"
+    project.mkdir()
+    write_config(project, "team_memory_share_min_importance: 0.0\nprompt_recall_limit: 2\n")
+
+    config, problem = load_config_lenient(project, home=home, environ={})
+
+    assert config.team_memory_share_min_importance is None
+    assert config.prompt_recall_limit == 2  # its other keys apply
+    assert problem is not None and "no git repository" in str(problem)
+    assert "team_memory_share_min_importance" in str(problem)
+
+
 def test_prepare_store_dir_refuses_a_tracked_store_before_touching_it(tmp_path: Path) -> None:
     from engram_mcp.core.paths import UnsafePath, prepare_store_dir, project_dir
 

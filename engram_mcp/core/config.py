@@ -51,7 +51,7 @@ from engram_mcp.core.config_keys import (
     scale_scope_weights,
 )
 from engram_mcp.core.display import printable
-from engram_mcp.core.paths import describe, git_tracked
+from engram_mcp.core.paths import describe, git_tracked, in_git_repository
 
 if TYPE_CHECKING:
     import jsonschema
@@ -311,23 +311,27 @@ def _collect(
 
 def _drop_repository_moves(layer: dict[str, Any], project_root: Path, display: str) -> list[ConfigProblem]:
     """Remove from a project file's layer the keys that move data out of the private store
-    (``moves_data``) unless the file is the user's: not tracked by git. A tracked file is the
-    repository's (as Claude Code treats a committed ``settings.json`` against the user's
-    ``settings.local.json``); its other keys still apply. Fails safe: when git cannot say
-    whether the file is tracked, the keys are dropped too. Returns one warning naming them."""
+    (``moves_data``) unless the file is the user's: in a git repository that does not track it.
+    A tracked file is the repository's (as Claude Code treats a committed ``settings.json``
+    against the user's ``settings.local.json``); its other keys still apply. Fails safe: when git
+    cannot say whether the file is tracked, or there is no repository to ask (a project unpacked
+    from an archive brings its `.claude/` with it, untracked by anything), the keys are dropped
+    too. Returns one warning naming them."""
     moving = sorted(key for key in layer if key in DATA_MOVING_KEYS)
     if not moving:
         return []
     tracked = git_tracked(project_root, f".claude/{CONFIG_FILE_NAME}")
-    if tracked is False:
+    repository = in_git_repository(project_root)
+    if tracked is False and repository:
         return []
     for key in moving:
         del layer[key]
-    why = (
-        "is tracked by git, so it is the repository's file, not yours"
-        if tracked
-        else "is inside a git repository, and git could not say whether it is tracked"
-    )
+    if not repository:
+        why = "is in no git repository, so it may have come with the project (an archive, a copy), not from you"
+    elif tracked:
+        why = "is tracked by git, so it is the repository's file, not yours"
+    else:
+        why = "is inside a git repository, and git could not say whether it is tracked"
     return [
         ConfigProblem(
             display,
