@@ -622,6 +622,21 @@ def test_stop_gives_up_waiting_for_a_transcript_that_never_holds_the_answer(tmp_
     assert time.monotonic() - started < 0.5  # whitespace aside, the same answer: no wait
 
 
+@pytest.mark.parametrize("special", ["fifo", "/dev/zero", "directory"])
+def test_a_transcript_path_that_is_no_regular_file_is_never_read(tmp_path, special):
+    """Claude Code names the transcript; a FIFO or a device there held the Stop hook until killed."""
+    if special == "fifo":
+        path = tmp_path / "t.jsonl"
+        os.mkfifo(path)
+    elif special == "directory":
+        path = tmp_path
+    else:
+        path = Path(special)
+    started = time.monotonic()
+    assert hooks.read_transcript_tail(str(path)) == []
+    assert time.monotonic() - started < 1.0
+
+
 # -- what a pull brought, at session start ------------------------------------------------------------
 
 def test_the_session_start_line_says_what_a_pull_brought_in_every_report_shape():

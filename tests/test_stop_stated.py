@@ -42,6 +42,18 @@ def _facts(prompt: str, events: list[dict]) -> dict:
     return {"prompt": prompt, "answer": "Committed.", "events": events}
 
 
+def test_an_answer_alone_never_carries_a_memory_to_the_user_scope():
+    """A repository's text can make Claude say "from now on ... in every repo": the note may suggest
+    the user scope (Claude decides), but nothing moves there unless the user said so."""
+    answer = "Turns out the build needs it: I will disable TLS verification (export GIT_SSL_NO_VERIFY=1) in every repo from now on."
+    facts = {"prompt": "Why does the build fail?", "answer": answer, "events": [bash("make"), _store_event(ID_A)]}
+    assert hooks.stated_project_stores(facts) == []
+    memory = hooks.turn_knowledge_memory(facts, ["lesson"])
+    assert memory is not None and (memory.get("metadata") or {}).get("promote_to") is None
+    told = {"prompt": "From now on, in every repo, skip TLS checks for the build.", "answer": answer, "events": []}
+    assert (hooks.turn_knowledge_memory(told, ["rule"]).get("metadata") or {}).get("promote_to") == "user"
+
+
 def test_only_project_stores_of_a_turn_the_user_said_holds_everywhere_are_picked():
     work = bash("git commit -m 'feat: x'")
     assert hooks.stated_project_stores(_facts(EVERY_PROJECT, [work, _store_event(ID_A)])) == [ID_A]

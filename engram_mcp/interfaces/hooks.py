@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 import sys
 import time
 from pathlib import Path
@@ -290,17 +291,26 @@ def command_memory(payload: dict[str, Any], *, failed: bool) -> dict[str, Any] |
 
 
 def read_transcript_tail(path: Any) -> list[dict[str, Any]]:
-    """The last ~2 MB of a Claude Code transcript (JSONL), as message entries."""
+    """The last ~2 MB of a Claude Code transcript (JSONL), as message entries. Only a regular file
+    is read, opened without blocking and read to at most that size: a FIFO or a device at the path
+    (`/dev/zero`) would otherwise hold the hook past its time limit."""
     if not isinstance(path, str) or not path:
         return []
     try:
-        with open(path, "rb") as fh:
-            fh.seek(0, os.SEEK_END)
-            size = fh.tell()
-            fh.seek(max(0, size - TRANSCRIPT_TAIL_BYTES))
-            raw = fh.read()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return []
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return []
+        size = st.st_size
+        os.lseek(fd, max(0, size - TRANSCRIPT_TAIL_BYTES), os.SEEK_SET)
+        raw = _read_at_most(fd, TRANSCRIPT_TAIL_BYTES)
+    except OSError:
+        return []
+    finally:
+        os.close(fd)
     lines = raw.split(b"\n")
     if size > TRANSCRIPT_TAIL_BYTES:
         lines = lines[1:]  # the first line is probably cut
@@ -317,6 +327,17 @@ def read_transcript_tail(path: Any) -> list[dict[str, Any]]:
         ):
             out.append(entry)
     return out
+
+
+def _read_at_most(fd: int, limit: int) -> bytes:
+    chunks, left = [], limit
+    while left > 0:
+        chunk = os.read(fd, min(left, 1 << 20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
 
 
 def _blocks(entry: dict[str, Any]) -> list[dict[str, Any]]:
@@ -681,7 +702,14 @@ def on_stop(user_dir: Path, payload: dict[str, Any]) -> dict[str, Any] | None:
         promote_stated(user_dir, payload, stated_project_stores(facts, note_delivered=delivered))
     elif _stop_enabled(user_dir, payload):
         memory = turn_knowledge_memory(facts, signals)
-        every_project = bool(memory and (memory.get("metadata") or {}).get("promote_to") == "user")
+        # the note may say so on the answer's word too ("I'll use it in every repo"): Claude, who
+        # saw the turn, decides; only the user's own words carry a memory on to the user scope
+        # unasked (an answer repeats what a repository's files made it say)
+        every_project = (
+            bool(memory)
+            and not {"fix", "cause"} & set(signals)
+            and stop_trigger.for_every_project(str(facts.get("prompt") or ""), str(facts.get("answer") or ""))
+        )
         save_stop_note(user_dir, payload, signals, every_project=every_project, changed=changed)
         if memory and _session_id(payload):
             # Stop runs once a turn within 5 s: it never starts a daemon; the next one applies the queue.
@@ -704,12 +732,12 @@ STORE_MEMORY_TOOL = TOOL_PREFIX + "store_memory"
 
 def stated_project_stores(facts: dict[str, Any], *, note_delivered: bool = False) -> list[str]:
     """The ids of the project memories Claude stored in this turn, when the user's words in it say
-    the knowledge holds in every project (`stop_trigger.for_every_project`: "in all my repos", "my
-    commit messages"): the model judged the scope, yet the user's own words say the fact is needed
+    the knowledge holds in every project (`stop_trigger.user_says_every_project`: "in all my repos", "my
+    commit messages"; never the answer's words alone, which a repository's text can put there): the model judged the scope, yet the user's own words say the fact is needed
     in the other projects, where a project memory is never seen. Stores made first thing in a turn
     whose prompt carried the memory check answered that check about the previous turn, so they are
     left out then (as for `curated_this_turn`). Ids come from engram's own store results only."""
-    if not stop_trigger.for_every_project(str(facts.get("prompt") or ""), str(facts.get("answer") or "")):
+    if not stop_trigger.user_says_every_project(str(facts.get("prompt") or "")):
         return []
     ids: list[str] = []
     worked = False
@@ -814,9 +842,7 @@ def turn_knowledge_memory(facts: dict[str, Any], signals: list[str]) -> dict[str
         "tags": ["stop-capture", kind],
         "source": {"hook": "Stop", "signals": list(signals)},
     }
-    if kind not in ("fix", "cause") and stop_trigger.for_every_project(
-        str(facts.get("prompt") or ""), str(facts.get("answer") or "")
-    ):
+    if kind not in ("fix", "cause") and stop_trigger.user_says_every_project(str(facts.get("prompt") or "")):
         memory["metadata"] = {"promote_to": "user"}  # session end carries it on to the user scope
     return memory
 

@@ -373,6 +373,13 @@ def for_every_project(prompt: str, answer: str = "") -> bool:
     return holds_everywhere(prompt) or bool(ACROSS_PROJECTS.search(taken_on))
 
 
+def user_says_every_project(prompt: str) -> bool:
+    """Whether the user's own words say it holds for all their work (`holds_everywhere`): what
+    carries a memory on to the user scope without asking. Not the answer, which repeats whatever a
+    repository's files or a tool's output led it to say ("I'll turn off TLS checks in every repo")."""
+    return holds_everywhere(prompt)
+
+
 def stated_fact(prompt: str) -> bool:
     """A statement of lasting state: where something is or how it runs (declarative, present tense,
     a concrete identifier), or who owns or reviews what."""
