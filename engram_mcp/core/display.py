@@ -36,16 +36,22 @@ _ESCAPE_RE = re.compile(
 #: joiners and word joiner (U+200B-200D, U+2060-2064), BOM, interlinear annotations, tag
 #: characters (U+E0000-E007F, "ASCII smuggling") and the rest; tests/test_display.py checks
 #: this class against unicodedata. Variation selectors supplement (U+E0100-E01EF) is removed
-#: too: it encodes hidden bytes the same way and has no use in engram's text.
+#: too: it encodes hidden bytes the same way and has no use in engram's text; so are the
+#: variation selectors U+FE00-FE0E (sixteen of them hide a byte per pair; U+FE0F, the emoji
+#: presentation selector, is kept alone and removed in runs), the Mongolian free variation
+#: selectors, and the characters that draw nothing: the combining grapheme joiner (U+034F),
+#: the Hangul fillers (U+115F, U+1160, U+3164, U+FFA0) and the Khmer inherent vowels (U+17B4-5).
 _REMOVED_RE = re.compile(
     "["
     "\x00-\x08\x0b-\x1f\x7f-\x9f"
     "\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e"
     "\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f"
     "\ufeff\ufff9-\ufffb"
+    "\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180d\u180f\u3164\uffa0\ufe00-\ufe0e"
     "\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a"
     "\U000e0000-\U000e007f\U000e0100-\U000e01ef"
     "]+"
+    "|\ufe0f{2,}"
 )
 #: Line breaks other than "\n": a lone carriage return overprints the line on a terminal;
 #: U+2028/U+2029 and NEL break lines in some renderers but not others. All become "\n".

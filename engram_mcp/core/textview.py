@@ -692,8 +692,13 @@ HARNESS_TAGS = (
     "claude-memory",
     "instructions",
 )
-_TAG_NAMES = "|".join(  # a separator may be -, _, a blank or nothing (a soft hyphen stood for it)
-    r"[-_\s]?".join(re.escape(part) for part in re.split(r"[-_]", t))
+#: Any dash a reader takes for a hyphen in a tag name: en and em dashes, the horizontal bar, the
+#: modifier minus, small and full-width forms, the Katakana prolonged sound mark, two- and
+#: three-em dashes, the double oblique hyphen and the Mongolian todo soft hyphen (the ones the
+#: view folds to `-` are listed in _PUNCT).
+_TAG_DASHES = "\u2013\u2014\u2015\u02d7\ufe58\ufe63\uff0d\u30fc\u2e3a\u2e3b\u2e17\u1806"
+_TAG_NAMES = "|".join(  # a separator may be a dash, _, a blank or nothing (a soft hyphen stood for it)
+    rf"[-_\s{_TAG_DASHES}]?".join(re.escape(part) for part in re.split(r"[-_]", t))
     for t in sorted(HARNESS_TAGS, key=len, reverse=True)
 )
 # `<` (already folded from ＜, ‹, &lt; ...), optional `/`, a tag name, its attributes, `>`
