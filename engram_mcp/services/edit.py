@@ -89,11 +89,14 @@ def update(
     related_entities: dict[str, Any] | None = None,
     memory_type: str | None = None,
     supersedes: str | None = None,
+    source: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Update every copy of a memory; re-embed when the content changes; keep history.
 
     `supersedes` names an older memory this one replaces: in every scope holding both,
-    a `supersedes` link is written and recall hides the older one from then on.
+    a `supersedes` link is written and recall hides the older one from then on. `source`
+    (engram's own callers only, never a tool's argument) replaces where the memory's text
+    comes from: a shared file's edit makes it that file's text (services/sharing/sync.py).
     """
     findings: list = []
     superseded_key = parse_memory_id(supersedes, field="supersedes") if supersedes else None
@@ -159,6 +162,9 @@ def update(
                 if value is not None and value != row.get(name):
                     new[name] = value
                     changes.append(name)
+            if source is not None and source != row.get("source"):
+                new["source"] = source
+                changes.append("source")
             if memory_type == "working" and loc.handle.scope != "session":
                 raise InvalidInput("working memories live only in scope 'session'", field="memory_type")
             if category is not None and (category or None) != row.get("category"):

@@ -591,9 +591,26 @@ class _Sync:
             tags={"add": sorted(new_tags - old_tags), "remove": sorted(old_tags - new_tags)},
             # the memory's `source` stays its arrival; the latest file edit is recorded beside it
             metadata={"shared_file": {"path": self._source_path(name), **self.origin(name)}},
+            source=self._file_source(row, name),
         )
         if mem.supersedes:
             self.supersede_todo.append((key, mem.supersedes))
+
+    def _file_source(self, row: dict[str, Any], name: str | None) -> dict[str, Any] | None:
+        """The source a memory takes when a file's version is applied to it: unchanged when it
+        already came from a file; the file's when it was the user's own (shared with `engram share`,
+        or mirrored), since the text is now whoever edited the file's. Labelled by its first
+        writer, a teammate's edit of the user's shared memory was shown as the user's own."""
+        source = row.get("source")
+        if isinstance(source, dict) and source.get("kind") in FILE_SOURCE_KINDS:
+            return None
+        return {
+            "kind": self.t.source_kind,
+            "path": self._source_path(name),
+            **self.origin(name),
+            **self._repository(),
+            "edited_from": records.origin_of(source).get("kind"),
+        }
 
     def _remember(self, fid: str, key: str, name: str | None, mem: SharedMemory, *, fresh: bool = False) -> None:
         """Record both sides as they are now: the new base for this memory (`fresh`: just
