@@ -142,3 +142,24 @@ def test_a_fresh_user_adopts_no_unmarked_store(home, project, tmp_path):
             svc.handle(RequestContext(project, "s1"), "project")
     finally:
         svc.close()
+
+
+def test_a_session_started_in_the_home_directory_keeps_its_project_store(home):
+    """Claude Code started in ~ (no repository above): the project's store directory is the user
+    store's own, the user's choice of place, and it is never refused for carrying the user's data."""
+    elsewhere = home / "code" / "app"
+    elsewhere.mkdir(parents=True)
+    svc = _service(home)
+    try:  # engram ran in a project first: the key exists before the home directory is a project
+        svc.store(RequestContext(elsewhere, "s0"), content="An app fact.", type="semantic", scope="project")
+        svc.store(RequestContext(home, "s1"), content="A user fact.", type="semantic", scope="user")
+        svc.store(RequestContext(home, "s1"), content="A fact of the home project.", type="semantic", scope="project")
+    finally:
+        svc.close()
+    svc = _service(home)
+    try:
+        found = svc.recall(RequestContext(home, "s2"), query="fact")
+        assert not found["degraded"], found["warnings"]
+        assert {m["scope"] for m in found["memories"]} == {"user", "project"}
+    finally:
+        svc.close()

@@ -382,8 +382,10 @@ class StoreRegistry:
         return store
 
     def _owner_of(self, root: Path | None) -> store_owner.StoreOwner | None:
-        """The claim a project store must pass (`store_owner`); None for the user store."""
-        if root is None:
+        """The claim a project store must pass (`store_owner`); None for the user store, and for a
+        project whose store directory is the user store's (Claude Code started in the home
+        directory): the user chose that place, as for the user store itself."""
+        if root is None or os.path.realpath(project_dir(root)) == os.path.realpath(self.user_dir):
             return None
         if self._store_owner is None:
             try:
@@ -399,7 +401,7 @@ class StoreRegistry:
             owner = self._owner_of(Path(directory).parent.parent)
         except StoreUnavailable:
             return False
-        return owner is not None and owner.owns(directory)
+        return owner is None or owner.owns(directory)
 
     def failures(self) -> dict[str, str]:
         """Store directories that cannot be used right now -> why (failed open, or closed after an I/O error)."""
