@@ -89,15 +89,49 @@ def update(
     related_entities: dict[str, Any] | None = None,
     memory_type: str | None = None,
     supersedes: str | None = None,
-    source: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Update every copy of a memory; re-embed when the content changes; keep history.
 
     `supersedes` names an older memory this one replaces: in every scope holding both,
-    a `supersedes` link is written and recall hides the older one from then on. `source`
-    (engram's own callers only, never a tool's argument) replaces where the memory's text
-    comes from: a shared file's edit makes it that file's text (services/sharing/sync.py).
+    a `supersedes` link is written and recall hides the older one from then on.
     """
+    return apply_update(
+        access,
+        ctx,
+        memory_id,
+        content=content,
+        summary=summary,
+        importance=importance,
+        confidence=confidence,
+        category=category,
+        tags=tags,
+        metadata=metadata,
+        related_entities=related_entities,
+        memory_type=memory_type,
+        supersedes=supersedes,
+    )
+
+
+def apply_update(
+    access: ScopeAccess,
+    ctx: RequestContext,
+    memory_id: str,
+    *,
+    content: str | None = None,
+    summary: str | None = None,
+    importance: float | None = None,
+    confidence: float | None = None,
+    category: str | None = None,
+    tags: dict[str, list[str]] | None = None,
+    metadata: dict[str, Any] | None = None,
+    related_entities: dict[str, Any] | None = None,
+    memory_type: str | None = None,
+    supersedes: str | None = None,
+    source: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """`update`, and for engram's own callers (never an operation's argument) `source`: where the
+    memory's text now comes from, written in the same version (a shared file's edit makes it that
+    file's text: services/sharing/sync.py)."""
     findings: list = []
     superseded_key = parse_memory_id(supersedes, field="supersedes") if supersedes else None
     if content is not None:

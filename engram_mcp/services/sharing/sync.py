@@ -579,7 +579,7 @@ class _Sync:
         if row.get("status") == "forgotten":
             edit.forget(self.access, self.ctx, format_memory_id(key), undo=True)
         old_tags, new_tags = set(row.get("tags") or ()), set(mem.tags)
-        edit.update(
+        edit.apply_update(
             self.access,
             self.ctx,
             format_memory_id(key),
