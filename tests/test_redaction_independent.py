@@ -79,6 +79,14 @@ def test_a_secret_written_twice_is_redacted_where_no_rule_sees_it():
         assert "Zq8vW2nLr5Tk" not in out and out.count("[REDACTED:url-credentials]") == 2
 
 
+def test_a_password_that_is_a_word_of_the_text_is_redacted_only_where_it_is_the_password():
+    """postgres://coldlink:coldlink@.../coldlink: the URL's password, and the name of the project,
+    the user and the database everywhere else."""
+    text = "Container coldlink-tsdb-1 is up; .env points at postgres://coldlink:coldlink@localhost:55432/coldlink"
+    out = sanitize(text).text
+    assert out.count("coldlink") == 3 and "coldlink:[REDACTED:url-credentials]@" in out
+
+
 @pytest.mark.parametrize(
     "text",
     [

@@ -2453,6 +2453,16 @@ def _redact_echoes(original: str, out: str, counts: Counter) -> str:
     return out
 
 
+def _echoes(value: str) -> bool:
+    """Whether a redacted value is redacted wherever else it stands: one that reads as a secret on
+    its own (random, or built like a password). A password that is a word of the text (`coldlink`
+    in `postgres://coldlink:coldlink@localhost/coldlink`) is also the project's, the user's and the
+    database's name, which must stay readable elsewhere."""
+    if len(value) < ECHO_MIN_CHARS or any(c.isspace() for c in value):
+        return False
+    return _looks_random(value) or _password_like(value)
+
+
 def _redacted_values(original: str, out: str) -> dict[str, str]:
     """{value: kind} of the values `out` replaced with one label each: ECHO_MIN_CHARS or more, no
     blank (a value with blanks reads as words elsewhere). Two labels side by side are one gap that
@@ -2471,7 +2481,7 @@ def _redacted_values(original: str, out: str) -> dict[str, str]:
         if end < pos:
             return values
         value = original[pos:end]
-        if i == first and len(value) >= ECHO_MIN_CHARS and not any(c.isspace() for c in value):
+        if i == first and _echoes(value):
             values.setdefault(value, pieces[i])
         pos, i = end + len(literal), i + 2
     return values
