@@ -537,14 +537,7 @@ def refuse_unsafe_entries(store_fd: int, shown: Path) -> None:
                 st = os.stat(name, dir_fd=root_fd, follow_symlinks=False)
             except FileNotFoundError:
                 continue
-            if not (stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode)):
-                raise UnsafePath(
-                    where,
-                    describe(where, dir_fd=root_fd, name=name) + " inside the store directory",
-                    f"remove {where}; engram's store holds only its own files there",
-                )
-            if st.st_uid != os.getuid():
-                raise UnsafePath(where, f"is owned by uid {st.st_uid}, not by you (uid {os.getuid()})")
+            _refuse_foreign_entry(root_fd, name, where, st)
 
 
 def _tighten_store_tree(store_fd: int, shown: Path, top: str) -> None:
@@ -557,6 +550,19 @@ def _tighten_store_tree(store_fd: int, shown: Path, top: str) -> None:
             _tighten_entry(root_fd, name, where / name)
 
 
+def _refuse_foreign_entry(dir_fd: int, name: str, shown: Path, st: os.stat_result) -> None:
+    """Raise `UnsafePath` for an entry of a store's tree that is neither a directory nor a regular
+    file (a link, a FIFO, a device), or that another user owns."""
+    if not (stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode)):
+        raise UnsafePath(
+            shown,
+            describe(shown, dir_fd=dir_fd, name=name) + " inside the store directory",
+            f"remove {shown}; engram's store holds only its own files there",
+        )
+    if st.st_uid != os.getuid():
+        raise UnsafePath(shown, f"is owned by uid {st.st_uid}, not by you (uid {os.getuid()})")
+
+
 def _tighten_entry(dir_fd: int, name: str, shown: Path) -> None:
     """One entry of the data tree: directories are checked when walked, files here."""
     try:
@@ -565,14 +571,7 @@ def _tighten_entry(dir_fd: int, name: str, shown: Path) -> None:
         return  # removed by the engine meanwhile
     if stat.S_ISDIR(st.st_mode):
         return
-    if not stat.S_ISREG(st.st_mode):
-        raise UnsafePath(
-            shown,
-            describe(shown, dir_fd=dir_fd, name=name) + " inside the store directory",
-            f"remove {shown}; engram's store holds only its own files there",
-        )
-    if st.st_uid != os.getuid():
-        raise UnsafePath(shown, f"is owned by uid {st.st_uid}, not by you (uid {os.getuid()})")
+    _refuse_foreign_entry(dir_fd, name, shown, st)
     if stat.S_IMODE(st.st_mode) == STORE_FILE_MODE or st.st_nlink != 1:
         return
     try:
