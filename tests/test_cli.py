@@ -68,6 +68,11 @@ def test_promote_status_export_import_reindex_maintain_doctor(env, tmp_path: Pat
     try:
         imported = _json(other.cli("--json", "import", str(out)))
         assert imported["counts"]["memory"] == exported["counts"]["memory"]
+        # another home holds another key: the file is not this engram's, so its memories are imports
+        assert imported["origins"]["kept"] is False and "--keep-origins" in imported["origins"]["why"]
+        assert _json(other.cli("--json", "show", mid))["origin"]["tool"] == "engram-export"
+        mixed = other.cli("import", str(out), "--keep-origins", "--from", "claude-mem", check=False)
+        assert mixed.returncode != 0 and "--keep-origins goes with an engram export file" in mixed.stderr
         assert imported["counts"]["embedded"] == 0, "vectors travel with the export"
         again = _json(other.cli("--json", "import", str(out)))
         assert again["counts"]["skipped"] == exported["counts"]["memory"]
@@ -239,7 +244,9 @@ def test_long_work_shows_progress_on_a_terminal_and_nothing_in_a_pipe(tmp_path: 
 
         piped = e.cli("import", str(second))  # stdout and stderr are pipes: the result only
         assert piped.stderr == "" and "\r" not in piped.stdout
-        assert piped.stdout.startswith("imported from") and len(piped.stdout.splitlines()) == 1
+        result = piped.stdout.splitlines()
+        assert result[0].startswith("imported from") and len(result) == 2, result
+        assert result[1].startswith("origins not kept: the file carries no signature of this engram"), result
         quiet = _on_a_terminal(e, "--json", "import", str(third))  # a terminal, but --json: no bar
         assert "memories/s" not in quiet and json.loads(quiet)["counts"]["memory"] == 50
     finally:

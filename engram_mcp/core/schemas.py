@@ -219,7 +219,7 @@ TAGS_IN_USE = _obj({"scope": _one_or_many(SCOPES), "limit": {"type": "integer", 
 SESSION_START = _obj({"info": {"type": "object"}})
 SESSION_END = _obj({"summary": _str()})
 EXPORT = _obj({"path": _str(), "scopes": SCOPE_LIST, "include_vectors": BOOL}, ["path"])
-IMPORT = _obj({"path": _str(), "target_scope": _enum(SCOPES)}, ["path"])
+IMPORT = _obj({"path": _str(), "target_scope": _enum(SCOPES), "keep_origins": BOOL}, ["path"])
 #: Memory that travels (services/travel_ops.py): share one memory, sync a folder, import another tool's data.
 SHARE = _obj({"memory_id": _str(80)}, ["memory_id"])  # a full or a short id, as `engram share` takes
 SYNC = _obj({"user_dir": _str(4096)})

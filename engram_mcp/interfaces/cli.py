@@ -600,6 +600,8 @@ def cmd_export(app: App) -> int:
 
 def cmd_import(app: App) -> int:
     a = app.args
+    if a.source and a.keep_origins:
+        raise InvalidInput("import: --keep-origins goes with an engram export file, not --from", field="keep_origins")
     if a.source:
         return cli_travel.cmd_import_from(app)
     if a.dry_run or a.source_project:
@@ -607,7 +609,10 @@ def cmd_import(app: App) -> int:
     if not a.file:
         raise InvalidInput("import: give the export file, or --from SOURCE for another tool's memories", field="file")
     started = time.perf_counter()
-    res = app.call_with_progress("import", {"path": str(Path(a.file).expanduser().resolve()), "target_scope": a.scope})
+    payload = {"path": str(Path(a.file).expanduser().resolve()), "target_scope": a.scope}
+    if a.keep_origins:
+        payload["keep_origins"] = True
+    res = app.call_with_progress("import", payload)
     res["seconds"] = round(time.perf_counter() - started, 2)
     app.out(res, render_import)
     return EXIT_OK
@@ -618,6 +623,9 @@ def render_import(r: dict[str, Any]) -> str:
     lines = [
         f"imported from {r['path']} in {r['seconds']} s: " + ", ".join(f"{v} {k}" for k, v in r["counts"].items() if v)
     ]
+    origins = r.get("origins") or {}
+    if origins:
+        lines.append(("origins kept: " if origins.get("kept") else "origins not kept: ") + for_cli(origins["why"]))
     rejected = r.get("rejected") or []
     for entry in rejected:
         lines.append(f"not imported: {entry.get('error')}")
@@ -959,6 +967,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     i.add_argument("file", nargs="?", help="the export file (with --from: the source's file or folder)")
     i.add_argument("--scope", choices=PERSISTENT_SCOPES, help="import everything into this scope")
+    i.add_argument(
+        "--keep-origins",
+        action="store_true",
+        help="keep the origins an export file states even when this engram did not sign it (your own backup)",
+    )
     cli_travel.add_import_options(i)
     i.set_defaults(fn=cmd_import)
     cli_travel.add_parsers(sub)

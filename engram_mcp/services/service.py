@@ -383,8 +383,11 @@ class MemoryService:
         *,
         progress: Progress | None = None,
         target_scope: str | None = None,
+        keep_origins: bool = False,
     ) -> dict[str, Any]:
-        return transfer.import_(self.access, ctx, path, progress=progress, target_scope=target_scope)
+        return transfer.import_(
+            self.access, ctx, path, progress=progress, target_scope=target_scope, keep_origins=keep_origins
+        )
 
     def reindex(
         self,

@@ -32,6 +32,14 @@ from typing import Any, Callable, Iterable, Iterator
 import numpy as np
 
 from engram_mcp.core.errors import InvalidInput, StoreUnavailable
+from engram_mcp.core.export_signature import (
+    NOT_OURS,
+    SIGNED,
+    SigningWriter,
+    export_key,
+    is_signature_line,
+    verify,
+)
 from engram_mcp.core.ids import parse_memory_id
 from engram_mcp.core.redaction import redact_outbound_obj
 from engram_mcp.core.sensitivity import is_sensitive
@@ -61,6 +69,7 @@ from engram_mcp.services.records import (
     json_default,
     jsonable,
     now_dt,
+    origin_of,
     parse_time,
     sanitize_text,
     vector_bytes,
@@ -137,7 +146,8 @@ def export(
         fd = _open_private(path)
     except OSError as exc:
         raise InvalidInput(f"cannot write the export to {path}: {exc.strerror or exc}", field="path") from None
-    with open(fd, "w", encoding="utf-8") as out:
+    with open(fd, "wb") as raw:
+        out = SigningWriter(raw, export_key(access.user_dir))
         out.write(
             json.dumps(
                 {
@@ -164,7 +174,8 @@ def export(
                 if lines:
                     out.write("\n".join(map(_line, lines)) + "\n")
                 counts[kind] += len(lines)
-    return {"path": str(path), "counts": counts, "redactions": redactions}
+        out.finish()
+    return {"path": str(path), "counts": counts, "redactions": redactions, "signed": True}
 
 
 #: The fields of an exported row that hold the user's text (the rest are ids, times, numbers).
@@ -459,6 +470,7 @@ class _Run:
     rejected: list[dict[str, Any]] = field(default_factory=list)
     handles: dict[str, ScopeHandle] = field(default_factory=dict)
     defer_vectors: bool = False  # memories of persistent scopes are written without vectors (backfill.py)
+    keep_origins: bool = True  # False: every memory is marked imported from `path` (`as_imported`)
     recalls_seen: int = -1  # the service's recall count at the last batch (`give_way`)
     recall_seen_at: float = float("-inf")  # when that count last moved (time.monotonic)
 
@@ -493,8 +505,15 @@ def import_(
     *,
     progress: Progress | None = None,
     target_scope: str | None = None,
+    keep_origins: bool = False,
 ) -> dict[str, Any]:
     """Import an export file (or any JSONL of memory lines); idempotent by id.
+
+    Each memory keeps the origin the file states (its `source`: the user, Claude, a hook, a
+    teammate's file) only when the file is an export this user's engram signed and nobody has
+    changed since (`export_signature`), or when the user vouches for it (`keep_origins`: a
+    backup from another machine). Any other file is someone else's text: its memories are
+    marked imported from it, the origin they claimed kept beside (`as_imported`).
 
     Every record goes through the checks `store` applies (records.clean_memory_record:
     NUL, Unicode, lengths, enums, dates, finite numbers, redaction) and vectors are checked
@@ -512,9 +531,44 @@ def import_(
         check_enum(target_scope, SCOPES, "target_scope")
     if not path.is_file():
         raise InvalidInput(f"{path}: no such file", field="path")
-    run = _Run(access, ctx, path, target_scope, progress)
+    signature = verify(path, export_key(access.user_dir))
+    run = _Run(access, ctx, path, target_scope, progress, keep_origins=keep_origins or signature == SIGNED)
     items = checked_lines(run.path, run.target_scope, access.model_name, access.dim())
-    return _run_import(run, items)
+    out = _run_import(run, items)
+    out["origins"] = _origins_report(signature, keep_origins)
+    return out
+
+
+def _origins_report(signature: str, vouched: bool) -> dict[str, Any]:
+    """What the import did with the origins the file states, and why (for the answer)."""
+    if signature == SIGNED:
+        return {"kept": True, "why": "the file is an export this engram signed, unchanged since"}
+    if vouched:
+        return {"kept": True, "why": "kept on your word (keep_origins)"}
+    why = (
+        "the file's signature does not verify: another engram wrote it, or it was changed after export"
+        if signature == NOT_OURS
+        else "the file carries no signature of this engram"
+    )
+    return {
+        "kept": False,
+        "why": f"{why}; its memories are marked imported from it. If it is your own backup, import it "
+        "again with keep_origins (engram import FILE --keep-origins)",
+    }
+
+
+#: A path kept in an imported memory's origin is cut to this many characters.
+MAX_IMPORT_PATH_CHARS = 200
+
+
+def as_imported(source: Any, path: Path) -> dict[str, Any]:
+    """The `source` of a memory from a file this engram did not sign: imported from that file
+    (`origin_of` reads the kind as an import), with the origin the file claimed for the record."""
+    return {
+        "kind": "engram-export",
+        "path": str(path)[:MAX_IMPORT_PATH_CHARS],
+        "claimed_origin": origin_of(source),
+    }
 
 
 def import_records(
@@ -642,6 +696,8 @@ def _check_lines(
             header_seen = True
         elif kind in ("history", "entity", "mention", "relation", "link"):
             deferred.append((n, obj))
+        elif is_signature_line(obj):
+            continue  # checked before the import began (`export_signature.verify`)
         else:
             run.reject(n, f"unknown kind {kind[:40]!r}", "kind")
     return to_embed, deferred
@@ -660,6 +716,8 @@ def _take_memory(
         run.counts["skipped"] += 1
         return
     seen.add((scope, key))
+    if not run.keep_origins:
+        item.record["source"] = as_imported(item.record.get("source"), run.path)
     vector = None if item.vector is None else np.frombuffer(item.vector, dtype="<f4")
     mem = _Memory(item.n, scope, key, item.record, vector)
     if vector is None and item.record.get("status") != "forgotten":
@@ -889,7 +947,10 @@ def _import_deferred(run: _Run, deferred: list[tuple[int, dict]]) -> None:
     for n, obj in deferred:
         try:
             scope = run.scope_of(obj)
-            checked.append((n, scope, obj["kind"], _CHECKERS[obj["kind"]](obj, run.findings)))
+            item = _CHECKERS[obj["kind"]](obj, run.findings)
+            if obj["kind"] == "history" and not run.keep_origins and "source" in item["snapshot"]:
+                item["snapshot"]["source"] = as_imported(item["snapshot"]["source"], run.path)
+            checked.append((n, scope, obj["kind"], item))
         except InvalidInput as exc:
             run.reject(n, exc.message, exc.field)
     total = len(checked)
