@@ -306,6 +306,26 @@ def test_a_linked_shared_folder_is_refused_and_nothing_outside_is_written(clones
     assert list(outside.iterdir()) == []
 
 
+def test_a_hard_link_in_the_shared_folder_is_reported_and_never_read(clones, tmp_path):
+    """A second name for a private file (a hard link) in the team folder: git cannot commit one,
+    but a process running as the user can place it, and sync would have read the private file
+    into the project's memory (red-team finding)."""
+    import os
+
+    (actx, asvc), _ = clones
+    folder = actx.project_root / TEAM
+    folder.mkdir(parents=True)
+    private = tmp_path / "alice" / "home" / "private-notes.md"
+    private.write_text("---\ntype: semantic\n---\nThe bank PIN reminder is the cat's birthday.\n")
+    os.link(private, folder / "planted.md")
+    (folder / "plain.md").write_text("---\ntype: semantic\n---\nThe staging database is pg-staging-2.\n")
+    report = sharing.sync_project(asvc.access, actx, pull_only=True)
+    assert [e["path"] for e in report["errors"]] == [f"{TEAM}/planted.md"]
+    assert "hard link" in report["errors"][0]["error"]
+    contents = " ".join(live_contents(asvc, actx, "project").values())
+    assert "pg-staging-2" in contents and "PIN" not in contents
+
+
 def test_without_a_common_base_a_difference_is_a_conflict_not_an_overwrite(clones):
     (actx, asvc), _ = clones
     mid = asvc.store(actx, content="Staging resets every night at 02:00 UTC.", type="semantic", scope="project")[

@@ -133,6 +133,10 @@ class Folder:
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode):
                 return FileText(name, None, "is not a regular file")
+            if st.st_nlink != 1:  # git and the sync tools write files of one name; a second name is a planted one
+                return FileText(
+                    name, None, "has another name on this disk (a hard link); engram reads a file with one name only"
+                )
             if st.st_size > MAX_FILE_BYTES:
                 return FileText(name, None, f"is {st.st_size} bytes; a memory file is at most {MAX_FILE_BYTES}")
             with os.fdopen(os.dup(fd), "rb") as f:
