@@ -972,14 +972,16 @@ def test_share_and_export_apply_the_outbound_pass(fake_service, ctx, tmp_path):
     from engram_mcp.services import sharing
 
     secret = _token(21, 40)
-    mid = fake_service.store(ctx, content=f"AWS upload token {secret} expires soon; the kiosk password is changeme",
+    # a six-letter word as a password: too short for the local pass to take, the outbound pass does
+    mid = fake_service.store(ctx, content=f"AWS upload token {secret} expires soon; the kiosk password is orchid",
                              type="semantic", scope="project", importance=0.9)["memory_id"]
+    assert "orchid" in fake_service.get(ctx, mid)["content"]
     shared = sharing.share(fake_service.access, ctx, mid)
     text = (ctx.project_root / shared["path"]).read_text()
-    assert secret not in text and "changeme" not in text
+    assert secret not in text and "orchid" not in text
     out = fake_service.export(ctx, tmp_path / "backup.jsonl", scopes=("project",))
     dump = (tmp_path / "backup.jsonl").read_text()
-    assert secret not in dump and "changeme" not in dump
+    assert secret not in dump and "orchid" not in dump
     assert out["redactions"].get("password") == 1
 
 

@@ -784,6 +784,92 @@ _RULE_APP_PASSWORD = _Rule(
     pre=r"(?i)app[ \t_-]?password",
 )
 
+# an SDK client built with its key as the first argument (`cohere.Client("…")`; `Anthropic("…")`
+# is caught by its prefix). Not Algolia's `algoliasearch(appId, key)`: its key there is as often
+# the search-only one, which is published in every front end.
+_RULE_CLIENT_KEY = _Rule(
+    "api-token",
+    r"[Cc]lient\([ \t]*(?:api_?key[ \t]*=[ \t]*)?[\"'](?P<s>[A-Za-z0-9_\-]{24,128})[\"']",
+    ("client(",),
+    check=lambda _m, v: _looks_random(v),
+)
+
+
+def _escaped_json_decide(m: re.Match) -> Decision:
+    kind = _classify(m.group("key"), m.group("s"))
+    return None if kind is None else (kind, m.start("s"), m.end("s"))
+
+
+# JSON inside a JSON string, as a log prints a config: `\"password\":\"Esc-Json-Pelican9\"`
+_RULE_ESCAPED_JSON = _Rule(
+    "password-assignment",
+    r'\\"(?P<key>[A-Za-z0-9_.\-]{1,64})\\"[ \t]*:[ \t]*\\"(?P<s>[^"\\\r\n]{1,512})\\"',
+    ('\\"',),
+    decide=_escaped_json_decide,
+    hints=("pass", "pwd", "secret", "token", "key", "cred", "auth"),
+)
+# Oracle's `sqlplus user/password@db` (and sqlldr, expdp, impdp, rman: the same connect string)
+_RULE_ORACLE_CONNECT = _Rule(
+    "password-assignment",
+    r"(?i:sqlplus|sqlldr|expdp|impdp|rman|sqlcl)(?:[ \t]+-[A-Za-z]+)*[ \t]+[\"']?[A-Za-z0-9_$#]{1,64}/(?P<s>[^\s@/\"']{1,128})@",
+    check=_not_placeholder,
+    hints=("sqlplus", "sqlldr", "expdp", "impdp", "rman", "sqlcl"),
+)
+# SQL that sets a password: CREATE/ALTER USER ... IDENTIFIED BY 'x' (MySQL, Oracle), WITH PASSWORD
+_RULE_SQL_IDENTIFIED = _Rule(
+    "password-assignment",
+    r"(?i:identified[ \t]+(?:with[ \t]+\w+[ \t]+)?by(?:[ \t]+password)?)[ \t]+(?:'(?P<sq>[^'\r\n]{1,256})'|\"(?P<dq>[^\"\r\n]{1,256})\"|(?P<uv>[^\s;'\"]{4,128}))",
+    groups=("sq", "dq", "uv"),
+    check=_not_placeholder,
+    hints=("identified",),
+)
+# a pre-signed URL's signature (S3 and compatible stores, GCS V4): anyone holding the URL has the object
+_RULE_URL_SIGNATURE = _Rule(
+    "url-credentials",
+    r"(?i:[?&](?:X-Amz-Signature|X-Goog-Signature|Signature|X-Amz-Security-Token|sig))=(?P<s>[A-Za-z0-9%+/=_\-]{16,2048})",
+    hints=("signature=", "security-token=", "sig="),
+)
+# RPC providers' keys in the URL path (`https://eth-mainnet.g.alchemy.com/v2/<key>`, Infura, QuickNode)
+_RPC_KEY_PATHS = ("alchemy.com/v2/", "alchemyapi.io/v2/", "infura.io/v3/", "infura.io/ws/v3/", "quiknode.pro/")
+_RULE_RPC_URL_KEY = _Rule(
+    "api-token",
+    r"(?i:alchemy\.com/v2|alchemyapi\.io/v2|infura\.io/v3|infura\.io/ws/v3|quiknode\.pro)/(?P<s>[A-Za-z0-9_\-]{16,128})",
+    _RPC_KEY_PATHS,
+    check=lambda _m, v: _looks_random(v, weak_key=True),
+)
+# a network device's config: `username admin password 0 X`, `enable secret 0 X` (type 0: clear text)
+_RULE_DEVICE_PASSWORD = _Rule(
+    "password-assignment",
+    r"(?im:^[ \t]*(?:username[ \t]+\S+[ \t]+(?:privilege[ \t]+\d+[ \t]+)?|enable[ \t]+|)(?:password|secret)[ \t]+0[ \t]+(?P<s>\S{1,128})$)",
+    check=_not_placeholder,
+    hints=("password 0 ", "secret 0 "),
+)
+# a session cookie in a Cookie header or a curl -b: `sessionid=…` (Django, and jsessionid,
+# phpsessid), `_app_session=…` (Rails), `connect.sid=…` (Express)
+_SESSION_COOKIE_NAMES = ("sessionid=", "session_id=", "sessid=", "session=", "connect.sid=")
+_RULE_SESSION_COOKIE = _Rule(
+    "bearer-token",
+    r"(?i:sessionid|session_id|sessid|session|connect\.sid)=(?P<s>[A-Za-z0-9%._\-+/=:]{16,1024})",
+    _SESSION_COOKIE_NAMES,
+    check=lambda _m, v: _looks_random(v, weak_key=True),
+)
+# BitLocker's 48-digit recovery password: eight groups of six digits
+_RULE_BITLOCKER = _Rule(
+    "password",
+    r"(?<![0-9\-])(?P<s>[0-9]{6}(?:-[0-9]{6}){7})(?![0-9\-])",
+    hints=("recovery", "bitlocker"),
+)
+# a list of recovery / backup codes under their name: `8qheg-k928b`, `1234-5678`, `a1b2c3d4`
+_RECOVERY_CODE_WORDS = ("recovery", "backup", "2fa", "mfa", "one-time", "one time", "otp", "emergency", "scratch")
+_RULE_RECOVERY_CODES = _Rule(
+    "password",
+    r"(?i:recovery|backup|2fa|mfa|one[ \t-]time|otp|emergency|scratch)[ \t_-]*(?i:codes?)\b[^\n]{0,80}?"
+    r"(?P<s>(?:\s*(?:[-*•]|\d+[.)])?[ \t]*(?<![A-Za-z0-9])[a-z0-9]{4,10}(?:[ \t-][a-z0-9]{4,10})?(?![A-Za-z0-9]),?){3,32})",
+    _RECOVERY_CODE_WORDS,
+    check=lambda _m, v: sum(1 for c in v if c.isdigit()) >= 3,
+    hints=("code",),
+)
+
 # --- assignments ------------------------------------------------------------------
 
 _KW_ANCHORS = ("pass", "pwd", "secret", "token", "key", "cred", "auth")
@@ -1071,7 +1157,7 @@ def _curl_check(m: re.Match, value: str) -> bool:
 
 _RULE_CURL_USER = _Rule(
     "password-assignment",
-    r"-(?<=[ \t]-)(?:u|-user|-http-user)[ \t=]*['\"]?(?P<user>[^\s:'\"]+):(?P<s>[^\s'\"]+)",
+    r"-(?<=[ \t]-)(?:u|-user|-http-user)[ \t=]*['\"]?(?P<user>[^\s:'\"]*):(?P<s>[^\s'\"]+)",
     check=_curl_check,
 )
 _RULE_NETRC = _Rule(
@@ -1146,6 +1232,8 @@ _TOKEN_RULES: tuple[_Rule, ...] = (
         "api-token", r"access_token\$production\$[0-9a-z]{16}\$[0-9a-f]{32}", "access_token$production$"
     ),  # Braintree
     _token_rule("api-token", r"secret_[A-Za-z0-9]{43}", "secret_", check=_mixed_check),  # Notion (before ntn_)
+    _token_rule("api-token", r"sl\.[A-Za-z0-9_\-]{120,1400}", "sl.", check=_mixed_check),  # Dropbox
+    _token_rule("api-token", r"APA91b[A-Za-z0-9_\-]{100,300}", "apa91b"),  # Firebase Cloud Messaging server key
 )
 _RULE_TELEGRAM = _Rule(
     "telegram-bot-token",
@@ -1242,6 +1330,9 @@ def _positional_rule(command: str, *hints: str) -> _Rule:
 
 
 _CLI_RULES: tuple[_Rule, ...] = (
+    _positional_rule(r"snyk[ \t]+auth", "snyk auth"),
+    _positional_rule(r"net[ \t]+use[ \t]+\S+(?:[ \t]+\S+)?[ \t]+/user:\S+", "/user:"),
+    _positional_rule(r"ConvertTo-SecureString(?:[ \t]+-String)?", "convertto-securestring"),
     _cmd_rule(r"az[ \t]+login", r"-p[ \t]+|--password[ \t=]+", "az login"),
     _cmd_rule(r"ldap(?:search|modify|add|delete|passwd|whoami|compare|modrdn|exop)", r"-w[ \t]*", "ldap"),
     _cmd_rule(r"doctl", r"-t[ \t]+|--access-token[ \t=]+", "doctl"),
@@ -1617,6 +1708,16 @@ _RULES: tuple[_Rule, ...] = (
     _RULE_WALLET_KEY,
     _RULE_SEED_PHRASE,
     _RULE_APP_PASSWORD,
+    _RULE_CLIENT_KEY,
+    _RULE_ESCAPED_JSON,
+    _RULE_ORACLE_CONNECT,
+    _RULE_SQL_IDENTIFIED,
+    _RULE_URL_SIGNATURE,
+    _RULE_RPC_URL_KEY,
+    _RULE_DEVICE_PASSWORD,
+    _RULE_SESSION_COOKIE,
+    _RULE_BITLOCKER,
+    _RULE_RECOVERY_CODES,
     _RULE_MYSQL,
     _RULE_SSHPASS,
     _RULE_REDIS,
@@ -1967,6 +2068,44 @@ def _redact_counts(text: str, counts: Counter) -> str:
     return text
 
 
+_TABLE_HEADER = re.compile(r"(?m)^[ \t]*\|(?P<cells>[^\n]*\|)[ \t]*\r?\n[ \t]*\|(?:[ \t]*:?-{3,}:?[ \t]*\|)+[ \t]*$")
+_TABLE_SECRET_COLUMN = re.compile(
+    r"(?i)^(?:pass(?:word|wd|phrase)?|pwd|pw|secret|token|api[ _-]?key|pin|credentials?)$"
+)
+
+
+def _table_secrets(text: str) -> list[tuple[int, int, str]]:
+    """The cells under a markdown table's column named like a secret (`| user | password |`)."""
+    if "|" not in text or "---" not in text:
+        return []
+    out = []
+    for m in _TABLE_HEADER.finditer(text):
+        names = [c.strip() for c in m.group("cells").split("|")[:-1]]
+        columns = [i for i, name in enumerate(names) if _TABLE_SECRET_COLUMN.match(name)]
+        if not columns:
+            continue
+        pos = m.end() + 1
+        while pos < len(text):
+            end = text.find("\n", pos)
+            end = len(text) if end == -1 else end
+            line = text[pos:end]
+            if not line.lstrip().startswith("|"):
+                break
+            cells, start = [], pos + line.index("|") + 1
+            for part in line[line.index("|") + 1 :].split("|")[: len(names)]:
+                cells.append((start, start + len(part)))
+                start += len(part) + 1
+            for i in columns:
+                if i < len(cells):
+                    s, e = cells[i]
+                    value = text[s:e].strip()
+                    if value and " " not in value and not _is_placeholder(value) and _LABEL_MARK not in value:
+                        s += text[s:e].index(value)
+                        out.append((s, s + len(value), "password"))
+            pos = end + 1
+    return out
+
+
 def _redact_pass(text: str, counts: Counter) -> str:
     if not text:
         return text
@@ -1978,6 +2117,7 @@ def _redact_pass(text: str, counts: Counter) -> str:
     if "Secret" in text:
         text = _k8s_secrets(text, counts)
     text = _headless_pem(text, counts)
+    text = _replace_regions(text, _login_pairs(text, outbound=False) + _table_secrets(text), counts)
     return _prose_pass(text, counts, outbound=False, foreign=foreign)
 
 
@@ -2069,6 +2209,8 @@ _PROSE_NAME = re.compile(
 # the word before `key` that makes it a secret's name: `api key`, `apikey`, `signing-key`
 _KEY_QUALIFIER = re.compile(r"(?:api|access|private|secret|signing|master|encryption|license|deploy|client|app)[ _-]?$")
 _PUBLIC_QUALIFIER = re.compile(r"(?<![a-z])(?:public|pub|publishable|host)[ _-]?$")
+# the word before `key` that makes it a password: `the wifi key is ...`, `WPA2 key`, `network key`
+_PASSWORD_QUALIFIER = re.compile(r"(?<![a-z])(?:wi-?fi|wlan|wpa2?|wpa3|psk|network|router|hotspot)[ _-]?$")
 # cheap test before anything else, for a text without foreign key names (`textview.needs_view`)
 _PROSE_HINTS = ("pass", "pw", "pin", "secret", "token", "cred", "key")
 
@@ -2090,6 +2232,12 @@ def _prose_names(low: str) -> Iterable[tuple[int, int, str]]:
             continue  # inside a word: `bypass`, `monkey`, `turnkey`
         if group == "key" and _PUBLIC_QUALIFIER.search(low, max(0, start - 12), start):
             continue  # `public key: 6E3Oy…`, `pubkey`: published, not a secret
+        if group == "key" and qualifier is None:
+            password_qualifier = _PASSWORD_QUALIFIER.search(low, max(0, start - 12), start)
+            if password_qualifier is not None:
+                consumed = m.end()
+                yield password_qualifier.start(), m.end(), "pw"
+                continue
         if qualifier is not None and group == "key":
             group = "sec"
         elif qualifier is None and start and low[start - 1].isalpha():
@@ -2098,8 +2246,10 @@ def _prose_names(low: str) -> Iterable[tuple[int, int, str]]:
         yield head, m.end(), group
 
 
-# Words linking a key name to its value: en, de, fr, es, it, pt, nl, pl, ru (whole words), then
-# marks and the ja, zh, ko particles, which need no blank around them.
+# Words linking a key name to its value: en, de, fr, es, it, pt, nl, pl, ru, cs, sv, ar, he, vi,
+# id (whole words; none that also starts a clause of another language, like "je" or "la": the
+# first link found is the one judged), then marks and the ja, zh, ko particles, which need no
+# blank around them.
 _PROSE_LINK_WORDS = (
     "is|was|are|were|will be|has been|have been|becomes|became|remains|set to|changed to|reset to|"
     "rotated to|updated to|now|currently|still|temporarily|"
@@ -2110,7 +2260,12 @@ _PROSE_LINK_WORDS = (
     "é|continua|agora|"
     "wordt|luidt|blijft|nu|"
     "to|jest|brzmi|był|było|teraz|"
-    "это|будет|был|было|теперь|сейчас"
+    "это|будет|был|было|теперь|сейчас|"
+    "bylo|zní|"
+    "är|blir|"
+    "هي|هو|هى|"
+    "היא|הוא|"
+    "là|adalah|ialah"
 )
 _PROSE_LINK = (
     rf"(?:[ \t]+(?:{_PROSE_LINK_WORDS})(?=[ \t:：]|$)"
@@ -2120,7 +2275,7 @@ _PROSE_LINK = (
 )
 _PROSE_VALUE = (
     r"[ \t]*(?:(?P<q>[\"'“‘«„「『‹`])(?P<qv>[^\"'”’»“‘「」『』‹›`\r\n]{1,128})[\"'”’»」』›`]"
-    r"|(?P<v>[A-Za-z0-9!#$%&*+\-./:;=?@^_|~\\]{1,200}))"
+    r"|(?P<v>[A-Za-z0-9!#$%&*+\-./:;=?@^_|~\\\u00c0-\u024f\u0370-\u03ff\u0400-\u04ff]{1,200}))"
 )
 # the key name, a few words about whose it is ("for the staging admin"), a link, the value
 _PROSE_LINKED = re.compile(
@@ -2195,11 +2350,11 @@ PASSPHRASE_MIN_WORDS = 3
 _HEX_RUN = re.compile(r"[0-9a-fA-F]{12,}")
 
 
-def _built_as_password(value: str, parts: list[str]) -> bool:
+def _built_as_password(value: str, parts: list[str], min_words: int = PASSPHRASE_MIN_WORDS) -> bool:
     """Words and a number a person joined into a password (`Thistle-glacier9884!`, `Walnut-pickle9758*`,
     `maple-meadow-falcon-sparrow-17`): a password mark, or a digit with mixed case, or a digit
-    beside three or more words; never a participle or an abstract noun (`SHA256-hashed`), which
-    describes the value."""
+    beside `min_words` or more words; never a participle or an abstract noun (`SHA256-hashed`),
+    which describes the value."""
     runs = [r for p in parts for r in _ALPHA_RUN.findall(p.lower())]
     if any(_WORDY_SUFFIX.search(r) for r in runs) or _HEX_RUN.search(value):
         return False  # described (`SHA256-hashed`), or a name around a digest (`Linux-node-modules-82ff8e78…`)
@@ -2208,32 +2363,102 @@ def _built_as_password(value: str, parts: list[str]) -> bool:
     if not _DIGIT.search(value):
         return False
     mixed = _LOWER.search(value) is not None and _UPPER.search(value) is not None
-    return mixed or sum(1 for r in runs if len(r) >= 3) >= PASSPHRASE_MIN_WORDS
+    return mixed or sum(1 for r in runs if len(r) >= 3) >= min_words
+
+
+def _words_and_number(value: str) -> bool:
+    """Two words and a number joined (`framboise-ete-77`, `kotlet_schabowy9`, `sakura-mochi-2024`):
+    a password once a name and a link put it in a password's place (`utf-8` and `sha256-hashed`
+    are still descriptions)."""
+    parts = [p for p in re.split(r"[-_./]", value) if p]
+    return len(parts) >= 2 and _built_as_password(value, parts, min_words=2)
+
+
+#: Letters-only words that stand where a password's value would ("the password is plaintext"),
+#: beyond `_PROSE_WORDS` and the participles: the local pass takes a letters-only value only
+#: when it is none of these.
+_PROSE_VALUE_WORDS = frozenset(
+    """
+    plaintext cleartext therefore whatever whichever wherever whenever however whoever nowhere
+    somewhere anywhere everywhere elsewhere
+    irrelevant meaningless worthless pointless useless harmless obvious trivial guessable visible
+    readable writable printable reusable shareable hardcoded hardwired embedded nothing something
+    anything everything nobody somebody anybody everybody whoever sensitive insensitive case
+    lowercase uppercase alphanumeric numeric correct incorrect protected unprotected confidential
+    """.split()
+)
+#: A letters-only value the local pass takes after a password's name and a link, at least this long.
+LETTERS_PASSWORD_MIN_CHARS = 8
+#: Words of a quoted passphrase ("velvet otter staircase lantern") the local pass takes, at least.
+QUOTED_PASSPHRASE_MIN_WORDS = 3
+
+
+#: What follows a letters-only password: the clause ends, or a word that starts another
+#: ("pw is tacotuesday — same as last time", "the password is bluemoon until Friday"); a word
+#: that goes on with the sentence ("is wherever my secrets live") makes the value a word of it.
+_CLAUSE_END = re.compile(
+    r"[ \t]*(?:$|[\r\n.,;:!?)(\]\[\"'`—–]|-(?:[ \t]|$)|(?:until|till|for|since|and|but|so|which|now|today|tomorrow|on)\b)",
+    re.IGNORECASE,
+)
+
+
+def _letters_password(value: str, *, quoted: bool, closed: bool) -> bool:
+    """A letters-only value in a password's place that is no word of the sentence: one long word
+    that ends its clause (`closed`: `tacotuesday`, `purplemonkeydishwasher`), or a quoted one or
+    a quoted passphrase of several words."""
+    if not (quoted or closed):
+        return False
+    words = value.split()
+    if len(words) > 1:
+        return quoted and len(words) >= QUOTED_PASSPHRASE_MIN_WORDS and not any(_ordinary_word(w) for w in words)
+    low = value.lower()
+    if len(value) < (6 if quoted else LETTERS_PASSWORD_MIN_CHARS) or low in _PROSE_VALUE_WORDS:
+        return False
+    return not _ordinary_word(value) and not _named_parts(value)
 
 
 #: `SHA256:RzVVeY1Jbu…`, `MD5:3f:9a:…`: a key's fingerprint, which is published to be compared.
 _FINGERPRINT = re.compile(r"(?i)(?:sha(?:1|256|384|512)|md5):")
 
 
-def _prose_value_kind(group: str, value: str, *, linked: bool, outbound: bool) -> Optional[str]:
+#: A PIN's digits: "the door PIN ... is 5093" (a bare number is taken after a PIN's name only).
+PIN_DIGITS_MIN = 4
+PIN_DIGITS_MAX = 12
+#: `PIN` in capitals (a personal identification number); `pin` alone is also a verb ("pin the
+#: version") and a hardware pin, so only `PIN`, `PIN code`, `pin code` and `pin number` name one.
+_PIN_NAME = re.compile(r"(?<![A-Za-z0-9_])PINs?(?![A-Za-z0-9_])")
+
+
+def _prose_value_kind(
+    group: str, value: str, *, linked: bool, outbound: bool, quoted: bool = False, closed: bool = False
+) -> Optional[str]:
     """The kind of secret `value` is after a key name of `group` (pw, sec, key) in prose, or None."""
     v = value
     if len(v) < 4 or _is_placeholder(v) or _PATH.match(v) or "://" in v or _is_label_like(v):
         return None
     if _EMAIL.fullmatch(v) or _VERSION.fullmatch(v) or _FINGERPRINT.match(v):
         return None
+    if group == "pin":  # "the door PIN for the server room is 5093": four digits are the whole secret
+        if linked and v.isdigit() and PIN_DIGITS_MIN <= len(v) <= PIN_DIGITS_MAX:
+            return "password"
+        group = "pw"
     kind = "password" if group == "pw" else "generic-high-entropy"
     if _DOTTED_NAME.fullmatch(v):  # `logging.getLogger` is a name; `hvs.CAESIJ1kZ2x...` (Vault) is a token
         return kind if any(_looks_random(part) for part in v.split(".")) else None
     if _looks_random(v, weak_key=group == "key"):  # `the cache key is <sha>`: a digest, in either pass
         return kind
     has_digit = _DIGIT.search(v) is not None
-    has_alpha = _LOWER.search(v) is not None or _UPPER.search(v) is not None
+    has_alpha = any(c.isalpha() for c in v)  # `СеверныйВетер77`: a password in any alphabet
     if group == "key":
         # `the key is user_42` names a value; a value built like a password after a link is one
         # (`la clave del admin es Xk9#pL2m`: clave, chave, chiave, klucz, ключ are passwords too),
         # but an identifier (`MyClass2Name`) is not
-        if linked and _password_like(v) and not _IDENTIFIER.match(v) and not _named_parts(v):
+        if (
+            linked
+            and _password_like(v)
+            and not _named_parts(v)
+            and (not _IDENTIFIER.match(v) or _capital_and_number(v))
+        ):
             return kind
         return None
     if group == "sec":
@@ -2246,11 +2471,12 @@ def _prose_value_kind(group: str, value: str, *, linked: bool, outbound: bool) -
     if v.isdigit():
         return kind if len(v) >= (4 if outbound else 6) else None
     if has_digit and has_alpha:
-        return kind if len(v) >= 6 and not _named_parts(v) else None
+        return kind if len(v) >= 6 and (not _named_parts(v) or _words_and_number(v)) else None
     if not has_alpha:
         return kind if outbound and len(v) >= 6 else None
     if not outbound:
-        return None  # `the password is incorrect`: a word; only the outbound pass takes the risk
+        # `the password is incorrect`: a word of the sentence; `pw is tacotuesday`: a password
+        return kind if _letters_password(v, quoted=quoted, closed=closed) else None
     return kind if len(v) >= 6 and not _ordinary_word(v) else None
 
 
@@ -2265,7 +2491,23 @@ _ABOUT_WORDS = frozenset(
 )
 
 
-def _prose_decide(text: str, name_end: int, group: str, outbound: bool) -> Decision:
+#: A copula after the value, in languages that put it last ("पासवर्ड chai4life है", "비번 qwer1234!!
+#: 입니다", "parolası Simit_2024'tür"): the value is linked to the name as by "is".
+_COPULA_AFTER = re.compile(
+    r"[ \t]*(?:है|हैं|था|थी|です|でした|だ|입니다|이에요|예요|이다|['’]?(?:dir|dır|dur|dür|tir|tır|tur|tür))(?!\w)"
+)
+
+
+def _capital_and_number(value: str) -> bool:
+    """`Merengue2020`, `Simit_2024`: a capitalised word and a number, a password's shape, where
+    `MyClass2Name` (a camel-case type) and `user_42` are names."""
+    return value[:1].isupper() and _DIGIT.search(value) is not None and not _camel_type(value)
+
+
+def _prose_decide(text: str, name_end: int, group: str, outbound: bool, translated: bool = False) -> Decision:
+    """The secret after the key name ending at `name_end`, as (kind, start, end), or None.
+    `translated`: the name was another language's (the view's English): no assignment rule
+    knows it, so a value right after its colon is judged here."""
     nxt = _NEXT_WORD.match(text, name_end)
     if nxt is not None and nxt.group(1).lower() in _ABOUT_WORDS:
         return None
@@ -2277,6 +2519,7 @@ def _prose_decide(text: str, name_end: int, group: str, outbound: bool) -> Decis
         if (
             not outbound
             and linked
+            and not translated
             and not t.group("fill")
             and not text[name_end : t.start("q") if t.group("q") else t.start("v")].strip(" \t:")
         ):
@@ -2285,12 +2528,17 @@ def _prose_decide(text: str, name_end: int, group: str, outbound: bool) -> Decis
             start, end = t.span("qv")
         else:
             start, end = t.span("v")
-            while end > start and text[end - 1] in ".,;:!?":
-                end -= 1  # the sentence's punctuation, not the value's
+            if not linked and _COPULA_AFTER.match(text, end):
+                linked = True  # "비번 qwer1234!! 입니다": the value whole, its last mark included
+            else:
+                while end > start and text[end - 1] in ".,;:!?":
+                    end -= 1  # the sentence's punctuation, not the value's
         value = text[start:end]
         if plural and value.isalpha():
             continue  # "passwords: provider tokens, headers": a list of what they are, not one
-        kind = _prose_value_kind(group, value, linked=linked, outbound=outbound)
+        quoted = t.group("qv") is not None
+        closed = not quoted and _CLAUSE_END.match(text, end) is not None
+        kind = _prose_value_kind(group, value, linked=linked, outbound=outbound, quoted=quoted, closed=closed)
         if kind is not None:
             return kind, start, end
     return None
@@ -2360,6 +2608,12 @@ def _near_tokens(
     return out
 
 
+def _translated(text: str, view: "textview.View", start: int, end: int) -> bool:
+    """Whether the view's key name at [start, end) stands for another language's word."""
+    s, e = view.span(start, end)
+    return text[s:e].lower() != view.text[start:end].lower()
+
+
 def _has_prose_hint(low: str) -> bool:
     """Whether lowered text holds a head word of a key name (a loop: ~1.4 us a memory, `any` ~2.2)."""
     for hint in _PROSE_HINTS:
@@ -2380,10 +2634,15 @@ def _prose_pass(text: str, counts: Counter, *, outbound: bool, foreign: Optional
     labels = [x.span() for x in _LABEL_RE.finditer(seen)] if _LABEL_MARK in seen else []
     found: list[tuple[int, int, str]] = []
     tokens: Optional[list[tuple[int, int]]] = None
-    for start, end, group in _prose_names(_ascii_lower(seen).decode("ascii")):
+    names = list(_prose_names(_ascii_lower(seen).decode("ascii")))
+    if "PIN" in seen:
+        named = {s for s, _e, _g in names}
+        names += [(m.start(), m.end(), "pin") for m in _PIN_NAME.finditer(seen) if m.start() not in named]
+    for start, end, group in names:
         if labels and _overlaps(labels, start, end):
             continue
-        decision = _prose_decide(seen, end, group, outbound)
+        translated = view is not None and _translated(text, view, start, end)
+        decision = _prose_decide(seen, end, group, outbound, translated)
         if decision is not None:
             kind, s, e = decision
             found.append((s, e, kind))
@@ -2630,6 +2889,7 @@ _LOGIN_PAIR_RE = re.compile(
     rf"(?i)(?:{_LOGIN_WORDS})\b[^\n:=]{{0,30}}?\s*(?:[:=]|\bis\b|\bwith\b|：)\s*"
     r"[\"'`]?([^\s/:\"'`]{1,64})[\"'`]?\s*(?:/|:|\s\|\s)\s*[\"'`]?([^\s\"'`]{4,128}?)[\"'`]?(?=[\s,;.)]*(?:\s|$))"
 )
+_LOGIN_WORD_RE = re.compile(rf"(?i)(?<![^\W_])(?:{_LOGIN_WORDS})\b")
 _SECRET_KEY_WORDS = (
     r"unseal|secret|token|api[\s_-]?key|private[\s_-]?key|master[\s_-]?key|encryption[\s_-]?key|signing[\s_-]?key|"
     r"recovery[\s_-]?key|root[\s_-]?key|key|passphrase|password|schlüssel|clé|clave|chiave|ключ|секрет|鍵|キー|密钥|秘钥|키"
@@ -2649,16 +2909,46 @@ _PASSPHRASE_RE = re.compile(
 )
 
 
+def _login_pairs(text: str, *, outbound: bool) -> list[tuple[int, int, str]]:
+    """The password of each user / password pair after a login word ("creds: deploy/Gr4nite&Moss",
+    "login with admin / Xyzzy-plugh-9"): built like one (`_password_like`) for the local pass,
+    any value that reads as one (`_login_password`) for the outbound pass."""
+    low = text.lower()
+    if not any(w in low for w in _LOGIN_HINTS):
+        return []
+    out = []
+    for word in _LOGIN_WORD_RE.finditer(text):  # where a pair can start: cheaper than the pair's search
+        m = _LOGIN_PAIR_RE.match(text, word.start())
+        if m is None:
+            continue
+        value = m.group(2)
+        if _is_placeholder(value) or _is_doc_example(value) or _LABEL_MARK in m.group(0):
+            continue
+        if _login_password(value) if outbound else _password_like(value.strip(".,;)")):
+            out.append((m.start(2), m.end(2), "password"))
+    return out
+
+
+def _replace_regions(text: str, regions: list[tuple[int, int, str]], counts: Counter) -> str:
+    """`text` with each region replaced by its kind's label; none inside a label already written."""
+    if not regions:
+        return text
+    labels = [x.span() for x in _LABEL_RE.finditer(text)] if _LABEL_MARK in text else []
+    out: list[str] = []
+    copied = 0
+    for s, e, kind in sorted(regions):
+        if s < copied or _LABEL_MARK in text[s:e] or (labels and _overlaps(labels, s, e)):
+            continue
+        out += [text[copied:s], label_for(kind)]
+        copied = e
+        counts[kind] += 1
+    out.append(text[copied:])
+    return "".join(out)
+
+
 def _outbound_forms(text: str, counts: Counter) -> str:
     """Replace the outbound-only forms above (see their comment); the value alone is replaced."""
-    regions: list[tuple[int, int, str]] = []
-    low = text.lower()
-    if any(w in low for w in _LOGIN_HINTS):
-        for m in _LOGIN_PAIR_RE.finditer(text):
-            value = m.group(2)
-            if _is_placeholder(value) or _is_doc_example(value) or not _login_password(value):
-                continue
-            regions.append((m.start(2), m.end(2), "password"))
+    regions = _login_pairs(text, outbound=True)
     for m in _HEX_VALUE_RE.finditer(text):
         clause = text[max(0, m.start() - 40) : m.start(2)]
         if _HASH_WORDS.search(clause):
@@ -2675,18 +2965,7 @@ def _outbound_forms(text: str, counts: Counter) -> str:
         if "." in value and not any(c.isdigit() for c in value) and "-" not in value:
             continue  # a dotted name (logging.getLogger.name)
         regions.append((m.start(3), m.end(3), "password"))
-    if not regions:
-        return text
-    out: list[str] = []
-    copied = 0
-    for s, e, kind in sorted(regions):
-        if s < copied or _LABEL_MARK in text[s:e]:
-            continue
-        out += [text[copied:s], label_for(kind)]
-        copied = e
-        counts[kind] += 1
-    out.append(text[copied:])
-    return "".join(out)
+    return _replace_regions(text, regions, counts)
 
 
 def _login_password(value: str) -> bool:
