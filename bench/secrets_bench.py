@@ -311,6 +311,14 @@ PROSE_NEGATIVES_FILE = "not_secrets_identifiers.jsonl"
 # generated with a fixed seed: how the rules do on secrets they were not written for.
 INDEPENDENT_SECRETS_FILE = "secrets_independent.jsonl"
 INDEPENDENT_NEGATIVES_FILE = "not_secrets_independent.jsonl"
+# A second one, by another writer who had not read the rules either (150 secrets: prose passwords in
+# about 25 languages and informal phrasings, command lines, ~58 providers' token shapes, structured
+# files, decorated forms; 150 look-alikes: published keys, ciphertext, placeholders, public ids).
+# (prefix of the result keys, label, secrets file, look-alikes file)
+INDEPENDENT_CORPORA = (
+    ("independent", "independent corpus", INDEPENDENT_SECRETS_FILE, INDEPENDENT_NEGATIVES_FILE),
+    ("independent2", "second independent corpus", "secrets_independent2.jsonl", "not_secrets_independent2.jsonl"),
+)
 CORPUS_SEED = 32
 #: The commit the "before" column is measured at: the rules before issue 32 (what team files got too).
 BEFORE_REV = "6666b1e"
@@ -672,18 +680,18 @@ def measure_passes() -> dict[str, Any]:
 
 
 def _independent(fn: Callable[[str], str]) -> dict[str, Any]:
-    """The independent corpus under `fn`: secrets left in clear (by kind) and look-alikes changed."""
-    if not (BENCH_DATA / INDEPENDENT_SECRETS_FILE).exists():
-        return {}
-    secrets, negatives = _load_bench(INDEPENDENT_SECRETS_FILE), _load_bench(INDEPENDENT_NEGATIVES_FILE)
-    missed = [e["kind"] for e in secrets if not caught(e["secret"], fn(e["context"]))]
-    changed = [n["kind"] for n in negatives if fn(n["text"]) != n["text"]]
-    return {
-        "independent_secrets": len(secrets),
-        "independent_missed": missed,
-        "independent_negatives": len(negatives),
-        "independent_changed": changed,
-    }
+    """Each independent corpus under `fn`: secrets left in clear (by kind) and look-alikes changed,
+    under the keys `<prefix>_secrets`, `<prefix>_missed`, `<prefix>_negatives`, `<prefix>_changed`."""
+    out: dict[str, Any] = {}
+    for prefix, _label, secrets_file, negatives_file in INDEPENDENT_CORPORA:
+        if not (BENCH_DATA / secrets_file).exists():
+            continue
+        secrets, negatives = _load_bench(secrets_file), _load_bench(negatives_file)
+        out[f"{prefix}_secrets"] = len(secrets)
+        out[f"{prefix}_missed"] = [e["kind"] for e in secrets if not caught(e["secret"], fn(e["context"]))]
+        out[f"{prefix}_negatives"] = len(negatives)
+        out[f"{prefix}_changed"] = [n["kind"] for n in negatives if fn(n["text"]) != n["text"]]
+    return out
 
 
 def measure_before(rev: str = BEFORE_REV) -> dict[str, Any] | None:
@@ -769,20 +777,16 @@ def passes_markdown(now: dict[str, Any], before: dict[str, Any] | None) -> list[
         ),
     )
     row("false positives (identifiers corpus)", lambda r: f"{r['false_positives']} / {r['negatives']}")
-    if "independent_secrets" in now["local"]:
+    for prefix, label, _secrets_file, _negatives_file in INDEPENDENT_CORPORA:
+        if f"{prefix}_secrets" not in now["local"]:
+            continue
         row(
-            "independent corpus: secrets in clear",
-            lambda r: (
-                f"{len(r['independent_missed'])} / {r['independent_secrets']}" if "independent_missed" in r else "n/a"
-            ),
+            f"{label}: secrets in clear",
+            lambda r, p=prefix: f"{len(r[p + '_missed'])} / {r[p + '_secrets']}" if p + "_missed" in r else "n/a",
         )
         row(
-            "independent corpus: look-alikes changed",
-            lambda r: (
-                f"{len(r['independent_changed'])} / {r['independent_negatives']}"
-                if "independent_changed" in r
-                else "n/a"
-            ),
+            f"{label}: look-alikes changed",
+            lambda r, p=prefix: f"{len(r[p + '_changed'])} / {r[p + '_negatives']}" if p + "_changed" in r else "n/a",
         )
     row("tests/data secrets caught", lambda r: f"{r['main_corpus_caught']} / {r['main_corpus']}")
     row("tests/data false positives", lambda r: f"{r['main_negatives_fp']} / {r['main_negatives']}")
@@ -806,25 +810,27 @@ def passes_markdown(now: dict[str, Any], before: dict[str, Any] | None) -> list[
     )
     lines += [
         "",
-        f"The independent corpus: `bench/data/{INDEPENDENT_SECRETS_FILE}` and "
-        f"`bench/data/{INDEPENDENT_NEGATIVES_FILE}`, written from a list of credential kinds by someone who "
-        "had not read the rules. A secret counts as caught by the criterion above (no 12-character piece of "
-        "it left).",
+        "The independent corpora: "
+        + "; ".join(f"`bench/data/{s}` and `bench/data/{n}`" for _p, _l, s, n in INDEPENDENT_CORPORA)
+        + ", each written by someone who had not read the rules (the first from a list of credential kinds, "
+        "the second from the shapes people write them in). A secret counts as caught by the criterion above "
+        "(no 12-character piece of it left).",
     ]
-    for name in ("local", "outbound"):
-        r = now[name]
-        if r.get("independent_missed"):
-            lines += [
-                "",
-                f"Independent corpus, left in clear by the {name} pass: "
-                + ", ".join(f"`{k}`" for k in r["independent_missed"]),
-            ]
-        if r.get("independent_changed"):
-            lines += [
-                "",
-                f"Independent corpus, look-alikes the {name} pass changed: "
-                + ", ".join(f"`{k}`" for k in r["independent_changed"]),
-            ]
+    for prefix, label, _secrets_file, _negatives_file in INDEPENDENT_CORPORA:
+        for name in ("local", "outbound"):
+            r = now[name]
+            if r.get(f"{prefix}_missed"):
+                lines += [
+                    "",
+                    f"{label[0].upper() + label[1:]}, left in clear by the {name} pass: "
+                    + ", ".join(f"`{k}`" for k in r[f"{prefix}_missed"]),
+                ]
+            if r.get(f"{prefix}_changed"):
+                lines += [
+                    "",
+                    f"{label[0].upper() + label[1:]}, look-alikes the {name} pass changed: "
+                    + ", ".join(f"`{k}`" for k in r[f"{prefix}_changed"]),
+                ]
     for name in ("local", "outbound"):
         r = now[name]
         if r["missed"]:
@@ -900,12 +906,13 @@ def main(argv: list[str] | None = None) -> int:
     for label, r in ([("before", before)] if before else []) + [("now", passes)]:
         for name in ("local", "outbound"):
             p = r[name]
-            if "independent_missed" in p:
-                print(
-                    f"{name:8s} {label:6s} independent corpus: in clear {len(p['independent_missed'])}/"
-                    f"{p['independent_secrets']}  look-alikes changed {len(p['independent_changed'])}/"
-                    f"{p['independent_negatives']}"
-                )
+            for prefix, corpus, _s, _n in INDEPENDENT_CORPORA:
+                if f"{prefix}_missed" in p:
+                    print(
+                        f"{name:8s} {label:6s} {corpus}: in clear {len(p[prefix + '_missed'])}/"
+                        f"{p[prefix + '_secrets']}  look-alikes changed {len(p[prefix + '_changed'])}/"
+                        f"{p[prefix + '_negatives']}"
+                    )
             print(
                 f"{name:8s} {label:6s} in clear {p['secrets'] - p['caught']:3d}/{p['secrets']}  "
                 f"false positives {p['false_positives']}/{p['negatives']}  "

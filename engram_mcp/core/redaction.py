@@ -341,6 +341,10 @@ _GENERIC_EXCLUDED_TAIL = frozenset(
 _GENERIC_EXCLUDED_ANY = frozenset(
     "public pub cache sort primary foreign partition lookup hotkey idempotency shortcut keyboard keycode keymap".split()
 )
+#: Key names whose value is published or names another object, whatever words they hold: a
+#: CAPTCHA's site key (in every page), `existingSecret` / `secretName` / `secretKeyRef` (a
+#: Kubernetes Secret's name; the value lives in it).
+_NAMES_NO_SECRET = re.compile(r"(?:^|_)(?:existing_secret|secret_name|secret_ref|secret_key_ref|site_?key)$")
 
 
 def _normalize_key(key: str) -> str:
@@ -370,6 +374,8 @@ def _key_strength_uncached(key: str) -> Optional[str]:
     comps = [c for c in norm.split("_") if c]
     if "public" in comps or "pub" in comps or "publishable" in comps:
         return None  # publicKeyToken, public_key, pub_key: not secrets
+    if _NAMES_NO_SECRET.search(norm):
+        return None
     # `password2`, `API_KEY_V2`, `DB_PASSWORD_OLD` name the same kind of value
     if _STRONG_KEY.search(_KEY_SUFFIX.sub("", norm) or norm):
         return "strong"
@@ -997,6 +1003,22 @@ def _password_like(value: str, *, strict: bool = False) -> bool:
 _ARN_HEAD = re.compile(r"(?<![\w:/.\-])arn:[a-z\-]{2,20}:[^\s\"'`]*$")
 
 
+def _under_encrypted_data(text: str, pos: int) -> bool:
+    """Whether the YAML key at `pos` sits under an `encryptedData:` mapping (a Bitnami
+    SealedSecret: its values are ciphertext only the cluster's controller can open)."""
+    line_start = text.rfind("\n", 0, pos) + 1
+    indent = len(text[line_start:pos]) - len(text[line_start:pos].lstrip(" "))
+    end = line_start - 1
+    while end > 0:
+        start = text.rfind("\n", 0, end) + 1
+        line = text[start:end]
+        stripped = line.lstrip(" ")
+        if stripped and len(line) - len(stripped) < indent:
+            return stripped.rstrip() == "encryptedData:"
+        end = start - 1
+    return False
+
+
 def _assignment_decide(m: re.Match) -> Decision:
     text = m.string
     # the key is the whole run of key characters around the keyword anchor
@@ -1009,6 +1031,8 @@ def _assignment_decide(m: re.Match) -> Decision:
         return None  # `arn:aws:secretsmanager:us-east-1:…:secret:prod/db`: a resource's name, not a value
     if _PUBLIC_QUALIFIER.search(text[max(0, key_start - 13) : key_start].lower()):
         return None  # `public key: 6E3Oy…` (WireGuard), `host key:`: published to be compared
+    if "encryptedData" in text and _under_encrypted_data(text, key_start):
+        return None  # a SealedSecret's ciphertext: made to be committed
     if m.group("dq") is not None:
         g = "dq"
     elif m.group("sq") is not None:
@@ -1530,7 +1554,8 @@ _B64_BLOCK = re.compile(
 )
 _B64_LINE = re.compile(r"[A-Za-z0-9+/]{60}")
 _PUBLIC_PEM = re.compile(
-    r"-----(?:BEGIN|END) (?:CERTIFICATE|PUBLIC KEY|RSA PUBLIC KEY|PGP PUBLIC|X509 CRL|CERTIFICATE REQUEST|NEW CERTIFICATE|TRUSTED)"
+    r"-----(?:BEGIN|END) (?:CERTIFICATE|PUBLIC KEY|RSA PUBLIC KEY|PGP PUBLIC|X509 CRL|CERTIFICATE REQUEST|NEW CERTIFICATE|TRUSTED"
+    r"|PGP SIGNATURE|PGP MESSAGE|SSH SIGNATURE|SIGNED MESSAGE|PKCS7|CMS)"
 )
 
 
@@ -2230,13 +2255,15 @@ def _prose_names(low: str) -> Iterable[tuple[int, int, str]]:
         head = qualifier.start() if qualifier is not None else start
         if head and low[head - 1].isalpha():
             continue  # inside a word: `bypass`, `monkey`, `turnkey`
+        if head and low[head - 1] == "1" and (head < 2 or not low[head - 2].isalnum()):
+            continue  # 1Password, the product: "shared it in 1Password (vault: Search)"
         if group == "key" and _PUBLIC_QUALIFIER.search(low, max(0, start - 12), start):
             continue  # `public key: 6E3Oy…`, `pubkey`: published, not a secret
         if group == "key" and qualifier is None:
             password_qualifier = _PASSWORD_QUALIFIER.search(low, max(0, start - 12), start)
             if password_qualifier is not None:
                 consumed = m.end()
-                yield password_qualifier.start(), m.end(), "pw"
+                yield password_qualifier.start(), m.end(), "pwq"
                 continue
         if qualifier is not None and group == "key":
             group = "sec"
@@ -2262,7 +2289,7 @@ _PROSE_LINK_WORDS = (
     "to|jest|brzmi|był|było|teraz|"
     "это|будет|был|было|теперь|сейчас|"
     "bylo|zní|"
-    "är|blir|"
+    "är|blir|er|"
     "هي|هو|هى|"
     "היא|הוא|"
     "là|adalah|ialah"
@@ -2421,6 +2448,10 @@ def _letters_password(value: str, *, quoted: bool, closed: bool) -> bool:
 _FINGERPRINT = re.compile(r"(?i)(?:sha(?:1|256|384|512)|md5):")
 
 
+#: A YAML tag where a value would be (`!vault`, `!Ref`): the value follows, encrypted or looked up.
+_YAML_TAG = re.compile(r"![A-Za-z][A-Za-z0-9_]*")
+#: A count stated as a setting (`prompt_tokens=1284`), named like a secret's key but no value of one.
+_COUNTER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=[0-9][0-9.,]*")
 #: A PIN's digits: "the door PIN ... is 5093" (a bare number is taken after a PIN's name only).
 PIN_DIGITS_MIN = 4
 PIN_DIGITS_MAX = 12
@@ -2438,6 +2469,8 @@ def _prose_value_kind(
         return None
     if _EMAIL.fullmatch(v) or _VERSION.fullmatch(v) or _FINGERPRINT.match(v):
         return None
+    if _YAML_TAG.fullmatch(v) or _COUNTER.fullmatch(v):
+        return None  # `db_password: !vault |` (the ciphertext follows), `Token usage: prompt_tokens=1284`
     if group == "pin":  # "the door PIN for the server room is 5093": four digits are the whole secret
         if linked and v.isdigit() and PIN_DIGITS_MIN <= len(v) <= PIN_DIGITS_MAX:
             return "password"
@@ -2477,7 +2510,7 @@ def _prose_value_kind(
     if not outbound:
         # `the password is incorrect`: a word of the sentence; `pw is tacotuesday`: a password
         return kind if _letters_password(v, quoted=quoted, closed=closed) else None
-    return kind if len(v) >= 6 and not _ordinary_word(v) else None
+    return kind if len(v) >= 6 and not _ordinary_word(v) and v.lower() not in _PROSE_VALUE_WORDS else None
 
 
 # A word after a password's name that makes the phrase about something else than its value:
@@ -2504,44 +2537,69 @@ def _capital_and_number(value: str) -> bool:
     return value[:1].isupper() and _DIGIT.search(value) is not None and not _camel_type(value)
 
 
+#: Links tried after a key name when the first one's value is no secret ("das Passwort, das er mir
+#: gab, ist X": `er` of another language is no link there; `ist` is).
+PROSE_LINK_TRIES = 3
+
+
 def _prose_decide(text: str, name_end: int, group: str, outbound: bool, translated: bool = False) -> Decision:
     """The secret after the key name ending at `name_end`, as (kind, start, end), or None.
     `translated`: the name was another language's (the view's English): no assignment rule
-    knows it, so a value right after its colon is judged here."""
+    knows it, so a value right after its colon is judged here. A `pwq` name (`wifi key`) is a
+    password's, which no assignment rule knows either."""
     nxt = _NEXT_WORD.match(text, name_end)
     if nxt is not None and nxt.group(1).lower() in _ABOUT_WORDS:
         return None
+    if group == "pwq":
+        group, translated = "pw", True
     plural = text[name_end - 1 : name_end] in ("s", "S")
-    for regex, linked in ((_PROSE_LINKED, True), (_PROSE_DIRECT, False)):
-        t = regex.match(text, name_end)
+    pos = name_end
+    for _ in range(PROSE_LINK_TRIES):
+        t = _PROSE_LINKED.match(text, pos)
         if t is None:
-            continue
-        if (
-            not outbound
-            and linked
-            and not translated
-            and not t.group("fill")
-            and not text[name_end : t.start("q") if t.group("q") else t.start("v")].strip(" \t:")
-        ):
-            continue  # `token: value` right after the name is an assignment: the assignment rules judge it
-        if t.group("qv") is not None:
-            start, end = t.span("qv")
+            break
+        decision, pos = _prose_value_at(text, t, True, name_end, group, outbound, translated, plural)
+        if decision is not None:
+            return decision
+        if pos <= 0:
+            break
+    t = _PROSE_DIRECT.match(text, name_end)
+    if t is None:
+        return None
+    return _prose_value_at(text, t, False, name_end, group, outbound, translated, plural)[0]
+
+
+def _prose_value_at(
+    text: str, t: re.Match, linked: bool, name_end: int, group: str, outbound: bool, translated: bool, plural: bool
+) -> tuple[Decision, int]:
+    """The decision for the value `t` found after a name, and where to look for another link
+    (0: nowhere; only a value judged and refused sends the search on)."""
+    if (
+        not outbound
+        and linked
+        and not translated
+        and not t.group("fill")
+        and not text[name_end : t.start("q") if t.group("q") else t.start("v")].strip(" \t:")
+    ):
+        return None, 0  # `token: value` right after the name is an assignment: the assignment rules judge it
+    if t.group("qv") is not None:
+        start, end = t.span("qv")
+    else:
+        start, end = t.span("v")
+        if not linked and _COPULA_AFTER.match(text, end):
+            linked = True  # "비번 qwer1234!! 입니다": the value whole, its last mark included
         else:
-            start, end = t.span("v")
-            if not linked and _COPULA_AFTER.match(text, end):
-                linked = True  # "비번 qwer1234!! 입니다": the value whole, its last mark included
-            else:
-                while end > start and text[end - 1] in ".,;:!?":
-                    end -= 1  # the sentence's punctuation, not the value's
-        value = text[start:end]
-        if plural and value.isalpha():
-            continue  # "passwords: provider tokens, headers": a list of what they are, not one
-        quoted = t.group("qv") is not None
-        closed = not quoted and _CLAUSE_END.match(text, end) is not None
-        kind = _prose_value_kind(group, value, linked=linked, outbound=outbound, quoted=quoted, closed=closed)
-        if kind is not None:
-            return kind, start, end
-    return None
+            while end > start and text[end - 1] in ".,;:!?":
+                end -= 1  # the sentence's punctuation, not the value's
+    value = text[start:end]
+    if plural and value.isalpha():
+        return None, 0  # "passwords: provider tokens, headers": a list of what they are, not one
+    quoted = t.group("qv") is not None
+    closed = not quoted and _CLAUSE_END.match(text, end) is not None
+    kind = _prose_value_kind(group, value, linked=linked, outbound=outbound, quoted=quoted, closed=closed)
+    if kind is not None:
+        return (kind, start, end), 0
+    return None, t.end()
 
 
 _NEXT_WORD = re.compile(r"[ \t_-]*([A-Za-z]+)")
@@ -2562,8 +2620,10 @@ def _outbound_random(token: str) -> bool:
     a path, a version or a name."""
     if _is_placeholder(token) or _PATH.match(token) or _UUID.match(token) or _VERSION.fullmatch(token):
         return False
-    if _HEX.match(token):
-        return False  # a commit or a digest named in a sentence; hex right after a key name is `_prose_decide`'s
+    if _HEX.match(token) or (token[:2] in ("0x", "0X") and _HEX.match(token[2:])):
+        return (
+            False  # a commit, a digest, an address named in a sentence; hex right after a key name is `_prose_decide`'s
+        )
     if _CONSTANT_NAME.fullmatch(token) or _DOTTED_NAME.fullmatch(token) or _named_parts(token):
         return False  # `secrets.GITHUB_TOKEN`, `WRENLY_API_KEY_B64`: names of secrets, not secrets
     words = sum(len(w) for w in _WORD_SPLIT.findall(token) if len(w) >= 4 and not w.isdigit() and not w.isupper())
@@ -2584,11 +2644,26 @@ def _random_tokens(text: str) -> list[tuple[int, int]]:
     """Spans of every random-looking token of `text` (`_outbound_random`), found once per text:
     looking again around each key name would cost the square of the text's length."""
     out = []
+    sealed = [m.span() for m in _SOPS_VALUE.finditer(text)] if "ENC[" in text else []
     for t in _NEAR_TOKEN.finditer(text):
         token = t.group(0).rstrip(".")
-        if _outbound_random(token):
-            out.append((t.start(), t.start() + len(token)))
+        if not _outbound_random(token) or _published_at(text, t.start()):
+            continue
+        if sealed and _overlaps(sealed, t.start(), t.end()):
+            continue  # SOPS ciphertext: `ENC[AES256_GCM,data:…,iv:…,tag:…]` is safe to commit, by design
+        out.append((t.start(), t.start() + len(token)))
     return out
+
+
+#: A SOPS-encrypted value: ciphertext, its IV and its tag, made to be committed.
+_SOPS_VALUE = re.compile(r"ENC\[[A-Z0-9_]{2,32},[^\]\r\n]{0,8192}\]")
+
+
+def _published_at(text: str, start: int) -> bool:
+    """Whether the token at `start` is a published identifier by what precedes it: a key's
+    fingerprint (`SHA256:xhrL…`), a resource inside an ARN (`arn:aws:kms:…:key/1234…`)."""
+    before = text[max(0, start - 160) : start]
+    return _FINGERPRINT.search(before[-8:]) is not None or _ARN_HEAD.search(before) is not None
 
 
 def _near_tokens(
@@ -2641,6 +2716,8 @@ def _prose_pass(text: str, counts: Counter, *, outbound: bool, foreign: Optional
     for start, end, group in names:
         if labels and _overlaps(labels, start, end):
             continue
+        if "encryptedData" in seen and _under_encrypted_data(seen, start):
+            continue  # a SealedSecret's ciphertext
         translated = view is not None and _translated(text, view, start, end)
         decision = _prose_decide(seen, end, group, outbound, translated)
         if decision is not None:
