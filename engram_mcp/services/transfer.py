@@ -127,7 +127,8 @@ def export(
 
     Deterministic: every kind of row is written in the order of a stable key (never the
     engine's table-scan order of random record ids), so exporting the same data twice,
-    or re-exporting an import, gives the same bytes apart from the header.
+    or re-exporting an import, gives the same bytes apart from the header (and the closing
+    signature line, when another user's key signs the re-export: `export_signature`).
 
     An export leaves the store (it is copied, mailed, restored elsewhere), so every text it
     holds gets the outbound redaction pass (`redaction.redact_outbound`), stricter than the
