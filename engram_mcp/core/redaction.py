@@ -205,7 +205,7 @@ _SAME_CHAR = re.compile(r"^(.)\1*$", re.S)
 _MASK = re.compile(r"^[xX*•.#_\-:/]+$")
 _PLACEHOLDER_SHAPES = re.compile(
     r"""^(?:
-        [${<]                  # $VAR ${VAR} $(cmd) {x} {{x}} <your-token>
+        \$(?=[A-Za-z_{(]) | [{<]   # $VAR ${VAR} $(cmd) {x} {{x}} <your-token> (`$4SiG…` is a password)
       | %[A-Za-z_][A-Za-z0-9_]*%$  # %APPDATA% (%s and %(x)s: _PLACEHOLDER_ANYWHERE)
       | \[.*\]$                # [hidden] [private]
       | your[_\-\s.]           # your_token_here
@@ -218,6 +218,8 @@ _PLACEHOLDER_ANYWHERE = re.compile(
     r"|%\([A-Za-z_]\w*\)[sdr]|%[-#0 +]?[0-9]*(?:\.[0-9]*)?[sdfr](?![A-Za-z0-9])"  # %(name)s %s %0.f
     r"|\{[A-Za-z_]?[\w.]*(?:![rsa])?(?::[^{}]*)?\}"  # {} {0} {name} {x!r}
 )
+#: A reference to a secret kept in a manager (`op://vault/item/field`, `vault://…`), not the secret.
+_SECRET_REFERENCE = re.compile(r"(?i)(?:op|vault|secret|secrets|sm|gsm|azkv|awssm|bws|doppler|infisical|keyring)://")
 _COLOR = re.compile(r"^(?:[a-z]+ )*#[0-9a-fA-F]{3,8}(?: [a-z:#0-9]+)*$")  # `bold #f00` (styles)
 _PLACEHOLDER_WORDS = frozenset(
     """
@@ -252,7 +254,7 @@ def _is_placeholder(value: str) -> bool:
         return True
     if _SAME_CHAR.match(v) or _MASK.match(v):
         return True
-    if v.lower() in _PLACEHOLDER_WORDS or _COLOR.match(v):
+    if v.lower() in _PLACEHOLDER_WORDS or _COLOR.match(v) or _SECRET_REFERENCE.match(v):
         return True
     if v.endswith(("...", "\u2026")) and len(v.rstrip(".\u2026")) <= 8:
         return True  # elided example: `hf_...`, `sk-...`
@@ -900,6 +902,10 @@ def _line_before(text: str, pos: int, limit: int = 1024) -> str:
 _PASSWORDISH = re.compile(r"pass|pwd|pin|phrase")
 
 
+#: A value written only in CJK scripts and their punctuation: a phrase, not a password.
+_CJK_PHRASE = re.compile(r"[\u3000-\u30ff\u3400-\u9fff\uac00-\ud7af\uff00-\uffef\s]+")
+
+
 def _classify(key: str, value: str, *, min_len: int = 4) -> Optional[str]:
     """Kind for ``key = value`` or None when it is not a secret."""
     strength = _key_strength(key)
@@ -908,6 +914,8 @@ def _classify(key: str, value: str, *, min_len: int = 4) -> Optional[str]:
     v = value.strip()
     if len(v) < min_len or _is_placeholder(v) or _PATH.match(v) or _is_label_like(v):
         return None
+    if _CJK_PHRASE.fullmatch(v):
+        return None  # `パスワード：別途お送りします` ("sent separately"): a phrase in the value's place
     if _is_placeholder(v.rstrip(":.,;")):
         return None  # `token: str:` in a docstring
     if v.isdigit() and len(v) < 8 and not _PASSWORDISH.search(_normalize_key(key)):
@@ -2253,8 +2261,8 @@ def _prose_names(low: str) -> Iterable[tuple[int, int, str]]:
         group = m.lastgroup or "key"
         qualifier = _KEY_QUALIFIER.search(low, max(0, start - 12), start)
         head = qualifier.start() if qualifier is not None else start
-        if head and low[head - 1].isalpha():
-            continue  # inside a word: `bypass`, `monkey`, `turnkey`
+        if head and low[head - 1].isalnum() and low[head - 1] != "1":
+            continue  # inside a word: `bypass`, `monkey`, `turnkey`, `X25519PrivateKey`
         if head and low[head - 1] == "1" and (head < 2 or not low[head - 2].isalnum()):
             continue  # 1Password, the product: "shared it in 1Password (vault: Search)"
         if group == "key" and _PUBLIC_QUALIFIER.search(low, max(0, start - 12), start):
@@ -2292,17 +2300,19 @@ _PROSE_LINK_WORDS = (
     "är|blir|er|"
     "هي|هو|هى|"
     "היא|הוא|"
-    "là|adalah|ialah"
+    "là|adalah|ialah|"
+    "on|ovat|είναι|ni|ay|este|হলো|হল"
 )
 _PROSE_LINK = (
     rf"(?:[ \t]+(?:{_PROSE_LINK_WORDS})(?=[ \t:：]|$)"
-    r"|[ \t]*(?:[:：→]|->|=>)"
+    r"|[ \t]*(?:[:：→]|->|=>)|[ \t]+=(?!=)"
     r"|[ \t]+[-–—]+(?=[ \t])"
     r"|[ \t]*(?:は|が|も|是|为|為|는|은|이|가))"
 )
 _PROSE_VALUE = (
     r"[ \t]*(?:(?P<q>[\"'“‘«„「『‹`])(?P<qv>[^\"'”’»“‘「」『』‹›`\r\n]{1,128})[\"'”’»」』›`]"
-    r"|(?P<v>[A-Za-z0-9!#$%&*+\-./:;=?@^_|~\\\u00c0-\u024f\u0370-\u03ff\u0400-\u04ff]{1,200}))"
+    r"|(?P<v>(?:[A-Za-z0-9!#$%&*+\-./:;=?@^_|~\\\u0900-\u0dff\u0e00-\u0e7f]"
+    r"|(?![\u3000-\u30ff\u3400-\u9fff\uac00-\ud7af\uff00-\uffef])[^\W_]){1,200}))"
 )
 # the key name, a few words about whose it is ("for the staging admin"), a link, the value
 _PROSE_LINKED = re.compile(
@@ -2341,19 +2351,23 @@ _PROSE_WORDS = frozenset(
     incorreta errada obrigatória expirada alterada vazia nova
     onjuist verkeerd verplicht verlopen gewijzigd leeg nieuw
     nieprawidłowe błędne wymagane wygasło zmienione puste nowe
+    greșit greșită gresit gresita incorect incorectă yanlış hatalı yanlis hatali sai salah mali
+    verkeerd fout forkert feil fel väärin virheellinen rossz hibás špatně chybné špatné
     """.split()
 )
 # endings of participles and abstract nouns (`expired`, `missing`, `encryption`); not `-ly`, which
 # ends as many passwords (`dragonfly`) as adverbs
-_WORDY_SUFFIX = re.compile(r"(?:ed|ing|ion|ions|able|ible|ous|ness|ment)$")
+_WORDY_SUFFIX = re.compile(r"(?:ed|ing|ion|ions|able|ible|ous|ness|ment|é|ée|és|ées|ado|ada|ido|ida)$")
 
 
 def _ordinary_word(value: str) -> bool:
-    """A letters-only value that reads as a word of the sentence, not as a password."""
+    """A letters-only value that reads as a word of the sentence, not as a password
+    (`case-sensitive`: every part of it one)."""
     low = value.lower()
     if low in _PROSE_WORDS or _WORDY_SUFFIX.search(low):
         return True
-    return False
+    parts = [p for p in re.split(r"[-_]", low) if p]
+    return len(parts) > 1 and all(p in _PROSE_WORDS or p in _PROSE_VALUE_WORDS for p in parts)
 
 
 def _named_parts(value: str) -> bool:
@@ -2457,11 +2471,20 @@ PIN_DIGITS_MIN = 4
 PIN_DIGITS_MAX = 12
 #: `PIN` in capitals (a personal identification number); `pin` alone is also a verb ("pin the
 #: version") and a hardware pin, so only `PIN`, `PIN code`, `pin code` and `pin number` name one.
-_PIN_NAME = re.compile(r"(?<![A-Za-z0-9_])PINs?(?![A-Za-z0-9_])")
+_PIN_NAME = re.compile(
+    r"(?<![A-Za-z0-9_])(?:PINs?|(?i:alarm|door|gate|atm|card|sim|bank|debit|phone|safe|lock)[ _-]?(?i:pin))(?![A-Za-z0-9_])"
+)
 
 
 def _prose_value_kind(
-    group: str, value: str, *, linked: bool, outbound: bool, quoted: bool = False, closed: bool = False
+    group: str,
+    value: str,
+    *,
+    linked: bool,
+    outbound: bool,
+    quoted: bool = False,
+    closed: bool = False,
+    translated: bool = False,
 ) -> Optional[str]:
     """The kind of secret `value` is after a key name of `group` (pw, sec, key) in prose, or None."""
     v = value
@@ -2472,15 +2495,13 @@ def _prose_value_kind(
     if _YAML_TAG.fullmatch(v) or _COUNTER.fullmatch(v):
         return None  # `db_password: !vault |` (the ciphertext follows), `Token usage: prompt_tokens=1284`
     if group == "pin":  # "the door PIN for the server room is 5093": four digits are the whole secret
-        if linked and v.isdigit() and PIN_DIGITS_MIN <= len(v) <= PIN_DIGITS_MAX:
-            return "password"
-        group = "pw"
+        return "password" if linked and _pin_or_password(v) else None
     kind = "password" if group == "pw" else "generic-high-entropy"
     if _DOTTED_NAME.fullmatch(v):  # `logging.getLogger` is a name; `hvs.CAESIJ1kZ2x...` (Vault) is a token
         return kind if any(_looks_random(part) for part in v.split(".")) else None
     if _looks_random(v, weak_key=group == "key"):  # `the cache key is <sha>`: a digest, in either pass
         return kind
-    has_digit = _DIGIT.search(v) is not None
+    has_digit = any(c.isdigit() for c in v)  # `گلسرخ۱۴۰۲`: digits of any script
     has_alpha = any(c.isalpha() for c in v)  # `СеверныйВетер77`: a password in any alphabet
     if group == "key":
         # `the key is user_42` names a value; a value built like a password after a link is one
@@ -2500,6 +2521,8 @@ def _prose_value_kind(
         return kind if outbound and has_digit and has_alpha and len(v) >= 12 and not _named_parts(v) else None
     # a password
     if not linked:
+        if v.isdigit():  # "银行卡密码 620814": CJK puts no link between them
+            return kind if len(v) >= 6 else None
         return kind if _password_like(v, strict=not outbound) and not _named_parts(v) else None
     if v.isdigit():
         return kind if len(v) >= (4 if outbound else 6) else None
@@ -2507,9 +2530,12 @@ def _prose_value_kind(
         return kind if len(v) >= 6 and (not _named_parts(v) or _words_and_number(v)) else None
     if not has_alpha:
         return kind if outbound and len(v) >= 6 else None
+    if not (v.isascii() or quoted):
+        return None  # letters of another script and no digit: a word of the sentence ("اشتباه", wrong)
     if not outbound:
         # `the password is incorrect`: a word of the sentence; `pw is tacotuesday`: a password
-        return kind if _letters_password(v, quoted=quoted, closed=closed) else None
+        # (read so in English only: a long word of another language is as often an adjective)
+        return kind if not translated and _letters_password(v, quoted=quoted, closed=closed) else None
     return kind if len(v) >= 6 and not _ordinary_word(v) and v.lower() not in _PROSE_VALUE_WORDS else None
 
 
@@ -2520,6 +2546,7 @@ _ABOUT_WORDS = frozenset(
     hint hints policy policies manager managers field fields prompt prompts rule rules requirement
     requirements length strength reset resets file files store hash hashes hashing format expiry
     change changes rotation complexity history dialog screen page form protected protection
+    pad pads reader readers entry
     """.split()
 )
 
@@ -2527,7 +2554,7 @@ _ABOUT_WORDS = frozenset(
 #: A copula after the value, in languages that put it last ("पासवर्ड chai4life है", "비번 qwer1234!!
 #: 입니다", "parolası Simit_2024'tür"): the value is linked to the name as by "is".
 _COPULA_AFTER = re.compile(
-    r"[ \t]*(?:है|हैं|था|थी|です|でした|だ|입니다|이에요|예요|이다|['’]?(?:dir|dır|dur|dür|tir|tır|tur|tür))(?!\w)"
+    r"[ \t]*(?:है|हैं|था|थी|です|でした|だ|입니다|이에요|예요|이다|است|['’]?(?:dir|dır|dur|dür|tir|tır|tur|tür))(?!\w)"
 )
 
 
@@ -2550,15 +2577,16 @@ def _prose_decide(text: str, name_end: int, group: str, outbound: bool, translat
     nxt = _NEXT_WORD.match(text, name_end)
     if nxt is not None and nxt.group(1).lower() in _ABOUT_WORDS:
         return None
+    unassigned = translated or group == "pwq"  # no assignment rule reads this name
     if group == "pwq":
-        group, translated = "pw", True
+        group = "pw"
     plural = text[name_end - 1 : name_end] in ("s", "S")
     pos = name_end
     for _ in range(PROSE_LINK_TRIES):
         t = _PROSE_LINKED.match(text, pos)
         if t is None:
             break
-        decision, pos = _prose_value_at(text, t, True, name_end, group, outbound, translated, plural)
+        decision, pos = _prose_value_at(text, t, True, name_end, group, outbound, translated, plural, unassigned)
         if decision is not None:
             return decision
         if pos <= 0:
@@ -2566,20 +2594,39 @@ def _prose_decide(text: str, name_end: int, group: str, outbound: bool, translat
     t = _PROSE_DIRECT.match(text, name_end)
     if t is None:
         return None
-    return _prose_value_at(text, t, False, name_end, group, outbound, translated, plural)[0]
+    return _prose_value_at(text, t, False, name_end, group, outbound, translated, plural, unassigned)[0]
+
+
+def _one_word_before(text: str, name_end: int) -> bool:
+    """Whether the name ending at `name_end` is one word, as an assignment's key is (`api_key:`,
+    not `API Key：`, which no assignment rule reads)."""
+    start = name_end
+    while start > 0 and (text[start - 1].isalnum() or text[start - 1] in "_-."):
+        start -= 1
+    return start == 0 or text[start - 1] != " " or start < 2 or not text[start - 2].isalnum()
 
 
 def _prose_value_at(
-    text: str, t: re.Match, linked: bool, name_end: int, group: str, outbound: bool, translated: bool, plural: bool
+    text: str,
+    t: re.Match,
+    linked: bool,
+    name_end: int,
+    group: str,
+    outbound: bool,
+    translated: bool,
+    plural: bool,
+    unassigned: bool,
 ) -> tuple[Decision, int]:
     """The decision for the value `t` found after a name, and where to look for another link
-    (0: nowhere; only a value judged and refused sends the search on)."""
+    (0: nowhere; only a value judged and refused sends the search on). `translated`: the name
+    was another language's; `unassigned`: no assignment rule reads it (that, or `wifi key`)."""
     if (
         not outbound
         and linked
-        and not translated
+        and not unassigned
         and not t.group("fill")
         and not text[name_end : t.start("q") if t.group("q") else t.start("v")].strip(" \t:")
+        and _one_word_before(text, name_end)
     ):
         return None, 0  # `token: value` right after the name is an assignment: the assignment rules judge it
     if t.group("qv") is not None:
@@ -2596,7 +2643,12 @@ def _prose_value_at(
         return None, 0  # "passwords: provider tokens, headers": a list of what they are, not one
     quoted = t.group("qv") is not None
     closed = not quoted and _CLAUSE_END.match(text, end) is not None
-    kind = _prose_value_kind(group, value, linked=linked, outbound=outbound, quoted=quoted, closed=closed)
+    fill_end = t.end("fill") if "fill" in t.re.groupindex else name_end
+    if linked and "=" in text[fill_end:start] and _IDENTIFIER.fullmatch(value):
+        return None, t.end()  # `token = AccessToken2 if fresh else None`: code
+    kind = _prose_value_kind(
+        group, value, linked=linked, outbound=outbound, quoted=quoted, closed=closed, translated=translated
+    )
     if kind is not None:
         return (kind, start, end), 0
     return None, t.end()
@@ -2683,6 +2735,116 @@ def _near_tokens(
     return out
 
 
+# A password's value need not follow its name and a link: "the new one is X", "changed it to X",
+# "X is the root password", "use X as the password", "改成了 X", "log in with admin / X". What is
+# built like a password (a password mark, or mixed case, beside letters and a digit) in the name's
+# sentence is taken as its value; under a key's or token's name, what looks random.
+#: How far from a name its sentence is searched, in characters, after it and before it.
+SENTENCE_AFTER_CHARS = 140
+SENTENCE_BEFORE_CHARS = 60
+_SENTENCE_END = re.compile(r"[.!?。！？](?=\s|$)|\n")
+_WORD_TOKEN = re.compile(r"[^\s\"'“”‘’«»「」『』()（）\[\]<>,，、;；]+")
+_TOKEN_TRIM = ".:!?,;)»”’】』」،؛。、！？，"
+
+
+_SEMVER = re.compile(r"v?[0-9]+(?:\.[0-9]+)+(?:[-+][0-9A-Za-z.\-]+)?")
+_NAMED_IN_TOKEN = re.compile(r"(?i:password|passwort|secret|token|1pass|api[_-]?key)|Key(?![a-z])")
+_SCHEME_LIKE = re.compile(r"[A-Za-z]{2,10}:")
+#: Characters of code around a token (a call, a template, a list): `(`, `)`, `{`, `[`, `,`, backticks.
+_CODE_CHARS = re.compile(r"[(){}\[\],`\"']")
+
+
+def _random_in_sentence(token: str) -> bool:
+    """A token random enough to be a key's value in its sentence: random by both measures, and
+    not named like one (`20240523214355_add_api_keys.rb`, `0x40cd…` an address), nor a flag or
+    a setting (`-Pperiod=2026-07`)."""
+    if _NAMED_IN_TOKEN.search(token) or _CODE_CHARS.search(token) or _SCHEME_LIKE.match(token):
+        return False
+    if token.startswith("-") or "=" in token:
+        return False
+    return _looks_random(token, weak_key=True) and _outbound_random(token)
+
+
+def _built_like_password(token: str) -> bool:
+    """A token nobody writes but as a password: 6-64 characters with a letter and a digit, and a
+    password mark or mixed case; not a path, URL, email, version, dotted or constant name, an
+    assignment, a camel-case type or a ticket (`PR#1234`)."""
+    t = token
+    if not 6 <= len(t) <= 64 or "://" in t or "=" in t or "/" in t or _PATH.match(t) or _EMAIL.fullmatch(t):
+        return False
+    if _NAMED_IN_TOKEN.search(t) or _CODE_CHARS.search(t) or _SCHEME_LIKE.match(t):
+        return False  # `1Password`, `secrets.GITHUB_TOKEN`, `${{ … }}`, `env:P12_PASS`, `100).quantize(`: not values
+    if _SEMVER.fullmatch(t) or _DOTTED_NAME.fullmatch(t) or _CONSTANT_NAME.fullmatch(t) or _is_placeholder(t):
+        return False
+    if not any(c.isdigit() for c in t) or not any(c.isalpha() for c in t) or _LABEL_MARK in t:
+        return False
+    marks = sum(1 for c in t if c in _PASSWORD_MARKS)
+    if marks and re.fullmatch(r"[A-Za-z]{1,6}#[0-9]+", t):
+        return False  # PR#1234, issue#88
+    mixed = any(c.isupper() for c in t) and any(c.islower() for c in t)
+    return marks > 0 or (mixed and not _camel_type(t.strip("_-.")))
+
+
+def _pin_or_password(token: str) -> bool:
+    """After a PIN's or an access code's name: its digits, or a code built like a password."""
+    digits = token.isdigit() and PIN_DIGITS_MIN <= len(token) <= PIN_DIGITS_MAX
+    code = re.fullmatch(r"[A-Z0-9]{2,6}(?:-[A-Z0-9]{2,8}){1,3}|(?=[A-Z]*[0-9])(?=[0-9]*[A-Z])[A-Z0-9]{4,8}", token)
+    code_digits = sum(1 for c in token if c.isdigit()) >= PIN_DIGITS_MIN  # `GRA-014` is a crew id
+    return digits or _built_like_password(token) or (code is not None and code_digits)
+
+
+def _sentence_bounds(text: str, start: int, end: int) -> tuple[int, int]:
+    """The span of the sentence around [start, end), at most SENTENCE_*_CHARS either side."""
+    lo = max(0, start - SENTENCE_BEFORE_CHARS)
+    for m in _SENTENCE_END.finditer(text, lo, start):
+        lo = m.end()
+    hi = min(len(text), end + SENTENCE_AFTER_CHARS)
+    stop = _SENTENCE_END.search(text, end, hi)
+    while (
+        stop is not None
+        and stop.group(0) != "\n"
+        and stop.end() < hi
+        and not text[stop.end() : stop.end() + 1].isspace()
+    ):
+        stop = _SENTENCE_END.search(text, stop.end(), hi)
+    return lo, (stop.start() if stop is not None else hi)
+
+
+def _in_sentence(text: str, start: int, end: int, group: str) -> Decision:
+    """The value of the name at [start, end) found anywhere in its sentence (see above): after
+    the name first, then before it; for `pw` names a token built like a password, for the others
+    a random one. A value alone on the next line, after a name that ends its line, counts too."""
+    nxt = _NEXT_WORD.match(text, end)
+    if nxt is not None and nxt.group(1).lower() in _ABOUT_WORDS:
+        return None
+    lo, hi = _sentence_bounds(text, start, end)
+    if group == "pin":
+        fits = _pin_or_password
+    else:
+        fits = _built_like_password if group in ("pw", "pwq") else _random_in_sentence
+    after = [m for m in _WORD_TOKEN.finditer(text, end, hi)]
+    before = [m for m in _WORD_TOKEN.finditer(text, lo, start)][::-1]
+    for m in after + before:
+        token = m.group(0).rstrip(_TOKEN_TRIM)
+        if fits(token) and not _published_at(text, m.start()):
+            return (
+                ("password" if group in ("pw", "pwq", "pin") else "generic-high-entropy"),
+                m.start(),
+                m.start() + len(token),
+            )
+    line_end = text.find("\n", end)
+    rest = text[end:line_end].rstrip() if line_end != -1 else ""
+    if line_end != -1 and len(rest) <= SENTENCE_AFTER_CHARS:  # "password on the next line:\n X"
+        nl = text.find("\n", line_end + 1)
+        line = text[line_end + 1 : nl if nl != -1 else len(text)]
+        token = line.strip()
+        asked = rest.endswith((":", "：")) or not rest.strip(" \t-—")
+        if token and " " not in token and (fits(token) or (asked and _password_like(token))):
+            s = line_end + 1 + line.index(token)
+            return ("password" if group in ("pw", "pwq", "pin") else "generic-high-entropy"), s, s + len(token)
+    return None
+
+
 def _translated(text: str, view: "textview.View", start: int, end: int) -> bool:
     """Whether the view's key name at [start, end) stands for another language's word."""
     s, e = view.span(start, end)
@@ -2710,7 +2872,7 @@ def _prose_pass(text: str, counts: Counter, *, outbound: bool, foreign: Optional
     found: list[tuple[int, int, str]] = []
     tokens: Optional[list[tuple[int, int]]] = None
     names = list(_prose_names(_ascii_lower(seen).decode("ascii")))
-    if "PIN" in seen:
+    if "PIN" in seen or "pin" in seen or "Pin" in seen:
         named = {s for s, _e, _g in names}
         names += [(m.start(), m.end(), "pin") for m in _PIN_NAME.finditer(seen) if m.start() not in named]
     for start, end, group in names:
@@ -2720,6 +2882,8 @@ def _prose_pass(text: str, counts: Counter, *, outbound: bool, foreign: Optional
             continue  # a SealedSecret's ciphertext
         translated = view is not None and _translated(text, view, start, end)
         decision = _prose_decide(seen, end, group, outbound, translated)
+        if decision is None:
+            decision = _in_sentence(seen, start, end, group)
         if decision is not None:
             kind, s, e = decision
             found.append((s, e, kind))
@@ -2960,8 +3124,9 @@ _LOGIN_WORDS = (
 )
 #: Cheap substrings of the login words, checked before the pattern runs.
 _LOGIN_HINTS = tuple(
-    "log sign cred account anmeld zugang konto ident connex acce cuent inlogg логин учё учет ログイン 認証 登 账 帐 로그인".split()
-)
+    "login log-in logon signin sign-in cred account anmeld zugang konto identifiant connex acceso cuenta accesso "
+    "inlogg логин учё учет ログイン 認証 登录 登入 账号 帐号 로그인".split()
+) + ("log in", "log\tin", "sign in", "sign\tin", "log\nin", "sign\nin")
 _LOGIN_PAIR_RE = re.compile(
     rf"(?i)(?:{_LOGIN_WORDS})\b[^\n:=]{{0,30}}?\s*(?:[:=]|\bis\b|\bwith\b|：)\s*"
     r"[\"'`]?([^\s/:\"'`]{1,64})[\"'`]?\s*(?:/|:|\s\|\s)\s*[\"'`]?([^\s\"'`]{4,128}?)[\"'`]?(?=[\s,;.)]*(?:\s|$))"
@@ -2986,14 +3151,29 @@ _PASSPHRASE_RE = re.compile(
 )
 
 
+#: `admin / 4rW#rtetcP`, in any language's sentence ("Я зашёл под admin / …", "root / … 로 접속"):
+#: a user name, a slash between blanks, and a value nobody writes but as a password.
+_SLASH_PAIR = re.compile(r"(?<![\w/.:@-])[a-z][a-z0-9._-]{1,31}[ \t]+/[ \t]+(?P<s>[^\s/]{6,64})")
+#: "log in with Mango!Tide-84": a login verb and the value it uses.
+_LOGIN_WITH = re.compile(r"(?i)\b(?:log(?:ged)?[ -]?in|sign(?:ed)?[ -]?in)[ \t]+(?:with|using)[ \t]+(?P<s>\S{6,64})")
+
+
 def _login_pairs(text: str, *, outbound: bool) -> list[tuple[int, int, str]]:
     """The password of each user / password pair after a login word ("creds: deploy/Gr4nite&Moss",
     "login with admin / Xyzzy-plugh-9"): built like one (`_password_like`) for the local pass,
-    any value that reads as one (`_login_password`) for the outbound pass."""
-    low = text.lower()
-    if not any(w in low for w in _LOGIN_HINTS):
-        return []
+    any value that reads as one (`_login_password`) for the outbound pass. And, with no login
+    word, a user / value pair or a login's value built like a password (`_built_like_password`)."""
     out = []
+    low = text.lower()
+    logs_in = "in with" in low or "in using" in low  # cheap before the regex: "log in with X"
+    for rx, present in ((_SLASH_PAIR, " / " in text), (_LOGIN_WITH, logs_in)):
+        if present:
+            for pair in rx.finditer(text):
+                value = pair.group("s").rstrip(_TOKEN_TRIM)
+                if _built_like_password(value) and _LABEL_MARK not in value:
+                    out.append((pair.start("s"), pair.start("s") + len(value), "password"))
+    if not any(w in low for w in _LOGIN_HINTS):
+        return out
     for word in _LOGIN_WORD_RE.finditer(text):  # where a pair can start: cheaper than the pair's search
         m = _LOGIN_PAIR_RE.match(text, word.start())
         if m is None:
