@@ -321,6 +321,9 @@ INDEPENDENT_CORPORA = (
     # a third, by a third writer: passwords, PINs and codes in prose and chat, in 35 languages (160 +
     # 160; the look-alikes are sentences about passwords with no value in them)
     ("independent3", "third independent corpus (prose)", "secrets_independent3.jsonl", "not_secrets_independent3.jsonl"),
+    # a fourth, held out until its first run: prose (40%), tool output and configs (30%), code (30%),
+    # 38 languages (200 + 200)
+    ("independent4", "fourth independent corpus (held out)", "secrets_independent4.jsonl", "not_secrets_independent4.jsonl"),
 )
 CORPUS_SEED = 32
 #: The commit the "before" column is measured at: the rules before issue 32 (what team files got too).

@@ -61,6 +61,7 @@ Deliberate choices (documented so that tests and reviewers agree):
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from bisect import bisect_right
@@ -337,7 +338,7 @@ _GENERIC_EXCLUDED_TAIL = frozenset(
     id ids name names file files path paths dir url uri type types count len length
     size limit max min ttl expiry expires expiration timeout header field env var
     prefix suffix format version policy usage budget index idx column col table
-    enabled enable disabled required ref refs arn location source store
+    enabled enable disabled required ref refs arn location source store hash hashed digest
     """.split()
 )
 _GENERIC_EXCLUDED_ANY = frozenset(
@@ -816,12 +817,77 @@ _RULE_ESCAPED_JSON = _Rule(
     decide=_escaped_json_decide,
     hints=("pass", "pwd", "secret", "token", "key", "cred", "auth"),
 )
+# credentials handed to a call: `NetworkCredential("user", "pw")`, `basic_auth 'user', 'pw'`,
+# `server.login("me@x", "pw")`, `new PDO(dsn, 'user', 'pw')`, `getConnection(url, "user", "pw")`,
+# `.basic_auth("user", Some("pw"))`: the string after the user's, when it reads as a password
+#: Where such a call is tried (the lowered text's literals; the regex is matched there only).
+_CALL_CREDENTIAL_NAMES = ("credential", "basic_auth", "basicauth", "login", "getconnection", "pdo(", "connect(")
+_RULE_CALL_CREDENTIALS = _Rule(
+    "password-assignment",
+    r"(?i:credentials?|basic_?auth|login|getconnection|pdo|connect)[ \t]*\(?[ \t\r\n]*"
+    r"(?:[\"'][^\"'\r\n]{1,300}[\"'][ \t]*,[ \t\r\n]*)?[\"'][^\"'\r\n]{1,128}[\"'][ \t]*,[ \t\r\n]*"
+    r"(?:Some\([ \t]*)?[\"'](?P<s>[^\"'\r\n]{4,128})[\"']",
+    _CALL_CREDENTIAL_NAMES,
+    check=lambda _m, v: (
+        not _is_placeholder(v)
+        and (_password_like(v) or _looks_random(v) or _app_password_shape(v) or _mixed_letters(v))
+    ),
+)
+# a basic-auth pair encoded in code: `Buffer.from('user:pw').toString('base64')`, `b64encode(b"user:pw")`
+_RULE_ENCODED_PAIR = _Rule(
+    "password-assignment",
+    r"(?:Buffer\.from|b64encode|btoa|encodeToString|base64_encode)\([ \t]*b?[\"'`][^\"'`:\s]{1,64}:(?P<s>[^\"'`\s]{4,128})[\"'`]",
+    hints=("buffer.from", "b64encode", "btoa", "encodetostring", "base64_encode"),
+    check=_not_placeholder,
+)
+
+
+# a value set by subscript: `app.config["SECRET_KEY"] = "…"`, `os.environ['API_TOKEN'] = '…'`
+def _subscript_decide(m: re.Match) -> Decision:
+    kind = _classify(m.group("key"), m.group("s"))
+    return None if kind is None else (kind, m.start("s"), m.end("s"))
+
+
+_RULE_SUBSCRIPT = _Rule(
+    "password-assignment",
+    r"\[[ \t]*[\"'](?P<key>[A-Za-z0-9_.\-]{1,64})[\"'][ \t]*\][ \t]*=[ \t]*[\"'](?P<s>[^\"'\r\n]{4,512})[\"']",
+    hints=("pass", "pwd", "secret", "token", "key", "cred", "auth"),
+    decide=_subscript_decide,
+)
+# Bundler's credentials for a gem server: `BUNDLE_GEMS__CONTRIBSYS__COM: "user:pass"`
+_RULE_BUNDLER = _Rule(
+    "password-assignment",
+    r"BUNDLE_[A-Z0-9_]*__[A-Z0-9_]+[\"']?[ \t]*[:=][ \t]*[\"']?[^:\"'\s]{1,128}:(?P<s>[^\"'\s]{4,256})",
+    ("bundle_",),
+    check=_not_placeholder,
+)
+# a Google app password's shape (four groups of four letters) after a password's key or as a login's argument
+_APP_PASSWORD_SHAPE = re.compile(r"[a-z]{4} [a-z]{4} [a-z]{4} [a-z]{4}")
+
+
+def _mixed_letters(value: str) -> bool:
+    """Ten or more letters of mixed case that no one would write as a word or a type name
+    (`YoTSKHIGaYDdG`), in a password's place by position."""
+    return len(value) >= 10 and value.isalpha() and not _type_name(value) and sum(c.isupper() for c in value) >= 3
+
+
+def _app_password_shape(value: str) -> bool:
+    return _APP_PASSWORD_SHAPE.fullmatch(value) is not None and _app_password_check(None, value)  # type: ignore[arg-type]
+
+
+_RULE_APP_PASSWORD_VALUE = _Rule(
+    "password",
+    r"(?i:pass(?:word)?|pwd|app_?password)[\"']?[ \t]*[:=][ \t]*[\"']?(?P<s>[a-z]{4} [a-z]{4} [a-z]{4} [a-z]{4})(?![a-z])",
+    ("pass", "pwd"),
+    check=lambda _m, v: _app_password_shape(v),
+)
 # Oracle's `sqlplus user/password@db` (and sqlldr, expdp, impdp, rman: the same connect string)
 _RULE_ORACLE_CONNECT = _Rule(
     "password-assignment",
-    r"(?i:sqlplus|sqlldr|expdp|impdp|rman|sqlcl)(?:[ \t]+-[A-Za-z]+)*[ \t]+[\"']?[A-Za-z0-9_$#]{1,64}/(?P<s>[^\s@/\"']{1,128})@",
+    r"(?:(?i:sqlplus|sqlldr|expdp|impdp|rman|sqlcl)(?:[ \t]+-[A-Za-z]+)*[ \t]+[\"']?|jdbc:oracle:(?:thin|oci):)"
+    r"[A-Za-z0-9_$#]{1,64}/(?P<s>[^\s@/\"']{1,128})@",
     check=_not_placeholder,
-    hints=("sqlplus", "sqlldr", "expdp", "impdp", "rman", "sqlcl"),
+    hints=("sqlplus", "sqlldr", "expdp", "impdp", "rman", "sqlcl", "jdbc:oracle:"),
 )
 # SQL that sets a password: CREATE/ALTER USER ... IDENTIFIED BY 'x' (MySQL, Oracle), WITH PASSWORD
 _RULE_SQL_IDENTIFIED = _Rule(
@@ -875,7 +941,6 @@ _RULE_RECOVERY_CODES = _Rule(
     r"(?P<s>(?:\s*(?:[-*•]|\d+[.)])?[ \t]*(?<![A-Za-z0-9])[a-z0-9]{4,10}(?:[ \t-][a-z0-9]{4,10})?(?![A-Za-z0-9]),?){3,32})",
     _RECOVERY_CODE_WORDS,
     check=lambda _m, v: sum(1 for c in v if c.isdigit()) >= 3,
-    hints=("code",),
 )
 
 # --- assignments ------------------------------------------------------------------
@@ -886,7 +951,7 @@ _KW = r"(?i:pass|pwd|secret|token|key|cred|auth)"
 # a delimiter (followed by whitespace, end, another delimiter or a `key=`).
 _UNQUOTED = (
     r"(?:[^\s\"'`<>(){}\[\];&,|]"
-    r"|[;&,|](?![ \t\r\n]|$|[;&,|]|[A-Za-z_][A-Za-z0-9_.\-]{0,64}=)){1,4096}+"
+    r"|[;&,|](?![ \t\r\n]|$|[;&,|]|[A-Za-z_][A-Za-z0-9_.\-]{0,64}[=:])){1,4096}+"
 )
 _DQ = r'"(?P<dq>(?:[^"\\\r\n]|\\.){1,1024})"'
 _SQ = r"'(?P<sq>(?:[^'\\\r\n]|\\.){1,1024})'"
@@ -902,6 +967,8 @@ def _line_before(text: str, pos: int, limit: int = 1024) -> str:
 _PASSWORDISH = re.compile(r"pass|pwd|pin|phrase")
 
 
+#: A password hash in crypt(3) form: bcrypt, argon2, scrypt, sha-crypt, yescrypt.
+_CRYPT_HASH = re.compile(r"\$(?:2[abxy]?|argon2(?:id|i|d)|scrypt|[156y]|pbkdf2[\w-]*)\$")
 #: A value written only in CJK scripts and their punctuation: a phrase, not a password.
 _CJK_PHRASE = re.compile(r"[\u3000-\u30ff\u3400-\u9fff\uac00-\ud7af\uff00-\uffef\s]+")
 
@@ -916,6 +983,8 @@ def _classify(key: str, value: str, *, min_len: int = 4) -> Optional[str]:
         return None
     if _CJK_PHRASE.fullmatch(v):
         return None  # `パスワード：別途お送りします` ("sent separately"): a phrase in the value's place
+    if _CRYPT_HASH.match(v):
+        return None  # `$2b$12$…`, `$argon2id$…`: a password's hash, what a store keeps instead of it
     if _is_placeholder(v.rstrip(":.,;")):
         return None  # `token: str:` in a docstring
     if v.isdigit() and len(v) < 8 and not _PASSWORDISH.search(_normalize_key(key)):
@@ -1063,6 +1132,8 @@ def _assignment_decide(m: re.Match) -> Decision:
             return None
         if key.startswith("-") and _METAVAR.match(value):
             return None  # usage text: `--private-key=FILE`
+        if _DOTTED_NAME.fullmatch(value) and not any(_looks_random(part) for part in value.split(".")):
+            return None  # `{token:o.default.string}`: a reference in code (`hvs.CAESIJ…` has a random part)
         if sep == ":" and not strong_value:
             # YAML / header style: the unquoted value must be the whole rest of the
             # line (or end at a flow-mapping delimiter); otherwise it is prose.
@@ -1743,6 +1814,11 @@ _RULES: tuple[_Rule, ...] = (
     _RULE_APP_PASSWORD,
     _RULE_CLIENT_KEY,
     _RULE_ESCAPED_JSON,
+    _RULE_CALL_CREDENTIALS,
+    _RULE_ENCODED_PAIR,
+    _RULE_SUBSCRIPT,
+    _RULE_BUNDLER,
+    _RULE_APP_PASSWORD_VALUE,
     _RULE_ORACLE_CONNECT,
     _RULE_SQL_IDENTIFIED,
     _RULE_URL_SIGNATURE,
@@ -2139,6 +2215,32 @@ def _table_secrets(text: str) -> list[tuple[int, int, str]]:
     return out
 
 
+_SQL_INSERT = re.compile(
+    r"(?is)insert\s+into\s+[\w.\"`\[\]]{1,128}\s*\((?P<cols>[^()]{1,1000})\)\s*values\s*\((?P<vals>[^;]{1,4000}?)\)\s*(?:[,;]|$)"
+)
+_SQL_VALUE = re.compile(r"\s*(?:'(?P<sq>(?:[^']|'')*)'|\"(?P<dq>[^\"]*)\"|(?P<other>[^,']*?))\s*(?:,|$)")
+
+
+def _sql_inserts(text: str) -> list[tuple[int, int, str]]:
+    """The values of an `INSERT INTO t (…, api_key, …) VALUES (…, '…', …)` under a column named
+    like a secret, judged as that column's assignment would be."""
+    if "insert" not in text.lower():
+        return []
+    out = []
+    for m in _SQL_INSERT.finditer(text):
+        columns = [c.strip(' \t\r\n"`[]') for c in m.group("cols").split(",")]
+        pos, end = m.start("vals"), m.end("vals")
+        for column in columns:
+            v = _SQL_VALUE.match(text, pos, end)
+            if v is None or v.end() == pos:
+                break
+            group = "sq" if v.group("sq") is not None else "dq" if v.group("dq") is not None else None
+            if group is not None and _classify(column, v.group(group)) is not None:
+                out.append((v.start(group), v.end(group), "password-assignment"))
+            pos = v.end()
+    return out
+
+
 def _redact_pass(text: str, counts: Counter) -> str:
     if not text:
         return text
@@ -2150,7 +2252,9 @@ def _redact_pass(text: str, counts: Counter) -> str:
     if "Secret" in text:
         text = _k8s_secrets(text, counts)
     text = _headless_pem(text, counts)
-    text = _replace_regions(text, _login_pairs(text, outbound=False) + _table_secrets(text), counts)
+    text = _replace_regions(
+        text, _login_pairs(text, outbound=False) + _table_secrets(text) + _sql_inserts(text), counts
+    )
     return _prose_pass(text, counts, outbound=False, foreign=foreign)
 
 
@@ -2301,7 +2405,7 @@ _PROSE_LINK_WORDS = (
     "هي|هو|هى|"
     "היא|הוא|"
     "là|adalah|ialah|"
-    "on|ovat|είναι|ni|ay|este|হলো|হল"
+    "on|ovat|είναι|ni|ay|este|হলো|হল|je|је|е"
 )
 _PROSE_LINK = (
     rf"(?:[ \t]+(?:{_PROSE_LINK_WORDS})(?=[ \t:：]|$)"
@@ -2352,6 +2456,7 @@ _PROSE_WORDS = frozenset(
     onjuist verkeerd verplicht verlopen gewijzigd leeg nieuw
     nieprawidłowe błędne wymagane wygasło zmienione puste nowe
     greșit greșită gresit gresita incorect incorectă yanlış hatalı yanlis hatali sai salah mali
+    istekla isteklo istekao istekla
     verkeerd fout forkert feil fel väärin virheellinen rossz hibás špatně chybné špatné
     """.split()
 )
@@ -2455,6 +2560,9 @@ def _letters_password(value: str, *, quoted: bool, closed: bool) -> bool:
     low = value.lower()
     if len(value) < (6 if quoted else LETTERS_PASSWORD_MIN_CHARS) or low in _PROSE_VALUE_WORDS:
         return False
+    joined = [p for p in re.split(r"[-_.]", low) if p]
+    if quoted and len(joined) >= QUOTED_PASSPHRASE_MIN_WORDS:  # "river-thimble-walrus-orbit-saffron"
+        return not all(p in _PROSE_WORDS or p in _PROSE_VALUE_WORDS for p in joined)
     return not _ordinary_word(value) and not _named_parts(value)
 
 
@@ -2464,6 +2572,8 @@ _FINGERPRINT = re.compile(r"(?i)(?:sha(?:1|256|384|512)|md5):")
 
 #: A YAML tag where a value would be (`!vault`, `!Ref`): the value follows, encrypted or looked up.
 _YAML_TAG = re.compile(r"![A-Za-z][A-Za-z0-9_]*")
+#: Settings in a value's place (`validate:"required,min=12"`, a Go struct tag): no secret.
+_SETTINGS = re.compile(r"(?:^|,)[A-Za-z_][A-Za-z0-9_]*=[^,]*,|,[A-Za-z_][A-Za-z0-9_]*=")
 #: A count stated as a setting (`prompt_tokens=1284`), named like a secret's key but no value of one.
 _COUNTER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=[0-9][0-9.,]*")
 #: A PIN's digits: "the door PIN ... is 5093" (a bare number is taken after a PIN's name only).
@@ -2472,7 +2582,8 @@ PIN_DIGITS_MAX = 12
 #: `PIN` in capitals (a personal identification number); `pin` alone is also a verb ("pin the
 #: version") and a hardware pin, so only `PIN`, `PIN code`, `pin code` and `pin number` name one.
 _PIN_NAME = re.compile(
-    r"(?<![A-Za-z0-9_])(?:PINs?|(?i:alarm|door|gate|atm|card|sim|bank|debit|phone|safe|lock)[ _-]?(?i:pin))(?![A-Za-z0-9_])"
+    r"(?<![A-Za-z0-9_+/=])(?:PINs?|(?i:alarm|door|gate|atm|card|sim|bank|debit|phone|safe|lock)[ _-]?(?i:pin))"
+    r"(?![A-Za-z0-9_+/=])"
 )
 
 
@@ -2492,7 +2603,7 @@ def _prose_value_kind(
         return None
     if _EMAIL.fullmatch(v) or _VERSION.fullmatch(v) or _FINGERPRINT.match(v):
         return None
-    if _YAML_TAG.fullmatch(v) or _COUNTER.fullmatch(v):
+    if _YAML_TAG.fullmatch(v) or _COUNTER.fullmatch(v) or _SETTINGS.search(v):
         return None  # `db_password: !vault |` (the ciphertext follows), `Token usage: prompt_tokens=1284`
     if group == "pin":  # "the door PIN for the server room is 5093": four digits are the whole secret
         return "password" if linked and _pin_or_password(v) else None
@@ -2536,6 +2647,8 @@ def _prose_value_kind(
         # `the password is incorrect`: a word of the sentence; `pw is tacotuesday`: a password
         # (read so in English only: a long word of another language is as often an adjective)
         return kind if not translated and _letters_password(v, quoted=quoted, closed=closed) else None
+    if translated and not (closed or quoted):
+        return None  # "Salasanan on oltava …" (must be): another language's word that goes on with its sentence
     return kind if len(v) >= 6 and not _ordinary_word(v) and v.lower() not in _PROSE_VALUE_WORDS else None
 
 
@@ -2554,7 +2667,7 @@ _ABOUT_WORDS = frozenset(
 #: A copula after the value, in languages that put it last ("पासवर्ड chai4life है", "비번 qwer1234!!
 #: 입니다", "parolası Simit_2024'tür"): the value is linked to the name as by "is".
 _COPULA_AFTER = re.compile(
-    r"[ \t]*(?:है|हैं|था|थी|です|でした|だ|입니다|이에요|예요|이다|است|['’]?(?:dir|dır|dur|dür|tir|tır|tur|tür))(?!\w)"
+    r"[ \t]*(?:है|हैं|था|थी|ہے|ஆகும்|です|でした|だ|입니다|이에요|예요|이다|است|['’]?(?:dir|dır|dur|dür|tir|tır|tur|tür))(?!\w)"
 )
 
 
@@ -2743,7 +2856,7 @@ def _near_tokens(
 SENTENCE_AFTER_CHARS = 140
 SENTENCE_BEFORE_CHARS = 60
 _SENTENCE_END = re.compile(r"[.!?。！？](?=\s|$)|\n")
-_WORD_TOKEN = re.compile(r"[^\s\"'“”‘’«»「」『』()（）\[\]<>,，、;；]+")
+_WORD_TOKEN = re.compile(r"[^\s\"'`“”‘’«»「」『』()（）\[\]<>,，、;；]+")
 _TOKEN_TRIM = ".:!?,;)»”’】』」،؛。、！？，"
 
 
@@ -2776,13 +2889,23 @@ def _built_like_password(token: str) -> bool:
         return False  # `1Password`, `secrets.GITHUB_TOKEN`, `${{ … }}`, `env:P12_PASS`, `100).quantize(`: not values
     if _SEMVER.fullmatch(t) or _DOTTED_NAME.fullmatch(t) or _CONSTANT_NAME.fullmatch(t) or _is_placeholder(t):
         return False
-    if not any(c.isdigit() for c in t) or not any(c.isalpha() for c in t) or _LABEL_MARK in t:
+    if _LABEL_MARK in t:
+        return False
+    if not any(c.isdigit() for c in t):
+        return t.isascii() and _mixed_letters(t)  # `tfCbPpZUOdCK`: letters, but no word's
+    if not any(c.isalpha() for c in t):
         return False
     marks = sum(1 for c in t if c in _PASSWORD_MARKS)
     if marks and re.fullmatch(r"[A-Za-z]{1,6}#[0-9]+", t):
         return False  # PR#1234, issue#88
     mixed = any(c.isupper() for c in t) and any(c.islower() for c in t)
-    return marks > 0 or (mixed and not _camel_type(t.strip("_-.")))
+    return marks > 0 or (mixed and not _type_name(t.strip("_-.")))
+
+
+def _type_name(token: str) -> bool:
+    """A camel-case name made of words (`MyClass2Name`, `AccessToken2`), not a random mix of
+    cases (`UK9ge9IYsnlVX`): its lower-case runs are words' tails, four letters or more."""
+    return _camel_type(token) and re.search(r"[a-z]{4}", token) is not None
 
 
 def _pin_or_password(token: str) -> bool:
@@ -2810,28 +2933,46 @@ def _sentence_bounds(text: str, start: int, end: int) -> tuple[int, int]:
     return lo, (stop.start() if stop is not None else hi)
 
 
-def _in_sentence(text: str, start: int, end: int, group: str) -> Decision:
-    """The value of the name at [start, end) found anywhere in its sentence (see above): after
-    the name first, then before it; for `pw` names a token built like a password, for the others
-    a random one. A value alone on the next line, after a name that ends its line, counts too."""
+#: Words of the sentence looked at, after a name and before it: a value is near its name, and a
+#: text made of names (an attack) must cost a bounded amount per name.
+SENTENCE_WORDS_AFTER = 16
+SENTENCE_WORDS_BEFORE = 8
+#: Names of one text whose sentences are searched: past this many a text is made of names (an
+#: attack, or a password policy's listing) and only the links after each are followed.
+SENTENCE_NAMES_MAX = 200
+
+
+def _in_sentence(
+    text: str, start: int, end: int, group: str, memo: Optional[dict[tuple[int, str], bool]] = None
+) -> list[tuple[str, int, int]]:
+    """The values of the name at [start, end) found anywhere in its sentence (see above): for
+    `pw` names every token built like a password ("was X, now Y": both), for the others a random
+    one, after the name or, failing that, before it. A value alone on the next line, after a name
+    that ends its line, counts too."""
     nxt = _NEXT_WORD.match(text, end)
     if nxt is not None and nxt.group(1).lower() in _ABOUT_WORDS:
-        return None
+        return []
     lo, hi = _sentence_bounds(text, start, end)
     if group == "pin":
         fits = _pin_or_password
     else:
         fits = _built_like_password if group in ("pw", "pwq") else _random_in_sentence
-    after = [m for m in _WORD_TOKEN.finditer(text, end, hi)]
-    before = [m for m in _WORD_TOKEN.finditer(text, lo, start)][::-1]
-    for m in after + before:
-        token = m.group(0).rstrip(_TOKEN_TRIM)
-        if fits(token) and not _published_at(text, m.start()):
-            return (
-                ("password" if group in ("pw", "pwq", "pin") else "generic-high-entropy"),
-                m.start(),
-                m.start() + len(token),
-            )
+    kind = "password" if group in ("pw", "pwq", "pin") else "generic-high-entropy"
+    fit_name = "pin" if group == "pin" else "pw" if group in ("pw", "pwq") else "key"
+    memo = {} if memo is None else memo  # the same words are judged for each name near them
+    after = list(itertools.islice(_WORD_TOKEN.finditer(text, end, hi), SENTENCE_WORDS_AFTER))
+    before = list(_WORD_TOKEN.finditer(text, lo, start))[-SENTENCE_WORDS_BEFORE:][::-1]
+    for side in (after, before):
+        found = []
+        for m in side:
+            token = m.group(0).rstrip(_TOKEN_TRIM)
+            judged = memo.get((m.start(), fit_name))
+            if judged is None:
+                judged = memo[(m.start(), fit_name)] = fits(token) and not _published_at(text, m.start())
+            if judged:
+                found.append((kind, m.start(), m.start() + len(token)))
+        if found:
+            return found
     line_end = text.find("\n", end)
     rest = text[end:line_end].rstrip() if line_end != -1 else ""
     if line_end != -1 and len(rest) <= SENTENCE_AFTER_CHARS:  # "password on the next line:\n X"
@@ -2841,8 +2982,8 @@ def _in_sentence(text: str, start: int, end: int, group: str) -> Decision:
         asked = rest.endswith((":", "：")) or not rest.strip(" \t-—")
         if token and " " not in token and (fits(token) or (asked and _password_like(token))):
             s = line_end + 1 + line.index(token)
-            return ("password" if group in ("pw", "pwq", "pin") else "generic-high-entropy"), s, s + len(token)
-    return None
+            return [(kind, s, s + len(token))]
+    return []
 
 
 def _translated(text: str, view: "textview.View", start: int, end: int) -> bool:
@@ -2872,21 +3013,28 @@ def _prose_pass(text: str, counts: Counter, *, outbound: bool, foreign: Optional
     found: list[tuple[int, int, str]] = []
     tokens: Optional[list[tuple[int, int]]] = None
     names = list(_prose_names(_ascii_lower(seen).decode("ascii")))
+    judged: dict[tuple[int, str], bool] = {}  # words of sentences judged (`_in_sentence`)
+    searched = 0
+    sealed, arns = "encryptedData" in seen, "arn:" in seen  # once: a text of names must stay linear
     if "PIN" in seen or "pin" in seen or "Pin" in seen:
         named = {s for s, _e, _g in names}
         names += [(m.start(), m.end(), "pin") for m in _PIN_NAME.finditer(seen) if m.start() not in named]
     for start, end, group in names:
         if labels and _overlaps(labels, start, end):
             continue
-        if "encryptedData" in seen and _under_encrypted_data(seen, start):
+        if sealed and _under_encrypted_data(seen, start):
             continue  # a SealedSecret's ciphertext
+        if arns and _ARN_HEAD.search(seen[max(0, start - 160) : start]):
+            continue  # `arn:aws:secretsmanager:…:secret:prod/stripe-I4Jah4`: a resource's name
         translated = view is not None and _translated(text, view, start, end)
         decision = _prose_decide(seen, end, group, outbound, translated)
-        if decision is None:
-            decision = _in_sentence(seen, start, end, group)
         if decision is not None:
             kind, s, e = decision
             found.append((s, e, kind))
+        else:
+            searched += 1
+            if searched <= SENTENCE_NAMES_MAX:
+                found += [(s, e, kind) for kind, s, e in _in_sentence(seen, start, end, group, judged)]
         if outbound:
             if tokens is None:
                 tokens = _random_tokens(seen)
@@ -2894,7 +3042,7 @@ def _prose_pass(text: str, counts: Counter, *, outbound: bool, foreign: Optional
     if not found:
         return text
     regions = []
-    for s, e, kind in sorted(found):
+    for s, e, kind in sorted(set(found)):
         if labels and _overlaps(labels, s, e):
             continue
         if view is not None:
@@ -3175,12 +3323,14 @@ def _login_pairs(text: str, *, outbound: bool) -> list[tuple[int, int, str]]:
     if not any(w in low for w in _LOGIN_HINTS):
         return out
     for word in _LOGIN_WORD_RE.finditer(text):  # where a pair can start: cheaper than the pair's search
+        if word.start() and text[word.start() - 1] == ".":
+            continue  # `Rails.application.credentials.dig(:aws, …)`: an attribute in code
         m = _LOGIN_PAIR_RE.match(text, word.start())
         if m is None:
             continue
         value = m.group(2)
-        if _is_placeholder(value) or _is_doc_example(value) or _LABEL_MARK in m.group(0):
-            continue
+        if _is_placeholder(value) or _is_doc_example(value) or _LABEL_MARK in m.group(0) or "::" in m.group(0):
+            continue  # (`Aws::Credentials.new(`: a scope, not a pair)
         if _login_password(value) if outbound else _password_like(value.strip(".,;)")):
             out.append((m.start(2), m.end(2), "password"))
     return out

@@ -244,6 +244,24 @@ _FOREIGN_KEYS = {
         "পাসওয়ার্ড",
         "pass mới",
         "mật mã",
+        "паролата",
+        "парола",
+        "lozinka",
+        "lozinku",
+        "lozinke",
+        "лозинка",
+        "лозинку",
+        "шифра",
+        "шифру",
+        "پاس ورڈ",
+        "پاسورڈ",
+        "کلمہ عبور",
+        "கடவுச்சொல்",
+        "கடவுச்சொல்லை",
+        "kata sandinya",
+        "kata laluan",
+        "katalaluan",
+        "salasanan",
     ),
     # access codes and PINs, read as `PIN` (4 digits are a whole secret after one)
     "PIN": (
@@ -278,7 +296,7 @@ _FOREIGN_KEYS = {
         "門鎖密碼",
         "รหัส",
     ),
-    "token": ("токена", "токеном", "токен", "jeton", "トークン", "令牌", "토큰"),
+    "token": ("токена", "токеном", "токен", "jeton", "トークン", "令牌", "토큰", "توکن", "توكن"),
     "secret": (
         "секрета",
         "секрет",
@@ -354,6 +372,11 @@ _FOREIGN_KEYS = {
     ),
 }
 _FOREIGN_INDEX = {w: en for en, words in _FOREIGN_KEYS.items() for w in words}
+#: Names that close a compound (`Datenbankpasswort`, `WLAN-Kennwort`, `adminwachtwoord`): found at
+#: the end of a word too, and read as `<word> password`.
+_COMPOUND_TAILS = frozenset(
+    {"passwort", "kennwort", "wachtwoord", "passord", "salasana", "adgangskode", "kodeord", "heslo"}
+)
 # Foreign words made of ASCII letters only: the ASCII text is searched for them too.
 _FOREIGN_ASCII = tuple(sorted({w for w in _FOREIGN_INDEX if w.isascii()}))
 
@@ -438,7 +461,13 @@ def _foreign_regex(text: str) -> re.Pattern | None:
     rx = _FOREIGN_CACHE.get(present)
     if rx is None:
         words = sorted(present, key=len, reverse=True)
-        alts = [rf"(?<![A-Za-z]){re.escape(w)}(?![a-z])" if w.isascii() else re.escape(w) for w in words]
+        alts = [
+            (rf"(?<![0-9]){re.escape(w)}" if w in _COMPOUND_TAILS else rf"(?<![A-Za-z0-9]){re.escape(w)}")
+            + "(?![A-Za-z0-9])"
+            if w.isascii()
+            else re.escape(w)
+            for w in words
+        ]
         rx = re.compile("|".join(alts), re.IGNORECASE)
         if len(_FOREIGN_CACHE) < 256:
             _FOREIGN_CACHE[present] = rx
@@ -462,7 +491,9 @@ def _foreign_words(text: str) -> list[tuple[int, int, str]]:
         i = low.find(w)
         while i != -1:
             j = i + len(w)
-            if not w.isascii() or ((i == 0 or not low[i - 1].isalpha()) and (j >= len(low) or not low[j].isalpha())):
+            # an ASCII name is a word of its own (`ww`, `mdp` inside base64 are not), or a compound's tail
+            left = i == 0 or not low[i - 1].isalnum() or (w in _COMPOUND_TAILS and low[i - 1].isalpha())
+            if not w.isascii() or (left and (j >= len(low) or not low[j].isalnum())):
                 found.append((i, j, en))
             i = low.find(w, j)
     found.sort(key=lambda f: (f[0], -(f[1] - f[0])))  # longest first at one position
@@ -542,8 +573,11 @@ def _edits(text: str, fence: bool) -> list[tuple[int, int, str]]:
 
     ascii_text = text.isascii()
     for s, e, en in _foreign_words(text):
-        # `root密码` -> `root password`: an English name glued to the word before it would not read as one
-        add(s, e, " " + en if s and text[s - 1].isascii() and text[s - 1].isalnum() else en)
+        # `root密码` -> `root password`, `密码Vortex7533@` -> `password Vortex7533@`: an English name
+        # glued to the word before or after it would not read as one
+        before = " " if s and text[s - 1].isascii() and text[s - 1].isalnum() else ""
+        after = " " if e < len(text) and text[e].isascii() and (text[e].isalnum() or text[e] in "$%&*!@#") else ""
+        add(s, e, before + en + after)
     if fence and "&" in text:
         import html  # here, not at import: html.entities is a large table and hooks never need it
 
