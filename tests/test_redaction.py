@@ -985,6 +985,21 @@ def test_share_and_export_apply_the_outbound_pass(fake_service, ctx, tmp_path):
     assert out["redactions"].get("password") == 1
 
 
+def test_an_export_gets_the_whole_outbound_pass_in_every_field(fake_service, ctx, tmp_path):
+    """The forms only the outbound pass takes (a login pair, a hex key value) and its echo rule
+    must reach every field of an export, its history and metadata included, as they reach a
+    team file (red-team finding: an export kept `admin / hunter2` in clear)."""
+    hexkey = "3f9a" * 10
+    content = f"grafana login: admin / hunter2x; the vault unseal key is {hexkey}"
+    mid = fake_service.store(ctx, content=content, type="semantic", scope="project", importance=0.9,
+                             metadata={"note": "grafana login: admin / hunter2x"})["memory_id"]
+    fake_service.update(ctx, mid, content=content + " (checked)")
+    out = fake_service.export(ctx, tmp_path / "backup.jsonl", scopes=("project",))
+    dump = (tmp_path / "backup.jsonl").read_text()
+    assert "hunter2x" not in dump and hexkey not in dump
+    assert out["redactions"].get("password", 0) >= 1
+
+
 # ------------------------------------------------------------------ issue 32: outbound forms in other words
 @pytest.mark.parametrize(
     "text,secret",

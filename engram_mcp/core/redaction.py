@@ -3143,11 +3143,11 @@ def sanitize(text: str) -> RedactionResult:
 
 
 def _sanitize_pair(key: Any, value: str, counts: Counter, outbound: bool = False) -> str:
-    """Sanitize a string value, using its dict key as context."""
+    """Sanitize a string value, using its dict key as context: the same passes as `sanitize`
+    (or `redact_outbound`, which an export's and a shared file's every field must get whole:
+    its login pairs, hex key values and echoes too), then the key's say."""
     counts_before = sum(counts.values())
-    out = _redact_counts(strip_private(value), counts)
-    if outbound:
-        out = _prose_pass(out, counts, outbound=True)
+    out = _text_passes(value, counts, outbound)
     if sum(counts.values()) != counts_before or not isinstance(key, str):
         return out
     # the value alone did not reveal a secret: `{"password": "hunter2"}`
@@ -3244,6 +3244,15 @@ def redact_obj(obj: Any) -> tuple[Any, tuple[Finding, ...]]:
     return new, _findings(counts)
 
 
+def _text_passes(text: str, counts: Counter, outbound: bool) -> str:
+    """`sanitize`'s passes, or `redact_outbound`'s, on `text`; what they found added to `counts`."""
+    stripped = strip_private(text)
+    out = _redact_counts(stripped, counts)
+    if outbound:
+        out = _outbound_forms(_prose_pass(out, counts, outbound=True), counts)
+    return _redact_echoes(stripped, out, counts)
+
+
 def redact_outbound(text: str) -> RedactionResult:
     """The stricter pass for text that leaves the machine (a team file in git, the user sync
     folder, an export): everything :func:`sanitize` removes, plus secrets in prose with weaker
@@ -3254,11 +3263,7 @@ def redact_outbound(text: str) -> RedactionResult:
     if not isinstance(text, str):
         raise TypeError(f"redact_outbound() expects str, got {type(text).__name__}")
     counts: Counter = Counter()
-    stripped = strip_private(text)
-    out = _redact_counts(stripped, counts)
-    out = _prose_pass(out, counts, outbound=True)
-    out = _outbound_forms(out, counts)
-    return RedactionResult(_redact_echoes(stripped, out, counts), _findings(counts))
+    return RedactionResult(_text_passes(text, counts, outbound=True), _findings(counts))
 
 
 # Forms only the outbound pass takes (a shared file may lose a non-secret, never keep a secret):
