@@ -114,3 +114,35 @@ def test_a_project_memory_that_replaces_a_user_memory_goes_on_to_the_user_scope_
     contents = [m["content"] for m in found]
     assert any("Infisical" in c for c in contents), contents
     assert old_id not in [m["id"] for m in found], contents
+
+
+def test_a_project_memory_scoped_to_this_repository_leaves_the_users_own_way_alone(real_service, project, tmp_path):
+    """Red-team finding: Claude stored the plain project fact "This repository uses npm instead of
+    pnpm"; at session end it went to the user scope and superseded the user's "I use pnpm for all
+    my JS projects" in every project. A statement scoped to this repository is its exception."""
+    svc = real_service
+    old_ctx = RequestContext(project, "sess-old")
+    svc.session_start(old_ctx)
+    old_id = svc.store(
+        old_ctx,
+        content="I use pnpm, never npm or yarn, to install dependencies in all my JS projects.",
+        type="procedural",
+        scope="user",
+        source={"origin": "user", "tool": "cli"},
+    )["memory_id"]
+    svc.session_end(old_ctx)
+    new_ctx = RequestContext(project, "sess-new")
+    svc.session_start(new_ctx)
+    svc.store(
+        new_ctx,
+        content="This repository uses npm instead of pnpm: install with `npm ci`, the lockfile is package-lock.json.",
+        type="semantic",
+        scope="project",
+        source={"origin": "claude"},
+    )
+    svc.session_end(new_ctx)
+    other = tmp_path / "other-project"
+    (other / ".git").mkdir(parents=True)
+    found = svc.recall(RequestContext(other), query="how do I install JS dependencies", strengthen=False)["memories"]
+    assert old_id in [m["id"] for m in found], [m["content"] for m in found]
+    assert not any("package-lock.json" in m["content"] for m in found if m["scope"] == "user")

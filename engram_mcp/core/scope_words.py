@@ -64,6 +64,13 @@ OUR_WAYS = re.compile(
     r"module|library|workspace|monorepo))\b",
     re.IGNORECASE,
 )
+# A statement that names this repository as its scope ("This repository uses npm instead of pnpm",
+# "in this codebase we ..."): an exception of this project, never a change of what holds everywhere.
+THIS_PROJECT = re.compile(
+    r"\bthis (?:repo|repository|codebase|code base|project|app|service|crate|package|module|library|workspace|"
+    r"monorepo)\b|\bin here\b",
+    re.IGNORECASE,
+)
 # A scope wider than this task ("in every repo", "for anything you write"), whatever the sentence's form.
 WIDER_SCOPE = re.compile(PROJECTS_SCOPE + r"|\bfor any(?:thing)?\b[^.!?\n]{0,40}\b(?:you|we|I)\b", re.IGNORECASE)
 # Anywhere at all, said by the user of their own work ("I've got rg and fd everywhere", "timestamps

@@ -843,7 +843,9 @@ def turn_knowledge_memory(facts: dict[str, Any], signals: list[str]) -> dict[str
         "source": {"hook": "Stop", "signals": list(signals)},
     }
     if kind not in ("fix", "cause") and stop_trigger.user_says_every_project(str(facts.get("prompt") or "")):
-        memory["metadata"] = {"promote_to": "user"}  # session end carries it on to the user scope
+        # session end carries the user's own words (never the answer, which may repeat a
+        # repository's text) on to the user scope
+        memory["metadata"] = {"promote_to": "user", "user_words": prompt}
     return memory
 
 

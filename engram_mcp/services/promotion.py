@@ -21,6 +21,7 @@ from typing import Any
 
 from engram_mcp.core.errors import InvalidInput, StoreUnavailable
 from engram_mcp.core.ids import CROCKFORD, format_memory_id, parse_memory_id, session_db_name
+from engram_mcp.core.scope_words import THIS_PROJECT
 from engram_mcp.core.vocabulary import PERSISTENT_SCOPES, SCOPES
 from engram_mcp.index.scoring import to_epoch
 from engram_mcp.services import context, graph, lifecycle
@@ -524,9 +525,17 @@ def _replace_in_user_scope(access: ScopeAccess, ctx: RequestContext, new_id: str
     secrets are in pass") has proved general: what it replaces held in every project, so it goes on
     to the user scope and supersedes the old memory there. Left in the project, the user memory
     went on stating the retired value in every other project, and in this one. Returns the links
-    written (0 when the old memory is not the user's)."""
+    written (0 when the old memory is not the user's).
+
+    Not when the new memory names this repository as its scope ("This repository uses npm instead
+    of pnpm"): that is this project's exception, and the user's own way ("I use pnpm for all my
+    JS projects") still holds everywhere else (red-team finding: an honest repository's fact
+    replaced the user's preference in every project)."""
     user = access.handle(ctx, "user")
     if user.index.slot_of(parse_memory_id(old_id)) is None:
+        return 0
+    row = access.handle(ctx, "project").repo.get(parse_memory_id(new_id))
+    if row is None or THIS_PROJECT.search(str(row.get("content") or "")):
         return 0
     target = _promote_to_user(access, ctx, access.handle(ctx, "project"), new_id)
     if target is None or target == old_id:
@@ -565,11 +574,34 @@ def _summaries_quoting(h: ScopeHandle, memory_ids: list[str]) -> list[str]:
 def _promote_to_user(access: ScopeAccess, ctx: RequestContext, project: ScopeHandle, memory_id: str) -> str | None:
     """A session memory the user stated for every project (a hook saw "in any repo", "I prefer"):
     on to the user scope too, so the next session in another project has it. Failing here must
-    not fail the session's end: the project copy is kept either way."""
+    not fail the session's end: the project copy is kept either way.
+
+    A hook's capture of the turn (`turn_knowledge`) holds the answer too, and an answer can repeat
+    a repository's text ("I prefer short answers" in a turn whose answer quoted CONTRIBUTING's
+    `curl … | sudo sh`): only the user's own words (`metadata.user_words`) go on to the user
+    scope, as a memory of their own; the project keeps the whole capture."""
     key = parse_memory_id(memory_id)
     row = project.repo.get(key)
     if row is None:
         return None
+    words = (row.get("metadata") or {}).get("user_words")
+    if row.get("category") == TURN_KNOWLEDGE_CATEGORY and isinstance(words, str) and words.strip():
+        try:
+            stored = store_memory(
+                access,
+                ctx,
+                content=f"User: {words.strip()}",
+                type=str(row.get("memory_type") or "semantic"),
+                scope="user",
+                importance=float(row.get("importance") or 0.5),
+                category=TURN_KNOWLEDGE_CATEGORY,
+                tags=list(row.get("tags") or []),
+                source={"hook": "Stop", "promoted_from": memory_id},
+            )
+            return str(stored["memory_id"])
+        except Exception:
+            log.exception("carrying the user's words of %s to the user scope", memory_id)
+            return None
     try:
         done = promote_row(access, project, key, row, access.handle(ctx, "user"), reason="stated for every project")
         return str(done["target_id"])
