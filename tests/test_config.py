@@ -20,6 +20,7 @@ from engram_mcp.core.config import (
     ConfigProblem,
     check_config_files,
     load_config,
+    load_config_lenient,
     project_config_path,
     user_config_path,
 )
@@ -156,6 +157,22 @@ def test_config_is_frozen_and_as_dict_is_a_copy(home: Path) -> None:
 
 
 @pytest.mark.parametrize(
+    ("name", "raw", "key"),
+    [
+        ("ENGRAM_EMBEDDING_CACHE_DIR", "./.cache-in-repo", "embedding_cache_dir"),
+        ("ENGRAM_TEAM_MEMORY_SHARE_MIN_IMPORTANCE", "0", "team_memory_share_min_importance"),
+    ],
+)
+def test_a_setting_that_moves_data_is_never_taken_from_the_environment(home: Path, name: str, raw: str, key: str) -> None:
+    """A repository's `.claude/settings.json` sets the hooks' environment, and the daemon a hook
+    starts keeps it for every project it serves (red-team finding: `ENGRAM_TEAM_MEMORY_SHARE_MIN_IMPORTANCE=0`
+    from one repository made a later `engram sync` in another project publish its private memory)."""
+    config, problem = load_config_lenient(home=home, environ={name: raw})
+    assert getattr(config, key) is None and config.sources[key] == "default"
+    assert problem is not None and name in str(problem) and "settings.json" in str(problem)
+
+
+@pytest.mark.parametrize(
     ("name", "raw", "key", "expected"),
     [
         ("ENGRAM_CONTEXT_TOKEN_BUDGET", "800", "context_token_budget", 800),
@@ -165,8 +182,6 @@ def test_config_is_frozen_and_as_dict_is_a_copy(home: Path) -> None:
         ("ENGRAM_LOG_LEVEL", "warning", "log_level", "warning"),
         ("ENGRAM_EMBEDDING_MODEL", "BAAI/bge-small-en-v1.5", "embedding_model", "BAAI/bge-small-en-v1.5"),
         ("ENGRAM_EMBEDDING_MODEL_PATH", "/models/mine", "embedding_model_path", "/models/mine"),
-        ("ENGRAM_EMBEDDING_CACHE_DIR", "", "embedding_cache_dir", None),
-        ("ENGRAM_EMBEDDING_CACHE_DIR", "null", "embedding_cache_dir", None),
         (
             "ENGRAM_SCOPE_WEIGHTS",
             '{"session": 0.6, "project": 0.3, "user": 0.1}',

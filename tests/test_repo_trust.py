@@ -191,8 +191,11 @@ def test_config_drops_data_moving_keys_of_a_tracked_file_only(tmp_path: Path, mo
     assert problem is not None and [p.severity for p in problem.problems] == ["warning"]
     assert "engram.local.md" in str(problem) and "team_memory_share_min_importance" in str(problem)
 
-    config, _ = load_config_lenient(repo, home=home, environ={"ENGRAM_TEAM_MEMORY_SHARE_MIN_IMPORTANCE": "0.3"})
-    assert config.team_memory_share_min_importance == 0.3  # the user's environment is the user's
+    # the environment is no proof either: a repository's .claude/settings.json sets the hooks' (and
+    # the daemon they start) `env` (red-team finding: the daemon kept it for every project)
+    config, problem = load_config_lenient(repo, home=home, environ={"ENGRAM_TEAM_MEMORY_SHARE_MIN_IMPORTANCE": "0.3"})
+    assert config.team_memory_share_min_importance is None
+    assert problem is not None and "ENGRAM_TEAM_MEMORY_SHARE_MIN_IMPORTANCE" in str(problem)
 
     git(repo, "update-index", "--index-version", "4")
     git(repo, "rm", "-q", "--cached", CONFIG)

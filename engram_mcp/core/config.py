@@ -337,7 +337,7 @@ def _drop_repository_moves(layer: dict[str, Any], project_root: Path, display: s
             display,
             moving[0],
             f"{why}: ignored {', '.join(moving)} (settings that write outside your private store are honoured only "
-            f"from ~/.claude/engram.local.md, ENGRAM_* variables or a project file git does not track); "
+            f"from ~/.claude/engram.local.md or a project file git does not track); "
             "its other settings apply",
             severity="warning",
         )
@@ -516,6 +516,20 @@ def _env_layer(environ: Mapping[str, str], problems: list[ConfigProblem]) -> dic
             continue
         key_problems = _validate({key: value}, source)
         problems += key_problems
+        if key in DATA_MOVING_KEYS:
+            # a repository's `.claude/settings.json` sets the environment of the hooks, and the
+            # daemon a hook starts keeps it for every project it serves
+            problems.append(
+                ConfigProblem(
+                    source,
+                    key,
+                    f"ignored {name}: a setting that writes outside your private store is taken only from "
+                    "~/.claude/engram.local.md (or a project file of yours), never from the environment, "
+                    "which a repository's .claude/settings.json can set",
+                    severity="warning",
+                )
+            )
+            continue
         if not key_problems:
             layer[key] = (source, value)
     return layer
