@@ -7,9 +7,13 @@ CDN); memory text reaches the DOM only as text (`textContent`), never as markup.
 
 Security model (stored memories are untrusted text from tool output and web pages):
 - bound to 127.0.0.1 only, on a random free port unless `--port` is given;
-- a random token per launch (`secrets.token_urlsafe`), given once in the URL that is opened and
-  written to no file. The token never goes into a cookie: browsers send a host's cookies to
-  every port of it, so a cookie holding the token would reach any other server on 127.0.0.1.
+- a random token per launch (`secrets.token_urlsafe`), given once in the URL that is printed
+  (to the user's own terminal) and never on a command line: the browser is opened on a
+  redirect file instead (see `open_browser_privately`), as Jupyter does, because the command
+  line of the browser launcher, and of the browser itself on a cold start, is readable by every
+  local user in /proc/<pid>/cmdline. The token never goes into a cookie: browsers send a
+  host's cookies to every port of it, so a cookie holding the token would reach any other
+  server on 127.0.0.1.
   The first request with the token gets instead a second per-launch random value, the session,
   in an HttpOnly, SameSite=Strict cookie named after the port (`engram_ui_<port>`), which opens
   only the static page (no data). The API needs the token itself in the `X-Engram-UI` header:
@@ -23,7 +27,10 @@ Security model (stored memories are untrusted text from tool output and web page
   so idle or trickling connections cannot use up the descriptors (or the workers) before the
   token is ever checked;
 - `Host` must be this server (127.0.0.1:<port> or localhost:<port>), against DNS rebinding;
-- a request carrying an `Origin` that is not ours gets 403; a state-changing request (POST)
+- a request carrying an `Origin` that is not ours gets 403, and so does one whose
+  `Sec-Fetch-Site` says another site, except the top-level navigation to the page that carries
+  this launch's token (what a browser sends when it follows the redirect file, which has an
+  opaque file:// origin: whoever has the token needs no browser); a state-changing request (POST)
   must carry our `Origin` (and, as every API call, the token header no cross-site form can send);
 - a strict Content-Security-Policy (no inline script, nothing from elsewhere, no framing),
   nosniff, no referrer, no caching of API answers.
@@ -37,10 +44,13 @@ import os
 import re
 import resource
 import secrets
+import signal
 import socket
 import sys
+import tempfile
 import threading
 import webbrowser
+from html import escape
 from pathlib import Path
 from typing import Any, Callable
 
@@ -228,13 +238,28 @@ class Guard:
         if origin is not None and origin not in ours:
             return "forbidden: foreign Origin"
         site = request.headers.get("sec-fetch-site")
-        if site is not None and site not in ("same-origin", "none"):
+        if site is not None and site not in ("same-origin", "none") and not self.opens_the_page(request):
             return "forbidden: cross-site request"
         if not self.authenticated(request, port):
             return "forbidden: missing or wrong token (open the URL `engram ui` printed)"
         if request.method not in ("GET", "HEAD") and origin is None:
             return "forbidden: a change needs the page's Origin"
         return None
+
+    def opens_the_page(self, request: Request) -> bool:
+        """Whether the request is the browser following this launch's link from the redirect file
+        (`open_browser_privately`): a file:// page has an opaque origin, so its navigation says
+        `Sec-Fetch-Site: cross-site`. Only a top-level GET of the page with this launch's token
+        qualifies; it gets the page and the session cookie, never data, and a page elsewhere
+        that could build it already has the token."""
+        if request.method not in ("GET", "HEAD") or request.url.path not in PAGES:
+            return False
+        if request.headers.get("sec-fetch-mode", "navigate") != "navigate":
+            return False
+        if request.headers.get("sec-fetch-dest", "document") != "document":
+            return False
+        supplied = request.query_params.get("token")
+        return supplied is not None and secrets.compare_digest(supplied.encode(), self.token.encode())
 
     def authenticated(self, request: Request, port: int) -> bool:
         """Whether the request proves it comes from this launch's link.
@@ -569,6 +594,100 @@ def display_available() -> bool:
     return True
 
 
+HANDOFF_FILE = "open-engram-ui.html"
+
+
+def handoff_page(url: str) -> str:
+    """A page that sends the browser on to `url` at once (meta refresh, a link to click if the
+    browser does not follow it): no script, nothing from elsewhere, no referrer."""
+    href = escape(url, quote=True)
+    return (
+        '<!DOCTYPE html>\n<html><head><meta charset="utf-8">\n'
+        '<meta name="referrer" content="no-referrer">\n'
+        f'<meta http-equiv="refresh" content="0;url={href}">\n'
+        "<title>engram ui</title></head>\n"
+        f'<body><p>Opening engram ui&hellip; If nothing happens, <a href="{href}">open it here</a>.</p></body></html>\n'
+    )
+
+
+def write_handoff(url: str) -> Path:
+    """Write the redirect page to `url` (which holds the token) in a new private directory:
+    the directory 0700 (`mkdtemp`: new, ours), the file 0600, created exclusively, never
+    through a link. Returns the file's path; `remove_handoff` deletes both."""
+    directory = Path(tempfile.mkdtemp(prefix="engram-ui-"))
+    os.chmod(directory, 0o700)  # mkdtemp's 0700 less the umask: exactly 0700
+    path = directory / HANDOFF_FILE
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            os.fchmod(fd, 0o600)
+            out.write(handoff_page(url))
+    except BaseException:
+        remove_handoff(path)
+        raise
+    return path
+
+
+def remove_handoff(path: Path) -> None:
+    """Delete the redirect page and its private directory (gone already: nothing to do)."""
+    for remove, target in ((os.unlink, path), (os.rmdir, path.parent)):
+        try:
+            remove(target)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            print(f"engram ui: could not remove {target}: {exc.strerror}", file=sys.stderr)
+
+
+def open_browser_privately(url: str) -> Path:
+    """Open `url` in the browser without putting it on any command line.
+
+    `webbrowser.open(url)` runs `xdg-open URL` (or `$BROWSER URL`, `firefox URL`), and a
+    process's command line is readable by every local user in /proc/<pid>/cmdline; a browser
+    that was not running keeps it in its own for its whole life. So, as Jupyter does, the URL
+    goes into a 0600 file in a new 0700 directory (`write_handoff`) that redirects to it, and the
+    browser is given `file://<that file>`, which holds no secret. The file stays until the
+    server stops (a browser starting cold may take a while to read it); `serve` removes it
+    then, on Ctrl-C, SIGTERM and SIGHUP too (`remove_on_signals`). Only a SIGKILL leaves it,
+    private and holding a token no server accepts any more. Returns its path."""
+    path = write_handoff(url)
+    try:
+        webbrowser.open(path.as_uri())
+    except BaseException:
+        remove_handoff(path)
+        raise
+    return path
+
+
+def remove_on_signals(path: Path) -> Callable[[], None]:
+    """Have SIGTERM and SIGHUP remove the redirect file first, then act as they would have.
+
+    Neither reaches `serve`'s `finally`: uvicorn stops gracefully on SIGTERM and then raises it
+    again under the handler it found (by default, death), and a closed terminal's SIGHUP kills
+    at once. A signal already ignored (`nohup`) stays ignored. Python takes signals only in the
+    main thread: elsewhere nothing is installed. Returns what puts the previous handlers back."""
+    installed: dict[signal.Signals, Any] = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            previous = signal.getsignal(sig)
+            if previous is None or previous == signal.SIG_IGN:
+                continue  # ignored, or set outside Python: left as it is
+
+            def remove_then_resignal(signum: int, frame: Any, previous: Any = previous) -> None:
+                remove_handoff(path)
+                signal.signal(signum, previous)
+                signal.raise_signal(signum)
+
+            signal.signal(sig, remove_then_resignal)
+            installed[sig] = previous
+
+    def restore() -> None:
+        for sig, previous in installed.items():
+            signal.signal(sig, previous)
+
+    return restore
+
+
 def header_timeout_protocol() -> type:
     """uvicorn's h11 protocol, plus a deadline for each request's headers and one for its body.
 
@@ -660,12 +779,16 @@ def serve(
     else:
         print(f"engram ui: {url}", flush=True)
     print("(Ctrl-C stops it)", file=sys.stderr, flush=True)
-    if open_browser and display_available():
-        webbrowser.open(url)
+    handoff = open_browser_privately(url) if open_browser and display_available() else None
+    restore_signals = remove_on_signals(handoff) if handoff is not None else None
     try:
         server.run(sockets=[sock])
     except KeyboardInterrupt:
         pass
     finally:
         sock.close()
+        if handoff is not None:
+            remove_handoff(handoff)  # the redirect file (it holds the token) lives as long as the server
+        if restore_signals is not None:
+            restore_signals()
     return 0
