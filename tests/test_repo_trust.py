@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -47,12 +48,36 @@ def test_a_committed_config_shares_nothing_and_is_reported(env: Env) -> None:
 
 
 def test_the_same_key_in_an_untracked_ignored_project_file_is_honoured(env: Env, tmp_path: Path) -> None:
+    """The user's own project file: untracked, and written after engram first claimed the
+    project's store for them (what came with a project was there before)."""
     project = new_repo(tmp_path / "ignored")
     (project / ".gitignore").write_text(".claude/engram.local.md\n")
     commit(project, "ignore the local config", ".gitignore")
+    env.cli("store", "The ignored repo builds with make", "--type", "semantic", "--scope", "project", cwd=project)
+    time.sleep(0.05)  # a change time after the store's owner mark, on any file system's clock
     write_config(project, "team_memory_share_min_importance: 0.0\n")
     assert "salary negotiation" in store_private_and_sync(env, project)
     assert "tracked by git" not in env.cli("status", cwd=project).stdout
+
+
+def test_an_untracked_file_that_came_with_an_unpacked_repository_moves_nothing_until_saved_again(
+    env: Env, tmp_path: Path
+) -> None:
+    """Red-team finding: an archive carried its `.git` and a `.claude/engram.local.md` that
+    `.git/info/exclude` leaves untracked; `engram sync` then wrote private project memories into
+    the team folder. Untracked is no proof in a repository the user did not make: the file predates
+    the user's first session there. Saved again by the user, it applies."""
+    project = new_repo(tmp_path / "unpacked")
+    (project / ".git" / "info").mkdir(parents=True, exist_ok=True)
+    (project / ".git" / "info" / "exclude").write_text(".claude/engram.local.md\n")
+    write_config(project, "team_memory_share_min_importance: 0.0\n")  # there before any session
+    assert "salary negotiation" not in store_private_and_sync(env, project)
+    status = env.cli("status", cwd=project).stdout
+    assert "before your first engram session" in status and "touch" in status, status
+    time.sleep(0.05)
+    (project / CONFIG).touch()  # the user says it is theirs
+    os.utime(project / CONFIG)
+    assert "salary negotiation" in store_private_and_sync(env, project)
 
 
 def test_the_users_own_config_is_honoured_even_beside_a_committed_one(env: Env, tmp_path: Path) -> None:
@@ -170,6 +195,17 @@ def test_without_a_git_binary_the_index_is_read_and_v4_fails_safe(tmp_path: Path
     assert paths.git_tracked(repo, CONFIG) is None
 
 
+def claim_project_store(repo: Path, home: Path) -> None:
+    """What the user's first engram session in `repo` leaves: a store with this user's owner mark."""
+    from engram_mcp.core import paths, store_owner
+
+    fd, _checked = paths.prepare_store_dir(
+        paths.project_dir(repo), trusted=repo, owner=store_owner.load(paths.user_dir(home))
+    )
+    os.close(fd)
+    time.sleep(0.05)  # a later change time for what the test writes next, on any clock
+
+
 def test_config_drops_data_moving_keys_of_a_tracked_file_only(tmp_path: Path, monkeypatch) -> None:
     from engram_mcp.core import paths
     from engram_mcp.core.config import load_config_lenient
@@ -179,6 +215,7 @@ def test_config_drops_data_moving_keys_of_a_tracked_file_only(tmp_path: Path, mo
     home = tmp_path / "home"
     home.mkdir()
     repo = new_repo(tmp_path / "repo")
+    claim_project_store(repo, home)  # the user's first session here: the file written after it is theirs
     write_config(repo, "team_memory_share_min_importance: 0.0\nprompt_recall_limit: 2\n")
 
     config, problem = load_config_lenient(repo, home=home, environ={})

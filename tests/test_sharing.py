@@ -7,6 +7,7 @@ the real model, exchange memories only through commits, pushes and pulls.
 from __future__ import annotations
 
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -354,8 +355,6 @@ def test_a_time_budget_leaves_the_rest_pending_for_the_next_sync(clones):
 
 def test_a_configured_rule_shares_matching_project_memories_at_sync(clones):
     (actx, asvc), _ = clones
-    (actx.project_root / ".claude").mkdir(exist_ok=True)
-    (actx.project_root / ".claude" / "engram.local.md").write_text("---\nteam_memory_share_min_importance: 0.8\n---\n")
     keep = asvc.store(
         actx,
         content="Run the migrations with make migrate, never by hand.",
@@ -363,6 +362,9 @@ def test_a_configured_rule_shares_matching_project_memories_at_sync(clones):
         scope="project",
         importance=0.9,
     )["memory_id"]
+    # the user's own file: written after their first session claimed the project's store
+    time.sleep(0.05)
+    (actx.project_root / ".claude" / "engram.local.md").write_text("---\nteam_memory_share_min_importance: 0.8\n---\n")
     asvc.store(
         actx, content="Looked at the flaky login test this morning.", type="episodic", scope="project", importance=0.9
     )

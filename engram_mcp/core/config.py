@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from engram_mcp.core import safe_yaml
+from engram_mcp.core import safe_yaml, store_owner
 from engram_mcp.core.config_keys import (
     CONFIG_SCHEMA,
     DATA_MOVING_KEYS,
@@ -51,7 +51,7 @@ from engram_mcp.core.config_keys import (
     scale_scope_weights,
 )
 from engram_mcp.core.display import printable
-from engram_mcp.core.paths import describe, git_tracked, in_git_repository
+from engram_mcp.core.paths import describe, git_tracked, in_git_repository, project_dir, user_dir
 
 if TYPE_CHECKING:
     import jsonschema
@@ -282,6 +282,7 @@ def _collect(
     project_root: Path | None, home: Path | None, environ: Mapping[str, str] | None
 ) -> tuple[dict[str, Any], dict[str, str], list[ConfigProblem]]:
     """Read every layer in precedence order; later layers overwrite earlier ones."""
+    user_store = user_dir(home)
     home = home if home is not None else Path.home()
     values: dict[str, Any] = copy.deepcopy(DEFAULTS)
     sources = {key: "default" for key in values}
@@ -295,7 +296,7 @@ def _collect(
         layer, file_problems = _read_file(path, display, within=within)
         problems += file_problems
         if within is not None:
-            problems += _drop_repository_moves(layer, within, display)
+            problems += _drop_repository_moves(layer, within, display, user_store)
         layer_problems = _validate(layer, display)
         problems += _capped(layer_problems, display)
         rejected = {problem.key for problem in layer_problems}
@@ -309,20 +310,27 @@ def _collect(
     return {key: _normalise(key, value) for key, value in values.items()}, sources, problems
 
 
-def _drop_repository_moves(layer: dict[str, Any], project_root: Path, display: str) -> list[ConfigProblem]:
+def _drop_repository_moves(
+    layer: dict[str, Any], project_root: Path, display: str, user_store: Path | None = None
+) -> list[ConfigProblem]:
     """Remove from a project file's layer the keys that move data out of the private store
     (``moves_data``) unless the file is the user's: in a git repository that does not track it.
     A tracked file is the repository's (as Claude Code treats a committed ``settings.json``
     against the user's ``settings.local.json``); its other keys still apply. Fails safe: when git
     cannot say whether the file is tracked, or there is no repository to ask (a project unpacked
     from an archive brings its `.claude/` with it, untracked by anything), the keys are dropped
-    too. Returns one warning naming them."""
+    too. And untracked is no proof in a repository the user did not make: an archive can carry
+    its `.git` with the file left out of it (`.git/info/exclude`). So the file must also be newer
+    than this user's claim on the project's store (`store_owner`: a mark only their engram
+    writes, at the first session here), which no archive can arrange: what came with the project
+    was there before. Returns one warning naming them."""
     moving = sorted(key for key in layer if key in DATA_MOVING_KEYS)
     if not moving:
         return []
     tracked = git_tracked(project_root, f".claude/{CONFIG_FILE_NAME}")
     repository = in_git_repository(project_root)
-    if tracked is False and repository:
+    written_since = _written_since_claim(project_root, user_store)
+    if tracked is False and repository and written_since:
         return []
     for key in moving:
         del layer[key]
@@ -330,8 +338,13 @@ def _drop_repository_moves(layer: dict[str, Any], project_root: Path, display: s
         why = "is in no git repository, so it may have come with the project (an archive, a copy), not from you"
     elif tracked:
         why = "is tracked by git, so it is the repository's file, not yours"
-    else:
+    elif tracked is None:
         why = "is inside a git repository, and git could not say whether it is tracked"
+    else:
+        why = (
+            "was there before your first engram session in this project, so it may have come with the project "
+            f"(an archive with its .git) rather than from you; if it is yours, save it again (touch {display})"
+        )
     return [
         ConfigProblem(
             display,
@@ -342,6 +355,23 @@ def _drop_repository_moves(layer: dict[str, Any], project_root: Path, display: s
             severity="warning",
         )
     ]
+
+
+def _written_since_claim(project_root: Path, user_store: Path | None) -> bool:
+    """Whether the project's config file changed after this user's engram claimed the project's
+    store (its owner mark, verified under the user's key; `core/store_owner.py`). False when
+    either is missing or cannot be read: nothing says the file is the user's."""
+    if user_store is None or not (Path(user_store) / store_owner.KEY_FILE).is_file():
+        return False
+    store = project_dir(Path(project_root))
+    try:
+        mark = os.stat(store / store_owner.OWNER_FILE, follow_symlinks=False)
+        conf = os.stat(project_config_path(Path(project_root)), follow_symlinks=False)
+        if not (stat.S_ISREG(mark.st_mode) and store_owner.load(Path(user_store)).owns(store)):
+            return False
+    except (OSError, ValueError):
+        return False
+    return conf.st_ctime > mark.st_ctime
 
 
 def _display_path(path: Path, home: Path) -> str:

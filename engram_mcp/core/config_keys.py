@@ -87,8 +87,9 @@ class Setting:
     schema: dict[str, Any] | None = None
     #: The key makes engram write outside the private store (into the repository, a shared
     #: folder, a path of its choosing). Such a key is honoured only from the user's own config
-    #: (``~/.claude/engram.local.md``, ``ENGRAM_*``) or a project file git does not track: a
-    #: tracked file is the repository's, and the repository must not decide what leaves.
+    #: (``~/.claude/engram.local.md``) or a project file git does not track, saved after the
+    #: user's first session there (`config._drop_repository_moves`): a tracked file is the
+    #: repository's, and the repository must not decide what leaves (nor its settings.json `env`).
     moves_data: bool = False
 
 
