@@ -26,6 +26,11 @@ user's own, and engram would then modify tracked files). A project store directo
 any file git tracks is refused the same way (`UnsafePath`), before anything in it is opened.
 Whether git tracks a path is asked of `git ls-files` (`git_tracked`), which knows every index
 format, worktrees and split indexes; it costs 3-10 ms and is cached per repository index stamp.
+A repository's `.git` is untrusted input too (an unpacked archive keeps FIFOs and links): git is
+not asked when its `.git` entry is neither a regular file nor a directory or its index is no
+regular file (git would wait on a FIFO until its timeout), and what engram reads of `.git` itself
+is read like any repository file, never through a link, never waiting, a regular file only and
+bounded in size (`_read_git_file`); whatever fails that leaves tracking undetermined.
 """
 
 from __future__ import annotations
@@ -54,6 +59,10 @@ _LINK_TARGET_SHOWN_CHARS = 80  # the target is the repository's text: named, not
 GIT_TIMEOUT_SECONDS = 5.0
 #: Bytes of a `.git` file (worktree or submodule checkout) read to find its git directory.
 _GIT_FILE_MAX_BYTES = 4096
+#: The largest git index (or shared part of a split index) engram reads itself when git cannot
+#: answer: an entry takes ~70 bytes plus its path, so this is millions of files. A larger one is
+#: not read (nor is a link, FIFO or device), and tracking is then undetermined.
+_GIT_INDEX_MAX_BYTES = 256 * 1024 * 1024
 #: Variables that would point git at another repository or index than the project's own.
 _GIT_REDIRECT_VARS = (
     "GIT_DIR",
@@ -326,8 +335,9 @@ def git_tracked(root: Path, relpath: str) -> bool | None:
     `.claude` a submodule, whose files the project's own index does not list. False when the
     path is in no git repository (no `.git` entry at or above it); None when it is in one but
     tracking cannot be determined (no git binary and no readable index, git refusing the
-    repository, a timeout): callers treat that as tracked where trusting the file could move
-    private data, and say so. Cached per path until that repository's index changes (its
+    repository, a timeout, a `.git` entry or index that is no regular file or directory, such
+    as a FIFO an unpacked archive kept): callers treat that as tracked where trusting the file
+    could move private data, and say so. Cached per path until that repository's index changes (its
     inode, size or mtime), so the daemon's config reloads stay cheap.
     """
     target = Path(os.path.realpath(root)) / relpath
@@ -345,6 +355,8 @@ def git_tracked(root: Path, relpath: str) -> bool | None:
         cached = _tracked_cache.get(key)
     if stamp is not None and cached is not None and cached[0] == stamp:
         return cached[1]
+    if not _git_can_be_asked(repo_root, git_dir):
+        return None  # git would wait on a FIFO (holding the daemon's lock) or read a device
     answer = _ask_git(where, pathspec)
     if answer is None and git_dir is not None:
         answer = _index_names(git_dir, target.relative_to(repo_root).as_posix())
@@ -374,16 +386,62 @@ def _find_git_entry(root: Path) -> tuple[Path, Path | None] | None:
 
 
 def _git_dir_of_file(entry: Path) -> Path | None:
-    """The directory a `.git` file (`gitdir: <path>`) of a worktree or submodule names."""
+    """The directory a `.git` file (`gitdir: <path>`) of a worktree or submodule names (None
+    when it cannot be read: a link, a FIFO, no such text)."""
     try:
-        with open(entry, "rb") as fh:
-            text = fh.read(_GIT_FILE_MAX_BYTES).decode("utf-8", "replace")
+        data = _read_git_file(entry, _GIT_FILE_MAX_BYTES, prefix=True)
     except OSError:
         return None
+    text = data.decode("utf-8", "replace") if data is not None else ""
     first = text.splitlines()[0] if text else ""
     if not first.startswith("gitdir:"):
         return None
     return (entry.parent / first[len("gitdir:") :].strip()).resolve()
+
+
+def _git_can_be_asked(repo_root: Path, git_dir: Path | None) -> bool:
+    """Whether git may be asked about this repository without waiting: its `.git` entry is a
+    regular file or a directory, and its index and any shared index part are regular files
+    (each through a link, as git follows one). git opens them blocking, so a FIFO there holds it
+    (and the daemon, which asks under its lock) until GIT_TIMEOUT_SECONDS, and a device is no
+    index; tracking is then undetermined without asking. What cannot be looked at is left to git,
+    which fails on it at once."""
+    if git_dir is None:
+        names = [repo_root / ".git"]
+    else:
+        names = [git_dir / "index", *git_dir.glob("sharedindex.*")]
+    for name in names:
+        try:
+            st = os.stat(name)
+        except OSError:
+            continue
+        if not (stat.S_ISREG(st.st_mode) or (git_dir is None and stat.S_ISDIR(st.st_mode))):
+            return False
+    return True
+
+
+def _read_git_file(path: Path, max_bytes: int, *, prefix: bool = False) -> bytes | None:
+    """The bytes of a file of a repository's git metadata (a `.git` file, the index), read the way
+    engram reads any file of a repository, which may come from an archive that kept FIFOs and
+    links: checked with `lstat` first, then opened never through a link (O_NOFOLLOW) and never
+    waiting (O_NONBLOCK), the descriptor checked again. None when it is no regular file (a FIFO
+    would block the read forever, a link to /dev/zero would fill memory) or holds more than
+    `max_bytes` (with `prefix`, its first `max_bytes` are returned instead). Raises OSError when
+    it cannot be opened (FileNotFoundError when it does not exist)."""
+    if not stat.S_ISREG(os.lstat(path).st_mode):
+        return None
+    fd = os.open(path, _NOFOLLOW_FILE_FLAGS)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or (st.st_size > max_bytes and not prefix):
+            return None
+        with open(fd, "rb", closefd=False) as fh:
+            data = fh.read(min(st.st_size, max_bytes) + 1)  # one byte more: one grown since is seen
+    finally:
+        os.close(fd)
+    if len(data) > max_bytes:
+        return data[:max_bytes] if prefix else None
+    return data
 
 
 def _index_stamp(git_dir: Path | None) -> tuple[int, int, int] | None:
@@ -418,17 +476,18 @@ def _ask_git(root: Path, relpath: str) -> bool | None:
 def _index_names(git_dir: Path, repo_path: str) -> bool | None:
     """Without git: whether the index (or a split index's shared part) holds `repo_path` or a
     file below it. Index versions 2 and 3 store every path whole, so a byte search answers;
-    version 4 compresses paths, so it cannot (None)."""
+    version 4 compresses paths, so it cannot (None); nor can one that is no regular file or is
+    larger than _GIT_INDEX_MAX_BYTES (`_read_git_file`)."""
     names = [git_dir / "index", *sorted(git_dir.glob("sharedindex.*"))]
     needles = (repo_path.encode() + b"\0", repo_path.encode() + b"/")
     for name in names:
         try:
-            data = name.read_bytes()
+            data = _read_git_file(name, _GIT_INDEX_MAX_BYTES)
         except FileNotFoundError:
             continue
         except OSError:
             return None
-        if data[:4] != b"DIRC" or int.from_bytes(data[4:8], "big") not in (2, 3):
+        if data is None or data[:4] != b"DIRC" or int.from_bytes(data[4:8], "big") not in (2, 3):
             return None
         if any(needle in data for needle in needles):
             return True
