@@ -184,7 +184,7 @@ def test_no_open_opens_nothing_and_writes_no_file(start) -> None:
 
 
 CHILD = """
-import sys, webbrowser
+import sys, time, webbrowser
 from pathlib import Path
 from engram_mcp.interfaces.ui import server as ui
 
@@ -196,6 +196,8 @@ class StandIn:
 
 def opened(url, *args, **kwargs):
     print("OPENED " + url, flush=True)
+    if sys.argv[2] == "waits":
+        time.sleep(60)  # webbrowser waits for a $BROWSER command: a browser started cold, for its life
     return True
 
 ui.Backend = StandIn
@@ -205,28 +207,33 @@ sys.exit(ui.serve(Path(sys.argv[1]), None))
 """
 
 
+@pytest.mark.parametrize("launcher", ["returns", "waits"])
 @pytest.mark.parametrize(
     ("signum", "returncode"),
     [(signal.SIGTERM, -signal.SIGTERM), (signal.SIGHUP, -signal.SIGHUP), (signal.SIGINT, 0)],
     ids=["SIGTERM", "SIGHUP", "Ctrl-C"],
 )
-def test_the_file_goes_when_the_server_is_stopped_by_a_signal(tmp_path, signum, returncode) -> None:
+def test_the_file_goes_when_the_server_is_stopped_by_a_signal(tmp_path, signum, returncode, launcher) -> None:
     """uvicorn stops on SIGTERM and then dies of it again, a closed terminal sends SIGHUP: neither
-    reaches a `finally`, and the file must go all the same; the exit status stays the signal's."""
+    reaches a `finally`, and the file must go all the same; the exit status stays the signal's.
+    Also while the browser launcher is still running (webbrowser waits for a `$BROWSER`)."""
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     env = {**os.environ, "TMPDIR": str(tmp), "PYTHONPATH": str(REPO)}
     proc = subprocess.Popen(
-        [sys.executable, "-c", CHILD, str(tmp_path)],
+        [sys.executable, "-c", CHILD, str(tmp_path), launcher],
         cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     try:
         base = proc.stdout.readline().split(": ", 1)[1].split("/?token=")[0]
         path = _handoff_file(proc.stdout.readline().strip().removeprefix("OPENED "))
         assert path.is_file() and path.parent.parent == tmp
-        deadline = time.monotonic() + 10
-        while _get(base, {})[0] != 403 and time.monotonic() < deadline:  # serving (and refusing no token)
-            time.sleep(0.05)
+        if launcher == "returns":
+            deadline = time.monotonic() + 10
+            while _get(base, {})[0] != 403 and time.monotonic() < deadline:  # serving (and refusing no token)
+                time.sleep(0.05)
+        else:
+            time.sleep(0.2)  # inside the launcher's wait
         proc.send_signal(signum)
         proc.wait(timeout=15)
     finally:
@@ -255,9 +262,9 @@ def test_a_real_browser_follows_the_file_and_the_page_reaches_the_api(start, tmp
             )
         )
 
-    r = start(opener=chromium)
-    assert r.opened and r.opened[0].startswith("file://"), r.opened
     try:
+        r = start(opener=chromium)
+        assert r.opened and r.opened[0].startswith("file://"), r.opened
         deadline = time.monotonic() + 30
         while "list" not in StandInDaemon.calls and time.monotonic() < deadline:
             time.sleep(0.1)

@@ -639,7 +639,7 @@ def remove_handoff(path: Path) -> None:
             print(f"engram ui: could not remove {target}: {exc.strerror}", file=sys.stderr)
 
 
-def open_browser_privately(url: str) -> Path:
+def open_browser_privately(url: str) -> Callable[[], None]:
     """Open `url` in the browser without putting it on any command line.
 
     `webbrowser.open(url)` runs `xdg-open URL` (or `$BROWSER URL`, `firefox URL`), and a
@@ -647,16 +647,23 @@ def open_browser_privately(url: str) -> Path:
     that was not running keeps it in its own for its whole life. So, as Jupyter does, the URL
     goes into a 0600 file in a new 0700 directory (`write_handoff`) that redirects to it, and the
     browser is given `file://<that file>`, which holds no secret. The file stays until the
-    server stops (a browser starting cold may take a while to read it); `serve` removes it
-    then, on Ctrl-C, SIGTERM and SIGHUP too (`remove_on_signals`). Only a SIGKILL leaves it,
-    private and holding a token no server accepts any more. Returns its path."""
+    server stops (a browser starting cold may take a while to read it): returns what removes
+    it, which `serve` calls then. SIGTERM and SIGHUP remove it too (`remove_on_signals`), from
+    before the browser is launched (`$BROWSER` is waited for); only a SIGKILL leaves it,
+    private and holding a token no server accepts any more."""
     path = write_handoff(url)
+    restore_signals = remove_on_signals(path)
+
+    def close() -> None:
+        remove_handoff(path)
+        restore_signals()
+
     try:
         webbrowser.open(path.as_uri())
     except BaseException:
-        remove_handoff(path)
+        close()
         raise
-    return path
+    return close
 
 
 def remove_on_signals(path: Path) -> Callable[[], None]:
@@ -779,16 +786,15 @@ def serve(
     else:
         print(f"engram ui: {url}", flush=True)
     print("(Ctrl-C stops it)", file=sys.stderr, flush=True)
-    handoff = open_browser_privately(url) if open_browser and display_available() else None
-    restore_signals = remove_on_signals(handoff) if handoff is not None else None
+    close_handoff: Callable[[], None] | None = None
     try:
+        if open_browser and display_available():
+            close_handoff = open_browser_privately(url)
         server.run(sockets=[sock])
     except KeyboardInterrupt:
         pass
     finally:
         sock.close()
-        if handoff is not None:
-            remove_handoff(handoff)  # the redirect file (it holds the token) lives as long as the server
-        if restore_signals is not None:
-            restore_signals()
+        if close_handoff is not None:
+            close_handoff()  # the redirect file (it holds the token) lives as long as the server
     return 0
