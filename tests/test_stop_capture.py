@@ -245,7 +245,7 @@ def test_a_rule_for_every_project_goes_to_the_user_scope_and_the_note_says_so(tm
     # the user's own words go on to the user scope, never the answer (which may repeat a repository's text)
     assert entry["args"]["metadata"] == {
         "promote_to": "user",
-        "user_words": "And this is how I want every fix done, whatever the repo: a failing test first.",
+        "user_words": prompt,  # the whole prompt: its teaching sentence alone may name no one
     }
     assert hooks.STOP_NOTE_EVERY_PROJECT.strip() in _deliver(user_dir)
 

@@ -845,7 +845,9 @@ def turn_knowledge_memory(facts: dict[str, Any], signals: list[str]) -> dict[str
     if kind not in ("fix", "cause") and stop_trigger.user_says_every_project(str(facts.get("prompt") or "")):
         # session end carries the user's own words (never the answer, which may repeat a
         # repository's text) on to the user scope
-        memory["metadata"] = {"promote_to": "user", "user_words": prompt}
+        # (the whole prompt: its teaching sentence alone may name no one, "She's the PM for both")
+        words = _clean(str(facts.get("prompt") or ""), TURN_PROMPT_CHARS)
+        memory["metadata"] = {"promote_to": "user", "user_words": words}
     return memory
 
 
