@@ -28,6 +28,24 @@ _EMPTY_POSTING_TFS = np.zeros(0, dtype=np.float32)
 BM25_K1 = 0.9
 BM25_B = 0.3
 
+# What one memory can add to the keyword index, and what an index holds. A term costs ~370 bytes
+# (its vocabulary entry and posting arrays), and the vocabulary was never pruned: a repository's
+# team folder of 3,000 files of unique random words (59 MB) put 6 million terms in one index,
+# 3.3 GB of the shared daemon and a 278 MB index file. Real memories are far inside these bounds
+# (the coding-memory and LoCoMo sets: at most 51 distinct terms a memory; a 20,000-character
+# page of this project's docs: 450-830), so they change nothing there.
+#: Distinct terms indexed per document: its most frequent ones, ties to the earlier first use.
+MAX_TERMS_PER_DOC = 512
+#: Longer terms are not indexed: no query types them (a sha256 in hex is 64); blobs and minified
+#: text are cut into such runs.
+MAX_TERM_CHARS = 64
+#: Vocabulary bound: VOCAB_FLOOR terms, plus VOCAB_PER_DOC for each live document. A document
+#: brings its own allowance, so past the floor every new memory still gets up to VOCAB_PER_DOC
+#: new words indexed, while a flood of unique words stops at that many a memory (its known terms
+#: are indexed as usual; vector recall still finds it). ~24 MB at the floor, +6 KB a memory.
+VOCAB_FLOOR = 65_536
+VOCAB_PER_DOC = 16
+
 
 @dataclass(frozen=True)
 class SharedStats:
@@ -75,16 +93,38 @@ class BM25Index:
 
     A text with no terms (empty, or only stop words) is not a document: it cannot match, and it is
     not counted in N or avgdl (as Lucene counts only documents that have the field).
+
+    Bounds (denial of service by a hostile repository's memories): a document indexes at most
+    `max_doc_terms` distinct terms of at most MAX_TERM_CHARS characters, and the vocabulary holds
+    at most `vocab_floor + vocab_per_doc * N` terms (N counting the document being added); a new
+    term past that bound is left out of the document. Terms no live document holds are dropped
+    (the others renumbered) when the bound is reached and they make up an eighth of the vocabulary.
+    A document's terms (and so its length dl) are the ones kept.
     """
 
     _MIN_POSTINGS_CAPACITY = 4
     _COMPACT_MIN_POSTINGS = 8  # don't bother compacting tiny posting lists
 
-    def __init__(self, k1: float = BM25_K1, b: float = BM25_B, initial_capacity: int = 1024) -> None:
+    def __init__(
+        self,
+        k1: float = BM25_K1,
+        b: float = BM25_B,
+        initial_capacity: int = 1024,
+        *,
+        max_doc_terms: int = MAX_TERMS_PER_DOC,
+        vocab_floor: int = VOCAB_FLOOR,
+        vocab_per_doc: int = VOCAB_PER_DOC,
+    ) -> None:
         if k1 <= 0 or not 0.0 <= b <= 1.0:
             raise ValueError("need k1 > 0 and 0 <= b <= 1")
+        if max_doc_terms < 1 or vocab_floor < 0 or vocab_per_doc < 0:
+            raise ValueError("need max_doc_terms >= 1, vocab_floor >= 0 and vocab_per_doc >= 0")
         self.k1 = float(k1)
         self.b = float(b)
+        self.max_doc_terms = int(max_doc_terms)
+        self.vocab_floor = int(vocab_floor)
+        self.vocab_per_doc = int(vocab_per_doc)
+        self._unused_terms = 0  # terms with df 0 (no live document holds them)
         self._vocab: dict[str, int] = {}
         self._post_slots: list[np.ndarray] = []
         self._post_tfs: list[np.ndarray] = []
@@ -108,6 +148,7 @@ class BM25Index:
         self._post_len = [0] * n_terms
         self._post_dead = [0] * n_terms
         self._df = [0] * n_terms
+        self._unused_terms = n_terms
         self._doc_terms = [None] * capacity
         self._doc_len = np.ones(capacity, dtype=np.float32)
         self._doc_count = 0
@@ -124,8 +165,16 @@ class BM25Index:
         if slot < 0:
             raise ValueError("slot must be non-negative")
         self._ensure_capacity(slot + 1)
-        counts = Counter(terms)
-        ids = [self._term_id(t) for t in counts]
+        counts = Counter(self._kept_terms(terms))
+        vocab = self._vocab
+        new_terms = [t for t in counts if t not in vocab]
+        if new_terms:
+            room = self._room(len(new_terms), self._doc_count + (self._doc_terms[slot] is None))
+            for t in new_terms[:room]:
+                self._term_id(t)
+            if room < len(new_terms):
+                counts = Counter({t: c for t, c in counts.items() if t in self._vocab})
+        ids = [self._vocab[t] for t in counts]
         doc = np.array([ids, list(counts.values())], dtype=np.int32).reshape(2, -1)
         old = self._doc_terms[slot]
         if old is not None:
@@ -140,7 +189,9 @@ class BM25Index:
 
     def set_many(self, slots: Sequence[int] | np.ndarray, texts: Sequence[str]) -> None:
         """Bulk (re)index: tokenize all, then build postings with one sort instead of per-token
-        appends. Equivalent to calling `set` in order (a later duplicate slot wins)."""
+        appends. Equivalent to calling `set` in order (a later duplicate slot wins) while the
+        batch's new terms fit the vocabulary bound at its end; past it, new terms are admitted
+        document by document, each under the bound at its turn, as `set` would."""
         slot_arr = np.asarray(slots, dtype=np.int64).reshape(-1)
         if len(slot_arr) != len(texts):
             raise ValueError("slots and texts differ in length")
@@ -159,16 +210,22 @@ class BM25Index:
         _, last_rev = np.unique(slot_arr[::-1], return_index=True)
         keep = np.sort(len(slot_arr) - 1 - last_rev)
         slot_arr = slot_arr[keep]
-        term_lists = [term_lists[i] for i in keep.tolist()]
+        term_lists = [self._kept_terms(term_lists[i]) for i in keep.tolist()]
         self._ensure_capacity(int(slot_arr.max()) + 1)
         for slot in slot_arr.tolist():
             if self._doc_terms[slot] is not None:
                 self.clear(slot)
-        lengths = np.fromiter((len(t) for t in term_lists), dtype=np.int64, count=len(term_lists))
         flat = list(chain.from_iterable(term_lists))
-        for term in dict.fromkeys(flat):  # new terms get ids; C-speed dedupe of the token stream
-            if term not in self._vocab:
+        vocab = self._vocab
+        new_terms = [t for t in dict.fromkeys(flat) if t not in vocab]  # C-speed dedupe
+        n_docs = self._doc_count + sum(1 for t in term_lists if t)
+        if len(new_terms) <= self._vocab_limit(n_docs) - len(vocab):
+            for term in new_terms:  # the batch is within the bound: every new term gets an id
                 self._term_id(term)
+        else:
+            term_lists = self._admit_in_order(term_lists)
+            flat = list(chain.from_iterable(term_lists))
+        lengths = np.fromiter((len(t) for t in term_lists), dtype=np.int64, count=len(term_lists))
         flat_ids = np.fromiter(map(self._vocab.__getitem__, flat), dtype=np.int64, count=len(flat))
         doc_of_token = np.repeat(np.arange(len(term_lists), dtype=np.int64), lengths)
         self._bulk_add(slot_arr, flat_ids, doc_of_token, None)
@@ -206,12 +263,15 @@ class BM25Index:
     def export_state(self) -> tuple[dict[str, object], dict[str, np.ndarray]]:
         """(metadata, arrays) for `from_state`: the vocabulary in term-id order, the live
         postings as CSR (offsets per term, slots, tfs; dead postings dropped), and the
-        per-document term lists as CSR (offsets per slot, [term ids; tfs])."""
-        n_terms = len(self._post_len)
+        per-document term lists as CSR (offsets per slot, [term ids; tfs]). Terms no live
+        document holds are left out (the others renumbered in order)."""
+        keep, new_id = self._live_terms()
+        renumbered = len(keep) < len(self._post_len)
+        n_terms = len(keep)
         post_counts = np.zeros(n_terms + 1, dtype=np.int64)
         slot_parts: list[np.ndarray] = []
         tf_parts: list[np.ndarray] = []
-        for tid in range(n_terms):
+        for i, tid in enumerate(keep):
             n = self._post_len[tid]
             slots, tfs = self._post_slots[tid][:n], self._post_tfs[tid][:n]
             if self._post_dead[tid]:
@@ -219,7 +279,7 @@ class BM25Index:
                 slots, tfs = slots[live], tfs[live]
             slot_parts.append(slots)
             tf_parts.append(tfs)
-            post_counts[tid + 1] = len(slots)
+            post_counts[i + 1] = len(slots)
         cap = len(self._doc_terms)
         doc_counts = np.zeros(cap + 1, dtype=np.int64)
         doc_parts = []
@@ -227,20 +287,22 @@ class BM25Index:
             if doc is not None:
                 doc_parts.append(doc)
                 doc_counts[slot + 1] = doc.shape[1]
+        doc_terms = np.concatenate(doc_parts, axis=1).astype(np.int32) if doc_parts else np.zeros((2, 0), np.int32)
+        if renumbered:
+            doc_terms[0] = new_id[doc_terms[0]]
+        vocab = list(self._vocab)
         arrays: dict[str, np.ndarray] = {
             "bm25_post_offsets": np.cumsum(post_counts),
             "bm25_post_slots": np.concatenate(slot_parts).astype(np.int32) if slot_parts else _EMPTY_POSTING_SLOTS,
             "bm25_post_tfs": np.concatenate(tf_parts).astype(np.float32) if tf_parts else _EMPTY_POSTING_TFS,
             "bm25_doc_offsets": np.cumsum(doc_counts),
-            "bm25_doc_terms": np.concatenate(doc_parts, axis=1).astype(np.int32)
-            if doc_parts
-            else np.zeros((2, 0), dtype=np.int32),
+            "bm25_doc_terms": doc_terms,
             "bm25_doc_len": np.asarray(self._doc_len, dtype=np.float32),
         }
         meta = {
             "k1": self.k1,
             "b": self.b,
-            "vocab": list(self._vocab),
+            "vocab": [vocab[tid] for tid in keep] if renumbered else vocab,
             "doc_count": self._doc_count,
             "total_len": self._total_len,
         }
@@ -269,6 +331,11 @@ class BM25Index:
             or (dt.shape[1] and (int(dt[0].min()) < 0 or int(dt[0].max()) >= n_terms))
         ):
             raise ValueError("BM25 arrays do not fit together")
+        # A file over the bounds (written before them, or crafted) is rebuilt from the store.
+        if n_terms > index._vocab_limit(int(meta["doc_count"])) or (
+            cap and int(np.diff(do).max()) > index.max_doc_terms
+        ):
+            raise ValueError("BM25 index over its vocabulary or per-document bound")
         index._vocab = {str(t): i for i, t in enumerate(vocab)}
         if len(index._vocab) != n_terms:
             raise ValueError("BM25 vocabulary repeats a term")
@@ -278,6 +345,7 @@ class BM25Index:
         index._post_len = np.diff(po).tolist()
         index._post_dead = [0] * n_terms
         index._df = list(index._post_len)
+        index._unused_terms = index._df.count(0)
         dbounds = do.tolist()
         index._doc_terms = [dt[:, a:b] if b > a else None for a, b in zip(dbounds, dbounds[1:], strict=False)]
         index._doc_len = dl
@@ -367,9 +435,14 @@ class BM25Index:
 
     @property
     def vocab_size(self) -> int:
-        """Terms ever seen: ids are stable for the index's lifetime, so a term whose df fell to 0
-        keeps its (empty) entry; a full rebuild at the next open drops it."""
+        """Terms held: a term whose df fell to 0 keeps its (empty) entry until the vocabulary
+        reaches its bound (then such terms are dropped, see the class) or a rebuild."""
         return len(self._vocab)
+
+    @property
+    def vocab_limit(self) -> int:
+        """The vocabulary bound at the current document count (see the class)."""
+        return self._vocab_limit(self._doc_count)
 
     @property
     def capacity(self) -> int:
@@ -441,6 +514,89 @@ class BM25Index:
         all_contrib = np.concatenate([p[1] for p in parts])
         return None, np.bincount(all_slots, weights=all_contrib)
 
+    # ---- internals: bounds ----
+
+    def _kept_terms(self, terms: Sequence[str]) -> Sequence[str]:
+        """The document's tokens that are indexed: none longer than MAX_TERM_CHARS, and only its
+        `max_doc_terms` most frequent distinct terms (ties to the earlier first use)."""
+        if not terms:
+            return terms
+        if max(map(len, terms)) > MAX_TERM_CHARS:
+            terms = [t for t in terms if len(t) <= MAX_TERM_CHARS]
+        if len(terms) > self.max_doc_terms:
+            counts = Counter(terms)
+            if len(counts) > self.max_doc_terms:
+                # most_common sorts stably: equal counts stay in first-use order
+                kept = {t for t, _ in counts.most_common(self.max_doc_terms)}
+                terms = [t for t in terms if t in kept]
+        return terms
+
+    def _vocab_limit(self, n_docs: int) -> int:
+        return self.vocab_floor + self.vocab_per_doc * max(n_docs, 0)
+
+    def _room(self, wanted: int, n_docs: int, may_drop: bool = True) -> int:
+        """How many of `wanted` new terms fit under the bound with `n_docs` live documents;
+        drops the unused terms first when room is short and they are worth a renumbering (not
+        while ids given out for postings still to come are unused)."""
+        room = self._vocab_limit(n_docs) - len(self._vocab)
+        if room < wanted and may_drop and self._unused_worth_dropping():
+            self._drop_unused_terms()
+            room = self._vocab_limit(n_docs) - len(self._vocab)
+        return max(0, min(room, wanted))
+
+    def _unused_worth_dropping(self) -> bool:
+        return self._unused_terms > 0 and self._unused_terms * 8 >= len(self._vocab)
+
+    def _admit_in_order(self, term_lists: Sequence[Sequence[str]]) -> list[Sequence[str]]:
+        """Give ids to the batch's new terms as sequential `set` calls would (each document
+        under the bound at its turn); returns the term lists without the terms left out."""
+        if self._unused_worth_dropping():  # once, before this batch's new terms get ids
+            self._drop_unused_terms()
+        n_docs = self._doc_count
+        vocab = self._vocab
+        out: list[Sequence[str]] = []
+        for terms in term_lists:
+            new_terms = [t for t in dict.fromkeys(terms) if t not in vocab]
+            if new_terms:
+                room = self._room(len(new_terms), n_docs + 1, may_drop=False)
+                for t in new_terms[:room]:
+                    self._term_id(t)
+                if room < len(new_terms):
+                    terms = [t for t in terms if t in vocab]
+            n_docs += bool(terms)
+            out.append(terms)
+        return out
+
+    def _live_terms(self) -> tuple[list[int], np.ndarray]:
+        """The ids of the terms some live document holds, in order, and each id's new id if only
+        those were kept (-1 for the others)."""
+        live = np.flatnonzero(np.asarray(self._df, dtype=np.int64) > 0)
+        new_id = np.full(len(self._df), -1, dtype=np.int32)
+        new_id[live] = np.arange(len(live), dtype=np.int32)
+        return live.tolist(), new_id
+
+    def _drop_unused_terms(self) -> None:
+        """Forget the terms no live document holds and renumber the others (in their order)."""
+        keep, new_id = self._live_terms()
+        terms = list(self._vocab)
+        self._vocab = {terms[t]: i for i, t in enumerate(keep)}
+        self._post_slots = [self._post_slots[t] for t in keep]
+        self._post_tfs = [self._post_tfs[t] for t in keep]
+        self._post_len = [self._post_len[t] for t in keep]
+        self._post_dead = [self._post_dead[t] for t in keep]
+        self._df = [self._df[t] for t in keep]
+        self._unused_terms = 0
+        present = [s for s, d in enumerate(self._doc_terms) if d is not None]
+        parts = [d for d in self._doc_terms if d is not None]  # the documents of `present`
+        if parts:
+            # One new buffer for every document's [term ids; tfs] (the old ones may be views of
+            # a mapped file or of a bulk buffer), as `_bulk_add` lays them out.
+            stacked = np.concatenate(parts, axis=1).astype(np.int32)
+            stacked[0] = new_id[stacked[0]]
+            offsets = np.concatenate([[0], np.cumsum([p.shape[1] for p in parts])]).tolist()
+            for i, s in enumerate(present):
+                self._doc_terms[s] = stacked[:, offsets[i] : offsets[i + 1]]
+
     # ---- internals: maintenance ----
 
     def _term_id(self, term: str) -> int:
@@ -454,6 +610,7 @@ class BM25Index:
             self._post_len.append(0)
             self._post_dead.append(0)
             self._df.append(0)
+            self._unused_terms += 1
         return tid
 
     def _append_posting(self, tid: int, slot: int, tf: int) -> None:
@@ -465,6 +622,8 @@ class BM25Index:
         slots[n] = slot
         self._post_tfs[tid][n] = tf
         self._post_len[tid] = n + 1
+        if self._df[tid] == 0:
+            self._unused_terms -= 1
         self._df[tid] += 1
 
     def _append_block(self, tid: int, slots: np.ndarray, tfs: np.ndarray) -> None:
@@ -480,6 +639,8 @@ class BM25Index:
             self._post_slots[tid][n:end] = slots
             self._post_tfs[tid][n:end] = tfs
         self._post_len[tid] = end
+        if self._df[tid] == 0 and len(slots):
+            self._unused_terms -= 1
         self._df[tid] += len(slots)
 
     def _resize_postings(self, tid: int, capacity: int) -> None:
@@ -548,6 +709,8 @@ class BM25Index:
             self._post_tfs[tid][hits[-1]] = 0.0
             self._post_dead[tid] += 1
             self._df[tid] -= 1
+            if self._df[tid] == 0:
+                self._unused_terms += 1
             if self._post_dead[tid] * 2 > n and n >= self._COMPACT_MIN_POSTINGS:
                 self._compact_term(tid)
         self._doc_count -= 1
