@@ -830,6 +830,15 @@ def turn_knowledge_memory(facts: dict[str, Any], signals: list[str]) -> dict[str
     else:
         kind = signals[0]  # rule, fact or decision: the user's words carry it
         content = f"User: {prompt}" + (f" Outcome: {answer}" if answer else "")
+    every_project = kind not in ("fix", "cause") and stop_trigger.user_says_every_project(
+        str(facts.get("prompt") or "")
+    )
+    if every_project:
+        # it goes on to the user scope at session end: the user's own words only, never the answer,
+        # which may repeat a repository's text (a red-team pass saw CONTRIBUTING's `curl | sudo sh`
+        # shown under "User preferences" in every project); the whole prompt, since its teaching
+        # sentence alone may name no one ("She's the PM for both")
+        content = "User: " + _clean(str(facts.get("prompt") or ""), TURN_PROMPT_CHARS)
     # engram's types are decay paces: how to work (a rule, a fix's cure) lasts like a procedure
     # (30 days), a fact about the project or a decision like semantic memory (7 days); a root
     # cause is not an episode of the day, whatever the turn's failed command suggests.
@@ -842,12 +851,8 @@ def turn_knowledge_memory(facts: dict[str, Any], signals: list[str]) -> dict[str
         "tags": ["stop-capture", kind],
         "source": {"hook": "Stop", "signals": list(signals)},
     }
-    if kind not in ("fix", "cause") and stop_trigger.user_says_every_project(str(facts.get("prompt") or "")):
-        # session end carries the user's own words (never the answer, which may repeat a
-        # repository's text) on to the user scope
-        # (the whole prompt: its teaching sentence alone may name no one, "She's the PM for both")
-        words = _clean(str(facts.get("prompt") or ""), TURN_PROMPT_CHARS)
-        memory["metadata"] = {"promote_to": "user", "user_words": words}
+    if every_project:
+        memory["metadata"] = {"promote_to": "user"}  # session end carries it on to the user scope
     return memory
 
 

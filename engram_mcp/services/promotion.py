@@ -574,34 +574,13 @@ def _summaries_quoting(h: ScopeHandle, memory_ids: list[str]) -> list[str]:
 def _promote_to_user(access: ScopeAccess, ctx: RequestContext, project: ScopeHandle, memory_id: str) -> str | None:
     """A session memory the user stated for every project (a hook saw "in any repo", "I prefer"):
     on to the user scope too, so the next session in another project has it. Failing here must
-    not fail the session's end: the project copy is kept either way.
-
-    A hook's capture of the turn (`turn_knowledge`) holds the answer too, and an answer can repeat
-    a repository's text ("I prefer short answers" in a turn whose answer quoted CONTRIBUTING's
-    `curl … | sudo sh`): only the user's own words (`metadata.user_words`) go on to the user
-    scope, as a memory of their own; the project keeps the whole capture."""
+    not fail the session's end: the project copy is kept either way. A hook's capture holds only
+    the user's words when it is to go there (`hooks.turn_knowledge_memory`): an answer can repeat
+    a repository's text."""
     key = parse_memory_id(memory_id)
     row = project.repo.get(key)
     if row is None:
         return None
-    words = (row.get("metadata") or {}).get("user_words")
-    if row.get("category") == TURN_KNOWLEDGE_CATEGORY and isinstance(words, str) and words.strip():
-        try:
-            stored = store_memory(
-                access,
-                ctx,
-                content=f"User: {words.strip()}",
-                type=str(row.get("memory_type") or "semantic"),
-                scope="user",
-                importance=float(row.get("importance") or 0.5),
-                category=TURN_KNOWLEDGE_CATEGORY,
-                tags=list(row.get("tags") or []),
-                source={"hook": "Stop", "promoted_from": memory_id},
-            )
-            return str(stored["memory_id"])
-        except Exception:
-            log.exception("carrying the user's words of %s to the user scope", memory_id)
-            return None
     try:
         done = promote_row(access, project, key, row, access.handle(ctx, "user"), reason="stated for every project")
         return str(done["target_id"])
