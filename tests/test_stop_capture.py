@@ -243,9 +243,8 @@ def test_a_rule_for_every_project_goes_to_the_user_scope_and_the_note_says_so(tm
     assert _stop(tmp_path, user_dir, prompt, [EDIT], "Done: the failing test came first, then the fix.")
     [entry] = [spool.read(p) for p in spool.pending(user_dir)]
     assert entry["args"]["metadata"] == {"promote_to": "user"}
-    # the user's own words (the whole prompt) go on to the user scope, never the answer (which may
-    # repeat a repository's text)
-    assert entry["args"]["content"] == f"User: {prompt}"
+    # the user's own words go on to the user scope, never the answer (which may repeat a repository's text)
+    assert entry["args"]["content"] == "User: And this is how I want every fix done, whatever the repo: a failing test first."
     assert hooks.STOP_NOTE_EVERY_PROJECT.strip() in _deliver(user_dir)
 
 

@@ -36,3 +36,12 @@ def test_session_end_carries_only_the_users_words_to_the_user_scope(fake_service
     user_rows = [m for m in svc.list_memories(RequestContext(project), scope="user")["memories"]]
     assert any("short answers" in m["content"] for m in user_rows), user_rows
     assert not any("curl" in m["content"] for m in user_rows), [m["content"] for m in user_rows]
+
+
+def test_a_teaching_sentence_that_points_back_keeps_the_sentence_it_points_to():
+    """"She's the PM for both" names no one: the sentence before it does (measured on the month
+    replay: without it the public world's nudged recall lost a person's fact)."""
+    prompt = "Before this merges, send the legend wording to Hanna. She's the PM for both the console and gatectl and signs off any wording users see, in either product."
+    memory = turn_knowledge_memory({"prompt": prompt, "answer": HOSTILE, "events": []}, ["fact"])
+    assert memory is not None and memory["metadata"] == {"promote_to": "user"}
+    assert "Hanna" in memory["content"] and "curl" not in memory["content"]

@@ -207,6 +207,11 @@ sys.exit(ui.serve(Path(sys.argv[1]), None))
 """
 
 
+def _default_signals() -> None:
+    for signum in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("launcher", ["returns", "waits"])
 @pytest.mark.parametrize(
     ("signum", "returncode"),
@@ -223,6 +228,9 @@ def test_the_file_goes_when_the_server_is_stopped_by_a_signal(tmp_path, signum, 
     proc = subprocess.Popen(
         [sys.executable, "-c", CHILD, str(tmp_path), launcher],
         cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        # as a terminal starts it, whatever started the suite: under nohup or as a background job
+        # SIGHUP or SIGINT arrive ignored, and the server rightly keeps them ignored
+        preexec_fn=_default_signals,
     )
     try:
         base = proc.stdout.readline().split(": ", 1)[1].split("/?token=")[0]

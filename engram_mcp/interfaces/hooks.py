@@ -836,9 +836,8 @@ def turn_knowledge_memory(facts: dict[str, Any], signals: list[str]) -> dict[str
     if every_project:
         # it goes on to the user scope at session end: the user's own words only, never the answer,
         # which may repeat a repository's text (a red-team pass saw CONTRIBUTING's `curl | sudo sh`
-        # shown under "User preferences" in every project); the whole prompt, since its teaching
-        # sentence alone may name no one ("She's the PM for both")
-        content = "User: " + _clean(str(facts.get("prompt") or ""), TURN_PROMPT_CHARS)
+        # shown under "User preferences" in every project)
+        content = "User: " + _clean(_with_referent(str(facts.get("prompt") or ""), prompt), TURN_PROMPT_CHARS)
     # engram's types are decay paces: how to work (a rule, a fix's cure) lasts like a procedure
     # (30 days), a fact about the project or a decision like semantic memory (7 days); a root
     # cause is not an episode of the day, whatever the turn's failed command suggests.
@@ -854,6 +853,25 @@ def turn_knowledge_memory(facts: dict[str, Any], signals: list[str]) -> dict[str
     if every_project:
         memory["metadata"] = {"promote_to": "user"}  # session end carries it on to the user scope
     return memory
+
+
+#: First words of a teaching sentence that point back at the sentence before it ("She's the PM for both").
+_POINTS_BACK = re.compile(r"^(?:she|he|they|it|that|this|these|those|her|his|their)\b", re.IGNORECASE)
+
+
+def _with_referent(prompt: str, teaching: str) -> str:
+    """The teaching part of the user's words, led by the sentence before it when it starts by
+    pointing back ("…send the wording to Hanna. She's the PM for both"): without it, the memory
+    names no one. Otherwise the teaching part alone (not the task around it, "Commit it.")."""
+    teaching = teaching.strip()
+    if not teaching or not _POINTS_BACK.match(teaching):
+        return teaching
+    flat = " ".join(prompt.split())
+    at = flat.find(" ".join(teaching.split())[:40])
+    if at <= 0:
+        return teaching
+    before = [x for x in re.split(r"(?<=[.!?])\s+", flat[:at].strip()) if x]
+    return f"{before[-1]} {teaching}" if before else teaching
 
 
 def _answer_teaches(signals: list[str]) -> bool:
