@@ -804,9 +804,15 @@ _RULE_CLIENT_KEY = _Rule(
 )
 
 
-def _escaped_json_decide(m: re.Match) -> Decision:
+def _key_value_decide(m: re.Match) -> Decision:
+    """A rule's `key` and value `s` judged as that key's assignment would be (`_classify`)."""
     kind = _classify(m.group("key"), m.group("s"))
     return None if kind is None else (kind, m.start("s"), m.end("s"))
+
+
+def _random_value(_m: re.Match, value: str) -> bool:
+    """A value random enough for a key's place (`_looks_random` with a weak key's bar)."""
+    return _looks_random(value, weak_key=True)
 
 
 # JSON inside a JSON string, as a log prints a config: `\"password\":\"Esc-Json-Pelican9\"`
@@ -814,7 +820,7 @@ _RULE_ESCAPED_JSON = _Rule(
     "password-assignment",
     r'\\"(?P<key>[A-Za-z0-9_.\-]{1,64})\\"[ \t]*:[ \t]*\\"(?P<s>[^"\\\r\n]{1,512})\\"',
     ('\\"',),
-    decide=_escaped_json_decide,
+    decide=_key_value_decide,
     hints=("pass", "pwd", "secret", "token", "key", "cred", "auth"),
 )
 # credentials handed to a call: `NetworkCredential("user", "pw")`, `basic_auth 'user', 'pw'`,
@@ -843,16 +849,11 @@ _RULE_ENCODED_PAIR = _Rule(
 
 
 # a value set by subscript: `app.config["SECRET_KEY"] = "…"`, `os.environ['API_TOKEN'] = '…'`
-def _subscript_decide(m: re.Match) -> Decision:
-    kind = _classify(m.group("key"), m.group("s"))
-    return None if kind is None else (kind, m.start("s"), m.end("s"))
-
-
 _RULE_SUBSCRIPT = _Rule(
     "password-assignment",
     r"\[[ \t]*[\"'](?P<key>[A-Za-z0-9_.\-]{1,64})[\"'][ \t]*\][ \t]*=[ \t]*[\"'](?P<s>[^\"'\r\n]{4,512})[\"']",
     hints=("pass", "pwd", "secret", "token", "key", "cred", "auth"),
-    decide=_subscript_decide,
+    decide=_key_value_decide,
 )
 # Bundler's credentials for a gem server: `BUNDLE_GEMS__CONTRIBSYS__COM: "user:pass"`
 _RULE_BUNDLER = _Rule(
@@ -909,7 +910,7 @@ _RULE_RPC_URL_KEY = _Rule(
     "api-token",
     r"(?i:alchemy\.com/v2|alchemyapi\.io/v2|infura\.io/v3|infura\.io/ws/v3|quiknode\.pro)/(?P<s>[A-Za-z0-9_\-]{16,128})",
     _RPC_KEY_PATHS,
-    check=lambda _m, v: _looks_random(v, weak_key=True),
+    check=_random_value,
 )
 # a network device's config: `username admin password 0 X`, `enable secret 0 X` (type 0: clear text)
 _RULE_DEVICE_PASSWORD = _Rule(
@@ -925,7 +926,7 @@ _RULE_SESSION_COOKIE = _Rule(
     "bearer-token",
     r"(?i:sessionid|session_id|sessid|session|connect\.sid)=(?P<s>[A-Za-z0-9%._\-+/=:]{16,1024})",
     _SESSION_COOKIE_NAMES,
-    check=lambda _m, v: _looks_random(v, weak_key=True),
+    check=_random_value,
 )
 # BitLocker's 48-digit recovery password: eight groups of six digits
 _RULE_BITLOCKER = _Rule(
