@@ -244,7 +244,10 @@ def test_a_rule_for_every_project_goes_to_the_user_scope_and_the_note_says_so(tm
     [entry] = [spool.read(p) for p in spool.pending(user_dir)]
     assert entry["args"]["metadata"] == {"promote_to": "user"}
     # the user's own words go on to the user scope, never the answer (which may repeat a repository's text)
-    assert entry["args"]["content"] == "User: And this is how I want every fix done, whatever the repo: a failing test first."
+    assert (
+        entry["args"]["content"]
+        == "User: And this is how I want every fix done, whatever the repo: a failing test first."
+    )
     assert hooks.STOP_NOTE_EVERY_PROJECT.strip() in _deliver(user_dir)
 
 
@@ -773,3 +776,15 @@ def test_what_the_team_works_with_is_taught_at_a_sentences_start_too():
         assert _signals(prompt), prompt
     for prompt in ("We use it in two places. Rename it.", "We used the old parser back then. Delete it."):
         assert _signals(prompt) == [], prompt
+
+
+def test_a_prompt_of_blank_lines_is_read_in_linear_time() -> None:
+    """A pasted prompt with a long run of blank lines: the reminder rule rescanned the rest of the
+    run from each line (80,000 newlines took 21 s inside the Stop hook's time budget)."""
+    import time
+
+    prompt = "Look at this:\n" + "\n" * 80_000 + "thanks"
+    started = time.perf_counter()
+    assert _signals(prompt) == []
+    assert time.perf_counter() - started < 2.0
+    assert _signals("Done.\nReminder: tabs in this repo, never spaces.")  # the rule still reads a reminder

@@ -71,7 +71,9 @@ REMEMBER_THAT = re.compile(
     r"(?:^|(?<=[.!?]\s))remember,? (?:we|I|you|our|my|it's|that's|there's)\s|"
     # a reminder handed over as such, starting its sentence ("Reminder that every string goes in
     # both files"), not a reminder the code sends ("queueing a reminder that can't go anywhere")
-    r"(?:^|(?<=[.!?\n])\s*|\b(?:just|quick|friendly|gentle) (?:a )?)reminder(?: that\b|:)",
+    # (a bounded run of blanks after the sentence's end: an unbounded one made each of a long run of
+    # blank lines rescan the rest of the run, quadratic in its length)
+    r"(?:^|(?<=[.!?\n])[ \t]{0,4}|\b(?:just|quick|friendly|gentle) (?:a )?)reminder(?: that\b|:)",
     re.IGNORECASE,
 )
 CONVENTION = re.compile(
