@@ -137,6 +137,15 @@ def test_fifo_index_fails_safe_at_once(tmp_path: Path) -> None:
     assert_fails_safe(ask_in_child(repo))
 
 
+@pytest.mark.parametrize("name", ["HEAD", "config", "commondir"])
+def test_fifo_among_the_files_git_reads_first_fails_safe_at_once(tmp_path: Path, name: str) -> None:
+    """git opens HEAD, config and (when present) commondir before the index, blocking on a FIFO."""
+    repo = new_repo(tmp_path / "repo")
+    (repo / ".git" / name).unlink(missing_ok=True)
+    os.mkfifo(repo / ".git" / name)
+    assert_fails_safe(ask_in_child(repo))
+
+
 def test_index_linked_to_dev_zero_is_not_read(tmp_path: Path) -> None:
     repo = new_repo(tmp_path / "repo")
     (repo / ".git" / "index").unlink()

@@ -399,17 +399,23 @@ def _git_dir_of_file(entry: Path) -> Path | None:
     return (entry.parent / first[len("gitdir:") :].strip()).resolve()
 
 
+#: The files of a git directory that `git ls-files` opens (blocking) before it answers: the
+#: repository's HEAD, config and commondir, then its index.
+_GIT_FILES_READ = ("HEAD", "config", "commondir", "index")
+
+
 def _git_can_be_asked(repo_root: Path, git_dir: Path | None) -> bool:
     """Whether git may be asked about this repository without waiting: its `.git` entry is a
-    regular file or a directory, and its index and any shared index part are regular files
-    (each through a link, as git follows one). git opens them blocking, so a FIFO there holds it
-    (and the daemon, which asks under its lock) until GIT_TIMEOUT_SECONDS, and a device is no
-    index; tracking is then undetermined without asking. What cannot be looked at is left to git,
-    which fails on it at once."""
+    regular file or a directory, and the files git reads from its git directory (HEAD, config,
+    commondir, the index and any shared index part) are regular files (each through a link, as
+    git follows one). git opens them blocking, so a FIFO there holds it (and the daemon, which
+    asks under its lock) until GIT_TIMEOUT_SECONDS, and a device is no such file; tracking is then
+    undetermined without asking. What cannot be looked at is left to git, which fails on it at
+    once."""
     if git_dir is None:
         names = [repo_root / ".git"]
     else:
-        names = [git_dir / "index", *git_dir.glob("sharedindex.*")]
+        names = [*(git_dir / name for name in _GIT_FILES_READ), *git_dir.glob("sharedindex.*")]
     for name in names:
         try:
             st = os.stat(name)
