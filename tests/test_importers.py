@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import shutil
 import sqlite3
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -318,15 +319,33 @@ def test_auto_memory_dangling_links_dates_and_worktrees(real_service, ctx, tmp_p
 
     from engram_mcp.services.importers import auto_memory
 
-    # a linked worktree: Claude Code keeps its auto memory in the main worktree's folder
+    # a linked worktree (made by git): Claude Code keeps its auto memory in the main worktree's folder
     main = tmp_path / "repo"
-    (main / ".git" / "worktrees" / "feat").mkdir(parents=True)
-    (main / ".git" / "worktrees" / "feat" / "commondir").write_text("../..\n")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run([*git, "init", "-q", str(main)], check=True)
+    subprocess.run([*git, "-C", str(main), "commit", "-q", "--allow-empty", "-m", "first"], check=True)
     wt = tmp_path / "wt-feat"
-    wt.mkdir()
-    (wt / ".git").write_text(f"gitdir: {main / '.git' / 'worktrees' / 'feat'}\n")
+    subprocess.run([*git, "-C", str(main), "worktree", "add", "-q", str(wt)], check=True)
+    assert (wt / ".git").is_file()
     assert auto_memory.default_dir(wt, home) == auto_memory.default_dir(main, home)
     assert auto_memory.default_dir(wt, home).parent.name == re.sub(r"[^A-Za-z0-9]", "-", str(main.resolve()))
+
+    # an unpacked archive whose `.git` file names another repository's worktree entry, or a
+    # made-up one under it: the named directory does not point back, so it is its own project
+    gitdir = next((main / ".git" / "worktrees").iterdir())
+    for named in (gitdir, main / ".git" / "worktrees" / "evil"):
+        vendored = main / "vendor" / f"lib-{named.name}"
+        vendored.mkdir(parents=True)
+        (vendored / ".git").write_text(f"gitdir: {os.path.relpath(named, vendored)}\n")
+        assert auto_memory.main_worktree(vendored) == vendored
+    # nor one the archive made itself, pointing back and naming the other repository's .git
+    vendored = main / "vendor" / "lib-made"
+    made = vendored / "fake" / ".git" / "worktrees" / "x"
+    made.mkdir(parents=True)
+    (vendored / ".git").write_text("gitdir: fake/.git/worktrees/x\n")
+    (made / "gitdir").write_text(str(vendored / ".git") + "\n")
+    (made / "commondir").write_text(os.path.relpath(main / ".git", made) + "\n")
+    assert auto_memory.main_worktree(vendored) == vendored
 
     folder = tmp_path / "auto"
     shutil.copytree(DATA / "auto-memory", folder)

@@ -58,27 +58,39 @@ def main_worktree(project_root: Path) -> Path:
 
     A linked worktree's `.git` is a file `gitdir: <main>/.git/worktrees/<name>`, whose
     `commondir` names the main `.git` (relative to that gitdir); its parent is the main worktree.
+    The `.git` file is the project's, so an unpacked archive can name any repository there:
+    the named directory must point back (its `gitdir` file names this `.git` file, as git
+    writes it for a worktree it made; relative to that directory with
+    `worktree.useRelativePaths`), else another repository's auto memory would be read as
+    this project's; and it must lie in the `worktrees/` of the `.git` its `commondir` names.
     """
     dot_git = project_root / ".git"
     try:
-        if not dot_git.is_file():
+        if dot_git.is_symlink() or not dot_git.is_file():
             return project_root
-        text = dot_git.read_text(encoding="utf-8", errors="replace")[:MAX_GIT_FILE_BYTES]
+        text = _small_text(dot_git)
         m = re.match(r"gitdir:\s*(.+)", text.strip())
         if not m:
             return project_root
         gitdir = (project_root / m.group(1).strip()).resolve()
+        back = gitdir / "gitdir"
+        if not back.is_file() or (gitdir / _small_text(back).strip()).resolve() != dot_git.resolve():
+            return project_root
         common = gitdir / "commondir"
-        common_dir = (
-            (gitdir / common.read_text(encoding="utf-8").strip()[:MAX_GIT_FILE_BYTES]).resolve()
-            if common.is_file()
-            else gitdir.parent.parent
-        )
-        if common_dir.name == ".git" and common_dir.parent.is_dir():
+        common_dir = (gitdir / _small_text(common).strip()).resolve() if common.is_file() else gitdir.parent.parent
+        # the worktree's directory lies in that repository's own worktrees/ (an archive can
+        # make a directory that points back, never one inside another repository's .git)
+        if common_dir.name == ".git" and common_dir.parent.is_dir() and gitdir.parent == common_dir / "worktrees":
             return common_dir.parent
-    except OSError:
+    except (OSError, ValueError):
         pass
     return project_root
+
+
+def _small_text(path: Path) -> str:
+    """The first MAX_GIT_FILE_BYTES of a small git file (a FIFO there raises at once, not blocks)."""
+    with files.open_regular_binary(path) as fh:
+        return fh.read(MAX_GIT_FILE_BYTES).decode("utf-8", "replace")
 
 
 def read(path: Path, *, scope: str | None = None, **_: Any) -> ImportBatch:
