@@ -93,14 +93,32 @@ def _sentences(text: str) -> list[str]:
     return [x for x in _SENTENCE_END.split(_squeeze(text)) if x]
 
 
-def _pick(sentences: list[str], *, fallback_all: bool) -> list[str]:
-    """The sentences that say something lasting (a rule, a reason, a decision, where or who);
-    else those with a concrete detail (a code span, a number, a path, a flag); else all of them
-    (`fallback_all`) or the first. Whole sentences, in their order: a model keeps the user's words."""
-    for pattern in (_DURABLE, _DETAIL):
-        chosen = [x for x in sentences if pattern.search(x)]
+#: A sentence that points back at the one before it for what it says ("That's how I want SQL
+#: written", "This is the rule everywhere"): a model writing the memory keeps that one with it.
+_POINTS_BACK = re.compile(r"^(?:that|this|those|these)(?:'s| is| are| was)\b|^same\b", re.IGNORECASE)
+
+
+#: The user saying a rule holds wherever they work ("for any Markdown you write for me", "in any
+#: repo", "how I want SQL written anywhere"): lasting, whatever other words it uses.
+_HOLDS_EVERYWHERE = re.compile(
+    r"\b(?:in )?(?:every|any|all|each) (?:of my )?(?:repos?|repositories|projects?|codebases?)\b|"
+    r"\beverywhere\b|\banywhere\b|\bwhatever the (?:repo|project)\b|\bfor me\b|\bhow i (?:want|like)\b",
+    re.IGNORECASE,
+)
+
+
+def _pick(sentences: list[str], *, fallback_all: bool, users: bool = False) -> list[str]:
+    """The sentences that say something lasting (a rule, a reason, a decision, where or who, or,
+    in the user's words (`users`), that it holds wherever they work); else those with a concrete
+    detail (a code span, a number, a path, a flag); else all of them (`fallback_all`) or the
+    first. Whole sentences, in their order, each with the one it points back to: a model keeps
+    the user's words."""
+    lasting = _DURABLE.search if not users else lambda x: _DURABLE.search(x) or _HOLDS_EVERYWHERE.search(x)
+    for is_point in (lasting, _DETAIL.search):
+        chosen = {i for i, x in enumerate(sentences) if is_point(x)}
         if chosen:
-            return chosen
+            chosen |= {i - 1 for i in chosen if i > 0 and _POINTS_BACK.match(sentences[i])}
+            return [x for i, x in enumerate(sentences) if i in chosen]
     return sentences if fallback_all else sentences[:1]
 
 
@@ -117,7 +135,7 @@ def memory_from_turn(turn: dict[str, Any]) -> Memory:
     the user's sentences that state something lasting, then the outcome's; or, when the user
     only asked, the lesson the outcome states first and the request after it."""
     said, done = _sentences(turn["prompt"]), _sentences(turn["answer"])
-    key_said, key_done = _pick(said, fallback_all=True), _pick(done, fallback_all=False)
+    key_said, key_done = _pick(said, fallback_all=True, users=True), _pick(done, fallback_all=False)
     rest = [x for x in said if x not in key_said] + [x for x in done if x not in key_done]
     failure = _failure_note(turn)
     content = f"{' '.join(key_said)} Outcome: {' '.join(key_done)}"
