@@ -347,12 +347,23 @@ def _blocks(entry: dict[str, Any]) -> list[dict[str, Any]]:
     return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
 
 
+#: Flags Claude Code sets on `user` entries it writes itself: a command's expansion or a caveat
+#: (isMeta), the summary of a compaction (isCompactSummary, isVisibleInTranscriptOnly), which quotes
+#: the files the session read word for word.
+_SYNTHETIC_USER_FLAGS = ("isMeta", "isCompactSummary", "isVisibleInTranscriptOnly")
+#: Text Claude Code writes as a `user` entry for what a local command printed (/cost, `!` shell mode).
+_NOT_TYPED_RE = re.compile(r"\s*<(?:local-command-stdout|local-command-stderr|bash-stdout|bash-stderr)>")
+
+
 def _is_prompt(entry: dict[str, Any]) -> bool:
-    """A real user prompt, not a tool result or a hook/system injection."""
-    if entry.get("type") != "user" or entry.get("isMeta"):
+    """A real user prompt: not a tool result, nor a hook's, command's or compaction's injection (a
+    compaction summary read as the prompt made a repository's sentence the user's own words)."""
+    if entry.get("type") != "user" or any(entry.get(flag) for flag in _SYNTHETIC_USER_FLAGS):
         return False
     blocks = _blocks(entry)
-    return bool(blocks) and all(b.get("type") == "text" for b in blocks)
+    if not blocks or not all(b.get("type") == "text" for b in blocks):
+        return False
+    return not _NOT_TYPED_RE.match(str(blocks[0].get("text") or ""))
 
 
 def last_turn(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
