@@ -96,6 +96,40 @@ def clear_stale_socket(path: Path) -> None:
     os.unlink(path)
 
 
+def connect_to_daemon(sock: Any, path: Path) -> None:
+    """Connect `sock` to the daemon's socket at `path`, refusing a listener of another user.
+
+    Whoever listens there receives the session's prompts and answers with the block engram
+    shows Claude. `ENGRAM_SOCKET` can name any path (a repository's settings can set it), and
+    /tmp is shared: a socket another local user bound there must not stand in for engram. The
+    peer's credentials (SO_PEERCRED, Linux) name the process that bound it; where the platform
+    has no such option, the socket file's owner does. Raises ConnectionRefusedError (an
+    OSError, which callers treat as "no daemon") for a listener that is not this user's.
+    """
+    sock.connect(str(path))
+    uid = _peer_uid(sock, path)
+    if uid is not None and uid != os.getuid():
+        sock.close()
+        raise ConnectionRefusedError(f"{path}: the process listening there runs as uid {uid}, not as this user")
+
+
+def _peer_uid(sock: Any, path: Path) -> int | None:
+    """The uid of the process at the other end of a connected AF_UNIX socket, or None."""
+    import socket
+    import struct
+
+    if hasattr(socket, "SO_PEERCRED"):
+        try:
+            creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+            return struct.unpack("3i", creds)[1]
+        except OSError:
+            pass
+    try:
+        return os.stat(path).st_uid
+    except OSError:
+        return None
+
+
 def _fits(path: Path) -> bool:
     return len(os.fsencode(str(path))) <= MAX_SOCKET_PATH
 
@@ -381,6 +415,7 @@ class DaemonClient:
         self._sock: socket.socket | None = None
         self._buf = bytearray()  # what was read past the last reply line
         self._ids = itertools.count(1)
+        self._refused: str | None = None  # why the last connect refused its listener (another user's)
 
     @property
     def path(self) -> Path:
@@ -389,9 +424,10 @@ class DaemonClient:
     def _try_connect(self) -> bool:
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            s.connect(str(self.path))
-        except OSError:
+            connect_to_daemon(s, self.path)
+        except OSError as exc:
             s.close()
+            self._refused = str(exc) if isinstance(exc, ConnectionRefusedError) and "uid" in str(exc) else None
             return False
         s.settimeout(self.timeout)
         self._sock, self._buf = s, bytearray()
@@ -402,6 +438,10 @@ class DaemonClient:
             return
         if self._try_connect():
             return
+        if self._refused:
+            raise DaemonUnavailable(
+                f"engram will not talk to {self._refused}; unset ENGRAM_SOCKET or remove that socket"
+            )
         if not self.autostart:
             raise DaemonUnavailable(f"engram daemon is not running (no socket at {self.path})")
         if spawn_daemon(self.user_dir) is None:
