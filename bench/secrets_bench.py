@@ -320,10 +320,28 @@ INDEPENDENT_CORPORA = (
     ("independent2", "second independent corpus", "secrets_independent2.jsonl", "not_secrets_independent2.jsonl"),
     # a third, by a third writer: passwords, PINs and codes in prose and chat, in 35 languages (160 +
     # 160; the look-alikes are sentences about passwords with no value in them)
-    ("independent3", "third independent corpus (prose)", "secrets_independent3.jsonl", "not_secrets_independent3.jsonl"),
+    (
+        "independent3",
+        "third independent corpus (prose)",
+        "secrets_independent3.jsonl",
+        "not_secrets_independent3.jsonl",
+    ),
     # a fourth, held out until its first run: prose (40%), tool output and configs (30%), code (30%),
     # 38 languages (200 + 200)
-    ("independent4", "fourth independent corpus (held out)", "secrets_independent4.jsonl", "not_secrets_independent4.jsonl"),
+    (
+        "independent4",
+        "fourth independent corpus (held out)",
+        "secrets_independent4.jsonl",
+        "not_secrets_independent4.jsonl",
+    ),
+    # a fifth, held out until its first run (31 of 200 in clear then): tool formats, configs, code
+    # and chat across ~40 families, 25 languages (200 + 200)
+    (
+        "independent5",
+        "fifth independent corpus (held out)",
+        "secrets_independent5.jsonl",
+        "not_secrets_independent5.jsonl",
+    ),
 )
 CORPUS_SEED = 32
 #: The commit the "before" column is measured at: the rules before issue 32 (what team files got too).

