@@ -26,13 +26,22 @@ SECRETS = ("AKIAIOSFODNN7EXAMPLQ", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzq8Hd2kLp9")
 
 
 @pytest.fixture
-def claude_mem_db(tmp_path: Path) -> Path:
+def claude_mem_db(tmp_path: Path, home: Path, ctx: RequestContext) -> Path:
     db = tmp_path / "claude-mem.db"
     con = sqlite3.connect(db)
     con.executescript((DATA / "claude-mem.sql").read_text())
     con.commit()
     con.close()
+    claude_code_was_here(home, ctx.project_root)
     return db
+
+
+def claude_code_was_here(home: Path, project_root: Path) -> Path:
+    """Claude Code's folder for the project (where claude-mem's sessions ran): what shows that
+    claude-mem's "proj" is this directory, as it names projects by folder name only."""
+    folder = home / ".claude" / "projects" / re.sub(r"[^A-Za-z0-9]", "-", str(project_root.resolve()))
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
 
 
 def contents(svc: MemoryService, ctx: RequestContext, scope: str) -> list[str]:
@@ -687,6 +696,7 @@ def test_through_the_hooks_as_processes_sensitive_memories_are_never_injected(tm
 
     e = make_env(tmp_path / "hooks")
     e.env["ENGRAM_PYTHON"] = os.environ.get("ENGRAM_PYTHON") or sys.executable
+    claude_code_was_here(e.home, e.project)
     try:
         assert (
             run_hook(e, "SessionStart", sample("SessionStart", session_id="boot", cwd=str(e.project))).returncode == 0

@@ -27,7 +27,7 @@ from engram_mcp.core.vocabulary import PERSISTENT_SCOPES
 from engram_mcp.services.records import findings_summary
 
 from . import auto_memory, claude_mem, markdown_notes, mcp_memory, resync
-from .batch import ImportBatch
+from .batch import SKIPPED_BEYOND_WHY, ImportBatch
 
 if TYPE_CHECKING:
     from engram_mcp.services.access import RequestContext, ScopeAccess
@@ -81,7 +81,14 @@ def run_import(
     if not where.exists():
         raise InvalidInput(f"{where}: no such file or directory", field="path")
     batch = _read(
-        source, where, scope=scope, project=project or Path(ctx.project_root).name, sensitive=include_sensitive
+        source,
+        where,
+        scope=scope,
+        project=project or Path(ctx.project_root).name,
+        explicit_project=project is not None,
+        project_root=Path(ctx.project_root),
+        home=home,
+        sensitive=include_sensitive,
     )
     summary: dict[str, Any] = {
         "source": source,
@@ -89,8 +96,9 @@ def run_import(
         "dry_run": bool(dry_run),
         "read": batch.counts(),
         "skipped": batch.skipped[:MAX_SKIPPED_LISTED],
-        "skipped_count": len(batch.skipped),
+        "skipped_count": sum(int(s.get("count", 1)) if s["why"] == SKIPPED_BEYOND_WHY else 1 for s in batch.skipped),
         "skipped_reasons": _reasons(batch),
+        **batch.details,
     }
     todo = resync.plan(access, ctx, batch)
     unreadable = {s["where"] for s in batch.skipped}  # skipped now (e.g. broken by an edit) is not removed
@@ -117,12 +125,28 @@ def run_import(
     return summary
 
 
-def _read(source: str, where: Path, *, scope: str | None, project: str, sensitive: bool) -> ImportBatch:
+def _read(
+    source: str,
+    where: Path,
+    *,
+    scope: str | None,
+    project: str,
+    sensitive: bool,
+    explicit_project: bool = False,
+    project_root: Path | None = None,
+    home: Path | None = None,
+) -> ImportBatch:
     """The source read by its reader; whatever is wrong with it is the caller's invalid input,
     named, and never an internal error (a corrupt database is not a fault of engram's)."""
     options: dict[str, Any] = {"scope": scope} if scope else {}
     if source == claude_mem.SOURCE:
-        options.update(project_name=project, include_sensitive=sensitive)
+        options.update(
+            project_name=project,
+            include_sensitive=sensitive,
+            explicit_project=explicit_project,
+            project_root=project_root,
+            home=home,
+        )
     try:
         return READERS[source](where, **options).finish()
     except InvalidInput as exc:

@@ -30,7 +30,7 @@ from engram_mcp.core.errors import InvalidInput
 from engram_mcp.core.safe_yaml import split_frontmatter
 
 from . import files
-from .batch import ImportBatch, from_epoch_s
+from .batch import MAX_MEMORIES_PER_IMPORT, ImportBatch, TooManyRecords, from_epoch_s, source_file
 from .markdown_notes import note, read_text
 
 SOURCE = "auto-memory"
@@ -94,11 +94,15 @@ def _small_text(path: Path) -> str:
 
 
 def read(path: Path, *, scope: str | None = None, **_: Any) -> ImportBatch:
-    batch = ImportBatch(SOURCE)
     folder = Path(path)
     if not folder.is_dir():
         raise InvalidInput(f"{folder}: no auto memory folder here (Claude Code writes MEMORY.md there)", field="path")
+    batch = ImportBatch(SOURCE, file=source_file(folder))
     topics = []
+    listed = 0
+    for _p in folder.glob("*.md"):  # counted as listed (a folder of a million files is refused, not sorted)
+        listed += 1
+        batch.check_count(listed, MAX_MEMORIES_PER_IMPORT, "files", folder.name)
     for p in sorted(folder.glob("*.md")):
         if p.name == INDEX_NAME:
             continue
@@ -110,6 +114,8 @@ def read(path: Path, *, scope: str | None = None, **_: Any) -> ImportBatch:
     for file in topics:
         try:
             _topic(batch, file, scope)
+        except TooManyRecords:
+            raise
         except (InvalidInput, OSError, ValueError) as exc:  # UnsafeYAML, UnicodeDecodeError
             batch.skip(file.name, getattr(exc, "message", None) or str(exc)[:300])
     index = folder / INDEX_NAME

@@ -5,8 +5,20 @@ progress, idempotence by id). Each record's id is derived from the source record
 (`derived_ulid`), and the record remembers where it came from in `source`: `key` (a hash of
 the source record's identity: a file path, a row id, an entity's observation), `fingerprint`
 (a hash of what the source says about it) and `group` (records that may replace one another,
-e.g. the observations of one memory-server entity). A re-import finds each record by its key,
-compares fingerprints and so tells added, updated and unchanged apart (`resync.py`).
+e.g. the observations of one memory-server entity). `file` and `file_key` name the source
+file or folder read (its resolved path, and a hash of it): a record's key is unique only
+within its source, so a re-import finds each record by its file and its key, compares
+fingerprints and so tells added, updated and unchanged apart (`resync.py`); a record of
+another file is another memory (its id is derived from the file too).
+
+Limits: a source is read into memory whole (the dry run too) and every record becomes a
+memory line and graph lines held by the daemon, so a batch refuses to grow past
+`MAX_MEMORIES_PER_IMPORT` memories, `MAX_GRAPH_LINES_PER_IMPORT` entity, mention and relation
+lines, or `MAX_TEXT_CHARS_PER_IMPORT` characters of memory text, while the source is read:
+`TooManyRecords`, an invalid input naming the limit (an 8.7 MB memory-server file of 800,000
+observations took the daemon from 0.32 to 1.94 GB). The import is refused rather than cut:
+a partial import would hold an arbitrary subset the user could not tell apart, and its next
+re-import would report the records it never read as removed at the source.
 
 Time: the source's own time is kept as `created_at`/`updated_at` (history and display), but
 `last_accessed_at`, the clock decay runs on, starts at the import. A months-old record read
@@ -18,17 +30,34 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import date, datetime, timezone
+from pathlib import Path
 from typing import Any
 
+from engram_mcp.core.errors import InvalidInput
 from engram_mcp.services.records import MAX_CONTENT_CHARS
 from engram_mcp.services.sharing.memory_file import derived_ulid
 
 ENTITY_KEY_CHARS = 40
 SOURCE_KEY_CHARS = 32  # hex digits of the source-record hash kept in `source.key`
 DEFAULT_ENTITY_TYPE = "concept"
+MAX_SKIPPED_KEPT = 1_000  # skipped records listed one by one; the rest only counted
+SKIPPED_BEYOND_WHY = f"skipped, not listed: more than {MAX_SKIPPED_KEPT:,} records were skipped"
+MAX_MEMORIES_PER_IMPORT = 50_000  # memory records one import reads (issue 35's large case: 20,000)
+MAX_GRAPH_LINES_PER_IMPORT = 200_000  # entity, mention and relation lines together
+MAX_TEXT_CHARS_PER_IMPORT = 64 * 1024 * 1024  # characters of memory text (content and summary) held at once
+
+
+class TooManyRecords(InvalidInput):
+    """The source holds more than an import reads; refused as it is read (the dry run too)."""
+
+
+def source_file(path: str | os.PathLike[str]) -> str:
+    """The source's identity: its resolved absolute path (a link or `..` names the same file)."""
+    return str(Path(os.path.expanduser(os.fspath(path))).resolve())
 
 
 @dataclass
@@ -36,9 +65,39 @@ class ImportBatch:
     """The records read from one source, and what was left out with why."""
 
     source: str
+    file: str | None = None  # source_file() of what was read; None only for batches built by hand
     lines: list[dict[str, Any]] = field(default_factory=list)
     skipped: list[dict[str, Any]] = field(default_factory=list)
     entity_lines: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)  # (scope, key) -> line
+    details: dict[str, Any] = field(default_factory=dict)  # reader's notes for the report (claude-mem's projects)
+    memory_count: int = 0
+    graph_count: int = 0
+    text_chars: int = 0
+
+    def _grow(self, *, memories: int = 0, graph: int = 0, chars: int = 0) -> None:
+        """Count what is added; past a limit the whole import is refused (module docstring)."""
+        self.memory_count += memories
+        self.graph_count += graph
+        self.text_chars += chars
+        for n, limit, what in (
+            (self.memory_count, MAX_MEMORIES_PER_IMPORT, "memory records"),
+            (self.graph_count, MAX_GRAPH_LINES_PER_IMPORT, "entity, mention and relation lines"),
+            (self.text_chars, MAX_TEXT_CHARS_PER_IMPORT, "characters of text"),
+        ):
+            if n > limit:
+                raise TooManyRecords(
+                    f"more than {limit:,} {what}: an import reads at most that many, so this one was "
+                    "refused and nothing was imported (split the source, or import its parts)",
+                    field="path",
+                )
+
+    def check_count(self, n: int, limit: int, what: str, where: str) -> None:
+        """Refuse a list in the source longer than `limit` before any record of it is made."""
+        if n > limit:
+            raise TooManyRecords(
+                f"{where}: {n:,} {what}, more than the {limit:,} an import reads; refused, nothing was imported",
+                field="path",
+            )
 
     def memory(
         self,
@@ -61,8 +120,10 @@ class ImportBatch:
 
         `when` is the source's creation time, `updated` its last edit (a file's mtime);
         neither starts the decay clock (module docstring)."""
+        self._grow(memories=1, chars=min(len(content), MAX_CONTENT_CHARS) + min(len(summary or ""), 500))
         when_ms = int(when.timestamp() * 1000) if when else None
-        key = derived_ulid(self.source, source_key, when_ms=when_ms)
+        # the file is part of the id: the same record key in another file is another memory
+        key = derived_ulid(self.source, f"{self.file}\x00{source_key}" if self.file else source_key, when_ms=when_ms)
         record: dict[str, Any] = {
             "memory_type": memory_type,
             "content": content.strip()[:MAX_CONTENT_CHARS],
@@ -78,6 +139,7 @@ class ImportBatch:
         record["source"] = {
             "kind": self.source,
             **(origin or {}),
+            **({"file": self.file, "file_key": source_hash(self.file)} if self.file else {}),
             "key": source_hash(source_key),
             "fingerprint": fingerprint(record),
             **({"group": group} if group else {}),
@@ -101,6 +163,7 @@ class ImportBatch:
         key = entity_key(self.source, name)
         line = self.entity_lines.get((scope, key))
         if line is None:
+            self._grow(graph=1)
             record = {
                 "name": " ".join(name.split())[:200],
                 "entity_type": (entity_type or DEFAULT_ENTITY_TYPE)[:200],
@@ -116,6 +179,7 @@ class ImportBatch:
         return key
 
     def mention(self, *, scope: str, memory_id: str, entity: str, relationship: str = "mentions") -> None:
+        self._grow(graph=1)
         self.lines.append(
             {
                 "kind": "mention",
@@ -129,6 +193,7 @@ class ImportBatch:
     def relation(
         self, *, scope: str, source: str, target: str, relation_type: str, evidence: list[str] | None = None
     ) -> None:
+        self._grow(graph=1)
         line: dict[str, Any] = {
             "kind": "relation",
             "scope": scope,
@@ -141,7 +206,15 @@ class ImportBatch:
         self.lines.append(line)
 
     def skip(self, where: str, why: str, *, count: int = 1) -> None:
-        """Leave a record out, saying why (`count`: records this one entry stands for)."""
+        """Leave a record out, saying why (`count`: records this one entry stands for). Past
+        MAX_SKIPPED_KEPT entries only their number is kept, under one summing entry."""
+        if len(self.skipped) >= MAX_SKIPPED_KEPT:
+            last = self.skipped[-1]
+            if last.get("why") != SKIPPED_BEYOND_WHY:
+                last = {"where": "more records", "why": SKIPPED_BEYOND_WHY, "count": 0}
+                self.skipped.append(last)
+            last["count"] += count
+            return
         entry: dict[str, Any] = {"where": where, "why": why}
         if count != 1:
             entry["count"] = count

@@ -19,8 +19,10 @@ Dates: frontmatter `created`/`date` (YAML reads `2024-03-14` as a date) is the n
 time, the file's modification time its last edit; a date that is not a date skips that note,
 reported, and the rest is imported. Hidden folders (`.obsidian`, `.git`, `.trash`) are
 skipped, links are never followed, FIFOs, devices and sockets are refused unopened
-(files.py). Ids come from each note's path inside the folder, so re-importing (or importing
-the folder from elsewhere) adds nothing, and an edited note updates its memory (resync.py).
+(files.py). Ids come from the folder (its resolved path) and each note's path inside it, so
+re-importing the folder adds nothing and an edited note updates its memory (resync.py); a
+note of the same name in another folder is another memory, never an edit of this one. A
+folder of more notes than an import reads is refused as it is listed (batch.py limits).
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from engram_mcp.services.records import MAX_CONTENT_CHARS
 from engram_mcp.services.sharing.memory_file import MAX_FILE_BYTES, SHARED_TYPES
 
 from . import files
-from .batch import ImportBatch, from_epoch_s, from_iso
+from .batch import MAX_MEMORIES_PER_IMPORT, ImportBatch, TooManyRecords, from_epoch_s, from_iso, source_file
 
 SOURCE = "markdown"
 DEFAULT_SCOPE = "project"
@@ -56,19 +58,25 @@ PART_TITLE_RESERVE = 240  # characters kept free in each part for its "Title (pa
 
 
 def read(path: Path, *, scope: str = DEFAULT_SCOPE, **_: Any) -> ImportBatch:
-    batch = ImportBatch(SOURCE)
     root = Path(path)
     if root.is_file() or not root.is_dir():
         files.check_regular(root)
         notes = [root]
         root = root.parent
+        batch = ImportBatch(SOURCE, file=source_file(root))  # the folder: a note is its path in it
     else:
-        notes = list(iter_notes(root, batch))
+        batch = ImportBatch(SOURCE, file=source_file(root))
+        notes = []
+        for note_file in iter_notes(root, batch):
+            notes.append(note_file)
+            batch.check_count(len(notes), MAX_MEMORIES_PER_IMPORT, "notes", root.name or str(root))
     for file in notes:
         rel = file.relative_to(root).as_posix()
         try:
             text, st = read_text(file)
             note(batch, rel, text, scope=scope, source_key=rel, modified=from_epoch_s(st.st_mtime))
+        except TooManyRecords:
+            raise
         except (InvalidInput, OSError, ValueError) as exc:  # UnsafeYAML, UnicodeDecodeError, NotRegular
             batch.skip(rel, _reason(exc))
     return batch

@@ -23,16 +23,17 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .batch import ImportBatch
+from .batch import MAX_MEMORIES_PER_IMPORT, ImportBatch, source_file
 from .files import open_regular
 
 SOURCE = "mcp-memory"
 DEFAULT_SCOPE = "user"
 MAX_LINE_CHARS = 32 * 1024 * 1024  # one entity line holds all its observations: 20,000 of them are ~2 MB
+MAX_OBSERVATIONS_PER_ENTITY = 25_000  # issue 35's large entity had 20,000; more is refused (batch.py limits)
 
 
 def read(path: Path, *, scope: str = DEFAULT_SCOPE, **_: object) -> ImportBatch:
-    batch = ImportBatch(SOURCE)
+    batch = ImportBatch(SOURCE, file=source_file(path))
     relations: list[tuple[str, dict]] = []
     with open_regular(path) as f:
         for n, raw in enumerate(f, 1):
@@ -46,6 +47,13 @@ def read(path: Path, *, scope: str = DEFAULT_SCOPE, **_: object) -> ImportBatch:
             if kind == "entity":
                 _entity(batch, item, scope, where)
             elif kind == "relation":
+                # each relation becomes a memory later: counted now, so the list cannot grow unbounded
+                batch.check_count(
+                    batch.memory_count + len(relations) + 1,
+                    MAX_MEMORIES_PER_IMPORT,
+                    "entity observations and relations",
+                    where,
+                )
                 relations.append((where, item))
             else:
                 batch.skip(where, f"neither an entity nor a relation (type {str(kind)[:20]!r})")
@@ -76,6 +84,7 @@ def _entity(batch: ImportBatch, item: dict, scope: str, where: str) -> None:
     if not isinstance(observations, list):
         batch.skip(where, "observations must be a list of strings")
         observations = []
+    batch.check_count(len(observations), MAX_OBSERVATIONS_PER_ENTITY, f"observations of entity {name[:80]!r}", where)
     key = batch.entity(scope=scope, name=name, entity_type=etype)
     for i, obs in enumerate(observations):
         if not _text(obs):

@@ -18,6 +18,15 @@ are plain strings in a list: an edit is a delete plus an add) give their records
 (the entity). A new record and a removed one of the same group are an edit: the new text
 updates the old memory instead of being added beside a stale one that would outrank it.
 A memory the user forgot in engram is left forgotten, whatever the source says.
+
+Every case holds only within one source file or folder (`source.file_key`, batch.py): a
+record's key (an observation's text, a note's relative path) says nothing about whose file
+it came from, so a repository's `memory.jsonl` or `docs/` must never update, pair with or
+report as removed the memories an import of the user's own file brought. Memories imported
+before the file was recorded (no `file_key`) belong to no known file: a record with the same
+key and the same text is theirs (unchanged, no duplicate), but none is ever updated, paired
+or reported as removed by a re-import, since it may have come from any file; a record with
+the same key and other text is a new memory beside it (`legacy_kept`, reported).
 """
 
 from __future__ import annotations
@@ -31,7 +40,7 @@ from engram_mcp.core.errors import InvalidInput
 from engram_mcp.core.vocabulary import SCOPES
 from engram_mcp.services.records import clean_memory_record
 
-from .batch import ImportBatch
+from .batch import ImportBatch, source_hash
 
 if TYPE_CHECKING:
     from engram_mcp.services.access import RequestContext, ScopeAccess
@@ -52,15 +61,20 @@ class Plan:
     forgotten: int = 0  # forgotten here by the user: left alone
     duplicates: int = 0  # the same source record twice in the source
     removed: list[dict[str, Any]] = field(default_factory=list)
+    legacy_kept: list[str] = field(default_factory=list)  # ids of unknown-file memories left as they are
 
     def summary(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "added": len(self.new),
             "updated": len(self.updates),
             "unchanged": self.unchanged + self.forgotten,
             "removed_at_source": len(self.removed),
             "removed": self.removed[:MAX_REMOVED_LISTED],
         }
+        if self.legacy_kept:
+            out["legacy_kept"] = len(self.legacy_kept)
+            out["legacy_kept_ids"] = self.legacy_kept[:MAX_REMOVED_LISTED]
+        return out
 
 
 def plan(access: "ScopeAccess", ctx: "RequestContext", batch: ImportBatch) -> Plan:
@@ -80,26 +94,56 @@ def plan(access: "ScopeAccess", ctx: "RequestContext", batch: ImportBatch) -> Pl
             continue
         seen_ids.add((scope, line["id"]))
         here = stored.get(scope, {})
-        row = here.get(line["record"]["source"]["key"]) or here.get(("id", line["id"]))
+        src = line["record"]["source"]
+        row = here.get((src.get("file_key"), src["key"])) or here.get(("id", line["id"]))
         if row is None:
+            legacy = here.get((None, src["key"]))
+            if legacy is not None and _same_text(legacy, line):
+                legacy["seen"] = True  # the same record, imported before files were recorded
+                remap[line["id"]] = legacy["key"]
+                if legacy["status"] == "forgotten":
+                    out.forgotten += 1
+                else:
+                    out.unchanged += 1
+                continue
+            if legacy is not None and legacy["status"] != "forgotten":
+                out.legacy_kept.append(legacy["key"])  # may be another file's: never overwritten
             pending.append(line)
             continue
         row["seen"] = True
         remap[line["id"]] = row["key"]
         _sort_existing(out, scope, row, line)
-    _pair_edits(out, stored, pending, remap)
+    _pair_edits(out, stored, pending, remap, batch_file_key(batch))
+    mine = batch_file_key(batch)
     out.removed = [
         {"scope": scope, "memory_id": row["key"], "where": _where(row["source"])}
         for scope, rows in stored.items()
         for k, row in rows.items()
-        if isinstance(k, str) and not row.get("seen") and row["status"] != "forgotten"
+        if _is_source_key(k)
+        and k[0] is not None
+        and k[0] == mine
+        and not row.get("seen")
+        and row["status"] != "forgotten"
     ]
     _remap_graph(batch, remap)
     return out
 
 
+def batch_file_key(batch: ImportBatch) -> str | None:
+    return source_hash(batch.file) if batch.file else None
+
+
+def _is_source_key(k: Any) -> bool:
+    return isinstance(k, tuple) and len(k) == 2 and k[0] != "id"
+
+
+def _same_text(row: dict[str, Any], line: dict[str, Any]) -> bool:
+    return row["source"].get("fingerprint") == line["record"]["source"]["fingerprint"]
+
+
 def _stored(access: "ScopeAccess", ctx: "RequestContext", batch: ImportBatch) -> dict[str, dict[Any, dict]]:
-    """Per scope the batch writes to: source key -> row, and ("id", memory id) -> row."""
+    """Per scope the batch writes to: (file key, source key) -> row (file key None: imported
+    before files were recorded), and ("id", memory id) -> row."""
     scopes = sorted({line["scope"] for line in batch.lines if line["kind"] == "memory" and line["scope"] in SCOPES})
     out: dict[str, dict[Any, dict]] = {}
     for scope in scopes:
@@ -107,9 +151,9 @@ def _stored(access: "ScopeAccess", ctx: "RequestContext", batch: ImportBatch) ->
             rows = access.handle(ctx, scope).repo.imported_from(batch.source)
         by: dict[Any, dict] = {}
         for row in rows:
-            key = row["source"].get("key")
+            key, file_key = row["source"].get("key"), row["source"].get("file_key")
             if isinstance(key, str):
-                by[key] = row
+                by[(file_key if isinstance(file_key, str) else None, key)] = row
             by[("id", row["key"])] = row
         out[scope] = by
     return out
@@ -124,13 +168,23 @@ def _sort_existing(out: Plan, scope: str, row: dict[str, Any], line: dict[str, A
         out.updates.append((scope, row["key"], line))
 
 
-def _pair_edits(out: Plan, stored: dict[str, dict[Any, dict]], pending: list[dict], remap: dict[str, str]) -> None:
-    """New records of a group take the place of removed records of the same group, in order."""
+def _pair_edits(
+    out: Plan, stored: dict[str, dict[Any, dict]], pending: list[dict], remap: dict[str, str], file_key: str | None
+) -> None:
+    """New records of a group take the place of removed records of the same group and the
+    same source file, in order (never a record of another file, nor of an unknown one)."""
     free: dict[tuple[str, str], list[dict]] = {}
     for scope, rows in stored.items():
         for k, row in rows.items():
             group = row["source"].get("group")
-            if isinstance(k, str) and not row.get("seen") and isinstance(group, str) and row["status"] != "forgotten":
+            if (
+                _is_source_key(k)
+                and file_key is not None
+                and k[0] == file_key
+                and not row.get("seen")
+                and isinstance(group, str)
+                and row["status"] != "forgotten"
+            ):
                 free.setdefault((scope, group), []).append(row)
     for line in pending:
         group = line["record"]["source"].get("group")
