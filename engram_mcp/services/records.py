@@ -88,21 +88,49 @@ def check_text(value: Any, field: str, *, limit: int, required: bool = True) -> 
     return value
 
 
+#: The longest tag list read at all, and its most characters: the limit is MAX_TAGS once blanks
+#: and duplicates are gone, so a list may hold a few of those, never thousands. Checked before
+#: any tag is redacted: an import line of 200,000 tags kept a daemon worker busy for minutes.
+MAX_TAG_ITEMS = 4 * MAX_TAGS
+MAX_TAG_LIST_CHARS = MAX_TAG_ITEMS * MAX_TAG_CHARS
+
+
 def check_tags(value: Any, field: str = "tags") -> list[str]:
     if value is None:
         return []
     if not isinstance(value, (list, tuple)) or not all(isinstance(t, str) for t in value):
         raise InvalidInput(f"{field} must be a list of strings", field=field)
+    _check_tag_list_size(value, field)
     return _unique_tags((_check_tag(t, field) for t in value), field)
 
 
+def _check_tag_list_size(value: list[str] | tuple[str, ...], field: str) -> None:
+    """Refuse a tag list too long to be read (entries or characters), before any tag is redacted."""
+    if len(value) > MAX_TAG_ITEMS:
+        raise InvalidInput(
+            f"{field} holds {len(value)} entries; at most {MAX_TAGS} tags are kept and a list of more "
+            f"than {MAX_TAG_ITEMS} entries is not read",
+            field=field,
+        )
+    chars = sum(map(len, value))
+    if chars > MAX_TAG_LIST_CHARS:
+        raise InvalidInput(
+            f"{field} holds {chars} characters; a tag list of more than {MAX_TAG_LIST_CHARS} is not read "
+            f"(at most {MAX_TAGS} tags of {MAX_TAG_CHARS} characters)",
+            field=field,
+        )
+
+
 def _unique_tags(tags: Iterable[str | None], field: str) -> list[str]:
+    """The tags without blanks and duplicates, in order (a set answers `seen`: a list made it quadratic)."""
     out: list[str] = []
+    seen: set[str] = set()
     for t in tags:
-        if t is not None and t not in out:
+        if t is not None and t not in seen:
+            seen.add(t)
             out.append(t)
-    if len(out) > MAX_TAGS:
-        raise InvalidInput(f"{field}: at most {MAX_TAGS} tags", field=field)
+            if len(out) > MAX_TAGS:
+                raise InvalidInput(f"{field}: at most {MAX_TAGS} tags", field=field)
     return out
 
 
@@ -127,11 +155,46 @@ def check_object(value: Any, field: str) -> dict[str, Any]:
         return {}
     if not isinstance(value, dict):
         raise InvalidInput(f"{field} must be an object", field=field)
+    check_json_size(value, field)
     return clean_json(value, field)
 
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 MAX_JSON_DEPTH = 32
+#: The most values (keys, items, scalars) and characters (keys and strings) one JSON object of a
+#: record holds (metadata, source, a history snapshot): every string in it is redacted, about
+#: 1 s per million characters, and an import line may be 4 MB (500,000 metadata keys, or one
+#: 4 MB string, took 4-5 s each). Checked before anything is redacted.
+MAX_JSON_VALUES = 10_000
+MAX_JSON_CHARS = 200_000
+
+
+def check_json_size(value: Any, field: str) -> None:
+    """Refuse a JSON value of more than MAX_JSON_VALUES values (a key and its value count two)
+    or MAX_JSON_CHARS characters of keys and strings, reading no further than the limit
+    (iterative: a deep nesting costs no recursion here; `clean_json` then bounds the depth)."""
+    values, chars = 1, 0
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            chars += len(item)
+        elif isinstance(item, dict):
+            values += 2 * len(item)
+            if values <= MAX_JSON_VALUES:
+                chars += sum(len(k) for k in item if isinstance(k, str))
+                stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            values += len(item)
+            if values <= MAX_JSON_VALUES:
+                stack.extend(item)
+        if values > MAX_JSON_VALUES or chars > MAX_JSON_CHARS:
+            what = f"{MAX_JSON_VALUES} values" if values > MAX_JSON_VALUES else f"{MAX_JSON_CHARS} characters"
+            raise InvalidInput(
+                f"{field} is too large: more than {what} (the limits are {MAX_JSON_VALUES} values "
+                f"and {MAX_JSON_CHARS} characters of keys and text)",
+                field=field,
+            )
 
 
 def clean_json(value: Any, field: str, depth: int = 0) -> Any:
@@ -248,6 +311,7 @@ def clean_tags(value: Any, findings: list[Finding], field: str = "tags") -> list
     """
     if not (isinstance(value, list) and all(isinstance(t, str) for t in value)):
         return check_tags(value, field)
+    _check_tag_list_size(value, field)
     out = []
     for t in value:
         clean = _clean_tag if len(t) <= MAX_CACHED_TAG_CHARS else _clean_tag.__wrapped__
@@ -310,6 +374,21 @@ def clean_evidence(value: Any, findings: list[Finding], field: str = "evidence")
 MEMORY_TIME_FIELDS = ("created_at", "updated_at", "last_accessed_at", "status_changed_at", "forgotten_at")
 
 
+#: The recalling sessions a record brings along at most (the most recent): maintenance reads only
+#: whether there are `promote_user_min_sessions` of them, and the list grows with every session
+#: that recalls the memory, so a long-used memory's list would otherwise outgrow MAX_JSON_CHARS.
+MAX_RECALL_SESSIONS = 1000
+
+
+def trim_recall_sessions(metadata: Any) -> Any:
+    """`metadata` with at most MAX_RECALL_SESSIONS of its `recall_sessions` (the last ones)."""
+    if isinstance(metadata, dict):
+        sessions = metadata.get("recall_sessions")
+        if isinstance(sessions, list) and len(sessions) > MAX_RECALL_SESSIONS:
+            return {**metadata, "recall_sessions": sessions[-MAX_RECALL_SESSIONS:]}
+    return metadata
+
+
 def clean_memory_record(raw: Any, findings: list[Finding], *, scope: str) -> dict[str, Any]:
     """A whole memory record (an import line, or anything else not built by `store`) checked
     field by field with the checks `store` applies, redacted, ready for CREATE.
@@ -338,7 +417,7 @@ def clean_memory_record(raw: Any, findings: list[Finding], *, scope: str) -> dic
         "session_id": clean_free_text(raw.get("session_id"), findings, "session_id", limit=MAX_SESSION_ID_CHARS),
         "version": check_int(raw.get("version"), "version", low=1, default=1),
         "promotion_chain": clean_chain(raw.get("promotion_chain"), findings),
-        "metadata": clean_object(raw.get("metadata"), findings, "metadata"),
+        "metadata": clean_object(trim_recall_sessions(raw.get("metadata")), findings, "metadata"),
         "forget_reason": clean_free_text(raw.get("forget_reason"), findings, "forget_reason", limit=MAX_REASON_CHARS),
         "embedding_model": check_text(
             raw.get("embedding_model"), "embedding_model", limit=MAX_MODEL_CHARS, required=False

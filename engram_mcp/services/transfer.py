@@ -72,6 +72,7 @@ from engram_mcp.services.records import (
     origin_of,
     parse_time,
     sanitize_text,
+    trim_recall_sessions,
     vector_bytes,
 )
 from engram_mcp.storage.repository import GRAPH_PAGE_KINDS
@@ -472,6 +473,11 @@ class _Run:
     handles: dict[str, ScopeHandle] = field(default_factory=dict)
     defer_vectors: bool = False  # memories of persistent scopes are written without vectors (backfill.py)
     keep_origins: bool = True  # False: every memory is marked imported from `path` (`as_imported`)
+    # The memories this import wrote, by scope, when origins are not kept: its history, link,
+    # mention and relation lines change only those (`_brought`).
+    created: dict[str, set[str]] = field(default_factory=dict)
+    # Lines left out because they would change what was in the store before, by kind (`_NotBrought`).
+    refused: dict[str, int] = field(default_factory=dict)
     recalls_seen: int = -1  # the service's recall count at the last batch (`give_way`)
     recall_seen_at: float = float("-inf")  # when that count last moved (time.monotonic)
 
@@ -514,7 +520,12 @@ def import_(
     teammate's file) only when the file is an export this user's engram signed and nobody has
     changed since (`export_signature`), or when the user vouches for it (`keep_origins`: a
     backup from another machine). Any other file is someone else's text: its memories are
-    marked imported from it, the origin they claimed kept beside (`as_imported`).
+    marked imported from it, the origin they claimed kept beside (`as_imported`), and its
+    history, link, mention and relation lines change only what this import brought: a line
+    naming a memory that was in the store before (import ids are predictable: a link
+    "A supersedes <your note>" hid the user's note from recall) is left out and counted in
+    the answer (`origins.refused`, and `rejected` with the reason), as `engram sync` refuses
+    a team file's supersedes of a memory no file holds.
 
     Every record goes through the checks `store` applies (records.clean_memory_record:
     NUL, Unicode, lengths, enums, dates, finite numbers, redaction) and vectors are checked
@@ -537,6 +548,9 @@ def import_(
     items = checked_lines(run.path, run.target_scope, access.model_name, access.dim())
     out = _run_import(run, items)
     out["origins"] = _origins_report(signature, keep_origins)
+    if run.refused:
+        out["origins"]["refused"] = dict(sorted(run.refused.items()))
+        out["origins"]["refused_why"] = REFUSED_WHY
     return out
 
 
@@ -829,6 +843,8 @@ def _write_batch(run: _Run, batch: list[_Memory]) -> float:
                     fresh = _write_one_by_one(run, h, fresh)  # find the record the engine refused; keep the rest
                 h.index.bulk_load({**m.record, "id": m.key} for m in fresh)  # new slots: one pass for the batch
                 run.counts["memory"] += len(fresh)
+                if not run.keep_origins:
+                    run.created.setdefault(scope, set()).update(m.key for m in fresh)
             held += time.perf_counter() - started
     return held
 
@@ -923,6 +939,9 @@ class _ScopeImport:
     stored_keys: set[str] = field(default_factory=set)
     by_name: dict[str, str] = field(default_factory=dict)
     pending: list[tuple[int, MentionRow]] = field(default_factory=list)  # (line, mention) written per batch
+    # The memories this import wrote in the scope, when the file's origins are not kept: the only
+    # ones its history, link and mention lines may change. None: the origins are kept (any memory).
+    brought: set[str] | None = None
 
 
 def _history_sig(memory_key: str, entry: dict[str, Any]) -> tuple[str, int, str, str]:
@@ -964,12 +983,16 @@ def _import_deferred(run: _Run, deferred: list[tuple[int, dict]]) -> None:
             for scope in {scope for _n, scope, _k, _item in part} - state.keys():
                 h = run.handle(scope)
                 state[scope] = _ScopeImport({_history_sig(e.memory, e.record()) for e in h.repo.all_history()})
+                if not run.keep_origins:
+                    state[scope].brought = run.created.get(scope, set())
                 _stored_entities(h, checked, scope, state[scope])
                 state[scope].mentions = _stored_mentions(h, checked, scope, state[scope])
             for n, scope, kind, item in part:
                 try:
                     run.counts[kind] += _APPLIERS[kind](run.handle(scope), item, state[scope])
                 except InvalidInput as exc:
+                    if isinstance(exc, _NotBrought):
+                        run.refused[kind] = run.refused.get(kind, 0) + 1
                     run.reject(n, exc.message, exc.field)
             for scope, st in state.items():
                 _flush_mentions(run, run.handle(scope), st)
@@ -1077,20 +1100,39 @@ def _check_history(obj: dict, findings: list) -> dict[str, Any]:
     return out
 
 
+_SNAPSHOT_TEXTS = {
+    "content": MAX_CONTENT_CHARS,
+    "summary": MAX_REASON_CHARS,
+    "forget_reason": MAX_REASON_CHARS,
+    "session_id": MAX_REASON_CHARS,
+}
+
+
 def _checked_snapshot(snapshot: dict[str, Any], findings: list) -> dict[str, Any]:
     """A history snapshot: an earlier version of a record, so the record's checks, field by
-    field where present (old versions may predate a field), every string redacted."""
+    field where present (old versions may predate a field), every string redacted.
+
+    The lengths and sizes are checked before anything is redacted (the texts' limits, the tag
+    list's, and `clean_object`'s bound on the rest): redaction costs about 1 s per million
+    characters, and a 4 MB line must not cost that to be refused."""
+    for name, limit in _SNAPSHOT_TEXTS.items():
+        if snapshot.get(name) is not None:
+            check_text(snapshot[name], f"entry.snapshot.{name}", limit=limit, required=False)
+    tags = clean_tags(snapshot.get("tags"), findings, "entry.snapshot.tags") if "tags" in snapshot else None
+    if "metadata" in snapshot:
+        snapshot = {**snapshot, "metadata": trim_recall_sessions(snapshot["metadata"])}
+    if tags is not None:  # checked above; in place, so the snapshot keeps its fields' order
+        snapshot = {**snapshot, "tags": tags}
     out = clean_object(
         {k: v for k, v in snapshot.items() if k not in MEMORY_TIME_FIELDS and k != "embedding"},
         findings,
         "entry.snapshot",
     )
-    for name in ("content", "summary", "forget_reason", "session_id"):
+    for name, limit in _SNAPSHOT_TEXTS.items():
         if name in out and out[name] is not None:
-            limit = MAX_CONTENT_CHARS if name == "content" else MAX_REASON_CHARS
             out[name] = check_text(out[name], f"entry.snapshot.{name}", limit=limit, required=False)
-    if "tags" in snapshot:
-        out["tags"] = clean_tags(snapshot.get("tags"), findings, "entry.snapshot.tags")
+    if tags is not None:
+        out["tags"] = tags
     for name in MEMORY_TIME_FIELDS:
         if snapshot.get(name) is not None:
             out[name] = parse_time(snapshot[name], f"entry.snapshot.{name}")
@@ -1102,6 +1144,7 @@ def _apply_history(h: ScopeHandle, item: dict[str, Any], st: _ScopeImport) -> in
         return 0
     if h.index.slot_of(item["memory_key"]) is None:
         raise InvalidInput(f"memory:{item['memory_key']} is neither in this file nor in the store", field="memory_id")
+    _brought(st, item["memory_key"], "history", "memory_id")
     st.history.add(item["sig"])
     h.repo.add_history(
         item["memory_key"],
@@ -1194,6 +1237,7 @@ def _apply_mention(h: ScopeHandle, item: dict[str, Any], st: _ScopeImport) -> in
     sig = (item["memory_key"], ekey, rel)
     if sig in st.mentions:
         return 0
+    _brought(st, item["memory_key"], "mention", "memory_id")
     st.pending.append((item.get("n", 0), MentionRow(item["memory_key"], ekey, rel, item["created_at"])))
     st.mentions.add(sig)
     if ekey not in st.created_entities:  # a node this import did not bring: count the new mention
@@ -1219,6 +1263,13 @@ def _apply_relation(h: ScopeHandle, item: dict[str, Any], st: _ScopeImport) -> i
     b = _existing_entity(h, st, item["to"], "to")
     if h.repo.find_relation(a, b, item["relation_type"]) is not None:
         return 0
+    if st.brought is not None and a not in st.created_entities and b not in st.created_entities:
+        # both nodes were in the store before: the relation would change the user's own graph
+        raise _NotBrought(
+            f"relation between entities {item['from']} and {item['to']}, which this import did not bring: "
+            f"{NOT_BROUGHT_HINT}",
+            field="from",
+        )
     h.repo.import_relation(
         RelationRow(a, b, item["relation_type"], item["weight"], tuple(item["evidence"]), item["created_at"])
     )
@@ -1241,10 +1292,38 @@ def _apply_link(h: ScopeHandle, item: dict[str, Any], st: _ScopeImport) -> int:
             raise InvalidInput(f"memory:{item[end]} is neither in this file nor in the store", field=end)
     if h.repo.has_link(item["from"], item["to"], item["relation_type"]):
         return 0
+    for end in ("from", "to"):
+        _brought(st, item[end], "link", end)
     h.repo.import_link(LinkRow(item["from"], item["to"], item["relation_type"], item["strength"], item["created_at"]))
     if item["relation_type"] == "supersedes":
         h.index.mark_superseded(item["to"], item["from"])
     return 1
+
+
+NOT_BROUGHT_HINT = (
+    "a file whose origins are not kept changes only the memories it brings (line left out; "
+    "if the file is your own backup, import it again with --keep-origins)"
+)
+REFUSED_WHY = (
+    "history, link, mention and relation lines that named memories (or entities) already in the store "
+    "were left out: import ids are predictable, so a file this engram did not sign could otherwise hide "
+    "your memories behind its own (supersedes) or give them versions you never wrote. If the file is "
+    "your own backup, import it again with --keep-origins"
+)
+
+
+class _NotBrought(InvalidInput):
+    """A line of a file whose origins are not kept that would change a memory it did not bring."""
+
+
+def _brought(st: _ScopeImport, key: str, kind: str, field_name: str) -> None:
+    """Refuse a `kind` line that would change memory `key` when the file's origins are not kept
+    and this import did not write that memory: `engram sync`'s rule for team files (a file only
+    replaces another file's memory), for an export nobody vouches for."""
+    if st.brought is not None and key not in st.brought:
+        raise _NotBrought(
+            f"{kind} line names memory:{key}, which this import did not bring: {NOT_BROUGHT_HINT}", field=field_name
+        )
 
 
 _CHECKERS: dict[str, Callable[[dict, list], dict[str, Any]]] = {
