@@ -392,6 +392,24 @@ def test_a_file_claiming_the_id_of_a_private_memory_never_touches_it(clones) -> 
     assert got["content"] == "My bank PIN hint is the dog's birthday." and got["status"] != "forgotten"
 
 
+def test_a_file_claiming_a_private_memorys_id_is_told_to_take_a_new_id_never_to_share(clones) -> None:
+    """The conflict's advice for a private memory (one that never came from a file) must not be
+    `engram share ID`: that writes the private text into the teammate's file (red-team pass 4, 10)."""
+    (actx, asvc), _bob = clones
+    private = asvc.store(
+        actx, content="Private: the break-glass account is bg-admin.", type="semantic", scope="project"
+    )["memory_id"]
+    folder = actx.project_root / sharing.TEAM_MEMORY_DIR
+    folder.mkdir(parents=True)
+    (folder / "oncall.md").write_text(f"---\nid: {private}\n---\nPage the escalation line through the portal.\n")
+    report = sharing.sync_project(asvc.access, actx)
+    [conflict] = report["conflicts"]
+    assert conflict["path"] == f"{sharing.TEAM_MEMORY_DIR}/oncall.md", conflict
+    assert "engram share" not in conflict["resolve"] and "new id" in conflict["resolve"], conflict
+    assert "bg-admin" not in (folder / "oncall.md").read_text() and not report["written"]
+    assert asvc.get(actx, private)["content"] == "Private: the break-glass account is bg-admin."
+
+
 def test_a_file_replaces_only_another_shared_memory_never_a_private_one(clones) -> None:
     (actx, asvc), _bob = clones
     private = asvc.store(

@@ -97,6 +97,14 @@ class Target:
     )
 
 
+#: The advice for a team file whose id names a project memory that never came from a file: the
+#: two are different memories; the file gets a new id. Sharing the local memory would publish it.
+PRIVATE_CLAIM_RESOLVE = (
+    "this project's memory with that id did not come from a file and stays private (untouched, not "
+    "shared): give the file a new id (remove its `id:` line) so its text arrives as a memory of its own"
+)
+
+
 @dataclass
 class Report:
     """What a sync did, in lists a person can read and a test can check."""
@@ -685,8 +693,8 @@ class _Sync:
                     name,
                     mem,
                     local_mem,
-                    resolve="this project's memory with that id did not come from a file: if it is yours and you "
-                    "shared it, `engram share ID` writes your version; if not, give the file a new id",
+                    # never advise `engram share` here: it would write the private memory into the file
+                    resolve=PRIVATE_CLAIM_RESOLVE,
                 )
                 return
             if local_mem is not None and local_mem.fingerprint() != mem.fingerprint():
