@@ -392,3 +392,37 @@ def test_a_section_with_little_to_show_leaves_its_budget_to_the_others(fake_serv
     res = fake_service.context(ctx, max_tokens=1200, strengthen=False)
     assert res["tokens_used"] <= 1200
     assert res["sections"]["preferences"] >= 7, res["sections"]
+
+
+def test_preference_lines_are_cut_shorter_than_project_lines_and_say_so(fake_service, ctx):
+    """A preference is stated in its first sentence and needed whatever the task: its lines are
+    cut at SECTION_ITEM_CHARS so that more of them fit; the cut is reported (`shortened`), so the
+    prompt hook can show the whole text when a prompt needs it."""
+    from engram_mcp.services import context as context_ops
+
+    long_tail = " Context: " + _distinct(1, 30) + " " + _distinct(2, 30)
+    pref = fake_service.store(
+        ctx,
+        content="Uppercase SQL keywords, one clause per line, in every repo." + long_tail,
+        type="semantic",
+        scope="user",
+        importance=0.8,
+    )
+    fact = fake_service.store(
+        ctx,
+        content="The billing service reads from the replica on port 6432. Context: "
+        + _distinct(3, 30)
+        + " "
+        + _distinct(4, 30),
+        type="semantic",
+        scope="project",
+        importance=0.8,
+    )
+    res = fake_service.context(ctx, max_tokens=1200, strengthen=False)
+    lines = {ln.split("] ", 1)[0]: ln for ln in res["context_block"].splitlines() if ln.startswith("- [")}
+    pref_line = next(ln for ln in lines.values() if pref["memory_id"] in ln)
+    fact_line = next(ln for ln in lines.values() if fact["memory_id"] in ln)
+    body = lambda ln: ln.split("] ", 1)[1]  # noqa: E731
+    limit = context_ops.SECTION_ITEM_CHARS["preferences"]
+    assert len(body(pref_line)) <= limit + 1 < len(body(fact_line)) <= context_ops.ITEM_CHARS + 1
+    assert pref["memory_id"] in res["shortened"] and fact["memory_id"] in res["shortened"]
