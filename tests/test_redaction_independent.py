@@ -402,19 +402,16 @@ LOOKALIKES_5 = [
     json.loads(line) for line in (DATA / "not_secrets_independent5.jsonl").read_text(encoding="utf-8").splitlines()
 ]
 #: Still in clear (by value): a password with no name in its sentence (a chat answer on the next
-#: line, a bare line of a vendor note or a host table, `# ops:<pw>` after an ssh command), a
+#: line, a column of a host table), a
 #: six-digit SMS code, a door code, digit groups after a German router's key name, a Consul
 #: token (a UUID) under `tokens { agent = … }`, a key in German prose named only by the line
 #: before ("der neue ist …"), a mixed-case password with a dot that reads as a type name, and
 #: the second half of a token a terminal wrapped onto its own line.
 LEFT_5 = {
     "187126",
-    "1VYG6ccq.ah",
     "425c10a1135d67248f534b746e0abd0d",
-    "7QJ8cd-iHK5X",
     "9588#",
     "9928 3078 4570 1864",
-    "Qf4!GzSfokYKH9W",
     "SfddmRazwJG2.X",
     "YAQaLUcbqK2C0.7H",
     "Zephyr%Otter892",
@@ -491,6 +488,13 @@ def test_the_fifth_corpus_look_alikes_stay(redactor):
         ),
         ("GET /data/2.5/weather?q=Oslo&appid=c6e0dd60132b41e97ac77e2ec9b1a199", "c6e0dd60132b41e97ac77e2ec9b1a199"),
         ("Cookie: connect.sid=s%3Aq8ZrT2mKx9LpWc4Vn7.Hy%2F3dJ6sQ1fRt8uWe5Ya0Zb2Xc4Vn6", "q8ZrT2mKx9LpWc4Vn7"),
+        # a password alone on its line under a login, and `user:password` beside `user@host`
+        (
+            "Supplier portal\nhttps://portal.example.com\nops@example.com\nWq7!tRm2vKz\n(shared with finance)",
+            "Wq7!tRm2vKz",
+        ),
+        ("usuario: soporte@clinica.example\nPk4mZt9x.qa\nSaludos", "Pk4mZt9x.qa"),
+        ("ssh deploy@10.20.0.7   # deploy:Rt6-kLm9Qx2", "Rt6-kLm9Qx2"),
         # recovery codes after a sentence of words, and a wallet's words with a wallet named
         ("backup codes, keep them somewhere safe:\n4f2a1-9c8e3\n7b6d5-0a1f2\n3e9c7-5d2b8", "7b6d5-0a1f2"),
         (
@@ -518,6 +522,9 @@ def test_forms_the_fifth_corpus_found_missing(text, secret):
         "$ cat README.md\nengram gives Claude lasting memory.",
         "https://example.com/password/reset?lang=en-GB",
         "we walked along the ridge and the pilot pointed at the cabin and the amber walnut trees",
+        "From: ops@example.com\nSubject: deploy\nDeployV2\nThanks",
+        "ssh deploy@10.20.0.7 'tail -f /var/log/app.log'  # deploy:logs",
+        "author Ana <ana@example.com>\ngpgsig -----BEGIN PGP SIGNATURE-----\n iQIzBAABCAAdFiEEx9Kq2LmN\n -----END PGP SIGNATURE-----",
     ],
 )
 def test_look_alikes_of_the_fifth_corpus_forms_stay(text):

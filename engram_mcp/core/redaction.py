@@ -1825,7 +1825,7 @@ def _snowflake_b64(part: str) -> bool:
 _RULE_DISCORD_BOT = _Rule(
     "api-token",
     r"(?<![A-Za-z0-9_\-.])(?P<s>[MNO][A-Za-z0-9]{23,27}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,40})(?![A-Za-z0-9_\-])",
-    hints=("discord", "login", "token", "bot"),
+    hints=("discord", "token", "login(", "bot.run", "bot_"),
     check=lambda _m, v: _snowflake_b64(v.split(".", 1)[0]),
 )
 # Microsoft Teams incoming webhook URLs: `.../IncomingWebhook/<32 hex>/<guid>`, a bearer capability
@@ -1899,6 +1899,51 @@ _RULE_WALLET_WORDS = _Rule(
 )
 
 
+# a password alone on its line, in a block that gives a login just above it (an email, or a
+# user / login / account line): a vendor portal's note, a credentials message with no key name
+_LOGIN_LINE = re.compile(
+    r"[^@\s]+@[^@\s]+\.[A-Za-z]{2,}|(?i:\b(?:user(?:name)?|login|usuario|utilisateur|benutzer(?:name)?|"
+    r"utente|gebruiker|account|konto|uživatel|kullanıcı|логин|пользователь)\b[ \t]*[:=：])"
+)
+LOGIN_LOOKBACK_LINES = 3
+LOGIN_LINE_MAX_CHARS = 40  # a password typed or pasted in a note; longer lines are keys and blocks
+
+
+def _after_login_line(m: re.Match, value: str) -> bool:
+    """Whether `value`, alone on its line, is built like a password and one of the few lines above
+    it gives a login."""
+    if len(value) > LOGIN_LINE_MAX_CHARS or not _built_like_password(value):
+        return False
+    before = m.string[max(0, m.start() - 4096) : m.start()]
+    if before.rfind("-----BEGIN") > before.rfind("-----END"):
+        return False  # a line of an armored block (a signature, a key) is no password
+    above = before[-600:].splitlines()[-LOGIN_LOOKBACK_LINES:]
+    return any(_LOGIN_LINE.search(line) for line in above)
+
+
+_RULE_LOGIN_BLOCK_LINE = _Rule(
+    "password",
+    r"(?m)^[ \t]*(?P<s>[^\s]{6,64})[ \t]*$",
+    hints=("@", "user:", "user =", "username", "login", "usuario", "utilisateur", "benutzer", "account:", "konto"),
+    check=_after_login_line,
+)
+
+
+# `user:password` beside the login it is for, with no key name: `ssh ops@10.0.0.5  # ops:<pw>`
+def _pair_of_the_login(m: re.Match, value: str) -> bool:
+    line = (
+        _line_before(m.string, m.start()) + m.string[m.start() : m.string.find("\n", m.start()) % (len(m.string) + 1)]
+    )
+    return _built_like_password(value) and re.search(rf"\b{re.escape(m.group('user'))}@", line) is not None
+
+
+_RULE_LOGIN_PAIR = _Rule(
+    "password",
+    r"(?<![\w@/:.-])(?P<user>[a-z_][a-z0-9_.-]{0,31}):(?P<s>[^\s:@/'\"]{6,64})(?![\w@])",
+    hints=("@",),
+    check=_pair_of_the_login,
+)
+
 _RULES: tuple[_Rule, ...] = (
     # containers first so their content gets the container's kind
     _RULE_GCP_KEY,
@@ -1966,6 +2011,7 @@ _RULES: tuple[_Rule, ...] = (
     _RULE_ECHO_TO_SECRET_FILE,
     _RULE_PRINTED_KEY_FILE,
     _RULE_WALLET_WORDS,
+    _RULE_LOGIN_PAIR,
     _RULE_MYSQL,
     _RULE_SSHPASS,
     _RULE_REDIS,
@@ -1987,6 +2033,7 @@ _RULES: tuple[_Rule, ...] = (
     _RULE_XML,
     _RULE_XML_ATTR,
     _RULE_FLAG,
+    _RULE_LOGIN_BLOCK_LINE,
     # generic last: password-assignment / generic-high-entropy
     _RULE_ASSIGN,
 )
