@@ -307,6 +307,22 @@ def test_memory_from_a_sync_folder_or_an_import_is_never_among_the_users_prefere
     assert res["sections"]["shared"] == 2 and res["tokens_used"] <= 400
 
 
+def test_an_imported_memorys_line_names_the_file_it_came_from(fake_service, ctx):
+    """Two imports from the same tool read different files (the user's own, a repository's): the
+    line says which, as a team or sync file's line does."""
+    fake_service.store(
+        ctx,
+        content="Billing exports run nightly at 02:00 from the replica",
+        type="semantic",
+        scope="user",
+        importance=0.9,
+        source={"kind": "mcp-memory", "file": "/home/me/src/api/memory.jsonl", "key": "k1"},
+    )
+    block = fake_service.context(ctx, max_tokens=400)["context_block"]
+    line = next(ln for ln in block.splitlines() if "Billing exports" in ln)
+    assert line.startswith("- [imported from mcp-memory, /home/me/src/api/memory.jsonl, memory:"), line
+
+
 def test_a_summary_is_hidden_once_a_memory_it_quotes_is_superseded(real_service, project):
     """Nothing quoted from a session outlives a supersession: the summary goes with the old fact."""
     from engram_mcp.services.service import RequestContext

@@ -339,6 +339,8 @@ def origin_label(mem: dict[str, Any], repository: str | None = None) -> str:
         return f"{where}, by {author}" + (f", file {path}" if path else "") + ", not the user's"
     if kind == "user-sync":
         return "from the sync folder" + (f", file {path}" if path else "") + ", not written here"
+    # an import names the file it read (`file`, recorded since re-imports match within one file)
+    path = path or _short(origin.get("file"))
     return f"imported from {_short(origin.get('tool')) or 'another tool'}" + (f", {path}" if path else "")
 
 
