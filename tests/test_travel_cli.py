@@ -17,8 +17,15 @@ TEAM = ".claude/team-memory"
 
 
 def git(cwd: Path, *args: str) -> str:
-    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@example.com", "GIT_CONFIG_NOSYSTEM": "1", "HOME": str(cwd), "PATH": "/usr/bin:/bin"}
+    env = {
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.com",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.com",
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "HOME": str(cwd),
+        "PATH": "/usr/bin:/bin",
+    }
     proc = subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
@@ -54,8 +61,21 @@ def js(proc) -> dict:
 @pytest.mark.slow
 def test_team_memory_travels_through_git_with_the_cli(two) -> None:
     alice, bob = two
-    mid = js(alice.cli("--json", "store", "Never edit a merged migration; add a new one.", "--type", "procedural",
-                       "--scope", "project", "--importance", "0.9", "--tags", "db"))["memory_id"]
+    mid = js(
+        alice.cli(
+            "--json",
+            "store",
+            "Never edit a merged migration; add a new one.",
+            "--type",
+            "procedural",
+            "--scope",
+            "project",
+            "--importance",
+            "0.9",
+            "--tags",
+            "db",
+        )
+    )["memory_id"]
     shared = alice.cli("share", mid[-8:]).stdout  # the short id `engram list` shows works too
     assert f"{TEAM}/never-edit-a-merged-migration-add" in shared and "commit" in shared
     git(alice.project, "add", TEAM)
@@ -123,3 +143,25 @@ def test_sync_output_never_carries_terminal_escapes_from_files_or_commits() -> N
     out = render_sync(report)
     assert not any(ch in out for ch in "\x1b\x07\u202e\r"), repr(out)
     assert "left alone: zab" in out and "need a person" in out
+
+
+def test_the_import_report_lists_memories_kept_from_before_sources_were_recorded() -> None:
+    """A re-import after the upgrade adds a changed record beside the memory imported before
+    sources were recorded (never overwritten: it could have come from any file); the text report
+    says so and lists them, not only --json."""
+    from engram_mcp.interfaces.cli_travel import render_import_from
+
+    report = {
+        "source": "markdown",
+        "path": "/home/me/notes",
+        "read": {"memories": 2},
+        "dry_run": False,
+        "added": 1,
+        "updated": 0,
+        "unchanged": 1,
+        "legacy_kept": 1,
+        "legacy_kept_ids": ["memory:01KT18T11PD3JR4KKWQZ99EB1M"],
+    }
+    text = render_import_from(report)
+    assert "1 memory imported before sources were recorded kept as they are" in text
+    assert "  memory:01KT18T11PD3JR4KKWQZ99EB1M" in text.splitlines()

@@ -169,6 +169,12 @@ def render_import_from(r: dict[str, Any]) -> str:
             "`engram forget ID` to drop one):"
         )
         lines += [f"  {e['memory_id']}  {one_line(str(e['where']))}" for e in r.get("removed") or []]
+    if r.get("legacy_kept"):
+        lines.append(
+            f"{_count(r['legacy_kept'], 'memory')} imported before sources were recorded kept as they are, "
+            "the new text beside each (`engram forget ID` drops the old one):"
+        )
+        lines += [f"  {mid}" for mid in r.get("legacy_kept_ids") or []]
     for reason, n in (r.get("skipped_reasons") or {}).items():
         lines.append(f"skipped {n}: {one_line(str(reason))}")
     for s in r.get("skipped") or []:
