@@ -359,7 +359,8 @@ _KEY_CACHE: dict = {}
 
 
 def _key_strength(key: str) -> Optional[str]:
-    """Return 'strong', 'generic', 'weak' or None for an assignment key."""
+    """Return 'strong', 'generic', 'weak', 'about' (a name for text about a secret: `password_hint`)
+    or None for an assignment key."""
     try:
         return _KEY_CACHE[key]
     except KeyError:
@@ -390,7 +391,7 @@ def _key_strength_uncached(key: str) -> Optional[str]:
     if "public" in comps or "pub" in comps or "publishable" in comps:
         return None  # publicKeyToken, public_key, pub_key: not secrets
     if len(comps) > 1 and (comps[-1] in _ABOUT_WORDS or comps[-1] in _UI_TEXT_WORDS):
-        return None  # `password_hint`, `token_error`, `api_key_label`: text about the secret, not it
+        return "about"  # `password_hint`, `api_key_label`: text about the secret, unless built like one
     if _NAMES_NO_SECRET.search(norm):
         return None
     # `password2`, `API_KEY_V2`, `DB_PASSWORD_OLD` name the same kind of value
@@ -963,7 +964,8 @@ _RECOVERY_CODE_WORDS = ("recovery", "backup", "2fa", "mfa", "one-time", "one tim
 _RULE_RECOVERY_CODES = _Rule(
     "password",
     r"(?i:recovery|backup|2fa|mfa|one[ \t-]time|otp|emergency|scratch)[ \t_-]*(?i:codes?)\b[^\n]{0,80}?"
-    r"(?P<s>(?:\s*(?:[-*•]|\d+[.)])?[ \t]*(?<![A-Za-z0-9])(?=[a-z]{0,9}[0-9]|[a-z0-9]{4,10}[ \t-][a-z]{0,9}[0-9])"
+    # possessive blanks: `\s*` and `[ \t]*` would otherwise split a run of spaces every way (quadratic)
+    r"(?P<s>(?:\s*+(?:[-*•]|\d+[.)])?[ \t]*+(?<![A-Za-z0-9])(?=[a-z]{0,9}[0-9]|[a-z0-9]{4,10}[ \t-][a-z]{0,9}[0-9])"
     r"[a-z0-9]{4,10}(?:[ \t-][a-z0-9]{4,10})?(?![A-Za-z0-9]),?){3,32})",
     _RECOVERY_CODE_WORDS,
     check=lambda _m, v: sum(1 for c in v if c.isdigit()) >= 3,
@@ -1013,6 +1015,8 @@ def _classify(key: str, value: str, *, min_len: int = 4) -> Optional[str]:
         return None  # `パスワード：別途お送りします` ("sent separately"): a phrase in the value's place
     if _CRYPT_HASH.match(v):
         return None  # `$2b$12$…`, `$argon2id$…`: a password's hash, what a store keeps instead of it
+    if strength == "about":  # `password_hint = "At least 12 characters"`; not `api_key_label = <random>`
+        return "password-assignment" if " " not in v and (_password_like(v) or _looks_random(v)) else None
     if _is_placeholder(v.rstrip(":.,;")):
         return None  # `token: str:` in a docstring
     if v.isdigit() and len(v) < 8 and not _PASSWORDISH.search(_normalize_key(key)):
@@ -1863,17 +1867,31 @@ _RULE_APPID = _Rule(
     (("appid=", 1),),
     check=lambda _m, v: _looks_random(v),
 )
-# a link that signs its holder in: a random query value in a URL whose path is about logging in
-_SIGN_IN_PATH = r"(?i:magic|login|signin|sign-in|sign_in|passwordless|reset|verify|confirm|invite|activate|onboard)"
+# a link that signs its holder in: a token-named query value in a URL with a path segment about
+# logging in (whole segments: `presets` is no reset, `deactivate-account` no activation)
+_SIGN_IN_SEGMENT = (
+    r"(?i:magic(?:[-_]link)?|login|log-in|signin|sign-in|sign_in|passwordless|reset|password-reset|verify|"
+    r"confirm|invite|invitation|activate|activation|onboard|auth|sso|callback)"
+)
+_SIGN_IN_PARAM = r"(?i:t|tk|token|code|key|sig|signature|otp|auth|login_token|magic|ticket|nonce|secret)"
 _RULE_SIGN_IN_LINK = _Rule(
     "bearer-token",
-    r"https?://[^\s?#\"'<>]{1,200}?" + _SIGN_IN_PATH + r"[^\s?#\"'<>]{0,200}\?(?:[^\s#\"'<>]{0,400}?&)?"
-    r"[A-Za-z_]{1,24}=(?P<s>[A-Za-z0-9_\-.~%]{20,512})",
+    r"https?://[^\s/?#\"'<>]{1,200}(?:/[^\s/?#\"'<>]{0,100}){0,12}?/"
+    + _SIGN_IN_SEGMENT
+    + r"(?=[/?])(?:/[^\s/?#\"'<>]{0,100}){0,6}\?(?:[^\s#\"'<>&]{0,200}&){0,8}"
+    + _SIGN_IN_PARAM
+    + r"=(?P<s>[A-Za-z0-9_\-.~%]{20,512})",
     hints=("://",),
-    check=lambda _m, v: _looks_random(v),
+    check=lambda _m, v: _looks_random(v) and not _HEX_DIGEST.fullmatch(v),
+)
+_HEX_DIGEST = re.compile(r"[0-9a-f]{32}|[0-9a-f]{40}|[0-9a-f]{64}")
+# a file named as a secret: its base name holds the word whole (`~/.vault_pass.txt`, `api_token`,
+# `master.key`), not inside another word (`keyboard`, `monkey.txt`, `tokenizer_mode`)
+_SECRET_FILE_NAME = (
+    r"(?:[^\s;&|/]*/)*+(?=[^\s;&|/]*?(?<![A-Za-z])(?i:pass(?:word)?|secret|token|key|cred(?:ential)?s?|pwd)"
+    r"(?:s?(?![A-Za-z])))[^\s;&|/]++"
 )
 # a secret written to a file named as one: `echo 'X' > ~/.vault_pass.txt`, `printf %s X > token`
-_SECRET_FILE_NAME = r"[^\s;&|]*(?i:pass|secret|token|key|cred|pwd)[^\s;&|]*"
 _RULE_ECHO_TO_SECRET_FILE = _Rule(
     "password-assignment",
     r"(?:echo(?:[ \t]+-[neE]+)?|printf(?:[ \t]+'%s(?:\\n)?')?)[ \t]+(?P<q>['\"]?)(?P<s>[^\s'\"$`]{6,256})(?P=q)"
@@ -1881,29 +1899,48 @@ _RULE_ECHO_TO_SECRET_FILE = _Rule(
     ("echo", "printf"),
     check=_not_placeholder,
 )
-# what printing a key file shows: `$ cat config/master.key` and the value on the next line
+# what printing a key file shows: `$ cat config/master.key` (a command at a line's start or after a
+# prompt) and the value on the next line
 _RULE_PRINTED_KEY_FILE = _Rule(
     "generic-high-entropy",
-    r"(?:cat|head|less|more|type|Get-Content)[ \t]+" + _SECRET_FILE_NAME + r"[ \t]*\r?\n"
-    r"[ \t]*(?P<s>[A-Za-z0-9+/=_\-]{16,512})[ \t]*(?:\r?\n|$)",
-    ("cat ", "head ", "less ", "more ", "type ", "get-content "),
-    check=lambda _m, v: _looks_random(v, weak_key=False) or bool(re.fullmatch(r"[0-9a-f]{32,128}", v)),
+    r"(?m:^)[ \t]*(?:[$>#%][ \t]*)?(?:cat|head|less|more|type|Get-Content)[ \t]+"
+    + _SECRET_FILE_NAME
+    + r"[ \t]*\r?\n[ \t]*(?P<s>[A-Za-z0-9+/=_\-]{16,512})[ \t]*(?:\r?\n|$)",
+    hints=("cat ", "head ", "less ", "more ", "type ", "get-content "),
+    check=lambda _m, v: _looks_random(v) or bool(re.fullmatch(r"[0-9a-f]{32,128}", v)),
 )
-# a wallet's recovery words alone on a line, with a wallet named nearby: 12-24 short words
+# a wallet's recovery words alone on a line, a wallet named in the lines just above: 12-24 short
+# words, none of them the little words a sentence of prose has
 WALLET_WORD_COUNTS = frozenset((12, 15, 18, 21, 24))
+_WALLET_NAMED = re.compile(r"(?i)wallet|metamask|seed|mnemonic|ledger|trezor|recovery phrase")
+_PROSE_LITTLE_WORDS = frozenset("the and for with from into that this are was were have has new fix".split())
+
+
+def _wallet_words(m: re.Match, value: str) -> bool:
+    words = value.split()
+    if len(words) not in WALLET_WORD_COUNTS or _PROSE_LITTLE_WORDS.intersection(words):
+        return False
+    above = m.string[max(0, m.start() - 400) : m.start()].splitlines()[-2:]
+    return any(_WALLET_NAMED.search(line) for line in above)
+
+
 _RULE_WALLET_WORDS = _Rule(
     "password",
     r"(?m)^[ \t]*(?P<s>(?:[a-z]{3,8}[ \t]+){11,23}[a-z]{3,8})[ \t]*$",
-    hints=("wallet", "metamask", "seed", "mnemonic", "ledger", "trezor"),
-    check=lambda _m, v: len(v.split()) in WALLET_WORD_COUNTS,
+    hints=("wallet", "metamask", "seed", "mnemonic", "ledger", "trezor", "recovery phrase"),
+    check=_wallet_words,
 )
 
 
 # a password alone on its line, in a block that gives a login just above it (an email, or a
 # user / login / account line): a vendor portal's note, a credentials message with no key name
 _LOGIN_LINE = re.compile(
-    r"[^@\s]+@[^@\s]+\.[A-Za-z]{2,}|(?i:\b(?:user(?:name)?|login|usuario|utilisateur|benutzer(?:name)?|"
-    r"utente|gebruiker|account|konto|uživatel|kullanıcı|логин|пользователь)\b[ \t]*[:=：])"
+    r"^[ \t]*[^@\s]+@[^@\s]+\.[A-Za-z]{2,}[ \t]*$|(?i:\b(?:user(?:name)?|login|e-?mail|usuario|utilisateur|"
+    r"benutzer(?:name)?|utente|gebruiker|account|konto|uživatel|kullanıcı|логин|пользователь)\b[ \t]*[:=：])"
+)
+#: Lines that name a person by email and are no login: a commit's or a mail's headers.
+_HEADER_LINE = re.compile(
+    r"(?i)^[ \t]*(?:author|commit(?:ter)?|from|to|cc|date|reply-to|signed-off-by|co-authored-by):"
 )
 LOGIN_LOOKBACK_LINES = 3
 LOGIN_LINE_MAX_CHARS = 40  # a password typed or pasted in a note; longer lines are keys and blocks
@@ -1918,7 +1955,7 @@ def _after_login_line(m: re.Match, value: str) -> bool:
     if before.rfind("-----BEGIN") > before.rfind("-----END"):
         return False  # a line of an armored block (a signature, a key) is no password
     above = before[-600:].splitlines()[-LOGIN_LOOKBACK_LINES:]
-    return any(_LOGIN_LINE.search(line) for line in above)
+    return any(_LOGIN_LINE.search(line) and not _HEADER_LINE.match(line) for line in above)
 
 
 _RULE_LOGIN_BLOCK_LINE = _Rule(
@@ -1930,11 +1967,17 @@ _RULE_LOGIN_BLOCK_LINE = _Rule(
 
 
 # `user:password` beside the login it is for, with no key name: `ssh ops@10.0.0.5  # ops:<pw>`
+LOGIN_PAIR_WINDOW_CHARS = 256  # either side of the pair: the command it comments on is near
+
+
 def _pair_of_the_login(m: re.Match, value: str) -> bool:
-    line = (
-        _line_before(m.string, m.start()) + m.string[m.start() : m.string.find("\n", m.start()) % (len(m.string) + 1)]
-    )
-    return _built_like_password(value) and re.search(rf"\b{re.escape(m.group('user'))}@", line) is not None
+    if not _built_like_password(value):
+        return False
+    text, start, end = m.string, m.start(), m.end()
+    lo = max(text.rfind("\n", 0, start) + 1, start - LOGIN_PAIR_WINDOW_CHARS)
+    nl = text.find("\n", end, end + LOGIN_PAIR_WINDOW_CHARS)
+    hi = nl if nl != -1 else min(len(text), end + LOGIN_PAIR_WINDOW_CHARS)
+    return re.search(rf"\b{re.escape(m.group('user'))}@", text[lo:hi]) is not None
 
 
 _RULE_LOGIN_PAIR = _Rule(
@@ -2623,7 +2666,7 @@ _VERSION = re.compile(r"v?[0-9]+(?:[._-][0-9A-Za-z]+)+")
 _DOTTED_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
 #: A part of a dotted value that code does not name things with: a word and a number run together
 #: (`Hanok763`, `ember117`), as people build passwords; technical names of that shape excepted.
-_WORD_AND_NUMBER = re.compile(r"[A-Za-z]{4,}[0-9]{2,}")
+_WORD_AND_NUMBER = re.compile(r"[A-Za-z]{4,}[1-9][0-9]+")  # `server01`, `node02`: numbered names
 _TECH_NUMBERED = re.compile(
     r"(?i)(?:base|utf|u?int|float|sha|crc|curve|secp|ed|x|win|amd|arm|aarch|http|oauth|python|node|java|ipv|tls|ssl|"
     r"blake|argon|pbkdf|scrypt|chacha|poly|aes|rsa|ecdsa|hmac|latin|iso|cp|ascii|v|version|level|round|step|item|"
@@ -2632,9 +2675,10 @@ _TECH_NUMBERED = re.compile(
 
 
 def _dotted_reference(value: str) -> bool:
-    """A dotted name as code writes one (`settings.DB_PASSWORD`, `o.default.string`), not a
-    password someone built with a dot (`Biscotto.Hanok763`, `nebula.ember117`, `SfddmRazwJG2.X`)
-    nor a token with a random part (`hvs.CAESIJ1kZ2x…`, Vault)."""
+    """A dotted name as code writes one (`settings.DB_PASSWORD`, `o.default.string`,
+    `config.server01`), not a password someone built with a dot (`Biscotto.Hanok763`,
+    `nebula.ember117`) nor a token with a random part (`hvs.CAESIJ1kZ2x…`, Vault). A part of mixed
+    case that reads as a type name (`SfddmRazwJG2.X`) counts as code."""
     if not _DOTTED_NAME.fullmatch(value):
         return False
     for part in value.split("."):
