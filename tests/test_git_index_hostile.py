@@ -146,6 +146,24 @@ def test_fifo_among_the_files_git_reads_first_fails_safe_at_once(tmp_path: Path,
     assert_fails_safe(ask_in_child(repo))
 
 
+def test_fifo_a_config_includes_fails_safe_at_once(tmp_path: Path) -> None:
+    """A regular config whose `[include]` names a FIFO: git opens the included file blocking."""
+    repo = new_repo(tmp_path / "repo")
+    os.mkfifo(tmp_path / "ff")
+    with open(repo / ".git" / "config", "a") as fh:
+        fh.write(f"[include]\n\tpath = {tmp_path / 'ff'}\n")
+    assert_fails_safe(ask_in_child(repo))
+
+
+def test_fifo_config_of_a_worktrees_common_dir_fails_safe_at_once(tmp_path: Path) -> None:
+    """A linked worktree's git directory names its common one (`commondir`), whose config git reads."""
+    main = new_repo(tmp_path / "main")
+    git(main, "worktree", "add", "-q", str(tmp_path / "wt"))
+    (main / ".git" / "config").unlink()
+    os.mkfifo(main / ".git" / "config")
+    assert_fails_safe(ask_in_child(tmp_path / "wt"))
+
+
 def test_index_linked_to_dev_zero_is_not_read(tmp_path: Path) -> None:
     repo = new_repo(tmp_path / "repo")
     (repo / ".git" / "index").unlink()

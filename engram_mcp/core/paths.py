@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
 import threading
 from pathlib import Path
@@ -59,6 +60,7 @@ _LINK_TARGET_SHOWN_CHARS = 80  # the target is the repository's text: named, not
 GIT_TIMEOUT_SECONDS = 5.0
 #: Bytes of a `.git` file (worktree or submodule checkout) read to find its git directory.
 _GIT_FILE_MAX_BYTES = 4096
+_GIT_CONFIG_MAX_BYTES = 256 * 1024  # a repository's config; larger ones are not searched for includes
 #: The largest git index (or shared part of a split index) engram reads itself when git cannot
 #: answer: an entry takes ~70 bytes plus its path, so this is millions of files. A larger one is
 #: not read (nor is a link, FIFO or device), and tracking is then undetermined.
@@ -415,7 +417,10 @@ def _git_can_be_asked(repo_root: Path, git_dir: Path | None) -> bool:
     if git_dir is None:
         names = [repo_root / ".git"]
     else:
-        names = [*(git_dir / name for name in _GIT_FILES_READ), *git_dir.glob("sharedindex.*")]
+        dirs = [git_dir, *_common_dir(git_dir)]
+        names = [*(d / name for d in dirs for name in _GIT_FILES_READ), *git_dir.glob("sharedindex.*")]
+        if any(_includes_other_files(d / "config") for d in dirs):
+            return False  # git would read files the config names, anywhere (a FIFO among them)
     for name in names:
         try:
             st = os.stat(name)
@@ -424,6 +429,33 @@ def _git_can_be_asked(repo_root: Path, git_dir: Path | None) -> bool:
         if not (stat.S_ISREG(st.st_mode) or (git_dir is None and stat.S_ISDIR(st.st_mode))):
             return False
     return True
+
+
+def _common_dir(git_dir: Path) -> list[Path]:
+    """The git directory a linked worktree's `commondir` names (its config and HEAD are read too)."""
+    try:
+        data = _read_git_file(git_dir / "commondir", _GIT_FILE_MAX_BYTES, prefix=True)
+    except OSError:
+        return []
+    text = data.decode("utf-8", "replace").strip() if data else ""
+    return [(git_dir / text).resolve()] if text else []
+
+
+#: A config section that makes git read another file: `[include]`, `[includeIf "…"]`.
+_CONFIG_INCLUDE_RE = re.compile(rb"^\s*\[\s*include(?:if)?\b", re.IGNORECASE | re.MULTILINE)
+
+
+def _includes_other_files(config: Path) -> bool:
+    """Whether a repository's config includes other files (which may be FIFOs or devices: git
+    opens them blocking). A config that cannot be read says nothing here; the file check above
+    judges it."""
+    try:
+        data = _read_git_file(config, _GIT_CONFIG_MAX_BYTES)
+    except OSError:
+        return False
+    if data is None:
+        return True  # larger than any config a repository needs (or no regular file): not asked
+    return _CONFIG_INCLUDE_RE.search(data) is not None
 
 
 def _read_git_file(path: Path, max_bytes: int, *, prefix: bool = False) -> bytes | None:
