@@ -349,8 +349,8 @@ def _blocks(entry: dict[str, Any]) -> list[dict[str, Any]]:
 
 #: Flags Claude Code sets on `user` entries it writes itself: a command's expansion or a caveat
 #: (isMeta), the summary of a compaction (isCompactSummary, isVisibleInTranscriptOnly), which quotes
-#: the files the session read word for word.
-_SYNTHETIC_USER_FLAGS = ("isMeta", "isCompactSummary", "isVisibleInTranscriptOnly")
+#: the files the session read word for word, and a subagent's task (isSidechain: the model's words).
+_SYNTHETIC_USER_FLAGS = ("isMeta", "isCompactSummary", "isVisibleInTranscriptOnly", "isSidechain")
 #: Text Claude Code writes as a `user` entry for what a local command printed (/cost, `!` shell mode).
 _NOT_TYPED_RE = re.compile(r"\s*<(?:local-command-stdout|local-command-stderr|bash-stdout|bash-stderr)>")
 
