@@ -105,3 +105,28 @@ def test_a_listener_of_this_user_is_talked_to(tmp_path: Path, monkeypatch) -> No
     finally:
         proc.kill()
         shutil.rmtree(path.parent, ignore_errors=True)
+
+
+def test_no_daemon_is_started_in_place_of_another_users_listener(tmp_path: Path, monkeypatch) -> None:
+    """A new daemon would fail to bind there, or unlink the other's socket: the hooks' nudge and
+    the MCP server's early start leave it alone, and a call reports it."""
+    from engram_mcp.interfaces import hooks
+
+    proc, path, got = _listen(tmp_path, -1)
+    try:
+        monkeypatch.setenv("ENGRAM_SOCKET", str(path))
+        monkeypatch.setattr(client_mod.os, "getuid", lambda: os.geteuid() + 1)
+        started: list[Path] = []
+        monkeypatch.setattr(client_mod, "spawn_daemon", lambda user_dir, *a, **k: started.append(user_dir))
+        monkeypatch.setattr(hooks, "spawn_daemon", lambda user_dir, *a, **k: started.append(user_dir))
+        hooks.nudge(tmp_path / "user")
+        client_mod.prestart_daemon(tmp_path / "user")
+        with pytest.raises(DaemonUnavailable, match="will not talk to"):
+            with DaemonClient(tmp_path / "user", client_name="test") as c:  # autostart on
+                c.call("status", {})
+        assert started == []
+        time.sleep(0.2)
+        assert not got.exists() or got.read_bytes() == b""
+    finally:
+        proc.kill()
+        shutil.rmtree(path.parent, ignore_errors=True)

@@ -96,6 +96,11 @@ def clear_stale_socket(path: Path) -> None:
     os.unlink(path)
 
 
+class ForeignListener(ConnectionRefusedError):
+    """The daemon's socket is held by a process of another user: never talked to, and no daemon
+    is started in its place (a new one would fail to bind, or unlink the other's socket)."""
+
+
 def connect_to_daemon(sock: Any, path: Path) -> None:
     """Connect `sock` to the daemon's socket at `path`, refusing a listener of another user.
 
@@ -110,7 +115,7 @@ def connect_to_daemon(sock: Any, path: Path) -> None:
     uid = _peer_uid(sock, path)
     if uid is not None and uid != os.getuid():
         sock.close()
-        raise ConnectionRefusedError(f"{path}: the process listening there runs as uid {uid}, not as this user")
+        raise ForeignListener(f"{path}: the process listening there runs as uid {uid}, not as this user")
 
 
 def _peer_uid(sock: Any, path: Path) -> int | None:
@@ -125,9 +130,10 @@ def _peer_uid(sock: Any, path: Path) -> int | None:
         except OSError:
             pass
     try:
-        return os.stat(path).st_uid
+        st = os.lstat(path)  # a link is no daemon's socket: judged by its own owner
     except OSError:
         return None
+    return st.st_uid
 
 
 def _fits(path: Path) -> bool:
@@ -290,7 +296,7 @@ def spawn_daemon(user_dir: Path, python: str | None = None) -> subprocess.Popen 
     log_fd = os.open(logs / "engramd.out", os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
     try:
         return subprocess.Popen(
-            [python, "-m", "engram_mcp.daemon.process", "--user-dir", str(user_dir)],
+            [python, "-P", "-m", "engram_mcp.daemon.process", "--user-dir", str(user_dir)],
             stdin=subprocess.DEVNULL,
             stdout=log_fd,
             stderr=log_fd,
@@ -315,7 +321,8 @@ def prestart_daemon(user_dir: Path | None = None) -> None:
         if client._try_connect():
             client.close()
             return
-        spawn_daemon(client.user_dir)
+        if not client._refused:  # another user's listener is reported at the first call, not replaced
+            spawn_daemon(client.user_dir)
     except Exception:  # only an early start; the first call connects (or reports) as before
         pass
 
@@ -427,7 +434,7 @@ class DaemonClient:
             connect_to_daemon(s, self.path)
         except OSError as exc:
             s.close()
-            self._refused = str(exc) if isinstance(exc, ConnectionRefusedError) and "uid" in str(exc) else None
+            self._refused = str(exc) if isinstance(exc, ForeignListener) else None
             return False
         s.settimeout(self.timeout)
         self._sock, self._buf = s, bytearray()

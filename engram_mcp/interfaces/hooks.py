@@ -38,7 +38,7 @@ from engram_mcp.core.errors import InvalidInput
 from engram_mcp.core.ids import format_memory_id, parse_memory_id
 from engram_mcp.core.paths import make_private_dirs
 from engram_mcp.core.redaction import sanitize
-from engram_mcp.daemon.client import connect_to_daemon, socket_path, spawn_daemon, user_dir_from_env
+from engram_mcp.daemon.client import ForeignListener, connect_to_daemon, socket_path, spawn_daemon, user_dir_from_env
 from engram_mcp.interfaces import stop_trigger
 
 TOOL_PREFIX = stop_trigger.ENGRAM_TOOL_PREFIX
@@ -181,6 +181,8 @@ def nudge(user_dir: Path, *, spawn: bool = True) -> None:
     try:
         connect_to_daemon(s, socket_path(user_dir))
         s.sendall(b'{"id":0,"op":"drain","args":{},"ctx":{}}\n')
+    except ForeignListener:
+        pass  # another user's process holds the socket: never replaced from here
     except OSError:
         if spawn:
             spawn_daemon(user_dir)  # detached; None while engram's Python environment is not complete (no stamp)
