@@ -98,6 +98,23 @@ def test_a_same_named_note_of_another_folder_is_a_new_memory_not_an_edit(real_se
     assert (single["added"], single["updated"], single["unchanged"]) == (0, 0, 1)
 
 
+def test_one_note_imported_alone_reports_none_of_its_folders_other_notes_removed(real_service, ctx, tmp_path):
+    """One note read out of a folder imported whole: the folder's other notes were not read, so
+    none is "no longer in the source" (the report would have the user forget them)."""
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.md").write_text("# a\n\nThe staging database is db-stage-2.\n")
+    (notes / "b.md").write_text("# b\n\nReleases go out on Tuesdays.\n")
+    run_import(real_service.access, ctx, source="markdown", path=str(notes), scope="user")
+    single = run_import(
+        real_service.access, ctx, source="markdown", path=str(notes / "a.md"), scope="user", dry_run=True
+    )
+    assert (single["unchanged"], single["removed_at_source"]) == (1, 0)
+    (notes / "b.md").unlink()  # the whole folder read again does report it
+    whole = run_import(real_service.access, ctx, source="markdown", path=str(notes), scope="user", dry_run=True)
+    assert whole["removed_at_source"] == 1
+
+
 def legacy_import(monkeypatch, svc: MemoryService, ctx: RequestContext, source: str, path: Path, **kw) -> dict:
     """An import as engram wrote them before the source file was recorded (no `file` in source,
     ids derived from the record's key alone)."""

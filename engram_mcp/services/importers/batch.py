@@ -66,6 +66,8 @@ class ImportBatch:
 
     source: str
     file: str | None = None  # source_file() of what was read; None only for batches built by hand
+    # only part of `file` was read (one note of a folder): what was not read is not "removed"
+    partial: bool = False
     lines: list[dict[str, Any]] = field(default_factory=list)
     skipped: list[dict[str, Any]] = field(default_factory=list)
     entity_lines: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)  # (scope, key) -> line

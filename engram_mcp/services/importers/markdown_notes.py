@@ -63,7 +63,8 @@ def read(path: Path, *, scope: str = DEFAULT_SCOPE, **_: Any) -> ImportBatch:
         files.check_regular(root)
         notes = [root]
         root = root.parent
-        batch = ImportBatch(SOURCE, file=source_file(root))  # the folder: a note is its path in it
+        # the folder: a note is its path in it; its other notes were not read, so none is removed
+        batch = ImportBatch(SOURCE, file=source_file(root), partial=True)
     else:
         batch = ImportBatch(SOURCE, file=source_file(root))
         notes = []

@@ -119,7 +119,8 @@ def plan(access: "ScopeAccess", ctx: "RequestContext", batch: ImportBatch) -> Pl
         {"scope": scope, "memory_id": row["key"], "where": _where(row["source"])}
         for scope, rows in stored.items()
         for k, row in rows.items()
-        if _is_source_key(k)
+        if not batch.partial
+        and _is_source_key(k)
         and k[0] is not None
         and k[0] == mine
         and not row.get("seen")
