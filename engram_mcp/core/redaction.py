@@ -1873,6 +1873,8 @@ _SIGN_IN_SEGMENT = (
     r"(?i:magic(?:[-_]link)?|login|log-in|signin|sign-in|sign_in|passwordless|reset|password-reset|verify|"
     r"confirm|invite|invitation|activate|activation|onboard|auth|sso|callback)"
 )
+#: A digest as a query value (a cache-busting `?v=<md5>`, a `?sha=<sha1>`): no sign-in token.
+_HEX_DIGEST = re.compile(r"[0-9a-f]{32}|[0-9a-f]{40}|[0-9a-f]{64}")
 _SIGN_IN_PARAM = r"(?i:t|tk|token|code|key|sig|signature|otp|auth|login_token|magic|ticket|nonce|secret)"
 _RULE_SIGN_IN_LINK = _Rule(
     "bearer-token",
@@ -1884,7 +1886,6 @@ _RULE_SIGN_IN_LINK = _Rule(
     hints=("://",),
     check=lambda _m, v: _looks_random(v) and not _HEX_DIGEST.fullmatch(v),
 )
-_HEX_DIGEST = re.compile(r"[0-9a-f]{32}|[0-9a-f]{40}|[0-9a-f]{64}")
 # a file named as a secret: its base name holds the word whole (`~/.vault_pass.txt`, `api_token`,
 # `master.key`), not inside another word (`keyboard`, `monkey.txt`, `tokenizer_mode`)
 _SECRET_FILE_NAME = (
