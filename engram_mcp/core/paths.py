@@ -431,6 +431,43 @@ def _git_can_be_asked(repo_root: Path, git_dir: Path | None) -> bool:
     return True
 
 
+def main_worktree(project_root: Path) -> Path:
+    """The main worktree of the repository `project_root` is a linked worktree of, else itself.
+
+    A linked worktree's `.git` is a file `gitdir: <main>/.git/worktrees/<name>`, whose
+    `commondir` names the main `.git` (relative to that gitdir); its parent is the main worktree.
+    The `.git` file is the project's, so an unpacked archive can name any repository there:
+    the named directory must point back (its `gitdir` file names this `.git` file, as git
+    writes it for a worktree it made; relative to that directory with
+    `worktree.useRelativePaths`), else another repository's data (Claude Code's auto memory)
+    would be read as this project's; and it must lie in the `worktrees/` of the `.git` its
+    `commondir` names. Every file is read as `_read_git_file` reads one (never a link, never a
+    wait).
+    """
+    dot_git = project_root / ".git"
+    gitdir = _git_dir_of_file(dot_git)
+    if gitdir is None:
+        return project_root
+    try:
+        back = _read_git_file(gitdir / "gitdir", _GIT_FILE_MAX_BYTES, prefix=True)
+    except OSError:
+        return project_root
+    if back is None or (gitdir / back.decode("utf-8", "replace").strip()).resolve() != dot_git.resolve():
+        return project_root
+    if os.path.lexists(gitdir / "commondir"):
+        named = _common_dir(gitdir)
+        if not named:
+            return project_root  # a commondir that cannot be read (a FIFO, a link) names nothing
+        common_dir = named[0]
+    else:
+        common_dir = gitdir.parent.parent
+    # the worktree's directory lies in that repository's own worktrees/ (an archive can make a
+    # directory that points back, never one inside another repository's .git)
+    if common_dir.name == ".git" and common_dir.parent.is_dir() and gitdir.parent == common_dir / "worktrees":
+        return common_dir.parent
+    return project_root
+
+
 def _common_dir(git_dir: Path) -> list[Path]:
     """The git directory a linked worktree's `commondir` names (its config and HEAD are read too)."""
     try:

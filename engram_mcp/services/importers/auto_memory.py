@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from engram_mcp.core.errors import InvalidInput
+from engram_mcp.core.paths import main_worktree
 from engram_mcp.core.safe_yaml import split_frontmatter
 
 from . import files
@@ -44,53 +45,17 @@ TOPIC_TYPES = {
 }
 LINK_ONLY_RE = re.compile(r"^\s*[-*]\s+\[[^\]]*\]\(([^)\s]+\.md)\)")
 BULLET_RE = re.compile(r"^\s*[-*]\s+(.+)$")
-MAX_GIT_FILE_BYTES = 4096
 
 
 def default_dir(project_root: Path, home: Path) -> Path:
     """Where Claude Code keeps this project's auto memory (a worktree's: its main worktree's)."""
     root = main_worktree(project_root)
-    return home / ".claude" / "projects" / re.sub(r"[^A-Za-z0-9]", "-", str(root)) / "memory"
+    return home / ".claude" / "projects" / project_folder_name(root) / "memory"
 
 
-def main_worktree(project_root: Path) -> Path:
-    """The main worktree of the repository `project_root` is a linked worktree of, else itself.
-
-    A linked worktree's `.git` is a file `gitdir: <main>/.git/worktrees/<name>`, whose
-    `commondir` names the main `.git` (relative to that gitdir); its parent is the main worktree.
-    The `.git` file is the project's, so an unpacked archive can name any repository there:
-    the named directory must point back (its `gitdir` file names this `.git` file, as git
-    writes it for a worktree it made; relative to that directory with
-    `worktree.useRelativePaths`), else another repository's auto memory would be read as
-    this project's; and it must lie in the `worktrees/` of the `.git` its `commondir` names.
-    """
-    dot_git = project_root / ".git"
-    try:
-        if dot_git.is_symlink() or not dot_git.is_file():
-            return project_root
-        text = _small_text(dot_git)
-        m = re.match(r"gitdir:\s*(.+)", text.strip())
-        if not m:
-            return project_root
-        gitdir = (project_root / m.group(1).strip()).resolve()
-        back = gitdir / "gitdir"
-        if not back.is_file() or (gitdir / _small_text(back).strip()).resolve() != dot_git.resolve():
-            return project_root
-        common = gitdir / "commondir"
-        common_dir = (gitdir / _small_text(common).strip()).resolve() if common.is_file() else gitdir.parent.parent
-        # the worktree's directory lies in that repository's own worktrees/ (an archive can
-        # make a directory that points back, never one inside another repository's .git)
-        if common_dir.name == ".git" and common_dir.parent.is_dir() and gitdir.parent == common_dir / "worktrees":
-            return common_dir.parent
-    except (OSError, ValueError):
-        pass
-    return project_root
-
-
-def _small_text(path: Path) -> str:
-    """The first MAX_GIT_FILE_BYTES of a small git file (a FIFO there raises at once, not blocks)."""
-    with files.open_regular_binary(path) as fh:
-        return fh.read(MAX_GIT_FILE_BYTES).decode("utf-8", "replace")
+def project_folder_name(path: str | Path) -> str:
+    """Claude Code's folder name for a project path: every character not a letter or digit as `-`."""
+    return re.sub(r"[^A-Za-z0-9]", "-", str(path))
 
 
 def read(path: Path, *, scope: str | None = None, **_: Any) -> ImportBatch:

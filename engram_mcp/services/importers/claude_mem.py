@@ -52,8 +52,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from engram_mcp.core.paths import main_worktree
+
 from . import files
-from .auto_memory import main_worktree
+from .auto_memory import project_folder_name
 from .batch import ImportBatch, from_epoch_ms, from_iso, source_file
 
 SOURCE = "claude-mem"
@@ -135,11 +137,6 @@ def read(
     return batch
 
 
-def _encode(path: str) -> str:
-    """Claude Code's folder name for a project path (auto_memory.default_dir)."""
-    return re.sub(r"[^A-Za-z0-9]", "-", path)
-
-
 def _inside(path: str, roots: tuple[Path, ...]) -> bool:
     """Whether `path` (a recorded cwd, which may no longer exist) lies in one of `roots`."""
     p = Path(os.path.normpath(path))
@@ -186,7 +183,7 @@ class _Place:
             return [], "ok"  # a caller that names no project (or no place) reads every row
         known = sorted({c for (project, _sid), cs in self.cwds.by_project.items() if project == self.name for c in cs})
         folders = _claude_code_folders(home, self.name)
-        mine = {_encode(str(r)) for r in self.roots}
+        mine = {project_folder_name(str(r)) for r in self.roots}
         ours = any(self._here(c) for c in known) or any(f in mine for f in folders)
         others = [c for c in known if not self._here(c)]
         others += [f"~/.claude/projects/{f} (a Claude Code project)" for f in folders if f not in mine]
@@ -307,7 +304,7 @@ def _recorded_cwds(db: sqlite3.Connection, tables: set[str]) -> _RecordedCwds:
 def _claude_code_folders(home: Path | None, name: str) -> list[str]:
     """Claude Code's project folders (`~/.claude/projects/<encoded path>`) whose path may end in
     the directory `name` (the encoding is lossy: `a-api` may be `a/api` or `a-api`; both count)."""
-    tail = "-" + _encode(name.rsplit("/", 1)[-1])
+    tail = "-" + project_folder_name(name.rsplit("/", 1)[-1])
     bases = [Path(home) / ".claude"] if home is not None else []
     if os.environ.get("CLAUDE_CONFIG_DIR"):  # Claude Code's own setting for where ~/.claude is
         bases.append(Path(os.path.expanduser(os.environ["CLAUDE_CONFIG_DIR"])))
