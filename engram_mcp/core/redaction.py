@@ -2685,9 +2685,9 @@ def _dotted_reference(value: str) -> bool:
     for part in value.split("."):
         if _looks_random(part):
             return False
-        if _WORD_AND_NUMBER.fullmatch(part) and not _TECH_NUMBERED.fullmatch(part):
-            return False
-        if _password_like(part) and not _type_name(part) and not _TECH_NUMBERED.fullmatch(part):
+        if _TECH_NUMBERED.fullmatch(part):
+            continue
+        if _WORD_AND_NUMBER.fullmatch(part) or (_password_like(part) and not _type_name(part)):
             return False
     return True
 
