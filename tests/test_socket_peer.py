@@ -10,6 +10,7 @@ client is told is someone else.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -17,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -58,6 +60,26 @@ def _listen(tmp_path: Path, uid: int) -> tuple[subprocess.Popen, Path, Path]:
     return proc, path, got
 
 
+@contextlib.contextmanager
+def _listening(tmp_path: Path, uid: int, monkeypatch) -> Iterator[tuple[Path, Path]]:
+    """A listener at ENGRAM_SOCKET for the block; killed and its directory removed after."""
+    proc, path, got = _listen(tmp_path, uid)
+    try:
+        monkeypatch.setenv("ENGRAM_SOCKET", str(path))
+        yield path, got
+    finally:
+        proc.kill()
+        shutil.rmtree(path.parent, ignore_errors=True)
+
+
+def _heard(got: Path, wait_s: float = 1.0) -> bytes:
+    """What the listener received: as soon as it wrote something down, else all after `wait_s`."""
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline and not (got.exists() and got.stat().st_size):
+        time.sleep(0.05)
+    return got.read_bytes() if got.exists() else b""
+
+
 def _call(user_dir: Path) -> None:
     with DaemonClient(user_dir, client_name="test", autostart=False) as c:
         c.call("context", {"prompt": "rotate the prod database password"})
@@ -65,46 +87,28 @@ def _call(user_dir: Path) -> None:
 
 @pytest.mark.skipif(os.getuid() != 0, reason="a listener of another uid needs root to start")
 def test_a_listener_of_another_user_is_refused_and_hears_nothing(tmp_path: Path, monkeypatch) -> None:
-    proc, path, got = _listen(tmp_path, NOBODY_UID)
-    try:
-        monkeypatch.setenv("ENGRAM_SOCKET", str(path))
+    with _listening(tmp_path, NOBODY_UID, monkeypatch) as (_path, got):
         with pytest.raises(DaemonUnavailable, match=f"uid {NOBODY_UID}"):
             _call(tmp_path / "user")
-        time.sleep(0.2)
-        assert not got.exists() or got.read_bytes() == b""
-    finally:
-        proc.kill()
-        shutil.rmtree(path.parent, ignore_errors=True)
+        assert _heard(got) == b""
 
 
 def test_a_listener_whose_owner_is_not_this_user_is_refused(tmp_path: Path, monkeypatch) -> None:
     """The check itself, for any user: the client is made to see another uid at the other end."""
-    proc, path, got = _listen(tmp_path, -1)
-    try:
-        monkeypatch.setenv("ENGRAM_SOCKET", str(path))
+    with _listening(tmp_path, -1, monkeypatch) as (_path, got):
         monkeypatch.setattr(client_mod.os, "getuid", lambda: os.geteuid() + 1)
         with pytest.raises(DaemonUnavailable, match="not as this user"):
             _call(tmp_path / "user")
-        time.sleep(0.2)
-        assert not got.exists() or got.read_bytes() == b""
-    finally:
-        proc.kill()
-        shutil.rmtree(path.parent, ignore_errors=True)
+        assert _heard(got) == b""
 
 
 def test_a_listener_of_this_user_is_talked_to(tmp_path: Path, monkeypatch) -> None:
-    proc, path, got = _listen(tmp_path, -1)
-    try:
-        monkeypatch.setenv("ENGRAM_SOCKET", str(path))
+    with _listening(tmp_path, -1, monkeypatch) as (path, got):
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         client_mod.connect_to_daemon(s, path)
         s.sendall(b"hello\n")
         s.close()
-        time.sleep(0.3)
-        assert got.read_bytes() == b"hello\n"
-    finally:
-        proc.kill()
-        shutil.rmtree(path.parent, ignore_errors=True)
+        assert _heard(got) == b"hello\n"
 
 
 def test_no_daemon_is_started_in_place_of_another_users_listener(tmp_path: Path, monkeypatch) -> None:
@@ -112,9 +116,7 @@ def test_no_daemon_is_started_in_place_of_another_users_listener(tmp_path: Path,
     the MCP server's early start leave it alone, and a call reports it."""
     from engram_mcp.interfaces import hooks
 
-    proc, path, got = _listen(tmp_path, -1)
-    try:
-        monkeypatch.setenv("ENGRAM_SOCKET", str(path))
+    with _listening(tmp_path, -1, monkeypatch) as (_path, got):
         monkeypatch.setattr(client_mod.os, "getuid", lambda: os.geteuid() + 1)
         started: list[Path] = []
         monkeypatch.setattr(client_mod, "spawn_daemon", lambda user_dir, *a, **k: started.append(user_dir))
@@ -125,8 +127,4 @@ def test_no_daemon_is_started_in_place_of_another_users_listener(tmp_path: Path,
             with DaemonClient(tmp_path / "user", client_name="test") as c:  # autostart on
                 c.call("status", {})
         assert started == []
-        time.sleep(0.2)
-        assert not got.exists() or got.read_bytes() == b""
-    finally:
-        proc.kill()
-        shutil.rmtree(path.parent, ignore_errors=True)
+        assert _heard(got) == b""
