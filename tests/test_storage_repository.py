@@ -345,3 +345,20 @@ def test_graph_pages_read_every_row_once_in_id_order(repo: ScopeRepository, stor
         assert sorted(map(repr, rows)) == sorted(map(repr, whole[kind])), kind
         assert len(rows) == len(whole[kind]) and calls <= len(rows) // limit + 1, kind
     assert len(whole["entity"]) == 9 and len(whole["mention"]) == 12 and len(whole["link"]) == 5
+
+
+def test_strengthen_keeps_the_last_recalling_sessions_not_every_one(repo: ScopeRepository):
+    """A memory recalled in session after session keeps only the newest RECALL_SESSIONS_KEPT
+    session ids in the store: the list is read only for a count, and it would otherwise grow with
+    every session for as long as the memory is used."""
+    from engram_mcp.storage.rows import RECALL_SESSIONS_KEPT
+
+    a = new_ulid()
+    repo.insert(a, _record("alpha"))
+    at = datetime.now(timezone.utc)
+    first = tuple(f"s{i}" for i in range(RECALL_SESSIONS_KEPT - 2))
+    repo.strengthen([StrengthenBump(a, 1, at, first)])
+    repo.strengthen([StrengthenBump(a, 1, at, ("s0", "late-1", "late-2", "late-3", "late-4"))])
+    sessions = repo.get(a)["metadata"]["recall_sessions"]
+    assert len(sessions) == RECALL_SESSIONS_KEPT
+    assert sessions[-4:] == ["late-1", "late-2", "late-3", "late-4"] and sessions[0] == "s2"

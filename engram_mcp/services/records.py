@@ -21,6 +21,7 @@ from engram_mcp.core.redaction import Finding, label_for, redact_obj, sanitize, 
 from engram_mcp.core.vocabulary import FOREIGN_ORIGINS, LINK_TYPES, MEMORY_TYPES, ORIGIN_KINDS, SCOPES, STATUSES
 from engram_mcp.index.scope_index import record_key
 from engram_mcp.index.scoring import decay_factor, to_epoch
+from engram_mcp.storage.rows import RECALL_SESSIONS_KEPT
 
 MAX_CONTENT_CHARS = 20_000
 MAX_SUMMARY_CHARS = 500
@@ -374,10 +375,9 @@ def clean_evidence(value: Any, findings: list[Finding], field: str = "evidence")
 MEMORY_TIME_FIELDS = ("created_at", "updated_at", "last_accessed_at", "status_changed_at", "forgotten_at")
 
 
-#: The recalling sessions a record brings along at most (the most recent): maintenance reads only
-#: whether there are `promote_user_min_sessions` of them, and the list grows with every session
-#: that recalls the memory, so a long-used memory's list would otherwise outgrow MAX_JSON_CHARS.
-MAX_RECALL_SESSIONS = 1000
+#: The recalling sessions a record brings along at most: as many as the store keeps (an import
+#: from an older engram may bring more).
+MAX_RECALL_SESSIONS = RECALL_SESSIONS_KEPT
 
 
 def trim_recall_sessions(metadata: Any) -> Any:

@@ -69,13 +69,14 @@ INDEX_ROWS_OF = f"{_INDEX_FIELDS} FROM $ids"
 # The smallest memory key (a range scan from the start stops at the first record).
 FIRST_MEMORY_KEY = "SELECT VALUE id FROM memory LIMIT 1"
 # Recall strengthening written behind (services/strengthen.py): one entry per memory with its
-# number of recalls since the last write, the last recall time and the recalling sessions.
+# number of recalls since the last write, the last recall time and the recalling sessions, of
+# which the last rows.RECALL_SESSIONS_KEPT stay ($kept).
 # UPDATE never creates: a memory deleted in the meantime is skipped.
 STRENGTHEN_BATCH = (
     "FOR $b IN $batch { UPDATE $b.id SET access_count += $b.n, last_accessed_at = $b.at, "
     "status = IF status = 'created' THEN 'active' ELSE status END, "
     "metadata.recall_sessions = IF array::len($b.sessions) = 0 THEN metadata.recall_sessions "
-    "ELSE array::union(metadata.recall_sessions ?? [], $b.sessions) END RETURN NONE; }"
+    "ELSE array::slice(array::union(metadata.recall_sessions ?? [], $b.sessions), -$kept) END RETURN NONE; }"
 )
 SET_STATUS = "UPDATE $ids SET status = $status, status_changed_at = time::now() RETURN NONE"
 COUNT_BY_TYPE_STATUS = "SELECT memory_type, status, count() AS n FROM memory GROUP BY memory_type, status"

@@ -27,6 +27,7 @@ from typing import Any, Callable, Iterable, Iterator
 from engram_mcp.storage import queries as q
 from engram_mcp.storage.memory_shape import restore, stored, stored_many
 from engram_mcp.storage.rows import (
+    RECALL_SESSIONS_KEPT,
     EntityRow,
     HistoryEntry,
     LinkRow,
@@ -310,7 +311,7 @@ class ScopeRepository:
         deleted in the meantime is skipped (UPDATE never creates)."""
         batch = [{"id": record_id("memory", b.key), "n": b.n, "at": b.at, "sessions": list(b.sessions)} for b in bumps]
         if batch:
-            self._q(q.STRENGTHEN_BATCH, {"batch": batch})
+            self._q(q.STRENGTHEN_BATCH, {"batch": batch, "kept": RECALL_SESSIONS_KEPT})
 
     def count_by_type_status(self) -> list[TypeStatusCount]:
         return [

@@ -178,6 +178,13 @@ class TypeStatusCount:
     n: int
 
 
+#: The recalling sessions a memory keeps (the most recent): maintenance reads only whether there
+#: are `promote_user_min_sessions` of them, and the list grows with every session that recalls
+#: the memory, so a long-used memory's list would otherwise grow without end in the store and
+#: outgrow a record's bounds on export.
+RECALL_SESSIONS_KEPT = 1000
+
+
 @dataclass(frozen=True, slots=True)
 class StrengthenBump:
     """Recall strengthening written behind for one memory: `n` recalls, the last `at`."""
