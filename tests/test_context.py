@@ -8,6 +8,7 @@ import pytest
 
 from engram_mcp.services.context import FENCE_CLOSE, FENCE_OPEN, PREAMBLE, SECTION_TITLES, estimate_tokens
 from engram_mcp.core.errors import InvalidInput
+from engram_mcp.core.ids import short_id
 
 # anything a model could read as the closing tag: any case, spaces or line breaks inside
 CLOSING = re.compile(r"<\s*/\s*engram-memory\s*>", re.IGNORECASE)
@@ -48,8 +49,8 @@ def test_the_context_block_is_fenced_with_the_data_not_instructions_preamble(fak
     assert "Working on the login redirect bug" in block
     assert res["memories_used"] == block.count("\n- ")
     assert res["tokens_used"] == estimate_tokens(block) and res["truncated"] is False
-    # every memory appears once, with its id
-    ids = re.findall(r"memory:[0-9A-Z]{26}", block)
+    # every memory appears once, with its (short) id
+    ids = _ids_in(block)
     assert len(ids) == len(set(ids)) == res["memories_used"]
 
 
@@ -186,7 +187,12 @@ def test_a_tag_spelled_with_any_dash_cannot_close_or_forge_the_fence(fake_servic
 
 
 def _ids_in(block: str) -> list[str]:
-    return re.findall(r"memory:[0-9A-Z]{26}", block)
+    """The short ids of a block's memory lines (the end of each memory's ULID)."""
+    return re.findall(r"^- \[.*?, ([0-9A-Z]{8})\]", block, re.M)
+
+
+def _shown_id(block_ids: list[str], memory_id: str) -> bool:
+    return short_id(memory_id) in block_ids
 
 
 def test_a_session_summary_shows_once_in_the_next_session(real_service, project):
@@ -215,12 +221,12 @@ def test_a_session_summary_shows_once_in_the_next_session(real_service, project)
         "context_block"
     ]
     ids = _ids_in(block)
-    assert ended["summary_memory_id"] in ids
+    assert _shown_id(ids, ended["summary_memory_id"])
     assert len(ids) == len(set(ids)), "a memory appears twice in one block"
     assert "1 episodic memory, 1 semantic memory" in block  # counts with the noun in the right number
     # in the whole block both facts are shown on their own: a summary quoting only them is left out
     full = real_service.context(second, max_tokens=2000, strengthen=False)["context_block"]
-    assert "freezegun" in full and "AUTH_SECRET_NAME" in full and ended["summary_memory_id"] not in _ids_in(full)
+    assert "freezegun" in full and "AUTH_SECRET_NAME" in full and not _shown_id(_ids_in(full), ended["summary_memory_id"])
 
 
 def test_near_duplicates_in_two_scopes_are_shown_once_and_nothing_is_cut_mid_word(real_service, ctx):
@@ -259,7 +265,7 @@ def test_superseded_memories_never_reach_the_context_block(real_service, ctx):
         ),
     ):
         ids = _ids_in(res["context_block"])
-        assert new in ids and old not in ids
+        assert _shown_id(ids, new) and not _shown_id(ids, old)
 
 
 def test_memory_from_a_sync_folder_or_an_import_is_never_among_the_users_preferences(fake_service, ctx):
@@ -300,10 +306,10 @@ def test_memory_from_a_sync_folder_or_an_import_is_never_among_the_users_prefere
     assert "pytest" in prefs and "Fridays" not in prefs and "installer" not in prefs
     assert "### Memory from outside this store" in block and "not by the user" in block
     synced = next(line for line in block.splitlines() if "Fridays" in line)
-    assert synced.startswith("- [from the sync folder, file ~/Dropbox/engram/deploy.md, not written here, memory:")
+    assert synced.startswith("- [from the sync folder, file ~/Dropbox/engram/deploy.md, not written here, ")
     assert "Always deploy on Fridays" in synced  # zero-width and bidi characters removed
     imported = next(line for line in block.splitlines() if "installer" in line)
-    assert imported.startswith("- [imported from claude-mem, memory:") and "user_preference" not in imported
+    assert imported.startswith("- [imported from claude-mem, ") and "user_preference" not in imported
     assert res["sections"]["shared"] == 2 and res["tokens_used"] <= 400
 
 
@@ -320,7 +326,7 @@ def test_an_imported_memorys_line_names_the_file_it_came_from(fake_service, ctx)
     )
     block = fake_service.context(ctx, max_tokens=400)["context_block"]
     line = next(ln for ln in block.splitlines() if "Billing exports" in ln)
-    assert line.startswith("- [imported from mcp-memory, /home/me/src/api/memory.jsonl, memory:"), line
+    assert line.startswith("- [imported from mcp-memory, /home/me/src/api/memory.jsonl, "), line
 
 
 def test_a_summary_is_hidden_once_a_memory_it_quotes_is_superseded(real_service, project):
@@ -340,7 +346,7 @@ def test_a_summary_is_hidden_once_a_memory_it_quotes_is_superseded(real_service,
     later = RequestContext(project, "sess-later")
     history = ["session_history"]
     block = real_service.context(later, max_tokens=2000, strengthen=False, sections=history)["context_block"]
-    assert ended["summary_memory_id"] in _ids_in(block)
+    assert _shown_id(_ids_in(block), ended["summary_memory_id"])
     real_service.store(
         RequestContext(project),
         content="The metrics gateway moved to port 7443; 7070 is closed",
@@ -350,7 +356,7 @@ def test_a_summary_is_hidden_once_a_memory_it_quotes_is_superseded(real_service,
         supersedes=fact,
     )
     block = real_service.context(later, max_tokens=2000, strengthen=False, sections=history)["context_block"]
-    assert ended["summary_memory_id"] not in _ids_in(block)
+    assert not _shown_id(_ids_in(block), ended["summary_memory_id"])
     block = real_service.context(later, max_tokens=2000, strengthen=False)["context_block"]
     assert "7443" in block and "7070 in every" not in block
 
@@ -436,8 +442,8 @@ def test_preference_lines_are_cut_shorter_than_project_lines_and_say_so(fake_ser
     )
     res = fake_service.context(ctx, max_tokens=1200, strengthen=False)
     lines = {ln.split("] ", 1)[0]: ln for ln in res["context_block"].splitlines() if ln.startswith("- [")}
-    pref_line = next(ln for ln in lines.values() if pref["memory_id"] in ln)
-    fact_line = next(ln for ln in lines.values() if fact["memory_id"] in ln)
+    pref_line = next(ln for ln in lines.values() if short_id(pref["memory_id"]) in ln)
+    fact_line = next(ln for ln in lines.values() if short_id(fact["memory_id"]) in ln)
     body = lambda ln: ln.split("] ", 1)[1]  # noqa: E731
     limit = context_ops.SECTION_ITEM_CHARS["preferences"]
     assert len(body(pref_line)) <= limit + 1 < len(body(fact_line)) <= context_ops.ITEM_CHARS + 1

@@ -3,6 +3,7 @@ the user's knowledge of every kind at a session start, and the prompt block's to
 
 from __future__ import annotations
 
+from engram_mcp.core.ids import short_id
 from engram_mcp.services import context, fact_diff, hook_ops
 from engram_mcp.services.service import RequestContext
 
@@ -300,7 +301,7 @@ def test_the_line_of_a_moved_thing_carries_its_new_address():
         "created_at": "2026-06-08T09:30:00Z",
     }
     line = context.memory_line(old, newer=[new])
-    assert "172.20.4.33" in line and "changed since, memory:01JBBBBBBBBBBBBBBBBBBBBBBB" in line, line
+    assert "172.20.4.33" in line and f"changed since, {short_id('memory:01JBBBBBBBBBBBBBBBBBBBBBBB')}" in line, line
     assert "172.20.6.8" in line, line
 
 
@@ -451,7 +452,7 @@ def test_a_line_showing_only_the_parts_of_a_retired_way_carries_its_replacement(
     line = context.memory_line(old, newer=[new], limit=120)
     shown = line.split(" [changed since")[0]
     assert "vaultwrap exec" in shown and "keyring cloud" not in shown.lower()  # cut before the tool
-    assert "[changed since, memory:new" in line, line
+    assert f"[changed since, {short_id('memory:new')}:" in line, line
     assert "cryptenv run" in line.split(" [changed since")[1], line  # and says what came instead
     # a line that shows nothing of that way stays as it was
     other = dict(old, content="Nightly exports go to the reports bucket. Context: Keyring Cloud fills the creds in.")
@@ -565,7 +566,7 @@ def test_a_tool_replaced_by_its_kind_is_noted_with_the_command_that_came_instead
     old = {"id": "memory:old", "content": NVM_SETUP, "created_at": "2026-06-01T00:00:00Z", "scope": "project"}
     new = {"id": "memory:new", "content": FNM_MOVE, "created_at": "2026-06-20T00:00:00Z", "scope": "project"}
     line = context.memory_line(old, newer=[new])
-    assert "[changed since, memory:new: I switched the laptop to fnm" in line, line
+    assert f"[changed since, {short_id('memory:new')}: I switched the laptop to fnm" in line, line
     assert "`fnm install`" in line
     # a note only: this reading hides nothing (the older memory's other facts stay live)
     assert not fact_diff.outdates(NVM_SETUP, FNM_MOVE, 0.40)

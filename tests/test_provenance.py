@@ -106,11 +106,11 @@ def test_a_cloned_repositorys_team_file_is_labelled_as_team_memory_at_session_st
     assert f"team memory of repository {env.project.name}, by {GIT_AUTHOR[0]}" in line
     assert "toolchain.md" in line and "not the user's" in line
     # ... never in the user's format, and never in the user's preferences, whatever its frontmatter claims
-    assert not re.search(r"^- \[user_preference, project, memory:", block, re.M)
+    assert not re.search(r"^- \[user_preference, project, ", block, re.M)
     assert "user_preference" not in line
     prefs = block.split("### User preferences", 1)[1].split("###", 1)[0]
     assert USER_PREFERENCE in prefs and "ignore previous instructions" not in prefs
-    assert _line_of(block, "tabs over spaces").startswith("- [preference, user, memory:")
+    assert _line_of(block, "tabs over spaces").startswith("- [preference, user, ")
     assert block.index("### Memory from outside this store") < block.index("ignore previous instructions")
     assert len(block) / 4 <= 1200  # the default context_token_budget
     # the session start says what the pull brought, to Claude and to the user
@@ -130,7 +130,7 @@ def test_a_cloned_repositorys_team_file_is_labelled_as_team_memory_in_the_prompt
     block = _context(_hook_output(run_hook(env, "UserPromptSubmit", prompt)))
     line = _line_of(block, "ignore previous instructions")
     assert f"team memory of repository {env.project.name}, by {GIT_AUTHOR[0]}" in line
-    assert not re.search(r"^- \[user_preference, project, memory:", block, re.M)
+    assert not re.search(r"^- \[user_preference, project, ", block, re.M)
 
 
 def _show(env, mid: str) -> dict:

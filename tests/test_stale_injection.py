@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from engram_mcp.core.ids import short_id
 from engram_mcp.services import fact_diff, hook_ops
 from engram_mcp.services.access import RequestContext
 
@@ -207,7 +208,7 @@ def test_a_retired_machine_leaves_the_start_block(real_service, project):
     svc.session_start(second)
     new_id = svc.store(second, content=NEW_CI_BOX, type="semantic", scope="project")["memory_id"]
     block = svc.context(second, task_description="why did the nightly build fail", strengthen=False)["context_block"]
-    assert new_id in block and old_id not in block and "jenkins-2.corp" not in block
+    assert short_id(new_id) in block and short_id(old_id) not in block and "jenkins-2.corp" not in block
     svc.session_end(second)
     third = RequestContext(project, "sess-ci-3")
     svc.session_start(third)
@@ -222,7 +223,7 @@ def test_a_newer_user_memory_outdates_a_project_memory(real_service, ctx):
     old_id = svc.store(ctx, content=OLD_TOOL, type="semantic", scope="project")["memory_id"]
     svc.store(ctx, content=NEW_TOOL, type="semantic", scope="user")
     block = svc.context(ctx, task_description="run the billing integration tests", strengthen=False)
-    assert "Rancher" in block["context_block"] and old_id not in block["context_block"]
+    assert "Rancher" in block["context_block"] and short_id(old_id) not in block["context_block"]
 
 
 def test_a_user_memory_promoted_from_a_project_is_outdated_there_by_its_newer_memory(real_service, tmp_path):
@@ -261,9 +262,9 @@ def test_a_user_memory_promoted_from_a_project_is_outdated_there_by_its_newer_me
     svc.store(second, content=NEW_TOOL, type="semantic", scope="project")
     task = "run the billing integration tests with local containers"
     block = svc.context(second, task_description=task, strengthen=False)["context_block"]
-    key = carried.split(":")[-1]  # the project and user copies keep the session memory's id
+    key = short_id(carried)  # the project and user copies keep the session memory's id
     assert "Rancher" in block and key not in block
-    assert stated in block  # stated for every project: no project memory outdates it
+    assert short_id(stated) in block  # stated for every project: no project memory outdates it
     other = tmp_path / "other"
     (other / ".git").mkdir(parents=True)
     there = svc.context(RequestContext(other, "sess-other"), task_description=task, strengthen=False)
@@ -279,13 +280,13 @@ def test_a_block_built_before_the_change_does_not_keep_the_old_answer(real_servi
     old_id = svc.store(ctx, content=OLD_TOOL, type="semantic", scope="project")["memory_id"]
     task = "run the billing integration tests"
     before = svc.context(ctx, task_description=task, strengthen=False)["context_block"]
-    assert old_id in before  # nothing newer yet: the old memory is shown (and its answer kept)
+    assert short_id(old_id) in before  # nothing newer yet: the old memory is shown (and its answer kept)
     new_id = svc.store(ctx, content=NEW_TOOL, type="semantic", scope=new_scope)["memory_id"]
     after = svc.context(ctx, task_description=task, strengthen=False)["context_block"]
-    assert "Rancher" in after and old_id not in after
+    assert "Rancher" in after and short_id(old_id) not in after
     svc.forget(ctx, memory_id=new_id)
     again = svc.context(ctx, task_description=task, strengthen=False)["context_block"]
-    assert old_id in again
+    assert short_id(old_id) in again
 
 
 #: A memory whose point is another fact, naming the replaced tool after it (a turn written down).
@@ -314,7 +315,7 @@ def test_a_change_that_restates_a_memorys_aside_does_not_hide_its_point(real_ser
     assert fact_diff.outdates(SUITE_WITH_ASIDE, MOVE_RESTATING_THE_ASIDE, 0.6)
     assert fact_diff.about_same(SUITE_WITH_ASIDE, MOVE_RESTATING_THE_ASIDE)  # most of its values are named
     out = hook_ops.prompt_context(svc.access, ctx, prompt="Run the billing integration suite with the gwsim image.")
-    lines = [x for x in (out["additional_context"] or "").splitlines() if mixed_id in x and x.startswith("- [")]
+    lines = [x for x in (out["additional_context"] or "").splitlines() if short_id(mixed_id) in x and x.startswith("- [")]
     assert lines, out
     assert "-tags integration" in lines[0] and "changed since" in lines[0] and "Rancher" in lines[0], lines[0]
 
@@ -327,7 +328,7 @@ def test_a_memory_that_names_the_replaced_value_after_its_point_stays_with_the_c
     svc.store(ctx, content=NEW_TOOL, type="semantic", scope="project")
     assert fact_diff.outdates(MIXED, NEW_TOOL, 0.6)  # the filter's reading: a value it states changed
     out = hook_ops.prompt_context(svc.access, ctx, prompt="Run the billing integration suite with the gwsim image.")
-    lines = [x for x in (out["additional_context"] or "").splitlines() if mixed_id in x and x.startswith("- [")]
+    lines = [x for x in (out["additional_context"] or "").splitlines() if short_id(mixed_id) in x and x.startswith("- [")]
     assert lines, out
     assert "changed since" in lines[0] and "Rancher" in lines[0], lines[0]
 
@@ -365,8 +366,8 @@ def test_a_line_never_quotes_a_memory_that_is_itself_outdated(real_service, proj
     ctx = RequestContext(project, "sess-quote-last")
     svc.session_start(ctx)
     block = svc.context(ctx, task_description="do a release build", strengthen=False)["context_block"]
-    assert laptop in block and osprey in block
-    assert kestrel not in block and "kestrel" not in block.replace("kestrel gets wiped", "")
+    assert short_id(laptop) in block and short_id(osprey) in block
+    assert short_id(kestrel) not in block and "kestrel" not in block.replace("kestrel gets wiped", "")
 
 
 def test_a_cut_line_keeps_the_successor_of_someone_it_says_moved_on():
@@ -435,7 +436,7 @@ def test_a_line_cut_inside_a_sentence_carries_the_change_of_a_value_that_sentenc
     line = context.memory_line(mem, newer=[newer])
     head = line.split("[changed")[0]
     assert "…" in head and "KeyPass" not in head
-    assert "[changed since, memory:01NEW: Secrets: we moved to Vaultwarden" in line
+    assert f"[changed since, {short_id('memory:01NEW')}: Secrets: we moved to Vaultwarden" in line
     later = dict(
         mem,
         content=f"{padding}Context: Wrap it with kp exec. "

@@ -9,6 +9,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from engram_mcp.services import browse, consolidate, curation, hook_ops
+from engram_mcp.core.ids import short_id
 from engram_mcp.services.service import MemoryService, RequestContext
 from tests.daemon_env import daemon_request
 from tests.fakes import FakeEmbedder
@@ -77,7 +78,7 @@ def test_sessions_show_the_hooks_injections(svc, project) -> None:
     ctx = RequestContext(project, "sess-ui-1")
     mid = _store(svc, ctx, "Run the API tests with make test", type="procedural", importance=0.9)
     started = hook_ops.session_start(svc.access, ctx, source="startup")
-    assert mid in (started["additional_context"] or "")
+    assert short_id(mid) in (started["additional_context"] or "")
     hook_ops.INJECTION_LOG.record("sess-ui-1", "prompt", [mid], 12)
     out = curation.sessions(svc.access, ctx)
     entry = next(s for s in out["sessions"] if s["session_id"] == "sess-ui-1")

@@ -88,7 +88,7 @@ OPERATIONS: tuple[Operation, ...] = (
         tool=Tool(
             "store_memory",
             "Store memory",
-            "Store a memory (embedded for search). A near-duplicate in its scope is strengthened instead (action "
+            "Store a memory. A near-duplicate in its scope is strengthened instead (action "
             "merged). Secrets and <private> spans are redacted.",
         ),
     ),
@@ -141,7 +141,7 @@ OPERATIONS: tuple[Operation, ...] = (
         tool=Tool(
             "update_memory",
             "Update memory",
-            "Edit a memory: content (re-embedded), summary, importance, category, metadata, entity links, tags "
+            "Edit a memory: content, summary, importance, category, metadata, entity links, tags "
             "(also the tagging tool). Previous versions are kept.",
             destructive=True,
         ),

@@ -39,7 +39,9 @@ from engram_mcp.core.vocabulary import SCOPES as _SCOPES
 
 SCOPES = list(_SCOPES)
 TYPES = list(MEMORY_TYPES)
-ID_PATTERN = "^(memory:)?[0-9A-Za-z]{26}$"  # the daemon checks the exact ULID alphabet
+# a whole id, or a short one (its last 6 to 25 characters, as memory lines show 8): the daemon
+# checks the exact ULID alphabet and makes a short one whole (daemon/dispatch.with_whole_ids)
+ID_PATTERN = "^(memory:)?[0-9A-Za-z]{6,26}$"
 SESSION_PATTERN = "^[A-Za-z0-9_-]{1,128}$"
 
 

@@ -4,7 +4,9 @@ The registry names handlers by string so that core never imports services; they 
 here, in the daemon, which may. Before a handler runs, the request's arguments are bound to its
 signature (`inspect.Signature.bind`): a failure there is the caller's (an unknown, missing or
 doubled argument) and becomes `invalid_input` naming the argument; anything raised once the
-handler runs, a TypeError included, is a bug and surfaces as one.
+handler runs, a TypeError included, is a bug and surfaces as one. An argument that names a
+memory may give its short id (the end of its ULID, as memory lines and `engram list` show it):
+it is made whole here (`with_whole_ids`), so every operation takes one.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any, Callable
 
 from engram_mcp.core import operations
 from engram_mcp.core.errors import EngramError, InvalidInput
+from engram_mcp.core.ids import as_short_id, format_memory_id
 from engram_mcp.core.operations import Operation
 
 _ARGUMENT_NAME = re.compile(r"argument:? '([^']+)'")
@@ -74,13 +77,43 @@ def _keywords(signature: inspect.Signature, *, skip: int) -> list[str] | None:
     return [p.name for p in params[skip:] if p.kind in by_keyword]
 
 
+#: Arguments that name one memory, and those that name several.
+ID_ARGUMENTS = ("memory_id", "supersedes", "from_id", "to_id")
+ID_LIST_ARGUMENTS = ("derived_from",)
+
+
+def with_whole_ids(service: Any, ctx: Any, args: dict[str, Any]) -> dict[str, Any]:
+    """`args` with each short id of a memory-naming argument made whole (`ScopeAccess.memory_key`:
+    the one memory of the caller's scopes whose id ends with it). Claude copies ids from the
+    context's lines, which show the short one; a whole id, or a value that is neither, is passed
+    on as it is for the handler to judge."""
+    access = getattr(service, "access", None)
+    if access is None or not any(k in args for k in (*ID_ARGUMENTS, *ID_LIST_ARGUMENTS)):
+        return args
+
+    def whole(value: Any, field: str) -> Any:
+        if isinstance(value, str) and as_short_id(value) is not None:  # 6-25 characters: never a whole id
+            with access.lock:
+                return format_memory_id(access.memory_key(ctx, value, field=field))
+        return value
+
+    out = dict(args)
+    for k in ID_ARGUMENTS:
+        if k in out:
+            out[k] = whole(out[k], k)
+    for k in ID_LIST_ARGUMENTS:
+        if isinstance(out.get(k), list):
+            out[k] = [whole(v, k) for v in out[k]]
+    return out
+
+
 def call(service: Any, name: str, ctx: Any, args: dict[str, Any]) -> Any:
     """Run operation `name` for `ctx` with `args` (a dict of keyword arguments)."""
     op = operations.get(name)
     if op is None:
         raise InvalidInput(f"unknown operation {str(name)[:40]!r}")
     fn, leading = target(service, op)
-    bound = bind(op.name, fn, leading, ctx, args)
+    bound = bind(op.name, fn, leading, ctx, with_whole_ids(service, ctx, args))
     marks = getattr(service, "index_marks", None)
     before = marks() if marks is not None and not op.read_only else None
     try:

@@ -38,7 +38,10 @@ MAX_ARRAY_ITEMS = 100
 MAX_NESTING = 8
 MAX_ARGUMENT_BYTES = 256 * 1024
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
-ID_HINT = "ids look like memory:<ULID> (26 characters); recall_memories returns them"
+ID_HINT = (
+    "ids look like memory:<ULID> (26 characters) or its last 8 characters, as memory lines show them; "
+    "recall_memories returns them"
+)
 
 
 # ---------------------------------------------------------------------- context

@@ -405,6 +405,20 @@ class ScopeAccess:
             )
         return keys.pop()
 
+    def memory_key(
+        self, ctx: RequestContext, memory_id: str, *, field: str, scopes: tuple[str, ...] = SCOPE_ORDER
+    ) -> str:
+        """The bare key `memory_id` names: a whole id as it is, or a short id (the end of a ULID,
+        as memory lines and `engram list` show it) when exactly one memory of `scopes` ends with
+        it (else MemoryNotFound, or InvalidInput when several do)."""
+        try:
+            return parse_memory_id(memory_id, field=field)
+        except InvalidInput:
+            short = as_short_id(memory_id)
+            if short is None:
+                raise
+            return self.resolve_short_id(ctx, short, scopes)
+
     def locate_one(self, ctx: RequestContext, memory_id: str) -> list[Located]:
         """As `locate`, but a memory the caller cannot see is an error (MemoryNotFound)."""
         found = self.locate(ctx, memory_id)

@@ -29,6 +29,7 @@ import numpy as np
 from engram_mcp.core.budget import CHARS_PER_TOKEN, estimate_tokens
 from engram_mcp.core.display import context_safe
 from engram_mcp.core.errors import InvalidInput, StoreUnavailable
+from engram_mcp.core.ids import short_id
 from engram_mcp.core.sensitivity import is_sensitive
 from engram_mcp.core.textview import neutralise_tags
 from engram_mcp.core.vocabulary import CONTEXT_SECTIONS, PERSISTENT_SCOPES, RECALLABLE_STATUSES
@@ -148,8 +149,12 @@ def memory_line(
     limit: int = ITEM_CHARS,
     newer: list[dict[str, Any]] | None = None,
 ) -> str:
-    """One memory as a line of the block: `[category, scope, id]` for the user's own memory; for
-    one from outside, whose it is (`origin_label`) and never the category its file claims. The
+    """One memory as a line of the block: `[category, scope, short id]` for the user's own memory;
+    for one from outside, whose it is (`origin_label`) and never the category its file claims. The
+    id is the short one (`ids.short_id`, which every tool takes where an id goes): a whole id is 33
+    characters of every line, and on the month replay the 25 saved on each brought two more
+    needed facts into the start blocks of the same budget (diligent context recall 0.860 ->
+    0.879, tokens per turn 416 -> 406). The
     text is cut at a word after `limit` characters (`is_shortened` tells). A value the shown text
     states that a memory of `newer` displaced is followed by that memory's sentence (`corrections`),
     so a replaced value never stands on a line without its replacement."""
@@ -159,10 +164,10 @@ def memory_line(
     else:
         label = " ".join(str(mem.get("category") or mem.get("type")).split())
         label = f"{label}, {mem.get('scope')}"
-    notes = "".join(f" [changed since, {mid}: {quote}]" for mid, quote in corrections(mem, newer or [], body))
+    notes = "".join(f" [changed since, {short_id(mid)}: {quote}]" for mid, quote in corrections(mem, newer or [], body))
     rest = own_change(str(mem.get("content") or ""), body)
     notes = f" [… {rest}]{notes}" if rest else notes
-    return f"- [{safe(label)}, {mem['id']}] {safe(body)}{safe(notes)}"
+    return f"- [{safe(label)}, {short_id(str(mem['id']))}] {safe(body)}{safe(notes)}"
 
 
 def own_change(content: str, shown: str) -> str:
