@@ -763,6 +763,7 @@ def test_clean_metadata_values_are_redacted_once_and_secrets_never_memoised():
     (a source's name, an entity, the same keys): a clean value is now remembered (bounded),
     a value with a finding never is, and every call still reports its own findings."""
     from engram_mcp.core import redaction
+    from engram_mcp.core.redaction import api
 
     secret = "AKIAIOSFODNN7EXAMPLQ"
     obj = {"kind": "mcp-memory", "entity": "Billing", "note": f"key {secret}", "password": "hunter2hunter2"}
@@ -773,10 +774,10 @@ def test_clean_metadata_values_are_redacted_once_and_secrets_never_memoised():
     memo = str(list(redaction._CLEAN_PAIRS))
     assert "Billing" in memo and secret not in memo and "hunter2" not in memo
     calls = []
-    real = redaction._redact_counts
+    real = api._redact_counts
     try:
-        redaction._redact_counts = lambda text, counts: calls.append(text) or real(text, counts)
+        api._redact_counts = lambda text, counts: calls.append(text) or real(text, counts)
         redaction.redact_obj({"kind": "mcp-memory", "entity": "Billing"})
     finally:
-        redaction._redact_counts = real
+        api._redact_counts = real
     assert calls == []  # keys and values seen clean before: no rule runs again

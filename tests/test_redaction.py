@@ -751,6 +751,7 @@ def test_skipping_rules_by_their_literals_changes_nothing_against_running_every_
     from collections import Counter
 
     from engram_mcp.core import redaction
+    from engram_mcp.core.redaction import literals
 
     def every_rule(text: str, counts: Counter) -> str:
         for rule in redaction._RULES:
@@ -759,8 +760,8 @@ def test_skipping_rules_by_their_literals_changes_nothing_against_running_every_
                 text = redaction._apply(rule, text, low, counts)
         return text
 
-    monkeypatch.setattr(redaction, "_LOOKUP", redaction._Lookup(derive=derived))
-    monkeypatch.setattr(redaction, "LEADING_LITERALS_AFTER_PASSES", 0 if derived else 10**9)
+    monkeypatch.setattr(literals, "_LOOKUP", redaction._Lookup(derive=derived))
+    monkeypatch.setattr(literals, "LEADING_LITERALS_AFTER_PASSES", 0 if derived else 10**9)
     texts = [row["context"] for row in CORPUS] + [json.dumps(row) for row in _load("not_secrets.jsonl")]
     rnd = random.Random(11)
     texts += [
@@ -774,14 +775,15 @@ def test_skipping_rules_by_their_literals_changes_nothing_against_running_every_
 
 def test_a_process_derives_the_leading_literals_once_it_has_run_enough_passes(monkeypatch):
     from engram_mcp.core import redaction
+    from engram_mcp.core.redaction import literals
 
-    monkeypatch.setattr(redaction, "_LOOKUP", None)
-    monkeypatch.setattr(redaction, "_PASSES_SEEN", 0)
-    monkeypatch.setattr(redaction, "LEADING_LITERALS_AFTER_PASSES", 3)
+    monkeypatch.setattr(literals, "_LOOKUP", None)
+    monkeypatch.setattr(literals, "_PASSES_SEEN", 0)
+    monkeypatch.setattr(literals, "LEADING_LITERALS_AFTER_PASSES", 3)
     seen = []
     for _ in range(6):
         assert redaction.sanitize("DB_PASSWORD=Vb3#nQ8zLw2!Kp5t").text == "DB_PASSWORD=[REDACTED:password-assignment]"
-        seen.append(redaction._LOOKUP.derived)
+        seen.append(literals._LOOKUP.derived)
     assert seen[0] is False and seen[-1] is True
     assert seen == sorted(seen), "derived once, then kept"
 
