@@ -1069,3 +1069,18 @@ def test_provider_tokens_without_a_telling_key_are_redacted(text, secret):
 )
 def test_names_shaped_like_those_tokens_are_kept(text):
     assert sanitize(text).text == text
+
+
+def test_a_tag_of_long_digit_runs_is_judged_in_linear_time() -> None:
+    """A tag reads as a versioned name (`utf8mb4`, `gpt4o`) or not; a crafted one of digit runs
+    (a teammate's file or an import chooses its tags) must not stall the store: the name's form
+    once let a run of digits split every way (1.5 s at 29 characters, doubling per digit)."""
+    import time
+
+    from engram_mcp.core.redaction import tag_secret_kind
+
+    for tag in ("ab1c" + "2" * 58 + "!", "x9" + "1" * 61 + "-", "1a" * 31 + "!!"):
+        t0 = time.perf_counter()
+        tag_secret_kind(tag)
+        assert time.perf_counter() - t0 < 0.5, tag
+    assert tag_secret_kind("utf8mb4") is None and tag_secret_kind("gpt4o") is None
