@@ -58,8 +58,11 @@ _RULE_DOCKER_AUTH = _Rule(
 # --- Kubernetes Secret manifests ------------------------------------------------------------------
 _K8S_SECRET = re.compile(r"""kind["']?[ \t]*:[ \t]*["']?Secret\b""")
 _K8S_DATA_YAML = re.compile(r"(?m)^(?P<ind>[ \t]*)(?:data|stringData):[ \t]*\r?$")
+#: The value ends at its line's last character that is no space or tab (one way only: a lazy
+#: `[^\r\n]{0,8192}?` before `[ \t]*` tried every end in a run of spaces, O(n^2) on a long line).
 _K8S_ITEM_YAML = re.compile(
-    r"(?P<ind>[ \t]+)(?P<key>[^\s:#][^:\r\n]{0,252}):[ \t]*(?P<s>[^\s#][^\r\n]{0,8192}?)[ \t]*\r?$", re.M
+    r"(?P<ind>[ \t]+)(?P<key>[^\s:#][^:\r\n]{0,252}):[ \t]*(?P<s>[^\s#](?:[^\r\n]{0,8191}[^ \t\r\n])?)[ \t]*\r?$",
+    re.M,
 )
 _K8S_DATA_FLAT = re.compile(
     r"(?<![\w.\-])(?:data|stringData):[ \t]+(?P<pairs>(?:[\w.\-]{1,253}:[ \t]+[^\s]{1,8192}[ \t]*){1,64})"

@@ -1,0 +1,29 @@
+"""Regexes that untrusted text reaches run in linear time: each test feeds the public call that
+reaches one (a former catastrophic-backtracking pattern) an adversarial input of the largest size
+the code lets through, and checks that a normal input still gets the same verdict."""
+
+from __future__ import annotations
+
+import time
+
+from engram_mcp.core.redaction import sanitize
+
+LIMIT_S = 0.5
+
+
+def _timed(fn, *args):
+    start = time.perf_counter()
+    out = fn(*args)
+    return out, time.perf_counter() - start
+
+
+def test_k8s_secret_item_with_long_run_of_spaces_is_linear():
+    # redaction/files._K8S_ITEM_YAML: a lazy value before `[ \t]*` tried every end in a run of
+    # spaces (3.1 s on this 16,000-character manifest).
+    line = "  a: x" + " " * 8000 + "y"
+    text = "kind: Secret\ndata:\n" + "\n".join([line, line])
+    _, elapsed = _timed(sanitize, text)
+    assert elapsed < LIMIT_S
+    normal = sanitize("apiVersion: v1\nkind: Secret\ndata:\n  password: cGFzc3dvcmQxMjM0NTY=   \n")
+    assert "cGFzc3dvcmQxMjM0NTY=" not in normal.text
+    assert "password:" in normal.text
