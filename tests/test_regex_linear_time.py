@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 
-from engram_mcp.core.redaction import sanitize
+from engram_mcp.core.redaction import redact_obj, sanitize
 
 LIMIT_S = 0.5
 
@@ -27,3 +27,14 @@ def test_k8s_secret_item_with_long_run_of_spaces_is_linear():
     normal = sanitize("apiVersion: v1\nkind: Secret\ndata:\n  password: cGFzc3dvcmQxMjM0NTY=   \n")
     assert "cGFzc3dvcmQxMjM0NTY=" not in normal.text
     assert "password:" in normal.text
+
+
+def test_key_with_long_run_of_version_suffixes_is_linear():
+    # redaction/key_names._KEY_SUFFIX: `(...)++$` searched from every start of a long run of
+    # `v9_` (6.8 s for a 20,000-character JSON key).
+    key = "v9_" * 6667 + "x"
+    _, elapsed = _timed(redact_obj, {key: "hunter2hunter"})
+    assert elapsed < LIMIT_S
+    out, _ = redact_obj({"DB_PASSWORD_V2": "hunter2hunter", "api_key_old": "zq8Xk2LmN4pR7tVw"})
+    assert out["DB_PASSWORD_V2"] != "hunter2hunter"
+    assert out["api_key_old"] != "zq8Xk2LmN4pR7tVw"
