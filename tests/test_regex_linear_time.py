@@ -50,3 +50,12 @@ def test_quote_followed_by_long_run_of_tabs_is_linear():
         'key = "ghp_aB3dE5fG7hJ9kL1mN3p"\n  "Q5rS7tU9vW1xY3zA5aB3d"',
     ):
         assert "[REDACTED:github-token]" in sanitize(glued).text
+
+
+def test_secret_name_followed_by_long_run_of_blanks_is_linear():
+    # redaction/prose._PROSE_DIRECT: `[ \t]+[ \t]*` after a key name split a run of blanks every
+    # way (32 s on 19,000 characters through sanitize).
+    for blank in (" ", "\t"):
+        _, elapsed = _timed(sanitize, "the password" + blank * 19000 + "\x00")
+        assert elapsed < LIMIT_S
+    assert sanitize("login with password Xk9#pL2mQv").text == "login with password [REDACTED:password-assignment]"

@@ -127,7 +127,8 @@ _PROSE_LINKED = re.compile(
     + _PROSE_VALUE
 )
 # the value right after the key name: "secret key 9xK2...", "login with password Xk9#pL2mQv"
-_PROSE_DIRECT = re.compile(r"[ \t]+" + _PROSE_VALUE)
+# (the value's own leading `[ \t]*` dropped: `[ \t]+[ \t]*` split a run of blanks every way, O(n^2))
+_PROSE_DIRECT = re.compile(r"[ \t]+" + _PROSE_VALUE.removeprefix(r"[ \t]*"))
 #: `PIN` in capitals (a personal identification number); `pin` alone is also a verb ("pin the
 #: version") and a hardware pin, so only `PIN`, `PIN code`, `pin code` and `pin number` name one.
 _PIN_NAME = re.compile(
