@@ -71,3 +71,15 @@ def test_line_of_blanks_before_base64_lines_is_linear():
     alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
     body = "\n".join("".join(rnd.choice(alphabet) for _ in range(64)) for _ in range(4))
     assert sanitize("key body:\n  " + body + "\n").text == "key body:\n  [REDACTED:private-key]"
+
+
+def test_sql_insert_value_with_long_run_of_spaces_is_linear():
+    # redaction/tables._SQL_VALUE: a lazy unquoted value before `\s*` tried every end in a run of
+    # spaces (0.8 s on five 4,000-character rows through sanitize).
+    row = "INSERT INTO users (password) VALUES (x" + " " * 3950 + "y);\n"
+    _, elapsed = _timed(sanitize, row * 5)
+    assert elapsed < LIMIT_S
+    quoted = sanitize("INSERT INTO users (name, password) VALUES ('bob', 'Xk9#pL2mQvT7');").text
+    assert quoted == "INSERT INTO users (name, password) VALUES ('bob', '[REDACTED:password-assignment]');"
+    bare = sanitize("INSERT INTO users (name, password) VALUES (bob,   Xk9pL2mQvT7w   );").text
+    assert bare == "INSERT INTO users (name, password) VALUES (bob,   [REDACTED:password]   );"
