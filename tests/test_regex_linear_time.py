@@ -8,6 +8,7 @@ import random
 import time
 
 from engram_mcp.core.redaction import redact_obj, sanitize
+from engram_mcp.services.importers import markdown_notes
 
 LIMIT_S = 0.5
 
@@ -83,3 +84,20 @@ def test_sql_insert_value_with_long_run_of_spaces_is_linear():
     assert quoted == "INSERT INTO users (name, password) VALUES ('bob', '[REDACTED:password-assignment]');"
     bare = sanitize("INSERT INTO users (name, password) VALUES (bob,   Xk9pL2mQvT7w   );").text
     assert bare == "INSERT INTO users (name, password) VALUES (bob,   [REDACTED:password]   );"
+
+
+def _relations(batch):
+    return [(line["relation_type"], line.get("evidence")) for line in batch.lines if line["kind"] == "relation"]
+
+
+def test_markdown_relation_line_with_long_runs_of_spaces_is_linear(tmp_path):
+    # services/importers/markdown_notes.RELATION_LINE_RE: `\s*(?:(…))?\s*$` after the link split a
+    # run of spaces every way, for each of the name's lengths (minutes on a 40,000-character line).
+    note = tmp_path / "note.md"
+    note.write_text("# Note\n\n- a" + " " * 20000 + "[[x]]" + " " * 20000 + "y\n", encoding="utf-8")
+    batch, elapsed = _timed(markdown_notes.read, note)
+    assert elapsed < LIMIT_S
+    assert _relations(batch) == []
+    note.write_text("# Note\n\n- works with [[Other Note]] (since 2020)  \n", encoding="utf-8")
+    relations = _relations(markdown_notes.read(note))
+    assert relations == [("works_with", ["since 2020"])]

@@ -47,8 +47,10 @@ MAX_NOTE_BYTES = MAX_FILE_BYTES * 4
 _LINK_BODY = r"\[\[([^\]|#\n]{1,200})(?:[#|][^\]\n]*)?\]\]"
 WIKI_LINK_RE = re.compile(r"(?<!!)" + _LINK_BODY)
 INLINE_TAG_RE = re.compile(r"(?<![\w#&/])#([A-Za-z][\w/-]{0,40})")
+# (the blanks after the link are taken one way only: `\s*(?:(…))?\s*$` split a run of them every
+# way, O(n^2) for each of the name's 61 lengths: minutes on a 40,000-character line)
 RELATION_LINE_RE = re.compile(
-    r"^\s*[-*]\s+(?:\"([^\"\n]{1,60})\"|([A-Za-z][\w -]{0,60}?))\s+" + _LINK_BODY + r"\s*(?:\(([^)\n]{0,500})\))?\s*$"
+    r"^\s*[-*]\s+(?:\"([^\"\n]{1,60})\"|([A-Za-z][\w -]{0,60}?))\s+" + _LINK_BODY + r"\s*(?:\(([^)\n]{0,500})\)\s*)?$"
 )
 CODE_FENCE_RE = re.compile(r"```.*?```", re.S)
 NOTE_SUFFIXES = ("", ".md", ".markdown")  # a link to anything else (img.png, doc.pdf) is an attachment
