@@ -371,13 +371,7 @@ class ScopeAccess:
         A short id (the end of a ULID, as `engram list` shows it) is accepted when exactly one
         memory of these scopes ends with it.
         """
-        try:
-            key = parse_memory_id(memory_id)
-        except InvalidInput:
-            short = as_short_id(memory_id)
-            if short is None:
-                raise
-            key = self.resolve_short_id(ctx, short, scopes)
+        key = self.memory_key(ctx, memory_id, field="memory_id", scopes=scopes)
         found = []
         for _scope, h in self.open_scopes(ctx, scopes):
             if h.index.slot_of(key) is None:
