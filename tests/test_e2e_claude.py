@@ -181,6 +181,30 @@ def test_another_project_sees_user_memories_but_never_project_a(world):
     assert "src/handlers" not in tool_text(api.conversation[1])
 
 
+def test_a_failed_step_shows_the_memory_it_needs_before_claude_answers(world):
+    """A memory another session stored (so not in this session's start block) reaches Claude right
+    after the failed command that needed it: PostToolUseFailure's context, in the request Claude Code
+    sends next, where the month replay's full mode reads it (bench/month/full.step_contexts)."""
+    from bench.month.full import step_contexts
+
+    b = world["b"]
+    rule = "Project B's billing database listens on port 5433, not 5432: psql -h localhost -p 5433 billing_b."
+
+    def store_elsewhere_then_connect(body):
+        with DaemonClient(world["home"] / ".claude" / "engram", autostart=False, timeout=60) as c:
+            c.call("store", {"content": rule, "type": "semantic", "scope": "project", "importance": 0.7},
+                   project_root=str(b))
+        return ToolUse("Bash", {"command": "psql -h localhost -p 5432 billing_b", "description": "connect"})
+
+    result, api = session(world, b, [store_elsewhere_then_connect, "ok"], "open the billing database")
+    assert result["result"] == "ok", result
+    assert [r for r in tool_results(api.conversation[1].body) if r.get("is_error")]  # the command failed
+    assert rule not in json.dumps(api.conversation[0].body["messages"])  # not in the start block
+    [block] = step_contexts(api.conversation[1].body)
+    assert "## Memory for this step" in block and "localhost -p 5433 billing_b" in block, block
+    assert block.startswith("<engram-memory>") and block.endswith("</engram-memory>")
+
+
 @pytest.mark.parametrize("breakage", ["corrupt", "file-instead-of-directory"])
 def test_a_broken_project_store_never_fails_a_session(world, breakage):
     project = git_project(world["base"] / f"broken-{breakage}")

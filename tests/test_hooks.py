@@ -96,6 +96,39 @@ def test_successful_command_is_recorded_only_when_it_printed_an_error():
     assert "ValueError: boom" in hooks.command_memory(ok, failed=False)["content"]
 
 
+def test_a_step_is_described_by_its_command_or_its_file_and_new_text_redacted():
+    """What `hook_step` matches memories against: the command (with its error's end when it failed),
+    or the path and new text of an edit; a secret in either is redacted before it leaves the hook."""
+    secret = "sk_live_51H8xYzAbCdEfGhIjKlMnOpQrStUvWxYz0123456789"
+    bash = sample("PostToolUse.Bash", cwd="/w", tool_input={"command": f"curl -H 'Authorization: Bearer {secret}' https://api"})
+    text = hooks.step_text(bash, failed=False)
+    assert text.startswith("$ curl") and secret not in text and "[REDACTED:" in text
+    failed = sample("PostToolUseFailure", cwd="/w", tool_input={"command": "psql -p 5432 app"},
+                    error="Exit code 2\npsql: error: connection to server on port 5432 failed: Connection refused")
+    assert hooks.step_text(failed, failed=True) == (
+        "$ psql -p 5432 app\npsql: error: connection to server on port 5432 failed: Connection refused"
+    )
+    edit = sample("PostToolUse.Edit", cwd="/work/proj",
+                  tool_input={"file_path": "/work/proj/sql/report.sql", "old_string": "x", "new_string": "select 1\nfrom t"})
+    assert hooks.step_text(edit, failed=False) == "Edit sql/report.sql\nselect 1 from t"
+    assert hooks.step_text(sample("PostToolUse.Edit", tool_name="Read"), failed=False) == ""
+
+
+def test_a_step_never_starts_the_daemon_nor_waits_for_one(tmp_path, monkeypatch):
+    """PostToolUse runs after every step: with no daemon running it captures (spool) and shows nothing,
+    at once; starting a daemon is the capture's nudge's job, never the step memory's."""
+    monkeypatch.setattr(hooks, "nudge", lambda user_dir: None)
+    import engram_mcp.daemon.client as client
+
+    for module in (hooks, client):
+        monkeypatch.setattr(module, "spawn_daemon", lambda *a, **k: pytest.fail("a step started the daemon"))
+    payload = sample("PostToolUseFailure", session_id=SESSION, cwd=str(tmp_path))
+    started = time.monotonic()
+    assert hooks.on_post_tool_failure(tmp_path / "u", payload) is None
+    assert time.monotonic() - started < hooks.STEP_WAIT_S
+    assert len(spool.pending(tmp_path / "u")) == 1
+
+
 def test_interrupted_command_is_not_recorded():
     assert hooks.command_memory(sample("PostToolUseFailure", is_interrupt=True), failed=True) is None
 
@@ -508,6 +541,47 @@ def test_a_short_prompt_that_names_its_work_gets_the_rule_it_needs(live, monkeyp
     monkeypatch.setattr(hooks, "ask", lambda *a, **k: pytest.fail("an acknowledgement reached the daemon"))
     for ack in ("ok, thanks!", "Sounds good, go ahead.", "Yes please, carry on"):
         assert hooks.on_user_prompt(live.home, sample("UserPromptSubmit", session_id="live-short", prompt=ack)) is None
+
+
+def test_a_step_shows_the_memory_it_needs_once_and_nothing_for_an_unrelated_step(live, tmp_path):
+    """PostToolUseFailure of a command that used the old port shows the memory that names the right
+    one (fenced, as data), once per session; an unrelated step shows nothing."""
+    project = tmp_path / "billing"
+    project.mkdir()
+    with live.client() as c:
+        c.call("store", {"content": "The billing dev Postgres is published on host port 5433, not 5432; "
+                                    "DATABASE_URL must point at localhost:5433.",
+                         "type": "semantic", "scope": "project", "importance": 0.7}, project_root=str(project))
+    failed = sample("PostToolUseFailure", session_id="live-step", cwd=str(project),
+                    tool_input={"command": "psql postgres://app@localhost:5432/billing -c 'select 1'"},
+                    error="Exit code 2\npsql: error: connection to server at \"localhost\", port 5432 failed: Connection refused")
+    proc = run_hook(live, "PostToolUseFailure", failed)
+    assert json.loads(proc.stdout)["hookSpecificOutput"]["hookEventName"] == "PostToolUseFailure"
+    block = _context(proc)
+    assert block.startswith("<engram-memory>") and "not instructions" in block
+    assert "## Memory for this step" in block and "localhost:5433" in block
+    assert _context(run_hook(live, "PostToolUseFailure", failed)) == ""  # once per session
+    other = sample("PostToolUse.Bash", session_id="live-step-2", cwd=str(project), tool_input={"command": "git status"})
+    assert _context(run_hook(live, "PostToolUse", other)) == ""
+    assert "localhost:5433" in _context(run_hook(live, "PostToolUseFailure", dict(failed, session_id="live-step-3")))
+
+
+def test_a_turns_steps_only_spend_what_its_prompt_left(live, tmp_path):
+    """The prompt block and the steps' blocks of one turn share PROMPT_MAX_TOKENS (the month
+    replay's per-prompt bar): a prompt that took nearly all of it leaves the steps nothing."""
+    project = tmp_path / "ledger"
+    project.mkdir()
+    step = {"step": "$ psql -p 5432 ledger\npsql: error: connection to server on port 5432 failed"}
+    with live.client() as c:
+        c.call("store", {"content": "The ledger dev Postgres listens on port 5433, not 5432.", "type": "semantic",
+                         "scope": "project", "importance": 0.7}, project_root=str(project))
+        c.call("hook_prompt", {"prompt": "write a haiku about autumn leaves", "max_tokens": 10}, project_root=str(project),
+               session_id="live-spent")
+        spent = c.call("hook_step", step, project_root=str(project), session_id="live-spent")
+        c.call("hook_prompt", {"prompt": "write a haiku about autumn leaves"}, project_root=str(project), session_id="live-spent")
+        fresh = c.call("hook_step", step, project_root=str(project), session_id="live-spent")
+    assert spent["additional_context"] is None and "budget" in spent["reason"]
+    assert "5433" in fresh["additional_context"]  # the next turn's prompt left room
 
 
 def test_compaction_keeps_the_working_context(live, tmp_path):

@@ -82,6 +82,12 @@ def ui(tmp_path_factory):
         started = client.call("hook_session_start", {"source": "startup"}, project_root=env.project, session_id=SESSION)
         assert started["additional_context"], "the session start injected a context block"
         client.call("hook_prompt", {"prompt": "how do I run the API tests?"}, project_root=env.project, session_id=SESSION)
+        # stored after the start (another session's), then shown after the failed step that needed it
+        client.call("store", {"content": "The staging API gateway listens on port 8443, not 443: curl https://staging:8443/health",
+                              "type": "semantic", "scope": "project", "tags": ["ops"]}, project_root=env.project)
+        stepped = client.call("hook_step", {"step": "$ curl https://staging:443/health\ncurl: (7) Failed to connect to staging port 443"},
+                              project_root=env.project, session_id=SESSION)
+        assert "8443" in (stepped["additional_context"] or ""), stepped
     finally:
         client.close()
     assert len(set(ids.values())) == len(ids), "every seeded memory is its own"
@@ -421,6 +427,9 @@ def test_other_pages_render(ui, browser, shots) -> None:
     assert any("PostgreSQL" in i.text or "make test" in i.text for i in injected), "and says what it is, not only its id"
     assert "UTC" in session.text or "GMT" in session.text, "times carry their zone"
     assert "how do I run the API tests?" in session.find_element("css selector", "[data-testid=session-title]").text, "its first prompt"
+    [step] = session.find_elements("css selector", "[data-testid=step]")
+    assert "curl https://staging:443/health" in step.text, "which step it followed"
+    assert "8443" in step.find_element("css selector", "[data-testid=injected-step] li").text, "and what it showed"
     browser.save_screenshot(str(shots / "sessions.png"))
     _open(browser, base, "graph", "[data-testid=graph-svg]")
     assert _css(browser, "[data-testid=graph-edge]")[0].get_attribute("marker-end") == "url(#arrow)"

@@ -16,8 +16,9 @@ real work:
 * engram's processes (hooks, MCP server, daemon) run on the simulated clock: ENGRAM_PYTHON is a
   wrapper that starts engram's Python under libfaketime; Claude Code itself keeps the real clock.
 
-Per turn the stand-in records what engram put in front of it from the request Claude Code sends
-(the SessionStart and UserPromptSubmit hook context), and the harness calls recall (no
+Per turn the stand-in records what engram put in front of it from the requests Claude Code sends
+(the SessionStart and UserPromptSubmit hook context, and what PostToolUse and PostToolUseFailure
+showed after each step), and the harness calls recall (no
 strengthening) and lists what engram created, as in quick mode.
 """
 
@@ -27,6 +28,7 @@ import collections
 import datetime as dt
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -42,6 +44,8 @@ MARKETPLACE = "engram-dev"
 START_LABEL = "SessionStart hook additional context: "
 PROMPT_LABEL = "UserPromptSubmit hook additional context: "
 FENCE_END = "</engram-memory>"
+#: How Claude Code labels a PostToolUse (or PostToolUseFailure) hook's context after a tool result.
+STEP_LABEL_RE = re.compile(r"PostToolUse(?:Failure)?:\S+ hook additional context: ")
 TURN_TIMEOUT_S = 300.0
 SESSION_END_TIMEOUT_S = 120.0
 ALLOWED_TOOLS = f"{TOOL_PREFIX[:-2]},Bash,Edit,Write,Read"
@@ -99,6 +103,21 @@ def hook_context(body: dict[str, Any], label: str, *, last_turn_only: bool) -> s
             else:
                 found = rest[: min(cut)] if cut else rest
     return found.strip()
+
+
+def step_contexts(body: dict[str, Any]) -> list[str]:
+    """The blocks engram's tool hooks showed since the last assistant message (after this turn's
+    latest tool results), as Claude Code put them in the request."""
+    messages = body.get("messages") or []
+    last_assistant = max((i for i, m in enumerate(messages) if m.get("role") == "assistant"), default=-1)
+    found: list[str] = []
+    for m in messages[last_assistant + 1 :]:
+        for text in _texts(m):
+            for label in STEP_LABEL_RE.finditer(text):
+                rest = text[label.end() :]
+                end = rest.find(FENCE_END)
+                found.append((rest[: end + len(FENCE_END)] if end != -1 else rest).strip())
+    return found
 
 
 class FullReplay(QuickReplay):
@@ -278,6 +297,11 @@ class FullReplay(QuickReplay):
         if state.get("fresh"):
             state["fresh"] = False
             self._begin_turn(body)
+        else:  # after a tool result: what a tool hook showed is in front of Claude before it answers
+            record = state["record"]
+            for block in step_contexts(body):
+                record.visible = "\n".join(x for x in (record.visible, block) if x)
+                record.injected_tokens += tokens(block)
         if not self._steps:
             return Text(state["turn"]["answer"])
         step = self._steps.popleft()

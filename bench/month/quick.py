@@ -256,7 +256,10 @@ class QuickReplay:
             record.stand_in_stores.append(self.store(memory, repo, sid, transcript, f"{sid[:8]}-{n}-{tool_no}"))
         for event in turn["events"]:
             tool_no += 1
-            self.tool_event(event, repo, base, transcript, f"toolu_{sid[:8]}_{n}_{tool_no}")
+            step_block = self.tool_event(event, repo, base, transcript, f"toolu_{sid[:8]}_{n}_{tool_no}")
+            if step_block:  # shown after the step, before the answer: part of what this turn put in front of Claude
+                record.visible = "\n".join(x for x in (record.visible, step_block) if x)
+                record.injected_tokens += tokens(step_block)
         for memory in after:
             tool_no += 1
             record.stand_in_stores.append(self.store(memory, repo, sid, transcript, f"{sid[:8]}-{n}-{tool_no}"))
@@ -287,9 +290,15 @@ class QuickReplay:
         return (self.user_dir / "stop-notes" / f"{safe}.json").exists()
 
     def tool_event(
-        self, event: dict[str, Any], repo: Path, base: dict[str, Any], transcript: Transcript, tool_id: str
-    ) -> None:
-        """One scripted tool call: in the transcript, then through PostToolUse or PostToolUseFailure."""
+        self,
+        event: dict[str, Any],
+        repo: Path,
+        base: dict[str, Any],
+        transcript: Transcript,
+        tool_id: str,
+    ) -> str:
+        """One scripted tool call: in the transcript, then through PostToolUse or PostToolUseFailure;
+        returns the block the hook showed after it (`""` if none)."""
         tool, tool_input = event["tool"], dict(event["input"])
         if "file_path" in tool_input:
             tool_input["file_path"] = str(repo / tool_input["file_path"])
@@ -299,10 +308,12 @@ class QuickReplay:
         if failed:
             error = f"Exit code {EXIT_CODE_OF_FAILED_EVENT}\n{output}"
             transcript.tool_result(tool_id, error, True, self.clock.now())
-            self.hook("PostToolUseFailure", dict(payload, error=error, is_interrupt=False), repo, tool)
-            return
-        transcript.tool_result(tool_id, output, False, self.clock.now())
-        self.hook("PostToolUse", dict(payload, tool_response=self.tool_response(tool, tool_input, output)), repo, tool)
+            answer = self.hook("PostToolUseFailure", dict(payload, error=error, is_interrupt=False), repo, tool)
+        else:
+            transcript.tool_result(tool_id, output, False, self.clock.now())
+            response = self.tool_response(tool, tool_input, output)
+            answer = self.hook("PostToolUse", dict(payload, tool_response=response), repo, tool)
+        return self.context_of(answer)
 
     @staticmethod
     def tool_response(tool: str, tool_input: dict[str, Any], output: str) -> dict[str, Any]:

@@ -258,6 +258,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "hook_session_start", "engram_mcp.services.hook_ops:session_start", s.HOOK_SESSION_START, read_only=False
     ),
     Operation("hook_prompt", "engram_mcp.services.hook_ops:prompt_context", s.HOOK_PROMPT, read_only=True),
+    Operation("hook_step", "engram_mcp.services.hook_ops:step_context", s.HOOK_STEP, read_only=True),
     Operation("hook_turn_changes", "engram_mcp.services.hook_ops:turn_changes", s.HOOK_TURN_CHANGES, read_only=True),
     Operation(
         "hook_promote_stated",

@@ -281,6 +281,7 @@ def with_mcp_origin(tool: str, args: dict[str, Any]) -> dict[str, Any]:
 
 HOOK_SESSION_START = _obj({"source": _str(40)})
 HOOK_PROMPT = _obj({"prompt": _str(4000), "max_tokens": _int(0, 8000)}, ["prompt"])
+HOOK_STEP = _obj({"step": _str(4000)}, ["step"])
 HOOK_TURN_CHANGES = _obj({"prompt": _str(4000), "answer": _str(4000)}, ["prompt"])
 HOOK_PROMOTE_STATED = _obj({"ids": {"type": "array", "items": _str(80), "maxItems": 8}}, ["ids"])
 HOOK_CAPTURE = _obj(

@@ -56,6 +56,8 @@ SNAPSHOT_PROMPTS = 3
 NUDGE_TIMEOUT_S = 0.2
 SESSION_START_WAIT_S = 25.0
 PROMPT_WAIT_S = 6.0
+STEP_WAIT_S = 1.5  # PostToolUse's timeout is 5 s, and Claude waits for it after every step
+STEP_TEXT_CHARS = 600  # of a command, an error's end, or a file's new text: what recall matches a step by
 SESSION_END_WAIT_S = 50.0
 STOP_CONFIG_WAIT_S = 1.0
 STOP_CHANGES_WAIT_S = 1.5  # one recall of the turn's words; Stop has 5 s in all
@@ -662,18 +664,71 @@ def on_prompt_submit(user_dir: Path, payload: dict[str, Any]) -> dict[str, Any] 
     return {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": joined}}
 
 
-def on_post_tool_use(user_dir: Path, payload: dict[str, Any]) -> None:
+def on_post_tool_use(user_dir: Path, payload: dict[str, Any]) -> dict[str, Any] | None:
+    """Capture the step as scratch, then show the memory the step most likely needs (`step_memory`)."""
     tool = payload.get("tool_name")
     memory = command_memory(payload, failed=False) if tool == "Bash" else file_change_memory(payload)
     if memory:
         capture(user_dir, payload, memory)
+    return step_memory(user_dir, payload, "PostToolUse", failed=False)
 
 
-def on_post_tool_failure(user_dir: Path, payload: dict[str, Any]) -> None:
-    if payload.get("tool_name") == "Bash":
-        memory = command_memory(payload, failed=True)
-        if memory:
-            capture(user_dir, payload, memory)
+def on_post_tool_failure(user_dir: Path, payload: dict[str, Any]) -> dict[str, Any] | None:
+    if payload.get("tool_name") != "Bash":
+        return None
+    memory = command_memory(payload, failed=True)
+    if memory:
+        capture(user_dir, payload, memory)
+    return step_memory(user_dir, payload, "PostToolUseFailure", failed=True)
+
+
+_EXIT_CODE_RE = re.compile(r"\A\s*Exit code \d+\s*")
+
+
+def step_text(payload: dict[str, Any], *, failed: bool) -> str:
+    """What a tool step did, in words recall can match: the command (and the end of its error),
+    or the file's path and the text written into it. Redacted like every capture."""
+    tool = payload.get("tool_name")
+    inp = v if isinstance(v := payload.get("tool_input"), dict) else {}
+    if tool == "Bash":
+        text = "$ " + _clean(inp.get("command"), STEP_TEXT_CHARS)
+        if failed and not payload.get("is_interrupt"):
+            error = _redacted_tail(str(payload.get("error") or ""))
+            error = _EXIT_CODE_RE.sub("", error[-STEP_TEXT_CHARS:] if len(error) > STEP_TEXT_CHARS else error, count=1)
+            text += "\n" + _clean(error, STEP_TEXT_CHARS)
+        return text
+    path = _rel(inp.get("file_path") or inp.get("notebook_path"), _project_root(payload))
+    if tool == "Write":
+        body = inp.get("content")
+    elif tool == "Edit":
+        body = inp.get("new_string")
+    elif tool == "MultiEdit":
+        edits = v if isinstance(v := inp.get("edits"), list) else []
+        body = "\n".join(str(e.get("new_string") or "") for e in edits[:4] if isinstance(e, dict))
+    elif tool == "NotebookEdit":
+        body = inp.get("new_source")
+    else:
+        return ""
+    return f"{tool} {_clean(path, 300)}\n{_clean(body, STEP_TEXT_CHARS)}"
+
+
+def step_memory(user_dir: Path, payload: dict[str, Any], event: str, *, failed: bool) -> dict[str, Any] | None:
+    """The daemon's `hook_step` block for this tool step, if the daemon is running and has one.
+
+    Never starts the daemon (the capture's nudge does) and waits at most STEP_WAIT_S: a step's
+    memory is worth a short wait, not a slow tool call."""
+    text = step_text(payload, failed=failed)
+    if not text.strip():
+        return None
+    try:
+        result = ask(user_dir, "hook_step", {"step": text[:4000]}, payload, wait_s=STEP_WAIT_S, autostart=False)
+    except Exception as exc:
+        _log(user_dir, event, f"no step memory: {type(exc).__name__}: {_one_line(exc)}")
+        return None
+    block = (result or {}).get("additional_context")
+    if not block:
+        return None
+    return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": block}}
 
 
 def on_pre_compact(user_dir: Path, payload: dict[str, Any]) -> None:

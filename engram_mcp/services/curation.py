@@ -221,7 +221,9 @@ def sessions(access: ScopeAccess, ctx: RequestContext) -> dict[str, Any]:
             }
             for e in by_session.get(sid, [])
         ]
-        entry["first_prompt"] = next((i["prompt"] for i in entry["injections"] if i["prompt"]), None)
+        entry["first_prompt"] = next(
+            (i["prompt"] for i in entry["injections"] if i["prompt"] and i["kind"] == "prompt"), None
+        )
     ordered = sorted(out.values(), key=lambda e: str(e.get("started_at") or ""), reverse=True)[:SESSIONS_SHOWN]
     session_briefs: dict[str, dict[str, Any]] = {}
     for entry in ordered:

@@ -27,6 +27,7 @@ from engram_mcp.services.store import store
 from engram_mcp.services.travel_ops import apply_team_memory
 
 PROMPT_BLOCK_TITLE = "Possibly relevant memories for this prompt"
+STEP_BLOCK_TITLE = "Memory for this step"
 COMPACT_TITLE = "Before compaction"
 TEAM_TITLE = "Team memory applied at this session's start"
 MAX_TRACKED_SESSIONS = 256
@@ -116,6 +117,7 @@ class InjectionLog:
         self._lock = threading.Lock()
 
     def record(self, session_id: str | None, kind: str, ids: list[str], tokens: int, prompt: str = "") -> None:
+        """One injection; `prompt` is the prompt's text (or, for a step, the step's): its start is kept."""
         if not session_id or not (ids or prompt):
             return
         event = {"session_id": session_id, "kind": kind, "memory_ids": list(dict.fromkeys(ids)), "tokens": tokens}
@@ -133,6 +135,38 @@ INJECTION_LOG = InjectionLog()
 
 
 INJECTED = InjectedMemories()
+
+
+class TurnSpend:
+    """Estimated tokens injected in each session's current turn (the prompt's block and its note,
+    then each step's), so the steps of a turn only spend what the prompt left of PROMPT_MAX_TOKENS:
+    a turn's injections together stay within the per-prompt ceiling. Reset by each prompt."""
+
+    def __init__(self) -> None:
+        self._by_session: OrderedDict[str, int] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def start_turn(self, session_id: str | None, tokens: int) -> None:
+        self._set(session_id, tokens)
+
+    def add(self, session_id: str | None, tokens: int) -> None:
+        self._set(session_id, self.spent(session_id) + tokens)
+
+    def spent(self, session_id: str | None) -> int:
+        with self._lock:
+            return self._by_session.get(session_id or "", 0)
+
+    def _set(self, session_id: str | None, tokens: int) -> None:
+        if not session_id:
+            return
+        with self._lock:
+            self._by_session[session_id] = max(0, int(tokens))
+            self._by_session.move_to_end(session_id)
+            while len(self._by_session) > MAX_TRACKED_SESSIONS:
+                self._by_session.popitem(last=False)
+
+
+TURN_SPEND = TurnSpend()
 
 
 def _fence(title: str, lines: list[str]) -> str:
@@ -288,6 +322,7 @@ def prompt_context(
     hook passes what the Stop hook's note leaves)."""
     prompt = check_text(prompt, "prompt", limit=4000)
     budget = PROMPT_MAX_TOKENS if max_tokens is None else min(PROMPT_MAX_TOKENS, int(max_tokens))
+    TURN_SPEND.start_turn(ctx.session_id, PROMPT_MAX_TOKENS - budget)  # the Stop hook's note, if any
     cfg = access.config(ctx.project_root)
     if not cfg.user_prompt_recall:
         return {"additional_context": None, "reason": "user_prompt_recall is off"}
@@ -330,6 +365,7 @@ def prompt_context(
     # known to serve the work (counted as used, it reordered later start blocks and cost the
     # public month world four needs).
     context_ops.strengthen_used(access, ctx, [m for m in picked if _clears_bar(m, False, bar)])
+    TURN_SPEND.add(ctx.session_id, context_ops.estimate_tokens(block))
     INJECTION_LOG.record(
         ctx.session_id, "prompt", [m["id"] for m in picked], context_ops.estimate_tokens(block), prompt=prompt
     )
@@ -338,6 +374,71 @@ def prompt_context(
         "memory_ids": [m["id"] for m in picked],
         "tokens": context_ops.estimate_tokens(block),
     }
+
+
+#: Cosine a memory needs to a tool step (a command and its error, or a file's path and new text) to
+#: be shown after it. Code and commands sit far from prose in meaning: on the month replay's worlds
+#: the memory a step needed was recall's first at 0.45-0.95, while at 0.40 as many lines came for
+#: nothing; 0.50 kept every gain and added no line on the held-out world.
+STEP_MIN_COSINE = 0.50
+#: A memory the start block showed cut comes back after a step this close to it: its cut may have
+#: hidden the value the step needs (a migration command past the first 240 characters).
+STEP_CUT_COSINE = 0.60
+#: Memories shown after one step at most: a step is narrow, and every line costs the turn's budget.
+STEP_LIMIT = 1
+#: Characters of a memory's text on a step block's line: between the start block's cut and the
+#: prompt's, so the line fits beside a prompt block within the turn's ceiling more often.
+STEP_ITEM_CHARS = 320
+#: Recall's candidates for a step, before what this session saw is left out.
+STEP_POOL = 10
+
+
+def _step_may_show(mem: dict[str, Any], seen: set[str], shown_cut: set[str]) -> bool:
+    """Close enough to the step, and not seen in this session (a cut line only when very close)."""
+    similarity = float(mem.get("similarity") or 0.0)
+    if mem["id"] in seen or similarity < STEP_MIN_COSINE:
+        return False
+    return mem["id"] not in shown_cut or similarity >= STEP_CUT_COSINE
+
+
+def step_context(access: ScopeAccess, ctx: RequestContext, *, step: str) -> dict[str, Any]:
+    """The memory a tool step just taken most likely needs, if it is close to the step and this
+    session has not seen it: a rule about how SQL is written, shown when a .sql file was written;
+    the port a database listens on, shown after a command used another.
+
+    A prompt says what the work is about; the steps say what is being done, which is when a
+    preference or a convention applies. Within what the turn's prompt left of PROMPT_MAX_TOKENS."""
+    step = check_text(step, "step", limit=4000)
+    cfg = access.config(ctx.project_root)
+    if not cfg.user_prompt_recall:
+        return {"additional_context": None, "reason": "user_prompt_recall is off"}
+    budget = PROMPT_MAX_TOKENS - TURN_SPEND.spent(ctx.session_id)
+    found = recall(access, ctx, query=step, limit=STEP_POOL, strengthen=False)
+    seen, shown_cut = INJECTED.shown(ctx.session_id)
+    candidates = [
+        m
+        for m in found.get("memories") or []
+        if context_ops.injectable(m)
+        and _step_may_show(m, seen, shown_cut)
+        and not (ctx.session_id and m.get("session_id") == ctx.session_id)  # written in this session: Claude has it
+        and not context_ops.outdated(access, ctx, m)
+    ][:STEP_LIMIT]
+    if not candidates:
+        return {"additional_context": None}
+    newer = context_ops.current(access, ctx, found.get("memories") or [])
+    lines = [
+        context_ops.memory_line(m, repository=ctx.project_root.name or None, limit=STEP_ITEM_CHARS, newer=newer)
+        for m in candidates
+    ]
+    block = _fence(STEP_BLOCK_TITLE, lines)
+    tokens = context_ops.estimate_tokens(block)
+    if tokens > budget:
+        return {"additional_context": None, "reason": "the turn's budget is spent"}
+    INJECTED.add(ctx.session_id, [m["id"] for m in candidates])  # as seen: a step never repeats a step's line
+    TURN_SPEND.add(ctx.session_id, tokens)
+    context_ops.strengthen_used(access, ctx, candidates)
+    INJECTION_LOG.record(ctx.session_id, "step", [m["id"] for m in candidates], tokens, prompt=step)
+    return {"additional_context": block, "memory_ids": [m["id"] for m in candidates], "tokens": tokens}
 
 
 #: How far below the configured bar (`prompt_recall_min_relevance`, cosine) recall's first memory

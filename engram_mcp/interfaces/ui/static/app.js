@@ -435,6 +435,7 @@ async function sessionsPage() {
   for (const s of r.sessions) {
     const starts = s.injections.filter((e) => e.kind === "session_start");
     const prompts = s.injections.filter((e) => e.kind === "prompt");
+    const steps = s.injections.filter((e) => e.kind === "step");
     const title = s.summary || (s.first_prompt ? quoted(s.first_prompt) : "no summary and no prompt recorded yet");
     const promoted = s.ended_at || s.memories_promoted
       ? el("p", { "data-testid": "promoted" }, `${s.memories_promoted} promoted at its end; ${s.in_project_total} of its memories are in the project now`,
@@ -455,6 +456,12 @@ async function sessionsPage() {
           el("span", { class: "muted" }, e.memory_ids.length ? ` · ${e.tokens} tokens` : " · nothing cleared the relevance bar")),
         e.memory_ids.length ? briefList(e.memory_ids, briefs, "injected-prompt") : null))
         : el("p", { class: "muted" }, "nothing recorded"),
+      steps.length ? [
+        el("h3", {}, `After tool steps (${steps.length})`),
+        steps.map((e) => el("div", { class: "prompt", "data-testid": "step" },
+          el("div", {}, el("span", { class: "muted" }, `${when(e.at)} · after `), el("code", {}, e.prompt || "a step"),
+            el("span", { class: "muted" }, ` · ${e.tokens} tokens`)),
+          briefList(e.memory_ids, briefs, "injected-step")))] : null,
       s.session_scope_total ? [
         el("h3", {}, `Its own memories, session scope (${s.session_scope_total})`),
         briefList(s.session_scope, briefs, "session-scope"),
