@@ -416,6 +416,28 @@ def test_a_section_with_little_to_show_leaves_its_budget_to_the_others(fake_serv
     assert res["sections"]["preferences"] >= 7, res["sections"]
 
 
+def test_when_every_section_is_full_the_users_rules_keep_two_fifths_of_the_block(fake_service, ctx):
+    """A user's standing rules are needed whatever the task: when every section has more than a
+    block holds, the preferences get SECTION_SHARE's 0.40 (ten short lines at 1,200 tokens, where
+    a quarter gave six), and the project's knowledge still its 0.35."""
+
+    def text(label: str, i: int) -> str:  # words of its own: no two memories are near-duplicates
+        return f"{label} {i}: " + " ".join(f"{label.lower()}{i}w{k}" for k in range(30))
+
+    for i in range(16):
+        fake_service.store(ctx, content=text("Rule", i), type="semantic", scope="user", importance=0.8, dedup=False)
+    for i in range(24):
+        fake_service.store(ctx, content=text("Fact", i), type="semantic", scope="project", importance=0.8, dedup=False)
+    for i in range(6):
+        fake_service.store(ctx, content=text("Step", i), type="procedural", scope="project", importance=0.8,
+                           dedup=False)
+        fake_service.store(ctx, content=text("Event", i), type="episodic", scope="session", dedup=False)
+    res = fake_service.context(ctx, max_tokens=1200, strengthen=False)
+    assert res["tokens_used"] <= 1200 and res["truncated"] is True
+    assert res["sections"]["preferences"] >= 10, res["sections"]
+    assert res["sections"]["project_context"] >= 6 and res["sections"]["session_history"] >= 1, res["sections"]
+
+
 def test_preference_lines_are_cut_shorter_than_project_lines_and_say_so(fake_service, ctx):
     """A preference is stated in its first sentence and needed whatever the task: its lines are
     cut at SECTION_ITEM_CHARS so that more of them fit; the cut is reported (`shortened`), so the
