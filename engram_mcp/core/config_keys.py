@@ -194,7 +194,9 @@ class Config:
     context_token_budget: int = setting(
         1200, "Context injection", "Token budget of injected context.", minimum=100, maximum=8000
     )
-    user_prompt_recall: bool = setting(True, "Context injection", "Recall memories on every user prompt.")
+    user_prompt_recall: bool = setting(
+        True, "Context injection", "Recall memories on every user prompt, and after a tool step that needs one."
+    )
     # Measured with cosine top-3 per prompt: 0.35 -> 0.30 reaches a needed fact on 35 of 103 month-world
     # needs (was 25) and a gold memory on 148 of 200 coding-memory queries (was 135; lines shown 354 ->
     # 468, precision 0.43 -> 0.36); LoCoMo unchanged (147 vs 146 of 383, three conversations). Lower

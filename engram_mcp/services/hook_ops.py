@@ -403,11 +403,12 @@ def _step_may_show(mem: dict[str, Any], seen: set[str], shown_cut: set[str]) -> 
 
 def step_context(access: ScopeAccess, ctx: RequestContext, *, step: str) -> dict[str, Any]:
     """The memory a tool step just taken most likely needs, if it is close to the step and this
-    session has not seen it: a rule about how SQL is written, shown when a .sql file was written;
-    the port a database listens on, shown after a command used another.
+    session has not seen it: the port a database listens on, after a command that used another; the
+    procedure that names a migration command, after that command ran.
 
     A prompt says what the work is about; the steps say what is being done, which is when a
-    preference or a convention applies. Within what the turn's prompt left of PROMPT_MAX_TOKENS."""
+    convention or a fix applies. Within what the turn's prompt left of PROMPT_MAX_TOKENS; off with
+    `user_prompt_recall`, as the prompt's own recall."""
     step = check_text(step, "step", limit=4000)
     cfg = access.config(ctx.project_root)
     if not cfg.user_prompt_recall:
