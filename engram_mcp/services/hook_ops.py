@@ -426,7 +426,10 @@ def step_context(access: ScopeAccess, ctx: RequestContext, *, step: str) -> dict
     ][:STEP_LIMIT]
     if not candidates:
         return {"additional_context": None}
-    newer = context_ops.current(access, ctx, found.get("memories") or [])
+    # as for a prompt: a value on the line that a newer memory changed carries the change
+    newer = context_ops.current(
+        access, ctx, [*(found.get("memories") or []), *context_ops.correction_pool(access, ctx)]
+    )
     lines = [
         context_ops.memory_line(m, repository=ctx.project_root.name or None, limit=STEP_ITEM_CHARS, newer=newer)
         for m in candidates
