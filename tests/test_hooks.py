@@ -566,6 +566,26 @@ def test_a_step_shows_the_memory_it_needs_once_and_nothing_for_an_unrelated_step
     assert "localhost:5433" in _context(run_hook(live, "PostToolUseFailure", dict(failed, session_id="live-step-3")))
 
 
+def test_a_step_line_whose_value_was_replaced_carries_the_change(live, tmp_path):
+    """A memory of two facts, one replaced since by a memory that does not supersede it (the reviewer
+    of auth changes): shown after a step, its line names the replacement, as a prompt's line does."""
+    project = tmp_path / "exporter"
+    project.mkdir()
+    with live.client() as c:
+        c.call("store", {"content": "One more thing: the billing exporter should call requireTenant from src/server/auth/tenant.ts "
+                                    "instead of reading locals.user inline. Since this changes how the page uses the auth check, "
+                                    "Ana Silva has to review it: she reviews every change under src/server/auth.",
+                         "type": "semantic", "scope": "project", "importance": 0.7}, project_root=str(project))
+        c.call("store", {"content": "Until then Ravi Menon reviews everything auth-related instead. Outcome: PR #88 now has "
+                                    "Ravi Menon as reviewer. Context: Ana started leave today, back in May.",
+                         "type": "semantic", "scope": "project", "importance": 0.7}, project_root=str(project))
+        shown = c.call("hook_step", {"step": "Edit src/server/auth/tenant.ts\nexport function requireTenant(locals)"},
+                       project_root=str(project), session_id="live-step-change")
+    block = shown["additional_context"] or ""
+    assert "requireTenant" in block, shown
+    assert "[changed since" in block and "Ravi Menon" in block, block
+
+
 def test_a_turns_steps_only_spend_what_its_prompt_left(live, tmp_path):
     """The prompt block and the steps' blocks of one turn share PROMPT_MAX_TOKENS (the month
     replay's per-prompt bar): a prompt that took nearly all of it leaves the steps nothing."""
