@@ -47,6 +47,10 @@ FENCE_END = "</engram-memory>"
 #: How Claude Code labels a PostToolUse (or PostToolUseFailure) hook's context after a tool result.
 STEP_LABEL_RE = re.compile(r"PostToolUse(?:Failure)?:\S+ hook additional context: ")
 TURN_TIMEOUT_S = 300.0
+#: What Claude Code answers a call to an MCP tool whose server has not connected yet.
+NO_TOOL_YET = "No such tool available"
+MCP_WAIT_TRIES = 10
+MCP_WAIT_S = 1.0
 SESSION_END_TIMEOUT_S = 120.0
 ALLOWED_TOOLS = f"{TOOL_PREFIX[:-2]},Bash,Edit,Write,Read"
 
@@ -137,6 +141,7 @@ class FullReplay(QuickReplay):
         self._steps: collections.deque[Any] = collections.deque()
         self._turn: dict[str, Any] = {}
         self._store_ids: dict[str, dict[str, Any]] = {}
+        self._store_memories: dict[str, tuple[standin.Memory, int]] = {}
 
     # -- set-up ---------------------------------------------------------------------------------
 
@@ -347,20 +352,32 @@ class FullReplay(QuickReplay):
         except (ValueError, AttributeError):
             return None
 
-    def _store_step(self, memory: standin.Memory, tool_use: Any) -> Any:
+    def _store_step(self, memory: standin.Memory, tool_use: Any, tries: int = 0) -> Any:
         block = tool_use(TOOL_PREFIX + "store_memory", memory.args())
         outcome = {"action": "sent", "type": memory.type, "scope": memory.scope}
         self._store_ids[block.id] = outcome
+        self._store_memories[block.id] = (memory, tries)
         self._turn["record"].stand_in_stores.append(outcome)
         return block
 
     def _note_store_results(self, results: list[dict[str, Any]]) -> None:
+        from tests.claude_harness import ToolUse
+
         for r in results:
             outcome = self._store_ids.pop(str(r.get("tool_use_id")), None)
+            memory, tries = self._store_memories.pop(str(r.get("tool_use_id")), (None, 0))
             if outcome is None:
                 continue
             content = r.get("content")
             text = " ".join(str(b.get("text") or "") for b in content) if isinstance(content, list) else str(content)
+            if NO_TOOL_YET in text and memory is not None and tries < MCP_WAIT_TRIES:
+                # Claude Code connects the plugin's MCP server in the background: under load the
+                # first call of a session can come before its tools are there. Wait and call again,
+                # as a model told "no such tool" would (a store lost here is a replay artefact).
+                self._turn["record"].stand_in_stores.remove(outcome)
+                time.sleep(MCP_WAIT_S)
+                self._steps.appendleft(self._store_step(memory, ToolUse, tries + 1))
+                continue
             try:
                 data = json.loads(text)
                 outcome.update(action=data.get("action"), id=data.get("memory_id"))
