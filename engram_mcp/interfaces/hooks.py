@@ -93,6 +93,8 @@ STOP_NOTES_DIR = "stop-notes"  # under the user dir: one pending note per sessio
 STOP_NOTE_MAX_AGE_S = 7 * 24 * 3600  # a note nobody picked up within a week is dropped
 DELIVERED_SUFFIX = ".delivered"  # beside a session's note: its prompt carried the note (read by Stop)
 TOOL_OUTPUT_CHARS = 400
+#: How Claude Code's PostToolUseFailure `error` starts for a failed command: "Exit code 2\n...".
+_EXIT_CODE_RE = re.compile(r"\s*Exit code (\d+)\s*\n?")
 ERROR_MARKERS = re.compile(r"Traceback \(most recent call last\)|^(?:error|fatal|FAILED|E  )\b|\berror:", re.MULTILINE)
 
 
@@ -266,7 +268,7 @@ def command_memory(payload: dict[str, Any], *, failed: bool) -> dict[str, Any] |
         if payload.get("is_interrupt"):
             return None
         error = _redacted_tail(str(payload.get("error") or ""))
-        m = re.match(r"\s*Exit code (\d+)\s*\n?", error)
+        m = _EXIT_CODE_RE.match(error)
         code = m.group(1) if m else "?"
         detail = error[m.end() :] if m else error
         head = f"Command failed (exit {code}): `{command}`"
@@ -682,9 +684,6 @@ def on_post_tool_failure(user_dir: Path, payload: dict[str, Any]) -> dict[str, A
     return step_memory(user_dir, payload, "PostToolUseFailure", failed=True)
 
 
-_EXIT_CODE_RE = re.compile(r"\A\s*Exit code \d+\s*")
-
-
 def step_text(payload: dict[str, Any], *, failed: bool) -> str:
     """What a tool step did, in words recall can match: the command (and the end of its error),
     or the file's path and the text written into it. Redacted like every capture."""
@@ -694,8 +693,8 @@ def step_text(payload: dict[str, Any], *, failed: bool) -> str:
         text = "$ " + _clean(inp.get("command"), STEP_TEXT_CHARS)
         if failed and not payload.get("is_interrupt"):
             error = _redacted_tail(str(payload.get("error") or ""))
-            error = _EXIT_CODE_RE.sub("", error[-STEP_TEXT_CHARS:] if len(error) > STEP_TEXT_CHARS else error, count=1)
-            text += "\n" + _clean(error, STEP_TEXT_CHARS)
+            code = _EXIT_CODE_RE.match(error)
+            text += "\n" + _clean(error[code.end() if code else 0 :][-STEP_TEXT_CHARS:], STEP_TEXT_CHARS)
         return text
     path = _rel(inp.get("file_path") or inp.get("notebook_path"), _project_root(payload))
     if tool == "Write":

@@ -8,10 +8,12 @@ thresholds, what goes into a context block) lives here and not in the hook proce
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from collections import OrderedDict, deque
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 from engram_mcp.core.budget import PROMPT_MAX_TOKENS
@@ -57,22 +59,36 @@ CAPTURE_ALLOWED_KEYS = (
 )
 
 
+@dataclass
+class _SessionShown:
+    """One session's injections: ids shown whole, ids the start block showed cut, and the tokens
+    injected in its current turn."""
+
+    whole: set[str] = field(default_factory=set)
+    cut: set[str] = field(default_factory=set)
+    turn_tokens: int = 0
+
+
 class InjectedMemories:
     """Ids already put in front of Claude per session, so a prompt hook never repeats them.
 
     A memory the start block showed cut short (`context.is_shortened`) is not counted as seen:
     the prompt hook may show it whole when a prompt needs it (the start block's short lines are
     what lets it hold many memories; the values of a long memory may be past its cut). It is kept
-    apart (`shown` returns both) so a prompt shows memories Claude has not seen at all first."""
+    apart (`shown` returns both) so a prompt shows memories Claude has not seen at all first.
+
+    Also the tokens injected in the session's current turn (the prompt's block and its note, then
+    each step's), so a turn's steps only spend what its prompt left of PROMPT_MAX_TOKENS: a turn's
+    injections together stay within the per-prompt ceiling. Each prompt starts the count."""
 
     def __init__(self) -> None:
-        self._by_session: OrderedDict[str, tuple[set[str], set[str]]] = OrderedDict()
+        self._by_session: OrderedDict[str, _SessionShown] = OrderedDict()
         self._lock = threading.Lock()
 
-    def _entry(self, session_id: str) -> tuple[set[str], set[str]]:
-        """(seen whole, shown cut) of a session, made the most recent; the oldest beyond
-        MAX_TRACKED_SESSIONS are dropped. Called with the lock held."""
-        entry = self._by_session.setdefault(session_id, (set(), set()))
+    def _entry(self, session_id: str) -> _SessionShown:
+        """A session's entry, made the most recent; the oldest beyond MAX_TRACKED_SESSIONS are
+        dropped. Called with the lock held."""
+        entry = self._by_session.setdefault(session_id, _SessionShown())
         self._by_session.move_to_end(session_id)
         while len(self._by_session) > MAX_TRACKED_SESSIONS:
             self._by_session.popitem(last=False)
@@ -83,16 +99,30 @@ class InjectedMemories:
         if not session_id:
             return set(), set()
         with self._lock:
-            whole, cut = self._entry(session_id)
-            return set(whole), set(cut)
+            entry = self._entry(session_id)
+            return set(entry.whole), set(entry.cut)
 
-    def add(self, session_id: str | None, ids: Iterable[str], *, cut: Iterable[str] = ()) -> None:
-        """Record what a block showed: `ids` whole, `cut` cut short."""
+    def add(self, session_id: str | None, ids: Iterable[str], *, cut: Iterable[str] = (), tokens: int = 0) -> None:
+        """Record what a block showed: `ids` whole, `cut` cut short, `tokens` spent in this turn."""
         if session_id:
             with self._lock:
-                whole, shown_cut = self._entry(session_id)
-                whole.update(ids)
-                shown_cut.update(cut)
+                entry = self._entry(session_id)
+                entry.whole.update(ids)
+                entry.cut.update(cut)
+                entry.turn_tokens += max(0, int(tokens))
+
+    def start_turn(self, session_id: str | None, tokens: int = 0) -> None:
+        """A prompt begins a turn: its count starts at `tokens` (the Stop hook's note, if any)."""
+        if session_id:
+            with self._lock:
+                self._entry(session_id).turn_tokens = max(0, int(tokens))
+
+    def turn_tokens(self, session_id: str | None) -> int:
+        """Tokens injected so far in the session's current turn."""
+        if not session_id:
+            return 0
+        with self._lock:
+            return self._entry(session_id).turn_tokens
 
     def forget(self, session_id: str | None) -> None:
         with self._lock:
@@ -135,38 +165,6 @@ INJECTION_LOG = InjectionLog()
 
 
 INJECTED = InjectedMemories()
-
-
-class TurnSpend:
-    """Estimated tokens injected in each session's current turn (the prompt's block and its note,
-    then each step's), so the steps of a turn only spend what the prompt left of PROMPT_MAX_TOKENS:
-    a turn's injections together stay within the per-prompt ceiling. Reset by each prompt."""
-
-    def __init__(self) -> None:
-        self._by_session: OrderedDict[str, int] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def start_turn(self, session_id: str | None, tokens: int) -> None:
-        self._set(session_id, tokens)
-
-    def add(self, session_id: str | None, tokens: int) -> None:
-        self._set(session_id, self.spent(session_id) + tokens)
-
-    def spent(self, session_id: str | None) -> int:
-        with self._lock:
-            return self._by_session.get(session_id or "", 0)
-
-    def _set(self, session_id: str | None, tokens: int) -> None:
-        if not session_id:
-            return
-        with self._lock:
-            self._by_session[session_id] = max(0, int(tokens))
-            self._by_session.move_to_end(session_id)
-            while len(self._by_session) > MAX_TRACKED_SESSIONS:
-                self._by_session.popitem(last=False)
-
-
-TURN_SPEND = TurnSpend()
 
 
 def _fence(title: str, lines: list[str]) -> str:
@@ -322,7 +320,7 @@ def prompt_context(
     hook passes what the Stop hook's note leaves)."""
     prompt = check_text(prompt, "prompt", limit=4000)
     budget = PROMPT_MAX_TOKENS if max_tokens is None else min(PROMPT_MAX_TOKENS, int(max_tokens))
-    TURN_SPEND.start_turn(ctx.session_id, PROMPT_MAX_TOKENS - budget)  # the Stop hook's note, if any
+    INJECTED.start_turn(ctx.session_id, PROMPT_MAX_TOKENS - budget)  # the Stop hook's note, if any
     cfg = access.config(ctx.project_root)
     if not cfg.user_prompt_recall:
         return {"additional_context": None, "reason": "user_prompt_recall is off"}
@@ -348,15 +346,10 @@ def prompt_context(
     picked = _unseen_first(candidates, shown_cut)[:limit]
     if not picked:
         return _nothing_injected(ctx, prompt, found)
-    # the newer memories a picked one's values may have been replaced by: recall's pool and the
-    # scopes' strongest (the ones a session start would show), so a line carries the change
-    newer = context_ops.current(
-        access, ctx, [*(found.get("memories") or []), *context_ops.correction_pool(access, ctx)]
-    )
-    picked, block = _prompt_block(picked, ctx.project_root.name or None, newer, budget)
+    picked, block = _prompt_block(picked, ctx.project_root.name or None, _newer(access, ctx, found), budget)
     if context_ops.estimate_tokens(block) > budget:  # not even one line fits beside the note
         return _nothing_injected(ctx, prompt, found)
-    INJECTED.add(ctx.session_id, [m["id"] for m in picked])
+    INJECTED.add(ctx.session_id, [m["id"] for m in picked], tokens=context_ops.estimate_tokens(block))
     # Cleared the bar for the user's own prompt: the work used it, as a recall Claude made would
     # have. Without this a fact that keeps helping decays as if nobody needed it (the month
     # replay's maintenance archived most knowledge within three weeks). The start block does not
@@ -365,7 +358,6 @@ def prompt_context(
     # known to serve the work (counted as used, it reordered later start blocks and cost the
     # public month world four needs).
     context_ops.strengthen_used(access, ctx, [m for m in picked if _clears_bar(m, False, bar)])
-    TURN_SPEND.add(ctx.session_id, context_ops.estimate_tokens(block))
     INJECTION_LOG.record(
         ctx.session_id, "prompt", [m["id"] for m in picked], context_ops.estimate_tokens(block), prompt=prompt
     )
@@ -401,6 +393,12 @@ def _step_may_show(mem: dict[str, Any], seen: set[str], shown_cut: set[str]) -> 
     return mem["id"] not in shown_cut or similarity >= STEP_CUT_COSINE
 
 
+def _newer(access: ScopeAccess, ctx: RequestContext, found: dict[str, Any]) -> list[dict[str, Any]]:
+    """The newer memories an injected one's values may have been replaced by: recall's pool and
+    the scopes' strongest (the ones a session start would show), so a line carries the change."""
+    return context_ops.current(access, ctx, [*(found.get("memories") or []), *context_ops.correction_pool(access, ctx)])
+
+
 def step_context(access: ScopeAccess, ctx: RequestContext, *, step: str) -> dict[str, Any]:
     """The memory a tool step just taken most likely needs, if it is close to the step and this
     session has not seen it: the port a database listens on, after a command that used another; the
@@ -413,23 +411,23 @@ def step_context(access: ScopeAccess, ctx: RequestContext, *, step: str) -> dict
     cfg = access.config(ctx.project_root)
     if not cfg.user_prompt_recall:
         return {"additional_context": None, "reason": "user_prompt_recall is off"}
-    budget = PROMPT_MAX_TOKENS - TURN_SPEND.spent(ctx.session_id)
+    budget = PROMPT_MAX_TOKENS - INJECTED.turn_tokens(ctx.session_id)
+    if budget < context_ops.estimate_tokens(_fence(STEP_BLOCK_TITLE, [])):  # no line could fit: no recall
+        return {"additional_context": None, "reason": "the turn's budget is spent"}
     found = recall(access, ctx, query=step, limit=STEP_POOL, strengthen=False)
     seen, shown_cut = INJECTED.shown(ctx.session_id)
-    candidates = [
+    eligible = (
         m
         for m in found.get("memories") or []
         if context_ops.injectable(m)
         and _step_may_show(m, seen, shown_cut)
         and not (ctx.session_id and m.get("session_id") == ctx.session_id)  # written in this session: Claude has it
         and not context_ops.outdated(access, ctx, m)
-    ][:STEP_LIMIT]
+    )
+    candidates = list(itertools.islice(eligible, STEP_LIMIT))  # `outdated` only until enough are found
     if not candidates:
         return {"additional_context": None}
-    # as for a prompt: a value on the line that a newer memory changed carries the change
-    newer = context_ops.current(
-        access, ctx, [*(found.get("memories") or []), *context_ops.correction_pool(access, ctx)]
-    )
+    newer = _newer(access, ctx, found)
     lines = [
         context_ops.memory_line(m, repository=ctx.project_root.name or None, limit=STEP_ITEM_CHARS, newer=newer)
         for m in candidates
@@ -438,11 +436,11 @@ def step_context(access: ScopeAccess, ctx: RequestContext, *, step: str) -> dict
     tokens = context_ops.estimate_tokens(block)
     if tokens > budget:
         return {"additional_context": None, "reason": "the turn's budget is spent"}
-    INJECTED.add(ctx.session_id, [m["id"] for m in candidates])  # as seen: a step never repeats a step's line
-    TURN_SPEND.add(ctx.session_id, tokens)
+    ids = [m["id"] for m in candidates]
+    INJECTED.add(ctx.session_id, ids, tokens=tokens)  # as seen: a step never repeats a step's line
     context_ops.strengthen_used(access, ctx, candidates)
-    INJECTION_LOG.record(ctx.session_id, "step", [m["id"] for m in candidates], tokens, prompt=step)
-    return {"additional_context": block, "memory_ids": [m["id"] for m in candidates], "tokens": tokens}
+    INJECTION_LOG.record(ctx.session_id, "step", ids, tokens, prompt=step)
+    return {"additional_context": block, "memory_ids": ids, "tokens": tokens}
 
 
 #: How far below the configured bar (`prompt_recall_min_relevance`, cosine) recall's first memory
