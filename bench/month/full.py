@@ -140,8 +140,8 @@ class FullReplay(QuickReplay):
         self._install_plugin()
         self._steps: collections.deque[Any] = collections.deque()
         self._turn: dict[str, Any] = {}
-        self._store_ids: dict[str, dict[str, Any]] = {}
-        self._store_memories: dict[str, tuple[standin.Memory, int]] = {}
+        # per store_memory call in flight: its outcome in the run file, the memory, the calls made
+        self._stores: dict[str, tuple[dict[str, Any], standin.Memory, int]] = {}
 
     # -- set-up ---------------------------------------------------------------------------------
 
@@ -303,10 +303,8 @@ class FullReplay(QuickReplay):
             state["fresh"] = False
             self._begin_turn(body)
         else:  # after a tool result: what a tool hook showed is in front of Claude before it answers
-            record = state["record"]
             for block in step_contexts(body):
-                record.visible = "\n".join(x for x in (record.visible, block) if x)
-                record.injected_tokens += tokens(block)
+                state["record"].show(block)
         if not self._steps:
             return Text(state["turn"]["answer"])
         step = self._steps.popleft()
@@ -355,8 +353,7 @@ class FullReplay(QuickReplay):
     def _store_step(self, memory: standin.Memory, tool_use: Any, tries: int = 0) -> Any:
         block = tool_use(TOOL_PREFIX + "store_memory", memory.args())
         outcome = {"action": "sent", "type": memory.type, "scope": memory.scope}
-        self._store_ids[block.id] = outcome
-        self._store_memories[block.id] = (memory, tries)
+        self._stores[block.id] = (outcome, memory, tries)
         self._turn["record"].stand_in_stores.append(outcome)
         return block
 
@@ -364,13 +361,13 @@ class FullReplay(QuickReplay):
         from tests.claude_harness import ToolUse
 
         for r in results:
-            outcome = self._store_ids.pop(str(r.get("tool_use_id")), None)
-            memory, tries = self._store_memories.pop(str(r.get("tool_use_id")), (None, 0))
-            if outcome is None:
+            sent = self._stores.pop(str(r.get("tool_use_id")), None)
+            if sent is None:
                 continue
+            outcome, memory, tries = sent
             content = r.get("content")
             text = " ".join(str(b.get("text") or "") for b in content) if isinstance(content, list) else str(content)
-            if NO_TOOL_YET in text and memory is not None and tries < MCP_WAIT_TRIES:
+            if NO_TOOL_YET in text and tries < MCP_WAIT_TRIES:
                 # Claude Code connects the plugin's MCP server in the background: under load the
                 # first call of a session can come before its tools are there. Wait and call again,
                 # as a model told "no such tool" would (a store lost here is a replay artefact).

@@ -86,6 +86,12 @@ class TurnRecord:
     created: list[dict[str, Any]] = field(default_factory=list)  # what engram says of each stored memory
     sim_time: str = ""
 
+    def show(self, block: str) -> None:
+        """A block engram put in front of Claude later in the turn (after a tool step): seen, and
+        counted in the turn's injected tokens."""
+        self.visible = "\n".join(x for x in (self.visible, block) if x)
+        self.injected_tokens += tokens(block)
+
     def line(self) -> dict[str, Any]:
         out = {k: v for k, v in self.__dict__.items() if v is not None}
         return out
@@ -256,10 +262,8 @@ class QuickReplay:
             record.stand_in_stores.append(self.store(memory, repo, sid, transcript, f"{sid[:8]}-{n}-{tool_no}"))
         for event in turn["events"]:
             tool_no += 1
-            step_block = self.tool_event(event, repo, base, transcript, f"toolu_{sid[:8]}_{n}_{tool_no}")
-            if step_block:  # shown after the step, before the answer: part of what this turn put in front of Claude
-                record.visible = "\n".join(x for x in (record.visible, step_block) if x)
-                record.injected_tokens += tokens(step_block)
+            # shown after the step, before the answer: part of what this turn put in front of Claude
+            record.show(self.tool_event(event, repo, base, transcript, f"toolu_{sid[:8]}_{n}_{tool_no}"))
         for memory in after:
             tool_no += 1
             record.stand_in_stores.append(self.store(memory, repo, sid, transcript, f"{sid[:8]}-{n}-{tool_no}"))
@@ -290,12 +294,7 @@ class QuickReplay:
         return (self.user_dir / "stop-notes" / f"{safe}.json").exists()
 
     def tool_event(
-        self,
-        event: dict[str, Any],
-        repo: Path,
-        base: dict[str, Any],
-        transcript: Transcript,
-        tool_id: str,
+        self, event: dict[str, Any], repo: Path, base: dict[str, Any], transcript: Transcript, tool_id: str
     ) -> str:
         """One scripted tool call: in the transcript, then through PostToolUse or PostToolUseFailure;
         returns the block the hook showed after it (`""` if none)."""
