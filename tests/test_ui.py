@@ -85,7 +85,7 @@ def ui(tmp_path_factory):
         # stored after the start (another session's), then shown after the failed step that needed it
         client.call("store", {"content": "The staging API gateway listens on port 8443, not 443: curl https://staging:8443/health",
                               "type": "semantic", "scope": "project", "tags": ["ops"]}, project_root=env.project)
-        stepped = client.call("hook_step", {"step": "$ curl https://staging:443/health\ncurl: (7) Failed to connect to staging port 443"},
+        stepped = client.call("hook_step", {"step": "$ curl https://staging:443/health -H 'X-Note: <img src=x onerror=alert(1)>'\ncurl: (7) Failed to connect to staging port 443"},
                               project_root=env.project, session_id=SESSION)
         assert "8443" in (stepped["additional_context"] or ""), stepped
     finally:
@@ -429,6 +429,7 @@ def test_other_pages_render(ui, browser, shots) -> None:
     assert "how do I run the API tests?" in session.find_element("css selector", "[data-testid=session-title]").text, "its first prompt"
     [step] = session.find_elements("css selector", "[data-testid=step]")
     assert "curl https://staging:443/health" in step.text, "which step it followed"
+    assert "<img src=x onerror=alert(1)>" in step.text and not step.find_elements("css selector", "img"), "as text, never markup"
     assert "8443" in step.find_element("css selector", "[data-testid=injected-step] li").text, "and what it showed"
     browser.save_screenshot(str(shots / "sessions.png"))
     _open(browser, base, "graph", "[data-testid=graph-svg]")
