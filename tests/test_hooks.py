@@ -586,6 +586,56 @@ def test_a_step_line_whose_value_was_replaced_carries_the_change(live, tmp_path)
     assert "[changed since" in block and "Ravi Menon" in block, block
 
 
+def test_a_memory_the_start_showed_cut_comes_back_with_the_sentence_the_prompt_is_about(live, tmp_path):
+    """The start block showed a long memory cut, its reviewer named in its last sentence; a prompt
+    about opening the PR is shown that sentence ("…" for the head the session saw), not the head
+    again; a prompt about nothing in it sees nothing of it."""
+    project = tmp_path / "gateway"
+    project.mkdir()
+    long_note = (
+        "Right, the gateway team never commits generated code. Whoever consumes a proto change runs buf generate "
+        "from proto/ and commits internal/gen in their own PR, and nobody edits those files by hand. Outcome: "
+        "Regenerated the golden files and read the diff: the only change is the new level column in "
+        "logs_default.txt, which comes from the level field of LogsResponse; internal/gen goes into this PR. For "
+        "any future proto change I'll run buf generate from proto/ and commit the result, never hand-edit "
+        "generated code. Draft PR #231 is open with Tomasz Wójcik as reviewer, since he owns the gateway protocol."
+    )
+    assert "Tomasz" not in long_note[:400]
+    session = "live-excerpt"
+    with live.client() as c:
+        c.call("store", {"content": long_note, "type": "semantic", "scope": "project", "importance": 0.7},
+               project_root=str(project))
+        start = c.call("hook_session_start", {}, project_root=str(project), session_id=session)
+        about_pr = c.call("hook_prompt", {"prompt": "Open a PR for the gateway proto change and ask the right reviewer "
+                                                     "from the protocol side."},
+                          project_root=str(project), session_id=session)
+    assert "never commits generated code" in str(start) and "Tomasz" not in str(start), start
+    block = about_pr["additional_context"] or ""
+    assert "Tomasz Wójcik as reviewer" in block, about_pr
+    assert "never commits generated code" not in block and "… " in block, block
+
+def test_a_step_whose_turn_has_little_room_left_shows_its_memory_shorter(live, tmp_path):
+    """After a prompt that left the turn too little for a step's full line, the step's memory comes
+    on a shorter line (its head, where the command is) instead of not at all."""
+    project = tmp_path / "console"
+    project.mkdir()
+    note = ("Staging deploys are `fly deploy -c fly.staging.toml` from the branch; production only ever deploys "
+            "from main through the deploy workflow, never by hand. Outcome: Production stays untouched. Context: "
+            "Put the branch on staging so the PM can click through it; both machines updated and the staging "
+            "site serves it, with the sign-in page and the org overview working as before.")
+    step = {"step": "$ fly deploy -c fly.toml\nError: refusing to deploy the production app from a branch"}
+    with live.client() as c:
+        c.call("store", {"content": note, "type": "procedural", "scope": "project", "importance": 0.7},
+               project_root=str(project))
+        c.call("hook_prompt", {"prompt": "write a haiku about autumn leaves", "max_tokens": 130},
+               project_root=str(project), session_id="live-short-step")
+        shown = c.call("hook_step", step, project_root=str(project), session_id="live-short-step")
+    block = shown["additional_context"] or ""
+    assert "fly deploy -c fly.staging.toml" in block and shown["tokens"] <= 130, shown
+    assert "sign-in page" not in block  # the line is the shorter one
+
+
+
 def test_a_turns_steps_only_spend_what_its_prompt_left(live, tmp_path):
     """The prompt block and the steps' blocks of one turn share PROMPT_MAX_TOKENS (the month
     replay's per-prompt bar): a prompt that took nearly all of it leaves the steps nothing."""

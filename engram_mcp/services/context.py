@@ -38,6 +38,7 @@ from engram_mcp.index.scope_index import Filters
 from engram_mcp.index.scoring import decay_factors, prior
 from engram_mcp.services import fact_diff
 from engram_mcp.services.access import RequestContext, ScopeAccess
+from engram_mcp.services.excerpt import excerpt
 from engram_mcp.services.recall import recall, strengthen_hits
 from engram_mcp.services.records import check_tags, clip_words, is_foreign, origin_in, public_memory
 
@@ -157,6 +158,7 @@ def memory_line(
     repository: str | None = None,
     limit: int = ITEM_CHARS,
     newer: list[dict[str, Any]] | None = None,
+    after_cut: frozenset[str] | None = None,
 ) -> str:
     """One memory as a line of the block: `[category, scope, short id]` for the user's own memory;
     for one from outside, whose it is (`origin_label`) and never the category its file claims. The
@@ -166,8 +168,11 @@ def memory_line(
     0.879, tokens per turn 416 -> 406). The
     text is cut at a word after `limit` characters (`is_shortened` tells). A value the shown text
     states that a memory of `newer` displaced is followed by that memory's sentence (`corrections`),
-    so a replaced value never stands on a line without its replacement."""
-    body = clip_words(context_safe(mem.get("content") or ""), limit)
+    so a replaced value never stands on a line without its replacement. `after_cut`, the terms of
+    a prompt or a step bringing back a memory the session was shown cut, makes a text too long for
+    its line show its sentences about them rather than the head again (`excerpt.excerpt`)."""
+    content = context_safe(mem.get("content") or "")
+    body = excerpt(content, limit, after_cut) if after_cut else clip_words(content, limit)
     if is_foreign(mem):
         label = origin_label(mem, repository)
     else:

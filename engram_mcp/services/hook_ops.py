@@ -23,6 +23,7 @@ from engram_mcp.core.redaction import sanitize
 from engram_mcp.services import context as context_ops
 from engram_mcp.services import promotion
 from engram_mcp.services.access import RequestContext, ScopeAccess
+from engram_mcp.services.excerpt import query_terms
 from engram_mcp.services.recall import recall
 from engram_mcp.services.records import check_text
 from engram_mcp.services.store import store
@@ -346,7 +347,8 @@ def prompt_context(
     picked = _unseen_first(candidates, shown_cut)[:limit]
     if not picked:
         return _nothing_injected(ctx, prompt, found)
-    picked, block = _prompt_block(picked, ctx.project_root.name or None, _newer(access, ctx, found), budget)
+    lines = _Lines(ctx.project_root.name or None, _newer(access, ctx, found), query_terms(prompt), shown_cut)
+    picked, block = _prompt_block(picked, lines, budget)
     if context_ops.estimate_tokens(block) > budget:  # not even one line fits beside the note
         return _nothing_injected(ctx, prompt, found)
     INJECTED.add(ctx.session_id, [m["id"] for m in picked], tokens=context_ops.estimate_tokens(block))
@@ -381,6 +383,10 @@ STEP_LIMIT = 1
 #: Characters of a memory's text on a step block's line: between the start block's cut and the
 #: prompt's, so the line fits beside a prompt block within the turn's ceiling more often.
 STEP_ITEM_CHARS = 320
+#: The line lengths a step's block tries, longest first, when what the turn's prompt left is short:
+#: the start block's cut (context.ITEM_CHARS) keeps a memory's point, where the command or the
+#: value a step needs usually is, in a block that fits beside a prompt block of two lines.
+STEP_LINE_CHARS = (STEP_ITEM_CHARS, context_ops.ITEM_CHARS)
 #: Recall's candidates for a step, before what this session saw is left out.
 STEP_POOL = 10
 
@@ -427,12 +433,12 @@ def step_context(access: ScopeAccess, ctx: RequestContext, *, step: str) -> dict
     candidates = list(itertools.islice(eligible, STEP_LIMIT))  # `outdated` only until enough are found
     if not candidates:
         return {"additional_context": None}
-    newer = _newer(access, ctx, found)
-    lines = [
-        context_ops.memory_line(m, repository=ctx.project_root.name or None, limit=STEP_ITEM_CHARS, newer=newer)
-        for m in candidates
-    ]
-    block = _fence(STEP_BLOCK_TITLE, lines)
+    lines = _Lines(ctx.project_root.name or None, _newer(access, ctx, found), query_terms(step), shown_cut)
+    block = ""
+    for limit in STEP_LINE_CHARS:  # the longest line that fits in what the turn has left
+        block = _fence(STEP_BLOCK_TITLE, [lines.render(m, limit) for m in candidates])
+        if context_ops.estimate_tokens(block) <= budget:
+            break
     tokens = context_ops.estimate_tokens(block)
     if tokens > budget:
         return {"additional_context": None, "reason": "the turn's budget is spent"}
@@ -496,18 +502,37 @@ def promote_stated(access: ScopeAccess, ctx: RequestContext, *, ids: list[str]) 
 MAX_STATED_IDS = 8
 
 
-def _prompt_block(
-    picked: list[dict[str, Any]], repository: str | None, newer: list[dict[str, Any]], budget: int
-) -> tuple[list[dict[str, Any]], str]:
+@dataclass(frozen=True)
+class _Lines:
+    """How a prompt's or a step's block writes a memory's line: the repository its foreign
+    memories are labelled against, the newer memories a replaced value is annotated with, and the
+    work's terms, for which a memory the start block showed cut is excerpted (`excerpt`)."""
+
+    repository: str | None
+    newer: list[dict[str, Any]]
+    terms: frozenset[str]
+    shown_cut: set[str]
+
+    def render(self, mem: dict[str, Any], limit: int) -> str:
+        """`mem`'s line of at most `limit` characters of its text."""
+        return context_ops.memory_line(
+            mem,
+            repository=self.repository,
+            limit=limit,
+            newer=self.newer,
+            after_cut=self.terms if mem["id"] in self.shown_cut else None,
+        )
+
+
+def _prompt_block(picked: list[dict[str, Any]], lines: _Lines, budget: int) -> tuple[list[dict[str, Any]], str]:
     """The prompt block of `picked` within `budget` tokens: lines of PROMPT_ITEM_CHARS, the
     best first, as many as fit (at least one, cut shorter if it alone is too long). Whole lines
     rather than more cut ones: a memory the start block showed cut comes back for what its cut
-    left out (the month replay: three lines cut at the start block's length repeated what that
-    block already showed)."""
+    left out, its sentences about the prompt (`excerpt`; the month replay: three lines cut at the
+    start block's length repeated what that block already showed)."""
 
     def render(mems: list[dict[str, Any]], limit: int) -> str:
-        lines = [context_ops.memory_line(m, repository=repository, limit=limit, newer=newer) for m in mems]
-        return _fence(PROMPT_BLOCK_TITLE, lines)
+        return _fence(PROMPT_BLOCK_TITLE, [lines.render(m, limit) for m in mems])
 
     block = render(picked, PROMPT_ITEM_CHARS)
     while len(picked) > 1 and context_ops.estimate_tokens(block) > budget:
