@@ -38,7 +38,7 @@ from engram_mcp.index.scope_index import Filters
 from engram_mcp.index.scoring import decay_factors, prior
 from engram_mcp.services import fact_diff
 from engram_mcp.services.access import RequestContext, ScopeAccess
-from engram_mcp.services.excerpt import excerpt
+from engram_mcp.services.excerpt import SENTENCE_BREAK_RE, excerpt
 from engram_mcp.services.recall import recall, strengthen_hits
 from engram_mcp.services.records import check_tags, clip_words, is_foreign, origin_in, public_memory
 
@@ -747,11 +747,8 @@ def _corrected_on_its_line(old: str, new: str) -> bool:
     displaced = fact_diff.displacements(old, new)
     if not displaced:
         return False
-    point = _FIRST_SENTENCE_RE.split(old.strip(), maxsplit=1)[0].lower()  # a memory states its point first
+    point = SENTENCE_BREAK_RE.split(old.strip(), maxsplit=1)[0].lower()  # a memory states its point first
     return not any(value in point for value in displaced)
-
-
-_FIRST_SENTENCE_RE = re.compile(r"(?<=[.!?])\s+")
 
 
 def _restates(mem: dict[str, Any], shown_ids: set[str]) -> bool:

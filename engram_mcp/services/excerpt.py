@@ -21,9 +21,10 @@ import re
 from engram_mcp.index.tokenizer import tokenize
 from engram_mcp.services.records import clip_words
 
-__all__ = ["excerpt", "query_terms"]
+__all__ = ["SENTENCE_BREAK_RE", "excerpt", "query_terms"]
 
-_SENTENCE_BREAK_RE = re.compile(r"(?<=[.!?])\s+(?=\S)")
+#: Where one sentence ends and the next begins: the blanks after a full stop, "!" or "?".
+SENTENCE_BREAK_RE = re.compile(r"(?<=[.!?])\s+")
 #: Terms a sentence must share with the work to be chosen: one shared word ("run", "use") is as
 #: often chance as a match.
 MIN_SHARED_TERMS = 2
@@ -44,7 +45,7 @@ def excerpt(text: str, limit: int, terms: frozenset[str]) -> str:
     flat = " ".join(str(text).split())
     if len(flat) <= limit:
         return flat
-    sentences = _SENTENCE_BREAK_RE.split(flat)
+    sentences = SENTENCE_BREAK_RE.split(flat)
     scores = [0, *(_shared(terms, s) for s in sentences[1:])]
     by_match = sorted((i for i, score in enumerate(scores) if score), key=lambda i: (-scores[i], i))
     chosen: dict[int, str] = {}
