@@ -129,6 +129,40 @@ def test_a_step_never_starts_the_daemon_nor_waits_for_one(tmp_path, monkeypatch)
     assert len(spool.pending(tmp_path / "u")) == 1
 
 
+def test_a_step_with_no_daemon_running_leaves_no_line_in_the_hooks_log(tmp_path, monkeypatch, capsys):
+    """The daemon exits when idle, and a step never starts it: every step until something does
+    found no daemon, and each wrote a line to hooks.log (and stderr) saying so, though nothing
+    had failed. A failure to report still is."""
+    monkeypatch.setattr(hooks, "nudge", lambda user_dir: None)
+    user_dir = tmp_path / "u"
+    for _ in range(3):
+        assert hooks.on_post_tool_use(user_dir, sample("PostToolUse.Bash", session_id=SESSION, cwd=str(tmp_path))) is None
+    assert not (user_dir / "logs" / "hooks.log").exists()
+    assert capsys.readouterr().err == ""
+
+    def broken(*args, **kwargs):
+        raise OSError("socket read failed")
+
+    monkeypatch.setattr(hooks, "ask", broken)
+    hooks.on_post_tool_use(user_dir, sample("PostToolUse.Bash", session_id=SESSION, cwd=str(tmp_path)))
+    assert "no step memory: OSError: socket read failed" in (user_dir / "logs" / "hooks.log").read_text()
+
+
+def test_the_hooks_log_is_bounded_and_keeps_its_predecessor(tmp_path, monkeypatch):
+    """Past HOOKS_LOG_MAX_BYTES the log moves to hooks.log.1 (replacing the one before) and starts
+    again: before, nothing ever trimmed it."""
+    monkeypatch.setattr(hooks, "HOOKS_LOG_MAX_BYTES", 2_000)
+    user_dir = tmp_path / "u"
+    for i in range(200):
+        hooks._log(user_dir, "PostToolUse", f"line {i:03d} " + "x" * 40)
+    logs = user_dir / "logs"
+    current, previous = (logs / "hooks.log").read_text(), (logs / "hooks.log.1").read_text()
+    assert 0 < len(current) < 2_100 and 0 < len(previous) < 2_100
+    assert "line 199" in current and "line 000" not in current + previous  # the oldest went
+    assert oct((logs / "hooks.log").stat().st_mode & 0o777) == "0o600"
+    assert sorted(p.name for p in logs.iterdir()) == ["hooks.log", "hooks.log.1"]
+
+
 def test_interrupted_command_is_not_recorded():
     assert hooks.command_memory(sample("PostToolUseFailure", is_interrupt=True), failed=True) is None
 

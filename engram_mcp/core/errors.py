@@ -77,6 +77,11 @@ class DaemonUnavailable(EngramError):
     retry_possible = True
 
 
+class DaemonNotRunning(DaemonUnavailable):
+    """No daemon listens and the caller chose not to start one: the expected answer of a call that
+    only wants the daemon if it is up (a tool step's memory), not a failure to report."""
+
+
 def error_from_envelope(env: dict[str, Any]) -> EngramError:
     """Rebuild a typed error from an envelope received over the daemon socket."""
     classes = {

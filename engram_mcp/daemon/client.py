@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import subprocess
 
-from engram_mcp.core.errors import DaemonUnavailable, error_from_envelope
+from engram_mcp.core.errors import DaemonNotRunning, DaemonUnavailable, error_from_envelope
 
 SOCKET_NAME = "engramd.sock"
 #: In the user directory: the private directory holding the socket when its direct path is too long.
@@ -450,7 +450,7 @@ class DaemonClient:
                 f"engram will not talk to {self._refused}; unset ENGRAM_SOCKET or remove that socket"
             )
         if not self.autostart:
-            raise DaemonUnavailable(f"engram daemon is not running (no socket at {self.path})")
+            raise DaemonNotRunning(f"engram daemon is not running (no socket at {self.path})")
         if spawn_daemon(self.user_dir) is None:
             raise DaemonUnavailable(environment_missing())
         deadline = time.monotonic() + (wait if wait is not None else self.start_timeout)

@@ -3,7 +3,8 @@
 Every hook fails open: whatever goes wrong (no daemon, broken store, garbled input), the
 process exits 0 with nothing on stdout, so a broken engram never blocks or breaks a
 Claude Code session. Problems go to stderr (visible in ``claude --debug``) and to
-``~/.claude/engram/logs/hooks.log``.
+``~/.claude/engram/logs/hooks.log`` (1 MiB at most, then moved to ``hooks.log.1``). A daemon that
+is simply not running when a step looks for its memory is no problem: nothing is logged.
 
 Two speeds:
   * Capture hooks (PostToolUse, PostToolUseFailure, SubagentStop, PreCompact) run on the
@@ -34,7 +35,7 @@ from typing import Any, Callable, Iterable
 from engram_mcp.core import spool
 from engram_mcp.core.budget import PROMPT_MAX_TOKENS, estimate_tokens
 from engram_mcp.core.display import printable
-from engram_mcp.core.errors import InvalidInput
+from engram_mcp.core.errors import DaemonNotRunning, InvalidInput
 from engram_mcp.core.ids import format_memory_id, parse_memory_id
 from engram_mcp.core.paths import make_private_dirs
 from engram_mcp.core.redaction import sanitize
@@ -160,10 +161,16 @@ def _rel(path: Any, root: str) -> str:
         return path
 
 
+#: Size at which hooks.log is moved to hooks.log.1 (replacing it) and begun again: a hook logs on
+#: every failing call, and nothing else ever trims the file.
+HOOKS_LOG_MAX_BYTES = 1024 * 1024
+
+
 def _log(user_dir: Path, event: str, message: str) -> None:
     print(f"engram: {event}: {message}", file=sys.stderr)
     try:
         logs = make_private_dirs(user_dir / "logs")  # every level 0700, whatever the umask
+        _rotate(logs / "hooks.log")
         fd = os.open(logs / "hooks.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
         try:
             os.write(fd, f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {event} {message}\n".encode("utf-8", "replace"))
@@ -171,6 +178,21 @@ def _log(user_dir: Path, event: str, message: str) -> None:
             os.close(fd)
     except OSError:
         pass
+
+
+def _rotate(log: Path) -> None:
+    """Keep `log` and its one predecessor under HOOKS_LOG_MAX_BYTES each. Hooks run side by side:
+    two that both find the file full each rename it, and the second's hooks.log.1 holds the few
+    lines in between; an old line lost beats a file that grows for as long as engram is installed."""
+    try:
+        st = os.lstat(log)
+    except OSError:
+        return
+    if stat.S_ISREG(st.st_mode) and st.st_size >= HOOKS_LOG_MAX_BYTES:
+        try:
+            os.replace(log, log.with_name(log.name + ".1"))
+        except OSError:
+            pass
 
 
 # -- talking to the daemon --------------------------------------------------------------------
@@ -721,6 +743,8 @@ def step_memory(user_dir: Path, payload: dict[str, Any], event: str, *, failed: 
         return None
     try:
         result = ask(user_dir, "hook_step", {"step": text[:4000]}, payload, wait_s=STEP_WAIT_S, autostart=False)
+    except DaemonNotRunning:  # not started, or gone idle: the step goes without, and says nothing
+        return None
     except Exception as exc:
         _log(user_dir, event, f"no step memory: {type(exc).__name__}: {_one_line(exc)}")
         return None
