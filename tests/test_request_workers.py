@@ -104,6 +104,26 @@ def test_usr1_writes_every_threads_stack_to_the_daemon_log(tmp_path) -> None:
         env.shutdown()
 
 
+def test_a_starting_daemon_moves_a_full_log_aside(tmp_path) -> None:
+    """The daemon appends to engramd.log for as long as engram is installed: at its start, a log
+    past DAEMON_LOG_MAX_BYTES becomes engramd.log.1 (replacing the one before) and a new one
+    begins, so the two are all that is kept."""
+    from engram_mcp.daemon.process import DAEMON_LOG_MAX_BYTES
+    from tests.daemon_env import make_env
+
+    env = make_env(tmp_path)
+    logs = env.user_dir / "logs"
+    logs.mkdir(parents=True, mode=0o700)
+    (logs / "engramd.log.1").write_text("the older log\n")
+    (logs / "engramd.log").write_text("x" * (DAEMON_LOG_MAX_BYTES - 9) + "old line\n")
+    try:
+        assert env.client().call("ping") is not None
+        assert (logs / "engramd.log.1").read_text().endswith("old line\n")
+        assert (logs / "engramd.log").stat().st_size < 64 * 1024
+    finally:
+        env.shutdown()
+
+
 def test_usr1_sent_again_and_again_while_the_daemon_loads_never_kills_it(tmp_path) -> None:
     """The dump must not crash what it diagnoses. Dumped from the C signal handler while other
     threads ran (an import, a thread starting), 200 signals during the first request's lazy load

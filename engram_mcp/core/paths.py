@@ -161,6 +161,23 @@ def make_private_dirs(path: Path) -> Path:
     return path
 
 
+def rotate_log(log: Path, max_bytes: int) -> None:
+    """Move `log` to `<log>.1` (replacing the one before) once it holds `max_bytes` or more, so
+    the next write begins a new file: a log and its predecessor are all engram keeps, and nothing
+    else ever trims them. Only a regular file moves (never a link placed there). Writers that
+    race each rename it once; the second's `.1` then holds the few lines in between, and an old
+    line lost beats a file that grows for as long as engram is installed."""
+    try:
+        st = os.lstat(log)
+    except OSError:
+        return
+    if stat.S_ISREG(st.st_mode) and st.st_size >= max_bytes:
+        try:
+            os.replace(log, log.with_name(log.name + ".1"))
+        except OSError:
+            pass
+
+
 def _set_mode_nofollow(path: Path, mode: int) -> None:
     """chmod a directory engram just created, through a descriptor opened without following links."""
     fd = os.open(path, _NOFOLLOW_DIR_FLAGS)

@@ -47,7 +47,7 @@ from engram_mcp.core import operations, spool
 from engram_mcp.core.config_keys import DEFAULT_CONFIG
 from engram_mcp.core.errors import DaemonUnavailable, EngramError, InvalidInput, MemoryNotFound, StoreUnavailable
 from engram_mcp.core.operations import Operation
-from engram_mcp.core.paths import make_private_dirs
+from engram_mcp.core.paths import make_private_dirs, rotate_log
 from engram_mcp.daemon import dispatch
 from engram_mcp.daemon.backfill import VectorBackfill
 from engram_mcp.daemon.client import clear_stale_socket, remove_socket_dir, socket_path
@@ -63,6 +63,10 @@ DRAIN_FIRST_WAIT_S = 10.0  # a request waits at most this long for the entries q
 DRAIN_FIRST_POLL_S = 0.05  # how often a waiting request looks whether a running pass applied them
 READY_WAIT_S = 60.0  # a request waits this long for the service to load, then is answered (writes queued)
 MAX_REPLAY_ATTEMPTS = 3  # unexpected (non-engram) errors before an entry is rejected
+#: Size past which a starting daemon moves engramd.log to engramd.log.1 (replacing it): the daemon
+#: starts again after every idle exit, so the log is trimmed often enough without a rotating handler
+#: (which two processes, a daemon and one losing the start race, would both rotate).
+DAEMON_LOG_MAX_BYTES = 4 * 1024 * 1024
 # Changed indexes are written to their files after this long without a request (and at most
 # this often): writing a 100k index takes ~0.5 s under the service lock, so never mid-burst.
 CHECKPOINT_QUIET_SECONDS = 20.0
@@ -669,6 +673,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     os.umask(0o077)  # what the owner process and its engine create is private, whatever umask it inherited
     logs = make_private_dirs(args.user_dir / "logs")
+    rotate_log(logs / "engramd.log", DAEMON_LOG_MAX_BYTES)
     log_fd = os.open(logs / "engramd.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     handler = logging.StreamHandler(os.fdopen(log_fd, "a", encoding="utf-8"))  # never through a link
     logging.basicConfig(

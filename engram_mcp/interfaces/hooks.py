@@ -37,7 +37,7 @@ from engram_mcp.core.budget import PROMPT_MAX_TOKENS, estimate_tokens
 from engram_mcp.core.display import printable
 from engram_mcp.core.errors import DaemonNotRunning, InvalidInput
 from engram_mcp.core.ids import format_memory_id, parse_memory_id
-from engram_mcp.core.paths import make_private_dirs
+from engram_mcp.core.paths import make_private_dirs, rotate_log
 from engram_mcp.core.redaction import sanitize
 from engram_mcp.daemon.client import ForeignListener, connect_to_daemon, socket_path, spawn_daemon, user_dir_from_env
 from engram_mcp.interfaces import stop_trigger
@@ -170,7 +170,7 @@ def _log(user_dir: Path, event: str, message: str) -> None:
     print(f"engram: {event}: {message}", file=sys.stderr)
     try:
         logs = make_private_dirs(user_dir / "logs")  # every level 0700, whatever the umask
-        _rotate(logs / "hooks.log")
+        rotate_log(logs / "hooks.log", HOOKS_LOG_MAX_BYTES)
         fd = os.open(logs / "hooks.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
         try:
             os.write(fd, f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {event} {message}\n".encode("utf-8", "replace"))
@@ -178,21 +178,6 @@ def _log(user_dir: Path, event: str, message: str) -> None:
             os.close(fd)
     except OSError:
         pass
-
-
-def _rotate(log: Path) -> None:
-    """Keep `log` and its one predecessor under HOOKS_LOG_MAX_BYTES each. Hooks run side by side:
-    two that both find the file full each rename it, and the second's hooks.log.1 holds the few
-    lines in between; an old line lost beats a file that grows for as long as engram is installed."""
-    try:
-        st = os.lstat(log)
-    except OSError:
-        return
-    if stat.S_ISREG(st.st_mode) and st.st_size >= HOOKS_LOG_MAX_BYTES:
-        try:
-            os.replace(log, log.with_name(log.name + ".1"))
-        except OSError:
-            pass
 
 
 # -- talking to the daemon --------------------------------------------------------------------
