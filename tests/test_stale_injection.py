@@ -444,3 +444,54 @@ def test_a_line_cut_inside_a_sentence_carries_the_change_of_a_value_that_sentenc
         + "KeyPass fills them in.",
     )
     assert "changed since" not in context.memory_line(later, newer=[newer])
+
+
+#: Notes whose point is another fact, naming a tool in passing, and the user's later word that the
+#: tool went away: 0.35 and 0.24 in cosine, below the bar at which a newer memory hides an older.
+EXPORT_NOTE = (
+    "Exports to the county portal are never re-run by hand on Fridays. Outcome: the weekly export runs as "
+    "`op run --env-file=.env.op -- ./export.sh --county`, with the portal token from 1Password."
+)
+PASSWORD_MANAGER_GONE = (
+    "Heads up: the team dropped 1Password last week, secrets live in Infisical now. Anything that needs "
+    "credentials runs as `infisical run -- <cmd>`."
+)
+E2E_NOTE = (
+    "The checkout e2e suite is flaky on Monday mornings because the staging seed job runs at 09:00; rerun it "
+    "after 09:30. Context: run it locally with `nvm use 20 && npx playwright test checkout/`."
+)
+NODE_MANAGER_GONE = (
+    "Oh, right: I replaced nvm with Volta on the laptop last week, nvm is uninstalled. `volta install node@20` "
+    "picks the version up and the shims handle the rest."
+)
+
+
+@pytest.mark.parametrize(
+    ("note", "change", "new_value", "task"),
+    [
+        (EXPORT_NOTE, PASSWORD_MANAGER_GONE, "Infisical", "Run the weekly county export."),
+        (E2E_NOTE, NODE_MANAGER_GONE, "Volta", "The checkout e2e suite failed again, rerun it."),
+    ],
+)
+def test_a_line_carries_the_change_of_its_value_though_no_pool_holds_the_memory_that_made_it(
+    real_service, ctx, note, change, new_value, task
+):
+    """The note stays (its point is live) and its line quotes the change, found among the note's
+    own newer neighbours. Before, a line found its change only among the strongest memories and
+    those that rank for change words; the month replay's worlds had notes that named a replaced
+    password manager or version manager in passing stand uncorrected in later start blocks. Here
+    decay archived the change (unused for weeks) while the note kept being shown: no pool
+    offers it, and the old value is no less replaced."""
+    svc = real_service
+    note_id = svc.store(ctx, content=note, type="semantic", scope="project")["memory_id"]
+    change_id = svc.store(ctx, content=change, type="semantic", scope="user")["memory_id"]
+    user = svc.handle(ctx, "user")
+    key = change_id.split(":", 1)[1]
+    user.repo.set_status([key], "archived")
+    user.index.set_status(key, "archived")
+    block = svc.context(ctx, task_description=task, strengthen=False)["context_block"]
+    prompt = hook_ops.prompt_context(svc.access, ctx, prompt=task)["additional_context"] or ""
+    for text in (block, prompt):
+        lines = [x for x in text.splitlines() if short_id(note_id) in x]
+        assert lines, text
+        assert f"[changed since, {short_id(change_id)}:" in lines[0] and new_value in lines[0], lines[0]

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 import time
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -512,6 +513,7 @@ def build_context(
                     kept.append(m)
             gathered[name] = kept
         gathered[SHARED] = _set_apart_foreign(gathered)
+        fixes = {m["id"]: correctors(access, ctx, m) for name in SECTIONS for m in gathered[name]}
     shares = _shares(bool(gathered[SHARED]))
     repository = ctx.project_root.name or None
     budget_chars = max_tokens * CHARS_PER_TOKEN
@@ -525,7 +527,10 @@ def build_context(
     newer = [m for n in laid_out for m in gathered[n]] + pool
     limits = {n: SECTION_ITEM_CHARS.get(n, ITEM_CHARS) for n in laid_out}
     lines = {
-        n: [memory_line(m, repository=repository, limit=limits[n], newer=newer) + "\n" for m in gathered[n]]
+        n: [
+            memory_line(m, repository=repository, limit=limits[n], newer=[*fixes.get(m["id"], ()), *newer]) + "\n"
+            for m in gathered[n]
+        ]
         for n in laid_out
     }
     titles = {n: f"\n### {SECTION_TITLES.get(n, SHARED_TITLE)}\n" for n in laid_out}
@@ -639,6 +644,21 @@ def _session_history(access: ScopeAccess, ctx: RequestContext) -> list[dict[str,
 #: Newer memories of its scope, nearest first, checked for one that outdates a memory to inject.
 OUTDATING_NEIGHBOURS = 8
 _OUTDATING_STATUSES = frozenset((*RECALLABLE_STATUSES, "archived"))
+#: Cosine down to which a newer neighbour may correct a value on a memory's line (`correctors`),
+#: below `fact_diff.RETIRED_MIN_COSINE`, the lowest bar at which one hides it. A line shows a
+#: correction only for a value it states that the newer text displaces by a change word, so the
+#: bar can sit lower than hiding's: the month replay's worlds had the memories that replaced a
+#: password manager or a version manager at 0.22-0.31 from notes that named the old one in passing.
+CORRECTING_MIN_COSINE = 0.20
+
+
+@dataclass(frozen=True)
+class _Standing:
+    """What the newer memories near one memory say of it: whether one outdates it (`outdated`), and
+    the ones that displace a value of its text (`correctors`), as the memories they are."""
+
+    outdated: bool = False
+    correctors: tuple[dict[str, Any], ...] = ()
 
 
 def outdated(access: ScopeAccess, ctx: RequestContext, mem: dict[str, Any]) -> bool:
@@ -648,22 +668,35 @@ def outdated(access: ScopeAccess, ctx: RequestContext, mem: dict[str, Any]) -> b
     returns both (the caller of a search sees the whole record). Shared and imported memories
     are neither hidden nor hide another (`is_foreign`)."""
     with access.lock:
-        return _outdated(access, ctx, mem)
+        return _standing(access, ctx, mem).outdated
 
 
-def _outdated(access: ScopeAccess, ctx: RequestContext, mem: dict[str, Any]) -> bool:
+def correctors(access: ScopeAccess, ctx: RequestContext, mem: dict[str, Any]) -> list[dict[str, Any]]:
+    """The newer live memories near `mem` that displace a value its text states ("the 1Password
+    vault goes away" for a note that runs commands through `op run`), themselves not outdated.
+    A line of `mem` is written with these first among its `newer` (`memory_line`), so the change
+    it needs travels with it whatever else the block holds. Without them a line found its change
+    only in the pools of the strongest memories and of change words (`correction_pool`), and on
+    the month replay's worlds a note that named the old tool in passing stood uncorrected in
+    later start blocks while the memory that replaced the tool ranked in neither."""
+    with access.lock:
+        found = list(_standing(access, ctx, mem).correctors)
+        return current(access, ctx, found) if found else []
+
+
+def _standing(access: ScopeAccess, ctx: RequestContext, mem: dict[str, Any]) -> _Standing:
     scope = mem.get("scope")
     if scope == "session" or is_foreign(mem) or ":" not in str(mem.get("id") or ""):
-        return False
+        return _Standing()
     try:
         h = access.handle(ctx, str(scope))
     except (StoreUnavailable, KeyError, ValueError):
-        return False
+        return _Standing()
     key = mem["id"].split(":", 1)[1]
     # A project memory is also outdated by a newer user memory ("I moved from Colima to OrbStack"),
     # and a user memory promoted from this project, here, by a newer memory of this project
     # ("holds are 7 minutes now" after a turn that also taught a personal rule carried the old 15
-    # minutes on to the user scope; `_outdated_by_any`).
+    # minutes on to the user scope; `_speaks_for`).
     others = []
     for other_scope in (str(scope), "project" if scope == "user" else "user"):
         try:
@@ -676,22 +709,26 @@ def _outdated(access: ScopeAccess, ctx: RequestContext, mem: dict[str, Any]) -> 
     memo = h.index.derived(OUTDATED_MEMO)
     memo_key = (key, *((o.db, o.index.version) for o in others if o is not h))
     if memo_key not in memo:
-        memo[memo_key] = _outdated_by_any(h, key, others)
-    return bool(memo[memo_key])
+        memo[memo_key] = _standing_among(h, key, others)
+    return memo[memo_key]
 
 
-#: `ScopeIndex.derived` name of `outdated`'s answers.
+#: `ScopeIndex.derived` name of `_standing`'s answers.
 OUTDATED_MEMO = "context.outdated"
 
 
-def _outdated_by_any(h: Any, key: str, others: list[Any]) -> bool:
+def _standing_among(h: Any, key: str, others: list[Any]) -> _Standing:
     slot, vec = h.index.slot_of(key), h.index.vector_of_key(key)
     old = h.repo.get(key)
     if slot is None or vec is None or old is None:
-        return False
+        return _Standing()
     created = float(h.index.cols.created_at[slot])
     old_text = str(old.get("content") or "")
-    return any(_outdated_in(other_h, vec, created, old_text) for other_h in others if _speaks_for(old, h, other_h))
+    found = [_standing_in(other_h, vec, created, old_text) for other_h in others if _speaks_for(old, h, other_h)]
+    return _Standing(
+        outdated=any(s.outdated for s in found),
+        correctors=tuple(c for s in found for c in s.correctors),
+    )
 
 
 def _speaks_for(old: dict[str, Any], h: Any, other_h: Any) -> bool:
@@ -706,34 +743,45 @@ def _speaks_for(old: dict[str, Any], h: Any, other_h: Any) -> bool:
     )
 
 
-def _outdated_in(h: Any, vec: Any, created: float, old_text: str) -> bool:
-    """Whether a live memory of `h` newer than `created` and near `vec` outdates `old_text`."""
+def _standing_in(h: Any, vec: Any, created: float, old_text: str) -> _Standing:
+    """What the live memories of `h` newer than `created` and near `vec` say of `old_text`."""
     # recallable or archived (decay archiving the newer memory leaves the older no less stale),
     # and not superseded
     mask = h.index.mask(Filters(statuses=_OUTDATING_STATUSES))
     mask &= h.index.cols.created_at[: mask.size] > created
     if not mask.any():
-        return False
+        return _Standing()
     slots, scores = h.index.vectors.search(vec, OUTDATING_NEIGHBOURS, mask)
     near: list[tuple[str, float]] = []  # nearest first, down to the bar
     for other, score in zip(slots, scores, strict=True):
-        if float(score) < fact_diff.RETIRED_MIN_COSINE:  # the lowest bar `outdates` has
+        if float(score) < CORRECTING_MIN_COSINE:
             break
         other_key = h.index.key_of(int(other))
         if other_key:
             near.append((other_key, float(score)))
     if not near:
-        return False
+        return _Standing()
     # one read for all of them (a read per neighbour was half of a session start at 10k memories)
     rows = {str(r.get("id")): r for r in h.repo.get_many_for_recall(k for k, _ in near)}
+    outdated_by_one, fixes = False, []
     for other_key, score in near:
         row = rows.get(other_key)
-        if row is None or is_foreign(public_memory(row)):
+        if row is None:
+            continue
+        newer = public_memory(row)
+        if is_foreign(newer) or newer.get("category") == SUMMARY_CATEGORY:
             continue
         new_text = str(row.get("content") or "")
-        if fact_diff.outdates(old_text, new_text, score) and not _corrected_on_its_line(old_text, new_text):
-            return True
-    return False
+        if fact_diff.displacements(old_text, new_text):
+            fixes.append(newer)
+        if (
+            not outdated_by_one
+            and score >= fact_diff.RETIRED_MIN_COSINE  # the lowest bar `outdates` has
+            and fact_diff.outdates(old_text, new_text, score)
+            and not _corrected_on_its_line(old_text, new_text)
+        ):
+            outdated_by_one = True
+    return _Standing(outdated_by_one, tuple(fixes))
 
 
 def _corrected_on_its_line(old: str, new: str) -> bool:

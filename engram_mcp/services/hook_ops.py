@@ -347,7 +347,7 @@ def prompt_context(
     picked = _unseen_first(candidates, shown_cut)[:limit]
     if not picked:
         return _nothing_injected(ctx, prompt, found)
-    lines = _Lines(ctx.project_root.name or None, _newer(access, ctx, found), query_terms(prompt), shown_cut)
+    lines = _Lines(ctx.project_root.name or None, _newer(access, ctx, found, picked), query_terms(prompt), shown_cut)
     picked, block = _prompt_block(picked, lines, budget)
     if context_ops.estimate_tokens(block) > budget:  # not even one line fits beside the note
         return _nothing_injected(ctx, prompt, found)
@@ -399,10 +399,14 @@ def _step_may_show(mem: dict[str, Any], seen: set[str], shown_cut: set[str]) -> 
     return mem["id"] not in shown_cut or similarity >= STEP_CUT_COSINE
 
 
-def _newer(access: ScopeAccess, ctx: RequestContext, found: dict[str, Any]) -> list[dict[str, Any]]:
-    """The newer memories an injected one's values may have been replaced by: recall's pool and
-    the scopes' strongest (the ones a session start would show), so a line carries the change."""
-    return context_ops.current(access, ctx, [*(found.get("memories") or []), *context_ops.correction_pool(access, ctx)])
+def _newer(
+    access: ScopeAccess, ctx: RequestContext, found: dict[str, Any], shown: list[dict[str, Any]]
+) -> dict[str, list[dict[str, Any]]]:
+    """For each memory of `shown`, the newer memories its values may have been replaced by: its
+    own `correctors` first, then recall's pool and the scopes' strongest (the ones a session
+    start would show), so a line carries the change."""
+    pool = context_ops.current(access, ctx, [*(found.get("memories") or []), *context_ops.correction_pool(access, ctx)])
+    return {m["id"]: [*context_ops.correctors(access, ctx, m), *pool] for m in shown}
 
 
 def step_context(access: ScopeAccess, ctx: RequestContext, *, step: str) -> dict[str, Any]:
@@ -433,7 +437,7 @@ def step_context(access: ScopeAccess, ctx: RequestContext, *, step: str) -> dict
     candidates = list(itertools.islice(eligible, STEP_LIMIT))  # `outdated` only until enough are found
     if not candidates:
         return {"additional_context": None}
-    lines = _Lines(ctx.project_root.name or None, _newer(access, ctx, found), query_terms(step), shown_cut)
+    lines = _Lines(ctx.project_root.name or None, _newer(access, ctx, found, candidates), query_terms(step), shown_cut)
     block = ""
     for limit in STEP_LINE_CHARS:  # the longest line that fits in what the turn has left
         block = _fence(STEP_BLOCK_TITLE, [lines.render(m, limit) for m in candidates])
@@ -505,11 +509,12 @@ MAX_STATED_IDS = 8
 @dataclass(frozen=True)
 class _Lines:
     """How a prompt's or a step's block writes a memory's line: the repository its foreign
-    memories are labelled against, the newer memories a replaced value is annotated with, and the
-    work's terms, for which a memory the start block showed cut is excerpted (`excerpt`)."""
+    memories are labelled against, the newer memories a replaced value of each is annotated with
+    (by memory id), and the work's terms, for which a memory the start block showed cut is
+    excerpted (`excerpt`)."""
 
     repository: str | None
-    newer: list[dict[str, Any]]
+    newer: dict[str, list[dict[str, Any]]]
     terms: frozenset[str]
     shown_cut: set[str]
 
@@ -519,7 +524,7 @@ class _Lines:
             mem,
             repository=self.repository,
             limit=limit,
-            newer=self.newer,
+            newer=self.newer.get(mem["id"], []),
             after_cut=self.terms if mem["id"] in self.shown_cut else None,
         )
 
