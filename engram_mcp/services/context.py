@@ -647,8 +647,8 @@ _OUTDATING_STATUSES = frozenset((*RECALLABLE_STATUSES, "archived"))
 #: Cosine down to which a newer neighbour may correct a value on a memory's line (`correctors`),
 #: below `fact_diff.RETIRED_MIN_COSINE`, the lowest bar at which one hides it. A line shows a
 #: correction only for a value it states that the newer text displaces by a change word, so the
-#: bar can sit lower than hiding's: the month replay's worlds had the memories that replaced a
-#: password manager or a version manager at 0.22-0.31 from notes that named the old one in passing.
+#: bar can sit lower than hiding's: in the month replay's worlds, a note that names a tool in
+#: passing sits at 0.22-0.35 from the memory that says the tool was replaced.
 CORRECTING_MIN_COSINE = 0.20
 
 
@@ -676,9 +676,8 @@ def correctors(access: ScopeAccess, ctx: RequestContext, mem: dict[str, Any]) ->
     vault goes away" for a note that runs commands through `op run`), themselves not outdated.
     A line of `mem` is written with these first among its `newer` (`memory_line`), so the change
     it needs travels with it whatever else the block holds. Without them a line found its change
-    only in the pools of the strongest memories and of change words (`correction_pool`), and on
-    the month replay's worlds a note that named the old tool in passing stood uncorrected in
-    later start blocks while the memory that replaced the tool ranked in neither."""
+    only in bounded pools, the strongest memories and those ranking first for change words
+    (`correction_pool`), which a large store outgrows and which never hold an archived memory."""
     with access.lock:
         found = list(_standing(access, ctx, mem).correctors)
         return current(access, ctx, found) if found else []
