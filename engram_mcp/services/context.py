@@ -765,14 +765,11 @@ def _standing_in(h: Any, vec: Any, created: float, old_text: str) -> _Standing:
     outdated_by_one, fixes = False, []
     for other_key, score in near:
         row = rows.get(other_key)
-        if row is None:
-            continue
-        newer = public_memory(row)
-        if is_foreign(newer) or newer.get("category") == SUMMARY_CATEGORY:
+        if row is None or is_foreign(row) or row.get("category") == SUMMARY_CATEGORY:
             continue
         new_text = str(row.get("content") or "")
         if fact_diff.displacements(old_text, new_text):
-            fixes.append(newer)
+            fixes.append(public_memory(row))
         if (
             not outdated_by_one
             and score >= fact_diff.RETIRED_MIN_COSINE  # the lowest bar `outdates` has
