@@ -513,7 +513,6 @@ def build_context(
                     kept.append(m)
             gathered[name] = kept
         gathered[SHARED] = _set_apart_foreign(gathered)
-        fixes = {m["id"]: correctors(access, ctx, m) for name in SECTIONS for m in gathered[name]}
     shares = _shares(bool(gathered[SHARED]))
     repository = ctx.project_root.name or None
     budget_chars = max_tokens * CHARS_PER_TOKEN
@@ -524,13 +523,11 @@ def build_context(
     truncated = False
     counts: dict[str, int] = {}
     laid_out = [n for n in LAYOUT if (n in wanted or n == SHARED) and gathered[n]]
-    newer = [m for n in laid_out for m in gathered[n]] + pool
+    listed = [m for n in laid_out for m in gathered[n]]
+    newer = newer_lists(access, ctx, listed, listed + pool)
     limits = {n: SECTION_ITEM_CHARS.get(n, ITEM_CHARS) for n in laid_out}
     lines = {
-        n: [
-            memory_line(m, repository=repository, limit=limits[n], newer=[*fixes.get(m["id"], ()), *newer]) + "\n"
-            for m in gathered[n]
-        ]
+        n: [memory_line(m, repository=repository, limit=limits[n], newer=newer[m["id"]]) + "\n" for m in gathered[n]]
         for n in laid_out
     }
     titles = {n: f"\n### {SECTION_TITLES.get(n, SHARED_TITLE)}\n" for n in laid_out}
@@ -681,6 +678,16 @@ def correctors(access: ScopeAccess, ctx: RequestContext, mem: dict[str, Any]) ->
     with access.lock:
         found = list(_standing(access, ctx, mem).correctors)
         return current(access, ctx, found) if found else []
+
+
+def newer_lists(
+    access: ScopeAccess, ctx: RequestContext, shown: list[dict[str, Any]], pool: list[dict[str, Any]]
+) -> dict[str, list[dict[str, Any]]]:
+    """For each memory of `shown`, the newer memories its line looks for the change of a value
+    among (`memory_line`): its own `correctors` first, which are there whatever the block holds,
+    then `pool`, the memories the block has at hand. The start block and the prompt and step
+    blocks all write their lines with this one order."""
+    return {m["id"]: [*correctors(access, ctx, m), *pool] for m in shown}
 
 
 def _standing(access: ScopeAccess, ctx: RequestContext, mem: dict[str, Any]) -> _Standing:

@@ -402,11 +402,11 @@ def _step_may_show(mem: dict[str, Any], seen: set[str], shown_cut: set[str]) -> 
 def _newer(
     access: ScopeAccess, ctx: RequestContext, found: dict[str, Any], shown: list[dict[str, Any]]
 ) -> dict[str, list[dict[str, Any]]]:
-    """For each memory of `shown`, the newer memories its values may have been replaced by: its
-    own `correctors` first, then recall's pool and the scopes' strongest (the ones a session
-    start would show), so a line carries the change."""
+    """For each memory of `shown`, the newer memories its values may have been replaced by
+    (`context.newer_lists`), with recall's pool and the scopes' strongest (the ones a session
+    start would show) at hand, so a line carries the change."""
     pool = context_ops.current(access, ctx, [*(found.get("memories") or []), *context_ops.correction_pool(access, ctx)])
-    return {m["id"]: [*context_ops.correctors(access, ctx, m), *pool] for m in shown}
+    return context_ops.newer_lists(access, ctx, shown, pool)
 
 
 def step_context(access: ScopeAccess, ctx: RequestContext, *, step: str) -> dict[str, Any]:
