@@ -600,6 +600,48 @@ def test_a_step_shows_the_memory_it_needs_once_and_nothing_for_an_unrelated_step
     assert "localhost:5433" in _context(run_hook(live, "PostToolUseFailure", dict(failed, session_id="live-step-3")))
 
 
+def test_a_step_that_writes_sql_or_a_commit_shows_the_users_rule_for_it_once(tmp_path):
+    """The user's rule for a kind of artifact comes after the step that writes one, though the step
+    is far from it in meaning: SQL in a .sql file or inside TypeScript, a commit message. Once a
+    session; a step writing none shows none, and a memory naming only the pre-commit hook is no
+    rule for commit messages."""
+    env = make_env(tmp_path)
+    env.env["ENGRAM_PYTHON"] = os.environ.get("ENGRAM_PYTHON") or __import__("sys").executable
+    project = tmp_path / "finance"
+    (project / ".git").mkdir(parents=True)
+    try:
+        assert run_hook(env, "SessionStart", sample("SessionStart", session_id="kind-boot", cwd=str(project))).returncode == 0
+        with env.client() as c:
+            for content in (
+                "Uppercase keywords please, and one clause per line. That's how I want SQL written anywhere, "
+                "TypeScript raw queries included.",
+                "Whatever happens, never skip the pre-commit hook with --no-verify, in any repo.",
+                "Subject under 50 characters and the ticket in a Refs: trailer; that's how I write all my commits.",
+            ):
+                c.call("store", {"content": content, "type": "semantic", "scope": "user", "importance": 0.7},
+                       project_root=str(project))
+
+            def step(session: str, text: str) -> str:
+                shown = c.call("hook_step", {"step": text}, project_root=str(project), session_id=session)
+                return shown["additional_context"] or ""
+
+            query = ("select o.org_name, sum(m.export_kwh) as kwh from read_parquet('mart/*.parquet') m "
+                     "join orgs o using (org_id) group by 1")
+            assert "Uppercase keywords" in step("kind-1", f"Write sql/finance/q1_export.sql\n{query}")
+            assert "Uppercase keywords" not in step("kind-1", "Edit src/orgs.ts\nconst q = sql`select count(*) from sites`")
+            assert "Uppercase keywords" in step("kind-2", "Edit src/orgs.ts\nconst q = sql`select count(*) from sites`")
+            assert "Uppercase keywords" not in step("kind-3", "Edit src/lib/money.ts\nexport const cents = (x) => x * 100")
+            commit = step("kind-4", "$ git commit -qam 'Fix the Q1 totals' -m 'Refs: LK-4'")
+            assert "all my commits" in commit and "--no-verify" not in commit, commit
+            assert "all my commits" not in step("kind-5", "$ pre-commit run --all-files")
+        # the same through the hook process, from Claude Code's own payload
+        write = sample("PostToolUse.Write", session_id="kind-6", cwd=str(project),
+                       tool_input={"file_path": str(project / "sql" / "q2.sql"), "content": query})
+        assert "Uppercase keywords" in _context(run_hook(env, "PostToolUse", write))
+    finally:
+        env.shutdown()
+
+
 def test_a_step_line_whose_value_was_replaced_carries_the_change(live, tmp_path):
     """A memory of two facts, one replaced since by a memory that does not supersede it (the reviewer
     of auth changes): shown after a step, its line names the replacement, as a prompt's line does."""

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from engram_mcp.core import spool
+from engram_mcp.core.artifacts import STEP_COMMAND_PREFIX
 from engram_mcp.core.budget import PROMPT_MAX_TOKENS, estimate_tokens
 from engram_mcp.core.display import printable
 from engram_mcp.core.errors import DaemonNotRunning, InvalidInput
@@ -697,7 +698,7 @@ def step_text(payload: dict[str, Any], *, failed: bool) -> str:
     tool = payload.get("tool_name")
     inp = v if isinstance(v := payload.get("tool_input"), dict) else {}
     if tool == "Bash":
-        text = "$ " + _clean(inp.get("command"), STEP_TEXT_CHARS)
+        text = STEP_COMMAND_PREFIX + _clean(inp.get("command"), STEP_TEXT_CHARS)
         if failed and not payload.get("is_interrupt"):
             error = _redacted_tail(str(payload.get("error") or ""))
             code = _EXIT_CODE_RE.match(error)

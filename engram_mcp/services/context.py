@@ -172,8 +172,7 @@ def memory_line(
     so a replaced value never stands on a line without its replacement. `after_cut`, the terms of
     a prompt or a step bringing back a memory the session was shown cut, makes a text too long for
     its line show its sentences about them rather than the head again (`excerpt.excerpt`)."""
-    content = context_safe(mem.get("content") or "")
-    body = excerpt(content, limit, after_cut) if after_cut else clip_words(content, limit)
+    body = line_body(mem, limit, after_cut)
     if is_foreign(mem):
         label = origin_label(mem, repository)
     else:
@@ -183,6 +182,13 @@ def memory_line(
     rest = own_change(str(mem.get("content") or ""), body)
     notes = f" [… {rest}]{notes}" if rest else notes
     return f"- [{safe(label)}, {short_id(str(mem['id']))}] {safe(body)}{safe(notes)}"
+
+
+def line_body(mem: dict[str, Any], limit: int, after_cut: frozenset[str] | None = None) -> str:
+    """What a line of `mem` shows of its text (`memory_line`): its head within `limit` characters,
+    or, for a memory the session was shown cut, its sentences about `after_cut`."""
+    content = context_safe(mem.get("content") or "")
+    return excerpt(content, limit, after_cut) if after_cut else clip_words(content, limit)
 
 
 def own_change(content: str, shown: str) -> str:

@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from engram_mcp.core import artifacts
 from engram_mcp.core.budget import PROMPT_MAX_TOKENS
 from engram_mcp.core.display import context_safe
 from engram_mcp.core.errors import InvalidInput, StoreUnavailable
@@ -435,22 +436,63 @@ def step_context(access: ScopeAccess, ctx: RequestContext, *, step: str) -> dict
         and not context_ops.outdated(access, ctx, m)
     )
     candidates = list(itertools.islice(eligible, STEP_LIMIT))  # `outdated` only until enough are found
+    kinds = artifacts.step_kinds(step)
+    terms = query_terms(" ".join([step, *(k.query for k in kinds)]))
+    rule = _kind_rule(access, ctx, kinds, {*seen, *(m["id"] for m in candidates)}, shown_cut, terms)
+    candidates += [rule] if rule else []
     if not candidates:
         return {"additional_context": None}
-    lines = _Lines(ctx.project_root.name or None, _newer(access, ctx, found, candidates), query_terms(step), shown_cut)
-    block = ""
-    for limit in STEP_LINE_CHARS:  # the longest line that fits in what the turn has left
-        block = _fence(STEP_BLOCK_TITLE, [lines.render(m, limit) for m in candidates])
-        if context_ops.estimate_tokens(block) <= budget:
-            break
-    tokens = context_ops.estimate_tokens(block)
-    if tokens > budget:
+    lines = _Lines(ctx.project_root.name or None, _newer(access, ctx, found, candidates), terms, shown_cut)
+    candidates, block = _step_block(candidates, lines, budget)
+    if not candidates:
         return {"additional_context": None, "reason": "the turn's budget is spent"}
+    tokens = context_ops.estimate_tokens(block)
     ids = [m["id"] for m in candidates]
     INJECTED.add(ctx.session_id, ids, tokens=tokens)  # as seen: a step never repeats a step's line
     context_ops.strengthen_used(access, ctx, candidates)
     INJECTION_LOG.record(ctx.session_id, "step", ids, tokens, prompt=step)
     return {"additional_context": block, "memory_ids": ids, "tokens": tokens}
+
+
+#: Recall's candidates for a kind of artifact a step writes (`_kind_rule`).
+KIND_POOL = 10
+
+
+def _kind_rule(
+    access: ScopeAccess,
+    ctx: RequestContext,
+    kinds: list[artifacts.ArtifactKind],
+    seen: set[str],
+    shown_cut: set[str],
+    terms: frozenset[str],
+) -> dict[str, Any] | None:
+    """The user's memory that names a kind of artifact the step writes (SQL, Markdown, a commit
+    message: `core/artifacts.py`), if this session has not seen it and its line would name the
+    kind: the user's rules for that kind hold in every project and are needed when one is written,
+    which a prompt rarely says. Recall's first for the kind that names it as a word."""
+    for kind in kinds:
+        found = recall(access, ctx, query=kind.query, scope="user", limit=KIND_POOL, strengthen=False)
+        for m in found.get("memories") or []:
+            if m["id"] in seen or not context_ops.injectable(m):
+                continue
+            if ctx.session_id and m.get("session_id") == ctx.session_id:
+                continue
+            shown = context_ops.line_body(m, min(STEP_LINE_CHARS), terms if m["id"] in shown_cut else None)
+            if kind.named_in(shown) and not context_ops.outdated(access, ctx, m):
+                return m
+    return None
+
+
+def _step_block(picked: list[dict[str, Any]], lines: _Lines, budget: int) -> tuple[list[dict[str, Any]], str]:
+    """A step's block within `budget` tokens: the longest lines that fit (STEP_LINE_CHARS), the
+    last memory left out while none do; ([], "") when not even the first fits."""
+    while picked:
+        for limit in STEP_LINE_CHARS:
+            block = _fence(STEP_BLOCK_TITLE, [lines.render(m, limit) for m in picked])
+            if context_ops.estimate_tokens(block) <= budget:
+                return picked, block
+        picked = picked[:-1]
+    return [], ""
 
 
 #: How far below the configured bar (`prompt_recall_min_relevance`, cosine) recall's first memory
