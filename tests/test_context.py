@@ -438,6 +438,28 @@ def test_when_every_section_is_full_the_users_rules_keep_two_fifths_of_the_block
     assert res["sections"]["project_context"] >= 6 and res["sections"]["session_history"] >= 1, res["sections"]
 
 
+def test_at_a_session_start_the_users_rules_a_step_brings_give_their_place_to_the_others(fake_service, ctx):
+    """The user's rules for SQL, Markdown and commit messages come after the step that writes one
+    (hook_ops.step_context): when the user's section is full, they go after the rules no step
+    brings, however strong; when it has room, they are shown as before."""
+
+    def rule(i: int, named: str) -> str:
+        return f"Rule {i} for {named}: " + " ".join(f"r{i}w{k}" for k in range(30))
+
+    kinds = [
+        fake_service.store(ctx, content=rule(i, named), type="semantic", scope="user", importance=0.95, dedup=False)
+        for i, named in enumerate(("SQL", "any Markdown", "all my commits"))
+    ]
+    few = fake_service.context(ctx, max_tokens=1200, strengthen=False)["context_block"]
+    assert all(short_id(k["memory_id"]) in few for k in kinds)
+    for i in range(3, 19):  # weaker, and naming no kind ("pre-commit" is no commit message)
+        fake_service.store(ctx, content=rule(i, "pre-commit and packages"), type="semantic", scope="user",
+                           importance=0.7, dedup=False)
+    full = fake_service.context(ctx, max_tokens=600, strengthen=False)
+    assert full["truncated"] and full["sections"]["preferences"] >= 8, full["sections"]
+    assert not any(short_id(k["memory_id"]) in full["context_block"] for k in kinds), full["context_block"]
+
+
 def test_preference_lines_are_cut_shorter_than_project_lines_and_say_so(fake_service, ctx):
     """A preference is stated in its first sentence and needed whatever the task: its lines are
     cut at SECTION_ITEM_CHARS so that more of them fit; the cut is reported (`shortened`), so the

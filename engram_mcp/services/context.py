@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from engram_mcp.core import artifacts
 from engram_mcp.core.budget import CHARS_PER_TOKEN, estimate_tokens
 from engram_mcp.core.display import context_safe
 from engram_mcp.core.errors import InvalidInput, StoreUnavailable
@@ -392,6 +393,19 @@ def _recall(
 START_HALF_LIFE_DAYS = 7.0
 
 
+def _step_rules_last(mems: list[dict[str, Any]], *, ranked_for_task: bool) -> list[dict[str, Any]]:
+    """The user's memories for a block without a task, those naming a kind of artifact a step
+    writes (SQL, Markdown, a commit message: `core/artifacts.py`) after the rest, each part in its
+    order. A tool step that writes one brings the user's rule for it (`hook_ops.step_context`), so
+    at a session start such a rule gives its place to the rules no step brings ("ask before adding
+    a package"): the user's section holds fewer lines than the user has rules. With a task, the
+    task's relevance decides."""
+    if ranked_for_task:
+        return mems
+    rest = [m for m in mems if not artifacts.names_a_kind(str(m.get("content") or ""))]
+    return rest + [m for m in mems if not any(m is r for r in rest)]
+
+
 def top_by_strength(
     access: ScopeAccess, ctx: RequestContext, scopes, types, limit, category=None
 ) -> list[dict[str, Any]]:
@@ -485,11 +499,14 @@ def build_context(
     query = " ".join(x for x in [task_description or "", " ".join(files)] if x).strip() or None
     with access.lock:
         gathered: dict[str, list[dict[str, Any]]] = {
-            "preferences": [
-                m
-                for m in _recall(access, ctx, query, "user", list(USER_SECTION_TYPES), USER_CANDIDATES)
-                if m.get("category") != SUMMARY_CATEGORY
-            ]
+            "preferences": _step_rules_last(
+                [
+                    m
+                    for m in _recall(access, ctx, query, "user", list(USER_SECTION_TYPES), USER_CANDIDATES)
+                    if m.get("category") != SUMMARY_CATEGORY
+                ],
+                ranked_for_task=bool(query),
+            )
             if "preferences" in wanted
             else [],
             "project_context": [
