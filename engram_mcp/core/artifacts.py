@@ -9,9 +9,10 @@ kind, though, is plain from the step: the file's extension, a SQL statement in w
 `git commit` in a command. `services/hook_ops.step_context` shows the user's memory that names
 that kind, once a session.
 
-Only kinds where this was measured to bring a needed rule are declared (the month replay's four
-worlds). YAML and pull requests were measured too: their rules came up after 28 steps and were
-needed after 12 of them, and no need was met that the blocks had not met already.
+Only kinds where this was measured to bring a needed rule are declared (modelled on the month
+replay's four worlds, then replayed). YAML files and `gh pr create` were modelled too: their rules
+came up after 28 steps and were needed later in the session after 12 of them, and they met no
+need the blocks had not met already.
 
 A step's text is written by the hooks (`interfaces/hooks.step_text`): a command as
 `STEP_COMMAND_PREFIX` + the command on its first line, a file write as the tool's name and the
