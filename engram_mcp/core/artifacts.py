@@ -54,11 +54,16 @@ class ArtifactKind:
     #: What recall is asked for this kind's memories.
     query: str
 
-    def in_step(self, tool: str, path: str, text: str) -> bool:
-        """Whether a step of `tool` on `path` (a file write) or running `text` (a command) makes one."""
-        if tool == "command":
-            return bool((self.command and self.command.search(text)) or (self.content and self.content.search(text)))
-        return bool((self.path and self.path.search(path)) or (self.content and self.content.search(text)))
+    def in_command(self, command: str) -> bool:
+        """Whether running `command` makes one (`psql -c "SELECT ..."` holds one too)."""
+        return bool((self.command and self.command.search(command)) or self._holds(command))
+
+    def in_file(self, path: str, text: str) -> bool:
+        """Whether writing `text` into the file at `path` makes one."""
+        return bool((self.path and self.path.search(path)) or self._holds(text))
+
+    def _holds(self, text: str) -> bool:
+        return bool(self.content and self.content.search(text))
 
     def named_in(self, memory_text: str) -> bool:
         """Whether a memory's text names this kind."""
@@ -103,11 +108,11 @@ def step_kinds(step: str) -> list[ArtifactKind]:
     head, _, rest = step.partition("\n")
     if head.startswith(STEP_COMMAND_PREFIX):
         command = head[len(STEP_COMMAND_PREFIX) :]
-        return [k for k in ARTIFACT_KINDS if k.in_step("command", "", command)]
+        return [k for k in ARTIFACT_KINDS if k.in_command(command)]
     tool, _, path = head.partition(" ")
     if tool not in FILE_WRITE_TOOLS:
         return []
-    return [k for k in ARTIFACT_KINDS if k.in_step(tool, path.strip(), rest)]
+    return [k for k in ARTIFACT_KINDS if k.in_file(path.strip(), rest)]
 
 
 def names_a_kind(text: str) -> bool:

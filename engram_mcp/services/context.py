@@ -402,8 +402,7 @@ def _step_rules_last(mems: list[dict[str, Any]], *, ranked_for_task: bool) -> li
     task's relevance decides."""
     if ranked_for_task:
         return mems
-    rest = [m for m in mems if not artifacts.names_a_kind(str(m.get("content") or ""))]
-    return rest + [m for m in mems if not any(m is r for r in rest)]
+    return sorted(mems, key=lambda m: artifacts.names_a_kind(str(m.get("content") or "")))  # stable
 
 
 def top_by_strength(

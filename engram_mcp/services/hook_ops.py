@@ -437,6 +437,8 @@ def step_context(access: ScopeAccess, ctx: RequestContext, *, step: str) -> dict
     )
     candidates = list(itertools.islice(eligible, STEP_LIMIT))  # `outdated` only until enough are found
     kinds = artifacts.step_kinds(step)
+    if not candidates and not kinds:
+        return {"additional_context": None}
     terms = query_terms(" ".join([step, *(k.query for k in kinds)]))
     rule = _kind_rule(access, ctx, kinds, {*seen, *(m["id"] for m in candidates)}, shown_cut, terms)
     candidates += [rule] if rule else []
