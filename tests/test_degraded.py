@@ -190,9 +190,10 @@ def test_corrupt_store_queues_then_recovers_and_invalid_entries_are_rejected(tmp
     data = env.project / ".claude" / "engram" / "data"
     backup = tmp_path / "data-backup"
     shutil.copytree(data, backup)
-    for manifest in data.rglob("*.manifest"):  # a torn manifest: the engine refuses to open the store
+    for manifest in data.rglob("*.manifest"):  # a manifest cut inside its record: the engine refuses the store
+        header = 4 + int.from_bytes(manifest.read_bytes()[:4], "big")  # a cut header would be repaired (torn.py)
         with open(manifest, "r+b") as f:
-            f.truncate(manifest.stat().st_size // 2)
+            f.truncate(header + (manifest.stat().st_size - header) // 2)
 
     pid = _start(env)
     try:

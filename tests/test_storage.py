@@ -692,3 +692,85 @@ def test_a_purge_killed_before_its_compaction_leaves_no_purged_bytes_after_the_n
     finally:
         svc.close()
     assert _files_holding(store_dir, SECRET) == []
+
+
+# ---------------------------------------------------------------------- a file a crash left without its header
+def _store_with(tmp_path: Path, contents: list[str]) -> Path:
+    """A real store directory holding `contents` as memories, closed cleanly."""
+    directory = tmp_path / "s"
+    store = SurrealStore(directory, label="project").open()
+    try:
+        for i, text in enumerate(contents):
+            store.query("ns", "db", q.CREATE_MEMORY, {"id": f"m{i}", "record": {"content": text}})
+    finally:
+        store.close()
+    return directory
+
+
+def _contents(directory: Path) -> list[str]:
+    store = SurrealStore(directory, label="project").open()
+    try:
+        return sorted(r["content"] for r in store.query("ns", "db", q.ALL_MEMORIES) or [])
+    finally:
+        store.close()
+
+
+def _tree(directory: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(directory)): p.read_bytes() for p in sorted((directory / "data").rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("kept_bytes", [0, 2, 100])
+def test_a_new_store_whose_first_log_segment_a_kill_left_headerless_opens(tmp_path, kept_bytes, caplog):
+    """Measured under kill -9: a project store killed while it was created had its manifest and an
+    empty `.clog`, and the engine refused it at every open after ("failed to fill whole buffer").
+    The headerless segment holds nothing; it is removed and the store opens and takes writes."""
+    directory = _store_with(tmp_path, [])
+    (clog,) = (directory / "data" / "clog").glob("*.clog")
+    with open(clog, "r+b") as f:
+        f.truncate(kept_bytes)
+    store = SurrealStore(directory, label="project").open()
+    try:
+        store.query("ns", "db", q.CREATE_MEMORY, {"id": "a", "record": {"content": "after the crash"}})
+    finally:
+        store.close()
+    assert "left without a header by a crash" in caplog.text
+    assert _contents(directory) == ["after the crash"]
+
+
+@pytest.mark.parametrize("kept_bytes", [0, 3, 150])
+def test_a_newest_segment_without_its_header_is_dropped_and_every_record_before_it_kept(tmp_path, kept_bytes):
+    directory = _store_with(tmp_path, ["alpha uses port 5433", "beta deploys on fridays"])
+    clog_dir = directory / "data" / "clog"
+    (first,) = clog_dir.glob("*.clog")
+    torn = clog_dir / "00000000000000000001.clog"  # the next segment, killed before its header was whole
+    torn.write_bytes(first.read_bytes()[:kept_bytes])
+    assert _contents(directory) == ["alpha uses port 5433", "beta deploys on fridays"]
+    assert not torn.exists()
+
+
+def test_a_manifest_a_kill_left_headerless_is_dropped_and_the_store_opens(tmp_path):
+    directory = _store_with(tmp_path, ["gamma is pinned to node 20"])
+    (manifest,) = (directory / "data" / "manifest").glob("*.manifest")
+    with open(manifest, "r+b") as f:
+        f.truncate(40)
+    assert _contents(directory) == ["gamma is pinned to node 20"]
+
+
+@pytest.mark.parametrize("damage", ["manifest cut after its header", "segment with a damaged first length"])
+def test_an_engine_refusal_a_headerless_file_does_not_explain_leaves_every_file_as_it_was(tmp_path, damage):
+    """Only a file shorter than a plausible header is removed: a whole header with a cut record, or a
+    segment whose first bytes were damaged, is refused as before and nothing is deleted."""
+    directory = _store_with(tmp_path, ["delta owns the billing service"])
+    if damage == "manifest cut after its header":
+        (manifest,) = (directory / "data" / "manifest").glob("*.manifest")
+        with open(manifest, "r+b") as f:
+            f.truncate(190)  # the 174-byte header is whole; the record after it is not
+    else:
+        (clog,) = (directory / "data" / "clog").glob("*.clog")
+        data = bytearray(clog.read_bytes())
+        data[0:4] = (10**9).to_bytes(4, "big")  # a length no header has: damage, not a cut
+        clog.write_bytes(bytes(data))
+    before = _tree(directory)
+    with pytest.raises(StoreUnavailable):
+        SurrealStore(directory, label="project").open()
+    assert _tree(directory) == before

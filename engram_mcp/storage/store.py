@@ -38,7 +38,7 @@ from engram_mcp.core.paths import (
     tighten_store_data,
     vet_store_entries,
 )
-from engram_mcp.storage import compact, wire
+from engram_mcp.storage import compact, torn, wire
 from engram_mcp.storage import queries as q
 from engram_mcp.storage.repository import ScopeRepository
 from engram_mcp.storage.schema import CURRENT_SCHEMA_VERSION, MIGRATIONS
@@ -315,13 +315,8 @@ class SurrealStore:
             dir_fd, checked = self._prepare_directory()
             try:
                 self._recover_compaction(dir_fd, checked)
-                os.environ.setdefault("SURREAL_SYNC_DATA", "true")
                 try:
-                    from surrealdb import Surreal  # heavy import (~0.3 s): only the owner process pays it
-
-                    wire.install_fast_decoder()
-                    wire.install_fast_encoder()
-                    self._conn = Surreal(f"surrealkv://{checked / DATA_DIRNAME}")
+                    self._conn = self._start_engine(dir_fd, checked)
                 except Exception as exc:  # engine refused: corrupt files, permissions, ...
                     self._release_lock()
                     raise _classify(exc, f"{self.label} store {self.directory}") from exc
@@ -332,6 +327,33 @@ class SurrealStore:
                 self._resume_purge()
             log.info("%s store %s opened in %.2f s", self.label, self.directory, time.perf_counter() - started)
             return self
+
+    def _start_engine(self, dir_fd: int, checked: Path) -> Any:
+        """The engine on `data/`. When it refuses for a short read, a file a crash left without
+        its header is the likely cause: such files are removed (`torn.py`) and the engine tried
+        once more. Any other refusal, or one the removal does not explain, is raised."""
+        os.environ.setdefault("SURREAL_SYNC_DATA", "true")
+        from surrealdb import Surreal  # heavy import (~0.3 s): only the owner process pays it
+
+        wire.install_fast_decoder()
+        wire.install_fast_encoder()
+        url = f"surrealkv://{checked / DATA_DIRNAME}"
+        try:
+            return Surreal(url)
+        except Exception as exc:
+            if not torn.refused_for_short_read(exc):
+                raise
+            removed = torn.drop_torn_heads(dir_fd, checked)
+            if not removed:
+                raise
+            log.warning(
+                "%s store %s: removed %s, left without a header by a crash (no records lost); opening again",
+                self.label,
+                self.directory,
+                ", ".join(str(p) for p in removed),
+            )
+            self._unclean = True  # the crash may also have torn a transaction
+        return Surreal(url)
 
     def _resume_purge(self) -> None:
         """A purge's compaction was interrupted (a crash after its commit): finish it now, before
