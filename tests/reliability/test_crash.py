@@ -493,8 +493,13 @@ def _kill_loop(sandbox: Sandbox, rnd: random.Random, mcp: Any, stop: threading.E
     assert not errors, errors[:5]
     # let the last daemon apply anything queued, then stop it
     with sandbox.client() as c:
-        assert wait_for(lambda: (c.call("status", {}, project_root=str(sandbox.project)).get("write_queue") or {}).get("pending", 0) == 0,
-                        timeout=60, interval=0.5)
+        queue: dict[str, Any] = {}
+
+        def drained() -> bool:
+            queue.update(c.call("status", {}, project_root=str(sandbox.project)).get("write_queue") or {})
+            return queue.get("pending", 0) == 0
+
+        assert wait_for(drained, timeout=60, interval=0.5), f"the queue stays: {queue}"
         c.call("shutdown")
     assert wait_for(lambda: _daemon_pid(sandbox) is None, timeout=30)
     with sandbox.service() as svc:
