@@ -97,6 +97,24 @@ def test_the_report_shows_both_policies_and_the_stop_hook_figures(replay):
     assert stop["teaching_turns"] == 4 and stop["quiet_turns"] == 6
     # the committed baseline is the public world's: beside another world it would read as a before
     assert "(baseline)" not in md and "Baseline" not in md
+    assert all(isinstance(p["step_blocks_lost"], int) for p in replay["policies"].values())
+    assert "| tool steps whose memory timed out |" in md
+
+
+def test_the_step_blocks_the_hook_gave_up_on_are_counted_from_its_log(tmp_path):
+    """Full mode runs the hooks inside Claude Code; the hook's log is what shows a step's block
+    lost to its wait (the rotated log included, and no other hook line counted)."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    lost = "PostToolUse no step memory: DaemonUnavailable: engram daemon did not answer within 3s (timed out)"
+    (logs / "hooks.log.1").write_text(f"2026-03-04T09:31:07 {lost}\n")
+    (logs / "hooks.log").write_text(
+        f"2026-03-05T09:43:02 {lost}\n"
+        "2026-03-05T09:44:00 PostToolUse no step memory: InvalidInput: step must be text\n"
+        "2026-03-05T09:45:00 Stop could not read the transcript (timed out)\n"
+    )
+    assert report.step_blocks_lost(tmp_path) == 2
+    assert report.step_blocks_lost(tmp_path / "none") == 0
 
 
 def test_the_budget_sweep_sets_the_start_budget_of_each_replay(tmp_path):

@@ -100,6 +100,23 @@ def stand_in_figures(run_file: Path) -> dict[str, Any]:
     return {"calls": sum(actions.values()), "by_action": dict(actions.most_common())}
 
 
+#: What the step hook logs when the daemon did not answer within its wait (`hooks.step_memory`).
+STEP_TIMEOUT_MARKS = ("no step memory", "timed out")
+
+
+def step_blocks_lost(user_dir: Path) -> int:
+    """Tool steps whose memory the hook gave up waiting for (`hooks.log` and its rotated `.1`). In
+    full mode the hooks run inside Claude Code, so this log is what shows a block lost to the wait."""
+    lost = 0
+    for name in ("hooks.log.1", "hooks.log"):
+        try:
+            text = (user_dir / "logs" / name).read_text(encoding="utf-8", errors="replace")
+        except FileNotFoundError:
+            continue
+        lost += sum(1 for line in text.splitlines() if all(m in line for m in STEP_TIMEOUT_MARKS))
+    return lost
+
+
 def hook_timing(seconds: dict[str, list[float]]) -> dict[str, dict[str, float]]:
     """Wall time of each hook process (median and p95, ms), simulated clock and all."""
     out = {}
@@ -209,7 +226,9 @@ def markdown(data: dict[str, Any], baseline: dict[str, Any] | None) -> str:
         "replay wall time (s)": lambda r: str(r["seconds"]),
         "hook p50/p95 ms": lambda r: "; ".join(
             f"{e} {t['p50_ms']:.0f}/{t['p95_ms']:.0f}" for e, t in r["hook_seconds"].items()
-        ),
+        )
+        or "not timed (the hooks run inside Claude Code)",
+        "tool steps whose memory timed out": lambda r: str(r.get("step_blocks_lost", "n/a")),
     }
     for label, fn in rows.items():
         out.append(f"| {label} | " + " | ".join(fn(r) for r in data["policies"].values()) + " |")

@@ -92,6 +92,7 @@ def replay_policy(
     try:
         run_file = replay.run()
         composition = report.composition(replay)
+        lost = report.step_blocks_lost(replay.user_dir)
         unmatched = getattr(replay, "unmatched_commands", lambda: None)()
     finally:
         replay.close()
@@ -112,6 +113,7 @@ def replay_policy(
         "composition": composition,
         "stop_hook": report.stop_figures(target, world),
         "hook_seconds": report.hook_timing(replay.hook_seconds),
+        "step_blocks_lost": lost,
         "stand_in": report.stand_in_figures(target),
         "unmatched_commands": unmatched,
         "work_dir": str(work) if keep else None,
