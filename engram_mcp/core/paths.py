@@ -53,7 +53,7 @@ GITIGNORE_TEXT = "# engram memory store: personal, never committed\n*\n"
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 _NOFOLLOW_DIR_FLAGS = _DIR_FLAGS | os.O_NOFOLLOW
 #: Opening a file only to read or fix its mode: never through a link, never blocking on a FIFO.
-_NOFOLLOW_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+NOFOLLOW_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _LINK_TARGET_SHOWN_CHARS = 80  # the target is the repository's text: named, not echoed at length
 #: A `git ls-files` of one path answers in 3-10 ms; past this something is wrong (a hung
 #: network file system): tracking is then undetermined, and callers fail safe.
@@ -522,7 +522,7 @@ def _read_git_file(path: Path, max_bytes: int, *, prefix: bool = False) -> bytes
     it cannot be opened (FileNotFoundError when it does not exist)."""
     if not stat.S_ISREG(os.lstat(path).st_mode):
         return None
-    fd = os.open(path, _NOFOLLOW_FILE_FLAGS)
+    fd = os.open(path, NOFOLLOW_FILE_FLAGS)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode) or (st.st_size > max_bytes and not prefix):
@@ -726,7 +726,7 @@ def _tighten_entry(dir_fd: int, name: str, shown: Path) -> None:
     if stat.S_IMODE(st.st_mode) == STORE_FILE_MODE or st.st_nlink != 1:
         return
     try:
-        fd = os.open(name, _NOFOLLOW_FILE_FLAGS, dir_fd=dir_fd)
+        fd = os.open(name, NOFOLLOW_FILE_FLAGS, dir_fd=dir_fd)
     except OSError:
         return  # vanished or unreadable: nothing to tighten through
     try:

@@ -20,7 +20,7 @@ import os
 import stat
 from pathlib import Path
 
-from engram_mcp.core.paths import DATA_DIRNAME
+from engram_mcp.core.paths import DATA_DIRNAME, NOFOLLOW_FILE_FLAGS, open_dir_at
 
 #: The engine's files that start with a header, by directory under `data/`.
 HEADED_FILES = (("clog", ".clog"), ("manifest", ".manifest"))
@@ -45,12 +45,12 @@ def drop_torn_heads(store_fd: int, shown: Path) -> list[Path]:
     goes by descriptor and never follows a link. Returns the paths removed, for the log.
     """
     removed: list[Path] = []
-    data_fd = _open_dir(DATA_DIRNAME, store_fd)
+    data_fd = _open_dir(store_fd, DATA_DIRNAME, shown / DATA_DIRNAME)
     if data_fd is None:
         return removed
     try:
         for sub, suffix in HEADED_FILES:
-            sub_fd = _open_dir(sub, data_fd)
+            sub_fd = _open_dir(data_fd, sub, shown / DATA_DIRNAME / sub)
             if sub_fd is None:
                 continue
             try:
@@ -66,9 +66,10 @@ def drop_torn_heads(store_fd: int, shown: Path) -> list[Path]:
     return removed
 
 
-def _open_dir(name: str, parent_fd: int) -> int | None:
+def _open_dir(parent_fd: int, name: str, shown: Path) -> int | None:
+    """`paths.open_dir_at` (never through a link, ours), or None when the engine has not made it."""
     try:
-        return os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=parent_fd)
+        return open_dir_at(parent_fd, name, shown, create=False)[0]
     except FileNotFoundError:
         return None
 
@@ -82,7 +83,7 @@ def _newest(dir_fd: int, suffix: str) -> str | None:
 def _header_torn(dir_fd: int, name: str) -> bool:
     """Whether a regular file is shorter than the header its first bytes declare (a header of a
     plausible length: a file with records is never removed for a damaged first length)."""
-    fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=dir_fd)
+    fd = os.open(name, NOFOLLOW_FILE_FLAGS, dir_fd=dir_fd)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
