@@ -24,7 +24,7 @@ from engram_mcp.core.redaction import sanitize
 from engram_mcp.services import context as context_ops
 from engram_mcp.services import promotion
 from engram_mcp.services.access import RequestContext, ScopeAccess
-from engram_mcp.services.excerpt import SENTENCE_BREAK_RE, query_terms
+from engram_mcp.services.excerpt import query_terms
 from engram_mcp.services.recall import recall
 from engram_mcp.services.records import check_text
 from engram_mcp.services.store import store
@@ -447,7 +447,8 @@ def step_context(access: ScopeAccess, ctx: RequestContext, *, step: str) -> dict
     candidates += [rule] if rule else []
     if not candidates:
         return {"additional_context": None}
-    lines = _Lines(ctx.project_root.name or None, _newer(access, ctx, found, candidates), terms, shown_cut)
+    excerpted = shown_cut | _cut_before_path(named, path)
+    lines = _Lines(ctx.project_root.name or None, _newer(access, ctx, found, candidates), terms, excerpted)
     candidates, block = _step_block(candidates, lines, budget)
     if not candidates:
         return {"additional_context": None, "reason": "the turn's budget is spent"}
@@ -466,20 +467,19 @@ PATH_POOL = 10
 def _path_rule(
     access: ScopeAccess, ctx: RequestContext, path: str, seen: set[str], shown_cut: set[str]
 ) -> dict[str, Any] | None:
-    """The memory about the file a step just wrote: its point (first sentence) names the file by its
-    path ("Every string a user sees lives in messages/en.json ..."), and this session has not seen it.
-    A rule about a file is needed when the file is written, however far its words are from the text
-    written, which the step's cosine bar measures (an Edit adding one JSON key to messages/en.json is
-    far from the rule that says why copy goes there). A path named further on is the turn's detail
-    ("Outcome: ... the labels are in messages/en.json"), not what the memory is about: on the month
-    replay such lines took the turn's room from the memory a later step needed. Recall's first."""
+    """The memory that names the file a step just wrote by its path ("every string a user sees lives
+    in messages/en.json"; "the enum lives in schema.prisma, never edit the migration"), if this session
+    has not seen it: a rule about a file is needed when the file is written, however far its words are
+    from the text written, which the step's cosine bar measures (an Edit adding one JSON key to
+    messages/en.json is far from the rule that says why copy goes there). A memory the start block
+    showed cut comes back only when its cut hid the path. Recall's first that names it."""
     found = recall(access, ctx, query=path, limit=PATH_POOL, strengthen=False)
     for m in found.get("memories") or []:
         if m["id"] in seen or not context_ops.injectable(m):
             continue
         if ctx.session_id and m.get("session_id") == ctx.session_id:  # written in this session: Claude has it
             continue
-        if not artifacts.names_path(_point(str(m.get("content") or "")), path):
+        if not artifacts.names_path(str(m.get("content") or ""), path):
             continue
         if m["id"] in shown_cut and artifacts.names_path(context_ops.line_body(m, context_ops.ITEM_CHARS), path):
             continue
@@ -488,9 +488,13 @@ def _path_rule(
     return None
 
 
-def _point(text: str) -> str:
-    """A memory's first sentence, where a memory states what it is about (the point first)."""
-    return SENTENCE_BREAK_RE.split(" ".join(text.split()), maxsplit=1)[0]
+def _cut_before_path(named: dict[str, Any] | None, path: str | None) -> set[str]:
+    """{the id of `named`} when a step line's head of it would end before it names `path`: its line then
+    shows its sentences about the step (`excerpt`), as for a memory the start block showed cut."""
+    if named is None or path is None:
+        return set()
+    head = context_ops.line_body(named, min(STEP_LINE_CHARS))
+    return set() if artifacts.names_path(head, path) else {named["id"]}
 
 
 #: Recall's candidates for a kind of artifact a step writes (`_kind_rule`).
