@@ -7,7 +7,6 @@ import time
 
 import pytest
 
-from engram_mcp.core import artifacts
 from engram_mcp.core.artifacts import ARTIFACT_KINDS, step_kinds
 from engram_mcp.interfaces.hooks import step_text
 
@@ -58,18 +57,3 @@ def test_reading_a_hostile_step_is_linear():
         start = time.perf_counter()
         assert step_kinds(step[:4000]) == []
         assert time.perf_counter() - start < 0.5
-
-
-def test_a_file_step_names_its_path_and_a_memory_names_a_file_only_as_a_whole_path():
-    """What `hook_step` matches a rule about a file on: the path a file write's step text names (none
-    for a command or a name as short as a word), found in a memory's text whole, with or without a
-    leading `./`, never as the tail or head of another path."""
-    assert artifacts.step_path("Edit messages/en.json\n  \"k\": \"v\"") == "messages/en.json"
-    assert artifacts.step_path("Write justfile\nbench:\n\tcargo bench") == "justfile"
-    assert artifacts.step_path("$ cat messages/en.json") is None
-    assert artifacts.step_path("Edit go\nx") is None
-    path = "messages/en.json"
-    for text in ("lives in messages/en.json and", "in `messages/en.json`.", "(./messages/en.json)", "messages/en.json, which"):
-        assert artifacts.names_path(text, path), text
-    for text in ("apps/web/messages/en.json", "messages/en.json.bak", "messages/en.jsonc", "old-messages/en.json"):
-        assert not artifacts.names_path(text, path), text

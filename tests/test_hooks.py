@@ -642,43 +642,6 @@ def test_a_step_that_writes_sql_or_a_commit_shows_the_users_rule_for_it_once(tmp
         env.shutdown()
 
 
-def test_a_step_that_writes_a_file_shows_the_memory_that_names_the_file_once(live, tmp_path):
-    """A rule that names a file by its path comes after a step that writes that file, however far the
-    text written is from the rule in meaning (one JSON key against why copy lives there); once a
-    session. A memory naming the path only inside a longer one is no rule for it, an edit of another
-    file shows neither, and a rule whose path is past the line's head shows its sentence about it."""
-    project = tmp_path / "console"
-    project.mkdir()
-    filler = "The sites page lists every site of the organisation with its rated capacity and last reading. " * 4
-    with live.client() as c:
-        for content in (
-            "Every string a user sees lives in messages/en.json and is rendered with m.<key>() from Paraglide; "
-            "no hard-coded copy in components, because the translators work from that file.",
-            "The marketing site keeps its own copy in apps/www/messages/en.json, which its agency edits.",
-            filler + "Schema changes go through src/lib/server/db/schema.ts and drizzle-kit generate, never a "
-            "hand-written migration.",
-        ):
-            c.call("store", {"content": content, "type": "semantic", "scope": "project", "importance": 0.7},
-                   project_root=str(project))
-
-        def step(session: str, text: str) -> str:
-            shown = c.call("hook_step", {"step": text}, project_root=str(project), session_id=session)
-            return shown["additional_context"] or ""
-
-        key = 'Edit messages/en.json\n  "users_col_last_login": "Last login",'
-        first = step("path-1", key)
-        assert "translators work from that file" in first and "agency" not in first, first
-        assert "translators" not in step("path-1", key)  # once a session
-        assert "translators" not in step("path-2", 'Edit src/lib/time.ts\nexport const tz = "UTC";')
-        schema = step("path-3", "Edit src/lib/server/db/schema.ts\n\tlastLoginAt: timestamp('last_login_at'),")
-        assert "never a hand-written migration" in schema, schema
-    # the same through the hook process, from Claude Code's own payload
-    edit = sample("PostToolUse.Edit", session_id="path-4", cwd=str(project),
-                  tool_input={"file_path": str(project / "messages" / "en.json"), "old_string": "{",
-                              "new_string": '{\n  "users_col_last_login": "Last login",'})
-    assert "translators work from that file" in _context(run_hook(live, "PostToolUse", edit))
-
-
 def test_a_step_line_whose_value_was_replaced_carries_the_change(live, tmp_path):
     """A memory of two facts, one replaced since by a memory that does not supersede it (the reviewer
     of auth changes): shown after a step, its line names the replacement, as a prompt's line does."""

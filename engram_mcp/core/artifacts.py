@@ -115,26 +115,6 @@ def step_kinds(step: str) -> list[ArtifactKind]:
     return [k for k in ARTIFACT_KINDS if k.in_file(path.strip(), rest)]
 
 
-#: The shortest path a memory is matched on by name ("justfile" is one; "go" could be any word).
-MIN_NAMED_PATH_CHARS = 4
-
-
-def step_path(step: str) -> str | None:
-    """The path of the file a file-writing step wrote (relative to the project when inside it), as
-    its step text names it; None for a command or a path too short to tell from a word."""
-    tool, _, path = step.partition("\n")[0].partition(" ")
-    path = path.strip()
-    if tool not in FILE_WRITE_TOOLS or len(path) < MIN_NAMED_PATH_CHARS:
-        return None
-    return path
-
-
-def names_path(text: str, path: str) -> bool:
-    """Whether `text` names the file at `path` as a whole path ("lives in messages/en.json", "`./justfile`"),
-    not as the tail or head of another ("apps/web/messages/en.json", "messages/en.json.bak")."""
-    return re.search(rf"(?<![\w/.-])(?:\./)?{re.escape(path)}(?![\w/-]|\.\w)", text) is not None
-
-
 def names_a_kind(text: str) -> bool:
     """Whether a memory's text names a kind of artifact declared here (a rule a step brings)."""
     return any(k.named_in(text) for k in ARTIFACT_KINDS)

@@ -436,9 +436,6 @@ def step_context(access: ScopeAccess, ctx: RequestContext, *, step: str) -> dict
         and not context_ops.outdated(access, ctx, m)
     )
     candidates = list(itertools.islice(eligible, STEP_LIMIT))  # `outdated` only until enough are found
-    path = artifacts.step_path(step)
-    named = _path_rule(access, ctx, path, {*seen, *(m["id"] for m in candidates)}, shown_cut) if path else None
-    candidates += [named] if named else []
     kinds = artifacts.step_kinds(step)
     if not candidates and not kinds:
         return {"additional_context": None}
@@ -447,8 +444,7 @@ def step_context(access: ScopeAccess, ctx: RequestContext, *, step: str) -> dict
     candidates += [rule] if rule else []
     if not candidates:
         return {"additional_context": None}
-    excerpted = shown_cut | _cut_before_path(named, path)
-    lines = _Lines(ctx.project_root.name or None, _newer(access, ctx, found, candidates), terms, excerpted)
+    lines = _Lines(ctx.project_root.name or None, _newer(access, ctx, found, candidates), terms, shown_cut)
     candidates, block = _step_block(candidates, lines, budget)
     if not candidates:
         return {"additional_context": None, "reason": "the turn's budget is spent"}
@@ -458,43 +454,6 @@ def step_context(access: ScopeAccess, ctx: RequestContext, *, step: str) -> dict
     context_ops.strengthen_used(access, ctx, candidates)
     INJECTION_LOG.record(ctx.session_id, "step", ids, tokens, prompt=step)
     return {"additional_context": block, "memory_ids": ids, "tokens": tokens}
-
-
-#: Recall's candidates for the file a step wrote, searched by its path (`_path_rule`).
-PATH_POOL = 10
-
-
-def _path_rule(
-    access: ScopeAccess, ctx: RequestContext, path: str, seen: set[str], shown_cut: set[str]
-) -> dict[str, Any] | None:
-    """The memory that names the file a step just wrote by its path ("every string a user sees lives
-    in messages/en.json"; "the enum lives in schema.prisma, never edit the migration"), if this session
-    has not seen it: a rule about a file is needed when the file is written, however far its words are
-    from the text written, which the step's cosine bar measures (an Edit adding one JSON key to
-    messages/en.json is far from the rule that says why copy goes there). A memory the start block
-    showed cut comes back only when its cut hid the path. Recall's first that names it."""
-    found = recall(access, ctx, query=path, limit=PATH_POOL, strengthen=False)
-    for m in found.get("memories") or []:
-        if m["id"] in seen or not context_ops.injectable(m):
-            continue
-        if ctx.session_id and m.get("session_id") == ctx.session_id:  # written in this session: Claude has it
-            continue
-        if not artifacts.names_path(str(m.get("content") or ""), path):
-            continue
-        if m["id"] in shown_cut and artifacts.names_path(context_ops.line_body(m, context_ops.ITEM_CHARS), path):
-            continue
-        if not context_ops.outdated(access, ctx, m):
-            return m
-    return None
-
-
-def _cut_before_path(named: dict[str, Any] | None, path: str | None) -> set[str]:
-    """{the id of `named`} when a step line's head of it would end before it names `path`: its line then
-    shows its sentences about the step (`excerpt`), as for a memory the start block showed cut."""
-    if named is None or path is None:
-        return set()
-    head = context_ops.line_body(named, min(STEP_LINE_CHARS))
-    return set() if artifacts.names_path(head, path) else {named["id"]}
 
 
 #: Recall's candidates for a kind of artifact a step writes (`_kind_rule`).
