@@ -17,7 +17,9 @@ the trigger this one replaced (measured on the same turns) with what each design
 With `--world DIR` (default: `../shared/bench/coding-month` when present) also the trigger on every
 turn of a coding-month world (issue 33): teaching and quiet turns flagged, and whether the hook's own
 memory of a flagged turn shows each taught fact (the world's anchors; only this evaluation reads
-facts.jsonl). Writes stop.json and stop.md. Pure Python, no daemon, no model: ~1 s.
+facts.jsonl). And, on that world and the ones written in this repository (bench/month), how each
+user fact's teaching turn is read for the user scope (`scope_eval`): by the user's words, the note,
+the replay's stand-in. Writes stop.json and stop.md. Pure Python, no daemon, no model: ~1 s.
 """
 
 from __future__ import annotations
@@ -244,6 +246,8 @@ def run(out_dir: Path, world: Path | None = None) -> dict[str, Any]:
     }
     if world is not None and (world / "sessions.jsonl").exists():
         result["world"] = world_eval(world)
+    scope_worlds = [w for w in [world, *(OWN_WORLDS_DIR / n for n in OWN_WORLDS)] if w and (w / "facts.jsonl").exists()]
+    result["scope"] = scope_eval(scope_worlds)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "stop.json").write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     (out_dir / "stop.md").write_text(report(result), encoding="utf-8")
@@ -312,6 +316,51 @@ def world_turns(world: Path) -> list[dict[str, Any]]:
 def shows(text: str, anchors: list[str]) -> bool:
     low = text.lower()
     return all(a.lower() in low for a in anchors)
+
+
+#: The coding-month worlds written in this repository, each without reading the public one
+#: (bench/month/run.py OTHER_WORLDS).
+OWN_WORLDS_DIR = ROOT / "bench" / "month"
+OWN_WORLDS = ("heldout", "third", "fourth", "fifth", "sixth", "seventh", "eighth")
+
+
+def scope_eval(worlds: list[Path]) -> list[dict[str, Any]]:
+    """Per world, how the user scope is read from each fact's teaching turn: the user's words that
+    carry Claude's project store on to the user scope unasked (`stop_trigger.user_says_every_project`),
+    what the note tells Claude (`for_every_project`, the answer's words too), and the scope the
+    replay's stand-in picks (`standin.memory_from_turn`). A user fact none of them reads stays in the
+    project it was taught in, where the other projects never see it, and a replacement taught in
+    another project never supersedes it. The labels (facts.jsonl) are read here only."""
+    from bench.month import standin
+
+    out = []
+    for world in worlds:
+        sessions = {
+            s["session_id"]: s
+            for s in map(json.loads, (world / "sessions.jsonl").read_text(encoding="utf-8").splitlines())
+            if s
+        }
+        counts = {k: {"user": 0, "project": 0} for k in ("facts", "user_words", "note", "standin")}
+        missed = []
+        for line in (world / "facts.jsonl").read_text(encoding="utf-8").splitlines():
+            if not line.strip():
+                continue
+            fact = json.loads(line)
+            taught = fact["taught_in"]
+            turn = sessions[taught["session"]]["turns"][taught["turn"] - 1]
+            scope = "user" if fact["scope"] == "user" else "project"
+            read = {
+                "user_words": stop_trigger.user_says_every_project(turn["prompt"]),
+                "note": stop_trigger.for_every_project(turn["prompt"], turn["answer"]),
+                "standin": standin.memory_from_turn(turn).scope == "user",
+            }
+            counts["facts"][scope] += 1
+            for k, v in read.items():
+                counts[k][scope] += v
+            if scope == "user" and not any(read.values()):
+                missed.append(fact["fact_id"])
+        out.append({"world": world.name if world.parent == OWN_WORLDS_DIR else str(world), **counts, "missed": missed})
+    return out
 
 
 def world_eval(world: Path) -> dict[str, Any]:
@@ -494,6 +543,22 @@ def report(r: dict[str, Any]) -> str:
             "Facts missed: " + (", ".join(f"{m['fact']} ({m['turn']}, {m['kind']})" for m in w["missed"]) or "none"),
             "",
         ]
+    if r.get("scope"):
+        L += [
+            "The user scope read from each fact's teaching turn, per world (user facts read as the user's / "
+            "user facts; project facts read so, wrongly): the user's words carry Claude's project store on to "
+            "the user scope, the note tells Claude to use it, the replay's stand-in picks it:",
+            "",
+            "| world | user facts | user's words | note | stand-in | project facts read as the user's (words / note / stand-in) | user facts none reads |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for w in r["scope"]:
+            L.append(
+                f"| {w['world']} | {w['facts']['user']} | {w['user_words']['user']} | {w['note']['user']} | "
+                f"{w['standin']['user']} | {w['user_words']['project']} / {w['note']['project']} / "
+                f"{w['standin']['project']} of {w['facts']['project']} | {', '.join(w['missed']) or 'none'} |"
+            )
+        L.append("")
     if r["mistakes"]:
         L += [
             "Turns it gets wrong: "
@@ -530,6 +595,12 @@ def main(argv: list[str] | None = None) -> int:
             f"world    teaching turns flagged {w['teaching_fired']}/{w['teaching']}  quiet {w['quiet_fired']}/{w['quiet']}  "
             f"facts in the hook's memory {w['captured_by_hook']}/{w['facts']} "
             f"(taught in a session's last turn {w['last_turn_captured_by_hook']}/{w['last_turn_facts']})",
+            flush=True,
+        )
+    for w in result.get("scope") or []:
+        print(
+            f"scope    {w['world'][-30:]:30s} user facts read as the user's: words {w['user_words']['user']}/"
+            f"{w['facts']['user']}, stand-in {w['standin']['user']}; project facts read so: {w['user_words']['project']}",
             flush=True,
         )
     print(f"wrote {out / 'stop.md'}")

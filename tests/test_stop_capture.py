@@ -822,3 +822,32 @@ def test_what_claude_code_writes_as_a_user_entry_is_not_the_users_prompt(synthet
     facts = hooks.turn_facts(hooks.last_turn(entries))
     assert facts["prompt"].strip() == "get the test suite running please"
     assert stop_trigger.stop_signals(facts) == []
+
+
+def test_the_stop_bench_counts_per_world_the_user_facts_no_scope_reading_finds(tmp_path):
+    """bench/stop_bench.scope_eval: a user fact taught with a scope word is read as the user's by the
+    user's words, the note and the stand-in; one taught without is listed as missed; a project fact
+    read as the user's counts against each reading."""
+    from bench import stop_bench
+
+    def turn(n: int, prompt: str, teaches: list[str]) -> dict:
+        return {"turn": n, "prompt": prompt, "answer": "Done.", "events": [], "teaches": teaches, "needs": [],
+                "quiet": not teaches}
+
+    sessions = [{"session_id": "s01", "project": "api", "day": 1, "turns": [
+        turn(1, "Squash before merging, in every repo.", ["U01"]),
+        turn(2, "The laptop's runtimes are on asdf now.", ["U02"]),
+        turn(3, "The API listens on port 8443.", ["P01"]),
+    ]}]
+    facts = [
+        {"fact_id": "U01", "scope": "user", "taught_in": {"session": "s01", "turn": 1}},
+        {"fact_id": "U02", "scope": "user", "taught_in": {"session": "s01", "turn": 2}},
+        {"fact_id": "P01", "scope": "project", "taught_in": {"session": "s01", "turn": 3}},
+    ]
+    (tmp_path / "sessions.jsonl").write_text("".join(json.dumps(s) + "\n" for s in sessions))
+    (tmp_path / "facts.jsonl").write_text("".join(json.dumps(f) + "\n" for f in facts))
+    [r] = stop_bench.scope_eval([tmp_path])
+    assert r["facts"] == {"user": 2, "project": 1}
+    for reading in ("user_words", "note", "standin"):
+        assert r[reading] == {"user": 1, "project": 0}, (reading, r)
+    assert r["missed"] == ["U02"]
