@@ -246,7 +246,11 @@ def run(out_dir: Path, world: Path | None = None) -> dict[str, Any]:
     }
     if world is not None and (world / "sessions.jsonl").exists():
         result["world"] = world_eval(world)
-    scope_worlds = [w for w in [world, *(OWN_WORLDS_DIR / n for n in OWN_WORLDS)] if w and (w / "facts.jsonl").exists()]
+    from bench.month.run import OTHER_WORLDS
+
+    scope_worlds = [
+        w for w in [world, *(OWN_WORLDS_DIR / n for n in OTHER_WORLDS)] if w and (w / "facts.jsonl").exists()
+    ]
     result["scope"] = scope_eval(scope_worlds)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "stop.json").write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
@@ -318,10 +322,8 @@ def shows(text: str, anchors: list[str]) -> bool:
     return all(a.lower() in low for a in anchors)
 
 
-#: The coding-month worlds written in this repository, each without reading the public one
-#: (bench/month/run.py OTHER_WORLDS).
+#: Where the coding-month worlds written in this repository live (bench/month/run.py OTHER_WORLDS).
 OWN_WORLDS_DIR = ROOT / "bench" / "month"
-OWN_WORLDS = ("heldout", "third", "fourth", "fifth", "sixth", "seventh", "eighth")
 
 
 def scope_eval(worlds: list[Path]) -> list[dict[str, Any]]:
