@@ -191,7 +191,7 @@ def issue_prompts() -> list[dict[str, Any]]:
 
 
 def run(out_dir: Path, world: Path | None = None) -> dict[str, Any]:
-    turns = [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines() if line.strip()]
+    turns = read_jsonl(CORPUS)
     rows = []
     for t in turns:
         signals, legacy = classify(t)
@@ -283,13 +283,15 @@ def costs(all_split: dict[str, Any], note_tokens_: int) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------------ a coding-month world
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """The objects of a JSON Lines file, blank lines skipped (the corpus and a world's files)."""
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
 def world_turns(world: Path) -> list[dict[str, Any]]:
     """Every turn of a coding-month world (`sessions.jsonl`) in the corpus's shape, with its labels."""
     out = []
-    for line in (world / "sessions.jsonl").read_text(encoding="utf-8").splitlines():
-        if not line.strip():
-            continue
-        s = json.loads(line)
+    for s in read_jsonl(world / "sessions.jsonl"):
         for i, t in enumerate(s["turns"]):
             tools = [
                 {
@@ -337,17 +339,10 @@ def scope_eval(worlds: list[Path]) -> list[dict[str, Any]]:
 
     out = []
     for world in worlds:
-        sessions = {
-            s["session_id"]: s
-            for s in map(json.loads, (world / "sessions.jsonl").read_text(encoding="utf-8").splitlines())
-            if s
-        }
+        sessions = {s["session_id"]: s for s in read_jsonl(world / "sessions.jsonl")}
         counts = {k: {"user": 0, "project": 0} for k in ("facts", "user_words", "note", "standin")}
         missed = []
-        for line in (world / "facts.jsonl").read_text(encoding="utf-8").splitlines():
-            if not line.strip():
-                continue
-            fact = json.loads(line)
+        for fact in read_jsonl(world / "facts.jsonl"):
             taught = fact["taught_in"]
             turn = sessions[taught["session"]]["turns"][taught["turn"] - 1]
             scope = "user" if fact["scope"] == "user" else "project"
@@ -373,9 +368,7 @@ def world_eval(world: Path) -> dict[str, Any]:
     evaluation reads facts.jsonl for the anchors; nothing the hook or the stand-in does reads it)."""
     from bench.month import standin
 
-    facts = {
-        f["fact_id"]: f for f in map(json.loads, (world / "facts.jsonl").read_text(encoding="utf-8").splitlines()) if f
-    }
+    facts = {f["fact_id"]: f for f in read_jsonl(world / "facts.jsonl")}
     turns = world_turns(world)
     rows = []
     prev_fired, prev_session = False, None

@@ -227,7 +227,7 @@ def test_the_stop_corpus_false_nudges_do_not_rise():
     from bench import stop_bench
 
     rows = []
-    for t in map(json.loads, stop_bench.CORPUS.read_text(encoding="utf-8").splitlines()):
+    for t in stop_bench.read_jsonl(stop_bench.CORPUS):
         signals, _ = stop_bench.classify(t)
         rows.append({"split": t["split"], "label": t["label"], "fired": bool(signals)})
     for split, most in (("dev", 1), ("heldout", 0)):  # issue 33's starting point: 1/54 and 0/54
