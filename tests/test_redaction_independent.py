@@ -14,10 +14,19 @@ import pytest
 from engram_mcp.core.redaction import redact_outbound, sanitize
 
 DATA = Path(__file__).resolve().parents[1] / "bench" / "data"
-CASES = [json.loads(line) for line in (DATA / "secrets_independent.jsonl").read_text(encoding="utf-8").splitlines()]
-LOOKALIKES = [
-    json.loads(line) for line in (DATA / "not_secrets_independent.jsonl").read_text(encoding="utf-8").splitlines()
-]
+REDACTORS = pytest.mark.parametrize("redactor", [sanitize, redact_outbound], ids=["local", "outbound"])
+
+
+def _corpus(suffix: str) -> tuple[list[dict], list[dict]]:
+    """A corpus's secrets and look-alikes (`secrets_independent{suffix}.jsonl` and its `not_`)."""
+
+    def read(name: str) -> list[dict]:
+        return [json.loads(line) for line in (DATA / name).read_text(encoding="utf-8").splitlines()]
+
+    return read(f"secrets_independent{suffix}.jsonl"), read(f"not_secrets_independent{suffix}.jsonl")
+
+
+CASES, LOOKALIKES = _corpus("")
 #: Look-alikes the local pass changes, each on purpose: a weak password under a password's name is
 #: one (`password: changeme`); a live publishable key and a token under `accessToken` are kept out of
 #: memory rather than judged public (Stripe's `pk_live_`, Mapbox's `pk.`).
@@ -29,8 +38,20 @@ def _left(secret: str, text: str) -> bool:
     return secret in text or any(p in text for p in pieces)
 
 
+def _redacted_by_both(text: str, secret: str) -> None:
+    """Neither pass leaves `secret` (or a long piece of it) in `text`."""
+    for redactor in (sanitize, redact_outbound):
+        assert not _left(secret, redactor(text).text), redactor.__name__
+
+
+def _kept_by_both(text: str) -> None:
+    """Both passes leave `text` as it is: a look-alike, not a secret."""
+    for redactor in (sanitize, redact_outbound):
+        assert redactor(text).text == text, redactor.__name__
+
+
 @pytest.mark.parametrize("case", CASES, ids=[c["kind"] for c in CASES])
-@pytest.mark.parametrize("redactor", [sanitize, redact_outbound], ids=["local", "outbound"])
+@REDACTORS
 def test_every_secret_of_the_independent_corpus_is_redacted(case, redactor):
     assert not _left(case["secret"], redactor(case["context"]).text)
 
@@ -105,10 +126,7 @@ def test_look_alikes_of_those_forms_stay(text):
 
 
 # ------------------------------------------------------------------ the second independent corpus
-CASES_2 = [json.loads(line) for line in (DATA / "secrets_independent2.jsonl").read_text(encoding="utf-8").splitlines()]
-LOOKALIKES_2 = [
-    json.loads(line) for line in (DATA / "not_secrets_independent2.jsonl").read_text(encoding="utf-8").splitlines()
-]
+CASES_2, LOOKALIKES_2 = _corpus("2")
 #: Left in clear on purpose: Algolia's key in `algoliasearch(appId, key)` is as often the search-only
 #: key, which every front end publishes (the same call with it is among the look-alikes).
 LEFT_ON_PURPOSE_2 = {"algolia_admin_key_js"}
@@ -125,14 +143,14 @@ CHANGED_ON_PURPOSE_2 = {
 
 
 @pytest.mark.parametrize("case", CASES_2, ids=[c["kind"] for c in CASES_2])
-@pytest.mark.parametrize("redactor", [sanitize, redact_outbound], ids=["local", "outbound"])
+@REDACTORS
 def test_every_secret_of_the_second_independent_corpus_is_redacted(case, redactor):
     if case["kind"] in LEFT_ON_PURPOSE_2:
         pytest.skip("left in clear on purpose (LEFT_ON_PURPOSE_2)")
     assert not _left(case["secret"], redactor(case["context"]).text)
 
 
-@pytest.mark.parametrize("redactor", [sanitize, redact_outbound], ids=["local", "outbound"])
+@REDACTORS
 def test_both_passes_leave_the_second_corpus_look_alikes_alone(redactor):
     changed = {n["kind"] for n in LOOKALIKES_2 if redactor(n["text"]).text != n["text"]}
     assert changed <= CHANGED_ON_PURPOSE_2
@@ -194,8 +212,7 @@ def test_both_passes_leave_the_second_corpus_look_alikes_alone(redactor):
 )
 def test_forms_the_second_corpus_found_missing(text, secret):
     """Each class the second corpus found, in examples of its own (other words, other values)."""
-    for redactor in (sanitize, redact_outbound):
-        assert not _left(secret, redactor(text).text), redactor.__name__
+    _redacted_by_both(text, secret)
 
 
 @pytest.mark.parametrize(
@@ -219,15 +236,11 @@ def test_forms_the_second_corpus_found_missing(text, secret):
     ],
 )
 def test_look_alikes_of_the_second_corpus_forms_stay(text):
-    for redactor in (sanitize, redact_outbound):
-        assert redactor(text).text == text, redactor.__name__
+    _kept_by_both(text)
 
 
 # ------------------------------------------------------------------ the third: prose and chat, 35 languages
-CASES_3 = [json.loads(line) for line in (DATA / "secrets_independent3.jsonl").read_text(encoding="utf-8").splitlines()]
-LOOKALIKES_3 = [
-    json.loads(line) for line in (DATA / "not_secrets_independent3.jsonl").read_text(encoding="utf-8").splitlines()
-]
+CASES_3, LOOKALIKES_3 = _corpus("3")
 #: Still in clear, each a form no rule reads yet (docs/architecture.md, "A third corpus"): an unquoted
 #: passphrase of several words, a value whose sentence names no password ("the wifi changed again,
 #: the new one is X"), a quoted passphrase before its name, a word and two digits right after the
@@ -251,7 +264,7 @@ CHANGED_OUTBOUND_3 = {"ww_hoofdlettergevoelig"}
 
 
 @pytest.mark.parametrize("case", CASES_3, ids=[f"{c['lang']}-{c['kind']}" for c in CASES_3])
-@pytest.mark.parametrize("redactor", [sanitize, redact_outbound], ids=["local", "outbound"])
+@REDACTORS
 def test_every_secret_of_the_third_corpus_is_redacted(case, redactor):
     if case["kind"] in LEFT_3:
         pytest.skip("a form no rule reads yet (LEFT_3)")
@@ -290,8 +303,7 @@ def test_the_third_corpus_look_alikes_stay():
 )
 def test_forms_the_third_corpus_found_missing(text, secret):
     """Each class the third corpus found, in examples of its own."""
-    for redactor in (sanitize, redact_outbound):
-        assert not _left(secret, redactor(text).text), redactor.__name__
+    _redacted_by_both(text, secret)
 
 
 @pytest.mark.parametrize(
@@ -316,10 +328,7 @@ def test_look_alikes_of_the_third_corpus_forms_stay(text):
 
 
 # ------------------------------------------------------------------ the fourth: held out until its first run
-CASES_4 = [json.loads(line) for line in (DATA / "secrets_independent4.jsonl").read_text(encoding="utf-8").splitlines()]
-LOOKALIKES_4 = [
-    json.loads(line) for line in (DATA / "not_secrets_independent4.jsonl").read_text(encoding="utf-8").splitlines()
-]
+CASES_4, LOOKALIKES_4 = _corpus("4")
 #: Still in clear (by value: the corpus's kinds are generic): a password whose sentence names none
 #: ("sudo keeps rejecting '…'", "c'est … et pas …"), and one corrected in the sentence before the
 #: one that names it ("it's X not Y. the other one was the old root pw").
@@ -329,14 +338,14 @@ CHANGED_ON_PURPOSE_4 = {"env_example_placeholders", "stripe_publishable_key"}
 
 
 @pytest.mark.parametrize("case", CASES_4, ids=[f"{c['lang']}-{c['kind']}-{i}" for i, c in enumerate(CASES_4)])
-@pytest.mark.parametrize("redactor", [sanitize, redact_outbound], ids=["local", "outbound"])
+@REDACTORS
 def test_every_secret_of_the_fourth_corpus_is_redacted(case, redactor):
     if case["secret"] in LEFT_4:
         pytest.skip("a form no rule reads yet (LEFT_4)")
     assert not _left(case["secret"], redactor(case["context"]).text)
 
 
-@pytest.mark.parametrize("redactor", [sanitize, redact_outbound], ids=["local", "outbound"])
+@REDACTORS
 def test_the_fourth_corpus_look_alikes_stay(redactor):
     changed = {n["kind"] for n in LOOKALIKES_4 if redactor(n["text"]).text != n["text"]}
     assert changed <= CHANGED_ON_PURPOSE_4
@@ -374,8 +383,7 @@ def test_the_fourth_corpus_look_alikes_stay(redactor):
 )
 def test_forms_the_fourth_corpus_found_missing(text, secret):
     """Each class the fourth corpus found, in examples of its own."""
-    for redactor in (sanitize, redact_outbound):
-        assert not _left(secret, redactor(text).text), redactor.__name__
+    _redacted_by_both(text, secret)
 
 
 @pytest.mark.parametrize(
@@ -390,17 +398,13 @@ def test_forms_the_fourth_corpus_found_missing(text, secret):
     ],
 )
 def test_look_alikes_of_the_fourth_corpus_forms_stay(text):
-    for redactor in (sanitize, redact_outbound):
-        assert redactor(text).text == text, redactor.__name__
+    _kept_by_both(text)
 
 
 # --------------------------------------------------------------------------- fifth corpus
 # Held out until its first run, written by a writer who read neither the rules nor the other
 # corpora: tool formats, configs, code and chat across ~40 families, 25 languages (200 + 200).
-CASES_5 = [json.loads(line) for line in (DATA / "secrets_independent5.jsonl").read_text(encoding="utf-8").splitlines()]
-LOOKALIKES_5 = [
-    json.loads(line) for line in (DATA / "not_secrets_independent5.jsonl").read_text(encoding="utf-8").splitlines()
-]
+CASES_5, LOOKALIKES_5 = _corpus("5")
 #: Still in clear (by value): a password with no name in its sentence (a chat answer on the next
 #: line, a column of a host table), a
 #: six-digit SMS code, a door code, digit groups after a German router's key name, a Consul
@@ -440,14 +444,14 @@ CHANGED_5 = {
 
 
 @pytest.mark.parametrize("case", CASES_5, ids=[f"{c['lang']}-{c['kind']}-{i}" for i, c in enumerate(CASES_5)])
-@pytest.mark.parametrize("redactor", [sanitize, redact_outbound], ids=["local", "outbound"])
+@REDACTORS
 def test_every_secret_of_the_fifth_corpus_is_redacted(case, redactor):
     if case["secret"] in LEFT_5:
         pytest.skip("a form no rule reads yet (LEFT_5)")
     assert not _left(case["secret"], redactor(case["context"]).text)
 
 
-@pytest.mark.parametrize("redactor", [sanitize, redact_outbound], ids=["local", "outbound"])
+@REDACTORS
 def test_the_fifth_corpus_look_alikes_stay(redactor):
     changed = {n["kind"] for n in LOOKALIKES_5 if redactor(n["text"]).text != n["text"]}
     assert changed <= CHANGED_5
@@ -505,8 +509,7 @@ def test_the_fifth_corpus_look_alikes_stay(redactor):
 )
 def test_forms_the_fifth_corpus_found_missing(text, secret):
     """Each class the fifth corpus found, in examples of its own."""
-    for redactor in (sanitize, redact_outbound):
-        assert not _left(secret, redactor(text).text), redactor.__name__
+    _redacted_by_both(text, secret)
 
 
 @pytest.mark.parametrize(
@@ -528,8 +531,7 @@ def test_forms_the_fifth_corpus_found_missing(text, secret):
     ],
 )
 def test_look_alikes_of_the_fifth_corpus_forms_stay(text):
-    for redactor in (sanitize, redact_outbound):
-        assert redactor(text).text == text, redactor.__name__
+    _kept_by_both(text)
 
 
 @pytest.mark.parametrize(
@@ -556,8 +558,7 @@ def test_look_alikes_of_the_fifth_corpus_forms_stay(text):
 )
 def test_look_alikes_of_the_new_rules_stay(text):
     """What a review found the fifth corpus's new rules took for secrets."""
-    for redactor in (sanitize, redact_outbound):
-        assert redactor(text).text == text, redactor.__name__
+    _kept_by_both(text)
 
 
 @pytest.mark.parametrize(
