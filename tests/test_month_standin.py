@@ -35,3 +35,31 @@ def test_an_environment_remark_is_not_taken_for_a_rule() -> None:
     """ "On this laptop" says where, not that a rule holds: the request's detail still leads."""
     memory = standin.memory_from_turn(_turn("First build on this laptop. Set up `~/.config/app.toml` for dev."))
     assert memory.content.startswith("Set up `~/.config/app.toml` for dev.")
+
+
+def test_who_someone_is_leads_the_memory_with_the_name_its_pronoun_points_to() -> None:
+    """ "She's the PM ... signs off any wording" names no rule word, yet a model keeps it, and
+    with the sentence before it, which says who "she" is; the outcome's promise comes after."""
+    memory = standin.memory_from_turn(
+        _turn(
+            "Ping Dorota about the banner text before it ships. She's our PM and signs off anything users read.",
+            "Asked Dorota on the PR. I'll treat any user-facing text as needing her OK from now on.",
+        )
+    )
+    assert memory.content.startswith("Ping Dorota about the banner text before it ships. She's our PM")
+
+
+def test_a_pronoun_sentence_without_anything_lasting_is_not_taken_for_a_role() -> None:
+    memory = standin.memory_from_turn(_turn("Run the linter on src/. It's slow, give it a minute."))
+    assert memory.content.startswith("Run the linter on src/.")
+
+
+def test_a_request_that_names_a_role_is_not_taken_for_who_someone_is() -> None:
+    """ "Tell the pilot lead what changed" asks for something; the answer's lesson still leads."""
+    memory = standin.memory_from_turn(
+        _turn(
+            "Ship it to the crew phones today, and tell the pilot lead what changed.",
+            "Sent as an over-the-air update, because only JavaScript changed.",
+        )
+    )
+    assert memory.content.startswith("Sent as an over-the-air update")

@@ -94,8 +94,22 @@ def _sentences(text: str) -> list[str]:
 
 
 #: A sentence that points back at the one before it for what it says ("That's how I want SQL
-#: written", "This is the rule everywhere"): a model writing the memory keeps that one with it.
-_POINTS_BACK = re.compile(r"^(?:that|this|those|these)(?:'s| is| are| was)\b|^same\b", re.IGNORECASE)
+#: written", "This is the rule everywhere") or for whom ("She's the PM for both products"): a
+#: model writing the memory keeps that one with it, so the memory names who it is about.
+_POINTS_BACK = re.compile(
+    r"^(?:that|this|those|these)(?:'s| is| are| was)\b|^same\b|^(?:she|he|they)(?:'s|'re| is| are| was| were)\b",
+    re.IGNORECASE,
+)
+#: A sentence saying who someone is at work, the people a model keeps ("She's the PM for both
+#: products", "Aiko Tanabe, our QA lead", "Priya signs off any schema change"): lasting though it
+#: names no rule word. Said of someone (a verb of being, or an apposition), not a request that
+#: names a role ("tell the pilot lead what changed").
+_ROLE = re.compile(
+    r"(?:\b(?:is|are|was|were|'s|'re|as)|[,\u2014\u2013])\s+(?:now\s+)?(?:the|our|their|my)\s+(?:[\w-]+\s+){0,2}"
+    r"(?:PM|product manager|project manager|lead|maintainer|owner|SRE|manager|designer|reviewer|architect)\b|"
+    r"\bsigns? off\b|\bon call\b",
+    re.IGNORECASE,
+)
 
 
 #: The user saying a rule holds wherever they work ("for any Markdown you write for me", "in any
@@ -113,7 +127,9 @@ def _pick(sentences: list[str], *, fallback_all: bool, users: bool = False) -> l
     detail (a code span, a number, a path, a flag); else all of them (`fallback_all`) or the
     first. Whole sentences, in their order, each with the one it points back to: a model keeps
     the user's words."""
-    lasting = _DURABLE.search if not users else lambda x: _DURABLE.search(x) or _HOLDS_EVERYWHERE.search(x)
+    lasting = (
+        _DURABLE.search if not users else lambda x: _DURABLE.search(x) or _HOLDS_EVERYWHERE.search(x) or _ROLE.search(x)
+    )
     for is_point in (lasting, _DETAIL.search):
         chosen = {i for i, x in enumerate(sentences) if is_point(x)}
         if chosen:
@@ -139,7 +155,9 @@ def memory_from_turn(turn: dict[str, Any]) -> Memory:
     rest = [x for x in said if x not in key_said] + [x for x in done if x not in key_done]
     failure = _failure_note(turn)
     content = f"{' '.join(key_said)} Outcome: {' '.join(key_done)}"
-    if not any(_DURABLE.search(x) or _PROCEDURE.search(x) for x in said) and any(_DURABLE.search(x) for x in done):
+    if not any(_DURABLE.search(x) or _PROCEDURE.search(x) or _ROLE.search(x) for x in said) and any(
+        _DURABLE.search(x) for x in done
+    ):
         # the user only asked; what was learned is in the outcome ("Root cause: ... From now on ..."),
         # and a model writes that first, the request after it
         lesson = [x for x in done if _DURABLE.search(x)]
