@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import RESULTS_DIR, SHARED_BENCH, latency_summary, machine_info, pyplot, utc_stamp, write_json, write_jsonl  # noqa: E402
+from common import RESULTS_DIR, SHARED_BENCH, latency_summary, machine_info, pyplot, read_jsonl, utc_stamp, write_json, write_jsonl  # noqa: E402
 
 try:
     from engram_mcp.core.ids import new_ulid
@@ -57,10 +57,6 @@ log = logging.getLogger("coding_memory_bench")
 
 
 # ------------------------------------------------------------------------------------ data
-def load_jsonl(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
 def load_scorer(data_dir: Path):
     """The set's own score.py, imported from the data folder (stdlib only, never copied)."""
     spec = importlib.util.spec_from_file_location("coding_memory_score", data_dir / "score.py")
@@ -181,7 +177,7 @@ def run_baseline(data_dir: Path, out_dir: Path, scorer, queries: list[dict[str, 
                           capture_output=True, text=True, check=False, cwd=data_dir)
     if proc.returncode != 0:
         raise RuntimeError(f"baseline_bm25.py failed: {proc.stderr.strip()}")
-    ranked = {r["qid"]: r["ranked_ids"] for r in load_jsonl(run_file)}
+    ranked = {r["qid"]: r["ranked_ids"] for r in read_jsonl(run_file)}
     return score_run(scorer, queries, ranked)
 
 
@@ -298,8 +294,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     out = args.out or RESULTS_DIR / utc_stamp() / "coding_memory"
     out.mkdir(parents=True, exist_ok=True)
-    memories = load_jsonl(args.data / "memories.jsonl")
-    queries = load_jsonl(args.data / "queries.jsonl")
+    memories = read_jsonl(args.data / "memories.jsonl")
+    queries = read_jsonl(args.data / "queries.jsonl")
     scorer = load_scorer(args.data)
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="engram-codemem-") as tmp:

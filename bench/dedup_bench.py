@@ -245,7 +245,7 @@ def measure_devset(base: Path) -> dict[str, Any]:
     import coding_memory_bench as cmb
 
     data = cmb.DEFAULT_DATA
-    memories = cmb.load_jsonl(Path(data) / "memories.jsonl")
+    memories = cmb.read_jsonl(Path(data) / "memories.jsonl")
     groups = cmb.near_duplicate_groups(Path(data) / "README.md")
     res = cmb.measure_dedup(base, memories, groups)
     res["member_pairs"] = sum(len(g) - 1 for g in groups)

@@ -35,6 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench.common import read_jsonl  # noqa: E402
 from engram_mcp.interfaces import hooks, stop_trigger  # noqa: E402
 from engram_mcp.services.context import estimate_tokens  # noqa: E402
 
@@ -283,11 +284,6 @@ def costs(all_split: dict[str, Any], note_tokens_: int) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------------ a coding-month world
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """The objects of a JSON Lines file, blank lines skipped (the corpus and a world's files)."""
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
 def world_turns(world: Path) -> list[dict[str, Any]]:
     """Every turn of a coding-month world (`sessions.jsonl`) in the corpus's shape, with its labels."""
     out = []

@@ -5,12 +5,12 @@ missing, each as a rule of its kind rather than as its example."""
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
 import pytest
 
+from bench.common import read_jsonl
 from engram_mcp.core.redaction import redact_outbound, sanitize
 
 DATA = Path(__file__).resolve().parents[1] / "bench" / "data"
@@ -20,10 +20,9 @@ REDACTORS = pytest.mark.parametrize("redactor", [sanitize, redact_outbound], ids
 def _corpus(suffix: str) -> tuple[list[dict], list[dict]]:
     """A corpus's secrets and look-alikes (`secrets_independent{suffix}.jsonl` and its `not_`)."""
 
-    def read(name: str) -> list[dict]:
-        return [json.loads(line) for line in (DATA / name).read_text(encoding="utf-8").splitlines()]
-
-    return read(f"secrets_independent{suffix}.jsonl"), read(f"not_secrets_independent{suffix}.jsonl")
+    return read_jsonl(DATA / f"secrets_independent{suffix}.jsonl"), read_jsonl(
+        DATA / f"not_secrets_independent{suffix}.jsonl"
+    )
 
 
 CASES, LOOKALIKES = _corpus("")
