@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from engram_mcp.core.artifacts import ARTIFACT_KINDS, step_kinds
+from engram_mcp.core.artifacts import ARTIFACT_KINDS, prompt_kinds, step_kinds
 from engram_mcp.interfaces.hooks import step_text
 
 
@@ -41,6 +41,27 @@ def test_a_step_names_the_kinds_of_artifact_it_writes(payload, kinds):
     assert _kinds(payload) == kinds
 
 
+@pytest.mark.parametrize(
+    ("prompt", "kinds"),
+    [
+        ("Add a short section to docs/installers.md explaining how installers get these.", ["Markdown"]),
+        ("Write the release notes in `docs/releases/2026-03.md`, then open the PR.", ["Markdown"]),
+        ("Put the yearly query in sql/yearly.sql.", ["SQL"]),
+        ("Write the DuckDB query for the yearly report.", ["SQL"]),
+        ("Uppercase the SQL keywords in that report.", ["SQL"]),
+        ("Commit it.", ["commit message"]),
+        ("Squash the fixup commits into one.", ["commit message"]),
+        # a kind's name inside another name, or no file of the kind
+        ("Run pre-commit on everything.", []),
+        ("Why is the sqlite cache so slow?", []),
+        ("Rename md_to_html.py and bump v1.8.0.", []),
+        ("Deploy the console to staging.", []),
+    ],
+)
+def test_a_prompt_names_the_kinds_of_artifact_it_asks_for(prompt, kinds):
+    assert [k.name for k in prompt_kinds(prompt)] == kinds
+
+
 def test_a_memory_names_a_kind_as_a_word_not_inside_another_name():
     commit = next(k for k in ARTIFACT_KINDS if k.name == "commit message")
     assert commit.named_in("That's how I write all my commits, in every repo.")
@@ -51,9 +72,13 @@ def test_a_memory_names_a_kind_as_a_word_not_inside_another_name():
 
 
 def test_reading_a_hostile_step_is_linear():
-    """A step's text is the command or file Claude wrote, up to 4,000 characters: options before
-    no subcommand and a SELECT with no FROM are read once each."""
+    """A step's text is the command or file Claude wrote, a prompt what the user typed, each up to
+    4,000 characters: options before no subcommand and a SELECT with no FROM are read once each."""
     for step in ("$ git" + " -C -C" * 650, "Write a.ts\n" + "select " * 570, "$ git" + " -x" * 1300 + " status"):
         start = time.perf_counter()
         assert step_kinds(step[:4000]) == []
+        assert time.perf_counter() - start < 0.5
+    for prompt in ("a" * 4000, "a." * 2000, "git" + " -C x" * 1000, "select " * 570, "/" * 4000 + ".m"):
+        start = time.perf_counter()
+        assert prompt_kinds(prompt) == []
         assert time.perf_counter() - start < 0.5

@@ -642,6 +642,52 @@ def test_a_step_that_writes_sql_or_a_commit_shows_the_users_rule_for_it_once(tmp
         env.shutdown()
 
 
+def test_a_prompt_that_asks_for_markdown_or_a_commit_brings_the_users_rule_first(tmp_path):
+    """A prompt that names the kind of artifact it asks for (a .md file, a commit) brings the user's
+    rule for that kind into its own block, first, though the prompt is far from the rule in
+    meaning and its own matches fill the turn: the step that writes the file would come too late.
+    Once a session (the step does not repeat it); a prompt naming no kind brings no rule."""
+    env = make_env(tmp_path)
+    env.env["ENGRAM_PYTHON"] = os.environ.get("ENGRAM_PYTHON") or __import__("sys").executable
+    project = tmp_path / "gatectl"
+    (project / ".git").mkdir(parents=True)
+    try:
+        assert run_hook(env, "SessionStart", sample("SessionStart", session_id="pk-boot", cwd=str(project))).returncode == 0
+        with env.client() as c:
+            c.call("store", {"content": "Markdown written for me uses one sentence per line, with no hard wrapping, "
+                                        "in every repo.", "type": "procedural", "scope": "user", "importance": 0.7},
+                   project_root=str(project))
+            c.call("store", {"content": "Subject under 50 characters and the ticket in a Refs: trailer; that's how "
+                                        "I write all my commits.", "type": "procedural", "scope": "user",
+                             "importance": 0.7}, project_root=str(project))
+            for n in range(4):  # the installers' own notes, each close to the prompt and long
+                c.call("store", {"content": f"Installer test builds for field kits, note {n}: goreleaser builds the "
+                                            "installers from a signed tag, and field kits get test builds from the "
+                                            "snapshot bucket, never from a release. " + "The kit's installer "
+                                            f"checks the signature before it runs, variant {n}. " * 3,
+                                 "type": "semantic", "scope": "project", "importance": 0.7},
+                       project_root=str(project))
+
+            def prompt(session: str, text: str) -> str:
+                shown = c.call("hook_prompt", {"prompt": text}, project_root=str(project), session_id=session)
+                return shown["additional_context"] or ""
+
+            docs = prompt("pk-1", "Add a short 'Test builds for field kits' section to docs/installers.md "
+                                  "explaining how installers get these.")
+            assert "one sentence per line" in docs and "Installer test builds" in docs, docs
+            assert docs.index("one sentence per line") < docs.index("Installer test builds")
+            assert len(docs) // 4 <= 300  # within the turn's 300 tokens (4 characters a token)
+            step = c.call("hook_step", {"step": "Edit docs/installers.md\n## Test builds for field kits"},
+                          project_root=str(project), session_id="pk-1")
+            assert "one sentence per line" not in (step["additional_context"] or "")  # seen this session
+            commit = prompt("pk-2", "Commit it.")
+            assert "all my commits" in commit and "one sentence per line" not in commit, commit
+            plain = prompt("pk-3", "How do field kits get installer test builds?")
+            assert "one sentence per line" not in plain and "all my commits" not in plain, plain
+    finally:
+        env.shutdown()
+
+
 def test_a_step_line_whose_value_was_replaced_carries_the_change(live, tmp_path):
     """A memory of two facts, one replaced since by a memory that does not supersede it (the reviewer
     of auth changes): shown after a step, its line names the replacement, as a prompt's line does."""

@@ -115,6 +115,25 @@ def step_kinds(step: str) -> list[ArtifactKind]:
     return [k for k in ARTIFACT_KINDS if k.in_file(path.strip(), rest)]
 
 
+#: What separates the words of a prompt, a file's path being one word ("`docs/installers.md`,").
+_PROMPT_WORD_GAP = re.compile(r"[\s`'\"()\[\]<>,;]+")
+
+
+def prompt_kinds(prompt: str) -> list[ArtifactKind]:
+    """The kinds of artifact a prompt names, the work it asks for being the writing of one: a
+    file of the kind ("a section in docs/installers.md"), the kind itself ("commit it", "the
+    SQL"), or a command that writes one ("the duckdb query"). The user's rule for that kind is
+    then needed in this turn, before any step shows it (`services/hook_ops.prompt_context`)."""
+    paths = [w.rstrip(".:!?") for w in _PROMPT_WORD_GAP.split(prompt)]
+    return [
+        k
+        for k in ARTIFACT_KINDS
+        if k.named_in(prompt)
+        or (k.path is not None and any(k.path.search(p) for p in paths))
+        or (k.command is not None and re.search(k.command.pattern, prompt, re.IGNORECASE) is not None)
+    ]
+
+
 def names_a_kind(text: str) -> bool:
     """Whether a memory's text names a kind of artifact declared here (a rule a step brings)."""
     return any(k.named_in(text) for k in ARTIFACT_KINDS)

@@ -346,9 +346,16 @@ def prompt_context(
     # which the month replay found needed in 6 of 95 re-shows; unseen first brought 3 more of
     # its 107 needs into context (diligent context recall 0.813 -> 0.841).
     picked = _unseen_first(candidates, shown_cut)[:limit]
+    # The user's rule for a kind of artifact the prompt asks to write comes first: a step would
+    # bring it later (`step_context`), after this block had spent the turn's budget.
+    terms = query_terms(prompt)
+    rule = _kind_rule(
+        access, ctx, artifacts.prompt_kinds(prompt), {*seen, *(m["id"] for m in picked)}, shown_cut, terms
+    )
+    picked = [rule, *picked] if rule else picked
     if not picked:
         return _nothing_injected(ctx, prompt, found)
-    lines = _Lines(ctx.project_root.name or None, _newer(access, ctx, found, picked), query_terms(prompt), shown_cut)
+    lines = _Lines(ctx.project_root.name or None, _newer(access, ctx, found, picked), terms, shown_cut)
     picked, block = _prompt_block(picked, lines, budget)
     if context_ops.estimate_tokens(block) > budget:  # not even one line fits beside the note
         return _nothing_injected(ctx, prompt, found)
@@ -360,7 +367,7 @@ def prompt_context(
     # Nor does recall's first memory let in below the bar: offered on the fused rank's word, not
     # known to serve the work (counted as used, it reordered later start blocks and cost the
     # public month world four needs).
-    context_ops.strengthen_used(access, ctx, [m for m in picked if _clears_bar(m, False, bar)])
+    context_ops.strengthen_used(access, ctx, [m for m in picked if m is rule or _clears_bar(m, False, bar)])
     INJECTION_LOG.record(
         ctx.session_id, "prompt", [m["id"] for m in picked], context_ops.estimate_tokens(block), prompt=prompt
     )
