@@ -495,3 +495,49 @@ def test_a_line_carries_the_change_of_its_value_though_no_pool_holds_the_memory_
         lines = [x for x in text.splitlines() if short_id(note_id) in x]
         assert lines, text
         assert f"[changed since, {short_id(change_id)}:" in lines[0] and new_value in lines[0], lines[0]
+
+
+# ------------------------------------------------------------------ an amount restated in its role
+TWO_RULES = (
+    "One more for the box office: make the refund export stream rows instead of building one big CSV, and keep "
+    "the rule that a cart holds reserved tickets for 20 minutes. And put a TODO(ak) on each of the leftover "
+    "moment.js calls; that's how I tag all my TODOs, so I can grep for mine."
+)
+CART_SHORTER = (
+    "From the box office meeting: tickets in a cart are only reserved for 8 minutes now, because abandoned "
+    "carts blocked the Friday shows. CART_TTL in config/cart.ts reads it."
+)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "displaced"),
+    [
+        (TWO_RULES, CART_SHORTER, {"20"}),
+        ("Uploads over 25 MB are refused by the gateway.", "The gateway now refuses uploads over 100 MB.", {"25"}),
+        # a run's timing has no unit word; another thing's amount; no word of change; the same amount
+        ("The suite passed in 19.03s on CI.", "The suite now passes in 12.40s on CI.", set()),
+        ("Nightly backups are kept for 30 days.", "Deploy logs are now kept for 14 days.", set()),
+        ("Sessions expire after 30 days.", "I checked staging: sessions expire after 14 days there.", set()),
+        ("Sessions expire after 30 days.", "Sessions now expire after 30 days for admins too.", set()),
+    ],
+)
+def test_an_amount_restated_in_its_role_is_displaced(old, new, displaced):
+    """A sentence of the newer memory that gives the older one's amount another number of its unit,
+    in the same role (content words shared) and said as a change: the older value is displaced,
+    though neither text names the other's value and the two are too far apart for `compare`."""
+    assert set(fact_diff.displacements(old, new)) == displaced
+    for value in displaced:
+        assert any(amount in fact_diff.displacements(old, new)[value] for amount in ("8 minutes", "100 MB"))
+
+
+def test_a_memory_of_two_facts_shows_the_new_amount_on_its_line_and_keeps_the_other_fact(real_service, ctx):
+    """A memory that states an amount beside another rule is not hidden by the newer memory that
+    changes the amount (the rule still holds), and no line shows the old amount alone: the line
+    carries the sentence with the new one."""
+    svc = real_service
+    mixed_id = svc.store(ctx, content=TWO_RULES, type="semantic", scope="project")["memory_id"]
+    svc.store(ctx, content=CART_SHORTER, type="semantic", scope="project")
+    block = svc.context(ctx, task_description="how long does a cart keep reserved tickets", strengthen=False)["context_block"]
+    lines = [x for x in block.splitlines() if short_id(mixed_id) in x and x.startswith("- [")]
+    assert lines, block
+    assert "20 minutes" in lines[0] and "changed since" in lines[0] and "8 minutes" in lines[0], lines[0]

@@ -677,9 +677,53 @@ def _read_displacements(old: str, new: str) -> dict[str, str]:
     a, b, old_only, new_only = _token_split(old, new)
     found = _displacing(old, new, a, b, old_only, new_only)
     for value, sentence in (
-        _roles_handed_over(old, new) | _names_displaced(old, new) | _tools_swapped(old, new)
+        _roles_handed_over(old, new)
+        | _names_displaced(old, new)
+        | _tools_swapped(old, new)
+        | _amounts_restated(old, new)
     ).items():
         found.setdefault(value, sentence)
+    return found
+
+
+#: An amount: a number and its unit, a word apart ("15 minutes", "512 MiB", "3 retries"). The
+#: units are words, so a timing a run reports ("in 19.03s") is none.
+_AMOUNT_RE = re.compile(
+    r"(?<![\w.])(\d+(?:\.\d+)?)\s+(ms|milliseconds?|seconds?|secs?|minutes?|mins?|hours?|hrs?|days?|"
+    r"weeks?|months?|years?|[kmgt]i?b|percent|retries|attempts|workers|replicas|characters|chars|lines)\b",
+    re.IGNORECASE,
+)
+
+
+def _amounts(text: str) -> set[tuple[str, str]]:
+    """The (number, unit) amounts `text` states, a unit in one form ("minute" and "minutes")."""
+    return {(n, u.lower().rstrip("s") or u.lower()) for n, u in _AMOUNT_RE.findall(text)}
+
+
+def _amounts_restated(old: str, new: str) -> dict[str, str]:
+    """{number of `old`: the sentence of `new` that states another amount of its unit in the same
+    role}: a sentence of `old` with an amount `new` lacks ("checkout holds seats for 15 minutes"),
+    a sentence of `new` with an amount of that unit `old` lacks that shares PARALLEL_MIN_WORDS
+    content words with it ("seats in checkout are only held for 7 minutes"), in a newer text that
+    says something changed with more than a report's words. Neither names the other's value, and
+    a memory of two facts ("... 15 minutes. And put a TODO(mf) on each ...") is far enough from the
+    newer one that `compare` may not read it: its line carries the new amount instead. Over the
+    month replay's eight worlds (every pair of memories the stand-in writes, and of the user's
+    words alone, as the Stop hook keeps them) it reads three real changes, one of them found by
+    no other reading, and one report of another file's size."""
+    before = _amounts(old)
+    if not before or not _said_beyond_report(old, new):
+        return {}
+    after = _amounts(new)
+    found: dict[str, str] = {}
+    for old_sentence in _SENTENCE_SPLIT_RE.split(old):
+        for number, unit in _amounts(old_sentence) - after:
+            said = _content_words(old_sentence) - {unit, unit + "s"}
+            for sentence in _SENTENCE_SPLIT_RE.split(new):
+                fresh = {u for _, u in _amounts(sentence) - before}
+                if unit in fresh and len(said & _content_words(sentence)) >= PARALLEL_MIN_WORDS:
+                    found.setdefault(number, " ".join(sentence.split()))
+                    break
     return found
 
 
