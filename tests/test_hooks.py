@@ -6,6 +6,7 @@ Pure functions are tested in-process; the event handlers run as real processes
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -600,17 +601,26 @@ def test_a_step_shows_the_memory_it_needs_once_and_nothing_for_an_unrelated_step
     assert "localhost:5433" in _context(run_hook(live, "PostToolUseFailure", dict(failed, session_id="live-step-3")))
 
 
+@contextlib.contextmanager
+def _daemon_for(tmp_path: Path, name: str):
+    """A daemon started by a SessionStart hook for a fresh git project `name`: (env, project)."""
+    env = make_env(tmp_path)
+    env.env["ENGRAM_PYTHON"] = os.environ.get("ENGRAM_PYTHON") or __import__("sys").executable
+    project = tmp_path / name
+    (project / ".git").mkdir(parents=True)
+    try:
+        assert run_hook(env, "SessionStart", sample("SessionStart", session_id=f"{name}-boot", cwd=str(project))).returncode == 0
+        yield env, project
+    finally:
+        env.shutdown()
+
+
 def test_a_step_that_writes_sql_or_a_commit_shows_the_users_rule_for_it_once(tmp_path):
     """The user's rule for a kind of artifact comes after the step that writes one, though the step
     is far from it in meaning: SQL in a .sql file or inside TypeScript, a commit message. Once a
     session; a step writing none shows none, and a memory naming only the pre-commit hook is no
     rule for commit messages."""
-    env = make_env(tmp_path)
-    env.env["ENGRAM_PYTHON"] = os.environ.get("ENGRAM_PYTHON") or __import__("sys").executable
-    project = tmp_path / "finance"
-    (project / ".git").mkdir(parents=True)
-    try:
-        assert run_hook(env, "SessionStart", sample("SessionStart", session_id="kind-boot", cwd=str(project))).returncode == 0
+    with _daemon_for(tmp_path, "finance") as (env, project):
         with env.client() as c:
             for content in (
                 "Uppercase keywords please, and one clause per line. That's how I want SQL written anywhere, "
@@ -638,8 +648,6 @@ def test_a_step_that_writes_sql_or_a_commit_shows_the_users_rule_for_it_once(tmp
         write = sample("PostToolUse.Write", session_id="kind-6", cwd=str(project),
                        tool_input={"file_path": str(project / "sql" / "q2.sql"), "content": query})
         assert "Uppercase keywords" in _context(run_hook(env, "PostToolUse", write))
-    finally:
-        env.shutdown()
 
 
 def test_a_prompt_that_asks_for_markdown_or_a_commit_brings_the_users_rule_first(tmp_path):
@@ -647,12 +655,7 @@ def test_a_prompt_that_asks_for_markdown_or_a_commit_brings_the_users_rule_first
     rule for that kind into its own block, first, though the prompt is far from the rule in
     meaning and its own matches fill the turn: the step that writes the file would come too late.
     Once a session (the step does not repeat it); a prompt naming no kind brings no rule."""
-    env = make_env(tmp_path)
-    env.env["ENGRAM_PYTHON"] = os.environ.get("ENGRAM_PYTHON") or __import__("sys").executable
-    project = tmp_path / "gatectl"
-    (project / ".git").mkdir(parents=True)
-    try:
-        assert run_hook(env, "SessionStart", sample("SessionStart", session_id="pk-boot", cwd=str(project))).returncode == 0
+    with _daemon_for(tmp_path, "gatectl") as (env, project):
         with env.client() as c:
             c.call("store", {"content": "Markdown written for me uses one sentence per line, with no hard wrapping, "
                                         "in every repo.", "type": "procedural", "scope": "user", "importance": 0.7},
@@ -684,8 +687,6 @@ def test_a_prompt_that_asks_for_markdown_or_a_commit_brings_the_users_rule_first
             assert "all my commits" in commit and "one sentence per line" not in commit, commit
             plain = prompt("pk-3", "How do field kits get installer test builds?")
             assert "one sentence per line" not in plain and "all my commits" not in plain, plain
-    finally:
-        env.shutdown()
 
 
 def test_a_step_line_whose_value_was_replaced_carries_the_change(live, tmp_path):
