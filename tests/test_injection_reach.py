@@ -614,3 +614,40 @@ def test_a_scratch_capture_ranked_first_does_not_take_the_first_memorys_discount
     out = hook_ops.prompt_context(real_service.access, second, prompt=prompt)
     block = out["additional_context"] or ""
     assert "uppercase keywords" in block and "Edited reports" not in block, block
+
+
+def test_the_first_memorys_discount_goes_to_the_prompts_best_match_not_to_what_priors_lift(real_service, project):
+    """Recall's final score adds priors to relevance (scope, importance, recency): they order near
+    ties, but they say nothing of the prompt. A project memory stored as important ranks first for
+    a prompt it hardly matches; the lower bar of the prompt's best match belongs to the memory that
+    matches it best in words and meaning (the month replay's eighth world: the user's commit rule,
+    kept recent by every commit, took it from a staging-model prompt's hashing decision)."""
+    first = RequestContext(project, "sess-a")
+    rule = "PR descriptions always open with a Risk section: what could break in production."
+    real_service.store(first, content=rule, type="semantic", scope="user", importance=0.1)
+    for content in (
+        "The nightly export job writes CSV files to the reports bucket.",
+        "The billing service stores money as integer cents, never floats.",
+    ):
+        real_service.store(first, content=content, type="semantic", scope="project", importance=1.0)
+    second = RequestContext(project, "sess-b")
+    prompt = "Open the PR for the timesheet changes."
+    found = hook_ops.recall(real_service.access, second, query=prompt, limit=5, strengthen=False)["memories"]
+    bar = real_service.access.config(project).prompt_recall_min_relevance
+    lifted, [mine] = found[0], [m for m in found if m["content"] == rule]
+    assert "nightly export" in lifted["content"] and mine["relevance_score"] > lifted["relevance_score"]
+    # both between the discounted bar and the bar: the discount decides which one goes in
+    for m in (lifted, mine):
+        assert bar - hook_ops.FIRST_HIT_COSINE_DISCOUNT <= m["similarity"] < bar, (m["content"], m["similarity"])
+    block = hook_ops.prompt_context(real_service.access, second, prompt=prompt)["additional_context"] or ""
+    assert "Risk section" in block and "nightly export" not in block, block
+
+
+def test_the_best_match_is_recalls_first_when_no_memory_carries_a_relevance():
+    """A keyword-only or degraded recall gives no relevance: its own order stands."""
+    a, b = {"id": "a", "similarity": 0.2}, {"id": "b", "similarity": 0.3}
+    assert hook_ops._best_match([a, b]) is a
+    assert hook_ops._best_match([]) is None
+    tied = [{"id": "x", "relevance_score": 0.5}, {"id": "y", "relevance_score": 0.5}]
+    assert hook_ops._best_match(tied)["id"] == "x"  # the first of equals, in recall's order
+    assert hook_ops._best_match([a, {"id": "c", "relevance_score": 0.1}])["id"] == "c"

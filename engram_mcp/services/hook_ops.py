@@ -317,9 +317,9 @@ def _nothing_injected(ctx: RequestContext, prompt: str, found: dict[str, Any]) -
 def prompt_context(
     access: ScopeAccess, ctx: RequestContext, *, prompt: str, max_tokens: int | None = None
 ) -> dict[str, Any]:
-    """The few memories most relevant to a prompt, only when they clear the relevance bar (recall's
-    first memory a lower one, `_clears_bar`), within `max_tokens` (at most PROMPT_MAX_TOKENS: the
-    hook passes what the Stop hook's note leaves)."""
+    """The few memories most relevant to a prompt, only when they clear the relevance bar (the
+    prompt's best match a lower one, `_best_match`, `_clears_bar`), within `max_tokens` (at most
+    PROMPT_MAX_TOKENS: the hook passes what the Stop hook's note leaves)."""
     prompt = check_text(prompt, "prompt", limit=4000)
     budget = PROMPT_MAX_TOKENS if max_tokens is None else min(PROMPT_MAX_TOKENS, int(max_tokens))
     INJECTED.start_turn(ctx.session_id, PROMPT_MAX_TOKENS - budget)  # the Stop hook's note, if any
@@ -336,10 +336,11 @@ def prompt_context(
     # only knowledge: a scratch capture or a summary is never injected, so one ranked first does not
     # take the first memory's place as the prompt's best match either
     knowledge = [m for m in ranked if context_ops.injectable(m)]
+    best = _best_match(knowledge)
     candidates = [
         m
         for m in knowledge
-        if _clears_bar(m, m is knowledge[0], bar) and m["id"] not in seen and not context_ops.outdated(access, ctx, m)
+        if _clears_bar(m, m is best, bar) and m["id"] not in seen and not context_ops.outdated(access, ctx, m)
     ]
     # What the start block showed cut goes after what Claude has not seen at all (a stable sort
     # keeps recall's order within each): its line comes back only for what its cut left out,
@@ -510,6 +511,20 @@ def _step_block(picked: list[dict[str, Any]], lines: _Lines, budget: int) -> tup
 #: for the hours work.") is far from every memory in meaning alone. Relative, so a stricter bar
 #: a user sets stays stricter for it too (the default 0.30 gives 0.20).
 FIRST_HIT_COSINE_DISCOUNT = 0.10
+
+
+def _best_match(memories: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The prompt's best match among `memories`: the first by relevance (words and meaning fused),
+    not by recall's final score, whose priors (scope, importance, recency, status) order near ties
+    but say nothing of the prompt. A memory that only a recent use lifts to the top (the user's
+    commit rule, shown for every commit) is no evidence of a match, and taking the lower bar from
+    the memory that is left the prompt's real match below the full bar (measured on the eighth
+    world: a staging-model prompt lost its hashing decision to the commit rule). Recall's first
+    when no memory carries a relevance (a keyword-only or degraded recall)."""
+    scored = [m for m in memories if isinstance(m.get("relevance_score"), int | float)]
+    if not scored:
+        return memories[0] if memories else None
+    return max(scored, key=lambda m: float(m["relevance_score"]))  # the first of equals: recall's order
 
 
 def _clears_bar(mem: dict[str, Any], first: bool, bar: float) -> bool:
