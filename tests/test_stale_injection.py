@@ -5,11 +5,19 @@ item that merely reads alike."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from engram_mcp.core.ids import short_id
-from engram_mcp.services import fact_diff, hook_ops
+from engram_mcp.services import context, fact_diff, hook_ops
 from engram_mcp.services.access import RequestContext
+
+REPO = Path(__file__).resolve().parents[1]
 
 OLD_TOOL = (
     "Local containers for the billing service run in Podman on this laptop, socket at "
@@ -177,6 +185,11 @@ def test_a_distinct_item_or_a_paraphrase_outdates_nothing(old, new, similarity):
 
 
 # ------------------------------------------------------------------ injection, with the real model
+def _later(ctx: RequestContext) -> RequestContext:
+    """A later session of the same project: the prompt hook never shows a session what it wrote."""
+    return RequestContext(ctx.project_root, "sess-later")
+
+
 def test_the_start_block_and_the_prompt_hook_show_the_newer_memory_only(real_service, ctx):
     svc = real_service
     old = svc.store(ctx, content=OLD_TOOL, type="semantic", scope="project")
@@ -188,7 +201,7 @@ def test_the_start_block_and_the_prompt_hook_show_the_newer_memory_only(real_ser
     block = svc.context(ctx, task_description="run the billing integration tests", strengthen=False)
     assert "Rancher" in block["context_block"] and "podman.sock" not in block["context_block"]
 
-    prompt = hook_ops.prompt_context(svc.access, ctx, prompt="how do local containers run for the billing service?")
+    prompt = hook_ops.prompt_context(svc.access, _later(ctx), prompt="how do local containers run for the billing service?")
     assert prompt.get("memory_ids") and old_id not in prompt["memory_ids"]
 
     found = svc.recall(ctx, query="local containers billing service socket", limit=5, strengthen=False)
@@ -314,7 +327,7 @@ def test_a_change_that_restates_a_memorys_aside_does_not_hide_its_point(real_ser
     svc.store(ctx, content=MOVE_RESTATING_THE_ASIDE, type="semantic", scope="project")
     assert fact_diff.outdates(SUITE_WITH_ASIDE, MOVE_RESTATING_THE_ASIDE, 0.6)
     assert fact_diff.about_same(SUITE_WITH_ASIDE, MOVE_RESTATING_THE_ASIDE)  # most of its values are named
-    out = hook_ops.prompt_context(svc.access, ctx, prompt="Run the billing integration suite with the gwsim image.")
+    out = hook_ops.prompt_context(svc.access, _later(ctx), prompt="Run the billing integration suite with the gwsim image.")
     lines = [x for x in (out["additional_context"] or "").splitlines() if short_id(mixed_id) in x and x.startswith("- [")]
     assert lines, out
     assert "-tags integration" in lines[0] and "changed since" in lines[0] and "Rancher" in lines[0], lines[0]
@@ -327,7 +340,7 @@ def test_a_memory_that_names_the_replaced_value_after_its_point_stays_with_the_c
     mixed_id = svc.store(ctx, content=MIXED, type="procedural", scope="project")["memory_id"]
     svc.store(ctx, content=NEW_TOOL, type="semantic", scope="project")
     assert fact_diff.outdates(MIXED, NEW_TOOL, 0.6)  # the filter's reading: a value it states changed
-    out = hook_ops.prompt_context(svc.access, ctx, prompt="Run the billing integration suite with the gwsim image.")
+    out = hook_ops.prompt_context(svc.access, _later(ctx), prompt="Run the billing integration suite with the gwsim image.")
     lines = [x for x in (out["additional_context"] or "").splitlines() if short_id(mixed_id) in x and x.startswith("- [")]
     assert lines, out
     assert "changed since" in lines[0] and "Rancher" in lines[0], lines[0]
@@ -374,8 +387,6 @@ def test_a_cut_line_keeps_the_successor_of_someone_it_says_moved_on():
     """A memory that says who left a role and, past its line's cut, who took it: the line names the
     successor too, or it tells Claude only of the old holder. A name's own move only: a story's
     "the pins moved from Marker to SymbolOptions" brings in no one."""
-    from engram_mcp.services import context
-
     filler = "The release train slipped a day because the signing step timed out twice on the old runner. " * 2
     moved = {
         "id": "memory:01TEST",
@@ -490,7 +501,7 @@ def test_a_line_carries_the_change_of_its_value_though_no_pool_holds_the_memory_
     user.repo.set_status([key], "archived")
     user.index.set_status(key, "archived")
     block = svc.context(ctx, task_description=task, strengthen=False)["context_block"]
-    prompt = hook_ops.prompt_context(svc.access, ctx, prompt=task)["additional_context"] or ""
+    prompt = hook_ops.prompt_context(svc.access, _later(ctx), prompt=task)["additional_context"] or ""
     for text in (block, prompt):
         lines = [x for x in text.splitlines() if short_id(note_id) in x]
         assert lines, text
@@ -541,3 +552,51 @@ def test_a_memory_of_two_facts_shows_the_new_amount_on_its_line_and_keeps_the_ot
     lines = [x for x in block.splitlines() if short_id(mixed_id) in x and x.startswith("- [")]
     assert lines, block
     assert "20 minutes" in lines[0] and "changed since" in lines[0] and "8 minutes" in lines[0], lines[0]
+
+
+TTL_RULE = (
+    "One more. test/auth/session_test.exs hard-codes 30 minutes, but the rule is that a session token expires "
+    "after 60 minutes. Outcome: Sessions now read `config :auth, :session_ttl` (`:timer.minutes(60)` in "
+    "`config/config.exs`); the attribute with 30 minutes is gone and the test asserts against the config value."
+)
+TTL_SHORTER = (
+    "Straight from this morning's security review with the compliance team, for the new audit period: a session "
+    "token now expires after 5 minutes of idle time. Outcome: Sessions now read `:timer.minutes(5)` from "
+    "`config :auth, :session_ttl` in `config/config.exs`, and the test asserts against the same config value."
+)
+
+
+def test_a_change_that_states_the_new_amount_is_quoted_whole():
+    """The sentence of change says the new amount ("expires after 5 minutes"): a one-digit number is
+    no value token, so the quote was cut short to make room for a sentence of the same config,
+    and the cut took the new amount with it."""
+    found = fact_diff.displacements(TTL_RULE, TTL_SHORTER)
+    assert found
+    for value, sentence in found.items():
+        assert "after 5 minutes of idle time" in context._correction_quote(
+            TTL_RULE, TTL_SHORTER, sentence, value, shown={value}
+        )
+
+
+def test_what_an_amount_displaces_does_not_depend_on_the_process():
+    """The readings' order decides which sentence a line quotes; read from a set of amounts, it
+    followed the process's string hashing, and one replay's line quoted another sentence than the
+    next one's. The order is the older text's."""
+    code = (
+        "import json, sys; from engram_mcp.services import fact_diff; "
+        "print(json.dumps(list(fact_diff._amounts_restated(sys.argv[1], sys.argv[2]))))"
+    )
+    old = "The cart test hard-codes 10 minutes, but the rule is that checkout holds seats for 15 minutes."
+    new = "Straight out of the ops meeting: seats in checkout are only held for 7 minutes now."
+    orders = {
+        subprocess.run(
+            [sys.executable, "-c", code, old, new],
+            env={**os.environ, "PYTHONHASHSEED": str(seed)},
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=REPO,
+        ).stdout.strip()
+        for seed in range(8)
+    }
+    assert orders == {json.dumps(["10", "15"])}

@@ -697,7 +697,21 @@ _AMOUNT_RE = re.compile(
 
 def _amounts(text: str) -> set[tuple[str, str]]:
     """The (number, unit) amounts `text` states, a unit in one form ("minute" and "minutes")."""
-    return {(n, u.lower().rstrip("s") or u.lower()) for n, u in _AMOUNT_RE.findall(text)}
+    return set(_amounts_in_order(text))
+
+
+def states_new_amount(old: str, sentence: str) -> bool:
+    """Whether `sentence` states an amount `old` lacks ("seats are only held for 7 minutes"): it
+    names the new value itself, so a quote of it must not be cut to make room for another sentence
+    (a one-digit number is no value token of `new_value_sentence`)."""
+    return bool(_amounts(sentence) - _amounts(old))
+
+
+def _amounts_in_order(text: str) -> list[tuple[str, str]]:
+    """`_amounts` in the order `text` states them, each once: what is read from them must not
+    depend on the process's string hashing (a line's note quoted one amount's sentence in one
+    process and another's in the next)."""
+    return list(dict.fromkeys((n, u.lower().rstrip("s") or u.lower()) for n, u in _AMOUNT_RE.findall(text)))
 
 
 def _amounts_restated(old: str, new: str) -> dict[str, str]:
@@ -717,7 +731,7 @@ def _amounts_restated(old: str, new: str) -> dict[str, str]:
     after = _amounts(new)
     found: dict[str, str] = {}
     for old_sentence in _SENTENCE_SPLIT_RE.split(old):
-        for number, unit in _amounts(old_sentence) - after:
+        for number, unit in (a for a in _amounts_in_order(old_sentence) if a not in after):
             said = _content_words(old_sentence) - {unit, unit + "s"}
             for sentence in _SENTENCE_SPLIT_RE.split(new):
                 fresh = {u for _, u in _amounts(sentence) - before}
