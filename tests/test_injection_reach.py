@@ -651,3 +651,20 @@ def test_the_best_match_is_recalls_first_when_no_memory_carries_a_relevance():
     tied = [{"id": "x", "relevance_score": 0.5}, {"id": "y", "relevance_score": 0.5}]
     assert hook_ops._best_match(tied)["id"] == "x"  # the first of equals, in recall's order
     assert hook_ops._best_match([a, {"id": "c", "relevance_score": 0.1}])["id"] == "c"
+
+
+def test_a_memory_written_in_this_session_is_not_shown_back_to_it(real_service, project):
+    """Claude stored it from this conversation, which still holds it: a prompt line of it tells
+    Claude nothing and takes the place of one that might. Another session gets it, and a memory
+    of this session does not take the lower bar of the prompt's best match from one it could show."""
+    here = RequestContext(project, "sess-a")
+    fact = "The bench gateway in the lab is at 10.40.2.17; ssh in as the ops user."
+    memory_id = real_service.store(here, content=fact, type="semantic", scope="project", importance=0.7)["memory_id"]
+    prompt = "Deploy the new build to the bench gateway in the lab."
+    shown_here = hook_ops.prompt_context(real_service.access, here, prompt=prompt)
+    assert shown_here["additional_context"] is None, shown_here
+    # matched by the session's own prompt, it is in use: counted once a session, as a shown line is
+    hook_ops.prompt_context(real_service.access, here, prompt="And check the bench gateway's disk space.")
+    assert real_service.get(here, memory_id)["access_count"] == 1
+    shown_later = hook_ops.prompt_context(real_service.access, RequestContext(project, "sess-b"), prompt=prompt)
+    assert "10.40.2.17" in (shown_later["additional_context"] or "")

@@ -333,9 +333,9 @@ def prompt_context(
     # The bar is absolute (cosine similarity to the prompt), not the recall's relevance, which is
     # relative to the best candidate and so high for the best match of even an unrelated prompt.
     ranked, bar = found.get("memories") or [], float(cfg.prompt_recall_min_relevance)
-    # only knowledge: a scratch capture or a summary is never injected, so one ranked first does not
-    # take the first memory's place as the prompt's best match either
-    knowledge = [m for m in ranked if context_ops.injectable(m)]
+    # only knowledge: a scratch capture or a summary is never injected, nor a memory this session
+    # wrote (`_written_here`), so one ranked first does not take the place of the prompt's best match
+    knowledge = [m for m in ranked if context_ops.injectable(m) and not _written_here(ctx, m)]
     best = _best_match(knowledge)
     candidates = [
         m
@@ -354,6 +354,7 @@ def prompt_context(
         access, ctx, artifacts.prompt_kinds(prompt), {*seen, *(m["id"] for m in picked)}, shown_cut, terms
     )
     picked = [rule, *picked] if rule else picked
+    _count_own_in_use(access, ctx, ranked, seen, bar, limit)
     if not picked:
         return _nothing_injected(ctx, prompt, found)
     lines = _Lines(ctx.project_root.name or None, _newer(access, ctx, found, picked), terms, shown_cut)
@@ -440,7 +441,7 @@ def step_context(access: ScopeAccess, ctx: RequestContext, *, step: str) -> dict
         for m in found.get("memories") or []
         if context_ops.injectable(m)
         and _step_may_show(m, seen, shown_cut)
-        and not (ctx.session_id and m.get("session_id") == ctx.session_id)  # written in this session: Claude has it
+        and not _written_here(ctx, m)
         and not context_ops.outdated(access, ctx, m)
     )
     candidates = list(itertools.islice(eligible, STEP_LIMIT))  # `outdated` only until enough are found
@@ -485,7 +486,7 @@ def _kind_rule(
         for m in found.get("memories") or []:
             if m["id"] in seen or not context_ops.injectable(m):
                 continue
-            if ctx.session_id and m.get("session_id") == ctx.session_id:
+            if _written_here(ctx, m):
                 continue
             shown = context_ops.line_body(m, min(STEP_LINE_CHARS), terms if m["id"] in shown_cut else None)
             if kind.named_in(shown) and not context_ops.outdated(access, ctx, m):
@@ -511,6 +512,34 @@ def _step_block(picked: list[dict[str, Any]], lines: _Lines, budget: int) -> tup
 #: for the hours work.") is far from every memory in meaning alone. Relative, so a stricter bar
 #: a user sets stays stricter for it too (the default 0.30 gives 0.20).
 FIRST_HIT_COSINE_DISCOUNT = 0.10
+
+
+def _count_own_in_use(
+    access: ScopeAccess, ctx: RequestContext, ranked: list[dict[str, Any]], seen: set[str], bar: float, limit: int
+) -> None:
+    """A memory this session wrote that a later prompt of it matches (the bar, no discount) is in
+    use, as a line shown for it would be: counted as used once a session (recorded as seen), though
+    never shown (`_written_here`). A session that keeps coming back to what it learned says that
+    knowledge matters; uncounted, such facts lost their place in later start blocks (the public
+    month world lost two needs when these lines were left out without it)."""
+    own = [
+        m
+        for m in ranked
+        if _written_here(ctx, m)
+        and context_ops.injectable(m)
+        and m["id"] not in seen
+        and _clears_bar(m, False, bar)
+        and not context_ops.outdated(access, ctx, m)
+    ][:limit]
+    if own:
+        INJECTED.add(ctx.session_id, [m["id"] for m in own])
+        context_ops.strengthen_used(access, ctx, own)
+
+
+def _written_here(ctx: RequestContext, mem: dict[str, Any]) -> bool:
+    """Whether `mem` was stored in this session: Claude wrote it from this conversation, which
+    still holds it, so a line of it tells Claude nothing and takes the place of one that might."""
+    return bool(ctx.session_id) and mem.get("session_id") == ctx.session_id
 
 
 def _best_match(memories: list[dict[str, Any]]) -> dict[str, Any] | None:
