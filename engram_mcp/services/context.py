@@ -271,7 +271,7 @@ def _correction_quote(
     failing that, the sentence of `new` that says what took the place of what the line `shown`
     ("the 1Password vault goes away" beside "I'll wrap anything that needs credentials with sops
     exec-env", for a line that shows the op run command)."""
-    if fact_diff.states_new_amount(old, sentence):  # "only held for 7 minutes": cut short, it said nothing new
+    if fact_diff.states_new_amount(old, sentence):  # "only held for 7 minutes": the new value itself, kept whole
         return clip_words(sentence, CORRECTION_CHARS)
     value_sentence = fact_diff.new_value_sentence(old, new, sentence, value) or (
         fact_diff.parallel_sentence(old, new, sentence, shown) if shown else None

@@ -546,10 +546,10 @@ def _best_match(memories: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The prompt's best match among `memories`: the first by relevance (words and meaning fused),
     not by recall's final score, whose priors (scope, importance, recency, status) order near ties
     but say nothing of the prompt. A memory that only a recent use lifts to the top (the user's
-    commit rule, shown for every commit) is no evidence of a match, and taking the lower bar from
-    the memory that is left the prompt's real match below the full bar (measured on the eighth
-    world: a staging-model prompt lost its hashing decision to the commit rule). Recall's first
-    when no memory carries a relevance (a keyword-only or degraded recall)."""
+    commit rule, shown for every commit) is no evidence of a match; given the lower bar, it left
+    the memory that matched best to the full one (measured on the eighth world: a staging-model
+    prompt lost its hashing decision to the commit rule). Recall's first when no memory carries
+    a relevance (a keyword-only or degraded recall)."""
     scored = [m for m in memories if isinstance(m.get("relevance_score"), int | float)]
     if not scored:
         return memories[0] if memories else None
@@ -558,7 +558,7 @@ def _best_match(memories: list[dict[str, Any]]) -> dict[str, Any] | None:
 
 def _clears_bar(mem: dict[str, Any], first: bool, bar: float) -> bool:
     """Whether `mem` is close enough to the prompt to inject: the configured bar, or that bar less
-    FIRST_HIT_COSINE_DISCOUNT for recall's first memory of those the hook could inject."""
+    FIRST_HIT_COSINE_DISCOUNT for the prompt's best match of those the hook could inject (`_best_match`)."""
     similarity = float(mem.get("similarity") or 0.0)
     return similarity >= bar or (first and similarity >= bar - FIRST_HIT_COSINE_DISCOUNT)
 
