@@ -514,21 +514,34 @@ def test_a_reviewer_handed_over_notes_only_lines_that_name_the_reviewer():
     assert "Sunil Rao" in context.memory_line(old, newer=[new])  # the line that names her does
 
 
+def _recalled_in_a_later_session(
+    svc, project, memories: list[tuple[str, str, float]], prompt: str
+) -> tuple[RequestContext, list[dict]]:
+    """Semantic memories (content, scope, importance) stored in one session, and recall's top 5 for
+    `prompt` in the next: the context the prompt hook would answer in, and what it weighs."""
+    first = RequestContext(project, "sess-a")
+    for content, scope, importance in memories:
+        svc.store(first, content=content, type="semantic", scope=scope, importance=importance)
+    second = RequestContext(project, "sess-b")
+    return second, hook_ops.recall(svc.access, second, query=prompt, limit=5, strengthen=False)["memories"]
+
+
 def test_recalls_first_memory_for_a_plain_prompt_clears_a_lower_bar(real_service, project):
     """A plain prompt ("Open the pull request for the billing work.") is far in meaning from the rule
     it needs (cosine ~0.25, under the 0.30 bar); first in recall's fused ranking, it goes in. A
     memory that is not first still needs the configured bar."""
-    first = RequestContext(project, "sess-a")
     rule = "Pull request descriptions in this repo always open with a Risk section: what could break in production."
-    for content in (
-        rule,
-        "The billing service stores money as integer cents, never floats.",
-        "The nightly export job writes CSV files to the reports bucket.",
-    ):
-        real_service.store(first, content=content, type="semantic", scope="project", importance=0.7)
-    second = RequestContext(project, "sess-b")
     prompt = "Open the pull request for the billing work."
-    found = hook_ops.recall(real_service.access, second, query=prompt, limit=5, strengthen=False)["memories"]
+    second, found = _recalled_in_a_later_session(
+        real_service,
+        project,
+        [
+            (rule, "project", 0.7),
+            ("The billing service stores money as integer cents, never floats.", "project", 0.7),
+            ("The nightly export job writes CSV files to the reports bucket.", "project", 0.7),
+        ],
+        prompt,
+    )
     bar = 0.30  # the default prompt_recall_min_relevance
     assert found[0]["content"] == rule and bar - hook_ops.FIRST_HIT_COSINE_DISCOUNT <= found[0]["similarity"] < bar
     shown = hook_ops.prompt_context(real_service.access, second, prompt=prompt)["additional_context"] or ""
@@ -622,17 +635,18 @@ def test_the_first_memorys_discount_goes_to_the_prompts_best_match_not_to_what_p
     a prompt it hardly matches; the lower bar of the prompt's best match belongs to the memory that
     matches it best in words and meaning (the month replay's eighth world: the user's commit rule,
     kept recent by every commit, took it from a staging-model prompt's hashing decision)."""
-    first = RequestContext(project, "sess-a")
     rule = "PR descriptions always open with a Risk section: what could break in production."
-    real_service.store(first, content=rule, type="semantic", scope="user", importance=0.1)
-    for content in (
-        "The nightly export job writes CSV files to the reports bucket.",
-        "The billing service stores money as integer cents, never floats.",
-    ):
-        real_service.store(first, content=content, type="semantic", scope="project", importance=1.0)
-    second = RequestContext(project, "sess-b")
     prompt = "Open the PR for the timesheet changes."
-    found = hook_ops.recall(real_service.access, second, query=prompt, limit=5, strengthen=False)["memories"]
+    second, found = _recalled_in_a_later_session(
+        real_service,
+        project,
+        [
+            (rule, "user", 0.1),
+            ("The nightly export job writes CSV files to the reports bucket.", "project", 1.0),
+            ("The billing service stores money as integer cents, never floats.", "project", 1.0),
+        ],
+        prompt,
+    )
     bar = real_service.access.config(project).prompt_recall_min_relevance
     lifted, [mine] = found[0], [m for m in found if m["content"] == rule]
     assert "nightly export" in lifted["content"] and mine["relevance_score"] > lifted["relevance_score"]
