@@ -146,3 +146,78 @@ def test_a_project_memory_scoped_to_this_repository_leaves_the_users_own_way_alo
     found = svc.recall(RequestContext(other), query="how do I install JS dependencies", strengthen=False)["memories"]
     assert old_id in [m["id"] for m in found], [m["content"] for m in found]
     assert not any("package-lock.json" in m["content"] for m in found if m["scope"] == "user")
+
+
+def test_a_project_memory_that_changes_part_of_a_user_memory_goes_on_to_the_user_scope_beside_it(
+    real_service, project, tmp_path
+):
+    """The user's memory holds two things (secrets through `op run`, and the feed bucket is
+    production); in one project Claude stores that the 1Password vault goes away for SOPS, as a
+    project fact. It changes a value the user's memory states, so it goes on to the user scope:
+    another project's block shows the change, and never the old tool without it. The older memory
+    is not superseded (its other half still holds: recall finds it)."""
+    svc = real_service
+    old_ctx = RequestContext(project, "sess-old")
+    svc.session_start(old_ctx)
+    old_id = svc.store(
+        old_ctx,
+        content="I never keep creds in the shell: anything that needs credentials runs through 1Password, "
+        "`op run --env-file=.env.op -- <cmd>`, and the orbit-feeds bucket is production, treat it so.",
+        type="semantic",
+        scope="user",
+        source={"origin": "claude"},
+    )["memory_id"]
+    svc.session_end(old_ctx)
+    new_ctx = RequestContext(project, "sess-new")
+    svc.session_start(new_ctx)
+    new_id = svc.store(
+        new_ctx,
+        content="Secrets: we've moved to SOPS-encrypted env files with age keys, the 1Password vault goes away "
+        "on Friday. Anything that needs credentials runs as `sops exec-env secrets.enc.env '<cmd>'`.",
+        type="semantic",
+        scope="project",
+        source={"origin": "claude"},
+    )["memory_id"]
+    svc.session_end(new_ctx)
+    other = tmp_path / "other-project"
+    (other / ".git").mkdir(parents=True)
+    ctx = RequestContext(other, "sess-other")
+    svc.session_start(ctx)
+    block = svc.context(ctx, strengthen=False)["context_block"]
+    found = svc.recall(RequestContext(other), query="run a command that needs credentials", strengthen=False)
+    assert old_id in [m["id"] for m in found["memories"]], "the older memory is not superseded"
+    assert "SOPS" in block, block
+    assert "op run" not in block or "[changed since" in block, block
+    assert new_id in [m["id"] for m in svc.recall(RequestContext(project), query="sops", strengthen=False)["memories"]]
+
+
+def test_a_project_change_that_shares_no_value_with_the_users_memory_stays_in_the_project(
+    real_service, project, tmp_path
+):
+    """A project's own move ("the staging database moved to db-stg-02") changes nothing the user
+    said of themself: it stays in the project, and another project never sees it."""
+    svc = real_service
+    old_ctx = RequestContext(project, "sess-old")
+    svc.session_start(old_ctx)
+    svc.store(
+        old_ctx,
+        content="I never keep creds in the shell: anything that needs credentials runs through `op run -- <cmd>`.",
+        type="semantic",
+        scope="user",
+        source={"origin": "claude"},
+    )
+    svc.session_end(old_ctx)
+    new_ctx = RequestContext(project, "sess-new")
+    svc.session_start(new_ctx)
+    svc.store(
+        new_ctx,
+        content="The staging database moved from db-stg-01 to db-stg-02; credentials are unchanged.",
+        type="semantic",
+        scope="project",
+        source={"origin": "claude"},
+    )
+    svc.session_end(new_ctx)
+    other = tmp_path / "other-project"
+    (other / ".git").mkdir(parents=True)
+    found = svc.recall(RequestContext(other), query="staging database host", strengthen=False)["memories"]
+    assert not any("db-stg-02" in m["content"] for m in found), [m["content"] for m in found]

@@ -24,7 +24,7 @@ from engram_mcp.core.ids import CROCKFORD, format_memory_id, parse_memory_id, se
 from engram_mcp.core.scope_words import THIS_PROJECT
 from engram_mcp.core.vocabulary import PERSISTENT_SCOPES, SCOPES
 from engram_mcp.index.scoring import to_epoch
-from engram_mcp.services import context, graph, lifecycle
+from engram_mcp.services import context, fact_diff, graph, lifecycle
 from engram_mcp.services.access import RequestContext, ScopeAccess
 from engram_mcp.services.fact_diff import about_same, fact_tokens, outdates, reassigned, retires
 from engram_mcp.services.handles import ScopeHandle
@@ -425,6 +425,7 @@ def session_end(
             )
             _link_replaced(access, ctx, meta.get("replaces"), {"project": res["target_id"], "user": user_target})
         _review_replacements(access, ctx, written, started_at)
+        _carry_changes_of_user_values(access, ctx, written, started_at)
         quoted = _summary_rows(rows, target_of)
         text = summary or _auto_summary(quoted)
         derived_from = [] if summary else [target_of[r["id"]] for r in quoted[:SUMMARY_ITEMS]]
@@ -544,6 +545,49 @@ def _replace_in_user_scope(access: ScopeAccess, ctx: RequestContext, new_id: str
     return sum(supersede(user, parse_memory_id(target), parse_memory_id(o)) for o in olds)
 
 
+#: Cosine from a memory of the user's to a project memory that changes one of its values, at
+#: least: the change is about the same thing, not a word in passing. On the month worlds, the
+#: user's own ways changed in a project ("I moved the laptop to mise" beside "all my runtimes are
+#: on asdf", "secrets come from SOPS now" beside "I run anything through `op run`") sit at
+#: 0.30-0.42 from the memory they change.
+CARRY_MIN_SIMILARITY = 0.25
+CARRY_REASON = "changes a value of the user's memory"
+
+
+def _carry_changes_of_user_values(
+    access: ScopeAccess, ctx: RequestContext, written: list[tuple[str, str, str, Any]], since: Any
+) -> int:
+    """A project memory Claude wrote this session that changes a value one of the user's memories
+    states (the evidence a line's change note is written on, `fact_diff.displacements`: "I moved
+    the laptop to mise" for "all my runtimes are on asdf") goes on to the user scope too. The
+    user's memory is shown in every project; its change, left in this one, was noted on its line
+    here only, and every other project went on showing the retired tool as current. Unlike a full
+    replacement (`_review_replacements`) nothing is superseded on this evidence: the older memory
+    may hold more than the changed value, and its lines carry the change wherever they are shown.
+    Not a memory that names this repository as its scope, which is this project's exception
+    (`_replace_in_user_scope`). Returns how many memories were carried."""
+    start = to_epoch(since)
+    project = access.handle(ctx, "project")
+    carried = 0
+    for scope, new_id, content, _vec in written:
+        if scope != "project" or THIS_PROJECT.search(content):
+            continue
+        try:
+            found = recall(access, ctx, query=content, scope="user", limit=REPLACE_CANDIDATES, strengthen=False)
+        except StoreUnavailable:
+            return carried
+        if any(
+            float(m.get("similarity") or 0.0) >= CARRY_MIN_SIMILARITY
+            and _iso_epoch(m.get("created_at")) < start
+            and not is_foreign(m)
+            and m.get("category") != context.SUMMARY_CATEGORY
+            and fact_diff.displacements(str(m.get("content") or ""), content)
+            for m in found["memories"]
+        ):
+            carried += _promote_to_user(access, ctx, project, new_id, reason=CARRY_REASON) is not None
+    return carried
+
+
 def _link_replaced(access: ScopeAccess, ctx: RequestContext, replaced: Any, new_ids: dict[str, str | None]) -> None:
     """A promoted memory that replaces older ones (`metadata.replaces`, set when a hook captured
     the user saying a value changed) supersedes each of them in every scope both now live in."""
@@ -571,9 +615,17 @@ def _summaries_quoting(h: ScopeHandle, memory_ids: list[str]) -> list[str]:
     ]
 
 
-def _promote_to_user(access: ScopeAccess, ctx: RequestContext, project: ScopeHandle, memory_id: str) -> str | None:
-    """A session memory the user stated for every project (a hook saw "in any repo", "I prefer"):
-    on to the user scope too, so the next session in another project has it. Failing here must
+def _promote_to_user(
+    access: ScopeAccess,
+    ctx: RequestContext,
+    project: ScopeHandle,
+    memory_id: str,
+    *,
+    reason: str = "stated for every project",
+) -> str | None:
+    """A session memory the user stated for every project (a hook saw "in any repo", "I prefer"),
+    or one that changes what the user's memory says (`reason` tells which): on to the user scope
+    too, so the next session in another project has it. Failing here must
     not fail the session's end: the project copy is kept either way. A hook's capture holds only
     the user's words when it is to go there (`hooks.turn_knowledge_memory`): an answer can repeat
     a repository's text."""
@@ -582,7 +634,7 @@ def _promote_to_user(access: ScopeAccess, ctx: RequestContext, project: ScopeHan
     if row is None:
         return None
     try:
-        done = promote_row(access, project, key, row, access.handle(ctx, "user"), reason="stated for every project")
+        done = promote_row(access, project, key, row, access.handle(ctx, "user"), reason=reason)
         return str(done["target_id"])
     except Exception:
         log.exception("promoting %s to the user scope", memory_id)
