@@ -572,17 +572,11 @@ def _carry_changes_of_user_values(
     for scope, new_id, content, _vec in written:
         if scope != "project" or THIS_PROJECT.search(content):
             continue
-        try:
-            found = recall(access, ctx, query=content, scope="user", limit=REPLACE_CANDIDATES, strengthen=False)
-        except StoreUnavailable:
-            return carried
         if any(
             float(m.get("similarity") or 0.0) >= CARRY_MIN_SIMILARITY
             and _iso_epoch(m.get("created_at")) < start
-            and not is_foreign(m)
-            and m.get("category") != context.SUMMARY_CATEGORY
             and fact_diff.displacements(str(m.get("content") or ""), content)
-            for m in found["memories"]
+            for m in _stored_neighbours(access, ctx, content, scope="user")
         ):
             carried += _promote_to_user(access, ctx, project, new_id, reason=CARRY_REASON) is not None
     return carried
@@ -788,11 +782,14 @@ def replaced_memories(
     ]
 
 
-def _stored_neighbours(access: ScopeAccess, ctx: RequestContext, text: str) -> list[dict[str, Any]]:
-    """The memories recall finds for `text` that a turn can replace or change: the user's own
-    project and user knowledge, not session memory, scratch, a session summary or foreign text."""
+def _stored_neighbours(
+    access: ScopeAccess, ctx: RequestContext, text: str, scope: str | None = None
+) -> list[dict[str, Any]]:
+    """The memories recall finds for `text` (in `scope`, else every scope) that a turn can replace
+    or change: the user's own project and user knowledge, not session memory, scratch, a session
+    summary or foreign text."""
     try:
-        found = recall(access, ctx, query=text, limit=REPLACE_CANDIDATES, strengthen=False)["memories"]
+        found = recall(access, ctx, query=text, scope=scope, limit=REPLACE_CANDIDATES, strengthen=False)["memories"]
     except StoreUnavailable:
         return []
     return [
