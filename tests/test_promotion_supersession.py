@@ -45,18 +45,41 @@ REPLACED = {
 }
 
 
-def _two_sessions(svc, project, old: str, new: str) -> tuple[str, str]:
-    """`old` stored in one session, `new` in the next; each session ended (promotion runs)."""
+CLAUDE = {"origin": "claude"}
+
+
+def _two_sessions(
+    svc,
+    project,
+    old: str,
+    new: str,
+    *,
+    old_scope: str = "project",
+    old_type: str = "semantic",
+    old_source=CLAUDE,
+    importance: float | None = 0.7,
+) -> tuple[str, str]:
+    """`old` stored in one session (in `old_scope`), `new` in the project scope in the next; each
+    session ended (promotion runs). `importance` None stores both at the default."""
+    weight = {} if importance is None else {"importance": importance}
     ids = []
-    for session, content in (("sess-old", old), ("sess-new", new)):
+    for session, content, scope, type_, source in (
+        ("sess-old", old, old_scope, old_type, old_source),
+        ("sess-new", new, "project", "semantic", CLAUDE),
+    ):
         ctx = RequestContext(project, session)
         svc.session_start(ctx)
-        stored = svc.store(
-            ctx, content=content, type="semantic", scope="project", importance=0.7, source={"origin": "claude"}
-        )
+        stored = svc.store(ctx, content=content, type=type_, scope=scope, source=source, **weight)
         ids.append(stored["memory_id"])
         svc.session_end(ctx)
     return ids[0], ids[1]
+
+
+def _other_project(tmp_path):
+    """A second repository of the same user."""
+    other = tmp_path / "other-project"
+    (other / ".git").mkdir(parents=True)
+    return other
 
 
 def _live(svc, project, memory_id: str, query: str) -> bool:
@@ -87,29 +110,15 @@ def test_a_project_memory_that_replaces_a_user_memory_goes_on_to_the_user_scope_
     Claude stores that they left Doppler for Infisical. That replacement held wherever the old memory did: it reaches
     the user scope, the old one is superseded there, and another project no longer sees it."""
     svc = real_service
-    old_ctx = RequestContext(project, "sess-old")
-    svc.session_start(old_ctx)
-    old_id = svc.store(
-        old_ctx,
-        content="Local secrets come from Doppler: run commands as `doppler run -- <cmd>`, never from .env files.",
-        type="semantic",
-        scope="user",
-        source={"origin": "claude"},
-    )["memory_id"]
-    svc.session_end(old_ctx)
-    new_ctx = RequestContext(project, "sess-new")
-    svc.session_start(new_ctx)
-    svc.store(
-        new_ctx,
-        content="We've left Doppler: secrets now come from Infisical, run commands as "
-        "`infisical run --env=dev -- <cmd>`.",
-        type="semantic",
-        scope="project",
-        source={"origin": "claude"},
+    old_id, _ = _two_sessions(
+        svc,
+        project,
+        "Local secrets come from Doppler: run commands as `doppler run -- <cmd>`, never from .env files.",
+        "We've left Doppler: secrets now come from Infisical, run commands as `infisical run --env=dev -- <cmd>`.",
+        old_scope="user",
+        importance=None,
     )
-    svc.session_end(new_ctx)
-    other = tmp_path / "other-project"
-    (other / ".git").mkdir(parents=True)
+    other = _other_project(tmp_path)
     found = svc.recall(RequestContext(other), query="how do I get secrets for a command", strengthen=False)["memories"]
     contents = [m["content"] for m in found]
     assert any("Infisical" in c for c in contents), contents
@@ -121,28 +130,17 @@ def test_a_project_memory_scoped_to_this_repository_leaves_the_users_own_way_alo
     pnpm"; at session end it went to the user scope and superseded the user's "I use pnpm for all
     my JS projects" in every project. A statement scoped to this repository is its exception."""
     svc = real_service
-    old_ctx = RequestContext(project, "sess-old")
-    svc.session_start(old_ctx)
-    old_id = svc.store(
-        old_ctx,
-        content="I use pnpm, never npm or yarn, to install dependencies in all my JS projects.",
-        type="procedural",
-        scope="user",
-        source={"origin": "user", "tool": "cli"},
-    )["memory_id"]
-    svc.session_end(old_ctx)
-    new_ctx = RequestContext(project, "sess-new")
-    svc.session_start(new_ctx)
-    svc.store(
-        new_ctx,
-        content="This repository uses npm instead of pnpm: install with `npm ci`, the lockfile is package-lock.json.",
-        type="semantic",
-        scope="project",
-        source={"origin": "claude"},
+    old_id, _ = _two_sessions(
+        svc,
+        project,
+        "I use pnpm, never npm or yarn, to install dependencies in all my JS projects.",
+        "This repository uses npm instead of pnpm: install with `npm ci`, the lockfile is package-lock.json.",
+        old_scope="user",
+        old_type="procedural",
+        old_source={"origin": "user", "tool": "cli"},
+        importance=None,
     )
-    svc.session_end(new_ctx)
-    other = tmp_path / "other-project"
-    (other / ".git").mkdir(parents=True)
+    other = _other_project(tmp_path)
     found = svc.recall(RequestContext(other), query="how do I install JS dependencies", strengthen=False)["memories"]
     assert old_id in [m["id"] for m in found], [m["content"] for m in found]
     assert not any("package-lock.json" in m["content"] for m in found if m["scope"] == "user")
@@ -157,30 +155,17 @@ def test_a_project_memory_that_changes_part_of_a_user_memory_goes_on_to_the_user
     another project's block shows the change, and never the old tool without it. The older memory
     is not superseded (its other half still holds: recall finds it)."""
     svc = real_service
-    old_ctx = RequestContext(project, "sess-old")
-    svc.session_start(old_ctx)
-    old_id = svc.store(
-        old_ctx,
-        content="I never keep creds in the shell: anything that needs credentials runs through 1Password, "
+    old_id, new_id = _two_sessions(
+        svc,
+        project,
+        "I never keep creds in the shell: anything that needs credentials runs through 1Password, "
         "`op run --env-file=.env.op -- <cmd>`, and the orbit-feeds bucket is production, treat it so.",
-        type="semantic",
-        scope="user",
-        source={"origin": "claude"},
-    )["memory_id"]
-    svc.session_end(old_ctx)
-    new_ctx = RequestContext(project, "sess-new")
-    svc.session_start(new_ctx)
-    new_id = svc.store(
-        new_ctx,
-        content="Secrets: we've moved to SOPS-encrypted env files with age keys, the 1Password vault goes away "
+        "Secrets: we've moved to SOPS-encrypted env files with age keys, the 1Password vault goes away "
         "on Friday. Anything that needs credentials runs as `sops exec-env secrets.enc.env '<cmd>'`.",
-        type="semantic",
-        scope="project",
-        source={"origin": "claude"},
-    )["memory_id"]
-    svc.session_end(new_ctx)
-    other = tmp_path / "other-project"
-    (other / ".git").mkdir(parents=True)
+        old_scope="user",
+        importance=None,
+    )
+    other = _other_project(tmp_path)
     ctx = RequestContext(other, "sess-other")
     svc.session_start(ctx)
     block = svc.context(ctx, strengthen=False)["context_block"]
@@ -197,27 +182,14 @@ def test_a_project_change_that_shares_no_value_with_the_users_memory_stays_in_th
     """A project's own move ("the staging database moved to db-stg-02") changes nothing the user
     said of themself: it stays in the project, and another project never sees it."""
     svc = real_service
-    old_ctx = RequestContext(project, "sess-old")
-    svc.session_start(old_ctx)
-    svc.store(
-        old_ctx,
-        content="I never keep creds in the shell: anything that needs credentials runs through `op run -- <cmd>`.",
-        type="semantic",
-        scope="user",
-        source={"origin": "claude"},
+    _two_sessions(
+        svc,
+        project,
+        "I never keep creds in the shell: anything that needs credentials runs through `op run -- <cmd>`.",
+        "The staging database moved from db-stg-01 to db-stg-02; credentials are unchanged.",
+        old_scope="user",
+        importance=None,
     )
-    svc.session_end(old_ctx)
-    new_ctx = RequestContext(project, "sess-new")
-    svc.session_start(new_ctx)
-    svc.store(
-        new_ctx,
-        content="The staging database moved from db-stg-01 to db-stg-02; credentials are unchanged.",
-        type="semantic",
-        scope="project",
-        source={"origin": "claude"},
-    )
-    svc.session_end(new_ctx)
-    other = tmp_path / "other-project"
-    (other / ".git").mkdir(parents=True)
+    other = _other_project(tmp_path)
     found = svc.recall(RequestContext(other), query="staging database host", strengthen=False)["memories"]
     assert not any("db-stg-02" in m["content"] for m in found), [m["content"] for m in found]
