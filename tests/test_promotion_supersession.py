@@ -57,6 +57,7 @@ def _two_sessions(
     old_scope: str = "project",
     old_type: str = "semantic",
     old_source=CLAUDE,
+    new_source=CLAUDE,
     importance: float | None = 0.7,
 ) -> tuple[str, str]:
     """`old` stored in one session (in `old_scope`), `new` in the project scope in the next; each
@@ -65,7 +66,7 @@ def _two_sessions(
     ids = []
     for session, content, scope, type_, source in (
         ("sess-old", old, old_scope, old_type, old_source),
-        ("sess-new", new, "project", "semantic", CLAUDE),
+        ("sess-new", new, "project", "semantic", new_source),
     ):
         ctx = RequestContext(project, session)
         svc.session_start(ctx)
@@ -80,6 +81,28 @@ def _other_project(tmp_path):
     other = tmp_path / "other-project"
     (other / ".git").mkdir(parents=True)
     return other
+
+
+#: A user memory that holds two things, and a project memory that changes one of them.
+OP_RUN_AND_BUCKET = (
+    "I never keep creds in the shell: anything that needs credentials runs through 1Password, "
+    "`op run --env-file=.env.op -- <cmd>`, and the orbit-feeds bucket is production, treat it so."
+)
+SOPS_CHANGE = (
+    "Secrets: we've moved to SOPS-encrypted env files with age keys, the 1Password vault goes away "
+    "on Friday. Anything that needs credentials runs as `sops exec-env secrets.enc.env '<cmd>'`."
+)
+
+
+def _credentials_seen_from_another_project(svc, tmp_path) -> tuple[str, list[dict]]:
+    """What a session in another project of the user's is shown at its start, and what recall
+    finds there for a command that needs credentials."""
+    other = _other_project(tmp_path)
+    ctx = RequestContext(other, "sess-other")
+    svc.session_start(ctx)
+    block = svc.context(ctx, strengthen=False)["context_block"]
+    found = svc.recall(RequestContext(other), query="run a command that needs credentials", strengthen=False)
+    return block, found["memories"]
 
 
 def _live(svc, project, memory_id: str, query: str) -> bool:
@@ -158,19 +181,13 @@ def test_a_project_memory_that_changes_part_of_a_user_memory_goes_on_to_the_user
     old_id, new_id = _two_sessions(
         svc,
         project,
-        "I never keep creds in the shell: anything that needs credentials runs through 1Password, "
-        "`op run --env-file=.env.op -- <cmd>`, and the orbit-feeds bucket is production, treat it so.",
-        "Secrets: we've moved to SOPS-encrypted env files with age keys, the 1Password vault goes away "
-        "on Friday. Anything that needs credentials runs as `sops exec-env secrets.enc.env '<cmd>'`.",
+        OP_RUN_AND_BUCKET,
+        SOPS_CHANGE,
         old_scope="user",
         importance=None,
     )
-    other = _other_project(tmp_path)
-    ctx = RequestContext(other, "sess-other")
-    svc.session_start(ctx)
-    block = svc.context(ctx, strengthen=False)["context_block"]
-    found = svc.recall(RequestContext(other), query="run a command that needs credentials", strengthen=False)
-    assert old_id in [m["id"] for m in found["memories"]], "the older memory is not superseded"
+    block, found = _credentials_seen_from_another_project(svc, tmp_path)
+    assert old_id in [m["id"] for m in found], "the older memory is not superseded"
     assert "SOPS" in block, block
     assert "op run" not in block or "[changed since" in block, block
     assert new_id in [m["id"] for m in svc.recall(RequestContext(project), query="sops", strengthen=False)["memories"]]
@@ -193,3 +210,26 @@ def test_a_project_change_that_shares_no_value_with_the_users_memory_stays_in_th
     other = _other_project(tmp_path)
     found = svc.recall(RequestContext(other), query="staging database host", strengthen=False)["memories"]
     assert not any("db-stg-02" in m["content"] for m in found), [m["content"] for m in found]
+
+
+def test_a_teammates_change_of_a_users_value_stays_in_the_project(real_service, project, tmp_path):
+    """Trust boundary: the change of the test above, but written by a teammate (a team file read
+    into the project during the session). Someone else's text never reaches the user's own scope
+    by promotion, whatever it displaces: another project still shows the user's own way, and no
+    line of the teammate's. (Two guards hold this: the carry rule reads only what Claude or the
+    user wrote, and `check_user_scope` refuses a team file's memory; the test fails only when
+    both are gone.)"""
+    svc = real_service
+    old_id, _ = _two_sessions(
+        svc,
+        project,
+        OP_RUN_AND_BUCKET,
+        SOPS_CHANGE,
+        old_scope="user",
+        new_source={"kind": "team-file", "path": ".claude/engram/team/secrets.md", "author": "mallory"},
+        importance=None,
+    )
+    block, found = _credentials_seen_from_another_project(svc, tmp_path)
+    assert old_id in [m["id"] for m in found]
+    assert "SOPS" not in block and "sops exec-env" not in block, block
+    assert not any("SOPS" in m["content"] for m in found), [m["content"] for m in found]
