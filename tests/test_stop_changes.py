@@ -23,6 +23,7 @@ from tests.test_hooks import NOTE_MARK, run_hook, run_stop, sample, turn_transcr
 BACKUP = "The nightly restic backup of the build hosts runs at 01:15 UTC (backup.timer on cairn-backup-1)."
 SCRAPE = 'Prometheus scrapes the exporters every 30 seconds: scrape_interval = "30s" in deploy/prometheus.yml.'
 REVIEWER = "Database migrations are reviewed by Ines Carvalho before they merge."
+DJANGO = "The web app stays on Django 4.2 LTS (django==4.2.16) until the hosting image ships Python 3.12."
 MIGRATIONS = (
     "Schema changes: edit app/models.py, run `alembic revision --autogenerate`, commit what it writes "
     "(last time migrations/0007_add_flags.py), then `alembic upgrade head`."
@@ -36,7 +37,7 @@ def live(tmp_path_factory):
     assert run_hook(e, "SessionStart", sample("SessionStart", session_id="boot", cwd=str(e.project))).returncode == 0
     ids = {}
     with e.client() as c:
-        for content in (BACKUP, SCRAPE, REVIEWER, MIGRATIONS):
+        for content in (BACKUP, SCRAPE, REVIEWER, DJANGO, MIGRATIONS):
             got = c.call(
                 "store",
                 {"content": content, "type": "semantic", "scope": "project", "importance": 0.8},
@@ -71,6 +72,11 @@ def _note_after(live, tmp_path, session: str, prompt: str, answer: str) -> str:
             'deploy/prometheus.yml now has scrape_interval = "60s"; Prometheus reloaded it.',
             SCRAPE,
         ),
+        (  # a pinned version bumped, the order after a colon, the old version never named
+            "The hosting image finally has Python 3.12: upgrade to django==5.1.3 and fix what breaks.",
+            "Upgraded requirements.txt to django==5.1.3; two url() calls replaced with path(), tests pass.",
+            DJANGO,
+        ),
     ],
 )
 def test_a_turn_that_writes_over_a_remembered_value_leaves_a_note_naming_the_memory(
@@ -101,6 +107,8 @@ def test_a_turn_that_writes_over_a_remembered_value_leaves_a_note_naming_the_mem
         ),
         # an unrelated task with numbers in it
         ("Rename the helper in src/util.py.", "Renamed to parse_row; 42 tests pass."),
+        # an order of an update that changes nothing remembered
+        ("Update the README's install section.", "Rewrote it for pipx: 3 commands, tested on a clean venv."),
     ],
 )
 def test_a_turn_that_reads_or_adds_without_changing_a_remembered_value_stays_quiet(live, tmp_path, prompt, answer):

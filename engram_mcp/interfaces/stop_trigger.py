@@ -755,12 +755,15 @@ def _a_clause(words: str) -> bool:
 
 # -- a remembered value changed: the user orders the change ---------------------------------------------
 #: A sentence that orders a value changed ("Move it to 03:40 UTC", "Change the shipped config and
-#: the default", "Raise the cap"): the Stop hook then asks the daemon whether a stored memory
-#: states the value the turn wrote over (`hooks.changed_memories`). The order is the gate: an
-#: answer says "now" of whatever it did, and most turns change nothing anyone remembered.
+#: the default", "Raise the cap", "we can finally move: bump to dbt-core==1.8.7"): the Stop hook
+#: then asks the daemon whether a stored memory states the value the turn wrote over
+#: (`hooks.changed_memories`). The order is the gate: an answer says "now" of whatever it did,
+#: and most turns change nothing anyone remembered. A version is changed by the verbs of
+#: dependencies (bump, upgrade, pin), which a gate of settings' verbs alone let pass.
 ORDERED_CHANGE = re.compile(
-    r"^(?:(?:also|now|ok|okay|so|and|then|please|right),?\s+)*"
-    r"(?:move|change|switch|set|raise|lower|increase|decrease|reduce|shorten|extend|shift|reschedule|repoint)\b"
+    r"^(?:(?:also|now|ok|okay|so|and|then|please|right|just),?\s+)*"
+    r"(?:move|change|switch|set|raise|lower|increase|decrease|reduce|shorten|extend|shift|reschedule|repoint|"
+    r"bump|upgrade|downgrade|update|pin|migrate)\b"
     r"(?!\s+(?:out|up|on|over|to the \S+ branch)\b)",
     re.IGNORECASE,
 )
