@@ -24,9 +24,9 @@ from engram_mcp.core.ids import CROCKFORD, format_memory_id, parse_memory_id, se
 from engram_mcp.core.scope_words import THIS_PROJECT
 from engram_mcp.core.vocabulary import PERSISTENT_SCOPES, SCOPES
 from engram_mcp.index.scoring import to_epoch
-from engram_mcp.services import context, fact_diff, graph, lifecycle
+from engram_mcp.services import context, graph, lifecycle
 from engram_mcp.services.access import RequestContext, ScopeAccess
-from engram_mcp.services.fact_diff import about_same, fact_tokens, outdates, reassigned, retires
+from engram_mcp.services.fact_diff import about_same, displacements, fact_tokens, outdates, reassigned, retires
 from engram_mcp.services.handles import ScopeHandle
 from engram_mcp.services.links import link_memories, supersede
 from engram_mcp.services.recall import recall
@@ -575,7 +575,7 @@ def _carry_changes_of_user_values(
         if any(
             float(m.get("similarity") or 0.0) >= CARRY_MIN_SIMILARITY
             and _iso_epoch(m.get("created_at")) < start
-            and fact_diff.displacements(str(m.get("content") or ""), content)
+            and displacements(str(m.get("content") or ""), content)
             for m in _stored_neighbours(access, ctx, content, scope="user")
         ):
             carried += _promote_to_user(access, ctx, project, new_id, reason=CARRY_REASON) is not None
