@@ -229,6 +229,41 @@ def test_a_retired_machine_leaves_the_start_block(real_service, project):
     assert "bk-agent-4.corp" in block and "jenkins-2.corp" not in block
 
 
+RELEASE_SIGNED_ON_OLD_BOX = (
+    "Release builds: `make release`, then `make publish` uploads dist/ to the package index. The signing step "
+    "runs on the Jenkins box (jenkins-2.corp), which holds the key."
+)
+BOX_HANDED_BACK = (
+    "We handed the Jenkins box back to infra last week. The new nightly agent is bk-agent-4.corp; its logs are in "
+    "the Buildkite UI."
+)
+
+
+def test_a_line_that_names_a_retired_machine_names_the_one_that_came(real_service, project):
+    """A sentence that ends a thing ("We handed the Jenkins box back") names nothing in its place;
+    the next one says what came ("The new nightly agent is ..."). A line that names the box after
+    its point stays, and its change note quotes both: "handed back" alone left the reader with a
+    box that is gone and no word of where the work runs now (the month replay's held-out world:
+    "mistral is being wiped tomorrow. My new build box is sirocco")."""
+    svc = real_service
+    first = RequestContext(project, "sess-box-1")
+    svc.session_start(first)
+    release_id = svc.store(first, content=RELEASE_SIGNED_ON_OLD_BOX, type="procedural", scope="project")["memory_id"]
+    svc.session_end(first)
+    second = RequestContext(project, "sess-box-2")
+    svc.session_start(second)
+    svc.store(second, content=BOX_HANDED_BACK, type="semantic", scope="project")
+    svc.session_end(second)
+    assert "jenkins" in fact_diff.displacements(RELEASE_SIGNED_ON_OLD_BOX, BOX_HANDED_BACK)
+
+    third = RequestContext(project, "sess-box-3")
+    out = hook_ops.prompt_context(svc.access, third, prompt="Cut the release and publish it to the package index.")
+    lines = [x for x in (out["additional_context"] or "").splitlines() if short_id(release_id) in x]
+    assert lines, out
+    assert "changed since" in lines[0] and "handed the Jenkins box back" in lines[0], lines[0]
+    assert "bk-agent-4.corp" in lines[0], lines[0]
+
+
 def test_a_newer_user_memory_outdates_a_project_memory(real_service, ctx):
     """ "I moved to another tool" is said once, for every repo: it outdates what a project memory
     said about the old one."""

@@ -633,10 +633,10 @@ def new_value_sentence(old: str, new: str, sentence: str, value: str | None = No
     # 172.20.6.8"); a name there may be only what the change is called ("all on mise now")
     if has_fresh(sentence, values):
         return None
-    # the value said as the change's outcome ("now", "from now on", "instead"), not any number of
-    # the newer memory's story ("this week's drop has overlapping trips in block 3104")
+    # the value said as the change's outcome ("now", "from now on", "instead", "my new build box"),
+    # not any number of the newer memory's story ("this week's drop has overlapping trips in block 3104")
     flat = (" ".join(x.split()) for x in _SENTENCE_SPLIT_RE.split(new))
-    candidates = [x for x in flat if x not in sentence and has_fresh(x) and _words(x) & _OUTCOME_WORDS]
+    candidates = [x for x in flat if x not in sentence and has_fresh(x) and _words(x) & _SUCCESSOR_WORDS]
     if not candidates:
         return None
     said = _said_of(old, value) if value else set()
@@ -646,6 +646,10 @@ def new_value_sentence(old: str, new: str, sentence: str, value: str | None = No
 #: The words that state a change's outcome: the change words, less the ones every story has ("the
 #: only PR waiting on Marta was #391" reports, it does not change).
 _OUTCOME_WORDS = (_CHANGE_WORDS | DISPLACING_WORDS) - {"was", "were", "not", "no"}
+#: The words of a sentence that says what came in place of a thing another sentence ends: an
+#: outcome's, and "new" ("mistral is being wiped tomorrow. My new build box is sirocco"). Only
+#: where the sentence of change names no new value: "new" alone is no sign of change.
+_SUCCESSOR_WORDS = _OUTCOME_WORDS | {"new"}
 #: Times a name must occur in a newer memory to be a value it is about ("moraine" four times), not
 #: one its story mentions ("Friday").
 _NAME_VALUE_MIN_COUNT = 2
