@@ -17,6 +17,7 @@ import sys
 import pytest
 
 from engram_mcp.interfaces import hooks
+from engram_mcp.services import fact_diff, promotion
 from tests.daemon_env import make_env
 from tests.test_hooks import NOTE_MARK, run_hook, run_stop, sample, turn_transcript
 
@@ -24,6 +25,11 @@ BACKUP = "The nightly restic backup of the build hosts runs at 01:15 UTC (backup
 SCRAPE = 'Prometheus scrapes the exporters every 30 seconds: scrape_interval = "30s" in deploy/prometheus.yml.'
 REVIEWER = "Database migrations are reviewed by Ines Carvalho before they merge."
 DJANGO = "The web app stays on Django 4.2 LTS (django==4.2.16) until the hosting image ships Python 3.12."
+BUSY = (
+    "Root cause found: every journal test opened the same file, $TMPDIR/journal-test.db. nextest runs each "
+    "test in its own process, in parallel, so two tests writing at once got SQLITE_BUSY ('database is locked') "
+    "after the 5 s busy timeout; CI's retry usually hid it. Each test now gets its own tempfile."
+)
 MIGRATIONS = (
     "Schema changes: edit app/models.py, run `alembic revision --autogenerate`, commit what it writes "
     "(last time migrations/0007_add_flags.py), then `alembic upgrade head`."
@@ -37,7 +43,7 @@ def live(tmp_path_factory):
     assert run_hook(e, "SessionStart", sample("SessionStart", session_id="boot", cwd=str(e.project))).returncode == 0
     ids = {}
     with e.client() as c:
-        for content in (BACKUP, SCRAPE, REVIEWER, DJANGO, MIGRATIONS):
+        for content in (BACKUP, SCRAPE, REVIEWER, DJANGO, MIGRATIONS, BUSY):
             got = c.call(
                 "store",
                 {"content": content, "type": "semantic", "scope": "project", "importance": 0.8},
@@ -77,6 +83,11 @@ def _note_after(live, tmp_path, session: str, prompt: str, answer: str) -> str:
             "Upgraded requirements.txt to django==5.1.3; two url() calls replaced with path(), tests pass.",
             DJANGO,
         ),
+        (  # the remembered timeout itself raised, named as the memory names it
+            "Parallel tests still hit SQLITE_BUSY on the CI runners. Raise the busy timeout to 30 seconds.",
+            "The busy timeout is 30 s now; the parallel tests pass on the runners.",
+            BUSY,
+        ),
     ],
 )
 def test_a_turn_that_writes_over_a_remembered_value_leaves_a_note_naming_the_memory(
@@ -113,6 +124,37 @@ def test_a_turn_that_writes_over_a_remembered_value_leaves_a_note_naming_the_mem
 )
 def test_a_turn_that_reads_or_adds_without_changing_a_remembered_value_stays_quiet(live, tmp_path, prompt, answer):
     assert _note_after(live, tmp_path, f"quiet-{abs(hash(prompt)) % 10**6}", prompt, answer) == ""
+
+
+@pytest.mark.parametrize(
+    ("old", "old_value", "new", "new_value", "apart"),
+    [
+        ("after the 5 s busy timeout", "5", "Bump the default upload timeout to 20 seconds.", "20", True),
+        ("The prod port is 8443 behind nginx.", "8443", "Set the staging port to 9443.", "9443", True),
+        ("The DB pool size is 10 in settings.py.", "10", "Raise the pool size to 20.", "20", False),
+        ("The HTTP client timeout is 10 s for the API.", "10", "Change the API timeout to 30 s.", "30", False),
+        ("Nightly backups run at 01:15 UTC.", "01:15", "Move it to 03:40 UTC.", "03:40", False),
+        # nothing written beside the new value decides nothing, whatever another place says
+        ("The prod port is 8443.", "8443", "Set the staging port to 9443. Staging now listens on 9443.", "9443", True),
+        ("The prod port is 8443.", "8443", "It listens on 9443 (staging).", "9443", False),
+    ],
+)
+def test_two_values_of_things_named_alike_are_told_apart(old, old_value, new, new_value, apart):
+    """Two timeouts are one thing only when what is written beside them says so: "busy timeout"
+    and "upload timeout" are two, "the pool size" and "the DB pool size" one."""
+    assert fact_diff.qualified_apart(old, old_value, new, new_value) is apart
+
+
+def test_a_value_of_another_thing_named_alike_changes_nothing_remembered():
+    """The evidence behind the note, at a cosine the month replay met: "the default upload timeout"
+    given 20 seconds wrote over nothing of a memory's "5 s busy timeout" (the sixth world asked
+    Claude to store it as a change), while the busy timeout raised does."""
+    upload = "Bump the default upload timeout to 20 seconds, depot wifi is dreadful."
+    upload_done = "Default upload timeout is 20 s on chore/upload-timeout; grt-upload tests pass."
+    assert not promotion._changes_a_value(BUSY, f"{upload}\n{upload_done}", 0.5, ordered=upload)
+    raise_it = "Parallel tests still hit SQLITE_BUSY on the CI runners. Raise the busy timeout to 30 seconds."
+    raised = "The busy timeout is 30 s now; the parallel tests pass on the runners."
+    assert promotion._changes_a_value(BUSY, f"{raise_it}\n{raised}", 0.5, ordered=raise_it)
 
 
 def test_without_a_running_daemon_the_stop_hook_stays_quiet_and_logs_nothing(tmp_path):

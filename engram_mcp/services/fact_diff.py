@@ -745,6 +745,81 @@ def _amounts_restated(old: str, new: str) -> dict[str, str]:
     return found
 
 
+#: Words that link a value to the name of what it measures before it ("the upload timeout to 20 s",
+#: "the pool size is 10"): skipped on the way back to the name.
+_LINK_WORDS = frozenset("to is are was be at of from on by as".split())
+#: The name of what a value measures: at most this many words written right beside it.
+_VALUE_NAME_WORDS = 2
+#: The units `_AMOUNT_RE` reads, and their short forms: what a value counts, never what it is of.
+_UNIT_WORDS = frozenset(
+    "ms millisecond milliseconds s sec secs second seconds min mins minute minutes h hr hrs hour hours "
+    "day days week weeks month months year years kb kib mb mib gb gib tb tib percent".split()
+)
+
+
+def qualified_apart(old: str, old_value: str, new: str, new_value: str) -> bool:
+    """Whether two values of one kind belong to two things named alike: written right beside each
+    value, the name of what it measures ends in one noun ("timeout") that another word qualifies
+    in each ("the 5 s busy timeout", "the upload timeout to 20 seconds"), neither qualifier said
+    anywhere in the other text. "Bump the default upload timeout to 20 seconds" changes nothing
+    "the 5 s busy timeout" states, and "set the staging port to 9443" nothing of "the prod port
+    is 8443"; "raise the pool size to 20" does change "the DB pool size is 10", and "move it to
+    03:40 UTC" names nothing beside its value. Each place the values stand is read: apart when
+    one pair of places clashes and no pair names one noun alike ("Staging now listens on 9443"
+    names nothing beside the value, and decides nothing)."""
+    old_words, new_words = _words(old), _words(new)
+    seen_apart = False
+    for a in _value_places(old, old_value):
+        for b in _value_places(new, new_value):
+            shared = a.keys() & b.keys()
+            clash = [
+                noun
+                for noun in shared
+                if (qa := a[noun]) and (qb := b[noun]) and qa != qb and qa not in new_words and qb not in old_words
+            ]
+            if shared and not clash:
+                return False  # one thing, said alike in both places
+            seen_apart = seen_apart or bool(clash)
+    return seen_apart
+
+
+def _value_places(text: str, value: str) -> list[dict[str, str | None]]:
+    """For each place `text` states `value`: {noun that ends a name written right beside it (no
+    punctuation between): the word before the noun in that name, or None}. After the value, past
+    its unit ("5 s busy timeout"); before it, past a linking word ("upload timeout to 20")."""
+    tokens = list(_TOKEN_RE.finditer(text))
+    words = [t.group(0).lower() for t in tokens]
+
+    def joined(i: int, j: int) -> bool:  # nothing but blanks between tokens i < j
+        return 0 <= i < j < len(tokens) and not text[tokens[i].end() : tokens[j].start()].strip()
+
+    places = []
+    for i, word in enumerate(words):
+        if word != value:
+            continue
+        names: dict[str, str | None] = {}
+        j = i + 1 if joined(i, i + 1) and words[i + 1] in _UNIT_WORDS else i
+        after: list[str] = []
+        while len(after) < _VALUE_NAME_WORDS and joined(j, j + 1) and _describes(words[j + 1]):
+            j += 1
+            after.append(words[j])
+        j = i - 1 if joined(i - 1, i) and words[i - 1] in _LINK_WORDS else i
+        before: list[str] = []
+        while len(before) < _VALUE_NAME_WORDS and joined(j - 1, j) and _describes(words[j - 1]):
+            j -= 1
+            before.insert(0, words[j])
+        for name in (after, before):  # in the text's order: the noun ends the name either side
+            if name:
+                names[name[-1]] = name[-2] if len(name) > 1 else None
+        places.append(names)
+    return places
+
+
+def _describes(word: str) -> bool:
+    """A word that can name or qualify a thing: letters, no glue, no unit."""
+    return word.isalpha() and len(word) >= _MIN_RARE_WORD_CHARS and word not in _GLUE_WORDS and word not in _UNIT_WORDS
+
+
 #: A command written as code: its tool, its subcommand and the rest of the span ("`fnm install`",
 #: "`doppler run -- bin/dev`").
 _CODE_COMMAND_RE = re.compile(r"`([a-z][\w.+-]{0,30}) ([a-z][\w-]{1,30})\b([^`]*)`")

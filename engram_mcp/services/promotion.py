@@ -26,7 +26,15 @@ from engram_mcp.core.vocabulary import PERSISTENT_SCOPES, SCOPES
 from engram_mcp.index.scoring import to_epoch
 from engram_mcp.services import context, graph, lifecycle
 from engram_mcp.services.access import RequestContext, ScopeAccess
-from engram_mcp.services.fact_diff import about_same, displacements, fact_tokens, outdates, reassigned, retires
+from engram_mcp.services.fact_diff import (
+    about_same,
+    displacements,
+    fact_tokens,
+    outdates,
+    qualified_apart,
+    reassigned,
+    retires,
+)
 from engram_mcp.services.handles import ScopeHandle
 from engram_mcp.services.links import link_memories, supersede
 from engram_mcp.services.recall import recall
@@ -840,12 +848,18 @@ def _a_value_swapped(old: str, new: str, ordered: str) -> bool:
     `new` while one of its kind that `old` lacks is there, and the user named it (`ordered`):
     "Move it to 03:40 UTC". The answer's own artefacts are no ordered value: "Changed the column,
     generated drizzle/0016_x.sql" names a file a procedure names and a new file, yet changes
-    nothing the procedure states."""
+    nothing the procedure states. Nor is a value of another thing named alike
+    (`fact_diff.qualified_apart`): "Bump the default upload timeout to 20 seconds" against "the
+    5 s busy timeout"."""
     old_tokens, new_tokens, asked = fact_tokens(old), fact_tokens(new), fact_tokens(ordered)
-    gone = {kind for token, kind in old_tokens.items() if token not in new_tokens and any(c.isdigit() for c in token)}
+    gone = [(t, kind) for t, kind in old_tokens.items() if t not in new_tokens and any(c.isdigit() for c in t)]
+    came = [
+        (t, kind)
+        for t, kind in new_tokens.items()
+        if t not in old_tokens and t in asked and any(c.isdigit() for c in t)
+    ]
     return any(
-        kind in gone and token not in old_tokens and token in asked and any(c.isdigit() for c in token)
-        for token, kind in new_tokens.items()
+        kind == was_kind and not qualified_apart(old, was, new, value) for was, was_kind in gone for value, kind in came
     )
 
 
