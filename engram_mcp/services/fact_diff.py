@@ -690,11 +690,15 @@ def _read_displacements(old: str, new: str) -> dict[str, str]:
     return found
 
 
+#: Units of time, size and share, as a regex alternation: what an amount counts (`_AMOUNT_RE`) and
+#: what a value is measured in, never what it is of (`qualified_apart`).
+_MEASURE_UNITS = (
+    r"ms|milliseconds?|seconds?|secs?|minutes?|mins?|hours?|hrs?|days?|weeks?|months?|years?|[kmgt]i?b|percent"
+)
 #: An amount: a number and its unit, a word apart ("15 minutes", "512 MiB", "3 retries"). The
 #: units are words, so a timing a run reports ("in 19.03s") is none.
 _AMOUNT_RE = re.compile(
-    r"(?<![\w.])(\d+(?:\.\d+)?)\s+(ms|milliseconds?|seconds?|secs?|minutes?|mins?|hours?|hrs?|days?|"
-    r"weeks?|months?|years?|[kmgt]i?b|percent|retries|attempts|workers|replicas|characters|chars|lines)\b",
+    rf"(?<![\w.])(\d+(?:\.\d+)?)\s+({_MEASURE_UNITS}|retries|attempts|workers|replicas|characters|chars|lines)\b",
     re.IGNORECASE,
 )
 
@@ -750,11 +754,8 @@ def _amounts_restated(old: str, new: str) -> dict[str, str]:
 _LINK_WORDS = frozenset("to is are was be at of from on by as".split())
 #: The name of what a value measures: at most this many words written right beside it.
 _VALUE_NAME_WORDS = 2
-#: The units `_AMOUNT_RE` reads, and their short forms: what a value counts, never what it is of.
-_UNIT_WORDS = frozenset(
-    "ms millisecond milliseconds s sec secs second seconds min mins minute minutes h hr hrs hour hours "
-    "day days week weeks month months year years kb kib mb mib gb gib tb tib percent".split()
-)
+#: A unit a value is measured in: `_MEASURE_UNITS`, and the one-letter "s" and "h" ("5 s busy timeout").
+_UNIT_RE = re.compile(rf"(?:{_MEASURE_UNITS}|s|h)", re.IGNORECASE)
 
 
 def qualified_apart(old: str, old_value: str, new: str, new_value: str) -> bool:
@@ -798,7 +799,7 @@ def _value_places(text: str, value: str) -> list[dict[str, str | None]]:
         if word != value:
             continue
         names: dict[str, str | None] = {}
-        j = i + 1 if joined(i, i + 1) and words[i + 1] in _UNIT_WORDS else i
+        j = i + 1 if joined(i, i + 1) and _UNIT_RE.fullmatch(words[i + 1]) else i
         after: list[str] = []
         while len(after) < _VALUE_NAME_WORDS and joined(j, j + 1) and _describes(words[j + 1]):
             j += 1
@@ -817,7 +818,12 @@ def _value_places(text: str, value: str) -> list[dict[str, str | None]]:
 
 def _describes(word: str) -> bool:
     """A word that can name or qualify a thing: letters, no glue, no unit."""
-    return word.isalpha() and len(word) >= _MIN_RARE_WORD_CHARS and word not in _GLUE_WORDS and word not in _UNIT_WORDS
+    return (
+        word.isalpha()
+        and len(word) >= _MIN_RARE_WORD_CHARS
+        and word not in _GLUE_WORDS
+        and not _UNIT_RE.fullmatch(word)
+    )
 
 
 #: A command written as code: its tool, its subcommand and the rest of the span ("`fnm install`",
