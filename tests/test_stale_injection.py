@@ -190,6 +190,15 @@ def _later(ctx: RequestContext) -> RequestContext:
     return RequestContext(ctx.project_root, "sess-later")
 
 
+def _stored_in_a_session(svc, project, session_id: str, content: str, type: str = "semantic") -> str:
+    """A project memory stored in a session of its own, ended (and so promoted) before the next."""
+    ctx = RequestContext(project, session_id)
+    svc.session_start(ctx)
+    memory_id = svc.store(ctx, content=content, type=type, scope="project")["memory_id"]
+    svc.session_end(ctx)
+    return memory_id
+
+
 def test_the_start_block_and_the_prompt_hook_show_the_newer_memory_only(real_service, ctx):
     svc = real_service
     old = svc.store(ctx, content=OLD_TOOL, type="semantic", scope="project")
@@ -213,10 +222,7 @@ def test_a_retired_machine_leaves_the_start_block(real_service, project):
     """'The Jenkins box was decommissioned', with the new agent in the next sentence: from then on the
     block shows the new box only, in the next session too."""
     svc = real_service
-    first = RequestContext(project, "sess-ci-1")
-    svc.session_start(first)
-    old_id = svc.store(first, content=OLD_CI_BOX, type="semantic", scope="project")["memory_id"]
-    svc.session_end(first)
+    old_id = _stored_in_a_session(svc, project, "sess-ci-1", OLD_CI_BOX)
     second = RequestContext(project, "sess-ci-2")
     svc.session_start(second)
     new_id = svc.store(second, content=NEW_CI_BOX, type="semantic", scope="project")["memory_id"]
@@ -246,14 +252,8 @@ def test_a_line_that_names_a_retired_machine_names_the_one_that_came(real_servic
     box that is gone and no word of where the work runs now (the month replay's held-out world:
     "mistral is being wiped tomorrow. My new build box is sirocco")."""
     svc = real_service
-    first = RequestContext(project, "sess-box-1")
-    svc.session_start(first)
-    release_id = svc.store(first, content=RELEASE_SIGNED_ON_OLD_BOX, type="procedural", scope="project")["memory_id"]
-    svc.session_end(first)
-    second = RequestContext(project, "sess-box-2")
-    svc.session_start(second)
-    svc.store(second, content=BOX_HANDED_BACK, type="semantic", scope="project")
-    svc.session_end(second)
+    release_id = _stored_in_a_session(svc, project, "sess-box-1", RELEASE_SIGNED_ON_OLD_BOX, type="procedural")
+    _stored_in_a_session(svc, project, "sess-box-2", BOX_HANDED_BACK)
     assert "jenkins" in fact_diff.displacements(RELEASE_SIGNED_ON_OLD_BOX, BOX_HANDED_BACK)
 
     third = RequestContext(project, "sess-box-3")
@@ -404,13 +404,7 @@ def test_a_line_never_quotes_a_memory_that_is_itself_outdated(real_service, proj
         "Hardware news: kestrel gets wiped on Friday. My new build box is osprey (`ssh osprey`, 64 cores), "
         "use it for anything heavy from now on.",
     ]
-    ids = []
-    for text in texts:
-        ctx = RequestContext(project, next(sessions))
-        svc.session_start(ctx)
-        ids.append(svc.store(ctx, content=text, type="semantic", scope="project")["memory_id"])
-        svc.session_end(ctx)
-    laptop, kestrel, osprey = ids
+    laptop, kestrel, osprey = (_stored_in_a_session(svc, project, next(sessions), text) for text in texts)
     ctx = RequestContext(project, "sess-quote-last")
     svc.session_start(ctx)
     block = svc.context(ctx, task_description="do a release build", strengthen=False)["context_block"]
