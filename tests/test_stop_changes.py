@@ -30,6 +30,11 @@ BUSY = (
     "test in its own process, in parallel, so two tests writing at once got SQLITE_BUSY ('database is locked') "
     "after the 5 s busy timeout; CI's retry usually hid it. Each test now gets its own tempfile."
 )
+CLOCK = (
+    "Root cause found: the kiosks have no RTC, so after a power cut the clock starts at 1 Jan 1970 and the "
+    "agent uploaded before NTP had synced; TLS refused the server certificate as not yet valid. Fix: "
+    "kiosk-agent.service now waits for time-sync.target. After a reboot it uploaded 200 receipts within two seconds."
+)
 MIGRATIONS = (
     "Schema changes: edit app/models.py, run `alembic revision --autogenerate`, commit what it writes "
     "(last time migrations/0007_add_flags.py), then `alembic upgrade head`."
@@ -43,7 +48,7 @@ def live(tmp_path_factory):
     assert run_hook(e, "SessionStart", sample("SessionStart", session_id="boot", cwd=str(e.project))).returncode == 0
     ids = {}
     with e.client() as c:
-        for content in (BACKUP, SCRAPE, REVIEWER, DJANGO, MIGRATIONS, BUSY):
+        for content in (BACKUP, SCRAPE, REVIEWER, DJANGO, MIGRATIONS, BUSY, CLOCK):
             got = c.call(
                 "store",
                 {"content": content, "type": "semantic", "scope": "project", "importance": 0.8},
@@ -110,7 +115,10 @@ def test_a_turn_that_writes_over_a_remembered_value_leaves_a_note_naming_the_mem
             "Added ScrapeSlow to deploy/alerts.yml: fires after 5 slow scrapes.",
         ),
         # a changed value in the answer, but nobody ordered a change: an answer says "now" of anything it did
-        ("Add a dashboard panel for scrape duration.", 'The panel is in; deploy/prometheus.yml now has scrape_interval = "60s".'),
+        (
+            "Add a dashboard panel for scrape duration.",
+            'The panel is in; deploy/prometheus.yml now has scrape_interval = "60s".',
+        ),
         # an order whose outcome names a new file of the kind a procedure names: the procedure still holds
         (
             "Prices lose cents in the admin list. Change the column type.",
@@ -120,6 +128,11 @@ def test_a_turn_that_writes_over_a_remembered_value_leaves_a_note_naming_the_mem
         ("Rename the helper in src/util.py.", "Renamed to parse_row; 42 tests pass."),
         # an order of an update that changes nothing remembered
         ("Update the README's install section.", "Rewrote it for pipx: 3 commands, tested on a clean venv."),
+        # an amount of time ordered, against a remembered date and count (CLOCK): no value of theirs
+        (
+            "Bump the kiosk upload timeout to 20 seconds, the shop wifi is dreadful.",
+            "The kiosk upload timeout is 20 s on chore/upload-timeout; the upload tests pass.",
+        ),
     ],
 )
 def test_a_turn_that_reads_or_adds_without_changing_a_remembered_value_stays_quiet(live, tmp_path, prompt, answer):
@@ -143,6 +156,36 @@ def test_two_values_of_things_named_alike_are_told_apart(old, old_value, new, ne
     """Two timeouts are one thing only when what is written beside them says so: "busy timeout"
     and "upload timeout" are two, "the pool size" and "the DB pool size" one."""
     assert fact_diff.qualified_apart(old, old_value, new, new_value) is apart
+
+
+@pytest.mark.parametrize(
+    ("old", "old_value", "new", "new_value", "apart"),
+    [
+        ("the clock starts at 1 Jan 1970", "1970", "Bump the upload timeout to 20 seconds.", "20", True),
+        ("it uploaded 200 receipts within two seconds", "200", "Bump the upload timeout to 20 seconds.", "20", True),
+        ("the cache holds 512 MiB", "512", "Set the cache TTL to 600 seconds.", "600", True),
+        ("Releases ship on 3 March.", "3", "Set the retries to 5.", "5", False),  # a bare number: any form
+        # a bare number may be written with its unit later, and one count with another noun
+        ("The timeout is 30 in config.toml.", "30", "Set the timeout to 45 seconds.", "45", False),
+        ("Retention is 14 days.", "14", "Raise retention to 30 days.", "30", False),
+        ("A job tries 3 times, 3 retries in all.", "3", "Allow 5 attempts.", "5", False),
+    ],
+)
+def test_numbers_written_in_forms_no_one_value_takes_are_told_apart(old, old_value, new, new_value, apart):
+    """A date, an amount of time, one of size and a count are never one value written over: "1 Jan
+    1970" is not what "20 seconds" replaced. A bare number decides nothing."""
+    assert fact_diff.formed_apart(old, old_value, new, new_value) is apart
+
+
+def test_a_number_of_another_form_changes_nothing_remembered():
+    """The sixth world's false note: "Bump the default upload timeout to 20 seconds" read as a new
+    value of a root cause's "1 Jan 1970" and its "200 taps" (a bare number leaving, any bare
+    number the user names coming in). A remembered timeout raised still changes."""
+    upload = "Bump the default upload timeout to 20 seconds, depot wifi is dreadful."
+    upload_done = "Default upload timeout is 20 s on chore/upload-timeout; the upload tests pass."
+    assert not promotion._changes_a_value(CLOCK, f"{upload}\n{upload_done}", 0.5, ordered=upload)
+    timeout = "The upload timeout is 10 seconds (UPLOAD_TIMEOUT in agent.toml)."
+    assert promotion._changes_a_value(timeout, f"{upload}\n{upload_done}", 0.5, ordered=upload)
 
 
 def test_a_value_of_another_thing_named_alike_changes_nothing_remembered():

@@ -30,6 +30,7 @@ from engram_mcp.services.fact_diff import (
     about_same,
     displacements,
     fact_tokens,
+    formed_apart,
     outdates,
     qualified_apart,
     reassigned,
@@ -850,7 +851,8 @@ def _a_value_swapped(old: str, new: str, ordered: str) -> bool:
     generated drizzle/0016_x.sql" names a file a procedure names and a new file, yet changes
     nothing the procedure states. Nor is a value of another thing named alike
     (`fact_diff.qualified_apart`): "Bump the default upload timeout to 20 seconds" against "the
-    5 s busy timeout"."""
+    5 s busy timeout". Nor a number written in another form (`fact_diff.formed_apart`): the same
+    order against "the clock starts at 1 Jan 1970"."""
     old_tokens, new_tokens, asked = fact_tokens(old), fact_tokens(new), fact_tokens(ordered)
     gone = [(t, kind) for t, kind in old_tokens.items() if t not in new_tokens and any(c.isdigit() for c in t)]
     came = [
@@ -859,7 +861,9 @@ def _a_value_swapped(old: str, new: str, ordered: str) -> bool:
         if t not in old_tokens and t in asked and any(c.isdigit() for c in t)
     ]
     return any(
-        kind == was_kind and not qualified_apart(old, was, new, value) for was, was_kind in gone for value, kind in came
+        kind == was_kind and not qualified_apart(old, was, new, value) and not formed_apart(old, was, new, value)
+        for was, was_kind in gone
+        for value, kind in came
     )
 
 
