@@ -43,6 +43,7 @@ from engram_mcp.services.access import RequestContext, ScopeAccess
 from engram_mcp.services.excerpt import SENTENCE_BREAK_RE, excerpt
 from engram_mcp.services.recall import recall, strengthen_hits
 from engram_mcp.services.records import check_tags, clip_words, is_foreign, origin_in, public_memory
+from engram_mcp.services.sightings import ELSEWHERE, changes_elsewhere
 
 SECTIONS = CONTEXT_SECTIONS
 SECTION_TITLES = {
@@ -179,7 +180,11 @@ def memory_line(
     else:
         label = " ".join(str(mem.get("category") or mem.get("type")).split())
         label = f"{label}, {mem.get('scope')}"
-    notes = "".join(f" [changed since, {short_id(mid)}: {quote}]" for mid, quote in corrections(mem, newer or [], body))
+    where = {str(m.get("id")): m.get(ELSEWHERE) for m in newer or []}
+    notes = "".join(
+        f" [changed since, {short_id(mid)}{f' in {where[mid]}' if where.get(mid) else ''}: {quote}]"
+        for mid, quote in corrections(mem, newer or [], body)
+    )
     rest = own_change(str(mem.get("content") or ""), body)
     notes = f" [… {rest}]{notes}" if rest else notes
     return f"- [{safe(label)}, {short_id(str(mem['id']))}] {safe(body)}{safe(notes)}"
@@ -232,7 +237,8 @@ def corrections(mem: dict[str, Any], others: list[dict[str, Any]], shown: str) -
     infisical run instead of Doppler" for a backfill procedure "wrapped in doppler run"). The old
     memory stays (the rest of it is still true); its line carries the change. Foreign memories and
     session summaries neither correct nor are corrected here (summaries are hidden whole,
-    `summary_current`)."""
+    `summary_current`). A change said in another of the user's projects (`ELSEWHERE`) corrects only
+    a named thing it ends by name (`fact_diff.ended_by_name`, `_project_value`)."""
     if is_foreign(mem) or not others:
         return []
     born = _epoch(mem.get("created_at"))
@@ -248,7 +254,10 @@ def corrections(mem: dict[str, Any], others: list[dict[str, Any]], shown: str) -
         ):
             continue
         newer_text = str(other.get("content") or "")
-        found = fact_diff.displacements(text, newer_text)
+        if other.get(ELSEWHERE):  # said in another project: only what it ends by name, never a project's own value
+            found = {v: x for v, x in fact_diff.ended_by_name(text, newer_text).items() if not _project_value(text, v)}
+        else:
+            found = fact_diff.displacements(text, newer_text)
         outright = fact_diff.displaced_outright(text, newer_text) if found else frozenset()
         for value, sentence in found.items():
             # the value, and, when it was displaced by name, what the memory said beside it of the
@@ -260,6 +269,16 @@ def corrections(mem: dict[str, Any], others: list[dict[str, Any]], shown: str) -
                 out.append((other["id"], _correction_quote(text, newer_text, sentence, value, shown=stated)))
                 break
     return out[:MAX_CORRECTIONS]
+
+
+def _project_value(text: str, value: str) -> bool:
+    """Whether `value` is a number of `text` or an identifier written with punctuation (a port, a
+    host, a path, a bucket, a version): a value each project has its own of, which a change said
+    in another project does not end ("staging moved from 5432 to 5433" there says nothing of this
+    project's database). A tool, a machine or a person, named, may be the same one everywhere the
+    user works, digits or not ("1Password", "k8s")."""
+    kind = fact_diff.fact_tokens(text).get(value)
+    return kind == fact_diff.NUMBER or (kind == fact_diff.IDENT and not value.isalnum())
 
 
 def _correction_quote(
@@ -332,6 +351,20 @@ def change_pool(access: ScopeAccess, ctx: RequestContext) -> list[dict[str, Any]
     except StoreUnavailable:
         return []
     return [m for m in found if injectable(m)]
+
+
+def changes_of_other_projects(access: ScopeAccess, ctx: RequestContext) -> list[dict[str, Any]]:
+    """What the user said changed in their other projects lately (`sightings.changes_elsewhere`),
+    for the lines of this one: "the company changed password managers" said in one repository
+    ends the `op run` a memory of another states. Outside a project, none."""
+    if ctx.project_root is None:
+        return []
+    try:
+        with access.lock:
+            project = access.handle(ctx, "project")
+    except StoreUnavailable:
+        return []
+    return changes_elsewhere(access, project)
 
 
 #: Changes quoted on one line at most (in the order of the pool: the block's sections, recall's rank).
@@ -525,7 +558,7 @@ def build_context(
         # every candidate, shown or not, may carry the change of a value a shown line states, and
         # so may any memory that states a change
         pool = [m for name in SECTIONS for m in gathered[name] if not never_volunteered(m)]
-        pool = current(access, ctx, pool + change_pool(access, ctx))
+        pool = current(access, ctx, pool + change_pool(access, ctx)) + changes_of_other_projects(access, ctx)
         shown = _Shown(access, ctx, float(access.config(ctx.project_root).store_dedup_similarity))
         for name in SECTIONS:  # a memory (or a near-duplicate of it) appears once, in its first section
             kept = []

@@ -529,6 +529,13 @@ def _said_beyond_report(old: str, new: str) -> bool:
     return bool((_change_words(_ANY_MORE_RE.sub("anymore", new)) - _words(old)) - _REPORT_WORDS)
 
 
+def states_a_change(text: str) -> bool:
+    """Whether `text` says that something changed: a change word beyond a report's ("moved",
+    "now", "instead", "no longer"; not "was" or "not") or a thing gone out of use (`retires`).
+    The cheap first test of a memory another project's lines may be outdated by."""
+    return bool(_change_words(_ANY_MORE_RE.sub("anymore", text)) - _REPORT_WORDS) or retires(text)
+
+
 def displacements(old: str, new: str) -> dict[str, str]:
     """{value of `old`: the sentence of `new` that displaces it}, whatever the two texts'
     similarity (a memory that only mentions a value in passing, "wrapped in doppler run for the
@@ -552,6 +559,20 @@ def displacements(old: str, new: str) -> dict[str, str]:
 @functools.lru_cache(maxsize=MEMO_ENTRIES)
 def _displacements_memo(old: str, new: str) -> dict[str, str]:
     return _read_displacements(old, new)
+
+
+def ended_by_name(old: str, new: str) -> dict[str, str]:
+    """{value of `old`: the sentence of `new` that ends it by name}: the value right after a
+    displacing word ("instead of Doppler", "moved from Colima"), named beside a retirement ("the
+    1Password vault goes away"), or a tool run as code in its place (`_tools_swapped`). The
+    strictest readings of `displacements`, for a change said in another project
+    (`context.corrections`): there a subject that "moved to" somewhere ("the bench validator
+    moved to the Northgate lab") or a name a change brings in beside another ("Aoife and Yuki
+    decided ... the pins moved from Marker") is most often another thing of the same name."""
+    found = _displacing(old, new, *_token_split(old, new), by_name=True)
+    for value, sentence in _tools_swapped(old, new).items():
+        found.setdefault(value, sentence)
+    return found
 
 
 def displaced_outright(old: str, new: str) -> frozenset[str]:
@@ -1252,11 +1273,19 @@ def _numbers_reframed(old: str, new: str, a: dict[str, str], new_only: dict[str,
 
 
 def _displacing(
-    old: str, new: str, a: dict[str, str], b: dict[str, str], old_only: dict[str, str], new_only: dict[str, str]
+    old: str,
+    new: str,
+    a: dict[str, str],
+    b: dict[str, str],
+    old_only: dict[str, str],
+    new_only: dict[str, str],
+    *,
+    by_name: bool = False,
 ) -> dict[str, str]:
-    """The values of `old` that a sentence of `new` displaces, with that sentence (see `outdates`)."""
-    found = _quantities_set_anew(old, new, a, new_only)
-    for value, sentence in _numbers_reframed(old, new, a, new_only).items():
+    """The values of `old` that a sentence of `new` displaces, with that sentence (see `outdates`).
+    `by_name`: only where the sentence names the value as ended (`ended_by_name`)."""
+    found = {} if by_name else _quantities_set_anew(old, new, a, new_only)
+    for value, sentence in ({} if by_name else _numbers_reframed(old, new, a, new_only)).items():
         found.setdefault(value, sentence)
     if not set(old_only.values()) & set(new_only.values()):
         return found  # nothing of one kind went out while one of that kind came in
@@ -1274,7 +1303,7 @@ def _displacing(
         # the subject changed how it does something ("Pennant have moved to pushing results into
         # our MinIO instead"): a name of `old` before a strong change word, a new name after it
         # while `old` loses one; what `old` said of the subject is outdated, not the subject
-        if _subject_changed(words, changes[0]):
+        if not by_name and _subject_changed(words, changes[0]):
             after = {new_only[w] for w in words[changes[0] + 1 :] if w in new_only}
             for w in words[: changes[0]]:
                 if (

@@ -181,6 +181,14 @@ TOUCH_SESSION = (
 UPSERT_SIGHTING = "UPSERT type::thing('project_sighting', $key) CONTENT $record RETURN NONE"
 ALL_SIGHTINGS = "SELECT project, memory_id, fingerprint, embedding, embedding_model FROM project_sighting"
 DELETE_SIGHTING = "DELETE type::thing('project_sighting', $key) RETURN NONE"
+
+# --- changes stated in a project (user store; schema v6): read by the user's other projects -------
+UPSERT_PROJECT_CHANGE = "UPSERT type::thing('project_change', $key) CONTENT $record RETURN NONE"
+DELETE_PROJECT_CHANGE = "DELETE type::thing('project_change', $key) RETURN NONE"
+RECENT_PROJECT_CHANGES = (
+    "SELECT project, project_name, memory_id, content, created_at FROM project_change "
+    "WHERE project != $project AND created_at >= $since ORDER BY created_at DESC LIMIT $limit"
+)
 # graph traversal without reading the whole entity table (indexed lookups only)
 ENTITIES_BY_NAME_KEYS = "SELECT * FROM entity WHERE name_key IN $name_keys"
 TOP_ENTITIES = "SELECT * FROM entity ORDER BY mention_count DESC LIMIT $limit"

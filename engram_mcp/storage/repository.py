@@ -34,6 +34,7 @@ from engram_mcp.storage.rows import (
     MemoryRecord,
     MentionedEntity,
     MentionRow,
+    ProjectChangeRow,
     PromotionEntry,
     QueueEntry,
     RelationRow,
@@ -624,6 +625,21 @@ class ScopeRepository:
         return [
             SightingRow(r["project"], r["memory_id"], r["fingerprint"], r.get("embedding"), r.get("embedding_model"))
             for r in self._q(q.ALL_SIGHTINGS) or []
+        ]
+
+    # -- changes stated in projects (user store) ----------------------------------------
+    def upsert_project_change(self, key: str, record: dict[str, Any]) -> None:
+        self._q(q.UPSERT_PROJECT_CHANGE, {"key": key, "record": record})
+
+    def delete_project_change(self, key: str) -> None:
+        self._q(q.DELETE_PROJECT_CHANGE, {"key": key})
+
+    def recent_project_changes(self, *, other_than: str, since: Any, limit: int) -> list[ProjectChangeRow]:
+        """The newest changes stated in projects other than `other_than` (a project db), since `since`."""
+        rows = self._q(q.RECENT_PROJECT_CHANGES, {"project": other_than, "since": since, "limit": int(limit)}) or []
+        return [
+            ProjectChangeRow(r["project"], r["project_name"], r["memory_id"], r["content"], r["created_at"])
+            for r in rows
         ]
 
 

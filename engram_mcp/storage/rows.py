@@ -170,6 +170,18 @@ class SightingRow:
 
 
 @dataclass(frozen=True, slots=True)
+class ProjectChangeRow:
+    """A change stated in a project (`project_change`, user store): what another project's lines may
+    have gone out of date by."""
+
+    project: str
+    project_name: str
+    memory_id: str
+    content: str
+    created_at: Any
+
+
+@dataclass(frozen=True, slots=True)
 class TypeStatusCount:
     """How many memories have a type and a status."""
 

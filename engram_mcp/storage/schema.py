@@ -140,6 +140,17 @@ DEFINE FIELD IF NOT EXISTS seen_at ON project_sighting TYPE datetime DEFAULT tim
 DEFINE INDEX IF NOT EXISTS sighting_fingerprint ON project_sighting FIELDS fingerprint;
 """
 
+# A change the user stated in one project (user store), for the lines of their other projects.
+_PROJECT_CHANGES = """
+DEFINE TABLE IF NOT EXISTS project_change SCHEMAFULL;
+DEFINE FIELD IF NOT EXISTS project ON project_change TYPE string;
+DEFINE FIELD IF NOT EXISTS project_name ON project_change TYPE string;
+DEFINE FIELD IF NOT EXISTS memory_id ON project_change TYPE string;
+DEFINE FIELD IF NOT EXISTS content ON project_change TYPE string;
+DEFINE FIELD IF NOT EXISTS created_at ON project_change TYPE datetime;
+DEFINE INDEX IF NOT EXISTS project_change_created ON project_change FIELDS created_at;
+"""
+
 # Recall, browse, maintenance and promotion read memories through the derived index
 # (engram_mcp/index), never with a SurrealQL filter on these fields, so their engine indexes
 # were only ever written: every insert and every recall-strengthening update paid for them
@@ -220,6 +231,11 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
         5,
         "memory schemaless: its fields checked and defaulted in Python, written without their defaults",
         _statements(_MEMORY_SCHEMALESS),
+    ),
+    (
+        6,
+        "project_change: a change stated in one project, for the lines of the user's other projects",
+        _statements(_PROJECT_CHANGES),
     ),
 ]
 CURRENT_SCHEMA_VERSION = MIGRATIONS[-1][0]
