@@ -131,11 +131,20 @@ def test_a_change_from_another_project_must_end_the_value_by_name():
     """Said in this project, "the bench validator moved" may well be about this line's validator;
     said in another, it is most often another thing of the same name: only a value ended by name
     (`fact_diff.ended_by_name`: "instead of", a retirement beside it, a tool run in its place) is
-    read across projects."""
+    read across projects, and a thing moved somewhere ("moved the Windows workspace root to D:")
+    is not one ended."""
     line = _mem("memory:01A", VALIDATOR, "2026-05-01T00:00:00Z")
     here = _mem("memory:01B", BENCH_MOVED, "2026-06-01T00:00:00Z")
     assert context.corrections(line, [here], VALIDATOR)
     assert context.corrections(line, [{**here, sightings.ELSEWHERE: "validator-agent"}], VALIDATOR) == []
+    presets = "Configure through the presets only: linux-clang-rel on Linux, win-msvc-rel on the Windows agents."
+    moved = _mem(
+        "memory:01E",
+        "I moved the Windows workspace root to D:\\hw, so the same file is now at 187 characters.",
+        "2026-06-01T00:00:00Z",
+        **{sightings.ELSEWHERE: "buildhive"},
+    )
+    assert context.corrections(_mem("memory:01F", presets, "2026-05-01T00:00:00Z"), [moved], presets) == []
     op = _mem("memory:01C", OP_RUN, "2026-05-01T00:00:00Z")
     bws = _mem("memory:01D", BWS, "2026-06-01T00:00:00Z", **{sightings.ELSEWHERE: "circulation-api"})
     ((mid, quote),) = context.corrections(op, [bws], OP_RUN)

@@ -353,18 +353,23 @@ def change_pool(access: ScopeAccess, ctx: RequestContext) -> list[dict[str, Any]
     return [m for m in found if injectable(m)]
 
 
-def changes_of_other_projects(access: ScopeAccess, ctx: RequestContext) -> list[dict[str, Any]]:
-    """What the user said changed in their other projects lately (`sightings.changes_elsewhere`),
-    for the lines of this one: "the company changed password managers" said in one repository
-    ends the `op run` a memory of another states. Outside a project, none."""
+def with_changes_elsewhere(
+    access: ScopeAccess, ctx: RequestContext, pool: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """`pool` and what the user said changed in their other projects lately
+    (`sightings.changes_elsewhere`), for the lines of this one: "the company changed password
+    managers" said in one repository ends the `op run` a memory of another states. A change the
+    pool holds already (carried on to the user scope, which keeps its id) is read as the pool's
+    own. Outside a project, the pool."""
     if ctx.project_root is None:
-        return []
+        return pool
     try:
         with access.lock:
             project = access.handle(ctx, "project")
     except StoreUnavailable:
-        return []
-    return changes_elsewhere(access, project)
+        return pool
+    held = {str(m.get("id")) for m in pool}
+    return pool + [m for m in changes_elsewhere(access, project) if m["id"] not in held]
 
 
 #: Changes quoted on one line at most (in the order of the pool: the block's sections, recall's rank).
@@ -558,7 +563,7 @@ def build_context(
         # every candidate, shown or not, may carry the change of a value a shown line states, and
         # so may any memory that states a change
         pool = [m for name in SECTIONS for m in gathered[name] if not never_volunteered(m)]
-        pool = current(access, ctx, pool + change_pool(access, ctx)) + changes_of_other_projects(access, ctx)
+        pool = with_changes_elsewhere(access, ctx, current(access, ctx, pool + change_pool(access, ctx)))
         shown = _Shown(access, ctx, float(access.config(ctx.project_root).store_dedup_similarity))
         for name in SECTIONS:  # a memory (or a near-duplicate of it) appears once, in its first section
             kept = []

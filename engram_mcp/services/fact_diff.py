@@ -563,7 +563,8 @@ def _displacements_memo(old: str, new: str) -> dict[str, str]:
 
 def ended_by_name(old: str, new: str) -> dict[str, str]:
     """{value of `old`: the sentence of `new` that ends it by name}: the value right after a
-    displacing word ("instead of Doppler", "moved from Colima"), named beside a retirement ("the
+    displacing word ("instead of Doppler", "moved from Colima", never "moved the Windows root to
+    D:"), named beside a retirement ("the
     1Password vault goes away"), or a tool run as code in its place (`_tools_swapped`). The
     strictest readings of `displacements`, for a change said in another project
     (`context.corrections`): there a subject that "moved to" somewhere ("the bench validator
@@ -1177,6 +1178,10 @@ def _subject_changed(words: list[str], at: int) -> bool:
 
 
 _MOVE_PREPOSITIONS = frozenset({"to", "from", "off", "away", "onto", "over"})
+#: Words of a move, and what follows one when the subject left something ("moved off Colima",
+#: "switched away from nvm"), not when it went somewhere ("moved the root to D:").
+_MOVES = SUBJECT_CHANGE_WORDS - {"instead"}
+_AWAY = (["from"], ["off"], ["away"])
 
 
 #: Verbs that set a quantity anew: "raising the download cap to 92 days", "bumped the timeout to 30".
@@ -1298,6 +1303,8 @@ def _displacing(
             if w in shared:
                 found.setdefault(w, " ".join(sentence.split()))
         changes = [i for i, w in enumerate(words) if w in DISPLACING_WORDS]
+        if by_name:  # "moved the Windows workspace root to D:" moves a thing; "moved off Colima" ends one
+            changes = [i for i in changes if words[i] not in _MOVES or words[i + 1 : i + 2] in _AWAY]
         if not changes:
             continue
         # the subject changed how it does something ("Pennant have moved to pushing results into

@@ -416,7 +416,7 @@ def _newer(
     (`context.newer_lists`), with recall's pool and the scopes' strongest (the ones a session
     start would show) at hand, so a line carries the change."""
     pool = context_ops.current(access, ctx, [*(found.get("memories") or []), *context_ops.correction_pool(access, ctx)])
-    return context_ops.newer_lists(access, ctx, shown, pool + context_ops.changes_of_other_projects(access, ctx))
+    return context_ops.newer_lists(access, ctx, shown, context_ops.with_changes_elsewhere(access, ctx, pool))
 
 
 def step_context(access: ScopeAccess, ctx: RequestContext, *, step: str) -> dict[str, Any]:
