@@ -822,6 +822,29 @@ _NOT_PLURAL_ENDINGS = ("ss", "us", "is", "ous")
 _NOT_PLURALS = frozenset("always sometimes perhaps besides towards afterwards nowadays whereas".split())
 
 
+@dataclass(frozen=True)
+class _Walk:
+    """A text's tokens, for reading what is written right beside a value: the words a value's
+    form and its name are read from must touch it, with nothing but blanks between."""
+
+    text: str
+    tokens: list[re.Match[str]]
+    words: list[str]
+
+    @classmethod
+    def of(cls, text: str) -> _Walk:
+        tokens = list(_TOKEN_RE.finditer(text))
+        return cls(text, tokens, [t.group(0).lower() for t in tokens])
+
+    def places(self, value: str) -> Iterator[int]:
+        """The index of each token that is `value` (lower case)."""
+        return (i for i, word in enumerate(self.words) if word == value)
+
+    def joined(self, i: int, j: int) -> bool:
+        """Nothing but blanks between tokens i < j (both inside the text)."""
+        return 0 <= i < j < len(self.tokens) and not self.text[self.tokens[i].end() : self.tokens[j].start()].strip()
+
+
 def formed_apart(old: str, old_value: str, new: str, new_value: str) -> bool:
     """Whether two numbers are written in forms no one value takes twice: a date's ("the clock
     starts at 1 Jan 1970"), an amount's ("the upload timeout to 20 seconds"), a count's ("it
@@ -839,18 +862,14 @@ def _value_forms(text: str, value: str) -> set[str | None]:
     """The forms `value` is written in, one per place `text` states it: the family of the unit right
     after it, DATE_FORM beside a calendar word, COUNT_FORM before a plural noun, else None (a bare
     number)."""
-    tokens = list(_TOKEN_RE.finditer(text))
-    words = [t.group(0).lower() for t in tokens]
+    walk = _Walk.of(text)
     forms: set[str | None] = set()
-    for i, word in enumerate(words):
-        if word != value:
-            continue
-        joined = i + 1 < len(words) and not text[tokens[i].end() : tokens[i + 1].start()].strip()
-        after = words[i + 1] if joined else ""
+    for i in walk.places(value):
+        after = walk.words[i + 1] if walk.joined(i, i + 1) else ""
         family = next((name for name, unit in _UNIT_FAMILIES if unit.fullmatch(after)), None) if after else None
         if family:
             forms.add(family)
-        elif _DATE_WORDS.intersection(words[max(0, i - 2) : i + 2]):
+        elif _DATE_WORDS.intersection(walk.words[max(0, i - 2) : i + 2]):
             forms.add(DATE_FORM)
         else:
             forms.add(COUNT_FORM if _counts(after) else None)
@@ -873,16 +892,10 @@ def _value_places(text: str, value: str) -> list[dict[str, str | None]]:
     """For each place `text` states `value`: {noun that ends a name written right beside it (no
     punctuation between): the word before the noun in that name, or None}. After the value, past
     its unit ("5 s busy timeout"); before it, past a linking word ("upload timeout to 20")."""
-    tokens = list(_TOKEN_RE.finditer(text))
-    words = [t.group(0).lower() for t in tokens]
-
-    def joined(i: int, j: int) -> bool:  # nothing but blanks between tokens i < j
-        return 0 <= i < j < len(tokens) and not text[tokens[i].end() : tokens[j].start()].strip()
-
+    walk = _Walk.of(text)
+    words, joined = walk.words, walk.joined
     places = []
-    for i, word in enumerate(words):
-        if word != value:
-            continue
+    for i in walk.places(value):
         names: dict[str, str | None] = {}
         j = i + 1 if joined(i, i + 1) and _UNIT_RE.fullmatch(words[i + 1]) else i
         after: list[str] = []
