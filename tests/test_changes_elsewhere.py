@@ -11,15 +11,10 @@ naming the project. Real hook processes against a real daemon with the real mode
 
 from __future__ import annotations
 
-import json
-import os
-import sys
-
 import pytest
 
 from engram_mcp.services import context, fact_diff, sightings
-from tests.daemon_env import make_env
-from tests.test_hooks import run_hook, sample
+from tests.test_hooks import hook_env, start_block, store_all
 
 OP_RUN = "Secrets never go in .env: I run anything that needs them through 1Password, as `op run --env-file=.env.op -- <cmd>`."
 STAGING_DB = "The staging database listens on port 5432, see compose.yaml."
@@ -32,23 +27,12 @@ BWS = (
 
 @pytest.fixture(scope="module")
 def two(tmp_path_factory):
-    e = make_env(tmp_path_factory.mktemp("elsewhere"))
-    e.env["ENGRAM_PYTHON"] = os.environ.get("ENGRAM_PYTHON") or sys.executable
+    e = hook_env(tmp_path_factory.mktemp("elsewhere"))
     e.other = e.project.parent / "circulation-api"
     (e.other / ".git").mkdir(parents=True)
-    _start(e, e.project, "boot")
-    with e.client() as c:
-        for content in (OP_RUN, STAGING_DB):
-            c.call("store", {"content": content, "type": "semantic", "scope": "project"}, project_root=str(e.project))
+    store_all(e, (OP_RUN, STAGING_DB), type="semantic", scope="project")
     yield e
     e.shutdown()
-
-
-def _start(e, project, session: str) -> str:
-    """The session start block of `project`, from a real SessionStart hook process."""
-    out = run_hook(e, "SessionStart", sample("SessionStart", session_id=session, cwd=str(project)))
-    assert out.returncode == 0, out.stderr
-    return json.loads(out.stdout)["hookSpecificOutput"]["additionalContext"] if out.stdout.strip() else ""
 
 
 def _line(block: str, needle: str) -> str:
@@ -58,19 +42,19 @@ def _line(block: str, needle: str) -> str:
 
 
 def test_a_change_stated_in_another_project_is_noted_on_the_line_it_outdates(two):
-    assert "changed since" not in _line(_start(two, two.project, "a1"), "op run")
+    assert "changed since" not in _line(start_block(two, "a1", two.project), "op run")
     with two.client() as c:
         bws = c.call("store", {"content": BWS, "type": "semantic", "scope": "project"}, project_root=str(two.other))
-    line = _line(_start(two, two.project, "a2"), "op run")
+    line = _line(start_block(two, "a2", two.project), "op run")
     assert f"[changed since, {bws['memory_id'][-8:]} in circulation-api: " in line, line
     assert "bws run" in line, line
     # the other project's block shows its own memory, and nothing of this project's
-    other_block = _start(two, two.other, "b1")
+    other_block = start_block(two, "b1", two.other)
     assert "bws run" in other_block and "op run" not in other_block, other_block
     # forgotten there, the change no longer speaks here
     with two.client() as c:
         c.call("forget", {"memory_id": bws["memory_id"]}, project_root=str(two.other))
-    assert "changed since" not in _line(_start(two, two.project, "a3"), "op run")
+    assert "changed since" not in _line(start_block(two, "a3", two.project), "op run")
 
 
 def test_a_value_each_project_has_its_own_of_is_not_changed_from_another(two):
@@ -78,13 +62,13 @@ def test_a_value_each_project_has_its_own_of_is_not_changed_from_another(two):
     another's staging database, though the same change in this project would note the line."""
     with two.client() as c:
         c.call("store", {"content": STAGING_MOVED, "type": "semantic", "scope": "project"}, project_root=str(two.other))
-    assert "changed since" not in _line(_start(two, two.project, "p1"), "compose.yaml")
+    assert "changed since" not in _line(start_block(two, "p1", two.project), "compose.yaml")
     # the same change said here: the old port never stands alone (the evidence reads it; only where it was said differs)
     with two.client() as c:
         c.call(
             "store", {"content": STAGING_MOVED, "type": "semantic", "scope": "project"}, project_root=str(two.project)
         )
-    block = _start(two, two.project, "p2")
+    block = start_block(two, "p2", two.project)
     assert all("5433" in x for x in block.splitlines() if "5432" in x), block
 
 

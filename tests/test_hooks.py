@@ -10,14 +10,15 @@ import contextlib
 import json
 import os
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from engram_mcp.interfaces import hooks
 from engram_mcp.core import spool
-from tests.daemon_env import REPO, make_env
+from engram_mcp.interfaces import hooks
+from tests.daemon_env import REPO, Env, make_env
 
 HOOK = REPO / "bin" / "engram-hook"
 INPUTS = REPO / "tests" / "data" / "claude_hook_inputs"
@@ -34,6 +35,34 @@ def run_hook(env, event: str, payload, *, timeout: float = 60) -> subprocess.Com
     text = payload if isinstance(payload, str) else json.dumps(payload)
     return subprocess.run([str(HOOK), event], input=text, env=env.env, cwd=str(env.project), capture_output=True,
                           text=True, timeout=timeout)
+
+
+def hook_env(tmp: Path, *, boot: str | None = "boot", project: Path | None = None) -> Env:
+    """A throwaway HOME whose hook processes run this interpreter (ENGRAM_PYTHON). With `boot`, a
+    first SessionStart hook process (that session id, in `project`) starts the daemon, so the
+    daemon runs with this HOME and reads its config files; the caller shuts it down."""
+    e = make_env(tmp)
+    e.env["ENGRAM_PYTHON"] = os.environ.get("ENGRAM_PYTHON") or sys.executable
+    if boot:
+        start_block(e, boot, project or e.project)
+    return e
+
+
+def start_block(env, session: str, project: Path | None = None) -> str:
+    """The session start block of `project` (default: the env's), from a real SessionStart hook process."""
+    out = run_hook(env, "SessionStart", sample("SessionStart", session_id=session, cwd=str(project or env.project)))
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)["hookSpecificOutput"]["additionalContext"] if out.stdout.strip() else ""
+
+
+def store_all(env, contents, project: Path | None = None, **fields) -> dict[str, str]:
+    """Store each text through the daemon (`fields`: type, scope, importance...): {content: memory id}."""
+    ids = {}
+    with env.client() as c:
+        for content in contents:
+            got = c.call("store", {"content": content, **fields}, project_root=str(project or env.project))
+            ids[content] = got["memory_id"]
+    return ids
 
 
 def run_stop(env, transcript_path: Path, session: str, answer: str) -> None:
@@ -494,10 +523,7 @@ def test_capture_without_a_session_id_is_refused_not_misfiled(tmp_path, monkeypa
 
 @pytest.fixture(scope="module")
 def live(tmp_path_factory):
-    e = make_env(tmp_path_factory.mktemp("hooks-live"))
-    e.env["ENGRAM_PYTHON"] = os.environ.get("ENGRAM_PYTHON") or __import__("sys").executable
-    # start the daemon from a hook process, so it runs with this HOME (and reads its config files)
-    assert run_hook(e, "SessionStart", sample("SessionStart", session_id="live-boot", cwd=str(e.project))).returncode == 0
+    e = hook_env(tmp_path_factory.mktemp("hooks-live"), boot="live-boot")
     with e.client() as c:
         for content, scope, mtype in [
             ("Run the API tests with make test; they need DATABASE_URL pointing at the test database.", "project", "procedural"),
@@ -604,12 +630,11 @@ def test_a_step_shows_the_memory_it_needs_once_and_nothing_for_an_unrelated_step
 @contextlib.contextmanager
 def _daemon_for(tmp_path: Path, name: str):
     """A daemon started by a SessionStart hook for a fresh git project `name`: (env, project)."""
-    env = make_env(tmp_path)
-    env.env["ENGRAM_PYTHON"] = os.environ.get("ENGRAM_PYTHON") or __import__("sys").executable
     project = tmp_path / name
     (project / ".git").mkdir(parents=True)
+    env = hook_env(tmp_path, boot=None)
     try:
-        assert run_hook(env, "SessionStart", sample("SessionStart", session_id=f"{name}-boot", cwd=str(project))).returncode == 0
+        start_block(env, f"{name}-boot", project)
         yield env, project
     finally:
         env.shutdown()

@@ -688,19 +688,13 @@ def test_an_export_keeps_sensitive_memories_marked_and_counted(real_service, ctx
 
 def test_through_the_hooks_as_processes_sensitive_memories_are_never_injected(tmp_path, claude_mem_db):
     import json
-    import os
-    import sys
 
-    from tests.daemon_env import make_env
-    from tests.test_hooks import run_hook, sample
+    from tests.test_hooks import hook_env, run_hook, sample, start_block
 
-    e = make_env(tmp_path / "hooks")
-    e.env["ENGRAM_PYTHON"] = os.environ.get("ENGRAM_PYTHON") or sys.executable
+    e = hook_env(tmp_path / "hooks", boot=None)
     claude_code_was_here(e.home, e.project)
     try:
-        assert (
-            run_hook(e, "SessionStart", sample("SessionStart", session_id="boot", cwd=str(e.project))).returncode == 0
-        )
+        start_block(e, "boot")
         with e.client() as c:
             got = c.call(
                 "import_from",
@@ -713,7 +707,7 @@ def test_through_the_hooks_as_processes_sensitive_memories_are_never_injected(tm
             assert proc.returncode == 0, proc.stderr
             return json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"] if proc.stdout.strip() else ""
 
-        start = block(run_hook(e, "SessionStart", sample("SessionStart", session_id="s1", cwd=str(e.project))))
+        start = start_block(e, "s1")
         assert "<engram-memory>" in start
         said = [
             block(

@@ -11,15 +11,12 @@ replacement. Real hook processes against a real daemon with the real model.
 from __future__ import annotations
 
 import json
-import os
-import sys
 
 import pytest
 
 from engram_mcp.interfaces import hooks
 from engram_mcp.services import fact_diff, promotion
-from tests.daemon_env import make_env
-from tests.test_hooks import NOTE_MARK, run_hook, run_stop, sample, turn_transcript
+from tests.test_hooks import NOTE_MARK, hook_env, run_hook, run_stop, sample, store_all, turn_transcript
 
 BACKUP = "The nightly restic backup of the build hosts runs at 01:15 UTC (backup.timer on cairn-backup-1)."
 SCRAPE = 'Prometheus scrapes the exporters every 30 seconds: scrape_interval = "30s" in deploy/prometheus.yml.'
@@ -43,19 +40,9 @@ MIGRATIONS = (
 
 @pytest.fixture(scope="module")
 def live(tmp_path_factory):
-    e = make_env(tmp_path_factory.mktemp("stop-changes"))
-    e.env["ENGRAM_PYTHON"] = os.environ.get("ENGRAM_PYTHON") or sys.executable
-    assert run_hook(e, "SessionStart", sample("SessionStart", session_id="boot", cwd=str(e.project))).returncode == 0
-    ids = {}
-    with e.client() as c:
-        for content in (BACKUP, SCRAPE, REVIEWER, DJANGO, MIGRATIONS, BUSY, CLOCK):
-            got = c.call(
-                "store",
-                {"content": content, "type": "semantic", "scope": "project", "importance": 0.8},
-                project_root=str(e.project),
-            )
-            ids[content] = got["memory_id"]
-    e.ids = ids
+    e = hook_env(tmp_path_factory.mktemp("stop-changes"))
+    contents = (BACKUP, SCRAPE, REVIEWER, DJANGO, MIGRATIONS, BUSY, CLOCK)
+    e.ids = store_all(e, contents, type="semantic", scope="project", importance=0.8)
     yield e
     e.shutdown()
 
@@ -101,7 +88,7 @@ def test_a_turn_that_writes_over_a_remembered_value_leaves_a_note_naming_the_mem
     assert hooks.stop_signals({"prompt": prompt, "answer": answer, "events": []}) == []  # no shape flags it
     note = _note_after(live, tmp_path, f"chg-{abs(hash(prompt)) % 10**6}", prompt, answer)
     assert "a new value for something a stored memory states" in note, note
-    assert f"supersedes=<that id>" in note and live.ids[changed] in note, note
+    assert "supersedes=<that id>" in note and live.ids[changed] in note, note
 
 
 @pytest.mark.parametrize(

@@ -11,15 +11,12 @@ processes against a real daemon with the real model; the id selection as pure fu
 from __future__ import annotations
 
 import json
-import os
-import sys
 import time
 
 import pytest
 
 from engram_mcp.interfaces import hooks
-from tests.daemon_env import make_env
-from tests.test_hooks import bash, run_hook, run_stop, sample, turn_transcript
+from tests.test_hooks import bash, hook_env, run_stop, turn_transcript
 
 STORE_TOOL = hooks.STORE_MEMORY_TOOL
 ID_A = "memory:01KT18T11PD3JR4KKWQZ99EB1M"
@@ -75,9 +72,7 @@ def test_only_project_stores_of_a_turn_the_user_said_holds_everywhere_are_picked
 
 @pytest.fixture(scope="module")
 def live(tmp_path_factory):
-    e = make_env(tmp_path_factory.mktemp("stop-stated"))
-    e.env["ENGRAM_PYTHON"] = os.environ.get("ENGRAM_PYTHON") or sys.executable
-    assert run_hook(e, "SessionStart", sample("SessionStart", session_id="boot", cwd=str(e.project))).returncode == 0
+    e = hook_env(tmp_path_factory.mktemp("stop-stated"))
     yield e
     e.shutdown()
 
