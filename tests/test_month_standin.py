@@ -63,3 +63,19 @@ def test_a_request_that_names_a_role_is_not_taken_for_who_someone_is() -> None:
         )
     )
     assert memory.content.startswith("Sent as an over-the-air update")
+
+
+def test_a_users_rule_for_everywhere_leads_though_the_outcome_has_a_rule_word() -> None:
+    """The user's "Use ripgrep ...: I've got rg and fd everywhere" holds wherever they work, so it
+    is the user's point; an outcome with a durable word ("the only source ... now") does not turn
+    the turn into a question the outcome answers."""
+    memory = standin.memory_from_turn(
+        _turn(
+            "Find everything that still reads the old env var. Use ripgrep, not grep -r: I've got rg and fd "
+            "everywhere, and grep wades through target/.",
+            "Two places: an override in config.rs and the default file. Removed both, so the TOML file is the "
+            "only source of the interval now.",
+        )
+    )
+    assert memory.content.startswith("Use ripgrep, not grep -r: I've got rg and fd everywhere"), memory.content
+    assert memory.scope == "user"

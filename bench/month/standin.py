@@ -121,16 +121,19 @@ _HOLDS_EVERYWHERE = re.compile(
 )
 
 
+def _lasting_for_user(sentence: str) -> bool:
+    """A sentence of the user's that says something lasting: a rule, a reason, a decision, where or
+    who (`_DURABLE`), that it holds wherever they work, or who someone is at work."""
+    return bool(_DURABLE.search(sentence) or _HOLDS_EVERYWHERE.search(sentence) or _ROLE.search(sentence))
+
+
 def _pick(sentences: list[str], *, fallback_all: bool, users: bool = False) -> list[str]:
     """The sentences that say something lasting (a rule, a reason, a decision, where or who, or,
     in the user's words (`users`), that it holds wherever they work); else those with a concrete
     detail (a code span, a number, a path, a flag); else all of them (`fallback_all`) or the
     first. Whole sentences, in their order, each with the one it points back to: a model keeps
     the user's words."""
-    lasting = (
-        _DURABLE.search if not users else lambda x: _DURABLE.search(x) or _HOLDS_EVERYWHERE.search(x) or _ROLE.search(x)
-    )
-    for is_point in (lasting, _DETAIL.search):
+    for is_point in (_lasting_for_user if users else _DURABLE.search, _DETAIL.search):
         chosen = {i for i, x in enumerate(sentences) if is_point(x)}
         if chosen:
             chosen |= {i - 1 for i in chosen if i > 0 and _POINTS_BACK.match(sentences[i])}
@@ -155,7 +158,7 @@ def memory_from_turn(turn: dict[str, Any]) -> Memory:
     rest = [x for x in said if x not in key_said] + [x for x in done if x not in key_done]
     failure = _failure_note(turn)
     content = f"{' '.join(key_said)} Outcome: {' '.join(key_done)}"
-    if not any(_DURABLE.search(x) or _PROCEDURE.search(x) or _ROLE.search(x) for x in said) and any(
+    if not any(_lasting_for_user(x) or _PROCEDURE.search(x) for x in said) and any(
         _DURABLE.search(x) for x in done
     ):
         # the user only asked; what was learned is in the outcome ("Root cause: ... From now on ..."),
