@@ -412,6 +412,45 @@ def test_a_line_never_quotes_a_memory_that_is_itself_outdated(real_service, proj
     assert short_id(kestrel) not in block and "kestrel" not in block.replace("kestrel gets wiped", "")
 
 
+def test_a_rule_learnt_on_a_retired_box_outlives_the_box(real_service, project):
+    """An episode told first ("the cross build on kestrel failed in openssl-sys") and the rule it
+    taught ("from now on keep openssl-sys out of the tree"): the rule is the memory's point, so
+    the box being wiped leaves it in the block, its line carrying the change. A memory whose rule
+    is the box itself ("from now on heavy builds go to kestrel") is still hidden."""
+    svc = real_service
+    sessions = iter(f"sess-rule-{n}" for n in range(3))
+    lesson = _stored_in_a_session(
+        svc,
+        project,
+        next(sessions),
+        "The cross build on kestrel first failed in openssl-sys: reqwest's default features pull in native-tls, "
+        "and the cross image has no aarch64 OpenSSL. I switched reqwest to rustls-tls. From now on keep "
+        "openssl-sys out of the tree: any HTTP or TLS crate gets default features off and its rustls-tls feature. "
+        "(On the way: `ssh kestrel 'cross build --release'` failed.)",
+        type="episodic",
+    )
+    box = _stored_in_a_session(
+        svc,
+        project,
+        next(sessions),
+        "My laptop is fanless, so release and cross builds go to my Linux box: `ssh kestrel`. From now on I'll "
+        "send heavy builds to kestrel.",
+    )
+    wiped = _stored_in_a_session(
+        svc,
+        project,
+        next(sessions),
+        "Hardware news: kestrel gets wiped on Friday. My new build box is osprey (`ssh osprey`, 64 cores), "
+        "use it for anything heavy from now on.",
+    )
+    ctx = RequestContext(project, "sess-rule-last")
+    svc.session_start(ctx)
+    block = svc.context(ctx, strengthen=False)["context_block"]
+    assert short_id(wiped) in block and short_id(box) not in block, block
+    lines = [x for x in block.splitlines() if short_id(lesson) in x]
+    assert lines and "changed since" in lines[0] and "osprey" in lines[0], block
+
+
 def test_a_cut_line_keeps_the_successor_of_someone_it_says_moved_on():
     """A memory that says who left a role and, past its line's cut, who took it: the line names the
     successor too, or it tells Claude only of the old holder. A name's own move only: a story's

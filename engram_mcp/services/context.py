@@ -856,11 +856,16 @@ def _corrected_on_its_line(old: str, new: str) -> bool:
     are live, and its line carries that sentence (`corrections`). Hidden whole, they were lost
     until a recall asked for them (the month replay: the integration command, hidden after the
     move from Colima). Only the point decides: a newer text may restate most of an aside's
-    values (the move named the container, DOCKER_HOST and Ryuk) and none of the point."""
+    values (the move named the container, DOCKER_HOST and Ryuk) and none of the point. A memory
+    states its point first, unless it lays down a rule: then the rule is its point, and the event
+    told first is how it was learnt ("The cross build on mistral failed in openssl-sys ... From
+    now on keep openssl-sys out of the tree" outlives the build box)."""
     displaced = fact_diff.displacements(old, new)
     if not displaced:
         return False
-    point = SENTENCE_BREAK_RE.split(old.strip(), maxsplit=1)[0].lower()  # a memory states its point first
+    sentences = SENTENCE_BREAK_RE.split(old.strip())
+    rules = [s for s in sentences if fact_diff.lays_down_a_rule(s)]
+    point = " ".join(rules or sentences[:1]).lower()
     return not any(value in point for value in displaced)
 
 

@@ -243,6 +243,12 @@ def _words(text: str) -> set[str]:
 _RULE_TIME_RE = re.compile(r"\b(?:from now on|from here on|going forward)\b", re.IGNORECASE)
 
 
+def lays_down_a_rule(sentence: str) -> bool:
+    """Whether a sentence says how things are done from now on ("From now on keep openssl-sys out
+    of the tree"): a memory that does is about that rule, whatever event it tells first."""
+    return bool(_RULE_TIME_RE.search(sentence))
+
+
 def _change_words(text: str) -> set[str]:
     """The words of `text` that may say a value changed (`_CHANGE_WORDS`), a rule's start left out."""
     return _words(_RULE_TIME_RE.sub(" ", text)) & _CHANGE_WORDS
