@@ -3,7 +3,7 @@ sentences the work is about instead of its head again."""
 
 from __future__ import annotations
 
-from engram_mcp.services.excerpt import excerpt, query_terms
+from engram_mcp.services.excerpt import excerpt, query_terms, with_lesson
 
 GATEWAY = (
     "Right, the gateway team never commits generated code. Whoever consumes a proto change runs buf generate "
@@ -45,3 +45,31 @@ def test_a_matching_sentence_longer_than_the_line_is_clipped_at_a_word():
     text = "Short lead. " + "The staging deploy " + "really " * 60 + "ends here."
     line = excerpt(text, 150, query_terms("staging deploy"))
     assert line.startswith("… The staging deploy really") and line.endswith("…") and len(line) <= 150
+
+
+LESSON = (
+    "The cross build on mistral first failed in openssl-sys ('Could not find directory of OpenSSL installation'): "
+    "reqwest's default features pull in native-tls and with it openssl-sys, and the cross image has no aarch64 "
+    "OpenSSL. I switched reqwest to default-features = false with json and rustls-tls. From now on keep "
+    "openssl-sys out of the tree: any HTTP or TLS crate gets default features off and its rustls-tls feature. "
+    "Asked: Build the coldlink-edge binary for the yard gateways."
+)
+
+
+def test_an_episodes_line_shows_the_rule_it_taught_after_a_shorter_event():
+    """The head alone tells what failed and stops before the lesson; the line keeps the event's
+    start and then the rule, within the same length."""
+    assert "rustls-tls feature" not in LESSON[:240]
+    line = with_lesson(LESSON, 240)
+    assert len(line) <= 240, line
+    assert line.startswith("The cross build on mistral first failed")
+    assert "From now on keep openssl-sys out of the tree: any HTTP or TLS crate gets default features off" in line
+    assert line.index("failed") < line.index("From now on") and "Asked" not in line
+
+
+def test_an_episode_shows_its_head_when_the_line_shows_its_rule_or_it_has_none():
+    short = "The deploy failed on a locked state file. From now on check the lock before an apply. More context here."
+    assert with_lesson(short, 400) == short  # it fits
+    assert with_lesson(short, 80) == short[:80].rsplit(" ", 1)[0].rstrip(" ,;:") + "…"  # the rule begins on the line
+    plain = LESSON.replace("From now on keep", "We keep")
+    assert with_lesson(plain, 240) == plain[:239].rsplit(" ", 1)[0].rstrip(" ,;:") + "…"

@@ -451,6 +451,35 @@ def test_a_rule_learnt_on_a_retired_box_outlives_the_box(real_service, project):
     assert lines and "changed since" in lines[0] and "osprey" in lines[0], block
 
 
+def test_an_episodes_start_line_shows_the_rule_it_taught(real_service, ctx):
+    """A fix written down tells the failure first and the rule after the line's cut; the start
+    block's line keeps the failure's start and then the rule (`excerpt.with_lesson`). A fact's
+    line still shows its head."""
+    svc = real_service
+    event = (
+        "Some driver reminders failed after Friday's deploy: last week's change added `channel` as a required "
+        "positional parameter, but reminders are queued with an ETA hours or days ahead, and messages queued by "
+        "the previous release carry only [load_id], so every one of them failed with a TypeError. "
+        "From now on, new parameters on existing Celery tasks are keyword-only with a default."
+    )
+    fix = svc.store(ctx, content=event, type="episodic", scope="project")["memory_id"]
+    fact = svc.store(
+        ctx,
+        content=(
+            "The staging web app runs on dd-stg-web01 behind the office VPN, with its gunicorn workers under the "
+            "dd-gunicorn unit and Celery under dd-celery; both log to journald, and the box is rebuilt from the "
+            "ansible inventory. From now on, read its logs with journalctl, not the old /var/log files."
+        ),
+        type="semantic",
+        scope="project",
+    )
+    block = svc.context(_later(ctx), strengthen=False)["context_block"]
+    line = next(x for x in block.splitlines() if short_id(fix) in x)
+    assert "keyword-only with a default" in line and line.split("] ", 1)[1].startswith("Some driver reminders"), line
+    fact_line = next(x for x in block.splitlines() if short_id(fact["memory_id"]) in x)
+    assert "journalctl" not in fact_line and fact_line.endswith("…"), fact_line
+
+
 def test_a_cut_line_keeps_the_successor_of_someone_it_says_moved_on():
     """A memory that says who left a role and, past its line's cut, who took it: the line names the
     successor too, or it tells Claude only of the old holder. A name's own move only: a story's

@@ -40,7 +40,7 @@ from engram_mcp.index.scope_index import Filters
 from engram_mcp.index.scoring import decay_factors, prior
 from engram_mcp.services import fact_diff
 from engram_mcp.services.access import RequestContext, ScopeAccess
-from engram_mcp.services.excerpt import SENTENCE_BREAK_RE, excerpt
+from engram_mcp.services.excerpt import SENTENCE_BREAK_RE, excerpt, with_lesson
 from engram_mcp.services.recall import recall, strengthen_hits
 from engram_mcp.services.records import check_tags, clip_words, is_foreign, origin_in, public_memory
 from engram_mcp.services.sightings import ELSEWHERE, changes_elsewhere
@@ -191,10 +191,13 @@ def memory_line(
 
 
 def line_body(mem: dict[str, Any], limit: int, after_cut: frozenset[str] | None = None) -> str:
-    """What a line of `mem` shows of its text (`memory_line`): its head within `limit` characters,
-    or, for a memory the session was shown cut, its sentences about `after_cut`."""
+    """What a line of `mem` shows of its text (`memory_line`): its head within `limit` characters
+    (for an episode, with the rule it taught when the cut would leave it out: `with_lesson`), or,
+    for a memory the session was shown cut, its sentences about `after_cut`."""
     content = context_safe(mem.get("content") or "")
-    return excerpt(content, limit, after_cut) if after_cut else clip_words(content, limit)
+    if after_cut:
+        return excerpt(content, limit, after_cut)
+    return with_lesson(content, limit) if mem.get("type") == "episodic" else clip_words(content, limit)
 
 
 def own_change(content: str, shown: str) -> str:

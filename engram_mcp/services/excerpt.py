@@ -12,6 +12,10 @@ same). Shorter than the whole text, the line also fits beside the prompt's other
 A memory Claude has not seen keeps its head on every line: excerpting those surfaced sentences
 the head leaves out, such as a failed command with a tool replaced since, and cost the month
 replay needs. So does a line here when no sentence shares enough words with the work.
+
+An episode is the exception to showing the head (`with_lesson`): it tells what happened first
+and what it taught after ("From now on keep openssl-sys out of the tree ..."), often past the
+line's cut, so its line keeps a shorter start of the event and then the rule.
 """
 
 from __future__ import annotations
@@ -19,9 +23,10 @@ from __future__ import annotations
 import re
 
 from engram_mcp.index.tokenizer import tokenize
+from engram_mcp.services.fact_diff import lays_down_a_rule
 from engram_mcp.services.records import clip_words
 
-__all__ = ["SENTENCE_BREAK_RE", "excerpt", "query_terms"]
+__all__ = ["SENTENCE_BREAK_RE", "excerpt", "query_terms", "with_lesson"]
 
 #: Where one sentence ends and the next begins: the blanks after a full stop, "!" or "?".
 SENTENCE_BREAK_RE = re.compile(r"(?<=[.!?])\s+")
@@ -31,6 +36,8 @@ MIN_SHARED_TERMS = 2
 #: Fewer characters than this left on a line are not worth a clipped sentence.
 MIN_CLIP_CHARS = 60
 GAP = "…"
+#: Of an episode's line, the share its lesson may take: the event told first keeps the rest.
+LESSON_SHARE = 0.6
 
 
 def query_terms(text: str) -> frozenset[str]:
@@ -58,6 +65,31 @@ def excerpt(text: str, limit: int, terms: frozenset[str]) -> str:
             if len(start) >= MIN_CLIP_CHARS:
                 chosen = {i: start}
     return _render(chosen, len(sentences)) if chosen else clip_words(flat, limit)
+
+
+def with_lesson(text: str, limit: int) -> str:
+    """An episode within `limit` characters: its head, or, when the cut leaves out the whole of the
+    rule it lays down, its first sentence cut shorter and then that rule ("The cross build on
+    mistral failed in openssl-sys … From now on keep openssl-sys out of the tree: any HTTP or TLS
+    crate gets … its rustls-tls feature."). An episode tells what happened first and what it
+    taught after, past the cut of a line: the month replay's fixes were shown as their events."""
+    flat = " ".join(str(text).split())
+    head = clip_words(flat, limit)
+    if head == flat:
+        return flat
+    sentences = SENTENCE_BREAK_RE.split(flat)
+    shown = len(head) - len(GAP)
+    at = 0
+    for i, sentence in enumerate(sentences):
+        at = flat.find(sentence, at)
+        if not lays_down_a_rule(sentence):
+            continue
+        if i == 0 or at < shown:  # the line shows it, or shows it begin
+            return head
+        rule = clip_words(sentence, int(limit * LESSON_SHARE))
+        first = clip_words(sentences[0], limit - len(rule) - 2 * len(f" {GAP}") - 1)
+        return _render({0: first, i: rule}, len(sentences))
+    return head
 
 
 def _shared(terms: frozenset[str], sentence: str) -> int:
