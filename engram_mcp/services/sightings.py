@@ -144,7 +144,6 @@ def changes_elsewhere(access: ScopeAccess, project: ScopeHandle) -> list[dict[st
             "content": r.content,
             "created_at": iso(r.created_at),
             "scope": "project",
-            "memory_type": "semantic",
             ELSEWHERE: r.project_name,
         }
         for r in rows
