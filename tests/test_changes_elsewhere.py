@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 
 from engram_mcp.services import context, fact_diff, sightings
-from tests.test_hooks import hook_env, start_block, store_all
+from tests.test_hooks import hook_env, run_hook, sample, start_block, store_all, turn_transcript
 
 OP_RUN = "Secrets never go in .env: I run anything that needs them through 1Password, as `op run --env-file=.env.op -- <cmd>`."
 STAGING_DB = "The staging database listens on port 5432, see compose.yaml."
@@ -100,7 +100,26 @@ def test_what_states_a_change(text, says):
 )
 def test_only_what_claude_or_the_user_stored_reaches_other_projects(source, kept):
     row = {"content": BWS, "memory_type": "semantic", "status": "active", "source": source}
-    assert sightings._change_worthy(row) is kept
+    assert (sightings._change_text(row) == BWS) is kept
+
+
+CAPTURE = "User: " + BWS + " Outcome: Started it as `bws run -- bin/dev`; web on :3000."
+
+
+@pytest.mark.parametrize(
+    ("content", "text"),
+    [
+        (CAPTURE, BWS),  # the user's words, never the outcome
+        ("User: " + BWS, BWS),  # the user's words alone (said for every project)
+        # the outcome states the change, the user's words do not: nothing goes
+        ("User: Start the dev server. Outcome: Secrets now come from `bws run` instead of op run.", None),
+        # a fix's capture leads with Claude's account
+        ("Fix found after `op run -- bin/dev` failed: the vault moved, so it is bws run now.", None),
+    ],
+)
+def test_of_a_hook_capture_only_the_users_words_reach_other_projects(content, text):
+    row = {"content": content, "memory_type": "semantic", "status": "active", "source": {"hook": "Stop", "origin": "hook"}}
+    assert sightings._change_text(row) == text
 
 
 VALIDATOR = "Publishing: run the feed validator first; the validator reports errors and warnings, and any ERROR stops the release."
@@ -152,3 +171,44 @@ def test_a_tool_named_with_digits_is_a_name_everywhere():
     change = _mem("memory:01B", sops, "2026-06-01T00:00:00Z", **{sightings.ELSEWHERE: "validator-agent"})
     ((_, quote),) = context.corrections(line, [change], creds)
     assert "1Password" in quote and "sops exec-env" in quote, quote
+
+
+def test_a_change_a_hook_kept_from_a_last_turn_reaches_the_other_projects_lines(tmp_path):
+    """A change said in a session's last turn is often kept by the Stop hook alone (no prompt follows
+    to carry its note). Its capture's user words reach the user's other projects as a change; its
+    outcome, which a repository's text may steer, does not. Real hook processes, real daemon."""
+    e = hook_env(tmp_path)
+    try:
+        other = e.project.parent / "circulation-api"
+        (other / ".git").mkdir(parents=True)
+        store_all(e, (OP_RUN,), type="semantic", scope="project")
+        sid = "last-turn"
+        run_hook(e, "SessionStart", sample("SessionStart", session_id=sid, cwd=str(other)))
+        prompt = (
+            "Start the dev server with the secrets. Heads-up, the company changed password managers: secrets "
+            "come from Bitwarden Secrets Manager now, you run things as bws run -- <cmd>."
+        )
+        path = turn_transcript(tmp_path / "t.jsonl", prompt, [], "Started it as `bws run -- bin/dev`; web on :3000.")
+        stop = {**sample("Stop", session_id=sid, cwd=str(other)), "transcript_path": str(path), "stop_hook_active": False}
+        assert run_hook(e, "Stop", stop).returncode == 0
+        end = run_hook(e, "SessionEnd", sample("SessionEnd", session_id=sid, cwd=str(other)))
+        assert end.returncode == 0, end.stderr
+        line = _line(start_block(e, "next", e.project), "op run")
+        assert "[changed since, " in line and " in circulation-api: " in line, line
+        assert "bws run" in line and "web on :3000" not in line, line
+    finally:
+        e.shutdown()
+
+
+@pytest.mark.parametrize(
+    ("new", "ended"),
+    [
+        # the new way typed plainly, a placeholder or flags after the tool marking it a command
+        ("Heads-up, we changed password managers: you run things as bws run -- <cmd> now.", {"op"}),
+        ("We switched secret stores, it's infisical run --env=dev -- bin/dev from now on.", {"op"}),
+        # an aside set off by a double hyphen is no command
+        ("We changed how we run -- honestly it's simpler now.", set()),
+    ],
+)
+def test_a_wrapper_typed_without_code_marks_is_a_tool_run_in_the_old_ones_place(new, ended):
+    assert set(fact_diff.ended_by_name(OP_RUN, new)) == ended

@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from engram_mcp.core import spool
+from engram_mcp.core import capture_shapes, spool
 from engram_mcp.core.artifacts import STEP_COMMAND_PREFIX
 from engram_mcp.core.budget import PROMPT_MAX_TOKENS, estimate_tokens
 from engram_mcp.core.display import printable
@@ -909,7 +909,7 @@ def turn_knowledge_memory(facts: dict[str, Any], signals: list[str]) -> dict[str
         content = f"Learned: {answer}" + (f" (asked: {prompt})" if prompt else "")
     else:
         kind = signals[0]  # rule, fact or decision: the user's words carry it
-        content = f"User: {prompt}" + (f" Outcome: {answer}" if answer else "")
+        content = capture_shapes.compose(prompt, answer)
     every_project = kind not in ("fix", "cause") and stop_trigger.user_says_every_project(
         str(facts.get("prompt") or "")
     )
@@ -917,7 +917,9 @@ def turn_knowledge_memory(facts: dict[str, Any], signals: list[str]) -> dict[str
         # it goes on to the user scope at session end: the user's own words only, never the answer,
         # which may repeat a repository's text (a red-team pass saw CONTRIBUTING's `curl | sudo sh`
         # shown under "User preferences" in every project)
-        content = "User: " + _clean(_with_referent(str(facts.get("prompt") or ""), prompt), TURN_PROMPT_CHARS)
+        content = capture_shapes.compose(
+            _clean(_with_referent(str(facts.get("prompt") or ""), prompt), TURN_PROMPT_CHARS), ""
+        )
     # engram's types are decay paces: how to work (a rule, a fix's cure) lasts like a procedure
     # (30 days), a fact about the project or a decision like semantic memory (7 days); a root
     # cause is not an episode of the day, whatever the turn's failed command suggests.

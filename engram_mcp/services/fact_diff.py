@@ -937,9 +937,26 @@ _CODE_COMMAND_RE = re.compile(r"`([a-z][\w.+-]{0,30}) ([a-z][\w-]{1,30})\b([^`]*
 _WRAPPED_RE = re.compile(r"(?:^|\s)--(?:\s|$)")
 
 
+#: A wrapper written plainly, outside code marks, as users type it: a tool and its subcommand, flags,
+#: then "--" and the command it runs, a placeholder or flags making plain that it is one ("you run
+#: things as bws run -- <cmd>", "op run --env-file=.env.op -- astro dev restart"); an aside set
+#: off by a double hyphen ("we run -- honestly -- fine") has neither.
+_PLAIN_WRAPPER_RE = re.compile(
+    r"(?<![\w`.-])([a-z][\w.+-]{0,30}) ([a-z][\w-]{1,30})((?: --?[\w.=/-]+)*) --(?= <[\w -]{1,20}>| \S)"
+)
+
+
 def _code_commands(text: str) -> set[tuple[str, str, bool]]:
-    """(tool, subcommand, wraps another command) of each command `text` writes as code."""
-    return {(t.lower(), c.lower(), bool(_WRAPPED_RE.search(rest))) for t, c, rest in _CODE_COMMAND_RE.findall(text)}
+    """(tool, subcommand, wraps another command) of each command `text` writes as code, or writes
+    plainly as a wrapper (`_PLAIN_WRAPPER_RE`): a user who says the new way in passing seldom puts
+    it in code marks, and their words were all a change kept by the Stop hook carries to other
+    projects (`sightings._change_text`)."""
+    found = {(t.lower(), c.lower(), bool(_WRAPPED_RE.search(rest))) for t, c, rest in _CODE_COMMAND_RE.findall(text)}
+    for m in _PLAIN_WRAPPER_RE.finditer(text):
+        placeholder = text[m.end() + 1 : m.end() + 2] == "<"
+        if placeholder or m.group(3):
+            found.add((m.group(1).lower(), m.group(2).lower(), True))
+    return found
 
 
 def _tools_swapped(old: str, new: str) -> dict[str, str]:

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from engram_mcp.core import capture_shapes
 from engram_mcp.core.errors import InvalidInput, StoreUnavailable
 from engram_mcp.core.ids import format_memory_id
 from engram_mcp.core.vocabulary import DURABLE_TYPES
@@ -85,7 +86,8 @@ def note_project_sighting(access: ScopeAccess, project: ScopeHandle, key: str, *
 
 #: Origins whose changes reach the user's other projects: what Claude or the user stored. A
 #: repository's team file, a synced folder or an import is someone else's text, and a hook's
-#: capture quotes Claude's answer, which a repository's files can steer.
+#: capture quotes Claude's answer, which a repository's files can steer: of a capture, only the
+#: user's own words go (`_change_text`).
 CHANGE_ORIGINS = ("claude", "user")
 #: Characters of a change's text kept: a line quotes its sentences.
 CHANGE_TEXT_MAX_CHARS = 2_000
@@ -100,7 +102,8 @@ def _note_change(user: ScopeHandle, project: ScopeHandle, key: str, row: dict[st
     """Keep (or, when it no longer says a change or is gone, drop) the record of a project memory
     that states a change, for the user's other projects (`changes_elsewhere`)."""
     record_key = _sighting_key(project, key)
-    if row is None or not _change_worthy(row):
+    text = _change_text(row) if row is not None else None
+    if row is None or text is None:
         if drop:  # forgotten, purged, or rewritten (an update passes `drop`)
             user.repo.delete_project_change(record_key)
         return
@@ -110,19 +113,25 @@ def _note_change(user: ScopeHandle, project: ScopeHandle, key: str, row: dict[st
             "project": project.db,
             "project_name": project.project_root.name if project.project_root else project.db,
             "memory_id": format_memory_id(key),
-            "content": str(row.get("content") or "")[:CHANGE_TEXT_MAX_CHARS],
+            "content": text[:CHANGE_TEXT_MAX_CHARS],
             "created_at": row.get("created_at") or now_dt(),
         },
     )
 
 
-def _change_worthy(row: dict[str, Any]) -> bool:
-    return (
-        row.get("status") != "forgotten"
-        and row.get("memory_type") in (*DURABLE_TYPES, "episodic")
-        and origin_of(row.get("source")).get("kind") in CHANGE_ORIGINS
-        and states_a_change(str(row.get("content") or ""))
-    )
+def _change_text(row: dict[str, Any]) -> str | None:
+    """What of a live project memory may tell the user's other projects of a change, when it states
+    one: the whole text of what Claude or the user stored; of the Stop hook's capture, the user's
+    own words only (`capture_shapes.users_words`). A change said in a session's last turn is often
+    kept by that capture alone ("the company changed password managers: you run things as bws
+    run"), and the `op run` another project's memory states stayed uncorrected there (the month
+    replay's eighth world, nudged: 15 of 37 turns). None for anything else."""
+    if row.get("status") == "forgotten" or row.get("memory_type") not in (*DURABLE_TYPES, "episodic"):
+        return None
+    content = str(row.get("content") or "")
+    kind = origin_of(row.get("source")).get("kind")
+    text = content if kind in CHANGE_ORIGINS else capture_shapes.users_words(content) if kind == "hook" else None
+    return text if text and states_a_change(text) else None
 
 
 def changes_elsewhere(access: ScopeAccess, project: ScopeHandle) -> list[dict[str, Any]]:
