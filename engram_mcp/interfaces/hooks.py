@@ -261,7 +261,7 @@ def file_change_memory(payload: dict[str, Any]) -> dict[str, Any] | None:
         return None
     ext = os.path.splitext(rel)[1].lstrip(".").lower()
     tags = ["file-change"] + ([ext] if ext and re.fullmatch(r"[a-z0-9]{1,10}", ext) else [])
-    return {
+    memory = {
         "content": _clean(content, 2 * SNIPPET_CHARS + 200),
         "type": "episodic",
         "importance": IMPORTANCE_FILE_CHANGE,
@@ -269,6 +269,25 @@ def file_change_memory(payload: dict[str, Any]) -> dict[str, Any] | None:
         "tags": tags,
         "source": {"hook": payload.get("hook_event_name") or "PostToolUse", "tool": tool, "file": _clean(rel, 300)},
     }
+    edits = _edit_pairs(tool, inp)
+    if edits:
+        memory["metadata"] = {capture_shapes.EDITS_KEY: edits}
+    return memory
+
+
+#: Edits of one MultiEdit read for swapped values.
+MAX_EDITS_READ = 4
+#: Characters of an edit's old or new text sent for its swapped values: a longer edit is code
+#: being written, and a cut one would read every value past the cut as gone.
+EDIT_TEXT_CHARS = 1_000
+
+
+def _edit_pairs(tool: Any, inp: dict[str, Any]) -> list[list[str]]:
+    """The (old text, new text) pairs of an Edit or a MultiEdit, redacted, whole: an edit whose
+    text is longer than EDIT_TEXT_CHARS is left out, never cut."""
+    raw = [inp] if tool == "Edit" else [e for e in inp.get("edits") or [] if isinstance(e, dict)][:MAX_EDITS_READ]
+    pairs = [[_clean(e.get("old_string"), EDIT_TEXT_CHARS), _clean(e.get("new_string"), EDIT_TEXT_CHARS)] for e in raw]
+    return [p for p in pairs if p[0] and p[1] and not p[0].endswith("…") and not p[1].endswith("…")]
 
 
 def command_memory(payload: dict[str, Any], *, failed: bool) -> dict[str, Any] | None:

@@ -29,6 +29,7 @@ import numpy as np
 
 from engram_mcp.core import artifacts
 from engram_mcp.core.budget import CHARS_PER_TOKEN, estimate_tokens
+from engram_mcp.core.capture_shapes import ENDED_BY, ENDED_KEY, ENDED_SAID
 from engram_mcp.core.display import context_safe
 from engram_mcp.core.errors import InvalidInput, StoreUnavailable
 from engram_mcp.core.ids import short_id
@@ -260,7 +261,7 @@ def corrections(mem: dict[str, Any], others: list[dict[str, Any]], shown: str) -
         if other.get(ELSEWHERE):  # said in another project: only what it ends by name, never a project's own value
             found = {v: x for v, x in fact_diff.ended_by_name(text, newer_text).items() if not _project_value(text, v)}
         else:
-            found = fact_diff.displacements(text, newer_text)
+            found = {**ended_values(text, other), **fact_diff.displacements(text, newer_text)}
         outright = fact_diff.displaced_outright(text, newer_text) if found else frozenset()
         for value, sentence in found.items():
             # the value, and, when it was displaced by name, what the memory said beside it of the
@@ -272,6 +273,26 @@ def corrections(mem: dict[str, Any], others: list[dict[str, Any]], shown: str) -
                 out.append((other["id"], _correction_quote(text, newer_text, sentence, value, shown=stated)))
                 break
     return out[:MAX_CORRECTIONS]
+
+
+def ended_values(text: str, newer: dict[str, Any]) -> dict[str, str]:
+    """{value of `text`: the sentence of `newer` stating what came instead} for the values `newer`
+    ended (its ENDED_KEY metadata, recorded at its session's end, `promotion._note_ended_values`):
+    one an edit of that session wrote over, which `newer` names only the new value of, or a tool
+    it ended by name in another memory, which this one names only in passing. A text that states
+    the value that came instead knows of the change already ("raw.py called pl.read_csv ... I
+    added read_gateway_csv()"): nothing is ended on it."""
+    meta = newer.get("metadata")
+    ended = meta.get(ENDED_KEY) if isinstance(meta, dict) else None
+    if not isinstance(ended, dict) or not ended:
+        return {}
+    tokens = fact_diff.fact_tokens(text)
+    out: dict[str, str] = {}
+    for value, entry in ended.items():
+        by, said = (entry.get(ENDED_BY), entry.get(ENDED_SAID)) if isinstance(entry, dict) else (None, None)
+        if value in tokens and isinstance(said, str) and said and not (isinstance(by, str) and by in tokens):
+            out[value] = said
+    return out
 
 
 def _project_value(text: str, value: str) -> bool:
@@ -840,7 +861,7 @@ def _standing_in(h: Any, vec: Any, created: float, old_text: str) -> _Standing:
         if row is None or is_foreign(row) or row.get("category") == SUMMARY_CATEGORY:
             continue
         new_text = str(row.get("content") or "")
-        if fact_diff.displacements(old_text, new_text):
+        if fact_diff.displacements(old_text, new_text) or ended_values(old_text, row):
             fixes.append(public_memory(row))
         if (
             not outdated_by_one

@@ -1364,3 +1364,55 @@ def _displacing(
             if shared[w] in came_in:
                 found.setdefault(w, " ".join(sentence.split()))
     return found
+
+
+#: Values one edit may swap and still read as a change of values, not a rewrite of the code.
+MAX_EDIT_SWAPS = 4
+
+
+def edit_swaps(old_code: str, new_code: str) -> dict[str, str]:
+    """{value: the value written over it} of an edit: each place where the word-level diff of the
+    code replaces one value (a number or an identifier) with one other of the same kind, the old
+    one gone from the new code (`bucket.set("grt-gtfs-public")` -> `bucket.set("grt-open-data")`),
+    neither a lone digit (`hour_of_day=2` -> `4` is no value another memory could be known by).
+    A change that is made only in a file is said in no text: the user says "the feed goes to the
+    R2 bucket now", Claude edits the build script, and the memory of it names the new bucket only.
+    An edit that rewrites more than MAX_EDIT_SWAPS values is code being written, not values
+    changed: none."""
+    a, b = fact_tokens(old_code), fact_tokens(new_code)
+    old_words = [_named(w).lower() for w in _TOKEN_RE.findall(old_code)[:_MAX_DIFF_WORDS]]
+    new_words = [_named(w).lower() for w in _TOKEN_RE.findall(new_code)[:_MAX_DIFF_WORDS]]
+    ops = difflib.SequenceMatcher(None, old_words, new_words, autojunk=False).get_opcodes()
+    found: dict[str, str] = {}
+    for tag, i1, i2, j1, j2 in ops:
+        if tag != "replace" or i2 - i1 != 1 or j2 - j1 != 1:
+            continue
+        old, new = old_words[i1], new_words[j1]
+        kind = a.get(old)
+        if (
+            kind in _VALUE_KINDS
+            and b.get(new) == kind
+            and old not in b
+            and new not in a
+            and min(len(old), len(new)) > 1
+        ):
+            found.setdefault(old, new)
+    return found if len(found) <= MAX_EDIT_SWAPS else {}
+
+
+def values_ended_by_edits(content: str, swaps: dict[str, str]) -> dict[str, tuple[str, str]]:
+    """{value: (the value written over it, the sentence of `content` that states that one)} for
+    each of a session's edit swaps (`edit_swaps`) whose new value `content` states and whose old
+    one it does not: a memory of that session says what the edit made the value ("the public
+    feed now goes to the grt-open-data bucket"), and so ends the old one wherever an older memory
+    still states it alone."""
+    tokens = fact_tokens(content)
+    sentences = [" ".join(x.split()) for x in _SENTENCE_SPLIT_RE.split(content) if x.strip()]
+    found: dict[str, tuple[str, str]] = {}
+    for old, new in swaps.items():
+        if new not in tokens or old in tokens:
+            continue
+        sentence = next((x for x in sentences if new in fact_tokens(x)), None)
+        if sentence:
+            found[old] = (new, sentence)
+    return found

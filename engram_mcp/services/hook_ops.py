@@ -16,13 +16,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from engram_mcp.core import artifacts
+from engram_mcp.core import artifacts, capture_shapes
 from engram_mcp.core.budget import PROMPT_MAX_TOKENS
 from engram_mcp.core.display import context_safe
 from engram_mcp.core.errors import InvalidInput, StoreUnavailable
 from engram_mcp.core.redaction import sanitize
 from engram_mcp.services import context as context_ops
-from engram_mcp.services import promotion
+from engram_mcp.services import fact_diff, promotion
 from engram_mcp.services.access import RequestContext, ScopeAccess
 from engram_mcp.services.excerpt import query_terms
 from engram_mcp.services.recall import recall
@@ -657,8 +657,7 @@ def capture(
     source = given if isinstance(given, dict) else {}
     args["source"] = {**source, "origin": "hook"}  # a capture is the hook's, whatever its payload says
     if args.get("category") in SCRATCH_CATEGORIES:
-        given_meta = args.get("metadata")
-        args["metadata"] = {**(given_meta if isinstance(given_meta, dict) else {}), "scratch": True, "promote": False}
+        args["metadata"] = {**_with_swaps(args.get("metadata")), "scratch": True, "promote": False}
     if request_id is not None:
         args["request_id"] = request_id
     if args.get("category") == TURN_KNOWLEDGE and isinstance(args.get("content"), str):
@@ -671,6 +670,26 @@ def capture(
 
 #: The Stop hook's capture of what a turn taught (hooks.TURN_KNOWLEDGE_CATEGORY).
 TURN_KNOWLEDGE = "turn_knowledge"
+
+
+#: Characters of an edit's text read for the values it swapped (the hook sends whole edits up to
+#: 1,000; a longer text from elsewhere is read no further).
+EDIT_TEXT_MAX_CHARS = 2_000
+
+
+def _with_swaps(meta: Any) -> dict[str, Any]:
+    """A capture's metadata with a file change's edits read into the values they swapped: the
+    edits' text stays out of the store, which keeps the line the capture shows."""
+    out = dict(meta) if isinstance(meta, dict) else {}
+    edits = out.pop(capture_shapes.EDITS_KEY, None)
+    swaps: dict[str, str] = {}
+    for pair in edits if isinstance(edits, list) else []:
+        if isinstance(pair, list) and len(pair) == 2 and all(isinstance(x, str) for x in pair):
+            for old, new in fact_diff.edit_swaps(pair[0][:EDIT_TEXT_MAX_CHARS], pair[1][:EDIT_TEXT_MAX_CHARS]).items():
+                swaps.setdefault(old, new)
+    if swaps:
+        out[capture_shapes.SWAPS_KEY] = swaps
+    return out
 
 
 def session_end(access: ScopeAccess, ctx: RequestContext, *, reason: str = "session_end") -> dict[str, Any]:

@@ -19,12 +19,13 @@ import time
 from datetime import datetime
 from typing import Any
 
+from engram_mcp.core.capture_shapes import ENDED_BY, ENDED_KEY, ENDED_SAID, SWAPS_KEY
 from engram_mcp.core.errors import InvalidInput, StoreUnavailable
 from engram_mcp.core.ids import CROCKFORD, format_memory_id, parse_memory_id, session_db_name
 from engram_mcp.core.scope_words import THIS_PROJECT
 from engram_mcp.core.vocabulary import PERSISTENT_SCOPES, SCOPES
 from engram_mcp.index.scoring import to_epoch
-from engram_mcp.services import context, graph, lifecycle
+from engram_mcp.services import context, fact_diff, graph, lifecycle
 from engram_mcp.services.access import RequestContext, ScopeAccess
 from engram_mcp.services.fact_diff import (
     about_same,
@@ -434,6 +435,13 @@ def session_end(
             )
             _link_replaced(access, ctx, meta.get("replaces"), {"project": res["target_id"], "user": user_target})
         _review_replacements(access, ctx, written, started_at)
+        _note_ended_values(
+            access,
+            ctx,
+            _session_swaps(rows),
+            [(w[0], w[1]) for w in written] + [("project", t) for t in target_of.values()],
+            started_at,
+        )
         _carry_changes_of_user_values(access, ctx, written, started_at)
         quoted = _summary_rows(rows, target_of)
         text = summary or _auto_summary(quoted)
@@ -507,6 +515,89 @@ def _drafted_and_written(session: ScopeHandle, row: dict[str, Any], written: lis
         return False
     vec = session.index.vector_of_key(row["id"])
     return vec is not None and any(float(vec @ w[3]) >= DRAFT_TWIN_SIMILARITY for w in written)
+
+
+#: Values a memory records as ended by its session's edits.
+MAX_ENDED_VALUES = 8
+
+
+def _session_swaps(rows: list[dict[str, Any]]) -> dict[str, str]:
+    """The values this session's edits wrote over, each with the value that took its place."""
+    out: dict[str, str] = {}
+    for row in rows:
+        swaps = (row.get("metadata") or {}).get(SWAPS_KEY)
+        for old, new in swaps.items() if isinstance(swaps, dict) else ():
+            if isinstance(old, str) and isinstance(new, str):
+                out.setdefault(old, new)
+    return out
+
+
+def _note_ended_values(
+    access: ScopeAccess,
+    ctx: RequestContext,
+    swaps: dict[str, str],
+    ids: list[tuple[str, str]],
+    since: Any,
+) -> None:
+    """Record on each memory this session kept (`ids`: scope, memory id) the values it ended, each
+    with its sentence saying what came instead (ENDED_KEY), so that a line of any older memory
+    still stating one carries that sentence (`context.corrections`):
+
+    - a value its session's edits wrote over, when it states the new one
+      (`fact_diff.values_ended_by_edits`): a change made in a file is seldom said in words. "The
+      public feed goes to grt-open-data now" names no old bucket, the edit of the build script
+      does, and an older note treating the old bucket as production read as current all month
+      (the month replay's sixth world: 15 of 22 turns);
+    - a tool or a thing it ends by name in an older memory (`fact_diff.ended_by_name`: "`mise
+      install` in each repo" where that one ran `asdf install`): other memories name the tool in
+      passing ("installed it with asdf") and share no words with the change. Names only: a
+      number or an identifier one memory ended may be another's own value (a port of another
+      service)."""
+    start = to_epoch(since)
+    for scope, mid in dict.fromkeys(ids):
+        h = access.handle(ctx, scope)
+        key = parse_memory_id(mid)
+        row = h.repo.get(key)
+        if row is None:
+            continue
+        content = str(row.get("content") or "")
+        ended = {
+            value: {ENDED_BY: by, ENDED_SAID: said}
+            for value, (by, said) in {
+                **_ended_by_name_before(access, ctx, mid, content, start),
+                **fact_diff.values_ended_by_edits(content, swaps),
+            }.items()
+        }
+        meta = dict(row.get("metadata") or {})
+        given = meta.get(ENDED_KEY)
+        known: dict[str, Any] = given if isinstance(given, dict) else {}
+        merged = dict(list({**known, **ended}.items())[:MAX_ENDED_VALUES])
+        if not ended or merged == known:
+            continue
+        meta[ENDED_KEY] = merged
+        new = access.editable(row)
+        new["metadata"] = meta
+        access.write_update(h, key, row, new, change="update")
+
+
+def _ended_by_name_before(
+    access: ScopeAccess, ctx: RequestContext, mid: str, content: str, start: float
+) -> dict[str, tuple[str, str]]:
+    """{name: ("", the sentence of `content` ending it)} over the older stored memories near
+    `content` (what came instead is in the sentence, not one value); none without a search when
+    `content` states no change (most memories)."""
+    found: dict[str, tuple[str, str]] = {}
+    if not fact_diff.states_a_change(content):
+        return found
+    for m in _stored_neighbours(access, ctx, content):
+        if m["id"] == mid or _iso_epoch(m.get("created_at")) >= start:
+            continue
+        old = str(m.get("content") or "")
+        names = {t for t, kind in fact_tokens(old).items() if kind == fact_diff.NAME}
+        for value, sentence in fact_diff.ended_by_name(old, content).items():
+            if value in names:
+                found.setdefault(value, ("", sentence))
+    return found
 
 
 def _review_replacements(
