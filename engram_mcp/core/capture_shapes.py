@@ -16,6 +16,9 @@ from __future__ import annotations
 
 #: Metadata key of a file change's edits, as the hook sends them.
 EDITS_KEY = "edits"
+#: Characters of an edit's old or new text read for the values it swapped. A longer edit is code
+#: being written, and is left out whole: cut, every value past the cut would read as gone.
+EDIT_TEXT_MAX_CHARS = 1_000
 #: Metadata key of a file change as stored: {value: the value an edit wrote over it}.
 SWAPS_KEY = "swaps"
 #: Metadata key of a memory: {value: {ENDED_BY: the value that took its place, or "" when that is

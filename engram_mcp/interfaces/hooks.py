@@ -277,16 +277,14 @@ def file_change_memory(payload: dict[str, Any]) -> dict[str, Any] | None:
 
 #: Edits of one MultiEdit read for swapped values.
 MAX_EDITS_READ = 4
-#: Characters of an edit's old or new text sent for its swapped values: a longer edit is code
-#: being written, and a cut one would read every value past the cut as gone.
-EDIT_TEXT_CHARS = 1_000
 
 
 def _edit_pairs(tool: Any, inp: dict[str, Any]) -> list[list[str]]:
     """The (old text, new text) pairs of an Edit or a MultiEdit, redacted, whole: an edit whose
-    text is longer than EDIT_TEXT_CHARS is left out, never cut."""
+    text is longer than `capture_shapes.EDIT_TEXT_MAX_CHARS` is left out, never cut."""
     raw = [inp] if tool == "Edit" else [e for e in inp.get("edits") or [] if isinstance(e, dict)][:MAX_EDITS_READ]
-    pairs = [[_clean(e.get("old_string"), EDIT_TEXT_CHARS), _clean(e.get("new_string"), EDIT_TEXT_CHARS)] for e in raw]
+    limit = capture_shapes.EDIT_TEXT_MAX_CHARS
+    pairs = [[_clean(e.get("old_string"), limit), _clean(e.get("new_string"), limit)] for e in raw]
     return [p for p in pairs if p[0] and p[1] and not p[0].endswith("…") and not p[1].endswith("…")]
 
 

@@ -672,9 +672,14 @@ def capture(
 TURN_KNOWLEDGE = "turn_knowledge"
 
 
-#: Characters of an edit's text read for the values it swapped (the hook sends whole edits up to
-#: 1,000; a longer text from elsewhere is read no further).
-EDIT_TEXT_MAX_CHARS = 2_000
+def _whole_edit(pair: Any) -> bool:
+    """Whether `pair` is an edit as the hook sends one: two texts, neither over the bound (a longer
+    one, from another sender, is left out as the hook leaves it out, never read cut)."""
+    return (
+        isinstance(pair, list)
+        and len(pair) == 2
+        and all(isinstance(x, str) and len(x) <= capture_shapes.EDIT_TEXT_MAX_CHARS for x in pair)
+    )
 
 
 def _with_swaps(meta: Any) -> dict[str, Any]:
@@ -684,8 +689,8 @@ def _with_swaps(meta: Any) -> dict[str, Any]:
     edits = out.pop(capture_shapes.EDITS_KEY, None)
     swaps: dict[str, str] = {}
     for pair in edits if isinstance(edits, list) else []:
-        if isinstance(pair, list) and len(pair) == 2 and all(isinstance(x, str) for x in pair):
-            for old, new in fact_diff.edit_swaps(pair[0][:EDIT_TEXT_MAX_CHARS], pair[1][:EDIT_TEXT_MAX_CHARS]).items():
+        if _whole_edit(pair):
+            for old, new in fact_diff.edit_swaps(pair[0], pair[1]).items():
                 swaps.setdefault(old, new)
     if swaps:
         out[capture_shapes.SWAPS_KEY] = swaps

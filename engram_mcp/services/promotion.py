@@ -517,7 +517,7 @@ def _drafted_and_written(session: ScopeHandle, row: dict[str, Any], written: lis
     return vec is not None and any(float(vec @ w[3]) >= DRAFT_TWIN_SIMILARITY for w in written)
 
 
-#: Values a memory records as ended by its session's edits.
+#: Values a memory records as ended (by its session's edits or by name).
 MAX_ENDED_VALUES = 8
 
 
